@@ -1,0 +1,50 @@
+"""attntrace: trace scaled dot-product attention stage by stage.
+
+From Python::
+
+    from attntrace import trace_attention
+    trace = trace_attention("cat eats fish")
+    trace["softmax"].data        # numpy array, the attention weights
+
+The public names are imported lazily, so ``attntrace --help`` does not pay for numpy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "InputError",
+    "ModelSpec",
+    "Stage",
+    "Trace",
+    "__version__",
+    "load_model",
+    "trace_attention",
+]
+
+if TYPE_CHECKING:
+    from attntrace.api import trace_attention
+    from attntrace.errors import InputError
+    from attntrace.model_file import load_model
+    from attntrace.spec import ModelSpec
+    from attntrace.trace import Stage, Trace
+
+_LAZY = {
+    "trace_attention": "attntrace.api",
+    "InputError": "attntrace.errors",
+    "load_model": "attntrace.model_file",
+    "ModelSpec": "attntrace.spec",
+    "Stage": "attntrace.trace",
+    "Trace": "attntrace.trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'attntrace' has no attribute {name!r}")

@@ -1,0 +1,5 @@
+"""``python -m attntrace``: the same as the ``attntrace`` command."""
+
+from attntrace.cli import main
+
+main()

@@ -1,0 +1,78 @@
+"""ModelSpec + tokens -> Trace: scaled dot-product attention, one stage at a time.
+
+    Attention(Q, K, V) = softmax(Q · Kᵀ / √d_k) · V          (Vaswani et al. 2017, eq. 1)
+
+Each stage's formula is written once, here, next to the line that computes it; the
+tables, step mode and JSON all show this same string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from attntrace.errors import InputError
+from attntrace.ops import Matrix, softmax
+from attntrace.spec import ModelSpec
+from attntrace.trace import ModelInfo, Stage, Trace
+
+
+def dims(width: int) -> tuple[str, ...]:
+    """Column labels for an axis that runs over dimensions: d0, d1, ..."""
+    return tuple(f"d{i}" for i in range(width))
+
+
+def trace_head(model: ModelSpec, tokens: Sequence[str]) -> Trace:
+    """Trace one head of self-attention over ``tokens``.
+
+    Raises :class:`InputError` for unknown tokens, an empty sentence, or arithmetic that
+    overflows float64 (a stage with ±inf or NaN is never returned).
+    """
+    words = tuple(tokens)
+    stages: list[Stage] = []
+
+    def add(name: str, formula: str, data: Matrix, cols: tuple[str, ...]) -> Matrix:
+        _require_finite(name, data)
+        head = None if name == "X" else 0
+        kv_head = None if name == "X" else 0
+        stages.append(Stage(name, formula, words, cols, data, head=head, kv_head=kv_head))
+        return data
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        # [n, d_model]
+        X = add("X", "X = embeddings", model.embed(words), dims(model.d_model))
+        # [n, d_model] · [d_model, d_k] -> [n, d_k]
+        Q = add("Q", "Q = X · WQ", X @ model.WQ, dims(model.d_k))
+        K = add("K", "K = X · WK", X @ model.WK, dims(model.d_k))
+        # [n, d_model] · [d_model, d_v] -> [n, d_v]
+        V = add("V", "V = X · WV", X @ model.WV, dims(model.d_v))
+        # [n, d_k] · [d_k, n] -> [n, n]
+        scores = add("scores", "scores = Q · Kᵀ", Q @ K.T, words)
+        scaled = add("scaled", "scaled = scores / √d_k", scores / np.sqrt(model.d_k), words)
+        # row-wise, max-shifted: [n, n] -> [n, n]
+        weights = add(
+            "softmax", "softmax = exp(scaled − row max) / row sum", softmax(scaled), words
+        )
+        # [n, n] · [n, d_v] -> [n, d_v]
+        add("output", "output = softmax · V", weights @ V, dims(model.d_v))
+
+    info = ModelInfo(
+        name=model.name,
+        d_model=model.d_model,
+        d_k=model.d_k,
+        d_v=model.d_v,
+        description=model.description,
+    )
+    return Trace(model=info, tokens=words, stages=tuple(stages))
+
+
+def _require_finite(name: str, data: Matrix) -> None:
+    if not np.all(np.isfinite(data)):
+        rows, cols = np.nonzero(~np.isfinite(data))
+        first = f"[{rows[0]}, {cols[0]}] = {data[rows[0], cols[0]]}"
+        raise InputError(
+            f"stage {name}: the arithmetic overflows float64 ({first}); "
+            "scale the embeddings or weights down",
+            expected=None,
+        )

@@ -1,0 +1,162 @@
+"""The command line: parse flags, load -> compute -> render or serialize, map errors.
+
+Exit codes (SPEC.md section 5): 0 success, 2 bad usage or bad input (one line on
+stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes early
+(``| head``) ends quietly with 0. Heavy modules (numpy, PyYAML, the renderers) are
+imported inside the commands, so ``--help`` and ``--version`` stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from attntrace import __version__
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from attntrace.errors import InputError
+
+EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(
+    name="attntrace",
+    help="Trace scaled dot-product attention stage by stage: every matrix, labelled by token.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"attntrace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """attntrace: softmax(Q·Kᵀ/√d_k)·V, one stage at a time."""
+
+
+def fail(error: InputError) -> NoReturn:
+    """Report bad input as one line on stderr and exit 2."""
+    sys.stderr.write(f"attntrace: error: {error}\n")
+    raise typer.Exit(EXIT_INPUT)
+
+
+@contextmanager
+def quiet_pipe() -> Iterator[None]:
+    """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise typer.Exit(0) from None
+
+
+def stdout_console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+@app.command()
+def run(
+    sentence: Annotated[
+        str | None,
+        typer.Argument(help="The input sentence; default: the model file's `sentence`."),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file."),
+    ] = None,
+    sample: Annotated[
+        str | None,
+        typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
+    ] = None,
+    step: Annotated[
+        bool, typer.Option("--step", help="One stage per screen, with a prompt.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Write the whole trace as JSON to stdout.")
+    ] = False,
+    precision: Annotated[
+        int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point in tables.")
+    ] = 4,
+) -> None:
+    """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output."""
+    from attntrace.api import trace_attention
+    from attntrace.errors import InputError
+
+    if step and as_json:
+        fail(InputError("--step and --json do not mix: --json writes the whole trace at once"))
+    if config is not None and sample is not None:
+        fail(InputError("--config and --sample both name a model: give one of them"))
+    try:
+        trace = trace_attention(sentence, config=config, sample=sample)
+    except InputError as error:
+        fail(error)
+
+    from attntrace.render.tables import View
+
+    view = View(precision=precision)
+    with quiet_pipe():
+        if as_json:
+            from attntrace.serialize import dumps
+
+            sys.stdout.write(dumps(trace) + "\n")
+        elif step:
+            from attntrace.render.step import run_steps
+
+            try:
+                run_steps(stdout_console(), trace, _read_line, view)
+            except KeyboardInterrupt:
+                sys.stdout.write("\n")
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+        else:
+            from attntrace.render.tables import render_trace
+
+            console = stdout_console()
+            for renderable in render_trace(trace, view):
+                console.print(renderable)
+
+
+def _read_line() -> str | None:
+    """One line of stdin without its newline, or None at end of input."""
+    line = sys.stdin.readline()
+    return line.rstrip("\r\n") if line else None
+
+
+@app.command("samples")
+def list_samples_command() -> None:
+    """List the sample models that ship with attntrace."""
+    from attntrace.render.listing import sample_lines
+    from attntrace.samples import list_samples, summarize
+
+    summaries = [summarize(sample) for sample in list_samples()]
+    with quiet_pipe():
+        console = stdout_console()
+        for line in sample_lines(summaries):
+            console.print(line, no_wrap=True, overflow="ellipsis")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

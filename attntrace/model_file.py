@@ -1,0 +1,412 @@
+"""Model file (YAML or JSON) -> validated :class:`ModelSpec`. Every check lives here.
+
+A model file is data, never code: YAML goes through a safe loader that builds only
+mappings, lists, strings and numbers. Two YAML surprises are switched off because they
+silently change what a user wrote: mapping keys stay the exact strings written (``no``,
+``on`` and ``1`` are tokens, not booleans or numbers), and only ``true``/``false`` are
+booleans (YAML 1.2), not ``yes``/``no``. A duplicated key is an error, never an overwrite.
+Every failure is one :class:`InputError` naming the file, the field path, what was
+expected and what was found.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from attntrace.errors import InputError
+from attntrace.spec import ModelSpec
+
+# Fields of SPEC.md section 3 that this version reads, and the ones it knows but rejects
+# with a clear message until they are implemented.
+KNOWN_FIELDS = (
+    "name",
+    "description",
+    "sentence",
+    "embeddings",
+    "weights",
+    "heads",
+    "kv_heads",
+    "causal",
+    "positions",
+    "context",
+)
+KNOWN_WEIGHTS = ("WQ", "WK", "WV", "WO")
+REQUIRED_FIELDS = ("embeddings", "weights")
+REQUIRED_WEIGHTS = ("WQ", "WK", "WV")
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
+    """Read and validate the model file at ``path`` (YAML, or JSON by its ``.json`` suffix).
+
+    ``source`` names the file in error messages (default: the path as given).
+    """
+    source = source or str(path)
+    try:
+        text = read_text(Path(path))
+        document = parse_document(text, source, is_json=_is_json(Path(path)))
+    except InputError as error:
+        raise error.with_source(source) from None
+    return model_from_document(document, source)
+
+
+def _is_json(path: Path) -> bool:
+    return path.suffix.lower() == ".json"
+
+
+def read_text(path: Path) -> str:
+    """The file's text, or an :class:`InputError` that says why it cannot be had."""
+    source = None
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a model file", source=source) from None
+    except OSError as error:
+        raise InputError(f"cannot read the file: {error.strerror}", source=source) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"not UTF-8 text (byte {error.start}): expected a YAML or JSON model file",
+            source=source,
+        ) from None
+    if not text.strip():
+        raise InputError(
+            "the file is empty", source=source, expected="a model (embeddings and weights)"
+        )
+    return text
+
+
+def parse_document(text: str, source: str, *, is_json: bool) -> Any:
+    """Parse YAML or JSON text into plain Python data (dicts, lists, str, int, float)."""
+    return _parse_json(text, source) if is_json else _parse_yaml(text, source)
+
+
+# ---------------------------------------------------------------------------- JSON
+
+
+def _parse_json(text: str, source: str) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        mapping: dict[str, Any] = {}
+        for key, value in items:
+            if key in mapping:
+                raise InputError(f"duplicate key {key!r}", source=source)
+            mapping[key] = value
+        return mapping
+
+    def reject_constant(name: str) -> float:
+        raise InputError(f"non-finite number {name}", source=source, expected="finite numbers")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=reject_constant)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}",
+            source=source,
+        ) from None
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply", source=source) from None
+
+
+# ---------------------------------------------------------------------------- YAML
+
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _ModelLoader(_BaseLoader):  # type: ignore[misc]
+    """Safe loader: exact-string keys, YAML 1.2 booleans, duplicate keys refused."""
+
+
+_ModelLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_ModelLoader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[str, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        line = key_node.start_mark.line + 1
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise InputError(f"line {line}: a mapping key must be a plain string")
+        key = str(key_node.value)
+        if key in mapping:
+            raise InputError(f"line {line}: duplicate key {key!r}")
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    return mapping
+
+
+_ModelLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_ModelLoader)  # a safe loader: see _ModelLoader
+    except InputError as error:
+        raise error.with_source(source) from None
+    except yaml.constructor.ConstructorError as error:
+        where = _yaml_where(error.problem_mark)
+        tag = _yaml_tag(error.problem or "")
+        if tag:
+            raise InputError(
+                f"{where}YAML tag {tag} is not allowed: a model file holds plain data "
+                "(mappings, lists, numbers, strings)",
+                source=source,
+            ) from None
+        raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
+    except yaml.MarkedYAMLError as error:
+        where = _yaml_where(error.problem_mark)
+        raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
+    except yaml.YAMLError as error:
+        raise InputError(f"malformed YAML: {error}", source=source) from None
+    except RecursionError:
+        raise InputError("malformed YAML: nested too deeply", source=source) from None
+
+
+def _yaml_where(mark: Any) -> str:
+    return "" if mark is None else f"line {mark.line + 1}, column {mark.column + 1}: "
+
+
+def _yaml_tag(problem: str) -> str | None:
+    match = re.search(r"tag '([^']+)'", problem)
+    if not match:
+        return None
+    return match.group(1).replace("tag:yaml.org,2002:", "!!")
+
+
+# ---------------------------------------------------------------------- validation
+
+
+def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
+    """Check a parsed document against SPEC.md section 3 and build the :class:`ModelSpec`."""
+    if not isinstance(document, Mapping):
+        raise InputError(
+            expected="a mapping of model fields at the top level (embeddings, weights, ...)",
+            found=describe(document),
+            source=source,
+        )
+    unknown = [key for key in document if key not in KNOWN_FIELDS]
+    if unknown:
+        raise InputError(
+            f"unknown field {unknown[0]!r} (known fields: {', '.join(KNOWN_FIELDS)})",
+            source=source,
+        )
+    for key in REQUIRED_FIELDS:
+        if key not in document:
+            raise InputError(f"missing required field {key!r}", source=source)
+
+    _reject_unimplemented(document, source)
+    embeddings = _embeddings(document["embeddings"], source)
+    d_model = len(next(iter(embeddings.values())))
+    weights = _weights(document["weights"], d_model, source)
+    return ModelSpec(
+        embeddings=embeddings,
+        WQ=weights["WQ"],
+        WK=weights["WK"],
+        WV=weights["WV"],
+        name=_optional_text(document, "name", source) or _default_name(source),
+        description=_optional_text(document, "description", source) or "",
+        sentence=_optional_text(document, "sentence", source),
+        source=source,
+    )
+
+
+def _default_name(source: str | None) -> str:
+    return Path(source.removeprefix("sample ")).stem if source else "model"
+
+
+def _reject_unimplemented(document: Mapping[str, Any], source: str | None) -> None:
+    """Fields of SPEC.md that this version knows but does not compute yet.
+
+    Their default values are accepted (a file may spell them out); anything else is an
+    error, so a model is never silently traced as something it is not.
+    """
+    defaults: dict[str, tuple[object, ...]] = {
+        "heads": (1,),
+        "kv_heads": (1,),
+        "causal": (False,),
+        "positions": ("none", None),
+        "context": (None,),
+    }
+    for key, accepted in defaults.items():
+        if key in document and not any(
+            document[key] == ok and type(document[key]) is type(ok) for ok in accepted
+        ):
+            shown = " or ".join("null" if ok is None else json.dumps(ok) for ok in accepted)
+            raise InputError(
+                "is not supported yet in this version: only single-head self-attention",
+                source=source,
+                field=key,
+                expected=shown,
+                found=describe(document[key]),
+            )
+
+
+def _optional_text(document: Mapping[str, Any], key: str, source: str | None) -> str | None:
+    if key not in document or document[key] is None:
+        return None
+    value = document[key]
+    if not isinstance(value, str):
+        raise InputError(source=source, field=key, expected="a string", found=describe(value))
+    return value
+
+
+def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
+    if not isinstance(value, Mapping) or not value:
+        raise InputError(
+            source=source,
+            field="embeddings",
+            expected="a mapping of token -> vector",
+            found=describe(value),
+        )
+    table: dict[str, np.ndarray] = {}
+    first_token: str | None = None
+    for token, vector in value.items():
+        field = f"embeddings.{token}"
+        if not token or any(ch.isspace() for ch in token):
+            raise InputError(
+                source=source,
+                field="embeddings",
+                expected="tokens without spaces (a sentence is split on whitespace)",
+                found=repr(token),
+            )
+        row = _vector(vector, field, source)
+        if first_token is None:
+            first_token = token
+        elif len(row) != len(table[first_token]):
+            raise InputError(
+                source=source,
+                field=field,
+                expected=f"a vector of {len(table[first_token])} numbers "
+                f"(d_model, the length of {first_token!r})",
+                found=f"{len(row)} numbers",
+            )
+        table[token] = row
+    return table
+
+
+def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarray]:
+    if not isinstance(value, Mapping):
+        raise InputError(
+            source=source,
+            field="weights",
+            expected="a mapping with WQ, WK, WV",
+            found=describe(value),
+        )
+    for key in value:
+        if key not in KNOWN_WEIGHTS:
+            raise InputError(
+                f"unknown weight matrix {key!r} (known: {', '.join(KNOWN_WEIGHTS)})",
+                source=source,
+                field="weights",
+            )
+    for key in REQUIRED_WEIGHTS:
+        if key not in value:
+            raise InputError(f"missing required matrix {key!r}", source=source, field="weights")
+    if "WO" in value:
+        raise InputError(
+            "is not supported yet in this version: only single-head self-attention",
+            source=source,
+            field="weights.WO",
+        )
+    matrices = {key: _matrix(value[key], f"weights.{key}", source) for key in REQUIRED_WEIGHTS}
+    d_k = matrices["WQ"].shape[1]
+    expected_shapes = {
+        "WQ": (d_model, None, "d_model × d_k, d_model from the embeddings"),
+        "WK": (d_model, d_k, "d_model × d_k, d_k from WQ"),
+        "WV": (d_model, None, "d_model × d_v"),
+    }
+    for key, (rows, cols, meaning) in expected_shapes.items():
+        got_rows, got_cols = matrices[key].shape
+        if got_rows != rows or (cols is not None and got_cols != cols):
+            want = f"{rows} × {cols if cols is not None else 'any'}"
+            raise InputError(
+                source=source,
+                field=f"weights.{key}",
+                expected=f"{want} ({meaning})",
+                found=f"{got_rows} × {got_cols}",
+            )
+    return matrices
+
+
+def _number(value: Any, field: str, source: str | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(source=source, field=field, expected="a number", found=describe(value))
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise InputError(
+            source=source, field=field, expected="a finite number", found=describe(value)
+        )
+    return number
+
+
+def _vector(value: Any, field: str, source: str | None) -> np.ndarray:
+    if not isinstance(value, list) or not value:
+        raise InputError(
+            source=source,
+            field=field,
+            expected="a non-empty list of numbers",
+            found=describe(value),
+        )
+    return np.array(
+        [_number(x, f"{field}[{i}]", source) for i, x in enumerate(value)], dtype=np.float64
+    )
+
+
+def _matrix(value: Any, field: str, source: str | None) -> np.ndarray:
+    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
+        raise InputError(
+            source=source,
+            field=field,
+            expected="a matrix (a non-empty list of rows, each a list of numbers)",
+            found=describe(value),
+        )
+    rows = [_vector(row, f"{field}[{i}]", source) for i, row in enumerate(value)]
+    for i, row in enumerate(rows):
+        if len(row) != len(rows[0]):
+            raise InputError(
+                source=source,
+                field=f"{field}[{i}]",
+                expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix have one length)",
+                found=f"{len(row)}",
+            )
+    return np.stack(rows)
+
+
+def describe(value: Any) -> str:
+    """How a found value reads in an error message: ``a string 'abc'``, ``3 numbers``..."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits (too large for float64)"
+    if isinstance(value, int | float):
+        return repr(value) if math.isfinite(value) else f"a non-finite number ({value})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string {shown!r}"
+    if isinstance(value, Mapping):
+        return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,69 @@
+"""How a number and a label read in a table, and which rows/columns fit on screen."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+# Above this magnitude fixed-point gets too wide to scan; switch to scientific notation.
+_FIXED_LIMIT = 1e8
+# Shown in place of a masked (−∞) cell.
+MASKED = "−∞"
+ELLIPSIS = "…"
+
+
+def format_number(value: float, precision: int) -> str:
+    """``3.995761`` at precision 4 -> ``3.9958``; never ``-0.0000``; huge values in e-notation."""
+    if value == -math.inf:
+        return MASKED
+    if abs(value) >= _FIXED_LIMIT:
+        return f"{value:.{precision}e}"
+    text = f"{value:.{precision}f}"
+    if text.startswith("-") and not any(ch in "123456789" for ch in text):
+        text = text[1:]
+    return text
+
+
+def number_width(data: npt.NDArray[np.float64], precision: int) -> int:
+    """The widest formatted cell of ``data``, found from its extremes without formatting all."""
+    if data.size == 0:
+        return 1
+    finite = data[np.isfinite(data)]
+    candidates = [finite.min(), finite.max()] if finite.size else []
+    widths = [len(format_number(float(x), precision)) for x in candidates]
+    if not np.all(np.isfinite(data)):
+        widths.append(len(MASKED))
+    return max(widths, default=1)
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """Labels a reader can tell apart: a repeated token gets its 0-based position, ``the#4``."""
+    counts = Counter(labels)
+    return [f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(labels)]
+
+
+def visible_indices(count: int, limit: int) -> list[int | None]:
+    """Indices to show for an axis of ``count`` items, ``None`` where an ellipsis goes.
+
+    Like numpy's summarized printing: all of them when they fit, else the first and last
+    halves of ``limit`` around one ellipsis.
+    """
+    if count <= limit:
+        return list(range(count))
+    head = max(1, (limit + 1) // 2)
+    tail = max(1, limit // 2)
+    return [*range(head), None, *range(count - tail, count)]
+
+
+def columns_that_fit(widths: Sequence[int], budget: int) -> int:
+    """How many columns (each ``width + 3`` cells with padding and rule) fit in ``budget``."""
+    used = 0
+    for count, width in enumerate(widths):
+        used += width + 3
+        if used > budget:
+            return count
+    return len(widths)

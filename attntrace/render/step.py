@@ -1,0 +1,115 @@
+"""Step mode: one stage per screen, then a prompt (SPEC.md section 2).
+
+Keys, one line each: Enter or ``n`` next, ``b`` back, a stage number or name to jump,
+``q`` quit, ``?`` help. End of input (a closed or exhausted stdin) ends the walk
+cleanly, so a pipe can script it and it never hangs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from attntrace.explain import paragraph, shape_equation
+from attntrace.render.tables import DEFAULT_VIEW, StageTable, View, title
+from attntrace.trace import Trace
+
+HELP = (
+    "Enter or n: next stage · b: back · 1-{last} or a stage name ({names}): jump · "
+    "q: quit · ?: this help"
+)
+
+ReadLine = Callable[[], "str | None"]
+
+
+@dataclass
+class Move:
+    """What a typed line asks for: a stage index to show, quit, help, or a complaint."""
+
+    index: int | None = None
+    quit: bool = False
+    help: bool = False
+    error: str | None = None
+
+
+def interpret(line: str, current: int, trace: Trace) -> Move:
+    """Turn one typed line into a :class:`Move` from stage ``current`` (0-based)."""
+    key = line.strip()
+    last = len(trace) - 1
+    if key in ("", "n"):
+        return Move(quit=True) if current == last else Move(index=current + 1)
+    if key == "b":
+        if current == 0:
+            return Move(error="already at the first stage")
+        return Move(index=current - 1)
+    if key == "q":
+        return Move(quit=True)
+    if key in ("?", "h", "help"):
+        return Move(help=True)
+    if key.isdigit():
+        number = int(key)
+        if 1 <= number <= len(trace):
+            return Move(index=number - 1)
+        return Move(error=f"no stage {number}: stages are numbered 1 to {len(trace)}")
+    names = trace.names
+    if key in names:
+        return Move(index=names.index(key))
+    folded = [i for i, name in enumerate(names) if name.lower() == key.lower()]
+    if len(folded) == 1:
+        return Move(index=folded[0])
+    return Move(error=f"unknown key {key!r}: type ? for help")
+
+
+def show_stage(console: Console, trace: Trace, index: int, view: View) -> None:
+    stage = trace.stages[index]
+    if console.is_terminal:
+        console.clear()
+    else:
+        console.rule(style="dim")
+    console.print(
+        Text.assemble(
+            (f"Stage {index + 1} of {len(trace)} · ", "dim"),
+            (stage.name, "bold magenta"),
+            (f"   {trace.model.name}: {' '.join(trace.tokens)}", "dim"),
+        )
+    )
+    console.print(
+        Panel(
+            Text.assemble(title(stage), "\n", (shape_equation(stage, trace), "cyan")),
+            expand=False,
+        )
+    )
+    console.print(paragraph(stage, trace))
+    console.print()
+    console.print(StageTable(stage, view))
+    console.print()
+
+
+def run_steps(
+    console: Console, trace: Trace, read_line: ReadLine, view: View = DEFAULT_VIEW
+) -> None:
+    """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends."""
+    help_text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
+    index = 0
+    show_stage(console, trace, index, view)
+    while True:
+        where = "last stage: Enter ends" if index == len(trace) - 1 else "Enter: next"
+        console.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
+        line = read_line()
+        if line is None:
+            console.print()
+            return
+        move = interpret(line, index, trace)
+        if move.quit:
+            return
+        if move.help:
+            console.print(Text(help_text))
+        elif move.error:
+            console.print(Text(move.error, style="yellow"))
+        elif move.index is not None:
+            index = move.index
+            show_stage(console, trace, index, view)

@@ -1,0 +1,141 @@
+"""Stage -> Rich table: token-labelled rows, a title with formula and shape, a caption.
+
+A matrix wider or taller than the screen is summarized the way numpy prints (first and
+last rows/columns around an ellipsis); the column budget is measured at render time,
+so the same trace reads at 40, 80 or 200 columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from io import StringIO
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from attntrace.explain import one_line
+from attntrace.render.heatmap import weight_style
+from attntrace.render.numbers import (
+    ELLIPSIS,
+    columns_that_fit,
+    format_number,
+    number_width,
+    unique_labels,
+    visible_indices,
+)
+from attntrace.trace import Stage, Trace
+
+DEFAULT_PRECISION = 4
+DEFAULT_MAX_ROWS = 20
+
+
+@dataclass(frozen=True)
+class View:
+    """Display choices that never change a number: digits shown and rows kept."""
+
+    precision: int = DEFAULT_PRECISION
+    max_rows: int = DEFAULT_MAX_ROWS
+
+
+DEFAULT_VIEW = View()
+
+
+def title(stage: Stage) -> Text:
+    """``Q = X · WQ   [3 × 2]``: the stage's formula and its shape."""
+    rows, cols = stage.shape
+    head = f"  (head {stage.head})" if stage.head is not None and stage.head > 0 else ""
+    text = Text()
+    text.append(stage.formula, style="bold")
+    text.append(f"   [{rows} × {cols}]{head}", style="cyan")
+    return text
+
+
+@dataclass(frozen=True)
+class StageTable:
+    """A stage's matrix as a table that fits the width it is given."""
+
+    stage: Stage
+    view: View = DEFAULT_VIEW
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table(options.max_width)
+
+    def table(self, width: int) -> Table:
+        stage, precision = self.stage, self.view.precision
+        data = stage.data
+        row_labels = unique_labels(stage.rows)
+        col_labels = unique_labels(stage.cols)
+        cell = number_width(data, precision)
+        label_width = max(len(label) for label in row_labels)
+        col_widths = [max(cell, len(label)) for label in col_labels]
+
+        budget = width - label_width - 3
+        fits = columns_that_fit(col_widths, budget)
+        if fits < len(col_labels):
+            # Leave room for the ellipsis column, then keep first and last columns.
+            fits = max(2, columns_that_fit(sorted(col_widths, reverse=True), budget - 4))
+        cols = visible_indices(len(col_labels), fits)
+        rows = visible_indices(len(row_labels), self.view.max_rows)
+
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+        table.add_column("", style="bold", no_wrap=True)
+        for j in cols:
+            header = ELLIPSIS if j is None else col_labels[j]
+            table.add_column(header, justify="right", no_wrap=True)
+        shade = stage.name == "softmax"
+        for i in rows:
+            if i is None:
+                table.add_row(ELLIPSIS, *([ELLIPSIS] * len(cols)))
+                continue
+            cells: list[Text | str] = [row_labels[i]]
+            for j in cols:
+                if j is None:
+                    cells.append(ELLIPSIS)
+                    continue
+                value = float(data[i, j])
+                text = format_number(value, precision)
+                cells.append(Text(text, style=weight_style(value)) if shade else text)
+            table.add_row(*cells)
+        return table
+
+
+def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
+    """Title, table and the one-line meaning of a stage."""
+    caption = Text(one_line(stage, trace), style="italic dim")
+    return Group(title(stage), StageTable(stage, view), caption)
+
+
+def header(trace: Trace) -> Text:
+    """The trace's first line: model name, sentence length and sizes."""
+    model = trace.model
+    text = Text()
+    text.append(model.name, style="bold magenta")
+    text.append(
+        f" · {len(trace.tokens)} tokens · d_model {model.d_model} · d_k {model.d_k}"
+        f" · d_v {model.d_v}",
+        style="dim",
+    )
+    return text
+
+
+def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Group | Text]:
+    """Every stage of ``trace``, in order, each a titled table, for ``console.print``."""
+    yield header(trace)
+    yield Text(" ".join(trace.tokens))
+    for stage in trace:
+        yield Text("")
+        yield stage_block(stage, trace, view)
+
+
+def trace_mimebundle(trace: Trace) -> dict[str, str]:
+    """Plain text and HTML of the rendered trace, for Jupyter's rich display."""
+    console = Console(record=True, file=StringIO(), width=100, color_system="truecolor")
+    for renderable in render_trace(trace):
+        console.print(renderable)
+    return {
+        "text/plain": console.export_text(clear=False),
+        "text/html": console.export_html(inline_styles=True),
+    }

@@ -1,0 +1,68 @@
+"""Trace -> JSON (SPEC.md section 4). Plain dicts, never through the human renderer.
+
+Values are full float64: ``json`` writes ``repr(float)``, which reads back exactly.
+Masked cells (−∞ before softmax) are ``null``. The document's shape is described by the
+JSON Schema shipped as ``attntrace/schema/trace-v1.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+from typing import Any
+
+from attntrace.trace import Stage, Trace
+
+SCHEMA_ID = "attntrace/trace/v1"
+SCHEMA_FILE = "trace-v1.schema.json"
+
+
+def trace_to_dict(trace: Trace) -> dict[str, Any]:
+    model = trace.model
+    return {
+        "schema": SCHEMA_ID,
+        "model": {
+            "name": model.name,
+            "d_model": model.d_model,
+            "d_k": model.d_k,
+            "d_v": model.d_v,
+            "heads": model.heads,
+            "kv_heads": model.kv_heads,
+            "causal": model.causal,
+        },
+        "tokens": list(trace.tokens),
+        "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
+        "stages": [stage_to_dict(stage) for stage in trace.stages],
+    }
+
+
+def stage_to_dict(stage: Stage) -> dict[str, Any]:
+    return {
+        "name": stage.name,
+        "head": stage.head,
+        "kv_head": stage.kv_head,
+        "formula": stage.formula,
+        "shape": list(stage.shape),
+        "rows": list(stage.rows),
+        "cols": list(stage.cols),
+        "data": [[_cell(x) for x in row] for row in stage.data.tolist()],
+    }
+
+
+def _cell(value: float) -> float | None:
+    """A JSON cell: the float itself, or null for a masked (−∞) cell."""
+    return None if value == -math.inf else value
+
+
+def dumps(trace: Trace) -> str:
+    """The whole trace as one compact JSON document (no NaN or Infinity: they are not JSON).
+
+    Compact, because it is read by programs; ``jq .`` pretty-prints it for people.
+    """
+    return json.dumps(trace_to_dict(trace), ensure_ascii=False, allow_nan=False)
+
+
+def schema_text() -> str:
+    """The JSON Schema document for :data:`SCHEMA_ID`, as shipped in the package."""
+    return (resources.files("attntrace") / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")

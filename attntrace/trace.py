@@ -1,0 +1,103 @@
+"""A trace: every intermediate matrix of attention, named, labelled and in order.
+
+The compute core returns a :class:`Trace`; renderers and the JSON serializer only read
+it. Stage names are a contract (SPEC.md section 1): ``X``, ``Q``, ``K``, ``V``,
+``scores``, ``scaled``, ``softmax``, ``output``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named intermediate: ``data`` is ``len(rows) × len(cols)``.
+
+    ``rows`` and ``cols`` are labels: tokens where the axis runs over tokens, ``d0``,
+    ``d1``, ... where it runs over dimensions. ``head`` is ``None`` for stages shared by
+    all heads (``X``), else the head index.
+    """
+
+    name: str
+    formula: str
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    data: npt.NDArray[np.float64]
+    head: int | None = None
+    kv_head: int | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows, cols = self.data.shape
+        return int(rows), int(cols)
+
+    @property
+    def cols_are_tokens(self) -> bool:
+        """True where the columns run over (key) tokens: scores, scaled, softmax."""
+        return self.name in TOKEN_COLUMN_STAGES
+
+
+TOKEN_COLUMN_STAGES = frozenset({"scores", "scaled", "masked", "softmax"})
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The sizes a reader needs to follow the trace (SPEC.md section 4, ``model``)."""
+
+    name: str
+    d_model: int
+    d_k: int
+    d_v: int
+    heads: int = 1
+    kv_heads: int = 1
+    causal: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The stages of one attention computation, in computation order."""
+
+    model: ModelInfo
+    tokens: tuple[str, ...]
+    stages: tuple[Stage, ...]
+    context_tokens: tuple[str, ...] | None = None
+
+    def __iter__(self) -> Iterator[Stage]:
+        return iter(self.stages)
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __getitem__(self, name: str) -> Stage:
+        """The stage called ``name`` (head 0 for per-head stages): ``trace["softmax"].data``."""
+        return self.stage(name)
+
+    def stage(self, name: str, head: int | None = None) -> Stage:
+        for stage in self.stages:
+            if stage.name == name and (head is None or stage.head == head):
+                return stage
+        known = ", ".join(dict.fromkeys(s.name for s in self.stages))
+        where = f" for head {head}" if head is not None else ""
+        raise KeyError(f"no stage {name!r}{where} in this trace (stages: {known})")
+
+    @property
+    def names(self) -> list[str]:
+        return [stage.name for stage in self.stages]
+
+    # Rich and Jupyter display: the renderer is imported only when a trace is shown.
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        from attntrace.render.tables import render_trace
+
+        yield from render_trace(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from attntrace.render.tables import trace_mimebundle
+
+        return trace_mimebundle(self)
