@@ -72,9 +72,15 @@ def quiet_pipe() -> Iterator[None]:
 
 
 def stdout_console() -> Console:
+    """A Console on stdout whose broken pipe ends in :func:`quiet_pipe` (Rich would exit 1)."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    class PipeQuietConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return PipeQuietConsole(highlight=False)
 
 
 @app.command()
@@ -126,7 +132,8 @@ def run(
             from attntrace.render.step import run_steps
 
             try:
-                run_steps(stdout_console(), trace, _read_line, view)
+                echo = not sys.stdin.isatty()
+                run_steps(stdout_console(), trace, _read_line, view, echo=echo)
             except KeyboardInterrupt:
                 sys.stdout.write("\n")
                 raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -55,7 +55,7 @@ def visible_indices(count: int, limit: int) -> list[int | None]:
     if count <= limit:
         return list(range(count))
     head = max(1, (limit + 1) // 2)
-    tail = max(1, limit // 2)
+    tail = limit // 2
     return [*range(head), None, *range(count - tail, count)]
 
 

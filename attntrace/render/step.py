@@ -90,9 +90,19 @@ def show_stage(console: Console, trace: Trace, index: int, view: View) -> None:
 
 
 def run_steps(
-    console: Console, trace: Trace, read_line: ReadLine, view: View = DEFAULT_VIEW
+    console: Console,
+    trace: Trace,
+    read_line: ReadLine,
+    view: View = DEFAULT_VIEW,
+    *,
+    echo: bool = False,
 ) -> None:
-    """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends."""
+    """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends.
+
+    ``echo`` repeats each line read after the prompt: with input from a pipe nothing
+    else shows what was typed, and the transcript should read like a session.
+    """
+
     help_text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
     index = 0
     show_stage(console, trace, index, view)
@@ -103,6 +113,8 @@ def run_steps(
         if line is None:
             console.print()
             return
+        if echo:
+            console.print(Text(line))
         move = interpret(line, index, trace)
         if move.quit:
             return

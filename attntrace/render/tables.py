@@ -72,19 +72,24 @@ class StageTable:
         label_width = max(len(label) for label in row_labels)
         col_widths = [max(cell, len(label)) for label in col_labels]
 
-        budget = width - label_width - 3
+        # Each column costs its width + 3 (rule and padding); the label column has no rule.
+        budget = width - label_width
         fits = columns_that_fit(col_widths, budget)
         if fits < len(col_labels):
-            # Leave room for the ellipsis column, then keep first and last columns.
-            fits = max(2, columns_that_fit(sorted(col_widths, reverse=True), budget - 4))
+            # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
+            fits = max(1, columns_that_fit(sorted(col_widths, reverse=True), budget - 4))
+
         cols = visible_indices(len(col_labels), fits)
         rows = visible_indices(len(row_labels), self.view.max_rows)
 
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-        table.add_column("", style="bold", no_wrap=True)
+        # Where even one column cannot fit, digits fold onto a second line: a number
+        # cut short with an ellipsis would read as a different number.
+        table.add_column("", style="bold", overflow="fold")
         for j in cols:
             header = ELLIPSIS if j is None else col_labels[j]
-            table.add_column(header, justify="right", no_wrap=True)
+            table.add_column(header, justify="right", overflow="fold")
+
         shade = stage.name == "softmax"
         for i in rows:
             if i is None:

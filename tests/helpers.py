@@ -1,0 +1,33 @@
+"""Running the CLI in-process, the way a user's terminal would see it."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import jsonschema
+from typer.testing import CliRunner, Result
+
+from attntrace.cli import app
+from attntrace.serialize import schema_text
+
+
+def invoke(*args: str, input: str | None = None, columns: int = 80) -> Result:
+    """Run ``attntrace ARGS`` with a fixed terminal width and no colour."""
+    env = {"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
+    return CliRunner().invoke(app, list(args), input=input, env=env)
+
+
+@cache
+def trace_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_text())
+    return schema
+
+
+def load_valid_trace(text: str) -> dict[str, Any]:
+    """Parse a --json document and validate it against the shipped JSON Schema."""
+    document: dict[str, Any] = json.loads(text)
+    jsonschema.Draft202012Validator.check_schema(trace_schema())
+    jsonschema.validate(document, trace_schema(), cls=jsonschema.Draft202012Validator)
+    return document

@@ -1,0 +1,207 @@
+"""The run and samples commands through typer's CliRunner, and as a real process."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from helpers import invoke, load_valid_trace, trace_schema
+
+from attntrace import __version__
+
+STAGE_TITLES = [
+    "X = embeddings   [3 × 2]",
+    "Q = X · WQ   [3 × 2]",
+    "K = X · WK   [3 × 2]",
+    "V = X · WV   [3 × 2]",
+    "scores = Q · Kᵀ   [3 × 3]",
+    "scaled = scores / √d_k   [3 × 3]",
+    "softmax = exp(scaled − row max) / row sum   [3 × 3]",
+    "output = softmax · V   [3 × 2]",
+]
+
+
+def test_run_shows_every_stage_in_order_with_the_worked_numbers() -> None:
+    result = invoke("run", "cat eats fish")
+    assert result.exit_code == 0, result.output
+    positions = [result.stdout.index(title) for title in STAGE_TITLES]
+    assert positions == sorted(positions)
+    assert "fish   10.0000   10.0000   20.0000" in result.stdout
+    assert "fish   0.0008   0.0008   0.9983" in result.stdout
+    assert "fish   3.9958   2.0000" in result.stdout
+    assert result.stderr == ""
+
+
+def test_sentence_defaults_to_the_model_files() -> None:
+    result = invoke("run", "--sample", "the-cat-sat")
+    assert result.exit_code == 0, result.output
+    assert "The cat sat" in result.stdout
+    assert "the-cat-sat · 3 tokens · d_model 4 · d_k 2 · d_v 2" in result.stdout
+
+
+def test_precision_changes_tables_only() -> None:
+    result = invoke("run", "--precision", "6")
+    assert "fish   0.000848   0.000848   0.998304" in result.stdout
+    assert "fish   3.995761   2.000000" in result.stdout
+    assert invoke("run", "--json", "--precision", "1").stdout == invoke("run", "--json").stdout
+
+
+def test_json_is_the_whole_trace_at_full_precision() -> None:
+    result = invoke("run", "cat eats fish", "--json")
+    assert result.exit_code == 0
+    assert result.stderr == ""
+    document = load_valid_trace(result.stdout)
+    assert document["schema"] == "attntrace/trace/v1"
+    assert document["model"] == {
+        "name": "cat-eats-fish",
+        "d_model": 2,
+        "d_k": 2,
+        "d_v": 2,
+        "heads": 1,
+        "kv_heads": 1,
+        "causal": False,
+    }
+    assert document["tokens"] == ["cat", "eats", "fish"]
+    assert document["context_tokens"] is None
+    stages = {s["name"]: s for s in document["stages"]}
+    assert list(stages) == ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]
+    assert stages["X"]["head"] is None
+    assert stages["X"]["data"] == [[1.0, 2.0], [3.0, 1.0], [2.0, 4.0]]
+    assert stages["X"]["cols"] == ["d0", "d1"]
+    assert stages["softmax"]["head"] == 0
+    assert stages["softmax"]["cols"] == ["cat", "eats", "fish"]
+    a = 10 / math.sqrt(2)
+    assert stages["softmax"]["data"][2][2] == pytest.approx(
+        math.exp(a) / (2 + math.exp(a)), rel=1e-15
+    )
+    # Full float64: the value reads back bit for bit, not rounded to the table's digits.
+    assert len(repr(stages["softmax"]["data"][2][2])) > 12
+
+
+def test_json_of_every_sample_validates() -> None:
+    for name in ("cat-eats-fish", "cat-eats-fish.json", "the-cat-sat", "it-animal"):
+        result = invoke("run", "--sample", name, "--json")
+        assert result.exit_code == 0, (name, result.output)
+        document = load_valid_trace(result.stdout)
+        assert all(s["shape"] == [len(s["rows"]), len(s["cols"])] for s in document["stages"])
+
+
+def test_schema_rejects_a_document_that_breaks_the_contract() -> None:
+    document = json.loads(invoke("run", "--json").stdout)
+    del document["stages"][0]["formula"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, trace_schema())
+
+
+def test_config_yaml_and_json(tmp_path: Path) -> None:
+    model = {
+        "sentence": "a b",
+        "embeddings": {"a": [1, 0], "b": [0, 1]},
+        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[2], [3]]},
+    }
+    (tmp_path / "m.json").write_text(json.dumps(model))
+    (tmp_path / "m.yaml").write_text(
+        "sentence: a b\nembeddings: {a: [1, 0], b: [0, 1]}\n"
+        "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[2], [3]]}\n"
+    )
+    outputs = []
+    for name in ("m.json", "m.yaml"):
+        result = invoke("run", "--config", str(tmp_path / name), "--json")
+        assert result.exit_code == 0, result.output
+        document = load_valid_trace(result.stdout)
+        assert document["model"]["name"] == "m"
+        assert document["model"]["d_v"] == 1
+        outputs.append(document["stages"])
+    assert outputs[0] == outputs[1]
+
+
+def test_samples_lists_every_sample() -> None:
+    result = invoke("samples", columns=120)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "cat-eats-fish",
+        "cat-eats-fish.json",
+        "it-animal",
+        "the-cat-sat",
+    ]
+    assert 'd_model 6    "The animal didn\'t cro…"  What does "it" refer to?' in lines[2]
+
+
+def test_version_and_help() -> None:
+    assert invoke("--version").stdout == f"attntrace {__version__}\n"
+    result = invoke("--help")
+    assert result.exit_code == 0
+    assert "run" in result.stdout
+    assert "samples" in result.stdout
+
+
+def test_python_api_renders_with_rich_and_in_jupyter() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from attntrace import trace_attention
+
+    trace = trace_attention("cat eats fish")
+    buffer = StringIO()
+    Console(file=buffer, width=80, color_system=None).print(trace)
+    assert "softmax = exp(scaled − row max) / row sum   [3 × 3]" in buffer.getvalue()
+    bundle = trace._repr_mimebundle_()
+    assert "output = softmax · V" in bundle["text/plain"]
+    assert bundle["text/html"].lstrip().startswith("<!DOCTYPE html>")
+
+
+# -------------------------------------------------------------- as a real process
+
+
+def run_process(
+    *args: str, cwd: Path, close_stdout: bool = False
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    command = [sys.executable, "-m", "attntrace", *args]
+    if not close_stdout:
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    # The reader goes away before the writer starts, as `attntrace ... | head -0` would.
+    with subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        assert process.stderr is not None
+
+        process.stdout.close()
+        stderr = process.stderr.read()
+        return subprocess.CompletedProcess(command, process.wait(timeout=60), "", stderr)
+
+
+def test_python_dash_m_from_any_directory(tmp_path: Path) -> None:
+    result = run_process("run", "cat eats fish", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "fish   0.0008   0.0008   0.9983" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("run", "-s", "it-animal"), ("run", "-s", "it-animal", "--json"), ("samples",)],
+    ids=["tables", "json", "samples"],
+)
+def test_a_closed_pipe_ends_quietly(tmp_path: Path, args: tuple[str, ...]) -> None:
+    result = run_process(*args, cwd=tmp_path, close_stdout=True)
+    assert result.returncode == 0
+    assert result.stderr == ""
+
+
+def test_bad_input_as_a_process_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run_process("run", "dog", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "attntrace: error: sample cat-eats-fish: embeddings: unknown token 'dog' "
+        "(vocabulary: cat, eats, fish)\n"
+    )

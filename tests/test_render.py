@@ -1,0 +1,134 @@
+"""Rendered tables: golden text at fixed widths, and widths that always fit."""
+
+from __future__ import annotations
+
+import os
+from io import StringIO
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import invoke
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from rich.console import Console
+
+from attntrace.render.numbers import format_number, number_width, unique_labels, visible_indices
+from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
+from attntrace.trace import Stage
+
+GOLDEN = Path(__file__).parent / "golden"
+REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
+
+CASES = {
+    "run-cat-eats-fish-80": (("run", "cat eats fish"), 80, None),
+    "run-cat-eats-fish-40": (("run", "cat eats fish"), 40, None),
+    "run-it-animal-60": (("run", "--sample", "it-animal"), 60, None),
+    "run-it-animal-160": (("run", "--sample", "it-animal"), 160, None),
+    "run-the-cat-sat-precision-2": (("run", "-s", "the-cat-sat", "--precision", "2"), 80, None),
+    "step-softmax-80": (("run", "--step"), 80, "7\nq\n"),
+    "samples-80": (("samples",), 80, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_output(name: str) -> None:
+    """Compare with tests/golden/NAME.txt; ATTNTRACE_REGENERATE_GOLDEN=1 rewrites them."""
+    args, columns, keys = CASES[name]
+    result = invoke(*args, input=keys, columns=columns)
+    assert result.exit_code == 0, result.output
+    path = GOLDEN / f"{name}.txt"
+    if REGENERATE:
+        path.write_text(result.stdout, encoding="utf-8")
+    assert result.stdout == path.read_text(encoding="utf-8")
+    assert max(len(line) for line in result.stdout.splitlines()) <= columns
+
+
+def render(stage: Stage, width: int, view: View = DEFAULT_VIEW) -> list[str]:
+    buffer = StringIO()
+    Console(file=buffer, width=width, color_system=None).print(StageTable(stage, view))
+    return buffer.getvalue().splitlines()
+
+
+@given(
+    rows=st.integers(1, 60),
+    cols=st.integers(1, 300),
+    width=st.integers(30, 220),
+    scale=st.sampled_from([1.0, 1e3, 1e7, 1e12]),
+    label=st.integers(1, 14),
+)
+def test_tables_never_exceed_the_width(
+    rows: int, cols: int, width: int, scale: float, label: int
+) -> None:
+    data = np.random.default_rng(rows * cols).normal(size=(rows, cols)) * scale
+    stage = Stage(
+        "scores",
+        "scores = Q · Kᵀ",
+        tuple(f"{'w' * label}{i}" for i in range(rows)),
+        tuple(f"{'w' * label}{j}" for j in range(cols)),
+        data,
+    )
+    lines = render(stage, width)
+    assert max(len(line) for line in lines) <= width
+    label_width = label + len(str(rows - 1))
+    column_width = max(label_width, number_width(data, 4))
+    assume(label_width + column_width + 3 + 4 <= width)  # one column fits
+    # Summarized like numpy: the first and last rows are always there, on one line each.
+    assert lines[2].startswith(f"{'w' * label}0")
+    assert lines[-1].startswith(f"{'w' * label}{rows - 1}")
+    summarized = any(line.startswith("…") for line in lines)
+    assert summarized == (rows > View().max_rows)
+    assert len(lines) - 2 == min(rows, View().max_rows + 1)
+
+
+def test_summary_keeps_first_and_last_rows_and_columns() -> None:
+    data = np.arange(30 * 30, dtype=np.float64).reshape(30, 30)
+    labels = tuple(f"t{i}" for i in range(30))
+    lines = render(Stage("softmax", "softmax", labels, labels, data), 80, View(precision=0))
+    assert lines[0].split()[:2] == ["t0", "t1"]
+    assert lines[0].split()[-1] == "t29"
+    assert "…" in lines[0]
+    assert lines[-1].split()[0] == "t29"
+    assert lines[-1].split()[-1] == "899"
+    assert any(line.split()[0] == "…" for line in lines)
+
+
+def test_uses_the_extra_width_of_a_wide_terminal() -> None:
+    data = np.zeros((3, 16))
+    stage = Stage("V", "V = X · WV", ("a", "b", "c"), tuple(f"d{j}" for j in range(16)), data)
+    assert "…" in render(stage, 80)[0]
+    assert "…" not in render(stage, 200)[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (3.995761, "3.9958"),
+        (-1e-17, "0.0000"),
+        (-0.00004, "0.0000"),
+        (-0.00005, "-0.0001"),
+        (2.0, "2.0000"),
+        (123456789.0, "1.2346e+08"),
+        (float("-inf"), "−∞"),
+    ],
+)
+def test_format_number(value: float, text: str) -> None:
+    assert format_number(value, 4) == text
+
+
+def test_repeated_tokens_get_their_position() -> None:
+    assert unique_labels(["the", "cat", "the"]) == ["the#0", "cat", "the#2"]
+    assert unique_labels(["The", "the"]) == ["The", "the"]
+
+
+@pytest.mark.parametrize(
+    ("count", "limit", "shown"),
+    [
+        (3, 5, [0, 1, 2]),
+        (10, 4, [0, 1, None, 8, 9]),
+        (10, 5, [0, 1, 2, None, 8, 9]),
+        (10, 1, [0, None]),
+    ],
+)
+def test_visible_indices(count: int, limit: int, shown: list[int | None]) -> None:
+    assert visible_indices(count, limit) == shown

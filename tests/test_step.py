@@ -1,0 +1,85 @@
+"""Step mode: the keys of SPEC.md section 2, fed through stdin as a script would."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import invoke
+
+from attntrace import trace_attention
+from attntrace.render.step import Move, interpret
+
+
+def screens(output: str) -> list[str]:
+    """The stage names shown, in order, from 'Stage i of 8 · NAME' headers."""
+    return re.findall(r"Stage \d of 8 · (\S+)", output)
+
+
+@pytest.mark.parametrize(
+    ("keys", "shown"),
+    [
+        ("\n\nb\nq\n", ["X", "Q", "K", "Q"]),
+        ("n\nn\nn\n", ["X", "Q", "K", "V"]),
+        ("5\n", ["X", "scores"]),
+        ("softmax\nb\n", ["X", "softmax", "scaled"]),
+        ("Q\n", ["X", "Q"]),  # upper-case Q jumps to the stage; lower-case q quits
+        ("v\n", ["X", "V"]),  # names fold case where that is unambiguous
+        ("q\n\n\n", ["X"]),
+        ("", ["X"]),  # end of input at the first prompt
+        ("b\n9\n0\nwhat\n?\nq\n", ["X"]),  # complaints and help never move
+        ("\n" * 8, ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]),
+    ],
+)
+def test_keys_move_between_stages(keys: str, shown: list[str]) -> None:
+    result = invoke("run", "cat eats fish", "--step", input=keys)
+    assert result.exit_code == 0, result.output
+    assert screens(result.stdout) == shown
+    assert "Traceback" not in result.output
+
+
+def test_each_screen_has_formula_shapes_explanation_and_table() -> None:
+    result = invoke("run", "--step", input="7\nq\n")
+    softmax_screen = result.stdout.split("Stage 7 of 8")[1]
+    assert "softmax = exp(scaled − row max) / row sum   [3 × 3]" in softmax_screen
+    assert "softmax of each row of scaled [3 × 3] = softmax [3 × 3]" in softmax_screen
+    assert "Every row sums to 1." in softmax_screen
+    assert "fish   0.0008   0.0008   0.9983" in softmax_screen
+
+
+def test_complaints_and_help() -> None:
+    result = invoke("run", "--step", input="b\n9\nwhat\n?\nq\n")
+    assert "already at the first stage" in result.stdout
+    assert "no stage 9: stages are numbered 1 to 8" in result.stdout
+    assert "unknown key 'what': type ? for help" in result.stdout
+    assert "Enter or n: next stage · b: back · 1-8 or a stage name" in result.stdout
+
+
+def test_piped_keys_are_echoed_after_the_prompt() -> None:
+    result = invoke("run", "--step", input="3\nq\n")
+    assert "help) > 3\n" in result.stdout
+    assert "help) > q\n" in result.stdout
+
+
+def test_scaled_screen_shows_the_divisor_from_the_model() -> None:
+    result = invoke("run", "--sample", "it-animal", "--step", input="6\nq\n")
+    assert "scores [11 × 11] / √4 (= 2.0000) = scaled [11 × 11]" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "current", "move"),
+    [
+        ("", 0, Move(index=1)),
+        ("", 7, Move(quit=True)),
+        ("n", 3, Move(index=4)),
+        ("b", 3, Move(index=2)),
+        (" 2 ", 5, Move(index=1)),
+        ("scores", 0, Move(index=4)),
+        ("SCORES", 0, Move(index=4)),
+        ("K", 0, Move(index=2)),
+        ("q", 2, Move(quit=True)),
+        ("?", 2, Move(help=True)),
+    ],
+)
+def test_interpret(line: str, current: int, move: Move) -> None:
+    assert interpret(line, current, trace_attention("cat eats fish")) == move
