@@ -25,7 +25,7 @@ def trace_attention(
     to the model's own. Bad input raises :class:`InputError`, as the CLI reports it.
 
     >>> trace = trace_attention("cat eats fish")
-    >>> [round(w, 6) for w in trace["softmax"].data[2]]
+    >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
     """
     from attntrace.model_file import load_model
@@ -34,18 +34,26 @@ def trace_attention(
     chosen = [x for x in (model, config, sample) if x is not None]
     if len(chosen) > 1:
         raise InputError("give one of model, config and sample")
+    if config is not None and not str(config).strip():
+        raise InputError(field="--config", expected="a file name", found="''")
     if model is None:
         if config is not None:
             model = load_model(config)
         else:
             name = sample or DEFAULT_SAMPLE
             model = load_model(sample_path(name), source=f"sample {name}")
-    text = sentence if sentence is not None else model.sentence
-    if text is None:
+    if sentence is not None:
+        text, where = sentence, {"field": "SENTENCE"}
+    elif model.sentence is not None:
+        text, where = model.sentence, {"source": model.source, "field": "sentence"}
+    else:
         raise InputError(
             "no sentence: give one, or set `sentence` in the model file", source=model.source
         )
     tokens = tokenize(text)
     if not tokens:
-        raise InputError("empty sentence", expected="at least one token", found=repr(text))
-    return trace_head(model, tokens)
+        raise InputError("empty sentence", expected="at least one token", found=repr(text), **where)
+    try:
+        return trace_head(model, tokens)
+    except InputError as error:
+        raise error.with_source(model.source) if model.source else error from None

@@ -42,7 +42,13 @@ KNOWN_WEIGHTS = ("WQ", "WK", "WV", "WO")
 REQUIRED_FIELDS = ("embeddings", "weights")
 REQUIRED_WEIGHTS = ("WQ", "WK", "WV")
 
+NOT_YET = (
+    "is not supported yet: this version traces one head of self-attention "
+    "(no mask, positions, context or WO)"
+)
+
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+
 _YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -97,20 +103,35 @@ def parse_document(text: str, source: str, *, is_json: bool) -> Any:
 # ---------------------------------------------------------------------------- JSON
 
 
+class ParsedMapping(dict[str, Any]):
+    """A parsed mapping that remembers the keys it saw twice (and where, for YAML).
+
+    The parser cannot know a mapping's field path; validation does, so duplicates are
+    recorded here and reported there: ``model.json: embeddings: duplicate key 'cat'``.
+    The first value of a duplicated key is kept.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.duplicates: list[tuple[str, int | None]] = []
+
+    def add(self, key: str, value: Any, line: int | None = None) -> None:
+        if key in self:
+            self.duplicates.append((key, line))
+        else:
+            self[key] = value
+
+
 def _parse_json(text: str, source: str) -> Any:
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        mapping: dict[str, Any] = {}
+    def pairs(items: list[tuple[str, Any]]) -> ParsedMapping:
+        mapping = ParsedMapping()
         for key, value in items:
-            if key in mapping:
-                raise InputError(f"duplicate key {key!r}", source=source)
-            mapping[key] = value
+            mapping.add(key, value)
         return mapping
 
-    def reject_constant(name: str) -> float:
-        raise InputError(f"non-finite number {name}", source=source, expected="finite numbers")
-
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=reject_constant)
+        # NaN and Infinity become floats, so validation rejects them with a field path.
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=float)
     except json.JSONDecodeError as error:
         raise InputError(
             f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}",
@@ -126,29 +147,66 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _ModelLoader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader: exact-string keys, YAML 1.2 booleans, duplicate keys refused."""
+    """Safe loader: exact-string keys, YAML 1.2 booleans and floats, duplicates recorded."""
 
 
+_FLOAT_TAG = "tag:yaml.org,2002:float"
 _ModelLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_BOOL_TAG, _FLOAT_TAG)]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _ModelLoader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+# YAML 1.2 floats: PyYAML's YAML 1.1 rule reads 1e-3 (no dot) as a string. A float needs
+# a dot or an exponent, so 1 stays an int.
+_ModelLoader.add_implicit_resolver(
+    _FLOAT_TAG,
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?
+            |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+            |[-+]?\.(?:inf|Inf|INF)
+            |\.(?:nan|NaN|NAN))$""",
+        re.VERBOSE,
+    ),
+    list("-+0123456789."),
+)
+
+# Tags a mapping key may carry: the ones plain scalars resolve to.
+_PLAIN_KEY_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
+)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[str, Any]:
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> ParsedMapping:
+    """Keys as the exact strings written; merged keys (``<<``) may be overridden."""
+    explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
     loader.flatten_mapping(node)
-    mapping: dict[str, Any] = {}
-    for key_node, value_node in node.value:
-        line = key_node.start_mark.line + 1
+    merged = len(node.value) - explicit
+    mapping = ParsedMapping()
+    merged_keys: set[str] = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         if not isinstance(key_node, yaml.ScalarNode):
-            raise InputError(f"line {line}: a mapping key must be a plain string")
+            raise InputError(
+                f"line {node.start_mark.line + 1}: a mapping key must be a plain string, "
+                f"got {'a list' if isinstance(key_node, yaml.SequenceNode) else 'a mapping'} "
+                "(or an alias of one)"
+            )
+        if key_node.tag not in _PLAIN_KEY_TAGS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"found a key with tag '{key_node.tag}'", key_node.start_mark
+            )
         key = str(key_node.value)
-        if key in mapping:
-            raise InputError(f"line {line}: duplicate key {key!r}")
-        mapping[key] = loader.construct_object(value_node, deep=True)
+        value = loader.construct_object(value_node, deep=True)
+        if index < merged:  # from a merge: later ones win, as in PyYAML
+            mapping[key] = value
+            merged_keys.add(key)
+        elif key in merged_keys:  # an explicit key overrides a merged one, once
+            mapping[key] = value
+            merged_keys.discard(key)
+        else:
+            mapping.add(key, value, key_node.start_mark.line + 1)
     return mapping
 
 
@@ -201,10 +259,13 @@ def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
             found=describe(document),
             source=source,
         )
+    _refuse_duplicates(document, None, source)
     unknown = [key for key in document if key not in KNOWN_FIELDS]
     if unknown:
+        names = ", ".join(repr(key) for key in unknown)
         raise InputError(
-            f"unknown field {unknown[0]!r} (known fields: {', '.join(KNOWN_FIELDS)})",
+            f"unknown field{'s' if len(unknown) > 1 else ''} {names} "
+            f"(known fields: {', '.join(KNOWN_FIELDS)})",
             source=source,
         )
     for key in REQUIRED_FIELDS:
@@ -225,6 +286,14 @@ def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
         sentence=_optional_text(document, "sentence", source),
         source=source,
     )
+
+
+def _refuse_duplicates(mapping: Mapping[str, Any], field: str | None, source: str | None) -> None:
+    for key, line in getattr(mapping, "duplicates", ()):
+        at = f" (line {line})" if line is not None else ""
+        raise InputError(
+            f"duplicate key {key!r}{at}: each key may appear once", source=source, field=field
+        )
 
 
 def _default_name(source: str | None) -> str:
@@ -250,7 +319,7 @@ def _reject_unimplemented(document: Mapping[str, Any], source: str | None) -> No
         ):
             shown = " or ".join("null" if ok is None else json.dumps(ok) for ok in accepted)
             raise InputError(
-                "is not supported yet in this version: only single-head self-attention",
+                NOT_YET,
                 source=source,
                 field=key,
                 expected=shown,
@@ -272,14 +341,19 @@ def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
         raise InputError(
             source=source,
             field="embeddings",
-            expected="a mapping of token -> vector",
+            expected="a non-empty mapping of token -> vector",
             found=describe(value),
         )
+    _refuse_duplicates(value, "embeddings", source)
     table: dict[str, np.ndarray] = {}
     first_token: str | None = None
     for token, vector in value.items():
         field = f"embeddings.{token}"
-        if not token or any(ch.isspace() for ch in token):
+        if not token:
+            raise InputError(
+                source=source, field="embeddings", expected="a non-empty token", found="''"
+            )
+        if any(ch.isspace() for ch in token):
             raise InputError(
                 source=source,
                 field="embeddings",
@@ -309,6 +383,7 @@ def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarr
             expected="a mapping with WQ, WK, WV",
             found=describe(value),
         )
+    _refuse_duplicates(value, "weights", source)
     for key in value:
         if key not in KNOWN_WEIGHTS:
             raise InputError(
@@ -320,11 +395,7 @@ def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarr
         if key not in value:
             raise InputError(f"missing required matrix {key!r}", source=source, field="weights")
     if "WO" in value:
-        raise InputError(
-            "is not supported yet in this version: only single-head self-attention",
-            source=source,
-            field="weights.WO",
-        )
+        raise InputError(NOT_YET, source=source, field="weights.WO", expected="no WO")
     matrices = {key: _matrix(value[key], f"weights.{key}", source) for key in REQUIRED_WEIGHTS}
     d_k = matrices["WQ"].shape[1]
     expected_shapes = {
@@ -405,6 +476,10 @@ def describe(value: Any) -> str:
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"a string {shown!r}"
+    if isinstance(value, bytes):
+        return "binary data (!!binary)"
+    if isinstance(value, set):
+        return "a set (!!set)"
     if isinstance(value, Mapping):
         return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
     if isinstance(value, list):

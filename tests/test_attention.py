@@ -132,3 +132,11 @@ def test_a_single_token_attends_only_to_itself() -> None:
     trace = trace_attention("eats")
     np.testing.assert_array_equal(trace["softmax"].data, [[1.0]])
     np.testing.assert_array_equal(trace["output"].data, trace["V"].data)
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import attntrace.api
+
+    assert doctest.testmod(attntrace.api).failed == 0

@@ -132,3 +132,18 @@ def test_repeated_tokens_get_their_position() -> None:
 )
 def test_visible_indices(count: int, limit: int, shown: list[int | None]) -> None:
     assert visible_indices(count, limit) == shown
+
+
+def test_brackets_in_tokens_and_explanations_are_text_not_markup(tmp_path: Path) -> None:
+    model = tmp_path / "brackets.yaml"
+    model.write_text(
+        'embeddings: {"[b]": [1, 0], "[/]": [0, 1]}\n'
+        "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n"
+    )
+    result = invoke("run", "[b] [/]", "--config", str(model))
+    assert result.exit_code == 0, result.output
+    assert "[b]   1.0000   0.0000" in result.stdout
+    assert "[/]   0.0000   1.0000" in result.stdout
+    assert "[b]      [/]" in result.stdout  # the score table's column headers
+    step = invoke("run", "--step", input="scores\nq\n")
+    assert "scores[i, j] = Q[i] · K[j]" in step.stdout

@@ -83,7 +83,8 @@ def show_stage(console: Console, trace: Trace, index: int, view: View) -> None:
             expand=False,
         )
     )
-    console.print(paragraph(stage, trace))
+    console.print(Text(paragraph(stage, trace)))
+
     console.print()
     console.print(StageTable(stage, view))
     console.print()

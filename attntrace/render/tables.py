@@ -87,7 +87,8 @@ class StageTable:
         # cut short with an ellipsis would read as a different number.
         table.add_column("", style="bold", overflow="fold")
         for j in cols:
-            header = ELLIPSIS if j is None else col_labels[j]
+            # Text, not str: a token such as "[b]" is a label, never Rich markup.
+            header = Text(ELLIPSIS if j is None else col_labels[j])
             table.add_column(header, justify="right", overflow="fold")
 
         shade = stage.name == "softmax"
@@ -95,7 +96,8 @@ class StageTable:
             if i is None:
                 table.add_row(ELLIPSIS, *([ELLIPSIS] * len(cols)))
                 continue
-            cells: list[Text | str] = [row_labels[i]]
+            cells: list[Text | str] = [Text(row_labels[i])]
+
             for j in cols:
                 if j is None:
                     cells.append(ELLIPSIS)

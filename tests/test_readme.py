@@ -1,0 +1,85 @@
+"""The README's examples are real: every ``console`` block is run and its output compared.
+
+A block is a ``$ command`` line followed by what it prints (stdout and stderr, at 80
+columns, no colour, run from an empty directory). ``ATTNTRACE_REGENERATE_GOLDEN=1``
+rewrites the outputs from the code. The ``pycon`` block runs as a doctest, and the first
+lines must be the two set-up commands that ``.ci/run`` uses.
+"""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
+CONSOLE_BLOCK = re.compile(r"```console\n\$ (?P<command>[^\n]*)\n(?P<output>.*?)```", re.DOTALL)
+
+
+def console_blocks() -> list[tuple[str, str]]:
+    text = README.read_text(encoding="utf-8")
+    return [(m["command"], m["output"]) for m in CONSOLE_BLOCK.finditer(text)]
+
+
+def run_shell(command: str, cwd: Path) -> str:
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "COLUMNS": "80",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+    }
+    result = subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+    )
+    return result.stdout
+
+
+@pytest.mark.parametrize(("command", "output"), console_blocks(), ids=lambda x: x[:40])
+def test_console_example(command: str, output: str, tmp_path: Path) -> None:
+    if "| jq" in command and shutil.which("jq") is None:
+        pytest.skip("jq is not installed")
+    actual = run_shell(command, tmp_path)
+    if REGENERATE:
+        text = README.read_text(encoding="utf-8")
+        old = f"```console\n$ {command}\n{output}```"
+        README.write_text(text.replace(old, f"```console\n$ {command}\n{actual}```"))
+        return
+    assert actual == output
+    assert actual.strip(), "an example that prints nothing shows nothing"
+
+
+def test_python_example() -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```pycon\n(.*?)```", text, re.DOTALL)
+    assert block is not None
+    test = doctest.DocTestParser().get_doctest(block[1], {}, "README", str(README), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert len(test.examples) >= 5
+
+
+def test_first_lines_are_the_setup_commands_and_ci_runs_the_test_one() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert lines[3].endswith('pip install . && attntrace run "cat eats fish"')
+    test_command = lines[4]
+    assert test_command.endswith("&& pytest")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in ci
