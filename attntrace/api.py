@@ -35,7 +35,7 @@ def trace_attention(
     if len(chosen) > 1:
         raise InputError("give one of model, config and sample")
     if config is not None and not str(config).strip():
-        raise InputError(field="--config", expected="a file name", found="''")
+        raise InputError(field="--config", expected="a file name", found=repr(str(config)))
     if model is None:
         if config is not None:
             model = load_model(config)
@@ -43,16 +43,23 @@ def trace_attention(
             name = sample or DEFAULT_SAMPLE
             model = load_model(sample_path(name), source=f"sample {name}")
     if sentence is not None:
-        text, where = sentence, {"field": "SENTENCE"}
+        text, source, field = sentence, None, "SENTENCE"
     elif model.sentence is not None:
-        text, where = model.sentence, {"source": model.source, "field": "sentence"}
+        text, source, field = model.sentence, model.source, "sentence"
     else:
         raise InputError(
             "no sentence: give one, or set `sentence` in the model file", source=model.source
         )
     tokens = tokenize(text)
     if not tokens:
-        raise InputError("empty sentence", expected="at least one token", found=repr(text), **where)
+        raise InputError(
+            "empty sentence",
+            source=source,
+            field=field,
+            expected="at least one token",
+            found=repr(text),
+        )
+
     try:
         return trace_head(model, tokens)
     except InputError as error:

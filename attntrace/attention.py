@@ -33,7 +33,7 @@ def trace_head(model: ModelSpec, tokens: Sequence[str]) -> Trace:
     stages: list[Stage] = []
 
     def add(name: str, formula: str, data: Matrix, cols: tuple[str, ...]) -> Matrix:
-        _require_finite(name, data)
+        _require_finite(name, data, words, cols)
         head = None if name == "X" else 0
         kv_head = None if name == "X" else 0
         stages.append(Stage(name, formula, words, cols, data, head=head, kv_head=kv_head))
@@ -67,12 +67,13 @@ def trace_head(model: ModelSpec, tokens: Sequence[str]) -> Trace:
     return Trace(model=info, tokens=words, stages=tuple(stages))
 
 
-def _require_finite(name: str, data: Matrix) -> None:
+def _require_finite(name: str, data: Matrix, rows: tuple[str, ...], cols: tuple[str, ...]) -> None:
+    """Refuse a stage whose float64 arithmetic overflowed (inf, or NaN from inf − inf)."""
     if not np.all(np.isfinite(data)):
-        rows, cols = np.nonzero(~np.isfinite(data))
-        first = f"[{rows[0]}, {cols[0]}] = {data[rows[0], cols[0]]}"
+        bad_rows, bad_cols = np.nonzero(~np.isfinite(data))
+        i, j = int(bad_rows[0]), int(bad_cols[0])
         raise InputError(
-            f"stage {name}: the arithmetic overflows float64 ({first}); "
+            f"float64 overflowed to {data[i, j]} at row {rows[i]!r}, column {cols[j]!r}; "
             "scale the embeddings or weights down",
-            expected=None,
+            field=f"stage {name}",
         )

@@ -120,26 +120,25 @@ def run(
     except InputError as error:
         fail(error)
 
-    from attntrace.render.tables import View
-
-    view = View(precision=precision)
     with quiet_pipe():
-        if as_json:
+        if as_json:  # plain dicts to stdout: the renderers are not even imported
             from attntrace.serialize import dumps
 
             sys.stdout.write(dumps(trace) + "\n")
-        elif step:
+            return
+        from attntrace.render.tables import View, render_trace
+
+        view = View(precision=precision)
+        if step:
             from attntrace.render.step import run_steps
 
             try:
                 echo = not sys.stdin.isatty()
                 run_steps(stdout_console(), trace, _read_line, view, echo=echo)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # Ctrl-C at a prompt: end the line, exit 130
                 sys.stdout.write("\n")
                 raise typer.Exit(EXIT_INTERRUPTED) from None
         else:
-            from attntrace.render.tables import render_trace
-
             console = stdout_console()
             for renderable in render_trace(trace, view):
                 console.print(renderable)

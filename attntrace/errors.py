@@ -44,7 +44,12 @@ class InputError(Exception):
         )
 
     def __str__(self) -> str:
-        parts = [p for p in (self.source, self.field) if p]
+        # A file name with edge spaces is quoted, or the spaces would be invisible.
+        source = self.source
+        if source is not None and source != source.strip():
+            source = repr(source)
+        parts = [p for p in (source, self.field) if p]
+
         detail = self.message or ""
         if self.expected is not None:
             detail = f"{detail + ': ' if detail else ''}expected {self.expected}"

@@ -1,27 +1,22 @@
 """Model file (YAML or JSON) -> validated :class:`ModelSpec`. Every check lives here.
 
-A model file is data, never code: YAML goes through a safe loader that builds only
-mappings, lists, strings and numbers. Two YAML surprises are switched off because they
-silently change what a user wrote: mapping keys stay the exact strings written (``no``,
-``on`` and ``1`` are tokens, not booleans or numbers), and only ``true``/``false`` are
-booleans (YAML 1.2), not ``yes``/``no``. A duplicated key is an error, never an overwrite.
-Every failure is one :class:`InputError` naming the file, the field path, what was
-expected and what was found.
+:mod:`attntrace.parse` turns the text into plain data; this module checks that data
+against SPEC.md section 3. Every failure is one :class:`InputError` naming the file, the
+field path, what was expected and what was found.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from attntrace.errors import InputError
+from attntrace.parse import parse_document
 from attntrace.spec import ModelSpec
 
 # Fields of SPEC.md section 3 that this version reads, and the ones it knows but rejects
@@ -46,10 +41,6 @@ NOT_YET = (
     "is not supported yet: this version traces one head of self-attention "
     "(no mask, positions, context or WO)"
 )
-
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-
-_YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
@@ -93,159 +84,6 @@ def read_text(path: Path) -> str:
             "the file is empty", source=source, expected="a model (embeddings and weights)"
         )
     return text
-
-
-def parse_document(text: str, source: str, *, is_json: bool) -> Any:
-    """Parse YAML or JSON text into plain Python data (dicts, lists, str, int, float)."""
-    return _parse_json(text, source) if is_json else _parse_yaml(text, source)
-
-
-# ---------------------------------------------------------------------------- JSON
-
-
-class ParsedMapping(dict[str, Any]):
-    """A parsed mapping that remembers the keys it saw twice (and where, for YAML).
-
-    The parser cannot know a mapping's field path; validation does, so duplicates are
-    recorded here and reported there: ``model.json: embeddings: duplicate key 'cat'``.
-    The first value of a duplicated key is kept.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.duplicates: list[tuple[str, int | None]] = []
-
-    def add(self, key: str, value: Any, line: int | None = None) -> None:
-        if key in self:
-            self.duplicates.append((key, line))
-        else:
-            self[key] = value
-
-
-def _parse_json(text: str, source: str) -> Any:
-    def pairs(items: list[tuple[str, Any]]) -> ParsedMapping:
-        mapping = ParsedMapping()
-        for key, value in items:
-            mapping.add(key, value)
-        return mapping
-
-    try:
-        # NaN and Infinity become floats, so validation rejects them with a field path.
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=float)
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}",
-            source=source,
-        ) from None
-    except RecursionError:
-        raise InputError("malformed JSON: nested too deeply", source=source) from None
-
-
-# ---------------------------------------------------------------------------- YAML
-
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _ModelLoader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader: exact-string keys, YAML 1.2 booleans and floats, duplicates recorded."""
-
-
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-_ModelLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_BOOL_TAG, _FLOAT_TAG)]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_ModelLoader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-# YAML 1.2 floats: PyYAML's YAML 1.1 rule reads 1e-3 (no dot) as a string. A float needs
-# a dot or an exponent, so 1 stays an int.
-_ModelLoader.add_implicit_resolver(
-    _FLOAT_TAG,
-    re.compile(
-        r"""^(?:[-+]?(?:[0-9][0-9_]*\.[0-9_]*|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?
-            |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
-            |[-+]?\.(?:inf|Inf|INF)
-            |\.(?:nan|NaN|NAN))$""",
-        re.VERBOSE,
-    ),
-    list("-+0123456789."),
-)
-
-# Tags a mapping key may carry: the ones plain scalars resolve to.
-_PLAIN_KEY_TAGS = frozenset(
-    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
-)
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _construct_mapping(loader: Any, node: yaml.MappingNode) -> ParsedMapping:
-    """Keys as the exact strings written; merged keys (``<<``) may be overridden."""
-    explicit = sum(1 for key_node, _ in node.value if key_node.tag != _MERGE_TAG)
-    loader.flatten_mapping(node)
-    merged = len(node.value) - explicit
-    mapping = ParsedMapping()
-    merged_keys: set[str] = set()
-    for index, (key_node, value_node) in enumerate(node.value):
-        if not isinstance(key_node, yaml.ScalarNode):
-            raise InputError(
-                f"line {node.start_mark.line + 1}: a mapping key must be a plain string, "
-                f"got {'a list' if isinstance(key_node, yaml.SequenceNode) else 'a mapping'} "
-                "(or an alias of one)"
-            )
-        if key_node.tag not in _PLAIN_KEY_TAGS:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"found a key with tag '{key_node.tag}'", key_node.start_mark
-            )
-        key = str(key_node.value)
-        value = loader.construct_object(value_node, deep=True)
-        if index < merged:  # from a merge: later ones win, as in PyYAML
-            mapping[key] = value
-            merged_keys.add(key)
-        elif key in merged_keys:  # an explicit key overrides a merged one, once
-            mapping[key] = value
-            merged_keys.discard(key)
-        else:
-            mapping.add(key, value, key_node.start_mark.line + 1)
-    return mapping
-
-
-_ModelLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
-
-
-def _parse_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.load(text, Loader=_ModelLoader)  # a safe loader: see _ModelLoader
-    except InputError as error:
-        raise error.with_source(source) from None
-    except yaml.constructor.ConstructorError as error:
-        where = _yaml_where(error.problem_mark)
-        tag = _yaml_tag(error.problem or "")
-        if tag:
-            raise InputError(
-                f"{where}YAML tag {tag} is not allowed: a model file holds plain data "
-                "(mappings, lists, numbers, strings)",
-                source=source,
-            ) from None
-        raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
-    except yaml.MarkedYAMLError as error:
-        where = _yaml_where(error.problem_mark)
-        raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
-    except yaml.YAMLError as error:
-        raise InputError(f"malformed YAML: {error}", source=source) from None
-    except RecursionError:
-        raise InputError("malformed YAML: nested too deeply", source=source) from None
-
-
-def _yaml_where(mark: Any) -> str:
-    return "" if mark is None else f"line {mark.line + 1}, column {mark.column + 1}: "
-
-
-def _yaml_tag(problem: str) -> str | None:
-    match = re.search(r"tag '([^']+)'", problem)
-    if not match:
-        return None
-    return match.group(1).replace("tag:yaml.org,2002:", "!!")
 
 
 # ---------------------------------------------------------------------- validation
@@ -395,7 +233,13 @@ def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarr
         if key not in value:
             raise InputError(f"missing required matrix {key!r}", source=source, field="weights")
     if "WO" in value:
-        raise InputError(NOT_YET, source=source, field="weights.WO", expected="no WO")
+        raise InputError(
+            NOT_YET,
+            source=source,
+            field="weights.WO",
+            expected="no WO",
+            found=describe(value["WO"]),
+        )
     matrices = {key: _matrix(value[key], f"weights.{key}", source) for key in REQUIRED_WEIGHTS}
     d_k = matrices["WQ"].shape[1]
     expected_shapes = {
@@ -480,6 +324,8 @@ def describe(value: Any) -> str:
         return "binary data (!!binary)"
     if isinstance(value, set):
         return "a set (!!set)"
+    if isinstance(value, tuple):
+        return "a key-value pair (!!pairs or !!omap)"
     if isinstance(value, Mapping):
         return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
     if isinstance(value, list):

@@ -1,0 +1,975 @@
+"""The bad-input catalogue: every way a user can get input wrong, and what they see.
+
+SPEC.md section 5: bad input is exit 2 with one line on stderr, ``attntrace: error: ...``,
+that names the file, the field path, what was expected and what was found; no
+traceback, and nothing on stdout. Each row of ``REJECTED`` is one such input, run
+through the real CLI (``attntrace run``) with Typer's ``CliRunner``; the expected line
+is exact wherever the message is stable.
+
+Every test runs inside its own ``tmp_path`` (the working directory), and the model file
+is passed by a relative name (``model.yaml``), so messages read exactly as a user sees
+them: ``model.yaml: weights.WK: expected 2 × 2 ..., got 2 × 3``.
+
+A row marked ``xfail(strict=True, reason="BUG: ...")`` records behaviour that breaks
+the contract today; it asserts what the message should say, so the row fails (and so
+passes as xfail) until the bug is fixed, and then XPASS fails loudly: drop the mark.
+A ``...-contract`` row beside it checks that today's output still keeps the rest of
+the contract (exit 2, one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from attntrace.cli import app
+
+PREFIX = "attntrace: error: "
+
+# The worked example of SPEC.md section 6, as YAML lines: 4 lines of embeddings, then 4 of
+# weights. Cases below splice a broken line into it, so every other field stays valid.
+EMB = "embeddings:\n  cat: [1, 2]\n  eats: [3, 1]\n  fish: [2, 4]\n"
+WQ = "  WQ: [[1, 0], [0, 1]]\n"
+WK = "  WK: [[1, 0], [0, 1]]\n"
+WV = "  WV: [[0, 1], [1, 0]]\n"
+W = "weights:\n" + WQ + WK + WV
+GOOD = EMB + W
+
+# The same model as JSON, in pieces.
+J_EMB = '"embeddings": {"cat": [1, 2], "eats": [3, 1], "fish": [2, 4]}'
+J_W = '"weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[0, 1], [1, 0]]}'
+
+# YAML merge keys (<<) do not exist in YAML 1.2, which the loader follows: refused.
+MERGE = (
+    "YAML merge keys (<<) are not supported in model files (YAML 1.2 has none): "
+    "write the keys out, or share a whole matrix with an alias (WK: *wq)"
+)
+
+KNOWN_FIELDS = (
+    "name, description, sentence, embeddings, weights, heads, kv_heads, causal, positions, context"
+)
+TOP_LEVEL = "expected a mapping of model fields at the top level (embeddings, weights, ...)"
+TAG_REFUSED = "is not allowed: a model file holds plain data (mappings, lists, numbers, strings)"
+NOT_YET = (
+    "is not supported yet: this version traces one head of self-attention "
+    "(no mask, positions, context or WO)"
+)
+EMPTY_FILE = "the file is empty: expected a model (embeddings and weights)"
+TOKEN_MAP = "expected a non-empty mapping of token -> vector"
+ONCE = "each key may appear once"
+OVERFLOW = (
+    "float64 overflowed to inf at row 'cat', column {col}; scale the embeddings or weights down"
+)
+BAD_KEY = "a mapping key must be a plain string"
+HUGE_INT = "1" + "0" * 400  # 10**400, written out: an integer no float64 can hold
+
+# A file's content: text (written as UTF-8), raw bytes, a function that makes whatever is
+# at the path (a directory, a symlink loop, ...), or None for no file at all.
+Make = str | bytes | Callable[[Path], None] | None
+
+
+class Case(NamedTuple):
+    make: Make
+    suffix: str
+    args: tuple[str, ...]
+    message: str | None  # the exact text after "attntrace: error: ", if stable
+    contains: tuple[str, ...]  # substrings the text must hold, where it is not exact
+
+
+def with_file(
+    *extra: str, suffix: str = ".yaml", sentence: str | None = "cat eats fish"
+) -> tuple[str, ...]:
+    """``run`` arguments: the sentence (if any), ``--config model<suffix>``, then ``extra``."""
+    head = () if sentence is None else (sentence,)
+    return (*head, "--config", f"model{suffix}", *extra)
+
+
+def case(
+    id: str,
+    make: Make,
+    message: str | None,
+    *,
+    suffix: str = ".yaml",
+    args: tuple[str, ...] | None = None,
+    contains: tuple[str, ...] = (),
+    bug: str | None = None,
+) -> object:
+    marks = [pytest.mark.xfail(strict=True, reason=f"BUG: {bug}")] if bug else []
+    if args is None:
+        args = with_file(suffix=suffix)
+    return pytest.param(Case(make, suffix, args, message, contains), id=id, marks=marks)
+
+
+# ------------------------------------------------------------------- file makers
+
+
+def directory(path: Path) -> None:
+    path.mkdir()
+
+
+def unreadable(path: Path) -> None:
+    path.write_text(GOOD, encoding="utf-8")
+    path.chmod(0)
+    try:
+        path.read_bytes()
+    except PermissionError:
+        return
+    pytest.skip(
+        "chmod 000 does not stop this user from reading (root or CAP_DAC_OVERRIDE); "
+        "the same code path is covered by symlink-loop and parent-is-a-file"
+    )
+
+
+def symlink_loop(path: Path) -> None:
+    path.symlink_to(path.name)
+
+
+def plain_file(path: Path) -> None:
+    path.write_text(GOOD, encoding="utf-8")
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# ------------------------------------------------------------------------ the table
+
+REJECTED = [
+    # --- the file itself: missing, not a file, unreadable, empty, not text
+    case("missing-file", None, "model.yaml: no such file"),
+    case("directory", directory, "model.yaml: is a directory, expected a model file"),
+    case(
+        "unreadable-chmod-000",
+        unreadable,
+        "model.yaml: cannot read the file: Permission denied",
+    ),
+    case(
+        "unreadable-symlink-loop",
+        symlink_loop,
+        "model.yaml: cannot read the file: Too many levels of symbolic links",
+    ),
+    case(
+        "unreadable-parent-is-a-file",
+        plain_file,
+        "model.yaml/inner.yaml: cannot read the file: Not a directory",
+        args=("cat", "--config", "model.yaml/inner.yaml"),
+    ),
+    case(
+        "config-empty-name-message",
+        None,
+        "--config: expected a file name, got ''",
+        args=("cat", "--config", ""),
+    ),
+    case(
+        "config-blank-name-contract",
+        None,
+        None,
+        args=("cat", "--config", "   "),
+        contains=("--config: expected a file name, got ",),
+    ),
+    case(
+        "config-blank-name-shows-it",
+        None,
+        "--config: expected a file name, got '   '",
+        args=("cat", "--config", "   "),
+    ),
+    case("empty-file", "", f"model.yaml: {EMPTY_FILE}"),
+    case("whitespace-only-file", "  \n\t\n\n", f"model.yaml: {EMPTY_FILE}"),
+    case("empty-json-file", "", f"model.json: {EMPTY_FILE}", suffix=".json"),
+    case(
+        "non-utf8-latin1",
+        b"name: caf\xe9\n" + GOOD.encode(),
+        "model.yaml: not UTF-8 text (byte 9): expected a YAML or JSON model file",
+    ),
+    case(
+        "non-utf8-json",
+        b'{"name": "caf\xe9"}',
+        "model.json: not UTF-8 text (byte 13): expected a YAML or JSON model file",
+        suffix=".json",
+    ),
+    case(
+        "utf16-file",
+        GOOD.encode("utf-16"),
+        "model.yaml: not UTF-8 text (byte 0): expected a YAML or JSON model file",
+    ),
+    # --- syntax
+    case(
+        "yaml-unclosed-bracket",
+        "embeddings: [1, 2\n",
+        "model.yaml: line 2, column 1: malformed YAML: did not find expected ',' or ']'",
+    ),
+    case(
+        "yaml-bad-indent",
+        "embeddings:\n  cat: [1, 2]\n bad: x\n",
+        "model.yaml: line 3, column 2: malformed YAML: did not find expected key",
+    ),
+    case(
+        "yaml-tab-indent",
+        "embeddings:\n\tcat: [1, 2]\n",
+        "model.yaml: line 2, column 1: malformed YAML: found character that cannot start any token",
+    ),
+    case(
+        "yaml-two-documents",
+        GOOD + "---\nname: second\n",
+        "model.yaml: line 9, column 1: malformed YAML: but found another document",
+    ),
+    case(
+        "yaml-nested-too-deeply",
+        nested(100_000),
+        None,
+        contains=("model.yaml: ", "malformed YAML: "),
+    ),
+    case(
+        "json-trailing-comma",
+        '{"embeddings": {"cat": [1, 2],}}',
+        "model.json: line 1, column 31: malformed JSON: "
+        "Expecting property name enclosed in double quotes",
+        suffix=".json",
+    ),
+    case(
+        "json-file-holding-yaml",
+        GOOD,
+        "model.json: line 1, column 1: malformed JSON: Expecting value",
+        suffix=".json",
+    ),
+    case(
+        "json-nested-too-deeply",
+        nested(100_000),
+        "model.json: malformed JSON: nested too deeply",
+        suffix=".json",
+    ),
+    case(
+        "json-nan-field-path",
+        '{"embeddings": {"cat": [NaN, 2]}, ' + J_W + "}",
+        "model.json: embeddings.cat[0]: expected a finite number, got a non-finite number (nan)",
+        suffix=".json",
+    ),
+    case(
+        "json-infinity-field-path",
+        '{"embeddings": {"cat": [1, 2]}, "weights": {"WQ": [[Infinity, 0], [0, 1]], '
+        '"WK": [[1, 0], [0, 1]], "WV": [[0, 1], [1, 0]]}}',
+        "model.json: weights.WQ[0][0]: expected a finite number, got a non-finite number (inf)",
+        suffix=".json",
+    ),
+    case(
+        "json-negative-infinity-field-path",
+        '{"embeddings": {"cat": [-Infinity, 2]}, ' + J_W + "}",
+        "model.json: embeddings.cat[0]: expected a finite number, got a non-finite number (-inf)",
+        suffix=".json",
+    ),
+    case(
+        "json-nan-where-a-string-goes",
+        '{"name": NaN, ' + J_EMB + ", " + J_W + "}",
+        "model.json: name: expected a string, got a non-finite number (nan)",
+        suffix=".json",
+    ),
+    # --- the top level is not a mapping
+    case("top-level-list", "- 1\n- 2\n", f"model.yaml: {TOP_LEVEL}, got a list of 2 items"),
+    case("top-level-string", "hello\n", f"model.yaml: {TOP_LEVEL}, got a string 'hello'"),
+    case("top-level-number", "42\n", f"model.yaml: {TOP_LEVEL}, got 42"),
+    case("top-level-comment-only", "# nothing\n", f"model.yaml: {TOP_LEVEL}, got nothing (null)"),
+    case(
+        "json-top-level-list",
+        "[1, 2]",
+        f"model.json: {TOP_LEVEL}, got a list of 2 items",
+        suffix=".json",
+    ),
+    case(
+        "json-top-level-string",
+        '"hello"',
+        f"model.json: {TOP_LEVEL}, got a string 'hello'",
+        suffix=".json",
+    ),
+    case("json-top-level-number", "42", f"model.json: {TOP_LEVEL}, got 42", suffix=".json"),
+    case(
+        "json-top-level-null",
+        "null",
+        f"model.json: {TOP_LEVEL}, got nothing (null)",
+        suffix=".json",
+    ),
+    # --- fields: missing, unknown, wrong kind
+    case("missing-embeddings", W, "model.yaml: missing required field 'embeddings'"),
+    case("missing-weights", EMB, "model.yaml: missing required field 'weights'"),
+    case(
+        "missing-WQ",
+        EMB + "weights:\n" + WK + WV,
+        "model.yaml: weights: missing required matrix 'WQ'",
+    ),
+    case(
+        "missing-WK",
+        EMB + "weights:\n" + WQ + WV,
+        "model.yaml: weights: missing required matrix 'WK'",
+    ),
+    case(
+        "missing-WV",
+        EMB + "weights:\n" + WQ + WK,
+        "model.yaml: weights: missing required matrix 'WV'",
+    ),
+    case(
+        "unknown-field-kv_head",
+        GOOD + "kv_head: 1\n",
+        f"model.yaml: unknown field 'kv_head' (known fields: {KNOWN_FIELDS})",
+    ),
+    case(
+        "unknown-fields-all-named",
+        "kv_head: 1\n" + GOOD + "causl: false\n",
+        f"model.yaml: unknown fields 'kv_head', 'causl' (known fields: {KNOWN_FIELDS})",
+    ),
+    case(
+        "unknown-weight-WX",
+        GOOD + "  WX: [[1, 0], [0, 1]]\n",
+        "model.yaml: weights: unknown weight matrix 'WX' (known: WQ, WK, WV, WO)",
+    ),
+    case(
+        "embeddings-a-list",
+        "embeddings: [1, 2]\n" + W,
+        f"model.yaml: embeddings: {TOKEN_MAP}, got a list of 2 items",
+    ),
+    case(
+        "embeddings-empty-mapping",
+        "embeddings: {}\n" + W,
+        f"model.yaml: embeddings: {TOKEN_MAP}, got a mapping with 0 keys",
+    ),
+    case(
+        "embeddings-null",
+        "embeddings:\n" + W,
+        f"model.yaml: embeddings: {TOKEN_MAP}, got nothing (null)",
+    ),
+    case(
+        "embeddings-a-set",
+        "embeddings: !!set {cat, eats}\n" + W,
+        f"model.yaml: embeddings: {TOKEN_MAP}, got a set (!!set)",
+    ),
+    case(
+        "weights-a-list",
+        EMB + "weights: [1, 2]\n",
+        "model.yaml: weights: expected a mapping with WQ, WK, WV, got a list of 2 items",
+    ),
+    case("name-a-number", "name: 123\n" + GOOD, "model.yaml: name: expected a string, got 123"),
+    case(
+        "sentence-a-number",
+        "sentence: 12\n" + GOOD,
+        "model.yaml: sentence: expected a string, got 12",
+    ),
+    case(
+        "name-binary",
+        "name: !!binary aGk=\n" + GOOD,
+        "model.yaml: name: expected a string, got binary data (!!binary)",
+    ),
+    # --- entries that are not (finite) numbers
+    case(
+        "entry-quoted-number",
+        "embeddings:\n  cat: ['1.5', 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got a string '1.5'",
+    ),
+    case(
+        "json-entry-quoted-number",
+        '{"embeddings": {"cat": ["1.5", 2]}, ' + J_W + "}",
+        "model.json: embeddings.cat[0]: expected a number, got a string '1.5'",
+        suffix=".json",
+    ),
+    case(
+        "entry-true",
+        "embeddings:\n  cat: [1, true]\n" + W,
+        "model.yaml: embeddings.cat[1]: expected a number, got a boolean (true)",
+    ),
+    case(
+        "entry-null",
+        "embeddings:\n  cat: [null, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got nothing (null)",
+    ),
+    case(
+        "entry-nested-list",
+        "embeddings:\n  cat: [[1], 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got a list of 1 item",
+    ),
+    case(
+        "entry-date-is-a-string",  # YAML 1.2 has no timestamps
+        "embeddings:\n  cat: [2020-01-01, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got a string '2020-01-01'",
+    ),
+    case(
+        "entry-binary",
+        "embeddings:\n  cat: [!!binary aGk=, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got binary data (!!binary)",
+    ),
+    case(
+        "weight-entry-word",
+        EMB + "weights:\n  WQ: [[1, x], [0, 1]]\n" + WK + WV,
+        "model.yaml: weights.WQ[0][1]: expected a number, got a string 'x'",
+    ),
+    case(
+        "yaml-inf",
+        "embeddings:\n  cat: [.inf, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a finite number, got a non-finite number (inf)",
+    ),
+    case(
+        "yaml-negative-inf",
+        "embeddings:\n  cat: [1, -.inf]\n" + W,
+        "model.yaml: embeddings.cat[1]: expected a finite number, got a non-finite number (-inf)",
+    ),
+    case(
+        "yaml-nan-in-weights",
+        EMB + "weights:\n" + WQ + WK + "  WV: [[0, 1], [.nan, 0]]\n",
+        "model.yaml: weights.WV[1][0]: expected a finite number, got a non-finite number (nan)",
+    ),
+    case(
+        "integer-too-large",
+        f"embeddings:\n  cat: [{HUGE_INT}, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a finite number, "
+        "got an integer of 1329 bits (too large for float64)",
+    ),
+    case(
+        "json-integer-too-large",
+        f'{{"embeddings": {{"cat": [{HUGE_INT}, 2]}}, {J_W}}}',
+        "model.json: embeddings.cat[0]: expected a finite number, "
+        "got an integer of 1329 bits (too large for float64)",
+        suffix=".json",
+    ),
+    case(
+        "json-float-too-large",
+        '{"embeddings": {"cat": [1e400, 2]}, ' + J_W + "}",
+        "model.json: embeddings.cat[0]: expected a finite number, got a non-finite number (inf)",
+        suffix=".json",
+    ),
+    case(
+        "yaml-float-too-large-1e400",
+        "embeddings:\n  cat: [1e400, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a finite number, got a non-finite number (inf)",
+    ),
+    case(
+        "yaml-sexagesimal-is-not-a-number",
+        "embeddings:\n  cat: [1:30, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got a string '1:30'",
+        args=with_file(sentence="cat"),
+    ),
+    case(
+        "yaml-underscore-digits-are-not-a-number",
+        "embeddings:\n  cat: [1_000, 2]\n" + W,
+        "model.yaml: embeddings.cat[0]: expected a number, got a string '1_000'",
+    ),
+    # --- shapes
+    case(
+        "ragged-WK-row-1",
+        EMB + "weights:\n" + WQ + "  WK: [[1, 0], [0, 1, 2]]\n" + WV,
+        "model.yaml: weights.WK[1]: expected 2 numbers like row 0 "
+        "(rows of a matrix have one length), got 3",
+    ),
+    case(
+        "ragged-WV-row-1",
+        EMB + "weights:\n" + WQ + WK + "  WV: [[0, 1], [1]]\n",
+        "model.yaml: weights.WV[1]: expected 2 numbers like row 0 "
+        "(rows of a matrix have one length), got 1",
+    ),
+    case(
+        "WK-2x3",
+        EMB + "weights:\n" + WQ + "  WK: [[1, 0, 0], [0, 1, 0]]\n" + WV,
+        "model.yaml: weights.WK: expected 2 × 2 (d_model × d_k, d_k from WQ), got 2 × 3",
+    ),
+    case(
+        "WQ-3x2",
+        EMB + "weights:\n  WQ: [[1, 0], [0, 1], [1, 1]]\n" + WK + WV,
+        "model.yaml: weights.WQ: expected 2 × any (d_model × d_k, d_model from the embeddings), "
+        "got 3 × 2",
+    ),
+    case(
+        "WV-1x2",
+        EMB + "weights:\n" + WQ + WK + "  WV: [[0, 1]]\n",
+        "model.yaml: weights.WV: expected 2 × any (d_model × d_v), got 1 × 2",
+    ),
+    case(
+        "WQ-a-flat-list",
+        EMB + "weights:\n  WQ: [1, 0]\n" + WK + WV,
+        "model.yaml: weights.WQ: expected a matrix (a non-empty list of rows, each a list of "
+        "numbers), got a list of 2 items",
+    ),
+    case(
+        "WQ-empty",
+        EMB + "weights:\n  WQ: []\n" + WK + WV,
+        "model.yaml: weights.WQ: expected a matrix (a non-empty list of rows, each a list of "
+        "numbers), got a list of 0 items",
+    ),
+    case(
+        "WQ-empty-rows",
+        EMB + "weights:\n  WQ: [[], []]\n" + WK + WV,
+        "model.yaml: weights.WQ[0]: expected a non-empty list of numbers, got a list of 0 items",
+    ),
+    case(
+        "embedding-lengths-differ",
+        "embeddings:\n  cat: [1, 2]\n  eats: [3, 1, 5]\n" + W,
+        "model.yaml: embeddings.eats: expected a vector of 2 numbers "
+        "(d_model, the length of 'cat'), got 3 numbers",
+    ),
+    case(
+        "embedding-empty-vector",
+        "embeddings:\n  cat: []\n" + W,
+        "model.yaml: embeddings.cat: expected a non-empty list of numbers, got a list of 0 items",
+    ),
+    case(
+        "embedding-a-string",
+        "embeddings:\n  cat: '1 2'\n" + W,
+        "model.yaml: embeddings.cat: expected a non-empty list of numbers, got a string '1 2'",
+    ),
+    # --- token keys
+    case(
+        "token-with-space",
+        "embeddings:\n  big cat: [1, 2]\n" + W,
+        "model.yaml: embeddings: expected tokens without spaces "
+        "(a sentence is split on whitespace), got 'big cat'",
+    ),
+    case(
+        "json-token-with-tab",
+        '{"embeddings": {"a\\tb": [1, 2]}, ' + J_W + "}",
+        "model.json: embeddings: expected tokens without spaces "
+        "(a sentence is split on whitespace), got 'a\\tb'",
+        suffix=".json",
+    ),
+    case(
+        "json-empty-token",
+        '{"embeddings": {"": [1, 2]}, ' + J_W + "}",
+        "model.json: embeddings: expected a non-empty token, got ''",
+        suffix=".json",
+    ),
+    case(
+        "yaml-empty-token",
+        "embeddings:\n  '': [1, 2]\n" + W,
+        "model.yaml: embeddings: expected a non-empty token, got ''",
+    ),
+    # --- duplicate keys: the mapping's field path, and the line where YAML has one
+    case(
+        "yaml-duplicate-token",
+        "embeddings:\n  cat: [1, 2]\n  cat: [3, 1]\n" + W,
+        f"model.yaml: embeddings: duplicate key 'cat' (line 3): {ONCE}",
+    ),
+    case(
+        "yaml-duplicate-weight",
+        EMB + "weights:\n" + WQ + WK + WV + WQ,
+        f"model.yaml: weights: duplicate key 'WQ' (line 9): {ONCE}",
+    ),
+    case(
+        "yaml-duplicate-field",
+        GOOD + "weights: {}\n",
+        f"model.yaml: duplicate key 'weights' (line 9): {ONCE}",
+    ),
+    case(
+        "json-duplicate-token-field-path",
+        '{"embeddings": {"cat": [1, 2], "cat": [3, 1]}, ' + J_W + "}",
+        f"model.json: embeddings: duplicate key 'cat': {ONCE}",
+        suffix=".json",
+    ),
+    case(
+        "json-duplicate-field",
+        "{" + J_EMB + ", " + J_W + ", " + J_W + "}",
+        f"model.json: duplicate key 'weights': {ONCE}",
+        suffix=".json",
+    ),
+    # --- YAML that would build objects, or is not plain data
+    case(
+        "yaml-tag-object-apply",
+        'name: !!python/object/apply:os.system ["echo hi"]\n' + GOOD,
+        f"model.yaml: line 1, column 7: YAML tag !!python/object/apply:os.system {TAG_REFUSED}",
+    ),
+    case(
+        "yaml-tag-name",
+        "name: !!python/name:os.system\n" + GOOD,
+        f"model.yaml: line 1, column 7: YAML tag !!python/name:os.system {TAG_REFUSED}",
+    ),
+    case(
+        "yaml-tag-tuple-vector",
+        "embeddings:\n  cat: !!python/tuple [1, 2]\n" + W,
+        f"model.yaml: line 2, column 8: YAML tag !!python/tuple {TAG_REFUSED}",
+    ),
+    case(
+        "yaml-tag-custom",
+        "name: !custom x\n" + GOOD,
+        f"model.yaml: line 1, column 7: YAML tag !custom {TAG_REFUSED}",
+    ),
+    case(
+        "yaml-tag-on-a-key",
+        "embeddings:\n  !!python/name:os.system cat: [1, 2]\n  eats: [3, 1]\n  fish: [2, 4]\n" + W,
+        f"model.yaml: line 2, column 3: YAML tag !!python/name:os.system {TAG_REFUSED}",
+    ),
+    case(
+        "yaml-custom-tag-on-a-key",
+        "embeddings:\n  cat: [1, 2]\n  !custom eats: [3, 1]\n" + W,
+        f"model.yaml: line 3, column 3: YAML tag !custom {TAG_REFUSED}",
+    ),
+    case(
+        "yaml-complex-key",
+        "embeddings:\n  ? [a, b]\n  : [3, 1]\n" + W,
+        f"model.yaml: line 2: {BAD_KEY}, got a list",
+    ),
+    case(
+        "yaml-mapping-key",
+        "embeddings:\n  ? {a: 1}\n  : [3, 1]\n" + W,
+        f"model.yaml: line 2: {BAD_KEY}, got a mapping",
+    ),
+    case(
+        "yaml-complex-key-not-first-line",
+        "embeddings:\n  cat: [1, 2]\n  eats: [3, 1]\n  ? [a, b]\n  : [2, 4]\n" + W,
+        f"model.yaml: line 4: {BAD_KEY}, got a list",
+    ),
+    # An alias has no position of its own (PyYAML shares the anchored node), so the
+    # message names the mapping it is used in.
+    case(
+        "yaml-alias-key-line",
+        "description: &k [1, 2]\nembeddings:\n  *k : [3, 1]\n" + W,
+        f"model.yaml: in the mapping at line 3: {BAD_KEY}, got an alias of a list",
+    ),
+    case(
+        "yaml-alias-key-not-first",
+        "description: &k [1, 2]\nembeddings:\n  cat: [1, 2]\n  *k : [3, 1]\n" + W,
+        f"model.yaml: in the mapping at line 3: {BAD_KEY}, got an alias of a list",
+    ),
+    # --- YAML merge keys: not in YAML 1.2, refused with a way out
+    case(
+        "yaml-merge-of-a-scalar",
+        "embeddings:\n  <<: [1, 2]\n" + W,
+        f"model.yaml: line 2: {MERGE}",
+    ),
+    case(
+        "yaml-merge-of-a-mapping",
+        "base: &base {cat: [1, 2]}\nembeddings:\n  <<: *base\n  eats: [3, 1]\n" + W,
+        f"model.yaml: line 3: {MERGE}",
+    ),
+    # --- tokens and sentences
+    case(
+        "unknown-tokens",
+        GOOD,
+        "model.yaml: embeddings: unknown tokens 'dog', 'bird' (vocabulary: cat, eats, fish)",
+        args=with_file(sentence="dog cat bird dog"),
+    ),
+    case(
+        "unknown-token-default-model",
+        None,
+        "sample cat-eats-fish: embeddings: unknown token 'dog' (vocabulary: cat, eats, fish)",
+        args=("dog",),
+    ),
+    case(
+        "unknown-token-json-output",
+        GOOD,
+        "model.yaml: embeddings: unknown token 'dog' (vocabulary: cat, eats, fish)",
+        args=with_file("--json", sentence="cat dog"),
+    ),
+    case(
+        "unknown-token-large-vocabulary",
+        "embeddings:\n" + "".join(f"  t{i}: [1, 2]\n" for i in range(25)) + W,
+        "model.yaml: embeddings: unknown token 'dog' (vocabulary: "
+        + ", ".join(f"t{i}" for i in range(20))
+        + ", … and 5 more)",
+        args=with_file(sentence="t0 dog"),
+    ),
+    case(
+        "empty-sentence",
+        None,
+        "SENTENCE: empty sentence: expected at least one token, got ''",
+        args=("",),
+    ),
+    case(
+        "blank-sentence",
+        None,
+        "SENTENCE: empty sentence: expected at least one token, got '   '",
+        args=("   ",),
+    ),
+    case(
+        "blank-sentence-with-file",
+        GOOD,
+        "SENTENCE: empty sentence: expected at least one token, got '   '",
+        args=with_file(sentence="   "),
+    ),
+    case(
+        "blank-sentence-from-file-names-it",
+        GOOD + "sentence: '   '\n",
+        "model.yaml: sentence: empty sentence: expected at least one token, got '   '",
+        args=with_file(sentence=None),
+    ),
+    case(
+        "no-sentence-anywhere",
+        GOOD,
+        "model.yaml: no sentence: give one, or set `sentence` in the model file",
+        args=with_file(sentence=None),
+    ),
+    # --- flags
+    case(
+        "config-and-sample",
+        GOOD,
+        "--config and --sample both name a model: give one of them",
+        args=with_file("--sample", "cat-eats-fish"),
+    ),
+    case(
+        "unknown-sample",
+        None,
+        None,
+        args=("cat", "--sample", "no-such-sample"),
+        contains=("--sample: unknown sample 'no-such-sample' (samples: ", "cat-eats-fish"),
+    ),
+    case(
+        "step-with-json",
+        None,
+        "--step and --json do not mix: --json writes the whole trace at once",
+        args=("cat", "--step", "--json"),
+    ),
+    # --- fields this version knows but does not compute yet
+    case("heads-2", GOOD + "heads: 2\n", f"model.yaml: heads: {NOT_YET}: expected 1, got 2"),
+    case(
+        "heads-true",
+        GOOD + "heads: true\n",
+        f"model.yaml: heads: {NOT_YET}: expected 1, got a boolean (true)",
+    ),
+    case(
+        "kv_heads-2", GOOD + "kv_heads: 2\n", f"model.yaml: kv_heads: {NOT_YET}: expected 1, got 2"
+    ),
+    case(
+        "causal-true",
+        GOOD + "causal: true\n",
+        f"model.yaml: causal: {NOT_YET}: expected false, got a boolean (true)",
+    ),
+    case(
+        "causal-yes-is-a-string",
+        GOOD + "causal: yes\n",
+        f"model.yaml: causal: {NOT_YET}: expected false, got a string 'yes'",
+    ),
+    case(
+        "positions-sinusoidal",
+        GOOD + "positions: sinusoidal\n",
+        f"model.yaml: positions: {NOT_YET}: expected \"none\" or null, got a string 'sinusoidal'",
+    ),
+    case(
+        "context-sentence",
+        GOOD + "context: le chat\n",
+        f"model.yaml: context: {NOT_YET}: expected null, got a string 'le chat'",
+    ),
+    case(
+        "WO",
+        GOOD + "  WO: [[1, 0], [0, 1]]\n",
+        f"model.yaml: weights.WO: {NOT_YET}: expected no WO, got a list of 2 items",
+    ),
+    # --- arithmetic that overflows float64: exit 2, never NaN, never a traceback
+    case(
+        "overflow-names-the-file",
+        "embeddings:\n  cat: [1.0e+200, 1.0e+200]\n" + W,
+        "model.yaml: stage scores: " + OVERFLOW.format(col="'cat'"),
+        args=with_file(sentence="cat"),
+    ),
+    case(
+        "json-overflow-scores",
+        '{"embeddings": {"cat": [1e200, 1e200]}, ' + J_W + "}",
+        "model.json: stage scores: " + OVERFLOW.format(col="'cat'"),
+        suffix=".json",
+        args=with_file("--json", suffix=".json", sentence="cat"),
+    ),
+    case(
+        "overflow-Q",
+        "embeddings:\n  cat: [1.0e+300, 1.0e+300]\n"
+        "weights:\n  WQ: [[1.0e+10, 0], [0, 1]]\n" + WK + WV,
+        "model.yaml: stage Q: " + OVERFLOW.format(col="'d0'"),
+        args=with_file(sentence="cat"),
+    ),
+    case(
+        "yaml-overflow-1e200",
+        "embeddings:\n  cat: [1e200, 1e200]\n" + W,
+        "model.yaml: stage scores: " + OVERFLOW.format(col="'cat'"),
+        args=with_file(sentence="cat"),
+    ),
+]
+
+
+def materialize(make: Make, path: Path) -> None:
+    if make is None:
+        return
+    if isinstance(make, str):
+        path.write_text(make, encoding="utf-8")
+    elif isinstance(make, bytes):
+        path.write_bytes(make)
+    else:
+        make(path)
+
+
+def invoke(args: tuple[str, ...]) -> Result:
+    return CliRunner().invoke(app, ["run", *args])
+
+
+def assert_no_traceback(result: Result) -> None:
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"an exception escaped: {result.exception!r}"
+    )
+
+
+@pytest.mark.parametrize("case", REJECTED)
+def test_bad_input_is_one_clear_line_and_exit_2(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    materialize(case.make, Path(f"model{case.suffix}"))
+
+    result = invoke(case.args)
+
+    assert_no_traceback(result)
+    assert result.stdout == "", "bad input must leave stdout empty"
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {result.stderr!r}"
+    assert result.stderr.endswith("\n")
+    line = lines[0]
+    assert line.startswith(PREFIX), line
+    text = line.removeprefix(PREFIX)
+    if case.message is not None:
+        assert text == case.message
+    for part in case.contains:
+        assert part in text
+    assert result.exit_code == 2, f"exit {result.exit_code}: {result.stderr!r}"
+
+
+@pytest.mark.parametrize(
+    ("value", "bound"),
+    [("-1", "0"), ("99", "15"), ("four", None)],
+    ids=["precision--1", "precision-99", "precision-not-a-number"],
+)
+def test_bad_precision_is_a_usage_error(value: str, bound: str | None) -> None:
+    """Click's own usage error: exit 2, the usage line and the option on stderr."""
+    result = invoke(("cat", "--precision", value))
+
+    assert_no_traceback(result)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("Usage: ")
+    assert "Invalid value for '--precision'" in result.stderr
+    if bound is not None:
+        # The text is boxed and may wrap: compare words, box characters dropped.
+        words = " ".join(result.stderr.replace("│", " ").split())
+        assert f"equal to {bound}" in words
+
+
+# -------------------------------------------------------- accepted: the same contract
+
+# Tokens that YAML 1.1 would turn into booleans, numbers or null.
+WORD_TOKENS = (
+    "embeddings:\n  no: [1, 2]\n  yes: [3, 1]\n  on: [2, 4]\n  1: [1, 1]\n"
+    "  off: [0, 1]\n  null: [2, 2]\n  ~: [1, 0]\n" + W
+)
+DEFAULTS_SPELLED_OUT = (
+    GOOD + "heads: 1\nkv_heads: 1\ncausal: false\npositions: none\ncontext: null\n"
+)
+
+
+def accepted(
+    id: str,
+    make: Make,
+    sentence: str | None,
+    tokens: list[str],
+    *,
+    x: list[list[float]] | None = None,
+    suffix: str = ".yaml",
+    bug: str | None = None,
+) -> object:
+    """A file that must trace: exit 0, these ``tokens``, and (if given) this stage X."""
+    marks = [pytest.mark.xfail(strict=True, reason=f"BUG: {bug}")] if bug else []
+    args = with_file("--json", suffix=suffix, sentence=sentence)
+    return pytest.param(make, suffix, args, tokens, x, id=id, marks=marks)
+
+
+ACCEPTED = [
+    accepted("yaml-1.1-words-are-tokens", WORD_TOKENS, "no yes on 1", ["no", "yes", "on", "1"]),
+    accepted("null-and-tilde-are-tokens", WORD_TOKENS, "null ~ off", ["null", "~", "off"]),
+    accepted(
+        "sentence-no-from-the-file",
+        WORD_TOKENS + "sentence: no on\n",
+        None,
+        ["no", "on"],
+    ),
+    accepted(
+        "defaults-spelled-out", DEFAULTS_SPELLED_OUT, "cat eats fish", ["cat", "eats", "fish"]
+    ),
+    accepted("positions-null", GOOD + "positions: null\ncausal: false\n", "cat", ["cat"]),
+    accepted(
+        "yaml-alias-as-value",
+        EMB + "weights:\n  WQ: &id [[1, 0], [0, 1]]\n  WK: *id\n" + WV,
+        "cat fish",
+        ["cat", "fish"],
+    ),
+    accepted(
+        "yaml-scalar-alias-as-key",
+        "name: &a cat\nembeddings:\n  *a : [1, 2]\n  eats: [3, 1]\n" + W,
+        "cat eats",
+        ["cat", "eats"],
+    ),
+    accepted("yaml-with-bom", "\ufeff" + GOOD, "fish", ["fish"]),
+    accepted(
+        "json-with-bom",
+        "\ufeff{" + J_EMB + ", " + J_W + "}",
+        "fish",
+        ["fish"],
+        suffix=".json",
+    ),
+    accepted("yml-suffix", GOOD, "cat", ["cat"], suffix=".yml"),
+    accepted(
+        "upper-case-JSON-suffix", "{" + J_EMB + ", " + J_W + "}", "cat", ["cat"], suffix=".JSON"
+    ),
+    accepted("case-folded-lookup", GOOD, "Cat EATS fish", ["Cat", "EATS", "fish"]),
+    accepted(
+        "yaml-1.1-exponent",
+        "embeddings:\n  cat: [1.0e+2, 2.5e-1]\n" + W,
+        "cat",
+        ["cat"],
+        x=[[100.0, 0.25]],
+    ),
+    accepted(
+        "yaml-scientific-notation",
+        "embeddings:\n  cat: [1e-3, 2]\n  eats: [1.5e2, 1E+1]\n" + W,
+        "cat eats",
+        ["cat", "eats"],
+        x=[[0.001, 2.0], [150.0, 10.0]],
+    ),
+    accepted(
+        "yaml-leading-zero-is-decimal",
+        "embeddings:\n  cat: [017, 2]\n" + W,
+        "cat",
+        ["cat"],
+        x=[[17.0, 2.0]],
+    ),
+    accepted(
+        "yaml-octal-and-hex-as-yaml-1.2-writes-them",
+        "embeddings:\n  cat: [0o17, 0x1F]\n" + W,
+        "cat",
+        ["cat"],
+        x=[[15.0, 31.0]],
+    ),
+    accepted(
+        "yaml-a-matrix-shared-by-alias",
+        EMB + "weights:\n  WQ: &eye [[1, 0], [0, 1]]\n  WK: *eye\n" + WV,
+        "cat",
+        ["cat"],
+        x=[[1.0, 2.0]],
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "suffix", "args", "tokens", "x"), ACCEPTED)
+def test_accepted_input_traces(
+    make: Make,
+    suffix: str,
+    args: tuple[str, ...],
+    tokens: list[str],
+    x: list[list[float]] | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    materialize(make, Path(f"model{suffix}"))
+
+    result = invoke(args)
+
+    assert_no_traceback(result)
+    assert result.stderr == ""
+    assert result.exit_code == 0
+    trace = json.loads(result.stdout)
+    assert trace["tokens"] == tokens
+    if x is not None:
+        stage = trace["stages"][0]
+        assert stage["name"] == "X"
+        assert stage["data"] == x
