@@ -174,15 +174,16 @@ def _optional_text(document: Mapping[str, Any], key: str, source: str | None) ->
     return value
 
 
-def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
+def _mapping(value: Any, field: str, expected: str, source: str | None) -> Mapping[str, Any]:
+    """``value`` as a non-empty mapping without duplicated keys, or an InputError."""
     if not isinstance(value, Mapping) or not value:
-        raise InputError(
-            source=source,
-            field="embeddings",
-            expected="a non-empty mapping of token -> vector",
-            found=describe(value),
-        )
-    _refuse_duplicates(value, "embeddings", source)
+        raise InputError(source=source, field=field, expected=expected, found=describe(value))
+    _refuse_duplicates(value, field, source)
+    return value
+
+
+def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
+    value = _mapping(value, "embeddings", "a non-empty mapping of token -> vector", source)
     table: dict[str, np.ndarray] = {}
     first_token: str | None = None
     for token, vector in value.items():
@@ -214,15 +215,9 @@ def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
 
 
 def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarray]:
-    if not isinstance(value, Mapping):
-        raise InputError(
-            source=source,
-            field="weights",
-            expected="a mapping with WQ, WK, WV",
-            found=describe(value),
-        )
-    _refuse_duplicates(value, "weights", source)
+    value = _mapping(value, "weights", "a mapping with WQ, WK, WV", source)
     for key in value:
+
         if key not in KNOWN_WEIGHTS:
             raise InputError(
                 f"unknown weight matrix {key!r} (known: {', '.join(KNOWN_WEIGHTS)})",
