@@ -19,12 +19,12 @@ the contract (exit 2, one line on stderr, no traceback).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from helpers import load_valid_trace
 from typer.testing import CliRunner, Result
 
 from attntrace.cli import app
@@ -967,8 +967,9 @@ def test_accepted_input_traces(
     assert_no_traceback(result)
     assert result.stderr == ""
     assert result.exit_code == 0
-    trace = json.loads(result.stdout)
+    trace = load_valid_trace(result.stdout)
     assert trace["tokens"] == tokens
+
     if x is not None:
         stage = trace["stages"][0]
         assert stage["name"] == "X"
