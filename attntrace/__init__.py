@@ -42,7 +42,12 @@ _LAZY = {
 }
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def __getattr__(name: str) -> Any:
+
     if name in _LAZY:
         import importlib
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from attntrace.attention import trace_head
 from attntrace.errors import InputError
@@ -16,19 +18,21 @@ def trace_attention(
     *,
     config: str | Path | None = None,
     sample: str | None = None,
-    model: ModelSpec | None = None,
+    model: ModelSpec | Mapping[str, Any] | None = None,
 ) -> Trace:
     """Trace attention over ``sentence`` and return every stage.
 
-    The model is ``model`` if given, else the file ``config``, else the shipped sample
-    ``sample``, else the built-in worked example (cat-eats-fish). ``sentence`` defaults
-    to the model's own. Bad input raises :class:`InputError`, as the CLI reports it.
+    The model is ``model`` if given (a mapping with the model file's structure, checked
+    exactly as a file is, or a :class:`ModelSpec` from :func:`load_model`), else the file
+    ``config``, else the shipped sample ``sample``, else the built-in worked example
+    (cat-eats-fish). ``sentence`` defaults to the model's own. Bad input raises
+    :class:`InputError`, as the CLI reports it.
 
     >>> trace = trace_attention("cat eats fish")
     >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
     """
-    from attntrace.model_file import load_model
+    from attntrace.model_file import load_model, model_from_document
     from attntrace.samples import DEFAULT_SAMPLE, sample_path
 
     chosen = [x for x in (model, config, sample) if x is not None]
@@ -36,6 +40,8 @@ def trace_attention(
         raise InputError("give one of model, config and sample")
     if config is not None and not str(config).strip():
         raise InputError(field="--config", expected="a file name", found=repr(str(config)))
+    if isinstance(model, Mapping):
+        model = model_from_document(model, source="model")
     if model is None:
         if config is not None:
             model = load_model(config)

@@ -64,7 +64,20 @@ def trace_head(model: ModelSpec, tokens: Sequence[str]) -> Trace:
         d_v=model.d_v,
         description=model.description,
     )
-    return Trace(model=info, tokens=words, stages=tuple(stages))
+    return Trace(model=info, tokens=words, stages=tuple(stages), weights=weight_stages(model))
+
+
+def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:
+    """The learned matrices, labelled like stages, so a reader can check Q = X · WQ."""
+    d_model = dims(model.d_model)
+    return tuple(
+        Stage(name, f"{name} (learned, {meaning})", d_model, dims(matrix.shape[1]), matrix)
+        for name, matrix, meaning in (
+            ("WQ", model.WQ, "d_model × d_k"),
+            ("WK", model.WK, "d_model × d_k"),
+            ("WV", model.WV, "d_model × d_v"),
+        )
+    )
 
 
 def _require_finite(name: str, data: Matrix, rows: tuple[str, ...], cols: tuple[str, ...]) -> None:

@@ -85,9 +85,13 @@ def stdout_console() -> Console:
 
 @app.command()
 def run(
-    sentence: Annotated[
-        str | None,
-        typer.Argument(help="The input sentence; default: the model file's `sentence`."),
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE",
+            help="The input sentence (quoted or not); default: the model file's `sentence`.",
+            show_default=False,
+        ),
     ] = None,
     config: Annotated[
         str | None,
@@ -115,8 +119,10 @@ def run(
         fail(InputError("--step and --json do not mix: --json writes the whole trace at once"))
     if config is not None and sample is not None:
         fail(InputError("--config and --sample both name a model: give one of them"))
+    sentence = " ".join(words) if words else None
     try:
         trace = trace_attention(sentence, config=config, sample=sample)
+
     except InputError as error:
         fail(error)
 
@@ -151,10 +157,30 @@ def _read_line() -> str | None:
 
 
 @app.command("samples")
-def list_samples_command() -> None:
-    """List the sample models that ship with attntrace."""
+def samples_command(
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[NAME]",
+            help="Print this sample's model file (to read, or to start your own from).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """List the sample models that ship with attntrace, or print one of them."""
+    from attntrace.errors import InputError
+    from attntrace.samples import list_samples, sample_text, summarize
+
+    if name is not None:
+        try:
+            text = sample_text(name)
+        except InputError as error:
+            fail(error)
+        with quiet_pipe():
+            sys.stdout.write(text)
+        return
+
     from attntrace.render.listing import sample_lines
-    from attntrace.samples import list_samples, summarize
 
     summaries = [summarize(sample) for sample in list_samples()]
     with quiet_pipe():

@@ -15,7 +15,7 @@ _ONE_LINE = {
     "K": "Keys: what each token offers to be found by.",
     "V": "Values: what each token passes on when it is attended to.",
     "scores": "Row i, column j: how well query i matches key j (their dot product).",
-    "scaled": "The scores divided by √d_k = {sqrt_dk}, so softmax does not saturate.",
+    "scaled": "The scores divided by √d_k = {sqrt_dk}, so their size does not grow with d_k.",
     "softmax": "Attention weights: each row sums to 1; row i says where token i looks.",
     "output": "Row i: the value rows averaged with row i's weights; token i's new vector.",
 }

@@ -7,6 +7,7 @@ field path, what was expected and what was found.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Mapping
@@ -100,7 +101,7 @@ def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
     _refuse_duplicates(document, None, source)
     unknown = [key for key in document if key not in KNOWN_FIELDS]
     if unknown:
-        names = ", ".join(repr(key) for key in unknown)
+        names = ", ".join(repr(key) + _did_you_mean(key, KNOWN_FIELDS) for key in unknown)
         raise InputError(
             f"unknown field{'s' if len(unknown) > 1 else ''} {names} "
             f"(known fields: {', '.join(KNOWN_FIELDS)})",
@@ -132,6 +133,13 @@ def _refuse_duplicates(mapping: Mapping[str, Any], field: str | None, source: st
         raise InputError(
             f"duplicate key {key!r}{at}: each key may appear once", source=source, field=field
         )
+
+
+def _did_you_mean(key: str, known: tuple[str, ...]) -> str:
+    """`` (did you mean 'weights'?)`` for a near miss such as ``Weights`` or ``kv_head``."""
+    folded = {name.lower(): name for name in known}
+    close = difflib.get_close_matches(key.lower(), list(folded), n=1, cutoff=0.7)
+    return f" (did you mean {folded[close[0]]!r}?)" if close else ""
 
 
 def _default_name(source: str | None) -> str:
@@ -217,10 +225,10 @@ def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
 def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarray]:
     value = _mapping(value, "weights", "a mapping with WQ, WK, WV", source)
     for key in value:
-
         if key not in KNOWN_WEIGHTS:
             raise InputError(
-                f"unknown weight matrix {key!r} (known: {', '.join(KNOWN_WEIGHTS)})",
+                f"unknown weight matrix {key!r}{_did_you_mean(key, KNOWN_WEIGHTS)} "
+                f"(known: {', '.join(KNOWN_WEIGHTS)})",
                 source=source,
                 field="weights",
             )
@@ -270,6 +278,8 @@ def _number(value: Any, field: str, source: str | None) -> float:
 
 
 def _vector(value: Any, field: str, source: str | None) -> np.ndarray:
+    if isinstance(value, np.ndarray):  # from Python: a model given as a mapping of arrays
+        value = value.tolist()
     if not isinstance(value, list) or not value:
         raise InputError(
             source=source,
@@ -283,6 +293,9 @@ def _vector(value: Any, field: str, source: str | None) -> np.ndarray:
 
 
 def _matrix(value: Any, field: str, source: str | None) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+
     if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
         raise InputError(
             source=source,

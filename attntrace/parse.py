@@ -70,8 +70,10 @@ def _parse_json(text: str, source: str) -> Any:
         # NaN and Infinity become floats, so validation rejects them with a field path.
         return json.loads(text, object_pairs_hook=pairs, parse_constant=float)
     except json.JSONDecodeError as error:
+        before = text[: error.pos].rstrip()
+        hint = " (a trailing comma?)" if before.endswith(",") and text[error.pos] in "]}" else ""
         raise InputError(
-            f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}",
+            f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}{hint}",
             source=source,
         ) from None
     except RecursionError:
@@ -173,14 +175,26 @@ def _parse_yaml(text: str, source: str) -> Any:
         raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
     except yaml.MarkedYAMLError as error:
         where = _where(error.problem_mark)
-        raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
+        problem = str(error.problem)
+        if "another document" in problem:
+            problem = "expected one document, found a second one (after ---)"
+        elif _has_tab(text, error.problem_mark):
+            problem += " (a tab: YAML indents with spaces only)"
+        raise InputError(f"{where}malformed YAML: {problem}", source=source) from None
     except yaml.YAMLError as error:
         raise InputError(f"malformed YAML: {error}", source=source) from None
     except RecursionError:
         raise InputError("malformed YAML: nested too deeply", source=source) from None
 
 
+def _has_tab(text: str, mark: Any) -> bool:
+    """True where the line an error points at holds a tab, YAML's most common trap."""
+    lines = text.splitlines()
+    return mark is not None and mark.line < len(lines) and "\t" in lines[mark.line]
+
+
 def _where(mark: Any) -> str:
+
     return "" if mark is None else f"line {mark.line + 1}, column {mark.column + 1}: "
 
 

@@ -1,8 +1,8 @@
 """The sample models that ship inside the package (``attntrace/samples/``).
 
-A sample is named by its file stem (``cat-eats-fish``) or its file name
-(``cat-eats-fish.json``); where a stem has both, the YAML file is the sample and the
-JSON file is the same model for tools that prefer JSON.
+A sample is named by its file stem (``cat-eats-fish``); where a stem has a YAML and a
+JSON file, the YAML file is the sample and the JSON file (``cat-eats-fish.json``, by
+its file name) is the same model for tools that prefer JSON.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ _SUFFIXES = (".yaml", ".yml", ".json")
 
 @dataclass(frozen=True)
 class Sample:
+    """A shipped model: its name (the file stem), its file, and the same model in other formats."""
+
     name: str
     path: Path
+    twins: tuple[Path, ...] = ()
 
 
 def samples_dir() -> Path:
@@ -29,27 +32,26 @@ def samples_dir() -> Path:
 
 
 def list_samples() -> list[Sample]:
-    """Every shipped sample file, YAML before JSON for the same stem, by name."""
+    """Every shipped sample by name; a stem with YAML and JSON files is one sample."""
     files = [p for p in samples_dir().iterdir() if p.suffix in _SUFFIXES]
     files.sort(key=lambda p: (p.stem, _SUFFIXES.index(p.suffix)))
-    return [Sample(p.name if _has_sibling(p, files) else p.stem, p) for p in files]
-
-
-def _has_sibling(path: Path, files: list[Path]) -> bool:
-    """True for the JSON twin of a YAML sample: it is then named with its suffix."""
-    return path.suffix == ".json" and any(
-        p.stem == path.stem and p.suffix != ".json" for p in files
-    )
+    by_stem: dict[str, list[Path]] = {}
+    for path in files:
+        by_stem.setdefault(path.stem, []).append(path)
+    return [Sample(stem, paths[0], tuple(paths[1:])) for stem, paths in by_stem.items()]
 
 
 def sample_path(name: str) -> Path:
     """The file of sample ``name`` (a stem or a file name); InputError if there is none."""
     samples = list_samples()
     for sample in samples:
-        if name in (sample.name, sample.path.name, sample.path.stem):
+        for path in (sample.path, *sample.twins):
+            if name == path.name:
+                return path
+        if name == sample.name:
             return sample.path
     known = ", ".join(s.name for s in samples)
-    raise InputError(f"unknown sample {name!r} (samples: {known})", field="--sample")
+    raise InputError(f"unknown sample {name!r} (samples: {known})")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class SampleSummary:
     d_model: int
     sentence: str
     summary: str
+    twins: tuple[str, ...]
 
 
 def summarize(sample: Sample) -> SampleSummary:
@@ -67,4 +70,16 @@ def summarize(sample: Sample) -> SampleSummary:
 
     model = load_model(sample.path, source=f"sample {sample.name}")
     first = re.split(r"(?<=[.?!])\s", model.description.strip(), maxsplit=1)[0]
-    return SampleSummary(sample.name, model.d_model, model.sentence or "", first)
+    twins = tuple(path.name for path in sample.twins)
+    return SampleSummary(sample.name, model.d_model, model.sentence or "", first, twins)
+
+
+def sample_text(name: str) -> str:
+    """The sample's file as shipped: a model file to start from.
+
+    A YAML file gets a first comment line naming the sample and where it lives; JSON has
+    no comments, so a JSON file comes exactly as it is.
+    """
+    path = sample_path(name)
+    text = path.read_text(encoding="utf-8")
+    return text if path.suffix == ".json" else f"# attntrace sample {name}: {path}\n{text}"

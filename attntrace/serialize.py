@@ -34,7 +34,14 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
         "tokens": list(trace.tokens),
         "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
         "stages": [stage_to_dict(stage) for stage in trace.stages],
+        "weights": [matrix_to_dict(weight) for weight in trace.weights],
     }
+
+
+def matrix_to_dict(matrix: Stage) -> dict[str, Any]:
+    """A learned matrix (WQ, WK, WV): a stage without head or formula."""
+    data = stage_to_dict(matrix)
+    return {key: data[key] for key in ("name", "shape", "rows", "cols", "data")}
 
 
 def stage_to_dict(stage: Stage) -> dict[str, Any]:

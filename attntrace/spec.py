@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
+from attntrace.tokenize import EDGE_PUNCTUATION
 
 Matrix = npt.NDArray[np.float64]
 
@@ -68,10 +69,17 @@ class ModelSpec:
         keys = [self.resolve(t) for t in tokens]
         unknown = list(dict.fromkeys(t for t, k in zip(tokens, keys, strict=True) if k is None))
         if unknown:
+            punctuation = [t for t in unknown if t in EDGE_PUNCTUATION]
+            hint = (
+                f"; {', '.join(repr(t) for t in punctuation)}: punctuation at a word's edge "
+                "is a token of its own, so the embeddings need it too"
+                if punctuation
+                else ""
+            )
             raise InputError(
                 f"unknown token{'s' if len(unknown) > 1 else ''} "
                 + ", ".join(repr(t) for t in unknown)
-                + f" (vocabulary: {_describe_vocabulary(list(self.embeddings))})",
+                + f" (vocabulary: {_describe_vocabulary(list(self.embeddings))}){hint}",
                 source=self.source,
                 field="embeddings",
             )

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Stage:
     """One named intermediate: ``data`` is ``len(rows) × len(cols)``.
 
@@ -42,8 +42,14 @@ class Stage:
         """True where the columns run over (key) tokens: scores, scaled, softmax."""
         return self.name in TOKEN_COLUMN_STAGES
 
+    def __repr__(self) -> str:
+        head = "" if self.head is None else f" head={self.head}"
+        return f"<Stage {self.name}{head} {self.shape[0]}×{self.shape[1]}: {self.formula}>"
+
 
 TOKEN_COLUMN_STAGES = frozenset({"scores", "scaled", "masked", "softmax"})
+# The learned matrix each projection stage multiplies X by.
+WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV"}
 
 
 @dataclass(frozen=True)
@@ -60,14 +66,19 @@ class ModelInfo:
     description: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Trace:
-    """The stages of one attention computation, in computation order."""
+    """The stages of one attention computation, in computation order.
+
+    ``weights`` holds the learned matrices (WQ, WK, WV) the stages were computed from:
+    they are inputs, not stages, but a reader needs them to check a product by hand.
+    """
 
     model: ModelInfo
     tokens: tuple[str, ...]
     stages: tuple[Stage, ...]
     context_tokens: tuple[str, ...] | None = None
+    weights: tuple[Stage, ...] = ()
 
     def __iter__(self) -> Iterator[Stage]:
         return iter(self.stages)
@@ -90,6 +101,25 @@ class Trace:
     @property
     def names(self) -> list[str]:
         return [stage.name for stage in self.stages]
+
+    def weight(self, name: str) -> Stage | None:
+        """The learned matrix ``name`` (``WQ``, ``WK``, ``WV``), if the trace carries it."""
+        return next((w for w in self.weights if w.name == name), None)
+
+    def weight_for(self, stage: Stage) -> Stage | None:
+        """The learned matrix ``stage`` was computed with: WQ for Q, ...; else None."""
+        name = WEIGHT_OF_STAGE.get(stage.name)
+        return self.weight(name) if name else None
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{s.name} {s.shape[0]}×{s.shape[1]}" for s in self.stages)
+        return f"<Trace {self.model.name!r} tokens={list(self.tokens)} stages: {shapes}>"
+
+    def __str__(self) -> str:
+        """The tables as plain text, 80 columns wide: ``print(trace)``."""
+        from attntrace.render.tables import trace_text
+
+        return trace_text(self)
 
     # Rich and Jupyter display: the renderer is imported only when a trace is shown.
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:

@@ -140,3 +140,41 @@ def test_docstring_examples() -> None:
     import attntrace.api
 
     assert doctest.testmod(attntrace.api).failed == 0
+
+
+def test_weights_travel_with_the_trace() -> None:
+    trace = trace_attention(sample="the-cat-sat")
+    assert [w.name for w in trace.weights] == ["WQ", "WK", "WV"]
+    wq = trace.weight("WQ")
+    assert wq is not None
+    np.testing.assert_array_equal(trace["Q"].data, trace["X"].data @ wq.data)
+    assert trace.weight_for(trace["V"]) is trace.weight("WV")
+    assert trace.weight_for(trace["scores"]) is None
+
+
+def test_python_model_as_a_mapping_is_checked_like_a_file() -> None:
+    from attntrace import InputError
+
+    document = {
+        "embeddings": {"a": np.array([1.0, 0.0]), "b": [0, 1]},
+        "weights": {"WQ": np.eye(2), "WK": np.eye(2), "WV": [[2.0], [3.0]]},
+    }
+    trace = trace_attention("a b", model=document)
+    np.testing.assert_array_equal(trace["V"].data, [[2.0], [3.0]])
+    document["weights"]["WK"] = np.ones((2, 3))
+    with pytest.raises(InputError, match=r"^model: weights.WK: expected 2 × 2 .*, got 2 × 3$"):
+        trace_attention("a b", model=document)
+
+
+def test_print_and_repr_are_readable() -> None:
+    trace = trace_attention("cat eats fish")
+    assert repr(trace).startswith("<Trace 'cat-eats-fish' tokens=['cat', 'eats', 'fish'] stages: X")
+    assert repr(trace["softmax"]) == (
+        "<Stage softmax head=0 3×3: softmax = exp(scaled − row max) / row sum>"
+    )
+    text = str(trace)
+    assert "fish   0.0008   0.0008   0.9983" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    import attntrace
+
+    assert "trace_attention" in dir(attntrace)

@@ -211,12 +211,14 @@ REJECTED = [
     case(
         "yaml-tab-indent",
         "embeddings:\n\tcat: [1, 2]\n",
-        "model.yaml: line 2, column 1: malformed YAML: found character that cannot start any token",
+        "model.yaml: line 2, column 1: malformed YAML: found character that cannot start "
+        "any token (a tab: YAML indents with spaces only)",
     ),
     case(
         "yaml-two-documents",
         GOOD + "---\nname: second\n",
-        "model.yaml: line 9, column 1: malformed YAML: but found another document",
+        "model.yaml: line 9, column 1: malformed YAML: "
+        "expected one document, found a second one (after ---)",
     ),
     case(
         "yaml-nested-too-deeply",
@@ -228,7 +230,7 @@ REJECTED = [
         "json-trailing-comma",
         '{"embeddings": {"cat": [1, 2],}}',
         "model.json: line 1, column 31: malformed JSON: "
-        "Expecting property name enclosed in double quotes",
+        "Expecting property name enclosed in double quotes (a trailing comma?)",
         suffix=".json",
     ),
     case(
@@ -313,12 +315,14 @@ REJECTED = [
     case(
         "unknown-field-kv_head",
         GOOD + "kv_head: 1\n",
-        f"model.yaml: unknown field 'kv_head' (known fields: {KNOWN_FIELDS})",
+        "model.yaml: unknown field 'kv_head' (did you mean 'kv_heads'?) "
+        f"(known fields: {KNOWN_FIELDS})",
     ),
     case(
         "unknown-fields-all-named",
         "kv_head: 1\n" + GOOD + "causl: false\n",
-        f"model.yaml: unknown fields 'kv_head', 'causl' (known fields: {KNOWN_FIELDS})",
+        "model.yaml: unknown fields 'kv_head' (did you mean 'kv_heads'?), "
+        f"'causl' (did you mean 'causal'?) (known fields: {KNOWN_FIELDS})",
     ),
     case(
         "unknown-weight-WX",
@@ -645,6 +649,19 @@ REJECTED = [
         args=with_file(sentence="dog cat bird dog"),
     ),
     case(
+        "unknown-punctuation-token-explained",
+        GOOD,
+        "model.yaml: embeddings: unknown token '.' (vocabulary: cat, eats, fish); '.': "
+        "punctuation at a word's edge is a token of its own, so the embeddings need it too",
+        args=with_file(sentence="cat eats fish."),
+    ),
+    case(
+        "unknown-field-capitalized-did-you-mean",
+        EMB + "Weights:\n" + WQ + WK + WV,
+        f"model.yaml: unknown field 'Weights' (did you mean 'weights'?) (known fields: "
+        f"{KNOWN_FIELDS})",
+    ),
+    case(
         "unknown-token-default-model",
         None,
         "sample cat-eats-fish: embeddings: unknown token 'dog' (vocabulary: cat, eats, fish)",
@@ -706,7 +723,7 @@ REJECTED = [
         None,
         None,
         args=("cat", "--sample", "no-such-sample"),
-        contains=("--sample: unknown sample 'no-such-sample' (samples: ", "cat-eats-fish"),
+        contains=("unknown sample 'no-such-sample' (samples: ", "cat-eats-fish"),
     ),
     case(
         "step-with-json",

@@ -125,13 +125,30 @@ def test_samples_lists_every_sample() -> None:
     result = invoke("samples", columns=120)
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == [
-        "cat-eats-fish",
-        "cat-eats-fish.json",
-        "it-animal",
-        "the-cat-sat",
-    ]
-    assert 'd_model 6    "The animal didn\'t cro…"  What does "it" refer to?' in lines[2]
+    assert [line.split()[0] for line in lines[::2]] == ["cat-eats-fish", "it-animal", "the-cat-sat"]
+    assert lines[0].endswith('"cat eats fish"  (also cat-eats-fish.json)')
+    assert lines[1] == "    The worked example: identity WQ/WK, WV swaps the two dimensions."
+    assert "d_model 6" in lines[2]
+
+
+@pytest.mark.parametrize("name", ["it-animal", "the-cat-sat", "cat-eats-fish.json"])
+def test_samples_name_prints_the_model_file_to_start_from(name: str, tmp_path: Path) -> None:
+    result = invoke("samples", name)
+    assert result.exit_code == 0
+    copy = tmp_path / (name if name.endswith(".json") else f"{name}.yaml")
+    copy.write_text(result.stdout)
+    # The copy is the same model (its `name` field included), so the same trace.
+    assert invoke("run", "--config", str(copy), "--json").stdout == (
+        invoke("run", "--sample", name, "--json").stdout
+    )
+    if not name.endswith(".json"):
+        assert result.stdout.startswith(f"# attntrace sample {name}: ")
+
+
+def test_unquoted_words_are_one_sentence() -> None:
+    assert invoke("run", "cat", "eats", "fish", "--json").stdout == (
+        invoke("run", "cat eats fish", "--json").stdout
+    )
 
 
 def test_version_and_help() -> None:

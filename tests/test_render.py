@@ -45,9 +45,24 @@ def test_golden_output(name: str) -> None:
 
 
 def render(stage: Stage, width: int, view: View = DEFAULT_VIEW) -> list[str]:
+    """The table's lines alone, without the note on what it hides."""
     buffer = StringIO()
-    Console(file=buffer, width=width, color_system=None).print(StageTable(stage, view))
+    Console(file=buffer, width=width, color_system=None).print(StageTable(stage, view).table(width))
     return buffer.getvalue().splitlines()
+
+
+def test_a_summarized_table_says_what_it_hides() -> None:
+    data = np.zeros((30, 40))
+    labels = tuple(f"t{i}" for i in range(30)), tuple(f"d{j}" for j in range(40))
+    stage = Stage("V", "V = X · WV", *labels, data)
+    buffer = StringIO()
+    Console(file=buffer, width=80, color_system=None).print(StageTable(stage))
+    last = buffer.getvalue().splitlines()[-1]
+    assert last == "showing 20 of 30 rows and 8 of 40 columns (a wider terminal shows more)"
+    small = Stage("V", "V = X · WV", ("a",), ("d0",), np.zeros((1, 1)))
+    buffer = StringIO()
+    Console(file=buffer, width=80, color_system=None).print(StageTable(small))
+    assert "showing" not in buffer.getvalue()
 
 
 @given(

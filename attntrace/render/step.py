@@ -84,8 +84,13 @@ def show_stage(console: Console, trace: Trace, index: int, view: View) -> None:
         )
     )
     console.print(Text(paragraph(stage, trace)))
-
     console.print()
+    weight = trace.weight_for(stage)
+    if weight is not None:  # the learned matrix first, so the product can be checked
+        console.print(title(weight))
+        console.print(StageTable(weight, view))
+        console.print()
+        console.print(title(stage))
     console.print(StageTable(stage, view))
     console.print()
 

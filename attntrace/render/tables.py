@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from io import StringIO
 
 from rich import box
-from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -61,9 +61,18 @@ class StageTable:
     view: View = DEFAULT_VIEW
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.table(options.max_width)
+        table, rows, cols = self.layout(options.max_width)
+        yield table
+        note = hidden_note(self.stage, rows, cols)
+        if note:
+            yield Text(note, style="dim")
 
     def table(self, width: int) -> Table:
+        """The table alone, summarized to fit ``width``."""
+        return self.layout(width)[0]
+
+    def layout(self, width: int) -> tuple[Table, list[int | None], list[int | None]]:
+        """The table and the row and column indices it shows (None for an ellipsis)."""
         stage, precision = self.stage, self.view.precision
         data = stage.data
         row_labels = unique_labels(stage.rows)
@@ -106,23 +115,41 @@ class StageTable:
                 text = format_number(value, precision)
                 cells.append(Text(text, style=weight_style(value)) if shade else text)
             table.add_row(*cells)
-        return table
+        return table, rows, cols
+
+
+def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) -> str:
+    """Say what a summarized table leaves out, and how to see it: '' when nothing is."""
+    n_rows, n_cols = stage.shape
+    shown_rows = sum(i is not None for i in rows)
+    shown_cols = sum(j is not None for j in cols)
+    parts = []
+    if shown_rows < n_rows:
+        parts.append(f"{shown_rows} of {n_rows} rows")
+    if shown_cols < n_cols:
+        parts.append(f"{shown_cols} of {n_cols} columns (a wider terminal shows more)")
+    return f"showing {' and '.join(parts)}" if parts else ""
 
 
 def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
-    """Title, table and the one-line meaning of a stage."""
+    """Title, table and the one-line meaning of a stage, after the weight it used."""
     caption = Text(one_line(stage, trace), style="italic dim")
-    return Group(title(stage), StageTable(stage, view), caption)
+    parts: list[RenderableType] = []
+    weight = trace.weight_for(stage)
+    if weight is not None:
+        parts += [title(weight), StageTable(weight, view), Text("")]
+    return Group(*parts, title(stage), StageTable(stage, view), caption)
 
 
 def header(trace: Trace) -> Text:
     """The trace's first line: model name, sentence length and sizes."""
     model = trace.model
+    count = len(trace.tokens)
     text = Text()
     text.append(model.name, style="bold magenta")
     text.append(
-        f" · {len(trace.tokens)} tokens · d_model {model.d_model} · d_k {model.d_k}"
-        f" · d_v {model.d_v}",
+        f" · {count} token{'' if count == 1 else 's'} · d_model {model.d_model}"
+        f" · d_k {model.d_k} · d_v {model.d_v}",
         style="dim",
     )
     return text
@@ -135,6 +162,14 @@ def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Group | Te
     for stage in trace:
         yield Text("")
         yield stage_block(stage, trace, view)
+
+
+def trace_text(trace: Trace, width: int = 80) -> str:
+    """The rendered trace as plain text, for ``print(trace)``."""
+    console = Console(file=StringIO(), width=width, color_system=None, highlight=False)
+    for renderable in render_trace(trace):
+        console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
 
 
 def trace_mimebundle(trace: Trace) -> dict[str, str]:
