@@ -102,10 +102,10 @@ def run(
         typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
     ] = None,
     step: Annotated[
-        bool, typer.Option("--step", help="One stage per screen, with a prompt.")
+        bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
     ] = False,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Write the whole trace as JSON to stdout.")
+        bool, typer.Option("--json", metavar="", help="Write the whole trace as JSON to stdout.")
     ] = False,
     precision: Annotated[
         int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point in tables.")
@@ -136,11 +136,22 @@ def run(
 
         view = View(precision=precision)
         if step:
+            from rich.console import Console
+
             from attntrace.render.step import run_steps
 
+            typing_person = sys.stdin.isatty()
+            # Stages to a file, keys from a person: the prompts must still reach them.
+            talk = Console(stderr=True) if typing_person and not sys.stdout.isatty() else None
             try:
-                echo = not sys.stdin.isatty()
-                run_steps(stdout_console(), trace, _read_line, view, echo=echo)
+                run_steps(
+                    stdout_console(),
+                    trace,
+                    _read_line,
+                    view,
+                    echo=not typing_person,
+                    prompt_console=talk,
+                )
             except KeyboardInterrupt:  # Ctrl-C at a prompt: end the line, exit 130
                 sys.stdout.write("\n")
                 raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -102,32 +102,36 @@ def run_steps(
     view: View = DEFAULT_VIEW,
     *,
     echo: bool = False,
+    prompt_console: Console | None = None,
 ) -> None:
     """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends.
 
     ``echo`` repeats each line read after the prompt: with input from a pipe nothing
     else shows what was typed, and the transcript should read like a session.
+    ``prompt_console`` is where prompts, help and complaints go (default: ``console``):
+    stderr when the stages go to a file but the keys come from a person.
     """
+    talk = prompt_console or console
 
     help_text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
     index = 0
     show_stage(console, trace, index, view)
     while True:
         where = "last stage: Enter ends" if index == len(trace) - 1 else "Enter: next"
-        console.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
+        talk.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
         line = read_line()
         if line is None:
-            console.print()
+            talk.print()
             return
         if echo:
-            console.print(Text(line))
+            talk.print(Text(line))
         move = interpret(line, index, trace)
         if move.quit:
             return
         if move.help:
-            console.print(Text(help_text))
+            talk.print(Text(help_text))
         elif move.error:
-            console.print(Text(move.error, style="yellow"))
+            talk.print(Text(move.error, style="yellow"))
         elif move.index is not None:
             index = move.index
             show_stage(console, trace, index, view)
