@@ -15,7 +15,7 @@ import numpy as np
 from attntrace.errors import InputError
 from attntrace.ops import Matrix, softmax
 from attntrace.spec import ModelSpec
-from attntrace.trace import ModelInfo, Stage, Trace
+from attntrace.trace import ModelInfo, Stage, Trace, weight_title
 
 
 def dims(width: int) -> tuple[str, ...]:
@@ -71,12 +71,8 @@ def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:
     """The learned matrices, labelled like stages, so a reader can check Q = X · WQ."""
     d_model = dims(model.d_model)
     return tuple(
-        Stage(name, f"{name} (learned, {meaning})", d_model, dims(matrix.shape[1]), matrix)
-        for name, matrix, meaning in (
-            ("WQ", model.WQ, "d_model × d_k"),
-            ("WK", model.WK, "d_model × d_k"),
-            ("WV", model.WV, "d_model × d_v"),
-        )
+        Stage(name, weight_title(name), d_model, dims(matrix.shape[1]), matrix)
+        for name, matrix in (("WQ", model.WQ), ("WK", model.WK), ("WV", model.WV))
     )
 
 

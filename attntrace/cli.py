@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from attntrace.errors import InputError
+    from attntrace.render.present import Presentation
+    from attntrace.trace import Trace
 
 EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXPORT_SUFFIXES = (".svg", ".html", ".txt")
 
 app = typer.Typer(
     name="attntrace",
@@ -34,6 +38,41 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+# Display flags shared by `run` and `render`: none of them changes a number.
+Step = Annotated[
+    bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
+]
+Precision = Annotated[
+    int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point in tables.")
+]
+Focus = Annotated[
+    str | None,
+    typer.Option(
+        "--focus",
+        metavar="TOKEN",
+        help="One token's row by hand (a token, the#4, or a 0-based index).",
+    ),
+]
+Map = Annotated[
+    bool, typer.Option("--map", metavar="", help="Where each token looks: weights as bars.")
+]
+Top = Annotated[int, typer.Option(min=1, metavar="K", help="With --map: how many keys per token.")]
+Overview = Annotated[
+    bool, typer.Option("--overview", metavar="", help="Every stage at once, compactly.")
+]
+MaxRows = Annotated[int, typer.Option(min=0, metavar="N", help="Rows shown per table (0: all).")]
+MaxCols = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="N", help="Columns shown per table (0: all; default: fit).",
+                 show_default=False),
+]  # fmt: skip
+Export = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE", help="Also save what is shown as .svg, .html or .txt.", show_default=False
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -58,6 +97,12 @@ def fail(error: InputError) -> NoReturn:
     raise typer.Exit(EXIT_INPUT)
 
 
+def usage(message: str) -> NoReturn:
+    from attntrace.errors import InputError
+
+    fail(InputError(message))
+
+
 @contextmanager
 def quiet_pipe() -> Iterator[None]:
     """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does."""
@@ -71,7 +116,7 @@ def quiet_pipe() -> Iterator[None]:
         raise typer.Exit(0) from None
 
 
-def stdout_console() -> Console:
+def stdout_console(*, record: bool = False) -> Console:
     """A Console on stdout whose broken pipe ends in :func:`quiet_pipe` (Rich would exit 1)."""
     from rich.console import Console
 
@@ -80,7 +125,112 @@ def stdout_console() -> Console:
             self.quiet = True
             raise BrokenPipeError
 
-    return PipeQuietConsole(highlight=False)
+    return PipeQuietConsole(highlight=False, record=record)
+
+
+def presentation(
+    *,
+    precision: int,
+    focus: str | None,
+    map_view: bool,
+    top: int,
+    overview: bool,
+    max_rows: int,
+    max_cols: int | None,
+) -> Presentation:
+    """The display flags as one value, after refusing combinations that mean nothing."""
+    from attntrace.render.present import Presentation
+    from attntrace.render.tables import View
+
+    views = [name for name, on in (("--focus", focus is not None), ("--map", map_view),
+                                   ("--overview", overview)) if on]  # fmt: skip
+    if len(views) > 1:
+        usage(f"{' and '.join(views)} are different views: choose one")
+    everything = 10**9
+    view = View(
+        precision=precision,
+        max_rows=everything if max_rows == 0 else max_rows,
+        max_cols=everything if max_cols == 0 else max_cols,
+    )
+    return Presentation(view=view, focus=focus, map=map_view, top=top, overview=overview)
+
+
+def show(trace: Trace, how: Presentation, *, step: bool, export: Path | None) -> None:
+    """Print the chosen view of ``trace`` (or walk it in step mode), and export it."""
+    from attntrace.errors import InputError
+
+    if export is not None and export.suffix.lower() not in EXPORT_SUFFIXES:
+        fail(InputError(field="--export", expected="a .svg, .html or .txt file",
+                        found=repr(str(export))))  # fmt: skip
+    if export is not None and not export.resolve().parent.is_dir():
+        fail(InputError("no such folder to save into", source=str(export)))
+    if step and (how.map or how.overview):
+        usage("--step walks the stage tables: it does not mix with --map or --overview")
+    try:
+        if how.focus is not None:  # a bad token is an input error before anything prints
+            from attntrace.focus import resolve_focus
+
+            resolve_focus(trace, how.focus)
+    except InputError as error:
+        fail(error)
+
+    console = stdout_console(record=export is not None)
+    with quiet_pipe():
+        if step:
+            walk_steps(console, trace, how)
+        else:
+            from attntrace.render.present import renderables
+
+            for renderable in renderables(trace, how):
+                console.print(renderable)
+    if export is not None:
+        save_export(console, export)
+
+
+def walk_steps(console: Console, trace: Trace, how: Presentation) -> None:
+    from rich.console import Console
+
+    from attntrace.focus import focus_row
+    from attntrace.render.step import run_steps
+
+    typing_person = sys.stdin.isatty()
+    # Stages to a file, keys from a person: the prompts must still reach them.
+    talk = Console(stderr=True) if typing_person and not sys.stdout.isatty() else None
+    focus = focus_row(trace, how.focus) if how.focus is not None else None
+    try:
+        run_steps(
+            console,
+            trace,
+            _read_line,
+            how.view,
+            echo=not typing_person,
+            prompt_console=talk,
+            focus=focus,
+        )
+    except KeyboardInterrupt:  # Ctrl-C at a prompt: end the line, exit 130
+        sys.stdout.write("\n")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def save_export(console: Console, path: Path) -> None:
+    """Write what ``console`` recorded to ``path``, whole or not at all."""
+    from attntrace.errors import InputError
+
+    suffix = path.suffix.lower()
+    if suffix == ".svg":
+        text = console.export_svg(title="attntrace")
+    elif suffix == ".html":
+        text = console.export_html(inline_styles=True)
+    else:
+        text = console.export_text()
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        fail(InputError(f"cannot write the file: {error.strerror}", source=str(path)))
+    sys.stderr.write(f"attntrace: saved {path}\n")
 
 
 @app.command()
@@ -101,64 +251,114 @@ def run(
         str | None,
         typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
     ] = None,
-    step: Annotated[
-        bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
-    ] = False,
+    step: Step = False,
     as_json: Annotated[
-        bool, typer.Option("--json", metavar="", help="Write the whole trace as JSON to stdout.")
+        bool,
+        typer.Option("--json", metavar="", help="Write the whole trace as JSON to stdout."),
     ] = False,
-    precision: Annotated[
-        int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point in tables.")
-    ] = 4,
+    precision: Precision = 4,
+    focus: Focus = None,
+    map_view: Map = False,
+    top: Top = 3,
+    overview: Overview = False,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+    export: Export = None,
 ) -> None:
     """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output."""
     from attntrace.api import trace_attention
     from attntrace.errors import InputError
 
-    if step and as_json:
-        fail(InputError("--step and --json do not mix: --json writes the whole trace at once"))
+    how = presentation(
+        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
+        max_rows=max_rows, max_cols=max_cols,
+    )  # fmt: skip
+    display = [flag for flag, on in (("--step", step), ("--export", export is not None),
+               ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
+               if on]  # fmt: skip
+    if as_json and display:
+        usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
     if config is not None and sample is not None:
-        fail(InputError("--config and --sample both name a model: give one of them"))
+        usage("--config and --sample both name a model: give one of them")
     sentence = " ".join(words) if words else None
     try:
         trace = trace_attention(sentence, config=config, sample=sample)
-
     except InputError as error:
         fail(error)
+    if as_json:
+        from attntrace.serialize import dumps
 
-    with quiet_pipe():
-        if as_json:  # plain dicts to stdout: the renderers are not even imported
-            from attntrace.serialize import dumps
-
+        with quiet_pipe():  # plain dicts to stdout: the renderers are not even imported
             sys.stdout.write(dumps(trace) + "\n")
+        return
+    show(trace, how, step=step, export=export)
+
+
+@app.command()
+def render(
+    source: Annotated[
+        str, typer.Argument(metavar="TRACE", help="A saved `run --json` trace, or - for stdin.")
+    ],
+    step: Step = False,
+    precision: Precision = 4,
+    focus: Focus = None,
+    map_view: Map = False,
+    top: Top = 3,
+    overview: Overview = False,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+    export: Export = None,
+) -> None:
+    """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
+    from attntrace.errors import InputError
+    from attntrace.model_file import read_text
+    from attntrace.replay import load_trace
+
+    how = presentation(
+        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
+        max_rows=max_rows, max_cols=max_cols,
+    )  # fmt: skip
+    if step and source == "-":
+        usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
+    name = "stdin" if source == "-" else source
+    try:
+        text = sys.stdin.read() if source == "-" else read_text(Path(source))
+        trace = load_trace(text, name)
+    except InputError as error:
+        fail(error.with_source(name))
+    show(trace, how, step=step, export=export)
+
+
+@app.command(context_settings={"ignore_unknown_options": True})
+def softmax(
+    values: Annotated[
+        list[str],
+        typer.Argument(metavar="V1 V2 ...", help="One row of scores; negative numbers work."),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Write the numbers as JSON.")
+    ] = False,
+    precision: Annotated[
+        int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point.")
+    ] = 2,
+) -> None:
+    """The softmax walkthrough of one row: exp, sum, shares, and why the max is subtracted."""
+    from attntrace.errors import InputError
+    from attntrace.softmax_walk import parse_values, walk
+
+    try:
+        steps = walk(parse_values(values))
+    except InputError as error:
+        fail(error)
+    with quiet_pipe():
+        if as_json:
+            from attntrace.serialize import walk_dumps
+
+            sys.stdout.write(walk_dumps(steps) + "\n")
             return
-        from attntrace.render.tables import View, render_trace
+        from attntrace.render.softmax_walk import walkthrough
 
-        view = View(precision=precision)
-        if step:
-            from rich.console import Console
-
-            from attntrace.render.step import run_steps
-
-            typing_person = sys.stdin.isatty()
-            # Stages to a file, keys from a person: the prompts must still reach them.
-            talk = Console(stderr=True) if typing_person and not sys.stdout.isatty() else None
-            try:
-                run_steps(
-                    stdout_console(),
-                    trace,
-                    _read_line,
-                    view,
-                    echo=not typing_person,
-                    prompt_console=talk,
-                )
-            except KeyboardInterrupt:  # Ctrl-C at a prompt: end the line, exit 130
-                sys.stdout.write("\n")
-                raise typer.Exit(EXIT_INTERRUPTED) from None
-        else:
-            console = stdout_console()
-            for renderable in render_trace(trace, view):
-                console.print(renderable)
+        stdout_console().print(walkthrough(steps, precision))
 
 
 def _read_line() -> str | None:

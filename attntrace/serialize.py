@@ -12,6 +12,7 @@ import math
 from importlib import resources
 from typing import Any
 
+from attntrace.softmax_walk import SoftmaxWalk
 from attntrace.trace import Stage, Trace
 
 SCHEMA_ID = "attntrace/trace/v1"
@@ -73,3 +74,35 @@ def dumps(trace: Trace) -> str:
 def schema_text() -> str:
     """The JSON Schema document for :data:`SCHEMA_ID`, as shipped in the package."""
     return (resources.files("attntrace") / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")
+
+
+WALK_SCHEMA_ID = "attntrace/softmax/v1"
+
+
+def walk_to_dict(steps: SoftmaxWalk) -> dict[str, Any]:
+    """The softmax walkthrough's numbers; the naive ones are null where float64 overflows."""
+
+    def finite(values: tuple[float, ...]) -> list[float | None]:
+        return [v if math.isfinite(v) else None for v in values]
+
+    return {
+        "schema": WALK_SCHEMA_ID,
+        "values": list(steps.values),
+        "max": steps.max,
+        "shifted": list(steps.shifted),
+        "exp_shifted": list(steps.exp_shifted),
+        "sum_exp_shifted": steps.sum_exp_shifted,
+        "weights": list(steps.weights),
+        "percent": [100 * w for w in steps.weights],
+        "winner": steps.winner,
+        "naive": {
+            "exp": finite(steps.naive_exp),
+            "sum": steps.naive_sum if math.isfinite(steps.naive_sum) else None,
+            "weights": finite(steps.naive_weights),
+            "overflows": steps.overflows,
+        },
+    }
+
+
+def walk_dumps(steps: SoftmaxWalk) -> str:
+    return json.dumps(walk_to_dict(steps), allow_nan=False)

@@ -50,6 +50,14 @@ class Stage:
 TOKEN_COLUMN_STAGES = frozenset({"scores", "scaled", "masked", "softmax"})
 # The learned matrix each projection stage multiplies X by.
 WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV"}
+# How a learned matrix is titled: what it is and its shape in the model's terms.
+WEIGHT_SHAPES = {"WQ": "d_model × d_k", "WK": "d_model × d_k", "WV": "d_model × d_v"}
+
+
+def weight_title(name: str) -> str:
+    """``WQ (learned, d_model × d_k)``: the 'formula' line of a learned matrix."""
+    shape = WEIGHT_SHAPES.get(name)
+    return f"{name} (learned, {shape})" if shape else f"{name} (learned)"
 
 
 @dataclass(frozen=True)

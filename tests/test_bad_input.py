@@ -728,7 +728,7 @@ REJECTED = [
     case(
         "step-with-json",
         None,
-        "--step and --json do not mix: --json writes the whole trace at once",
+        "--json writes the whole trace for programs: it does not mix with --step",
         args=("cat", "--step", "--json"),
     ),
     # --- fields this version knows but does not compute yet

@@ -58,7 +58,7 @@ def test_a_summarized_table_says_what_it_hides() -> None:
     buffer = StringIO()
     Console(file=buffer, width=80, color_system=None).print(StageTable(stage))
     last = buffer.getvalue().splitlines()[-1]
-    assert last == "showing 20 of 30 rows and 8 of 40 columns (a wider terminal shows more)"
+    assert last == "showing 20 of 30 rows and 8 of 40 columns (--max-rows/--max-cols N, 0 for all)"
     small = Stage("V", "V = X · WV", ("a",), ("d0",), np.zeros((1, 1)))
     buffer = StringIO()
     Console(file=buffer, width=80, color_system=None).print(StageTable(small))

@@ -15,6 +15,8 @@ from rich.panel import Panel
 from rich.text import Text
 
 from attntrace.explain import paragraph, shape_equation
+from attntrace.focus import Focus
+from attntrace.render.focus import SECTION_OF_STAGE
 from attntrace.render.tables import DEFAULT_VIEW, StageTable, View, title
 from attntrace.trace import Trace
 
@@ -64,7 +66,9 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
     return Move(error=f"unknown key {key!r}: type ? for help")
 
 
-def show_stage(console: Console, trace: Trace, index: int, view: View) -> None:
+def show_stage(
+    console: Console, trace: Trace, index: int, view: View, focus: Focus | None = None
+) -> None:
     stage = trace.stages[index]
     if console.is_terminal:
         console.clear()
@@ -93,6 +97,10 @@ def show_stage(console: Console, trace: Trace, index: int, view: View) -> None:
         console.print(title(stage))
     console.print(StageTable(stage, view))
     console.print()
+    section = SECTION_OF_STAGE.get(stage.name)
+    if focus is not None and section is not None:  # the arithmetic behind the focus row
+        console.print(section(focus, view))
+        console.print()
 
 
 def run_steps(
@@ -103,19 +111,21 @@ def run_steps(
     *,
     echo: bool = False,
     prompt_console: Console | None = None,
+    focus: Focus | None = None,
 ) -> None:
     """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends.
 
     ``echo`` repeats each line read after the prompt: with input from a pipe nothing
     else shows what was typed, and the transcript should read like a session.
     ``prompt_console`` is where prompts, help and complaints go (default: ``console``):
-    stderr when the stages go to a file but the keys come from a person.
+    stderr when the stages go to a file but the keys come from a person. With ``focus``,
+    each stage it explains is followed by that token's arithmetic.
     """
     talk = prompt_console or console
 
     help_text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
     index = 0
-    show_stage(console, trace, index, view)
+    show_stage(console, trace, index, view, focus)
     while True:
         where = "last stage: Enter ends" if index == len(trace) - 1 else "Enter: next"
         talk.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
@@ -134,4 +144,4 @@ def run_steps(
             talk.print(Text(move.error, style="yellow"))
         elif move.index is not None:
             index = move.index
-            show_stage(console, trace, index, view)
+            show_stage(console, trace, index, view, focus)

@@ -13,6 +13,7 @@ from io import StringIO
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -34,10 +35,15 @@ DEFAULT_MAX_ROWS = 20
 
 @dataclass(frozen=True)
 class View:
-    """Display choices that never change a number: digits shown and rows kept."""
+    """Display choices that never change a number: digits, rows and columns shown.
+
+    ``max_cols`` None fits the columns to the width; a number shows that many (first
+    and last halves), wider than the terminal if it must be.
+    """
 
     precision: int = DEFAULT_PRECISION
     max_rows: int = DEFAULT_MAX_ROWS
+    max_cols: int | None = None
 
 
 DEFAULT_VIEW = View()
@@ -62,10 +68,17 @@ class StageTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         table, rows, cols = self.layout(options.max_width)
-        yield table
+        if self.view.max_cols is not None:  # asked for: as wide as it needs to be
+            width = console.measure(table, options=options.update(max_width=10**6)).maximum
+            options = options.update(max_width=max(width, options.max_width))
+        yield from console.render(table, options)
         note = hidden_note(self.stage, rows, cols)
         if note:
-            yield Text(note, style="dim")
+            yield from console.render(Text(note, style="dim"), options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """As wide as the table it draws at this width (so Columns can place it)."""
+        return Measurement.get(console, options, self.table(options.max_width))
 
     def table(self, width: int) -> Table:
         """The table alone, summarized to fit ``width``."""
@@ -84,7 +97,9 @@ class StageTable:
         # Each column costs its width + 3 (rule and padding); the label column has no rule.
         budget = width - label_width
         fits = columns_that_fit(col_widths, budget)
-        if fits < len(col_labels):
+        if self.view.max_cols is not None:
+            fits = self.view.max_cols
+        elif fits < len(col_labels):
             # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
             fits = max(1, columns_that_fit(sorted(col_widths, reverse=True), budget - 4))
 
@@ -127,18 +142,31 @@ def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) ->
     if shown_rows < n_rows:
         parts.append(f"{shown_rows} of {n_rows} rows")
     if shown_cols < n_cols:
-        parts.append(f"{shown_cols} of {n_cols} columns (a wider terminal shows more)")
-    return f"showing {' and '.join(parts)}" if parts else ""
+        parts.append(f"{shown_cols} of {n_cols} columns")
+    if not parts:
+        return ""
+    return f"showing {' and '.join(parts)} (--max-rows/--max-cols N, 0 for all)"
 
 
 def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
-    """Title, table and the one-line meaning of a stage, after the weight it used."""
+    """Title, the stage as an equation of its operands (or its table), and its meaning.
+
+    Where the operands fit beside the result (``X · WQ = Q``), the stage reads as the
+    textbook writes it; otherwise its table follows the weight it used, if any.
+    """
+    from attntrace.render.equation import Equation, operands
+
     caption = Text(one_line(stage, trace), style="italic dim")
     parts: list[RenderableType] = []
     weight = trace.weight_for(stage)
     if weight is not None:
         parts += [title(weight), StageTable(weight, view), Text("")]
-    return Group(*parts, title(stage), StageTable(stage, view), caption)
+    stacked = Group(*parts, title(stage), StageTable(stage, view))
+    pair = operands(stage, trace)
+    if pair is None:
+        return Group(stacked, caption)
+    equation = Equation(title(stage), pair[0], pair[1], stage, view, fallback=stacked)
+    return Group(equation, caption)
 
 
 def header(trace: Trace) -> Text:

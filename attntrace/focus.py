@@ -1,0 +1,155 @@
+"""One query token's row, broken into the arithmetic a person would do by hand.
+
+Everything here is read from a :class:`Trace` (Q, K, V, scores, scaled, softmax,
+output rows); the only arithmetic is the term-by-term breakdown that shows how those
+numbers arise. Tests check that the breakdown adds up to the trace's own numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from attntrace.errors import InputError
+from attntrace.trace import Trace
+
+
+@dataclass(frozen=True)
+class DotProduct:
+    """``query · key = Σ q_i × k_i``: one score of the focused row."""
+
+    key: str
+    query_row: tuple[float, ...]
+    key_row: tuple[float, ...]
+    score: float  # the trace's scores[i, j]
+
+    @property
+    def products(self) -> tuple[float, ...]:
+        return tuple(q * k for q, k in zip(self.query_row, self.key_row, strict=True))
+
+
+@dataclass(frozen=True)
+class SoftmaxRow:
+    """One key's line in the softmax table: scaled score, minus the row max, exp, share."""
+
+    key: str
+    scaled: float
+    shifted: float  # scaled − row max
+    exp: float  # exp(shifted)
+    weight: float  # the trace's softmax[i, j] = exp / Σ exp
+
+
+@dataclass(frozen=True)
+class WeightedValue:
+    """``weight × V[key]``: one term of the output row."""
+
+    key: str
+    weight: float
+    value_row: tuple[float, ...]
+
+    @property
+    def product(self) -> tuple[float, ...]:
+        return tuple(self.weight * v for v in self.value_row)
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The focused token's row of every stage, as hand arithmetic."""
+
+    index: int
+    token: str
+    note: str  # which occurrence, where the token repeats; else ""
+    d_k: int
+    dots: tuple[DotProduct, ...]
+    softmax: tuple[SoftmaxRow, ...]
+    exp_sum: float
+    terms: tuple[WeightedValue, ...]
+    output: tuple[float, ...]
+
+    @property
+    def sqrt_dk(self) -> float:
+        return math.sqrt(self.d_k)
+
+    @property
+    def row_max(self) -> float:
+        return max(row.scaled for row in self.softmax)
+
+    @property
+    def winner(self) -> str:
+        return max(self.softmax, key=lambda row: row.weight).key
+
+
+def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
+    """The 0-based row ``which`` names, and a note where a repeated token was meant.
+
+    ``which`` is a 0-based index (``2``), a table label (``the#4``) or a token, matched
+    exactly and then without case; a token that repeats means its first occurrence.
+    """
+    tokens = list(trace.tokens)
+    listing = ", ".join(f"{i}:{t}" for i, t in enumerate(tokens))
+    if which.strip().lstrip("-").isdigit():
+        index = int(which)
+        if not 0 <= index < len(tokens):
+            raise InputError(
+                field="--focus",
+                expected=f"a token or an index from 0 to {len(tokens) - 1}",
+                found=f"{index} (tokens: {listing})",
+            )
+        return index, ""
+    token, _, position = which.partition("#")
+    if position.isdigit() and int(position) < len(tokens) and tokens[int(position)] == token:
+        return int(position), ""
+    exact = [i for i, t in enumerate(tokens) if t == which]
+    matches = exact or [i for i, t in enumerate(tokens) if t.lower() == which.lower()]
+    if len(matches) == 1:
+        return matches[0], ""
+    if matches:
+        positions = ", ".join(map(str, matches))
+        return matches[0], (
+            f"{which!r} is at positions {positions}: this is position {matches[0]} "
+            f"(--focus {matches[1]} for the next)"
+        )
+    raise InputError(
+        field="--focus",
+        expected="a token of the sentence or its 0-based index",
+        found=f"{which!r} (tokens: {listing})",
+    )
+
+
+def focus_row(trace: Trace, which: str) -> Focus:
+    """Break row ``which`` of ``trace`` (see :func:`resolve_focus`) into hand arithmetic."""
+    index, note = resolve_focus(trace, which)
+    keys = trace["scores"].cols
+    q = trace["Q"].data[index]
+    k = trace["K"].data
+    v = trace["V"].data
+    scores = trace["scores"].data[index]
+    scaled = trace["scaled"].data[index]
+    weights = trace["softmax"].data[index]
+    shifted = scaled - scaled.max()
+    exps = np.exp(shifted)
+    return Focus(
+        index=index,
+        token=trace.tokens[index],
+        note=note,
+        d_k=trace.model.d_k,
+        dots=tuple(
+            DotProduct(key, _floats(q), _floats(k[j]), float(scores[j]))
+            for j, key in enumerate(keys)
+        ),
+        softmax=tuple(
+            SoftmaxRow(key, float(scaled[j]), float(shifted[j]), float(exps[j]), float(weights[j]))
+            for j, key in enumerate(keys)
+        ),
+        exp_sum=float(exps.sum()),
+        terms=tuple(
+            WeightedValue(key, float(weights[j]), _floats(v[j])) for j, key in enumerate(keys)
+        ),
+        output=_floats(trace["output"].data[index]),
+    )
+
+
+def _floats(row: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(x) for x in row)

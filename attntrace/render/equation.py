@@ -1,0 +1,72 @@
+"""The textbook layout: a product shown as one equation of labelled matrices.
+
+        X          WQ          Q
+      ┌────┐     ┌────┐     ┌────┐
+      │ .. │  ·  │ .. │  =  │ .. │
+      └────┘     └────┘     └────┘
+      [3×2]      [2×2]      [3×2]
+
+Used where the three tables fit side by side; otherwise the caller's stacked layout is
+shown instead, so a narrow terminal never gets a squeezed equation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from attntrace.render.tables import StageTable, View
+from attntrace.trace import WEIGHT_OF_STAGE, Stage, Trace
+
+_UNLIMITED = 10**6
+
+
+def operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
+    """The two matrices whose product ``stage`` is, or None for stages that are no product."""
+    if stage.name in WEIGHT_OF_STAGE:
+        weight = trace.weight_for(stage)
+        return None if weight is None else (trace.stage("X"), weight)
+    if stage.name == "scores":
+        keys = trace.stage("K", head=stage.head)
+        transposed = Stage("Kᵀ", "Kᵀ", keys.cols, keys.rows, keys.data.T, head=stage.head)
+        return trace.stage("Q", head=stage.head), transposed
+    if stage.name == "output":
+        return trace.stage("softmax", head=stage.head), trace.stage("V", head=stage.head)
+    return None
+
+
+@dataclass(frozen=True)
+class Equation:
+    """``left · right = result`` side by side, or ``fallback`` where that does not fit."""
+
+    heading: RenderableType
+    left: Stage
+    right: Stage
+    result: Stage
+    view: View
+    fallback: RenderableType
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        wide = options.update(max_width=_UNLIMITED)
+        matrices = (self.left, self.right, self.result)
+        tables = [StageTable(m, self.view).table(_UNLIMITED) for m in matrices]
+        widths = [console.measure(t, options=wide).maximum for t in tables]
+        # two operator columns of one cell, and one cell of padding between columns
+        if sum(widths) + 2 + 4 > options.max_width:
+            yield self.fallback
+            return
+        yield self.heading
+        grid = Table.grid(padding=(0, 1))
+        for index in range(5):
+            operator = index % 2 == 1
+            grid.add_column(justify="center", vertical="middle" if operator else "top")
+        names = [Text(m.name, style="bold magenta") for m in matrices]
+        grid.add_row(names[0], "", names[1], "", names[2])
+        grid.add_row(tables[0], Text("·", style="bold"), tables[1], Text("=", style="bold"),
+                     tables[2])  # fmt: skip
+        shapes = [Text(f"[{m.shape[0]} × {m.shape[1]}]", style="cyan") for m in matrices]
+        grid.add_row(shapes[0], "", shapes[1], "", shapes[2])
+        yield grid

@@ -1,0 +1,216 @@
+"""The focus panel: one token's row of attention, written out as hand arithmetic.
+
+    fish·cat = [2, 4]·[1, 2] = 2×1 + 4×2 = 10
+
+Each section explains one stage, so step mode can show the section under its stage.
+Long vectors are shortened in the middle (``2×1 + … + 4×2``); the results are never cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from attntrace.focus import Focus
+from attntrace.render.numbers import format_number, visible_indices
+from attntrace.render.tables import View
+from attntrace.trace import Trace
+
+# How many terms of a long sum are written out (first and last halves).
+TERMS_SHOWN = 6
+
+
+def short(value: float, precision: int) -> str:
+    """A number as a person writes it: ``10``, ``0.5``, ``7.0711``, ``-2`` (never ``-0``)."""
+    text = f"{value:.{precision}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def vector(values: Sequence[float], precision: int) -> str:
+    """``[2, 4]``; a long vector keeps its first and last entries around ``…``."""
+    shown = visible_indices(len(values), TERMS_SHOWN)
+    return "[" + ", ".join("…" if i is None else short(values[i], precision) for i in shown) + "]"
+
+
+def _factor(value: float, precision: int) -> str:
+    text = short(value, precision)
+    return f"({text})" if text.startswith("-") else text
+
+
+def products(
+    left: Sequence[float], right: Sequence[float], precision: int, shown: int = TERMS_SHOWN
+) -> str:
+    """``2×1 + 4×2``: the terms of a dot product, shortened in the middle when long."""
+    return " + ".join(
+        "…" if i is None else f"{_factor(left[i], precision)}×{_factor(right[i], precision)}"
+        for i in visible_indices(len(left), shown)
+    )
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A line with shorter fallbacks: the first that fits the width is shown.
+
+    Arithmetic wrapped across lines is hard to follow; a shorter form of the same
+    equation (fewer terms written out, the result kept) reads better.
+    """
+
+    variants: tuple[str, ...]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        fits = [v for v in self.variants if cell_len(v) <= options.max_width]
+        yield Text(fits[0] if fits else self.variants[-1])
+
+
+def heading(number: str, text: str) -> Text:
+    return Text.assemble((number, "bold cyan"), " ", (text, "bold"))
+
+
+def dot_section(focus: Focus, view: View) -> Group:
+    """scores: one dot product of the query row with each key row."""
+    precision, keys = view.precision, shown_keys(focus, view)
+    width = max(len(focus.dots[j].key) for j in keys)
+    lines: list[RenderableType] = [
+        heading("scores", f"= Q · Kᵀ: the query of {focus.token!r} times each key")
+    ]
+    for dot in (focus.dots[j] for j in keys):
+        name = f"  {focus.token}·{dot.key:<{width}} = "
+        vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
+        result = f" = {short(dot.score, precision)}"
+        terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2)]
+        lines.append(
+            Fitted(
+                (
+                    name + vectors + terms[0] + result,
+                    name + terms[0] + result,
+                    name + terms[1] + result,
+                    name + short(dot.score, precision),
+                )
+            )
+        )
+    return Group(*lines)
+
+
+def scale_section(focus: Focus, view: View) -> Group:
+    """scaled: each score divided by √d_k."""
+    precision, keys = view.precision, shown_keys(focus, view)
+    root = short(focus.sqrt_dk, precision)
+    lines: list[RenderableType] = [
+        heading("scaled", f"= scores / √d_k, with √{focus.d_k} = {root}")
+    ]
+    width = max(len(focus.dots[j].key) for j in keys)
+    for dot, row in ((focus.dots[j], focus.softmax[j]) for j in keys):
+        lines.append(
+            Text(
+                f"  {focus.token}·{dot.key:<{width}}: {short(dot.score, precision)} / {root}"
+                f" = {short(row.scaled, precision)}"
+            )
+        )
+    return Group(*lines)
+
+
+def softmax_section(focus: Focus, view: View) -> Group:
+    """softmax: the exp / sum / share table, the row max subtracted first."""
+    precision, keys = view.precision, shown_keys(focus, view)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header in ("key", "scaled", "− max", "exp", "share", "%"):
+        table.add_column(header, justify="left" if header == "key" else "right")
+    winner = focus.winner
+    for row in (focus.softmax[j] for j in keys):
+        mark = " ◀" if row.key == winner else ""
+        table.add_row(
+            Text(row.key + mark, style="bold" if mark else ""),
+            format_number(row.scaled, precision),
+            format_number(row.shifted, precision),
+            format_number(row.exp, precision + 2),
+            format_number(row.weight, precision),
+            f"{100 * row.weight:.2f}%",
+        )
+    total = sum(row.weight for row in focus.softmax)
+    table.add_row(
+        Text("sum", style="dim"), "", "", format_number(focus.exp_sum, precision + 2),
+        format_number(total, precision), f"{100 * total:.2f}%",
+    )  # fmt: skip
+    explain = Text(
+        f"  the row max {short(focus.row_max, precision)} is subtracted first: every exp ≤ 1, "
+        f"nothing overflows\n  share = exp / sum = exp / {short(focus.exp_sum, precision + 2)}",
+        style="dim",
+    )
+    title = heading("softmax", f"= exp(scaled − max) / sum, for {focus.token!r}")
+    return Group(title, table, explain, *_hidden(focus, keys))
+
+
+def output_section(focus: Focus, view: View) -> Group:
+    """output: the value rows, weighted by the softmax row, added up."""
+    precision, keys = view.precision, shown_keys(focus, view)
+    width = max(len(focus.terms[j].key) for j in keys)
+    lines: list[RenderableType] = [
+        heading("output", f"= Σ softmax × V: the value rows mixed by {focus.token!r}")
+    ]
+    for term in (focus.terms[j] for j in keys):
+        weight = format_number(term.weight, precision)
+        name = f"  {weight} × V[{term.key}]{' ' * (width - len(term.key))}"
+        lines.append(
+            Fitted(
+                (
+                    f"{name} = {weight} × {vector(term.value_row, precision)}"
+                    f" = {vector(term.product, precision)}",
+                    f"{name} = {vector(term.product, precision)}",
+                )
+            )
+        )
+    lines.append(
+        Text.assemble(
+            "  sum = ", (vector(focus.output, precision), "bold"), f" = output[{focus.token}]"
+        )
+    )
+    return Group(*lines, *_hidden(focus, keys))
+
+
+def shown_keys(focus: Focus, view: View) -> list[int]:
+    """The keys written out: all of them, or the ``max_rows`` largest weights, in order."""
+    count = len(focus.softmax)
+    if count <= view.max_rows:
+        return list(range(count))
+    by_weight = sorted(range(count), key=lambda j: -focus.softmax[j].weight)
+    return sorted(by_weight[: view.max_rows])
+
+
+def _hidden(focus: Focus, keys: list[int]) -> list[Text]:
+    count = len(focus.softmax)
+    if len(keys) == count:
+        return []
+    return [Text(f"  the {len(keys)} largest of {count} weights are written out", style="dim")]
+
+
+SectionMaker = Callable[[Focus, View], Group]
+# Which section explains which stage, for step mode.
+SECTION_OF_STAGE: dict[str, SectionMaker] = {
+    "scores": dot_section,
+    "scaled": scale_section,
+    "softmax": softmax_section,
+    "output": output_section,
+}
+
+
+def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
+    """Every section, in stage order, under a line naming the row."""
+    title = Text.assemble(
+        ("Focus: ", "bold magenta"),
+        (focus.token, "bold"),
+        f", row {focus.index} of the {len(trace.tokens)} tokens of {trace.model.name}",
+    )
+    parts: list[RenderableType] = [title]
+    if focus.note:
+        parts.append(Text(focus.note, style="yellow"))
+    for make in SECTION_OF_STAGE.values():
+        parts += [Text(""), make(focus, view)]
+    return Group(*parts)

@@ -1,0 +1,82 @@
+"""The softmax walkthrough as a table: exp of each score, the sum, each share.
+
+When nothing overflows, the article's way (exp of each value, divided by their sum) is
+shown first; the stable way (the row max subtracted) always, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from attntrace.render.numbers import format_number
+from attntrace.softmax_walk import SoftmaxWalk
+
+FLOAT64_MAX = "1.8e308"
+
+
+def _number(value: float, precision: int) -> str:
+    if math.isinf(value):
+        return "inf"
+    if math.isnan(value):
+        return "nan"
+    return format_number(value, precision)
+
+
+def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
+    """Table of x, exp(x), x − max, exp(x − max), share and %, then what it shows."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header in ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%"):
+        table.add_column(header, justify="right")
+    table.add_column("", justify="left")
+    winner = steps.winner
+    for i, x in enumerate(steps.values):
+        mark = "◀ max" if i == winner else ""
+        table.add_row(
+            str(i + 1),
+            _number(x, precision),
+            _number(steps.naive_exp[i], precision),
+            _number(steps.shifted[i], precision),
+            _number(steps.exp_shifted[i], precision + 2),
+            _number(steps.weights[i], precision + 2),
+            Text(f"{100 * steps.weights[i]:.2f}%", style="bold" if mark else ""),
+            Text(mark, style="bold"),
+        )
+    table.add_row(
+        Text("sum", style="dim"),
+        "",
+        _number(steps.naive_sum, precision),
+        "",
+        _number(steps.sum_exp_shifted, precision + 2),
+        _number(math.fsum(steps.weights), precision + 2),
+        f"{100 * math.fsum(steps.weights):.2f}%",
+    )
+    parts: list[RenderableType] = [
+        Text("softmax(x)ᵢ = exp(xᵢ) / Σ exp(xⱼ)", style="bold"),
+        table,
+        Text(""),
+    ]
+    top = _number(steps.max, precision)
+    if steps.overflows:
+        big = next(x for x, e in zip(steps.values, steps.naive_exp, strict=True) if math.isinf(e))
+        parts.append(
+            Text(
+                f"exp({_number(big, precision)}) overflows float64 (its largest value is about "
+                f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan. Subtracting the "
+                f"max ({top}) first gives the same weights in exact arithmetic, and every exp "
+                "is at most 1, so nothing overflows: the column exp(x − max) / its sum.",
+            )
+        )
+    else:
+        parts.append(
+            Text(
+                f"share = exp(x) / {_number(steps.naive_sum, precision)}. Subtracting the max "
+                f"({top}) first divides top and bottom by exp({top}): the same shares, and "
+                "every exp is at most 1, so large scores (like 800) cannot overflow.",
+            )
+        )
+    return Group(*parts)

@@ -1,0 +1,178 @@
+"""A saved ``run --json`` trace -> :class:`Trace`, checked, never recomputed.
+
+``attntrace render`` shows what a trace file holds, so a trace saved on one machine (or
+edited by hand) reads the same elsewhere. Every problem is an :class:`InputError` with
+the field path (``stages[4].data[1][2]``); a schema string this version does not know
+is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from attntrace.errors import InputError
+from attntrace.parse import parse_document
+from attntrace.serialize import SCHEMA_ID
+from attntrace.trace import ModelInfo, Stage, Trace, weight_title
+
+# The stages every single-head trace has; the views read them by name.
+REQUIRED_STAGES = ("X", "Q", "K", "V", "scores", "scaled", "softmax", "output")
+
+
+def load_trace(text: str, source: str) -> Trace:
+    """Parse and check the JSON text of a saved trace."""
+    document = parse_document(text, source, is_json=True)
+    try:
+        return _trace(document)
+    except InputError as error:
+        raise error.with_source(source) from None
+
+
+def _trace(document: Any) -> Trace:
+    document = _mapping(document, "the trace", "a JSON object from `attntrace run --json`")
+    schema = document.get("schema")
+    if schema != SCHEMA_ID:
+        raise InputError(
+            "not a trace this version can read",
+            field="schema",
+            expected=repr(SCHEMA_ID),
+            found=repr(schema) if schema is not None else "no schema field",
+        )
+    model = _mapping(document.get("model"), "model", "an object with the model's sizes")
+    info = ModelInfo(
+        name=_text(model.get("name"), "model.name"),
+        d_model=_count(model.get("d_model"), "model.d_model"),
+        d_k=_count(model.get("d_k"), "model.d_k"),
+        d_v=_count(model.get("d_v"), "model.d_v"),
+        heads=_count(model.get("heads", 1), "model.heads"),
+        kv_heads=_count(model.get("kv_heads", 1), "model.kv_heads"),
+        causal=_flag(model.get("causal", False), "model.causal"),
+    )
+    tokens = _texts(document.get("tokens"), "tokens")
+    context = document.get("context_tokens")
+    stages = _list(document.get("stages"), "stages")
+    trace = Trace(
+        model=info,
+        tokens=tokens,
+        stages=tuple(_stage(s, f"stages[{i}]") for i, s in enumerate(stages)),
+        context_tokens=None if context is None else _texts(context, "context_tokens"),
+        weights=tuple(
+            _stage(w, f"weights[{i}]", weight=True)
+            for i, w in enumerate(_list(document.get("weights", []), "weights", empty=True))
+        ),
+    )
+    missing = [name for name in REQUIRED_STAGES if name not in trace.names]
+    if missing:
+        raise InputError(
+            field="stages",
+            expected=f"the stages {', '.join(REQUIRED_STAGES)}",
+            found=f"no {', '.join(missing)}",
+        )
+    return trace
+
+
+def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
+    stage = _mapping(value, field, "an object with name, shape, rows, cols, data")
+    name = _text(stage.get("name"), f"{field}.name")
+    rows = _texts(stage.get("rows"), f"{field}.rows")
+    cols = _texts(stage.get("cols"), f"{field}.cols")
+    data = _matrix(stage.get("data"), f"{field}.data", len(rows), len(cols))
+    if weight:
+        return Stage(name, weight_title(name), rows, cols, data)
+    return Stage(
+        name,
+        _text(stage.get("formula"), f"{field}.formula"),
+        rows,
+        cols,
+        data,
+        head=_index(stage.get("head"), f"{field}.head"),
+        kv_head=_index(stage.get("kv_head"), f"{field}.kv_head"),
+    )
+
+
+def _matrix(value: Any, field: str, rows: int, cols: int) -> np.ndarray:
+    """``rows × cols`` numbers; ``null`` is a masked cell (−∞)."""
+    matrix = _list(value, field)
+    if len(matrix) != rows:
+        raise InputError(
+            field=field, expected=f"{rows} rows (one per label)", found=str(len(matrix))
+        )
+    out = np.empty((rows, cols), dtype=np.float64)
+    for i, row in enumerate(matrix):
+        cells = _list(row, f"{field}[{i}]")
+        if len(cells) != cols:
+            raise InputError(
+                field=f"{field}[{i}]", expected=f"{cols} numbers", found=str(len(cells))
+            )
+        for j, cell in enumerate(cells):
+            if cell is None:
+                out[i, j] = -math.inf
+            elif isinstance(cell, bool) or not isinstance(cell, int | float):
+                raise InputError(field=f"{field}[{i}][{j}]", expected="a number or null",
+                                 found=repr(cell))  # fmt: skip
+            elif not math.isfinite(cell):
+                raise InputError(field=f"{field}[{i}][{j}]", expected="a finite number",
+                                 found=repr(cell))  # fmt: skip
+            else:
+                out[i, j] = cell
+    return out
+
+
+def _mapping(value: Any, field: str, expected: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InputError(field=field, expected=expected, found=_kind(value))
+    return value
+
+
+def _list(value: Any, field: str, *, empty: bool = False) -> list[Any]:
+    if not isinstance(value, list) or (not value and not empty):
+        raise InputError(field=field, expected="a non-empty list", found=_kind(value))
+    return value
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(field=field, expected="a string", found=_kind(value))
+    return value
+
+
+def _texts(value: Any, field: str) -> tuple[str, ...]:
+    return tuple(_text(v, f"{field}[{i}]") for i, v in enumerate(_list(value, field)))
+
+
+def _count(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(field=field, expected="a whole number ≥ 1", found=_kind(value))
+    return value
+
+
+def _index(value: Any, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(field=field, expected="null or a whole number ≥ 0", found=_kind(value))
+    return value
+
+
+def _flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(field=field, expected="true or false", found=_kind(value))
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value[:40])
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,90 @@
+"""The softmax of one row of scores, step by step, the naive way and the stable way.
+
+    softmax(x)_i = exp(x_i) / Σ_j exp(x_j) = exp(x_i − m) / Σ_j exp(x_j − m),  m = max(x)
+
+Both ways are computed so a reader can see why the max is subtracted: for scores like
+800, exp overflows float64 (its largest value is about 1.8e308) and the naive weights
+become inf / inf = NaN, while the stable ones are exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attntrace.errors import InputError
+from attntrace.ops import softmax
+
+
+@dataclass(frozen=True)
+class SoftmaxWalk:
+    """Every intermediate of the softmax of ``values``."""
+
+    values: tuple[float, ...]
+    max: float
+    shifted: tuple[float, ...]  # value − max
+    exp_shifted: tuple[float, ...]  # exp(value − max), each ≤ 1
+    sum_exp_shifted: float
+    weights: tuple[float, ...]  # the softmax, from the stable formula
+    naive_exp: tuple[float, ...]  # exp(value): inf where float64 overflows
+    naive_sum: float
+    naive_weights: tuple[float, ...]  # exp(value) / Σ exp: NaN where that overflowed
+
+    @property
+    def winner(self) -> int:
+        return int(np.argmax(self.weights))
+
+    @property
+    def overflows(self) -> bool:
+        return not math.isfinite(self.naive_sum)
+
+
+def walk(values: Sequence[float]) -> SoftmaxWalk:
+    """Compute the walkthrough of ``values`` (finite numbers, at least one)."""
+    if not values:
+        raise InputError(expected="at least one number", found="none")
+    row = np.array(values, dtype=np.float64)
+    if not np.all(np.isfinite(row)):
+        bad = next(v for v in values if not math.isfinite(v))
+        raise InputError(expected="finite numbers", found=repr(bad))
+    top = float(row.max())
+    shifted = row - top
+    exp_shifted = np.exp(shifted)
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive_exp = np.exp(row)
+        naive_sum = float(naive_exp.sum())
+        naive_weights = naive_exp / naive_sum
+    return SoftmaxWalk(
+        values=tuple(float(v) for v in row),
+        max=top,
+        shifted=tuple(float(v) for v in shifted),
+        exp_shifted=tuple(float(v) for v in exp_shifted),
+        sum_exp_shifted=float(exp_shifted.sum()),
+        weights=tuple(float(v) for v in softmax(row[None, :])[0]),
+        naive_exp=tuple(float(v) for v in naive_exp),
+        naive_sum=naive_sum,
+        naive_weights=tuple(float(v) for v in naive_weights),
+    )
+
+
+def parse_values(words: Sequence[str]) -> list[float]:
+    """Command-line words -> finite floats, or an InputError naming the bad word."""
+    numbers = []
+    for position, word in enumerate(words):
+        try:
+            number = float(word)
+        except ValueError:
+            raise InputError(
+                field=f"value {position + 1}", expected="a number", found=repr(word)
+            ) from None
+        if not math.isfinite(number):
+            raise InputError(
+                field=f"value {position + 1}", expected="a finite number", found=repr(word)
+            )
+        numbers.append(number)
+    if not numbers:
+        raise InputError(expected="at least one number (the scores of one row)", found="none")
+    return numbers
