@@ -28,6 +28,14 @@ CASES = {
     "run-the-cat-sat-precision-2": (("run", "-s", "the-cat-sat", "--precision", "2"), 80, None),
     "step-softmax-80": (("run", "--step"), 80, "7\nq\n"),
     "samples-80": (("samples",), 80, None),
+    "run-cat-eats-fish-equations-150": (("run", "cat eats fish"), 150, None),
+    "focus-fish-80": (("run", "cat eats fish", "--focus", "fish"), 80, None),
+    "focus-it-80": (("run", "-s", "it-animal", "--focus", "it"), 80, None),
+    "step-focus-softmax-80": (("run", "--step", "--focus", "fish"), 80, "softmax\nq\n"),
+    "softmax-article-80": (("softmax", "3.2", "4.0", "1.0", "6.2", "8.0"), 80, None),
+    "softmax-overflow-80": (("softmax", "800", "799", "-1.5"), 80, None),
+    "map-it-animal-80": (("run", "-s", "it-animal", "--map"), 80, None),
+    "overview-100": (("run", "--overview"), 100, None),
 }
 
 

@@ -67,8 +67,9 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
             Text(
                 f"exp({_number(big, precision)}) overflows float64 (its largest value is about "
                 f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan. Subtracting the "
-                f"max ({top}) first gives the same weights in exact arithmetic, and every exp "
-                "is at most 1, so nothing overflows: the column exp(x − max) / its sum.",
+                f"max ({top}) first gives the same weights in exact arithmetic with every exp "
+                f"at most 1, so nothing overflows: share = exp(x − max) / "
+                f"{_number(steps.sum_exp_shifted, precision + 2)}.",
             )
         )
     else:

@@ -1,0 +1,129 @@
+"""--focus: the hand arithmetic adds up to the trace's own numbers, and reads right."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import invoke
+
+from attntrace import InputError, trace_attention
+from attntrace.attention import trace_head
+from attntrace.focus import focus_row, resolve_focus
+from attntrace.render.focus import products, short, vector
+from attntrace.spec import ModelSpec
+from attntrace.trace import Trace
+
+
+def random_trace(seed: int) -> Trace:
+    rng = np.random.default_rng(seed)
+    d_model, d_k, d_v, n = (int(x) for x in rng.integers(1, 8, size=4))
+    model = ModelSpec(
+        {f"t{i}": rng.normal(size=d_model) for i in range(5)},
+        rng.normal(size=(d_model, d_k)),
+        rng.normal(size=(d_model, d_k)),
+        rng.normal(size=(d_model, d_v)),
+    )
+    return trace_head(model, [f"t{int(i)}" for i in rng.integers(0, 5, size=n)])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_breakdown_adds_up_to_the_trace(seed: int) -> None:
+    trace = random_trace(seed)
+    for index in range(len(trace.tokens)):
+        focus = focus_row(trace, str(index))
+        assert focus.index == index
+        for j, dot in enumerate(focus.dots):
+            assert math.fsum(dot.products) == pytest.approx(dot.score, rel=1e-12, abs=1e-12)
+            assert dot.score == trace["scores"].data[index, j]
+            assert focus.softmax[j].scaled == pytest.approx(dot.score / math.sqrt(focus.d_k))
+        exps = [row.exp for row in focus.softmax]
+        assert max(exps) == 1.0
+        assert all(e <= 1.0 for e in exps)
+        for row in focus.softmax:
+            assert row.exp / focus.exp_sum == pytest.approx(row.weight, rel=1e-12)
+        total = np.sum([term.product for term in focus.terms], axis=0)
+        np.testing.assert_allclose(total, focus.output, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(focus.output, trace["output"].data[index])
+
+
+def test_which_row() -> None:
+    trace = trace_attention("the cat saw the fish", model={
+        "embeddings": {"the": [1, 0], "cat": [0, 1], "saw": [1, 1], "fish": [2, 1]},
+        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+    })  # fmt: skip
+    assert resolve_focus(trace, "2") == (2, "")
+    assert resolve_focus(trace, "fish") == (4, "")
+    assert resolve_focus(trace, "FISH") == (4, "")
+    assert resolve_focus(trace, "the#3") == (3, "")
+    index, note = resolve_focus(trace, "the")
+    assert index == 0
+    assert note == "'the' is at positions 0, 3: this is position 0 (--focus 3 for the next)"
+    with pytest.raises(
+        InputError, match=r"^--focus: expected a token .*, got 'dog' \(tokens: 0:the"
+    ):
+        resolve_focus(trace, "dog")
+    with pytest.raises(InputError, match="expected a token or an index from 0 to 4, got 5"):
+        resolve_focus(trace, "5")
+
+
+def test_focus_on_a_token_not_in_the_sentence_is_exit_2() -> None:
+    result = invoke("run", "cat eats fish", "--focus", "dog")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "attntrace: error: --focus: expected a token of the sentence or its 0-based index, "
+        "got 'dog' (tokens: 0:cat, 1:eats, 2:fish)\n"
+    )
+
+
+def test_the_fish_row_by_hand() -> None:
+    """SPEC.md sections 2 and 6: the worked example's last row, written out."""
+    out = invoke("run", "cat eats fish", "--focus", "fish").stdout
+    assert "fish·cat  = [2, 4]·[1, 2] = 2×1 + 4×2 = 10" in out
+    assert "fish·fish = [2, 4]·[2, 4] = 2×2 + 4×4 = 20" in out
+    assert "fish·cat : 10 / 1.4142 = 7.0711" in out
+    assert "cat       7.0711   -7.0711   0.000849   0.0008     0.08%" in out
+    assert "fish ◀   14.1421    0.0000   1.000000   0.9983    99.83%" in out
+    assert "0.9983 × V[fish] = 0.9983 × [4, 2] = [3.9932, 1.9966]" in out
+    assert "sum = [3.9958, 2] = output[fish]" in out
+
+
+def test_step_mode_puts_each_section_under_its_stage() -> None:
+    out = invoke("run", "--step", "--focus", "fish", input="5\n\n\n\nq\n").stdout
+    screens = out.split("Stage ")
+    scores = next(s for s in screens if s.startswith("5 of 8"))
+    assert "fish·eats = [2, 4]·[3, 1] = 2×3 + 4×1 = 10" in scores
+    softmax = next(s for s in screens if s.startswith("7 of 8"))
+    assert "share = exp / sum = exp / 1.001699" in softmax
+    first = next(s for s in screens if s.startswith("1 of 8"))
+    assert "fish·" not in first
+
+
+def test_long_vectors_are_shortened_in_the_middle_never_the_result() -> None:
+    left = [float(i) for i in range(1, 11)]
+    assert vector(left, 4) == "[1, 2, 3, …, 8, 9, 10]"
+    assert products(left, left, 4) == "1×1 + 2×2 + 3×3 + … + 8×8 + 9×9 + 10×10"
+    assert products([-1.5], [2.0], 4) == "(-1.5)×2"
+    assert short(-1e-9, 4) == "0"
+    assert short(7.0710678, 4) == "7.0711"
+
+
+@pytest.mark.parametrize("columns", [40, 80])
+def test_a_wide_model_fits_the_terminal(columns: int, tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    vocab = {f"w{i}": rng.normal(size=64).round(3).tolist() for i in range(30)}
+    weights = {name: rng.normal(size=(64, 64)).round(3).tolist() for name in ("WQ", "WK", "WV")}
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps({"embeddings": vocab, "weights": weights}))
+    sentence = " ".join(f"w{i}" for i in range(30))
+    result = invoke("run", sentence, "-c", str(path), "--focus", "w3", columns=columns)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    words = " ".join(result.stdout.split())  # at 40 columns the prose wraps
+    assert "the 20 largest of 30 weights are written out" in words
+    assert "= output[w3]" in words

@@ -1,0 +1,91 @@
+"""`attntrace softmax`: the article's walkthrough, and why the max is subtracted."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from helpers import invoke
+
+from attntrace.softmax_walk import walk
+
+ARTICLE = ["3.2", "4.0", "1.0", "6.2", "8.0"]
+
+
+def test_the_articles_numbers() -> None:
+    """exp = 24.53, 54.60, 2.72, 492.75, 2980.96; sum 3555.56; 0.69% ... 83.84%."""
+    out = invoke("softmax", *ARTICLE).stdout
+    rows = [line.split() for line in out.splitlines() if line[:3].strip().isdigit()]
+    assert [row[2] for row in rows] == ["24.53", "54.60", "2.72", "492.75", "2980.96"]
+    assert [row[6] for row in rows] == ["0.69%", "1.54%", "0.08%", "13.86%", "83.84%"]
+    assert rows[4][-2:] == ["◀", "max"]
+    total = next(line for line in out.splitlines() if line.startswith("sum"))
+    assert total.split()[1] == "3555.56"
+
+
+def test_matches_the_closed_form() -> None:
+    values = [3.2, 4.0, 1.0, 6.2, 8.0]
+    steps = walk(values)
+    total = math.fsum(math.exp(v) for v in values)
+    for i, v in enumerate(values):
+        assert steps.weights[i] == pytest.approx(math.exp(v) / total, rel=1e-14)
+        assert steps.naive_exp[i] == math.exp(v)
+        assert steps.exp_shifted[i] == pytest.approx(math.exp(v - 8.0), rel=1e-15)
+    assert steps.winner == 4
+    assert not steps.overflows
+
+
+def test_overflow_shows_the_naive_formula_failing_beside_the_stable_one() -> None:
+    out = invoke("softmax", "800", "799", "-1.5").stdout
+    assert "inf" in out
+    assert "exp(800.00) overflows float64" in " ".join(out.split())
+    steps = walk([800.0, 799.0, -1.5])
+    assert steps.overflows
+    assert math.isnan(steps.naive_weights[0])
+    assert steps.weights[0] == pytest.approx(math.e / (1 + math.e + math.exp(-801.5)))
+    document = json.loads(invoke("softmax", "800", "799", "--json").stdout)
+    assert document["naive"] == {
+        "exp": [None, None],
+        "sum": None,
+        "weights": [None, None],
+        "overflows": True,
+    }
+    assert document["weights"][0] == pytest.approx(math.e / (1 + math.e))
+
+
+def test_json_gives_the_numbers() -> None:
+    result = invoke("softmax", *ARTICLE, "--json")
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert document["schema"] == "attntrace/softmax/v1"
+    assert document["values"] == [3.2, 4.0, 1.0, 6.2, 8.0]
+    assert [round(p, 2) for p in document["percent"]] == [0.69, 1.54, 0.08, 13.86, 83.84]
+    assert round(document["naive"]["sum"], 2) == 3555.56
+    assert document["winner"] == 4
+
+
+def test_negative_numbers_are_values_not_options() -> None:
+    result = invoke("softmax", "-1", "-2.5", "3e-1", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["values"] == [-1.0, -2.5, 0.3]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["1", "abc"], "value 2: expected a number, got 'abc'"),
+        (["1", "inf"], "value 2: expected a finite number, got 'inf'"),
+        (["nan"], "value 1: expected a finite number, got 'nan'"),
+        (["1e400"], "value 1: expected a finite number, got '1e400'"),
+    ],
+)
+def test_bad_values_are_exit_2(args: list[str], message: str) -> None:
+    result = invoke("softmax", *args)
+    assert result.exit_code == 2
+    assert result.stderr == f"attntrace: error: {message}\n"
+    assert result.stdout == ""
+
+
+def test_no_values_is_a_usage_error() -> None:
+    assert invoke("softmax").exit_code == 2

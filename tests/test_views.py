@@ -1,0 +1,185 @@
+"""--map, --overview, --max-rows/--max-cols, --export and `render` of a saved trace."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import invoke
+
+from attntrace.render.attention_map import bar
+
+
+def test_bars_are_drawn_in_eighths() -> None:
+    assert bar(1.0, 4) == "████"
+    assert bar(0.5, 4) == "██"
+    assert bar(0.0, 4) == ""
+    assert bar(1 / 16, 4) == "▎"  # 2 of 8 eighths of a cell
+    assert bar(1 / 8, 4) == "▌"
+
+
+def test_map_names_the_top_keys_of_each_token() -> None:
+    out = invoke("run", "--sample", "it-animal", "--map").stdout
+    line = next(line for line in out.splitlines() if line.startswith("it "))
+    assert line.split()[:9] == ["it", "→", "animal", "0.65", "█████▉", "street", "0.20", "█▊",
+                                "tired"]  # fmt: skip
+    top1 = invoke("run", "--sample", "it-animal", "--map", "--top", "1").stdout
+    assert "street" not in next(line for line in top1.splitlines() if line.startswith("it "))
+
+
+def big_model(tmp_path: Path, tokens: int = 200, d_model: int = 256) -> tuple[Path, str]:
+    rng = np.random.default_rng(1)
+    vocab = {f"w{i}": rng.normal(size=d_model).round(4).tolist() for i in range(tokens)}
+    weights = {
+        name: (rng.normal(size=(d_model, 64)) / 16).round(4).tolist() for name in ("WQ", "WK", "WV")
+    }
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"embeddings": vocab, "weights": weights}))
+    return path, " ".join(vocab)
+
+
+@pytest.mark.parametrize("columns", [40, 80, 200])
+def test_200_tokens_fit_every_width(tmp_path: Path, columns: int) -> None:
+    path, sentence = big_model(tmp_path)
+    result = invoke("run", sentence, "-c", str(path), columns=columns)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    assert "showing 20 of 200 rows" in result.stdout
+
+
+def test_max_rows_and_max_cols_widen_the_view(tmp_path: Path) -> None:
+    path, sentence = big_model(tmp_path, tokens=30, d_model=12)
+    out = invoke("run", sentence, "-c", str(path), "--max-rows", "0", "--max-cols", "0").stdout
+    x_table = out.split("X = embeddings")[1].split("\n\n")[0]
+    assert "w17 " in x_table  # a middle row: all rows shown
+    assert " d6 " in x_table.splitlines()[1]  # a middle column: all columns shown
+    few = invoke("run", sentence, "-c", str(path), "--max-rows", "4").stdout
+    assert "showing 4 of 30 rows" in few
+
+
+def test_overview_puts_every_stage_on_one_screen() -> None:
+    out = invoke("run", "--overview", columns=100).stdout
+    lines = out.splitlines()
+    assert len(lines) <= 40
+    for name in ("X [3×2]", "Q [3×2]", "scores [3×3]", "softmax [3×3]", "output [3×2]", "WQ"):
+        assert name in out
+
+
+def test_export_svg_html_txt(tmp_path: Path) -> None:
+    svg, html, txt = tmp_path / "t.svg", tmp_path / "t.html", tmp_path / "t.txt"
+    shown = invoke("run", "--export", str(svg))
+    assert shown.exit_code == 0
+    assert shown.stderr == f"attntrace: saved {svg}\n"
+    text = " ".join(ET.parse(svg).getroot().itertext())  # parses as XML
+    for name in ("X", "Q", "scores", "scaled", "softmax", "output"):
+        assert name in text
+    invoke("run", "--map", "--export", str(html))
+    assert "fish" in html.read_text()
+    assert html.read_text().lstrip().startswith("<!DOCTYPE html>")
+    plain = invoke("run", "--export", str(txt))
+    assert txt.read_text() == plain.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("out.pdf", "--export: expected a .svg, .html or .txt file, got 'out.pdf'"),
+        ("missing/out.svg", "missing/out.svg: no such folder to save into"),
+    ],
+)
+def test_export_refuses_before_printing(
+    target: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", "--export", target)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"attntrace: error: {message}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--focus", "cat"], ["--map"], ["--overview"], ["--precision", "2"]],
+    ids=["tables", "focus", "map", "overview", "precision"],
+)
+def test_render_of_a_saved_trace_equals_the_direct_rendering(
+    flags: list[str], tmp_path: Path
+) -> None:
+    saved = tmp_path / "trace.json"
+    saved.write_text(invoke("run", "-s", "the-cat-sat", "--json").stdout)
+    direct = invoke("run", "-s", "the-cat-sat", *flags)
+    replayed = invoke("render", str(saved), *flags)
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.stdout == direct.stdout
+
+
+def test_render_steps_and_stdin(tmp_path: Path) -> None:
+    saved = tmp_path / "trace.json"
+    saved.write_text(invoke("run", "--json").stdout)
+    keys = "5\nb\nq\n"
+    assert invoke("render", str(saved), "--step", input=keys).stdout == (
+        invoke("run", "--step", input=keys).stdout
+    )
+    piped = invoke("render", "-", input=saved.read_text())
+    assert piped.stdout == invoke("run").stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(schema="attntrace/trace/v9"),
+         "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
+         "got 'attntrace/trace/v9'"),
+        (lambda d: d.pop("schema"),
+         "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
+         "got no schema field"),
+        (lambda d: d["stages"][4]["data"][1].pop(),
+         "t.json: stages[4].data[1]: expected 3 numbers, got 2"),
+        (lambda d: d["stages"][0]["data"][0].__setitem__(0, "x"),
+         "t.json: stages[0].data[0][0]: expected a number or null, got 'x'"),
+        (lambda d: d.__setitem__("stages", d["stages"][:6]),
+         "t.json: stages: expected the stages X, Q, K, V, scores, scaled, softmax, output, "
+         "got no softmax, output"),
+        (lambda d: d["model"].__setitem__("d_k", 0),
+         "t.json: model.d_k: expected a whole number ≥ 1, got 0"),
+    ],
+    ids=["unknown-schema", "no-schema", "ragged", "string-cell", "missing-stages", "bad-size"],
+)  # fmt: skip
+def test_render_refuses_a_bad_trace(change, message: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    document = json.loads(invoke("run", "--json").stdout)
+    change(document)
+    Path("t.json").write_text(json.dumps(document))
+    result = invoke("render", "t.json")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"attntrace: error: {message}\n"
+
+
+def test_render_of_a_missing_or_malformed_file(tmp_path: Path) -> None:
+    missing = invoke("render", str(tmp_path / "nope.json"))
+    assert missing.stderr == f"attntrace: error: {tmp_path / 'nope.json'}: no such file\n"
+    assert invoke("render", "-", input="{").stderr.startswith(
+        "attntrace: error: stdin: line 1, column 2: malformed JSON"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--map", "--focus", "cat"], "--focus and --map are different views: choose one"),
+        (["--step", "--map"], "--step walks the stage tables: it does not mix with --map or "
+                              "--overview"),
+        (["--json", "--focus", "cat"], "--json writes the whole trace for programs: it does not "
+                                       "mix with --focus"),
+    ],
+)  # fmt: skip
+def test_views_that_do_not_mix(flags: list[str], message: str) -> None:
+    result = invoke("run", *flags)
+    assert result.exit_code == 2
+    assert result.stderr == f"attntrace: error: {message}\n"
