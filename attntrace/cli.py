@@ -182,7 +182,7 @@ def show(trace: Trace, how: Presentation, *, step: bool, export: Path | None) ->
             from attntrace.render.present import renderables
 
             for renderable in renderables(trace, how):
-                console.print(renderable)
+                console.print(renderable, crop=False)  # a number is never cut
     if export is not None:
         save_export(console, export)
 

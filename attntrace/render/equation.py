@@ -50,14 +50,13 @@ class Equation:
     fallback: RenderableType
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        wide = options.update(max_width=_UNLIMITED)
         matrices = (self.left, self.right, self.result)
-        tables = [StageTable(m, self.view).table(_UNLIMITED) for m in matrices]
-        widths = [console.measure(t, options=wide).maximum for t in tables]
         # two operator columns of one cell, and one cell of padding between columns
+        widths = [StageTable(m, self.view).natural_width() for m in matrices]
         if sum(widths) + 2 + 4 > options.max_width:
             yield self.fallback
             return
+        tables = [StageTable(m, self.view).table(_UNLIMITED) for m in matrices]
         yield self.heading
         grid = Table.grid(padding=(0, 1))
         for index in range(5):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 
@@ -38,6 +39,23 @@ def number_width(data: npt.NDArray[np.float64], precision: int) -> int:
     if not np.all(np.isfinite(data)):
         widths.append(len(MASKED))
     return max(widths, default=1)
+
+
+def column_widths(data: npt.NDArray[np.float64], precision: int) -> list[int]:
+    """Each column's widest formatted cell, found from its extremes (two formats per column)."""
+    if data.size == 0:
+        return [1] * data.shape[1]
+    finite = np.where(np.isfinite(data), data, np.nan)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-masked column has no extremes
+        lows, highs = np.nanmin(finite, axis=0), np.nanmax(finite, axis=0)
+    widths = []
+    for j, (low, high) in enumerate(zip(lows, highs, strict=True)):
+        candidates = [len(format_number(float(x), precision)) for x in (low, high) if x == x]
+        if not np.all(np.isfinite(data[:, j])):
+            candidates.append(len(MASKED))
+        widths.append(max(candidates, default=1))
+    return widths
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:

@@ -14,21 +14,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.table import Table
+from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.render.tables import StageTable, View, header
 from attntrace.trace import Stage, Trace
 
 _GAP = 3
-_UNLIMITED = 10**6
 
 
 def compact(stage: Stage, view: View) -> Group:
-    """A stage as a short title (name and shape) over its full-width table."""
+    """A stage as a short title (name and shape) over its table, fitted to the width."""
     rows, cols = stage.shape
     title = Text.assemble((stage.name, "bold magenta"), (f" [{rows}×{cols}]", "cyan"))
-    return Group(title, StageTable(stage, view).table(_UNLIMITED))
+    return Group(title, StageTable(stage, view))
 
 
 @dataclass(frozen=True)
@@ -38,8 +37,7 @@ class Packed:
     blocks: Sequence[RenderableType]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        wide = options.update(max_width=_UNLIMITED)
-        widths = [console.measure(block, options=wide).maximum for block in self.blocks]
+        widths = [console.measure(block, options=options).maximum for block in self.blocks]
         rows: list[list[int]] = [[]]
         used = 0
         for index, width in enumerate(widths):
@@ -48,14 +46,21 @@ class Packed:
                 used = 0
             used += width + (_GAP if rows[-1] else 0)
             rows[-1].append(index)
+        gap = Segment(" " * _GAP)
         for number, row in enumerate(rows):
-            grid = Table.grid(padding=(0, _GAP, 0, 0))
-            for _ in row:
-                grid.add_column(vertical="top")
-            grid.add_row(*(self.blocks[i] for i in row))
             if number:
-                yield Text("")
-            yield grid
+                yield Segment.line()
+            # Each block drawn at its own width, then the lines laid side by side.
+            drawn = [
+                console.render_lines(self.blocks[i], options.update(width=widths[i]), pad=True)
+                for i in row
+            ]
+            for y in range(max(len(lines) for lines in drawn)):
+                for k, lines in enumerate(drawn):
+                    if k:
+                        yield gap
+                    yield from lines[y] if y < len(lines) else [Segment(" " * widths[row[k]])]
+                yield Segment.line()
 
 
 def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
