@@ -13,7 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from attntrace.render.numbers import format_number, number_width, unique_labels, visible_indices
+from attntrace.render.numbers import column_widths, format_number, unique_labels, visible_indices
 from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
 from attntrace.trace import Stage
 
@@ -94,7 +94,7 @@ def test_tables_never_exceed_the_width(
     lines = render(stage, width)
     assert max(len(line) for line in lines) <= width
     label_width = label + len(str(rows - 1))
-    column_width = max(label_width, number_width(data, 4))
+    column_width = max(label_width, *column_widths(data, 4))
     assume(label_width + column_width + 3 + 4 <= width)  # one column fits
     # Summarized like numpy: the first and last rows are always there, on one line each.
     assert lines[2].startswith(f"{'w' * label}0")

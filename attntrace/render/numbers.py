@@ -29,18 +29,6 @@ def format_number(value: float, precision: int) -> str:
     return text
 
 
-def number_width(data: npt.NDArray[np.float64], precision: int) -> int:
-    """The widest formatted cell of ``data``, found from its extremes without formatting all."""
-    if data.size == 0:
-        return 1
-    finite = data[np.isfinite(data)]
-    candidates = [finite.min(), finite.max()] if finite.size else []
-    widths = [len(format_number(float(x), precision)) for x in candidates]
-    if not np.all(np.isfinite(data)):
-        widths.append(len(MASKED))
-    return max(widths, default=1)
-
-
 def column_widths(data: npt.NDArray[np.float64], precision: int) -> list[int]:
     """Each column's widest formatted cell, found from its extremes (two formats per column)."""
     if data.size == 0:
