@@ -57,8 +57,10 @@ class AttentionMap:
             for rank, j in enumerate(order[i]):
                 weight = float(data[i, j])
                 line.append(f"{keys[j]:<{key_width}} ", style="bold" if rank == 0 else "")
-                line.append(f"{weight:.{self.precision}f} ", style="cyan")
-                last = rank == top - 1
-                line.append(bar(weight, full) if last else f"{bar(weight, full):<{full}}  ")
-                line.stylize("magenta", len(line) - full - (0 if last else 2), len(line))
+                line.append(f"{weight:.{self.precision}f}", style="cyan")
+                drawn = bar(weight, full)
+                if rank < top - 1:
+                    line.append(" " + drawn.ljust(full) + "  ", style="magenta")
+                elif drawn:
+                    line.append(" " + drawn, style="magenta")
             yield line
