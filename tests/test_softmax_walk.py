@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+from importlib import resources
+from typing import Any
 
+import jsonschema
 import pytest
 from helpers import invoke
 
@@ -44,7 +47,7 @@ def test_overflow_shows_the_naive_formula_failing_beside_the_stable_one() -> Non
     assert steps.overflows
     assert math.isnan(steps.naive_weights[0])
     assert steps.weights[0] == pytest.approx(math.e / (1 + math.e + math.exp(-801.5)))
-    document = json.loads(invoke("softmax", "800", "799", "--json").stdout)
+    document = valid_walk(invoke("softmax", "800", "799", "--json").stdout)
     assert document["naive"] == {
         "exp": [None, None],
         "sum": None,
@@ -54,10 +57,19 @@ def test_overflow_shows_the_naive_formula_failing_beside_the_stable_one() -> Non
     assert document["weights"][0] == pytest.approx(math.e / (1 + math.e))
 
 
+def valid_walk(text: str) -> dict[str, Any]:
+    """Parse softmax --json output and validate it against the shipped schema."""
+    schema_path = resources.files("attntrace") / "schema" / "softmax-v1.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    document: dict[str, Any] = json.loads(text)
+    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+    return document
+
+
 def test_json_gives_the_numbers() -> None:
     result = invoke("softmax", *ARTICLE, "--json")
     assert result.exit_code == 0
-    document = json.loads(result.stdout)
+    document = valid_walk(result.stdout)
     assert document["schema"] == "attntrace/softmax/v1"
     assert document["values"] == [3.2, 4.0, 1.0, 6.2, 8.0]
     assert [round(p, 2) for p in document["percent"]] == [0.69, 1.54, 0.08, 13.86, 83.84]
@@ -68,7 +80,7 @@ def test_json_gives_the_numbers() -> None:
 def test_negative_numbers_are_values_not_options() -> None:
     result = invoke("softmax", "-1", "-2.5", "3e-1", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["values"] == [-1.0, -2.5, 0.3]
+    assert valid_walk(result.stdout)["values"] == [-1.0, -2.5, 0.3]
 
 
 @pytest.mark.parametrize(
