@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from attntrace.errors import InputError
+    from attntrace.focus import Focus
     from attntrace.render.present import Presentation
     from attntrace.trace import Trace
 
 EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130
-EXPORT_SUFFIXES = (".svg", ".html", ".txt")
 
 app = typer.Typer(
     name="attntrace",
@@ -44,20 +44,35 @@ Step = Annotated[
     bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
 ]
 Precision = Annotated[
-    int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point in tables.")
+    int | None,
+    typer.Option(
+        min=0,
+        max=15,
+        metavar="N",
+        help="Digits after the point (default: 4 in tables, 2 in --map).",
+        show_default=False,
+    ),
 ]
-Focus = Annotated[
+FocusFlag = Annotated[
     str | None,
     typer.Option(
         "--focus",
         metavar="TOKEN",
-        help="One token's row by hand (a token, the#4, or a 0-based index).",
+        help="One token's row by hand (a token, fish#4, or a 0-based index).",
     ),
 ]
 Map = Annotated[
     bool, typer.Option("--map", metavar="", help="Where each token looks: weights as bars.")
 ]
-Top = Annotated[int, typer.Option(min=1, metavar="K", help="With --map: how many keys per token.")]
+Top = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="K",
+        help="With --map: how many keys per token (default 3).",
+        show_default=False,
+    ),
+]
 Overview = Annotated[
     bool, typer.Option("--overview", metavar="", help="Every stage at once, compactly.")
 ]
@@ -128,75 +143,47 @@ def stdout_console(*, record: bool = False) -> Console:
     return PipeQuietConsole(highlight=False, record=record)
 
 
-def presentation(
-    *,
-    precision: int,
-    focus: str | None,
-    map_view: bool,
-    top: int,
-    overview: bool,
-    max_rows: int,
-    max_cols: int | None,
-) -> Presentation:
-    """The display flags as one value, after refusing combinations that mean nothing."""
-    from attntrace.render.present import Presentation
-    from attntrace.render.tables import View
-
-    views = [name for name, on in (("--focus", focus is not None), ("--map", map_view),
-                                   ("--overview", overview)) if on]  # fmt: skip
-    if len(views) > 1:
-        usage(f"{' and '.join(views)} are different views: choose one")
-    everything = 10**9
-    view = View(
-        precision=precision,
-        max_rows=everything if max_rows == 0 else max_rows,
-        max_cols=everything if max_cols == 0 else max_cols,
-    )
-    return Presentation(view=view, focus=focus, map=map_view, top=top, overview=overview)
-
-
-def show(trace: Trace, how: Presentation, *, step: bool, export: Path | None) -> None:
-    """Print the chosen view of ``trace`` (or walk it in step mode), and export it."""
+def presentation(**flags: Any) -> Presentation:
+    """The display flags, checked against each other (exit 2 where they do not mix)."""
     from attntrace.errors import InputError
+    from attntrace.render.present import Presentation
 
-    if export is not None and export.suffix.lower() not in EXPORT_SUFFIXES:
-        fail(InputError(field="--export", expected="a .svg, .html or .txt file",
-                        found=repr(str(export))))  # fmt: skip
-    if export is not None and not export.resolve().parent.is_dir():
-        fail(InputError("no such folder to save into", source=str(export)))
-    if step and (how.map or how.overview):
-        usage("--step walks the stage tables: it does not mix with --map or --overview")
     try:
-        if how.focus is not None:  # a bad token is an input error before anything prints
-            from attntrace.focus import resolve_focus
-
-            resolve_focus(trace, how.focus)
+        return Presentation.from_flags(**flags)
     except InputError as error:
         fail(error)
 
-    console = stdout_console(record=export is not None)
+
+def show(trace: Trace, how: Presentation) -> None:
+    """Print the chosen view of ``trace`` (or walk it in step mode), and export it."""
+    from attntrace.errors import InputError
+    from attntrace.focus import focus_row
+
+    try:  # a bad token is an input error before anything prints
+        focus = focus_row(trace, how.focus) if how.focus is not None else None
+    except InputError as error:
+        fail(error)
+    console = stdout_console(record=how.export is not None)
     with quiet_pipe():
-        if step:
-            walk_steps(console, trace, how)
+        if how.step:
+            walk_steps(console, trace, how, focus)
         else:
             from attntrace.render.present import renderables
 
-            for renderable in renderables(trace, how):
+            for renderable in renderables(trace, how, focus):
                 console.print(renderable, crop=False)  # a number is never cut
-    if export is not None:
-        save_export(console, export)
+    if how.export is not None:
+        save_export(console, how.export)
 
 
-def walk_steps(console: Console, trace: Trace, how: Presentation) -> None:
+def walk_steps(console: Console, trace: Trace, how: Presentation, focus: Focus | None) -> None:
     from rich.console import Console
 
-    from attntrace.focus import focus_row
     from attntrace.render.step import run_steps
 
     typing_person = sys.stdin.isatty()
     # Stages to a file, keys from a person: the prompts must still reach them.
     talk = Console(stderr=True) if typing_person and not sys.stdout.isatty() else None
-    focus = focus_row(trace, how.focus) if how.focus is not None else None
     try:
         run_steps(
             console,
@@ -256,10 +243,10 @@ def run(
         bool,
         typer.Option("--json", metavar="", help="Write the whole trace as JSON to stdout."),
     ] = False,
-    precision: Precision = 4,
-    focus: Focus = None,
+    precision: Precision = None,
+    focus: FocusFlag = None,
     map_view: Map = False,
-    top: Top = 3,
+    top: Top = None,
     overview: Overview = False,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
@@ -269,15 +256,15 @@ def run(
     from attntrace.api import trace_attention
     from attntrace.errors import InputError
 
-    how = presentation(
-        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
-        max_rows=max_rows, max_cols=max_cols,
-    )  # fmt: skip
     display = [flag for flag, on in (("--step", step), ("--export", export is not None),
                ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
                if on]  # fmt: skip
     if as_json and display:
         usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
+    how = presentation(
+        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
+        max_rows=max_rows, max_cols=max_cols, step=step, export=export,
+    )  # fmt: skip
     if config is not None and sample is not None:
         usage("--config and --sample both name a model: give one of them")
     sentence = " ".join(words) if words else None
@@ -291,7 +278,7 @@ def run(
         with quiet_pipe():  # plain dicts to stdout: the renderers are not even imported
             sys.stdout.write(dumps(trace) + "\n")
         return
-    show(trace, how, step=step, export=export)
+    show(trace, how)
 
 
 @app.command()
@@ -300,10 +287,10 @@ def render(
         str, typer.Argument(metavar="TRACE", help="A saved `run --json` trace, or - for stdin.")
     ],
     step: Step = False,
-    precision: Precision = 4,
-    focus: Focus = None,
+    precision: Precision = None,
+    focus: FocusFlag = None,
     map_view: Map = False,
-    top: Top = 3,
+    top: Top = None,
     overview: Overview = False,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
@@ -316,7 +303,7 @@ def render(
 
     how = presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
-        max_rows=max_rows, max_cols=max_cols,
+        max_rows=max_rows, max_cols=max_cols, step=step, export=export,
     )  # fmt: skip
     if step and source == "-":
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
@@ -326,7 +313,7 @@ def render(
         trace = load_trace(text, name)
     except InputError as error:
         fail(error.with_source(name))
-    show(trace, how, step=step, export=export)
+    show(trace, how)
 
 
 @app.command(context_settings={"ignore_unknown_options": True})

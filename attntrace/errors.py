@@ -7,6 +7,10 @@ exits 2; nothing else in the package catches broadly.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from typing import Any
+
 
 class InputError(Exception):
     """Bad input: where it is (file, field path), what was expected, what was found.
@@ -58,3 +62,29 @@ class InputError(Exception):
         elif self.found is not None:
             detail = f"{detail + ': ' if detail else ''}got {self.found}"
         return ": ".join([*parts, detail]) if detail else ": ".join(parts)
+
+
+def describe(value: Any) -> str:
+    """How a found value reads in an error message: ``a string 'abc'``, ``3 numbers``..."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits (too large for float64)"
+    if isinstance(value, int | float):
+        return repr(value) if math.isfinite(value) else f"a non-finite number ({value})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string {shown!r}"
+    if isinstance(value, bytes):
+        return "binary data (!!binary)"
+    if isinstance(value, set):
+        return "a set (!!set)"
+    if isinstance(value, tuple):
+        return "a key-value pair (!!pairs or !!omap)"
+    if isinstance(value, Mapping):
+        return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"a {type(value).__name__}"

@@ -90,8 +90,8 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
     equations = {
         "X": f"X [{n} × {d_model}]: {n} tokens, {d_model} numbers each",
         "Q": f"X [{n} × {d_model}] · WQ [{d_model} × {d_k}] = Q [{n} × {d_k}]",
-        "K": f"X [{n} × {d_model}] · WK [{d_model} × {d_k}] = K [{m} × {d_k}]",
-        "V": f"X [{n} × {d_model}] · WV [{d_model} × {d_v}] = V [{m} × {d_v}]",
+        "K": f"X [{m} × {d_model}] · WK [{d_model} × {d_k}] = K [{m} × {d_k}]",
+        "V": f"X [{m} × {d_model}] · WV [{d_model} × {d_v}] = V [{m} × {d_v}]",
         "scores": f"Q [{n} × {d_k}] · Kᵀ [{d_k} × {m}] = scores [{n} × {m}]",
         "scaled": f"scores [{n} × {m}] / √{d_k} (= {v['sqrt_dk']}) = scaled [{n} × {m}]",
         "softmax": f"softmax of each row of scaled [{n} × {m}] = softmax [{n} × {m}]",

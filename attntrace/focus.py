@@ -1,18 +1,21 @@
 """One query token's row, broken into the arithmetic a person would do by hand.
 
-Everything here is read from a :class:`Trace` (Q, K, V, scores, scaled, softmax,
-output rows); the only arithmetic is the term-by-term breakdown that shows how those
-numbers arise. Tests check that the breakdown adds up to the trace's own numbers.
+The rows are read from a :class:`Trace` (Q, K, V, scores, scaled, softmax, output);
+the breakdown recomputes only the pieces a person writes down to get them: the terms
+of each dot product, the max-shifted exps and their sum, the weighted value rows.
+Tests check every piece against an independent loop implementation.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from attntrace.errors import InputError
+from attntrace.labels import unique_labels
 from attntrace.trace import Trace
 
 
@@ -60,6 +63,7 @@ class Focus:
 
     index: int
     token: str
+    label: str  # the token as the tables label it: fish, or fish#4 where it repeats
     note: str  # which occurrence, where the token repeats; else ""
     d_k: int
     dots: tuple[DotProduct, ...]
@@ -76,10 +80,6 @@ class Focus:
     def row_max(self) -> float:
         return max(row.scaled for row in self.softmax)
 
-    @property
-    def winner(self) -> str:
-        return max(self.softmax, key=lambda row: row.weight).key
-
 
 def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
     """The 0-based row ``which`` names, and a note where a repeated token was meant.
@@ -89,7 +89,7 @@ def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
     """
     tokens = list(trace.tokens)
     listing = ", ".join(f"{i}:{t}" for i, t in enumerate(tokens))
-    if which.strip().lstrip("-").isdigit():
+    if re.fullmatch(r"-?[0-9]+", which.strip()):
         index = int(which)
         if not 0 <= index < len(tokens):
             raise InputError(
@@ -99,8 +99,9 @@ def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
             )
         return index, ""
     token, _, position = which.partition("#")
-    if position.isdigit() and int(position) < len(tokens) and tokens[int(position)] == token:
-        return int(position), ""
+    at = int(position) if re.fullmatch(r"[0-9]+", position) else None
+    if at is not None and at < len(tokens) and tokens[at] == token:
+        return at, ""
     exact = [i for i, t in enumerate(tokens) if t == which]
     matches = exact or [i for i, t in enumerate(tokens) if t.lower() == which.lower()]
     if len(matches) == 1:
@@ -121,7 +122,7 @@ def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
 def focus_row(trace: Trace, which: str) -> Focus:
     """Break row ``which`` of ``trace`` (see :func:`resolve_focus`) into hand arithmetic."""
     index, note = resolve_focus(trace, which)
-    keys = trace["scores"].cols
+    keys = unique_labels(trace["scores"].cols)  # fish#0, fish#4: as the tables label them
     q = trace["Q"].data[index]
     k = trace["K"].data
     v = trace["V"].data
@@ -133,6 +134,7 @@ def focus_row(trace: Trace, which: str) -> Focus:
     return Focus(
         index=index,
         token=trace.tokens[index],
+        label=unique_labels(trace.tokens)[index],
         note=note,
         d_k=trace.model.d_k,
         dots=tuple(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from attntrace.errors import InputError
+from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
 from attntrace.spec import ModelSpec
 
@@ -63,27 +63,26 @@ def _is_json(path: Path) -> bool:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, or an :class:`InputError` that says why it cannot be had."""
-    source = None
+    """The file's text, or an :class:`InputError` that says why it cannot be had.
+
+    The error names no file: the caller knows what to call it (``with_source``).
+    """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise InputError("no such file", source=source) from None
+        raise InputError("no such file") from None
     except IsADirectoryError:
-        raise InputError("is a directory, expected a model file", source=source) from None
+        raise InputError("is a directory, expected a model file") from None
     except OSError as error:
-        raise InputError(f"cannot read the file: {error.strerror}", source=source) from None
+        raise InputError(f"cannot read the file: {error.strerror}") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(
-            f"not UTF-8 text (byte {error.start}): expected a YAML or JSON model file",
-            source=source,
+            f"not UTF-8 text (byte {error.start}): expected a YAML or JSON model file"
         ) from None
     if not text.strip():
-        raise InputError(
-            "the file is empty", source=source, expected="a model (embeddings and weights)"
-        )
+        raise InputError("the file is empty", expected="a model (embeddings and weights)")
     return text
 
 
@@ -313,29 +312,3 @@ def _matrix(value: Any, field: str, source: str | None) -> np.ndarray:
                 found=f"{len(row)}",
             )
     return np.stack(rows)
-
-
-def describe(value: Any) -> str:
-    """How a found value reads in an error message: ``a string 'abc'``, ``3 numbers``..."""
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, int) and value.bit_length() > 64:
-        return f"an integer of {value.bit_length()} bits (too large for float64)"
-    if isinstance(value, int | float):
-        return repr(value) if math.isfinite(value) else f"a non-finite number ({value})"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"a string {shown!r}"
-    if isinstance(value, bytes):
-        return "binary data (!!binary)"
-    if isinstance(value, set):
-        return "a set (!!set)"
-    if isinstance(value, tuple):
-        return "a key-value pair (!!pairs or !!omap)"
-    if isinstance(value, Mapping):
-        return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
-    if isinstance(value, list):
-        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
-    return f"a {type(value).__name__}"

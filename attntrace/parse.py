@@ -1,35 +1,17 @@
 """Model-file text -> plain data (dicts, lists, str, int, float, bool, None).
 
-A model file is data, never code. YAML is read with a safe loader that follows YAML 1.2's
-core schema, because PyYAML's YAML 1.1 rules silently change what a user wrote:
-
-- mapping keys are the exact strings written (``no``, ``on``, ``1`` are tokens);
-- only ``true``/``false`` are booleans, not ``yes``/``no``/``on``/``off``;
-- ``1e-3`` is a number (1.1 needs a dot), ``017`` is seventeen (1.1: octal fifteen) and
-  ``1:30`` is a string (1.1: ninety);
-- merge keys (``<<``) do not exist in YAML 1.2 and are refused with a message;
-- a tag that would build an object (``!!python/...``) is refused, on keys too.
-
-A key given twice is recorded in :class:`ParsedMapping` and reported by validation,
-which knows the field path. Every failure here is an :class:`InputError`.
+JSON is parsed here; YAML in :mod:`attntrace.yaml_file` (imported only for YAML, so
+JSON model files and saved traces never load PyYAML). A key given twice is recorded in
+:class:`ParsedMapping` and reported by validation, which knows the field path. Every
+failure is an :class:`InputError`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import yaml
-
 from attntrace.errors import InputError
-
-_CORE = "tag:yaml.org,2002:"
-_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _MERGE_TAG = (
-    _CORE + name for name in ("bool", "int", "float", "merge")
-)
-# Tags a mapping key may carry: the ones plain scalars resolve to.
-_PLAIN_KEY_TAGS = frozenset(_CORE + name for name in ("str", "int", "float", "bool", "null"))
 
 
 class ParsedMapping(dict[str, Any]):
@@ -52,8 +34,12 @@ class ParsedMapping(dict[str, Any]):
 
 
 def parse_document(text: str, source: str, *, is_json: bool) -> Any:
-    """Parse YAML or JSON text into plain Python data."""
-    return _parse_json(text, source) if is_json else _parse_yaml(text, source)
+    """Parse YAML or JSON text into plain Python data (PyYAML is loaded only for YAML)."""
+    if is_json:
+        return _parse_json(text, source)
+    from attntrace.yaml_file import parse_yaml
+
+    return parse_yaml(text, source)
 
 
 # ---------------------------------------------------------------------------- JSON
@@ -78,126 +64,3 @@ def _parse_json(text: str, source: str) -> Any:
         ) from None
     except RecursionError:
         raise InputError("malformed JSON: nested too deeply", source=source) from None
-
-
-# ---------------------------------------------------------------------------- YAML
-
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _ModelLoader(_BaseLoader):  # type: ignore[misc]
-    """PyYAML's safe loader with YAML 1.2 core-schema scalars and exact-string keys."""
-
-
-_ModelLoader.yaml_implicit_resolvers = {
-    first: [
-        (tag, regexp)
-        for tag, regexp in resolvers
-        if tag not in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG) and not tag.endswith("timestamp")
-    ]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_ModelLoader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-_ModelLoader.add_implicit_resolver(
-    _INT_TAG, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789")
-)
-# A float needs a dot or an exponent, so 1 stays an int.
-_ModelLoader.add_implicit_resolver(
-    _FLOAT_TAG,
-    re.compile(
-        r"""^(?:[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?
-            |[-+]?[0-9]+[eE][-+]?[0-9]+
-            |[-+]?\.(?:inf|Inf|INF)
-            |\.(?:nan|NaN|NAN))$""",
-        re.VERBOSE,
-    ),
-    list("-+0123456789."),
-)
-
-
-def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
-    """YAML 1.2 integers: decimal (leading zeros too), 0o octal, 0x hexadecimal."""
-    text = str(node.value)
-    if text.startswith(("0o", "0x")):
-        return int(text[2:], 8 if text[1] == "o" else 16)
-    return int(text, 10)
-
-
-def _construct_mapping(loader: Any, node: yaml.MappingNode) -> ParsedMapping:
-    """A mapping whose keys are the exact strings written; duplicates recorded."""
-    mapping = ParsedMapping()
-    for key_node, value_node in node.value:
-        line = key_node.start_mark.line + 1
-        if key_node.tag == _MERGE_TAG:
-            raise InputError(
-                f"line {line}: YAML merge keys (<<) are not supported in model files "
-                "(YAML 1.2 has none): write the keys out, or share a whole matrix "
-                "with an alias (WK: *wq)"
-            )
-        if not isinstance(key_node, yaml.ScalarNode):
-            kind = "a list" if isinstance(key_node, yaml.SequenceNode) else "a mapping"
-            written_here = node.start_mark.index <= key_node.start_mark.index
-            where = f"line {line}" if written_here else f"in the mapping at line {_line(node)}"
-            found = kind if written_here else f"an alias of {kind}"
-            raise InputError(f"{where}: a mapping key must be a plain string, got {found}")
-        if key_node.tag not in _PLAIN_KEY_TAGS:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"found a key with tag '{key_node.tag}'", key_node.start_mark
-            )
-        mapping.add(str(key_node.value), loader.construct_object(value_node, deep=True), line)
-    return mapping
-
-
-def _line(node: yaml.Node) -> int:
-    return int(node.start_mark.line) + 1
-
-
-_ModelLoader.add_constructor(_INT_TAG, _construct_int)
-_ModelLoader.add_constructor(_CORE + "map", _construct_mapping)
-
-
-def _parse_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.load(text, Loader=_ModelLoader)  # a safe loader: see _ModelLoader
-    except InputError as error:
-        raise error.with_source(source) from None
-    except yaml.constructor.ConstructorError as error:
-        where = _where(error.problem_mark)
-        tag = _tag(error.problem or "")
-        if tag:
-            raise InputError(
-                f"{where}YAML tag {tag} is not allowed: a model file holds plain data "
-                "(mappings, lists, numbers, strings)",
-                source=source,
-            ) from None
-        raise InputError(f"{where}malformed YAML: {error.problem}", source=source) from None
-    except yaml.MarkedYAMLError as error:
-        where = _where(error.problem_mark)
-        problem = str(error.problem)
-        if "another document" in problem:
-            problem = "expected one document, found a second one (after ---)"
-        elif _has_tab(text, error.problem_mark):
-            problem += " (a tab: YAML indents with spaces only)"
-        raise InputError(f"{where}malformed YAML: {problem}", source=source) from None
-    except yaml.YAMLError as error:
-        raise InputError(f"malformed YAML: {error}", source=source) from None
-    except RecursionError:
-        raise InputError("malformed YAML: nested too deeply", source=source) from None
-
-
-def _has_tab(text: str, mark: Any) -> bool:
-    """True where the line an error points at holds a tab, YAML's most common trap."""
-    lines = text.splitlines()
-    return mark is not None and mark.line < len(lines) and "\t" in lines[mark.line]
-
-
-def _where(mark: Any) -> str:
-
-    return "" if mark is None else f"line {mark.line + 1}, column {mark.column + 1}: "
-
-
-def _tag(problem: str) -> str | None:
-    match = re.search(r"tag '([^']+)'", problem)
-    return match.group(1).replace(_CORE, "!!") if match else None

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from attntrace.errors import InputError
+from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
 from attntrace.serialize import SCHEMA_ID
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
@@ -72,7 +72,56 @@ def _trace(document: Any) -> Trace:
             expected=f"the stages {', '.join(REQUIRED_STAGES)}",
             found=f"no {', '.join(missing)}",
         )
+    _check_consistent(trace)
     return trace
+
+
+# Which labels each stage's rows and columns must carry: the query tokens, the key
+# tokens (the context's, for cross-attention), or a width of the model.
+_QUERY_ROWS = ("X", "Q", "scores", "scaled", "masked", "softmax", "output")
+_KEY_ROWS = ("K", "V")
+_KEY_COLS = ("scores", "scaled", "masked", "softmax")
+
+
+def _check_consistent(trace: Trace) -> None:
+    """Stages must fit together as one computation, or the views would misread them."""
+    keys = trace.context_tokens or trace.tokens
+    widths = {"X": trace.model.d_model, "Q": trace.model.d_k, "K": trace.model.d_k,
+              "V": trace.model.d_v, "output": trace.model.d_v}  # fmt: skip
+    for index, stage in enumerate(trace.stages):
+        field = f"stages[{index}] ({stage.name})"
+        rows = (
+            trace.tokens if stage.name in _QUERY_ROWS else keys if stage.name in _KEY_ROWS else None
+        )
+        if rows is not None and stage.rows != rows:
+            raise InputError(field=f"{field}.rows", expected=f"the tokens {list(rows)}",
+                             found=repr(list(stage.rows)))  # fmt: skip
+        if stage.name in _KEY_COLS and stage.cols != keys:
+            raise InputError(field=f"{field}.cols", expected=f"the key tokens {list(keys)}",
+                             found=repr(list(stage.cols)))  # fmt: skip
+        if stage.name in widths and stage.shape[1] != widths[stage.name]:
+            raise InputError(field=f"{field}.cols", expected=f"{widths[stage.name]} columns "
+                             "(from model)", found=str(stage.shape[1]))  # fmt: skip
+        masked = np.isneginf(stage.data)
+        if stage.name != "masked" and masked.any():
+            raise InputError(field=f"{field}.data", expected="numbers (null marks a masked "
+                             "cell, only in the masked stage)", found="null")  # fmt: skip
+        if masked.all(axis=1).any():
+            raise InputError(field=f"{field}.data", expected="at least one unmasked cell a row",
+                             found="a row of nulls")  # fmt: skip
+        if stage.name == "softmax":
+            _check_weights(stage.data, field)
+
+
+def _check_weights(weights: np.ndarray, field: str) -> None:
+    """Attention weights are probabilities: each row in [0, 1] and summing to 1."""
+    sums = weights.sum(axis=1)
+    bad = np.nonzero((np.abs(sums - 1) > 1e-9) | (weights < 0).any(axis=1)
+                     | (weights > 1).any(axis=1))[0]  # fmt: skip
+    if bad.size:
+        row = int(bad[0])
+        raise InputError(field=f"{field}.data[{row}]", expected="weights in [0, 1] that sum to 1",
+                         found=f"a row summing to {float(sums[row])!r}")  # fmt: skip
 
 
 def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
@@ -113,30 +162,37 @@ def _matrix(value: Any, field: str, rows: int, cols: int) -> np.ndarray:
                 out[i, j] = -math.inf
             elif isinstance(cell, bool) or not isinstance(cell, int | float):
                 raise InputError(field=f"{field}[{i}][{j}]", expected="a number or null",
-                                 found=repr(cell))  # fmt: skip
-            elif not math.isfinite(cell):
+                                 found=describe(cell))  # fmt: skip
+            elif not math.isfinite(_as_float(cell)):
                 raise InputError(field=f"{field}[{i}][{j}]", expected="a finite number",
-                                 found=repr(cell))  # fmt: skip
+                                 found=describe(cell))  # fmt: skip
             else:
                 out[i, j] = cell
     return out
 
 
+def _as_float(number: int | float) -> float:
+    try:
+        return float(number)
+    except OverflowError:  # an integer beyond float64
+        return math.inf
+
+
 def _mapping(value: Any, field: str, expected: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise InputError(field=field, expected=expected, found=_kind(value))
+        raise InputError(field=field, expected=expected, found=describe(value))
     return value
 
 
 def _list(value: Any, field: str, *, empty: bool = False) -> list[Any]:
     if not isinstance(value, list) or (not value and not empty):
-        raise InputError(field=field, expected="a non-empty list", found=_kind(value))
+        raise InputError(field=field, expected="a non-empty list", found=describe(value))
     return value
 
 
 def _text(value: Any, field: str) -> str:
     if not isinstance(value, str):
-        raise InputError(field=field, expected="a string", found=_kind(value))
+        raise InputError(field=field, expected="a string", found=describe(value))
     return value
 
 
@@ -146,7 +202,7 @@ def _texts(value: Any, field: str) -> tuple[str, ...]:
 
 def _count(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(field=field, expected="a whole number ≥ 1", found=_kind(value))
+        raise InputError(field=field, expected="a whole number ≥ 1", found=describe(value))
     return value
 
 
@@ -154,25 +210,11 @@ def _index(value: Any, field: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(field=field, expected="null or a whole number ≥ 0", found=_kind(value))
+        raise InputError(field=field, expected="null or a whole number ≥ 0", found=describe(value))
     return value
 
 
 def _flag(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
-        raise InputError(field=field, expected="true or false", found=_kind(value))
+        raise InputError(field=field, expected="true or false", found=describe(value))
     return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool | int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return repr(value[:40])
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__

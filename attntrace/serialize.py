@@ -100,6 +100,7 @@ def walk_to_dict(steps: SoftmaxWalk) -> dict[str, Any]:
             "sum": steps.naive_sum if math.isfinite(steps.naive_sum) else None,
             "weights": finite(steps.naive_weights),
             "overflows": steps.overflows,
+            "underflows": steps.underflows,
         },
     }
 

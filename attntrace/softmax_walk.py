@@ -39,7 +39,13 @@ class SoftmaxWalk:
 
     @property
     def overflows(self) -> bool:
+        """exp of some value is inf: the naive weights are inf / inf = NaN."""
         return not math.isfinite(self.naive_sum)
+
+    @property
+    def underflows(self) -> bool:
+        """exp of every value rounds to 0 (all below about −745): naive weights 0 / 0 = NaN."""
+        return self.naive_sum == 0.0
 
 
 def walk(values: Sequence[float]) -> SoftmaxWalk:
@@ -51,6 +57,11 @@ def walk(values: Sequence[float]) -> SoftmaxWalk:
         bad = next(v for v in values if not math.isfinite(v))
         raise InputError(expected="finite numbers", found=repr(bad))
     top = float(row.max())
+    if not math.isfinite(top - float(row.min())):
+        raise InputError(
+            expected="values whose range (max − min) fits in float64",
+            found=f"max {top!r} and min {float(row.min())!r}",
+        )
     shifted = row - top
     exp_shifted = np.exp(shifted)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -74,6 +85,10 @@ def parse_values(words: Sequence[str]) -> list[float]:
     """Command-line words -> finite floats, or an InputError naming the bad word."""
     numbers = []
     for position, word in enumerate(words):
+        if word.startswith("--"):
+            raise InputError(
+                f"unknown option {word!r} (softmax takes V1 V2 ..., --json and --precision N)"
+            )
         try:
             number = float(word)
         except ValueError:

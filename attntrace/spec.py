@@ -83,7 +83,7 @@ class ModelSpec:
                 source=self.source,
                 field="embeddings",
             )
-        return np.stack([self.embeddings[k] for k in keys if k is not None]).astype(np.float64)
+        return np.stack([self.embeddings[k] for k in keys if k is not None])
 
 
 def _describe_vocabulary(vocabulary: list[str]) -> str:

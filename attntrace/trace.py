@@ -37,17 +37,11 @@ class Stage:
         rows, cols = self.data.shape
         return int(rows), int(cols)
 
-    @property
-    def cols_are_tokens(self) -> bool:
-        """True where the columns run over (key) tokens: scores, scaled, softmax."""
-        return self.name in TOKEN_COLUMN_STAGES
-
     def __repr__(self) -> str:
         head = "" if self.head is None else f" head={self.head}"
         return f"<Stage {self.name}{head} {self.shape[0]}×{self.shape[1]}: {self.formula}>"
 
 
-TOKEN_COLUMN_STAGES = frozenset({"scores", "scaled", "masked", "softmax"})
 # The learned matrix each projection stage multiplies X by.
 WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV"}
 # How a learned matrix is titled: what it is and its shape in the model's terms.

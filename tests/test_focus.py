@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import invoke
+from naive import naive_attention
 
 from attntrace import InputError, trace_attention
 from attntrace.attention import trace_head
@@ -18,7 +19,8 @@ from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
 
-def random_trace(seed: int) -> Trace:
+def random_trace(seed: int) -> tuple[Trace, dict[str, list[list[float]]]]:
+    """A random trace, and every stage of it computed independently by tests/naive.py."""
     rng = np.random.default_rng(seed)
     d_model, d_k, d_v, n = (int(x) for x in rng.integers(1, 8, size=4))
     model = ModelSpec(
@@ -27,27 +29,38 @@ def random_trace(seed: int) -> Trace:
         rng.normal(size=(d_model, d_k)),
         rng.normal(size=(d_model, d_v)),
     )
-    return trace_head(model, [f"t{int(i)}" for i in rng.integers(0, 5, size=n)])
+    tokens = [f"t{int(i)}" for i in rng.integers(0, 5, size=n)]
+    expected = naive_attention(
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+    )
+    return trace_head(model, tokens), expected
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_the_breakdown_adds_up_to_the_trace(seed: int) -> None:
-    trace = random_trace(seed)
-    for index in range(len(trace.tokens)):
-        focus = focus_row(trace, str(index))
-        assert focus.index == index
+def test_the_breakdown_matches_an_independent_computation(seed: int) -> None:
+    trace, naive = random_trace(seed)
+    for i in range(len(trace.tokens)):
+        focus = focus_row(trace, str(i))
+        assert focus.index == i
         for j, dot in enumerate(focus.dots):
-            assert math.fsum(dot.products) == pytest.approx(dot.score, rel=1e-12, abs=1e-12)
-            assert dot.score == trace["scores"].data[index, j]
-            assert focus.softmax[j].scaled == pytest.approx(dot.score / math.sqrt(focus.d_k))
+            # the terms written out are q_i × k_i of the loop implementation's Q and K
+            assert dot.products == pytest.approx(
+                [q * k for q, k in zip(naive["Q"][i], naive["K"][j], strict=True)], rel=1e-12
+            )
+            assert dot.score == pytest.approx(naive["scores"][i][j], rel=1e-12, abs=1e-12)
+            assert focus.softmax[j].scaled == pytest.approx(naive["scaled"][i][j], abs=1e-12)
+            assert focus.softmax[j].weight == pytest.approx(naive["softmax"][i][j], abs=1e-12)
         exps = [row.exp for row in focus.softmax]
-        assert max(exps) == 1.0
-        assert all(e <= 1.0 for e in exps)
-        for row in focus.softmax:
-            assert row.exp / focus.exp_sum == pytest.approx(row.weight, rel=1e-12)
+        assert max(exps) == 1.0  # the max was subtracted first
+        top = max(naive["scaled"][i])
+        assert exps == pytest.approx([math.exp(s - top) for s in naive["scaled"][i]], rel=1e-12)
+        assert focus.exp_sum == pytest.approx(math.fsum(exps), rel=1e-12)
         total = np.sum([term.product for term in focus.terms], axis=0)
-        np.testing.assert_allclose(total, focus.output, rtol=1e-12, atol=1e-12)
-        np.testing.assert_array_equal(focus.output, trace["output"].data[index])
+        np.testing.assert_allclose(total, naive["output"][i], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(focus.output, naive["output"][i], rtol=1e-9, atol=1e-12)
 
 
 def test_which_row() -> None:
@@ -88,8 +101,9 @@ def test_the_fish_row_by_hand() -> None:
     assert "fish·cat : 10 / 1.4142 = 7.0711" in out
     assert "cat       7.0711   -7.0711   0.000849   0.0008     0.08%" in out
     assert "fish ◀   14.1421    0.0000   1.000000   0.9983    99.83%" in out
-    assert "0.9983 × V[fish] = 0.9983 × [4, 2] = [3.9932, 1.9966]" in out
-    assert "sum = [3.9958, 2] = output[fish]" in out
+    # the weight carries two more digits, so 0.998304 × 4 = 3.9932 checks by hand
+    assert "0.998304 × V[fish] = 0.998304 × [4, 2] = [3.9932, 1.9966]" in out
+    assert "sum = [3.9958, 2.0000] = output[fish]" in out
 
 
 def test_step_mode_puts_each_section_under_its_stage() -> None:
@@ -103,10 +117,12 @@ def test_step_mode_puts_each_section_under_its_stage() -> None:
     assert "fish·" not in first
 
 
-def test_long_vectors_are_shortened_in_the_middle_never_the_result() -> None:
+def test_long_sums_keep_their_largest_terms_and_never_the_result() -> None:
     left = [float(i) for i in range(1, 11)]
     assert vector(left, 4) == "[1, 2, 3, …, 8, 9, 10]"
-    assert products(left, left, 4) == "1×1 + 2×2 + 3×3 + … + 8×8 + 9×9 + 10×10"
+    assert products(left, left, 4) == "… + 5×5 + 6×6 + 7×7 + 8×8 + 9×9 + 10×10"
+    # it·street of it-animal: the one non-zero term is the one kept
+    assert products([4.64, 3.47, 2.77, 0.0], [0.0, 2.0, 0.0, 0.0], 4, 1) == "… + 3.47×2 + …"
     assert products([-1.5], [2.0], 4) == "(-1.5)×2"
     assert short(-1e-9, 4) == "0"
     assert short(7.0710678, 4) == "7.0711"

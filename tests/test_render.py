@@ -13,7 +13,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from attntrace.render.numbers import column_widths, format_number, unique_labels, visible_indices
+from attntrace.labels import unique_labels
+from attntrace.render.numbers import column_widths, format_number, visible_indices
 from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
 from attntrace.trace import Stage
 

@@ -19,10 +19,11 @@ ARTICLE = ["3.2", "4.0", "1.0", "6.2", "8.0"]
 def test_the_articles_numbers() -> None:
     """exp = 24.53, 54.60, 2.72, 492.75, 2980.96; sum 3555.56; 0.69% ... 83.84%."""
     out = invoke("softmax", *ARTICLE).stdout
-    rows = [line.split() for line in out.splitlines() if line[:3].strip().isdigit()]
+    rows = [line.removeprefix("◀").split() for line in out.splitlines()[3:8]]
+    assert [row[0] for row in rows] == ["1", "2", "3", "4", "5"]
     assert [row[2] for row in rows] == ["24.53", "54.60", "2.72", "492.75", "2980.96"]
     assert [row[6] for row in rows] == ["0.69%", "1.54%", "0.08%", "13.86%", "83.84%"]
-    assert rows[4][-2:] == ["◀", "max"]
+    assert out.splitlines()[7].startswith("◀ 5")  # the largest weight is marked
     total = next(line for line in out.splitlines() if line.startswith("sum"))
     assert total.split()[1] == "3555.56"
 
@@ -53,6 +54,7 @@ def test_overflow_shows_the_naive_formula_failing_beside_the_stable_one() -> Non
         "sum": None,
         "weights": [None, None],
         "overflows": True,
+        "underflows": False,
     }
     assert document["weights"][0] == pytest.approx(math.e / (1 + math.e))
 
@@ -64,6 +66,24 @@ def valid_walk(text: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(text)
     jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
     return document
+
+
+def test_underflow_is_explained_too() -> None:
+    out = " ".join(invoke("softmax", "--", "-800", "-801").stdout.split())
+    assert "the naive formula gives 0 / 0 = nan" in out
+    document = valid_walk(invoke("softmax", "--json", "--", "-800", "-801").stdout)
+    assert document["naive"]["underflows"] is True
+    assert document["naive"]["weights"] == [None, None]
+    assert document["weights"][0] == pytest.approx(math.e / (1 + math.e))
+
+
+def test_a_range_beyond_float64_is_exit_2() -> None:
+    result = invoke("softmax", "--", "1e308", "-1e308")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "attntrace: error: expected values whose range (max − min) fits in float64, "
+        "got max 1e+308 and min -1e+308\n"
+    )
 
 
 def test_json_gives_the_numbers() -> None:

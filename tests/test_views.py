@@ -141,14 +141,27 @@ def test_render_steps_and_stdin(tmp_path: Path) -> None:
         (lambda d: d["stages"][4]["data"][1].pop(),
          "t.json: stages[4].data[1]: expected 3 numbers, got 2"),
         (lambda d: d["stages"][0]["data"][0].__setitem__(0, "x"),
-         "t.json: stages[0].data[0][0]: expected a number or null, got 'x'"),
+         "t.json: stages[0].data[0][0]: expected a number or null, got a string 'x'"),
+        (lambda d: d["stages"][5]["data"][0].__setitem__(1, None),
+         "t.json: stages[5] (scaled).data: expected numbers (null marks a masked cell, only "
+         "in the masked stage), got null"),
+        (lambda d: d["stages"][6]["data"][2].__setitem__(2, 0.5),
+         "t.json: stages[6] (softmax).data[2]: expected weights in [0, 1] that sum to 1, got a "
+         "row summing to 0.5016957708858331"),
+        (lambda d: d["tokens"].append("extra"),
+         "t.json: stages[0] (X).rows: expected the tokens ['cat', 'eats', 'fish', 'extra'], "
+         "got ['cat', 'eats', 'fish']"),
+        (lambda d: d["stages"][2]["data"][0].__setitem__(0, 10**400),
+         "t.json: stages[2].data[0][0]: expected a finite number, got an integer of 1329 "
+         "bits (too large for float64)"),
         (lambda d: d.__setitem__("stages", d["stages"][:6]),
          "t.json: stages: expected the stages X, Q, K, V, scores, scaled, softmax, output, "
          "got no softmax, output"),
         (lambda d: d["model"].__setitem__("d_k", 0),
          "t.json: model.d_k: expected a whole number ≥ 1, got 0"),
     ],
-    ids=["unknown-schema", "no-schema", "ragged", "string-cell", "missing-stages", "bad-size"],
+    ids=["unknown-schema", "no-schema", "ragged", "string-cell", "null-outside-masked",
+         "softmax-row-sum", "more-tokens-than-rows", "huge-integer", "missing-stages", "bad-size"],
 )  # fmt: skip
 def test_render_refuses_a_bad_trace(change, message: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
@@ -173,8 +186,7 @@ def test_render_of_a_missing_or_malformed_file(tmp_path: Path) -> None:
     ("flags", "message"),
     [
         (["--map", "--focus", "cat"], "--focus and --map are different views: choose one"),
-        (["--step", "--map"], "--step walks the stage tables: it does not mix with --map or "
-                              "--overview"),
+        (["--step", "--map"], "--step walks the stage tables: it does not mix with --map"),
         (["--json", "--focus", "cat"], "--json writes the whole trace for programs: it does not "
                                        "mix with --focus"),
     ],

@@ -14,7 +14,7 @@ import numpy as np
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
-from attntrace.render.numbers import unique_labels
+from attntrace.labels import unique_labels
 from attntrace.trace import Stage
 
 DEFAULT_TOP = 3
@@ -42,12 +42,20 @@ class AttentionMap:
         data = self.weights.data
         queries = unique_labels(self.weights.rows)
         keys = unique_labels(self.weights.cols)
-        top = max(1, min(self.top, len(keys)))
-        order = np.argsort(-data, axis=1, kind="stable")[:, :top]
+        asked = max(1, min(self.top, len(keys)))
+        ranked = np.argsort(-data, axis=1, kind="stable")
         query_width = max(len(q) for q in queries)
+        number_width = len(f"{1:.{self.precision}f}")
+
+        def line_width(top: int) -> int:
+            """query, " → ", then per key: name, weight, bar of _MIN_BAR, separators."""
+            key_width = max(len(keys[j]) for j in np.unique(ranked[:, :top]))
+            return query_width + 3 + top * (key_width + number_width + _MIN_BAR + 4)
+
+        # As many of the asked-for keys as fit; the line says when some had to go.
+        top = next((t for t in range(asked, 0, -1) if line_width(t) <= options.max_width), 1)
+        order = ranked[:, :top]
         key_width = max(len(keys[j]) for j in np.unique(order))
-        number_width = self.precision + 2
-        # query " → " then per key: name, space, weight, space, bar, two spaces
         fixed = query_width + 3 + top * (key_width + number_width + 4)
         full = max(_MIN_BAR, min(_MAX_BAR, (options.max_width - fixed) // top))
         for i, query in enumerate(queries):
@@ -64,3 +72,8 @@ class AttentionMap:
                 elif drawn:
                     line.append(" " + drawn, style="magenta")
             yield line
+        if top < asked:
+            yield Text(
+                f"showing the top {top} of the {asked} keys asked for: a wider terminal shows more",
+                style="dim",
+            )

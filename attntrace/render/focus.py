@@ -3,7 +3,9 @@
     fish·cat = [2, 4]·[1, 2] = 2×1 + 4×2 = 10
 
 Each section explains one stage, so step mode can show the section under its stage.
-Long vectors are shortened in the middle (``2×1 + … + 4×2``); the results are never cut.
+A long sum keeps its largest terms (``4.64×2 + … + 2.77×2``), so what is written out
+explains the result; a result is never cut. Inputs are written as a person writes them
+(``2×1``), computed results at the table's precision, so they match the tables.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from attntrace.render.numbers import format_number, visible_indices
 from attntrace.render.tables import View
 from attntrace.trace import Trace
 
-# How many terms of a long sum are written out (first and last halves).
+# How many terms of a long sum are written out (the largest ones).
 TERMS_SHOWN = 6
 
 
@@ -32,6 +34,13 @@ def short(value: float, precision: int) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def fixed_vector(values: Sequence[float], precision: int) -> str:
+    """A computed vector, digits as in the tables: ``[3.9958, 2.0000]``."""
+    shown = visible_indices(len(values), TERMS_SHOWN)
+    cells = ("…" if i is None else format_number(values[i], precision) for i in shown)
+    return "[" + ", ".join(cells) + "]"
 
 
 def vector(values: Sequence[float], precision: int) -> str:
@@ -45,13 +54,29 @@ def _factor(value: float, precision: int) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+def largest_terms(terms: Sequence[float], shown: int) -> list[int | None]:
+    """Indices of the ``shown`` largest terms by size, in order, ``None`` for each gap."""
+    if len(terms) <= shown:
+        return list(range(len(terms)))
+    keep = sorted(sorted(range(len(terms)), key=lambda i: -abs(terms[i]))[:shown])
+    out: list[int | None] = []
+    for position, index in enumerate(keep):
+        if (index > 0 and position == 0) or (position > 0 and index > keep[position - 1] + 1):
+            out.append(None)
+        out.append(index)
+    if keep[-1] < len(terms) - 1:
+        out.append(None)
+    return out
+
+
 def products(
     left: Sequence[float], right: Sequence[float], precision: int, shown: int = TERMS_SHOWN
 ) -> str:
-    """``2×1 + 4×2``: the terms of a dot product, shortened in the middle when long."""
+    """``2×1 + 4×2``: the terms of a dot product; a long one keeps its largest terms."""
+    terms = [a * b for a, b in zip(left, right, strict=True)]
     return " + ".join(
         "…" if i is None else f"{_factor(left[i], precision)}×{_factor(right[i], precision)}"
-        for i in visible_indices(len(left), shown)
+        for i in largest_terms(terms, shown)
     )
 
 
@@ -79,10 +104,10 @@ def dot_section(focus: Focus, view: View) -> Group:
     precision, keys = view.precision, shown_keys(focus, view)
     width = max(len(focus.dots[j].key) for j in keys)
     lines: list[RenderableType] = [
-        heading("scores", f"= Q · Kᵀ: the query of {focus.token!r} times each key")
+        heading("scores", f"= Q · Kᵀ: the query of {focus.label!r} times each key")
     ]
     for dot in (focus.dots[j] for j in keys):
-        name = f"  {focus.token}·{dot.key:<{width}} = "
+        name = f"  {focus.label}·{dot.key:<{width}} = "
         vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
         result = f" = {short(dot.score, precision)}"
         terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2)]
@@ -110,8 +135,8 @@ def scale_section(focus: Focus, view: View) -> Group:
     for dot, row in ((focus.dots[j], focus.softmax[j]) for j in keys):
         lines.append(
             Text(
-                f"  {focus.token}·{dot.key:<{width}}: {short(dot.score, precision)} / {root}"
-                f" = {short(row.scaled, precision)}"
+                f"  {focus.label}·{dot.key:<{width}}: {short(dot.score, precision)} / {root}"
+                f" = {format_number(row.scaled, precision)}"
             )
         )
     return Group(*lines)
@@ -121,11 +146,12 @@ def softmax_section(focus: Focus, view: View) -> Group:
     """softmax: the exp / sum / share table, the row max subtracted first."""
     precision, keys = view.precision, shown_keys(focus, view)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    # Folded, never cut: a narrow terminal wraps a number rather than hide its digits.
     for header in ("key", "scaled", "− max", "exp", "share", "%"):
-        table.add_column(header, justify="left" if header == "key" else "right")
-    winner = focus.winner
+        table.add_column(header, justify="left" if header == "key" else "right", overflow="fold")
+    heaviest = max(row.weight for row in focus.softmax)
     for row in (focus.softmax[j] for j in keys):
-        mark = " ◀" if row.key == winner else ""
+        mark = " ◀" if row.weight == heaviest else ""
         table.add_row(
             Text(row.key + mark, style="bold" if mark else ""),
             format_number(row.scaled, precision),
@@ -140,11 +166,12 @@ def softmax_section(focus: Focus, view: View) -> Group:
         format_number(total, precision), f"{100 * total:.2f}%",
     )  # fmt: skip
     explain = Text(
-        f"  the row max {short(focus.row_max, precision)} is subtracted first: every exp ≤ 1, "
-        f"nothing overflows\n  share = exp / sum = exp / {short(focus.exp_sum, precision + 2)}",
+        f"  the row max {format_number(focus.row_max, precision)} is subtracted first: every "
+        f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "
+        f"{format_number(focus.exp_sum, precision + 2)}",
         style="dim",
     )
-    title = heading("softmax", f"= exp(scaled − max) / sum, for {focus.token!r}")
+    title = heading("softmax", f"= exp(scaled − max) / sum, for {focus.label!r}")
     return Group(title, table, explain, *_hidden(focus, keys))
 
 
@@ -153,25 +180,27 @@ def output_section(focus: Focus, view: View) -> Group:
     precision, keys = view.precision, shown_keys(focus, view)
     width = max(len(focus.terms[j].key) for j in keys)
     lines: list[RenderableType] = [
-        heading("output", f"= Σ softmax × V: the value rows mixed by {focus.token!r}")
+        heading("output", f"= Σ softmax × V: the value rows mixed by {focus.label!r}")
     ]
     for term in (focus.terms[j] for j in keys):
-        weight = format_number(term.weight, precision)
+        # two more digits than the tables, so weight × value reproduces the product shown
+        weight = format_number(term.weight, precision + 2)
         name = f"  {weight} × V[{term.key}]{' ' * (width - len(term.key))}"
         lines.append(
             Fitted(
                 (
                     f"{name} = {weight} × {vector(term.value_row, precision)}"
-                    f" = {vector(term.product, precision)}",
-                    f"{name} = {vector(term.product, precision)}",
+                    f" = {fixed_vector(term.product, precision)}",
+                    f"{name} = {fixed_vector(term.product, precision)}",
                 )
             )
         )
     lines.append(
         Text.assemble(
-            "  sum = ", (vector(focus.output, precision), "bold"), f" = output[{focus.token}]"
+            "  sum = ", (fixed_vector(focus.output, precision), "bold"),
+            f" = output[{focus.label}]",
         )
-    )
+    )  # fmt: skip
     return Group(*lines, *_hidden(focus, keys))
 
 
@@ -203,10 +232,12 @@ SECTION_OF_STAGE: dict[str, SectionMaker] = {
 
 def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
     """Every section, in stage order, under a line naming the row."""
+    count = len(trace.tokens)
     title = Text.assemble(
         ("Focus: ", "bold magenta"),
-        (focus.token, "bold"),
-        f", row {focus.index} of the {len(trace.tokens)} tokens of {trace.model.name}",
+        (focus.label, "bold"),
+        f", position {focus.index} (counting from 0) of the {count} "
+        f"token{'' if count == 1 else 's'} of {trace.model.name}",
     )
     parts: list[RenderableType] = [title]
     if focus.note:

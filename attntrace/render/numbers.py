@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,12 +43,6 @@ def column_widths(data: npt.NDArray[np.float64], precision: int) -> list[int]:
             candidates.append(len(MASKED))
         widths.append(max(candidates, default=1))
     return widths
-
-
-def unique_labels(labels: Sequence[str]) -> list[str]:
-    """Labels a reader can tell apart: a repeated token gets its 0-based position, ``the#4``."""
-    counts = Counter(labels)
-    return [f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(labels)]
 
 
 def visible_indices(count: int, limit: int) -> list[int | None]:

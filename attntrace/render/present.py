@@ -1,24 +1,32 @@
 """What ``run`` and ``render`` print: one of the views of a trace, chosen by flags.
 
-- the tables (default): every stage, each after the weight it used;
+- the tables (default): every stage, as an equation of its operands where it fits;
 - ``focus``: one token's row as hand arithmetic;
 - ``map``: where each token looks, as bars;
 - ``overview``: every stage of a small trace on one screen.
 
 Step mode (:mod:`attntrace.render.step`) is the interactive form of the tables.
+:meth:`Presentation.from_flags` is the one place that knows which flags go together.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import RenderableType
 from rich.text import Text
 
+from attntrace.errors import InputError
+from attntrace.focus import Focus
 from attntrace.render.attention_map import DEFAULT_TOP, AttentionMap
-from attntrace.render.tables import View, header, render_trace
+from attntrace.render.tables import DEFAULT_PRECISION, View, header, render_trace
 from attntrace.trace import Trace
+
+EXPORT_SUFFIXES = (".svg", ".html", ".txt")
+MAP_PRECISION = 2  # weights as the article writes them: 0.65
+SHOW_ALL = 10**9
 
 
 @dataclass(frozen=True)
@@ -29,20 +37,71 @@ class Presentation:
     focus: str | None = None
     map: bool = False
     top: int = DEFAULT_TOP
+    map_precision: int = MAP_PRECISION
     overview: bool = False
+    step: bool = False
+    export: Path | None = None
+
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        precision: int | None = None,
+        focus: str | None = None,
+        map_view: bool = False,
+        top: int | None = None,
+        overview: bool = False,
+        max_rows: int = 20,
+        max_cols: int | None = None,
+        step: bool = False,
+        export: Path | None = None,
+    ) -> Presentation:
+        """Check the flags against each other; InputError names what does not mix.
+
+        ``precision`` None means each view's own default (4 in tables, 2 in the map);
+        ``max_rows``/``max_cols`` 0 mean all.
+        """
+        views = [name for name, on in (("--focus", focus is not None), ("--map", map_view),
+                                       ("--overview", overview)) if on]  # fmt: skip
+        if len(views) > 1:
+            raise InputError(f"{' and '.join(views)} are different views: choose one")
+        if top is not None and not map_view:
+            raise InputError("--top goes with --map (how many keys each token's line shows)")
+        if step and (map_view or overview):
+            raise InputError(f"--step walks the stage tables: it does not mix with {views[0]}")
+        if export is not None and export.suffix.lower() not in EXPORT_SUFFIXES:
+            raise InputError(
+                field="--export", expected="a .svg, .html or .txt file", found=repr(str(export))
+            )
+        if export is not None and not export.resolve().parent.is_dir():
+            raise InputError("no such folder to save into", source=str(export))
+        view = View(
+            precision=DEFAULT_PRECISION if precision is None else precision,
+            max_rows=SHOW_ALL if max_rows == 0 else max_rows,
+            max_cols=SHOW_ALL if max_cols == 0 else max_cols,
+        )
+        return cls(
+            view=view,
+            focus=focus,
+            map=map_view,
+            top=DEFAULT_TOP if top is None else top,
+            map_precision=MAP_PRECISION if precision is None else precision,
+            overview=overview,
+            step=step,
+            export=export,
+        )
 
 
-def renderables(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
+def renderables(trace: Trace, how: Presentation, focus: Focus | None) -> Iterator[RenderableType]:
     """The chosen view of ``trace``, for ``console.print`` one after another."""
-    if how.focus is not None:
-        from attntrace.focus import focus_row
+    if focus is not None:
         from attntrace.render.focus import focus_panel
 
-        yield focus_panel(focus_row(trace, how.focus), trace, how.view)
+        yield focus_panel(focus, trace, how.view)
     elif how.map:
         yield header(trace)
         yield Text("Where each token looks: its top keys by attention weight", style="dim")
-        yield AttentionMap(trace["softmax"], top=how.top)
+        yield AttentionMap(trace["softmax"], top=how.top, precision=how.map_precision)
     elif how.overview:
         from attntrace.render.overview import overview
 

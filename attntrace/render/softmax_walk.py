@@ -30,21 +30,20 @@ def _number(value: float, precision: int) -> str:
 def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     """Table of x, exp(x), x − max, exp(x − max), share and %, then what it shows."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    # Folded, never cut: a narrow terminal wraps a number rather than hide its digits.
     for header in ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%"):
-        table.add_column(header, justify="right")
-    table.add_column("", justify="left")
-    winner = steps.winner
+        table.add_column(header, justify="right", overflow="fold")
+    heaviest = max(steps.weights)
     for i, x in enumerate(steps.values):
-        mark = "◀ max" if i == winner else ""
+        mark = steps.weights[i] == heaviest
         table.add_row(
-            str(i + 1),
+            Text(f"◀ {i + 1}" if mark else str(i + 1), style="bold" if mark else ""),
             _number(x, precision),
             _number(steps.naive_exp[i], precision),
             _number(steps.shifted[i], precision),
             _number(steps.exp_shifted[i], precision + 2),
             _number(steps.weights[i], precision + 2),
             Text(f"{100 * steps.weights[i]:.2f}%", style="bold" if mark else ""),
-            Text(mark, style="bold"),
         )
     table.add_row(
         Text("sum", style="dim"),
@@ -70,6 +69,15 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
                 f"max ({top}) first gives the same weights in exact arithmetic with every exp "
                 f"at most 1, so nothing overflows: share = exp(x − max) / "
                 f"{_number(steps.sum_exp_shifted, precision + 2)}.",
+            )
+        )
+    elif steps.underflows:
+        parts.append(
+            Text(
+                f"exp of every value rounds to 0 in float64 (exp(x) is 0 below about -745), so "
+                f"the naive formula gives 0 / 0 = nan. Subtracting the max ({top}) first "
+                f"makes the largest exp exactly 1, so the sum is at least 1: share = "
+                f"exp(x − max) / {_number(steps.sum_exp_shifted, precision + 2)}.",
             )
         )
     else:

@@ -7,6 +7,7 @@ cleanly, so a pipe can script it and it never hangs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from rich.text import Text
 from attntrace.explain import paragraph, shape_equation
 from attntrace.focus import Focus
 from attntrace.render.focus import SECTION_OF_STAGE
-from attntrace.render.tables import DEFAULT_VIEW, StageTable, View, title
+from attntrace.render.tables import DEFAULT_VIEW, View, stage_body, title
 from attntrace.trace import Trace
 
 HELP = (
@@ -52,7 +53,7 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
         return Move(quit=True)
     if key in ("?", "h", "help"):
         return Move(help=True)
-    if key.isdigit():
+    if re.fullmatch(r"[0-9]+", key):
         number = int(key)
         if 1 <= number <= len(trace):
             return Move(index=number - 1)
@@ -89,13 +90,8 @@ def show_stage(
     )
     console.print(Text(paragraph(stage, trace)))
     console.print()
-    weight = trace.weight_for(stage)
-    if weight is not None:  # the learned matrix first, so the product can be checked
-        console.print(title(weight))
-        console.print(StageTable(weight, view))
-        console.print()
-        console.print(title(stage))
-    console.print(StageTable(stage, view))
+    # As an equation of its operands where it fits, else after the weight it used.
+    console.print(stage_body(stage, trace, view), crop=False)
     console.print()
     section = SECTION_OF_STAGE.get(stage.name)
     if focus is not None and section is not None:  # the arithmetic behind the focus row

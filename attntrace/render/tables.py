@@ -17,13 +17,13 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from attntrace.explain import one_line
+from attntrace.labels import unique_labels
 from attntrace.render.heatmap import weight_style
 from attntrace.render.numbers import (
     ELLIPSIS,
     column_widths,
     columns_that_fit,
     format_number,
-    unique_labels,
     visible_indices,
 )
 from attntrace.trace import Stage, Trace
@@ -204,9 +204,14 @@ def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
     Where the operands fit beside the result (``X · WQ = Q``), the stage reads as the
     textbook writes it; otherwise its table follows the weight it used, if any.
     """
+    return Group(stage_body(stage, trace, view), Text(one_line(stage, trace), style="italic dim"))
+
+
+def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> RenderableType:
+    """The stage's title and table: as an equation of its operands where that fits,
+    else after the weight it was computed with (if any)."""
     from attntrace.render.equation import Equation, operands
 
-    caption = Text(one_line(stage, trace), style="italic dim")
     parts: list[RenderableType] = []
     weight = trace.weight_for(stage)
     if weight is not None:
@@ -214,9 +219,8 @@ def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
     stacked = Group(*parts, title(stage), StageTable(stage, view))
     pair = operands(stage, trace)
     if pair is None:
-        return Group(stacked, caption)
-    equation = Equation(title(stage), pair[0], pair[1], stage, view, fallback=stacked)
-    return Group(equation, caption)
+        return stacked
+    return Equation(title(stage), pair[0], pair[1], stage, view, fallback=stacked)
 
 
 def header(trace: Trace) -> Text:

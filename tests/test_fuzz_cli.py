@@ -1,0 +1,66 @@
+"""Whatever a user types, the CLI ends in success or exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from helpers import invoke
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import Result
+
+SAVED = json.loads(invoke("run", "the cat sat", "-s", "the-cat-sat", "--json").stdout)
+
+
+def ended_cleanly(result: Result) -> None:
+    assert result.exit_code in (0, 2), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.output
+    if result.exit_code == 2:
+        assert result.stderr.startswith(("attntrace: error: ", "Usage:", "\n"))
+
+
+@given(st.text(max_size=12))
+def test_any_focus(which: str) -> None:
+    ended_cleanly(invoke("run", "the cat sat", "-s", "the-cat-sat", "--focus", which))
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=8),
+                max_size=12))  # fmt: skip
+def test_any_step_keys(keys: list[str]) -> None:
+    typed = "".join(key.replace("\n", " ") + "\n" for key in keys)
+    ended_cleanly(invoke("run", "--step", "--focus", "eats", input=typed))
+
+
+@given(st.lists(st.text(max_size=6), min_size=1, max_size=6))
+def test_any_softmax_values(values: list[str]) -> None:
+    ended_cleanly(invoke("softmax", "--", *values))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                 max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+
+
+def mutate(document: Any, path: list[int], value: Any) -> Any:
+    """Replace one node of ``document``, found by walking ``path`` through its children."""
+    if not path or not isinstance(document, dict | list) or not document:
+        return value
+    keys = list(document) if isinstance(document, dict) else list(range(len(document)))
+    key = keys[path[0] % len(keys)]
+    copy = dict(document) if isinstance(document, dict) else list(document)
+    copy[key] = mutate(document[key], path[1:], value)
+    return copy
+
+
+@given(st.lists(st.integers(0, 50), max_size=6), JSON_VALUES)
+def test_any_damaged_trace(path: list[int], value: Any) -> None:
+    damaged = mutate(SAVED, path, value)
+    ended_cleanly(invoke("render", "-", input=json.dumps(damaged)))
+    ended_cleanly(invoke("render", "-", "--focus", "cat", input=json.dumps(damaged)))
