@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from attntrace.attention import trace_head
+from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.spec import ModelSpec
 from attntrace.tokenize import tokenize
@@ -19,19 +20,47 @@ def trace_attention(
     config: str | Path | None = None,
     sample: str | None = None,
     model: ModelSpec | Mapping[str, Any] | None = None,
+    causal: bool | None = None,
+    context: str | None = None,
 ) -> Trace:
     """Trace attention over ``sentence`` and return every stage.
 
     The model is ``model`` if given (a mapping with the model file's structure, checked
     exactly as a file is, or a :class:`ModelSpec` from :func:`load_model`), else the file
     ``config``, else the shipped sample ``sample``, else the built-in worked example
-    (cat-eats-fish). ``sentence`` defaults to the model's own. Bad input raises
+    (cat-eats-fish). ``sentence`` defaults to the model's own; ``causal`` and ``context``
+    override the model's (as ``--causal`` and ``--context`` do). Bad input raises
     :class:`InputError`, as the CLI reports it.
 
     >>> trace = trace_attention("cat eats fish")
     >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
     """
+    spec = _choose_model(config, sample, model)
+    overrides: dict[str, Any] = {}
+    if causal is not None:
+        overrides["causal"] = causal
+    if context is not None:
+        overrides["context"] = context
+    if overrides:  # checked again: --causal with a context is refused here
+        spec = replace(spec, **overrides)
+    tokens = _tokens(sentence, spec.sentence, spec.source, "SENTENCE", "sentence")
+    keys = None
+    if spec.context is not None:
+        from_file = context is None
+        keys = _tokens(
+            None if from_file else context, spec.context if from_file else None,
+            spec.source if from_file else None, "--context", "context",
+        )  # fmt: skip
+    try:
+        return trace_block(spec, tokens, keys)
+    except InputError as error:
+        raise error.with_source(spec.source) if spec.source else error from None
+
+
+def _choose_model(
+    config: str | Path | None, sample: str | None, model: ModelSpec | Mapping[str, Any] | None
+) -> ModelSpec:
     from attntrace.model_file import load_model, model_from_document
     from attntrace.samples import DEFAULT_SAMPLE, sample_path
 
@@ -41,32 +70,30 @@ def trace_attention(
     if config is not None and not str(config).strip():
         raise InputError(field="--config", expected="a file name", found=repr(str(config)))
     if isinstance(model, Mapping):
-        model = model_from_document(model, source="model")
-    if model is None:
-        if config is not None:
-            model = load_model(config)
-        else:
-            name = sample or DEFAULT_SAMPLE
-            model = load_model(sample_path(name), source=f"sample {name}")
-    if sentence is not None:
-        text, source, field = sentence, None, "SENTENCE"
-    elif model.sentence is not None:
-        text, source, field = model.sentence, model.source, "sentence"
+        return model_from_document(model, source="model")
+    if model is not None:
+        return model
+    if config is not None:
+        return load_model(config)
+    name = sample or DEFAULT_SAMPLE
+    return load_model(sample_path(name), source=f"sample {name}")
+
+
+def _tokens(
+    given: str | None, from_file: str | None, source: str | None, flag: str, field: str
+) -> list[str]:
+    """The tokens of a sentence given as an argument, or else of the model file's own."""
+    if given is not None:
+        text, where, name = given, None, flag
+    elif from_file is not None:
+        text, where, name = from_file, source, field
     else:
-        raise InputError(
-            "no sentence: give one, or set `sentence` in the model file", source=model.source
-        )
+        raise InputError(f"no {field}: give one, or set `{field}` in the model file",
+                         source=source)  # fmt: skip
     tokens = tokenize(text)
     if not tokens:
         raise InputError(
-            "empty sentence",
-            source=source,
-            field=field,
-            expected="at least one token",
+            f"empty {field}", source=where, field=name, expected="at least one token",
             found=repr(text),
-        )
-
-    try:
-        return trace_head(model, tokens)
-    except InputError as error:
-        raise error.with_source(model.source) if model.source else error from None
+        )  # fmt: skip
+    return tokens

@@ -1,9 +1,12 @@
-"""ModelSpec + tokens -> Trace: scaled dot-product attention, one stage at a time.
+"""ModelSpec + tokens -> Trace: an attention block, one stage at a time.
 
     Attention(Q, K, V) = softmax(Q · Kᵀ / √d_k) · V          (Vaswani et al. 2017, eq. 1)
+    MultiHead(X) = Concat(head_0, ..., head_h-1) · WO           (eq. 4, section 3.2.2)
 
-Each stage's formula is written once, here, next to the line that computes it; the
-tables, step mode and JSON all show this same string.
+Order of a trace (SPEC.md section 1): the shared stages (embeddings, positions, X, and
+X_context for cross-attention), then head 0's stages, head 1's, ..., then concat and
+projected. Each stage's formula is written once, here, next to the line computing it;
+the tables, step mode and JSON all show this same string.
 """
 
 from __future__ import annotations
@@ -13,73 +16,222 @@ from collections.abc import Sequence
 import numpy as np
 
 from attntrace.errors import InputError
-from attntrace.ops import Matrix, softmax
+from attntrace.ops import (
+    Matrix,
+    apply_mask,
+    causal_mask,
+    head_columns,
+    kv_head_of,
+    sinusoidal_positions,
+    softmax,
+)
 from attntrace.spec import ModelSpec
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
 
 
-def dims(width: int) -> tuple[str, ...]:
-    """Column labels for an axis that runs over dimensions: d0, d1, ..."""
-    return tuple(f"d{i}" for i in range(width))
+def dims(width: int, start: int = 0) -> tuple[str, ...]:
+    """Column labels for an axis over dimensions: d0, d1, ... (from ``start``)."""
+    return tuple(f"d{i}" for i in range(start, start + width))
 
 
-def trace_head(model: ModelSpec, tokens: Sequence[str]) -> Trace:
-    """Trace one head of self-attention over ``tokens``.
+class _Recorder:
+    """Collects stages in order, refusing any whose float64 arithmetic overflowed."""
 
-    Raises :class:`InputError` for unknown tokens, an empty sentence, or arithmetic that
-    overflows float64 (a stage with ±inf or NaN is never returned).
-    """
-    words = tuple(tokens)
-    stages: list[Stage] = []
+    def __init__(self) -> None:
+        self.stages: list[Stage] = []
 
-    def add(name: str, formula: str, data: Matrix, cols: tuple[str, ...]) -> Matrix:
-        _require_finite(name, data, words, cols)
-        head = None if name == "X" else 0
-        kv_head = None if name == "X" else 0
-        stages.append(Stage(name, formula, words, cols, data, head=head, kv_head=kv_head))
+    def add(
+        self,
+        name: str,
+        formula: str,
+        data: Matrix,
+        rows: tuple[str, ...],
+        cols: tuple[str, ...],
+        head: int | None = None,
+        kv_head: int | None = None,
+    ) -> Matrix:
+        _require_finite(name, data, rows, cols, masked_allowed=name == "masked")
+        self.stages.append(Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head))
         return data
 
+
+def trace_block(
+    model: ModelSpec, tokens: Sequence[str], context: Sequence[str] | None = None
+) -> Trace:
+    """Trace the attention block of ``model`` over ``tokens``.
+
+    With ``context`` (or the model's own), K and V come from the context tokens
+    (cross-attention). Raises :class:`InputError` for unknown tokens, an empty sentence,
+    too few learned positions, or arithmetic that overflows float64.
+    """
+    words = tuple(tokens)
+    sources = tuple(context) if context is not None else None
+    keys = sources if sources is not None else words
+    record = _Recorder()
+
     with np.errstate(over="ignore", invalid="ignore"):
-        # [n, d_model]
-        X = add("X", "X = embeddings", model.embed(words), dims(model.d_model))
-        # [n, d_model] · [d_model, d_k] -> [n, d_k]
-        Q = add("Q", "Q = X · WQ", X @ model.WQ, dims(model.d_k))
-        K = add("K", "K = X · WK", X @ model.WK, dims(model.d_k))
-        # [n, d_model] · [d_model, d_v] -> [n, d_v]
-        V = add("V", "V = X · WV", X @ model.WV, dims(model.d_v))
-        # [n, d_k] · [d_k, n] -> [n, n]
-        scores = add("scores", "scores = Q · Kᵀ", Q @ K.T, words)
-        scaled = add("scaled", "scaled = scores / √d_k", scores / np.sqrt(model.d_k), words)
-        # row-wise, max-shifted: [n, n] -> [n, n]
-        weights = add(
-            "softmax", "softmax = exp(scaled − row max) / row sum", softmax(scaled), words
-        )
-        # [n, n] · [n, d_v] -> [n, d_v]
-        add("output", "output = softmax · V", weights @ V, dims(model.d_v))
+        X = _inputs(model, words, record, context=False)
+        X_keys = X if sources is None else _inputs(model, keys, record, context=True)
+        key_name = "X" if sources is None else "X_context"
+        outputs = [
+            _head(model, h, X, X_keys, key_name, words, keys, record) for h in range(model.heads)
+        ]
+        block = outputs[0]
+        if model.heads > 1:
+            # [n, d_v] x heads -> [n, heads·d_v]
+            block = record.add(
+                "concat",
+                "concat = [output₀ … output_h-1]",
+                np.concatenate(outputs, axis=1),
+                words,
+                dims(model.heads * model.d_v),
+            )
+        if model.WO is not None:
+            source = "concat" if model.heads > 1 else "output"
+            # [n, heads·d_v] · [heads·d_v, d_model] -> [n, d_model]
+            record.add(
+                "projected",
+                f"projected = {source} · WO",
+                block @ model.WO,
+                words,
+                dims(model.d_model),
+            )
 
     info = ModelInfo(
         name=model.name,
         d_model=model.d_model,
         d_k=model.d_k,
         d_v=model.d_v,
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
+        causal=model.causal,
         description=model.description,
+        positions=model.position_kind,
     )
-    return Trace(model=info, tokens=words, stages=tuple(stages), weights=weight_stages(model))
+    return Trace(
+        model=info,
+        tokens=words,
+        stages=tuple(record.stages),
+        context_tokens=sources,
+        weights=weight_stages(model),
+    )
+
+
+def _inputs(
+    model: ModelSpec, tokens: tuple[str, ...], record: _Recorder, *, context: bool
+) -> Matrix:
+    """The rows attention reads: embeddings, plus positions where the model has them."""
+    suffix = "_context" if context else ""
+    field = "context" if context else "embeddings"
+    embedded = model.embed(tokens, field)  # [n, d_model]
+    labels = dims(model.d_model)
+    if model.positions is None:
+        return record.add(f"X{suffix}", f"X{suffix} = embeddings", embedded, tokens, labels)
+    positions = _positions_for(model, len(tokens), context)
+    record.add(f"embeddings{suffix}", f"embeddings{suffix} = rows of the embedding table",
+               embedded, tokens, labels)  # fmt: skip
+    kind = "sinusoidal" if model.position_kind == "sinusoidal" else "learned"
+    record.add(f"positions{suffix}", f"positions{suffix} = {kind} PE, a row per position",
+               positions, tokens, labels)  # fmt: skip
+    # [n, d_model] + [n, d_model] -> [n, d_model]
+    return record.add(f"X{suffix}", f"X{suffix} = embeddings + positions", embedded + positions,
+                      tokens, labels)  # fmt: skip
+
+
+def _positions_for(model: ModelSpec, n: int, context: bool) -> Matrix:
+    if isinstance(model.positions, np.ndarray):
+        if model.positions.shape[0] < n:
+            whose = "the context" if context else "the sentence"
+            raise InputError(
+                source=model.source,
+                field="positions",
+                expected=f"at least {n} position vectors (one per token of {whose})",
+                found=str(model.positions.shape[0]),
+            )
+        return model.positions[:n]
+    return sinusoidal_positions(n, model.d_model)
+
+
+def _head(
+    model: ModelSpec,
+    h: int,
+    X: Matrix,
+    X_keys: Matrix,
+    key_name: str,
+    words: tuple[str, ...],
+    keys: tuple[str, ...],
+    record: _Recorder,
+) -> Matrix:
+    """One head's stages, Q through output; returns its output ``[n, d_v]``."""
+    g = kv_head_of(h, model.heads, model.n_kv_heads)
+    d_k, d_v = model.d_k, model.d_v
+
+    def add(
+        name: str, formula: str, data: Matrix, cols: tuple[str, ...], rows: tuple[str, ...] = words
+    ) -> Matrix:
+        return record.add(name, formula, data, rows, cols, head=h, kv_head=g)
+
+    # [n, d_model] · [d_model, d_k] -> [n, d_k]
+    Q = add("Q", "Q = X · WQ", X @ head_columns(model.WQ, h, d_k), dims(d_k, h * d_k))
+    # [m, d_model] · [d_model, d_k] -> [m, d_k]; K/V head g serves query heads of its group
+    K = add("K", f"K = {key_name} · WK", X_keys @ head_columns(model.WK, g, d_k),
+            dims(d_k, g * d_k), rows=keys)  # fmt: skip
+    V = add("V", f"V = {key_name} · WV", X_keys @ head_columns(model.WV, g, d_v),
+            dims(d_v, g * d_v), rows=keys)  # fmt: skip
+    # [n, d_k] · [d_k, m] -> [n, m]
+    scores = add("scores", "scores = Q · Kᵀ", Q @ K.T, keys)
+    scaled = add("scaled", "scaled = scores / √d_k", scores / np.sqrt(d_k), keys)
+    if model.causal:
+        mask = causal_mask(len(words), len(keys))
+        scaled = add("masked", "masked = scaled, −∞ where key j comes after query i",
+                     apply_mask(scaled, mask), keys)  # fmt: skip
+    source = "masked" if model.causal else "scaled"
+    # row-wise, max-shifted: [n, m] -> [n, m]
+    weights = add("softmax", f"softmax = exp({source} − row max) / row sum", softmax(scaled), keys)
+    # [n, m] · [m, d_v] -> [n, d_v]
+    return add("output", "output = softmax · V", weights @ V, dims(d_v, g * d_v))
 
 
 def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:
-    """The learned matrices, labelled like stages, so a reader can check Q = X · WQ."""
-    d_model = dims(model.d_model)
-    return tuple(
-        Stage(name, weight_title(name), d_model, dims(matrix.shape[1]), matrix)
-        for name, matrix in (("WQ", model.WQ), ("WK", model.WK), ("WV", model.WV))
-    )
+    """The learned matrices, sliced per head and labelled by their columns in the file.
+
+    WQ's slice for head h is columns ``[h·d_k, (h+1)·d_k)``; WK's and WV's for K/V head
+    g likewise; WO is whole. A reader checks ``Q = X · WQ`` against the slice shown.
+    """
+    d_model, d_k, d_v = dims(model.d_model), model.d_k, model.d_v
+    stages = [
+        Stage("WQ", weight_title("WQ"), d_model, dims(d_k, h * d_k),
+              head_columns(model.WQ, h, d_k), head=h)
+        for h in range(model.heads)
+    ]  # fmt: skip
+    for name, matrix, width in (("WK", model.WK, d_k), ("WV", model.WV, d_v)):
+        stages += [
+            Stage(name, weight_title(name), d_model, dims(width, g * width),
+                  head_columns(matrix, g, width), kv_head=g)
+            for g in range(model.n_kv_heads)
+        ]  # fmt: skip
+    if model.WO is not None:
+        stages.append(Stage("WO", weight_title("WO"), dims(model.heads * d_v), d_model, model.WO))
+    return tuple(stages)
 
 
-def _require_finite(name: str, data: Matrix, rows: tuple[str, ...], cols: tuple[str, ...]) -> None:
-    """Refuse a stage whose float64 arithmetic overflowed (inf, or NaN from inf − inf)."""
-    if not np.all(np.isfinite(data)):
-        bad_rows, bad_cols = np.nonzero(~np.isfinite(data))
+def _require_finite(
+    name: str,
+    data: Matrix,
+    rows: tuple[str, ...],
+    cols: tuple[str, ...],
+    *,
+    masked_allowed: bool = False,
+) -> None:
+    """Refuse a stage whose float64 arithmetic overflowed (inf, or NaN from inf − inf).
+
+    The masked stage alone may hold −∞: those cells are the mask itself.
+    """
+    bad = ~np.isfinite(data)
+    if masked_allowed:
+        bad &= ~np.isneginf(data)
+    if bad.any():
+        bad_rows, bad_cols = np.nonzero(bad)
         i, j = int(bad_rows[0]), int(bad_cols[0])
         raise InputError(
             f"float64 overflowed to {data[i, j]} at row {rows[i]!r}, column {cols[j]!r}; "

@@ -238,6 +238,21 @@ def run(
         str | None,
         typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
     ] = None,
+    causal: Annotated[
+        bool | None,
+        typer.Option(
+            "--causal/--no-causal",
+            help="Mask later tokens (a decoder), overriding the model file.",
+            show_default=False,
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SENTENCE",
+            help="Cross-attention: take K and V from this sentence (overrides the file).",
+        ),
+    ] = None,
     step: Step = False,
     as_json: Annotated[
         bool,
@@ -269,7 +284,9 @@ def run(
         usage("--config and --sample both name a model: give one of them")
     sentence = " ".join(words) if words else None
     try:
-        trace = trace_attention(sentence, config=config, sample=sample)
+        trace = trace_attention(
+            sentence, config=config, sample=sample, causal=causal, context=context
+        )
     except InputError as error:
         fail(error)
     if as_json:

@@ -10,7 +10,15 @@ import math
 from attntrace.trace import Stage, Trace
 
 _ONE_LINE = {
+    "embeddings": "One row per token: its vector from the embedding table.",
+    "positions": "One row per position: the vector that tells attention where a token is.",
     "X": "One row per token: its embedding vector, the input to attention.",
+    "embeddings_context": "One row per context token: its vector from the embedding table.",
+    "positions_context": "One row per context position.",
+    "X_context": "One row per context token: what the keys and values are computed from.",
+    "masked": "The scaled scores with −∞ where query i would see a later key j.",
+    "concat": "The heads' outputs side by side: head 0's columns first.",
+    "projected": "The block's output: the concatenated heads mixed back to d_model by WO.",
     "Q": "Queries: what each token is looking for.",
     "K": "Keys: what each token offers to be found by.",
     "V": "Values: what each token passes on when it is attended to.",
@@ -21,6 +29,37 @@ _ONE_LINE = {
 }
 
 _PARAGRAPH = {
+    "embeddings": (
+        "Each of the {n} tokens is looked up in the embedding table and becomes a row of "
+        "{d_model} numbers. On their own these say what a token is, not where it stands."
+    ),
+    "positions": (
+        "Attention compares every pair of tokens the same way wherever they stand, so word "
+        "order must be added to the input. Row p is the position vector of position p "
+        "({positions}); it is added to the embedding of the token at p."
+    ),
+    "X_context": (
+        "The context sentence ({m} tokens) becomes rows of {d_model} numbers the same way: "
+        "in cross-attention the keys and values are computed from it, the queries from X."
+    ),
+    "embeddings_context": ("The context's tokens, looked up in the same embedding table."),
+    "positions_context": ("The context's position vectors, counted from 0 in the context."),
+    "masked": (
+        "A decoder must not look ahead: when it predicts token i, tokens after i do not "
+        "exist yet. So every key j after query i gets −∞, and since exp(−∞) = 0 softmax "
+        "gives it weight exactly 0. Row i keeps keys 0 to i: the first token sees only "
+        "itself."
+    ),
+    "concat": (
+        "Each of the {heads} heads wrote its own output of {d_v} numbers per token; "
+        "concat lays them side by side into [{n} × {heads_d_v}]: columns of head 0, then "
+        "head 1, and so on."
+    ),
+    "projected": (
+        "WO [{heads_d_v} × {d_model}] mixes the heads' outputs back into a vector of "
+        "d_model numbers per token, the size the next layer expects. This is the block's "
+        "output."
+    ),
     "X": (
         "Each of the {n} tokens is looked up in the embedding table and becomes a row of "
         "{d_model} numbers. Everything that follows is computed from these rows."
@@ -64,6 +103,9 @@ _PARAGRAPH = {
 def _numbers(trace: Trace) -> dict[str, object]:
     model = trace.model
     return {
+        "heads": model.heads,
+        "heads_d_v": model.heads * model.d_v,
+        "positions": model.positions,
         "n": len(trace.tokens),
         "m": len(trace.context_tokens or trace.tokens),
         "d_model": model.d_model,
@@ -75,6 +117,8 @@ def _numbers(trace: Trace) -> dict[str, object]:
 
 def one_line(stage: Stage, trace: Trace) -> str:
     """A sentence on what ``stage`` means, for the caption under its table."""
+    if stage.name == "X" and trace.model.positions != "none":
+        return "One row per token: its embedding plus its position's vector."
     return _ONE_LINE.get(stage.name, "").format(**_numbers(trace))
 
 
@@ -84,17 +128,45 @@ def paragraph(stage: Stage, trace: Trace) -> str:
 
 
 def shape_equation(stage: Stage, trace: Trace) -> str:
-    """The stage as an equation of shapes: ``X [3 × 2] · WQ [2 × 2] = Q [3 × 2]``."""
-    v = _numbers(trace)
-    n, m, d_model, d_k, d_v = v["n"], v["m"], v["d_model"], v["d_k"], v["d_v"]
+    """The stage as an equation of shapes: ``X [3 × 2] · WQ [2 × 2] = Q [3 × 2]``.
+
+    For one head of several, the weight is that head's slice (``WQ[:, 2:4]``).
+    """
+    model = trace.model
+    n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
+    d_model, d_k, d_v = model.d_model, model.d_k, model.d_v
+    heads, h, g = model.heads, stage.head or 0, stage.kv_head or 0
+    source = "X_context" if trace.context_tokens is not None else "X"
+    softmax_input = "masked" if trace.model.causal else "scaled"
+
+    def piece(name: str, index: int, width: int, split: bool) -> str:
+        return f"{name}[:, {index * width}:{(index + 1) * width}]" if split else name
+
+    wq = piece("WQ", h, d_k, heads > 1)
+    wk = piece("WK", g, d_k, trace.model.kv_heads > 1)
+    wv = piece("WV", g, d_v, trace.model.kv_heads > 1)
+    wo_rows = heads * d_v
     equations = {
-        "X": f"X [{n} × {d_model}]: {n} tokens, {d_model} numbers each",
-        "Q": f"X [{n} × {d_model}] · WQ [{d_model} × {d_k}] = Q [{n} × {d_k}]",
-        "K": f"X [{m} × {d_model}] · WK [{d_model} × {d_k}] = K [{m} × {d_k}]",
-        "V": f"X [{m} × {d_model}] · WV [{d_model} × {d_v}] = V [{m} × {d_v}]",
+        "embeddings": f"embeddings [{n} × {d_model}]: {n} tokens, {d_model} numbers each",
+        "positions": f"positions [{n} × {d_model}]: one row per position 0 to {n - 1}",
+        "X": (
+            f"embeddings [{n} × {d_model}] + positions [{n} × {d_model}] = X [{n} × {d_model}]"
+            if trace.model.positions != "none"
+            else f"X [{n} × {d_model}]: {n} tokens, {d_model} numbers each"
+        ),
+        "X_context": f"X_context [{m} × {d_model}]: {m} context tokens",
+        "Q": f"X [{n} × {d_model}] · {wq} [{d_model} × {d_k}] = Q [{n} × {d_k}]",
+        "K": f"{source} [{m} × {d_model}] · {wk} [{d_model} × {d_k}] = K [{m} × {d_k}]",
+        "V": f"{source} [{m} × {d_model}] · {wv} [{d_model} × {d_v}] = V [{m} × {d_v}]",
         "scores": f"Q [{n} × {d_k}] · Kᵀ [{d_k} × {m}] = scores [{n} × {m}]",
-        "scaled": f"scores [{n} × {m}] / √{d_k} (= {v['sqrt_dk']}) = scaled [{n} × {m}]",
-        "softmax": f"softmax of each row of scaled [{n} × {m}] = softmax [{n} × {m}]",
+        "scaled": f"scores [{n} × {m}] / √{d_k} (= {math.sqrt(d_k):.4f}) = scaled [{n} × {m}]",
+        "masked": f"scaled [{n} × {m}] with −∞ above the diagonal = masked [{n} × {m}]",
+        "softmax": (f"softmax of each row of {softmax_input} [{n} × {m}] = softmax [{n} × {m}]"),
         "output": f"softmax [{n} × {m}] · V [{m} × {d_v}] = output [{n} × {d_v}]",
+        "concat": f"{heads} × output [{n} × {d_v}] side by side = concat [{n} × {wo_rows}]",
+        "projected": (
+            f"{'concat' if heads > 1 else 'output'} [{n} × {wo_rows}] · WO [{wo_rows} × "
+            f"{d_model}] = projected [{n} × {d_model}]"
+        ),
     }
     return equations.get(stage.name, f"{stage.name} [{stage.shape[0]} × {stage.shape[1]}]")

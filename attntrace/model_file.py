@@ -8,7 +8,6 @@ field path, what was expected and what was found.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,8 +19,7 @@ from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
 from attntrace.spec import ModelSpec
 
-# Fields of SPEC.md section 3 that this version reads, and the ones it knows but rejects
-# with a clear message until they are implemented.
+# The fields of SPEC.md section 3.
 KNOWN_FIELDS = (
     "name",
     "description",
@@ -37,11 +35,6 @@ KNOWN_FIELDS = (
 KNOWN_WEIGHTS = ("WQ", "WK", "WV", "WO")
 REQUIRED_FIELDS = ("embeddings", "weights")
 REQUIRED_WEIGHTS = ("WQ", "WK", "WV")
-
-NOT_YET = (
-    "is not supported yet: this version traces one head of self-attention "
-    "(no mask, positions, context or WO)"
-)
 
 
 def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
@@ -110,15 +103,20 @@ def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
         if key not in document:
             raise InputError(f"missing required field {key!r}", source=source)
 
-    _reject_unimplemented(document, source)
     embeddings = _embeddings(document["embeddings"], source)
-    d_model = len(next(iter(embeddings.values())))
-    weights = _weights(document["weights"], d_model, source)
+    weights = _weights(document["weights"], source)
+    # Types here; how the shapes fit together, ModelSpec checks (for Python callers too).
     return ModelSpec(
         embeddings=embeddings,
         WQ=weights["WQ"],
         WK=weights["WK"],
         WV=weights["WV"],
+        WO=weights.get("WO"),
+        heads=_count(document, "heads", source) or 1,
+        kv_heads=_count(document, "kv_heads", source),
+        causal=_flag(document, "causal", source),
+        positions=_positions(document.get("positions"), source),
+        context=_optional_text(document, "context", source),
         name=_optional_text(document, "name", source) or _default_name(source),
         description=_optional_text(document, "description", source) or "",
         sentence=_optional_text(document, "sentence", source),
@@ -145,31 +143,39 @@ def _default_name(source: str | None) -> str:
     return Path(source.removeprefix("sample ")).stem if source else "model"
 
 
-def _reject_unimplemented(document: Mapping[str, Any], source: str | None) -> None:
-    """Fields of SPEC.md that this version knows but does not compute yet.
+def _count(document: Mapping[str, Any], key: str, source: str | None) -> int | None:
+    """A whole number ≥ 1 (heads, kv_heads), or None where the field is absent."""
+    value = document.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(
+            source=source, field=key, expected="a whole number ≥ 1", found=describe(value)
+        )
+    return value
 
-    Their default values are accepted (a file may spell them out); anything else is an
-    error, so a model is never silently traced as something it is not.
-    """
-    defaults: dict[str, tuple[object, ...]] = {
-        "heads": (1,),
-        "kv_heads": (1,),
-        "causal": (False,),
-        "positions": ("none", None),
-        "context": (None,),
-    }
-    for key, accepted in defaults.items():
-        if key in document and not any(
-            document[key] == ok and type(document[key]) is type(ok) for ok in accepted
-        ):
-            shown = " or ".join("null" if ok is None else json.dumps(ok) for ok in accepted)
-            raise InputError(
-                NOT_YET,
-                source=source,
-                field=key,
-                expected=shown,
-                found=describe(document[key]),
-            )
+
+def _flag(document: Mapping[str, Any], key: str, source: str | None) -> bool:
+    value = document.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(source=source, field=key, expected="true or false", found=describe(value))
+    return value
+
+
+def _positions(value: Any, source: str | None) -> str | np.ndarray | None:
+    """``none`` (or absent), ``sinusoidal``, or learned vectors: a list of d_model numbers each."""
+    if value is None or value == "none":
+        return None
+    if value == "sinusoidal":
+        return "sinusoidal"
+    if isinstance(value, list):
+        return _matrix(value, "positions", source)
+    raise InputError(
+        source=source,
+        field="positions",
+        expected="none, sinusoidal, or a list of position vectors",
+        found=describe(value),
+    )
 
 
 def _optional_text(document: Mapping[str, Any], key: str, source: str | None) -> str | None:
@@ -221,7 +227,7 @@ def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
     return table
 
 
-def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarray]:
+def _weights(value: Any, source: str | None) -> dict[str, np.ndarray]:
     value = _mapping(value, "weights", "a mapping with WQ, WK, WV", source)
     for key in value:
         if key not in KNOWN_WEIGHTS:
@@ -234,32 +240,7 @@ def _weights(value: Any, d_model: int, source: str | None) -> dict[str, np.ndarr
     for key in REQUIRED_WEIGHTS:
         if key not in value:
             raise InputError(f"missing required matrix {key!r}", source=source, field="weights")
-    if "WO" in value:
-        raise InputError(
-            NOT_YET,
-            source=source,
-            field="weights.WO",
-            expected="no WO",
-            found=describe(value["WO"]),
-        )
-    matrices = {key: _matrix(value[key], f"weights.{key}", source) for key in REQUIRED_WEIGHTS}
-    d_k = matrices["WQ"].shape[1]
-    expected_shapes = {
-        "WQ": (d_model, None, "d_model × d_k, d_model from the embeddings"),
-        "WK": (d_model, d_k, "d_model × d_k, d_k from WQ"),
-        "WV": (d_model, None, "d_model × d_v"),
-    }
-    for key, (rows, cols, meaning) in expected_shapes.items():
-        got_rows, got_cols = matrices[key].shape
-        if got_rows != rows or (cols is not None and got_cols != cols):
-            want = f"{rows} × {cols if cols is not None else 'any'}"
-            raise InputError(
-                source=source,
-                field=f"weights.{key}",
-                expected=f"{want} ({meaning})",
-                found=f"{got_rows} × {got_cols}",
-            )
-    return matrices
+    return {key: _matrix(matrix, f"weights.{key}", source) for key, matrix in value.items()}
 
 
 def _number(value: Any, field: str, source: str | None) -> float:

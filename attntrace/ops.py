@@ -1,4 +1,7 @@
-"""The small numeric operations attention is built from, numpy only."""
+"""The small numeric operations attention is built from, numpy only.
+
+Each function carries the shapes it maps, picoGPT-style: ``[n, m] -> [n, m]``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 Matrix = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
 
 
 def softmax(scores: Matrix) -> Matrix:
@@ -13,10 +17,58 @@ def softmax(scores: Matrix) -> Matrix:
 
     Subtracting the row max changes nothing mathematically (it cancels between numerator
     and denominator) but keeps every ``exp`` at most 1, so scores of 800 or 1e5 do not
-    overflow float64 the way ``exp(800)`` does.
+    overflow float64 the way ``exp(800)`` does. Masked cells (−∞) get weight exactly 0;
+    a row must keep at least one unmasked cell (a causal mask always keeps the diagonal).
     """
     # [n, m] -> [n, m]
     shifted = scores - scores.max(axis=-1, keepdims=True)
     exps = np.exp(shifted)
     weights: Matrix = exps / exps.sum(axis=-1, keepdims=True)
     return weights
+
+
+def causal_mask(n: int, m: int | None = None) -> Mask:
+    """True where query i may not see key j because j comes after i: ``j > i``.
+
+    ``[n, m]``; with ``m`` keys for ``n`` queries the last query is aligned with the last
+    key (what a KV cache needs); for self-attention ``m == n``.
+    """
+    m = n if m is None else m
+    # [n, 1] < [1, m] -> [n, m]
+    return np.arange(m)[None, :] > (np.arange(n)[:, None] + (m - n))
+
+
+def apply_mask(scaled: Matrix, mask: Mask) -> Matrix:
+    """``scaled`` with −∞ where ``mask`` is True: ``[n, m], [n, m] -> [n, m]``."""
+    masked: Matrix = np.where(mask, -np.inf, scaled)
+    return masked
+
+
+def head_columns(matrix: Matrix, head: int, width: int) -> Matrix:
+    """Columns ``[head·width, (head+1)·width)``: one head's slice of WQ, WK or WV."""
+    # [d_model, heads·width] -> [d_model, width]
+    return matrix[:, head * width : (head + 1) * width]
+
+
+def kv_head_of(head: int, heads: int, kv_heads: int) -> int:
+    """The K/V head query head ``head`` reads: ``head // (heads / kv_heads)``.
+
+    The repeat-interleave convention of LLaMA and of PyTorch's
+    ``scaled_dot_product_attention(enable_gqa=True)``: query heads 0, 1 share K/V head 0
+    when heads = 4 and kv_heads = 2.
+    """
+    return head // (heads // kv_heads)
+
+
+def sinusoidal_positions(n: int, d_model: int) -> Matrix:
+    """Vaswani et al. 2017: ``PE[p, 2i] = sin(p / 10000^(2i/d_model))``, cos for ``2i+1``.
+
+    ``[n, d_model]``; for an odd ``d_model`` the last column is a sine.
+    """
+    positions = np.arange(n, dtype=np.float64)[:, None]  # [n, 1]
+    even = np.arange(0, d_model, 2, dtype=np.float64)  # the 2i of each pair
+    angles = positions / np.power(10000.0, even / d_model)  # [n, ceil(d_model/2)]
+    table = np.empty((n, d_model), dtype=np.float64)
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles[:, : d_model // 2])
+    return table

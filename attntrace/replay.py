@@ -19,8 +19,8 @@ from attntrace.parse import parse_document
 from attntrace.serialize import SCHEMA_ID
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
 
-# The stages every single-head trace has; the views read them by name.
-REQUIRED_STAGES = ("X", "Q", "K", "V", "scores", "scaled", "softmax", "output")
+# The stages every head of a trace has (masked only under a causal mask).
+PER_HEAD_STAGES = ("Q", "K", "V", "scores", "scaled", "masked", "softmax", "output")
 
 
 def load_trace(text: str, source: str) -> Trace:
@@ -51,6 +51,7 @@ def _trace(document: Any) -> Trace:
         heads=_count(model.get("heads", 1), "model.heads"),
         kv_heads=_count(model.get("kv_heads", 1), "model.kv_heads"),
         causal=_flag(model.get("causal", False), "model.causal"),
+        positions=_position_kind(model.get("positions", "none")),
     )
     tokens = _texts(document.get("tokens"), "tokens")
     context = document.get("context_tokens")
@@ -65,29 +66,48 @@ def _trace(document: Any) -> Trace:
             for i, w in enumerate(_list(document.get("weights", []), "weights", empty=True))
         ),
     )
-    missing = [name for name in REQUIRED_STAGES if name not in trace.names]
-    if missing:
-        raise InputError(
-            field="stages",
-            expected=f"the stages {', '.join(REQUIRED_STAGES)}",
-            found=f"no {', '.join(missing)}",
-        )
+    _check_stages_present(trace)
     _check_consistent(trace)
     return trace
 
 
+def _position_kind(value: Any) -> str:
+    if value not in ("none", "sinusoidal", "learned"):
+        raise InputError(field="model.positions", expected="none, sinusoidal or learned",
+                         found=describe(value))  # fmt: skip
+    return str(value)
+
+
+def _check_stages_present(trace: Trace) -> None:
+    """X, and every head's stages from Q to output (masked too, if causal)."""
+    per_head = [n for n in PER_HEAD_STAGES if n != "masked" or trace.model.causal]
+    present = {(stage.name, stage.head) for stage in trace.stages}
+    for head in range(trace.model.heads):
+        missing = [name for name in per_head if (name, head) not in present]
+        if missing:
+            where = f" of head {head}" if trace.model.heads > 1 else ""
+            raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",
+                             found=f"no {', '.join(missing)}")  # fmt: skip
+    if ("X", None) not in present:
+        raise InputError(field="stages", expected="the stage X", found="none")
+
+
 # Which labels each stage's rows and columns must carry: the query tokens, the key
 # tokens (the context's, for cross-attention), or a width of the model.
-_QUERY_ROWS = ("X", "Q", "scores", "scaled", "masked", "softmax", "output")
-_KEY_ROWS = ("K", "V")
+_QUERY_ROWS = ("embeddings", "positions", "X", "Q", "scores", "scaled", "masked", "softmax",
+               "output", "concat", "projected")  # fmt: skip
+_KEY_ROWS = ("embeddings_context", "positions_context", "X_context", "K", "V")
 _KEY_COLS = ("scores", "scaled", "masked", "softmax")
 
 
 def _check_consistent(trace: Trace) -> None:
     """Stages must fit together as one computation, or the views would misread them."""
     keys = trace.context_tokens or trace.tokens
-    widths = {"X": trace.model.d_model, "Q": trace.model.d_k, "K": trace.model.d_k,
-              "V": trace.model.d_v, "output": trace.model.d_v}  # fmt: skip
+    model = trace.model
+    widths = {"embeddings": model.d_model, "positions": model.d_model, "X": model.d_model,
+              "X_context": model.d_model, "Q": model.d_k, "K": model.d_k, "V": model.d_v,
+              "output": model.d_v, "concat": model.heads * model.d_v,
+              "projected": model.d_model}  # fmt: skip
     for index, stage in enumerate(trace.stages):
         field = f"stages[{index}] ({stage.name})"
         rows = (
@@ -130,17 +150,10 @@ def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
     rows = _texts(stage.get("rows"), f"{field}.rows")
     cols = _texts(stage.get("cols"), f"{field}.cols")
     data = _matrix(stage.get("data"), f"{field}.data", len(rows), len(cols))
-    if weight:
-        return Stage(name, weight_title(name), rows, cols, data)
-    return Stage(
-        name,
-        _text(stage.get("formula"), f"{field}.formula"),
-        rows,
-        cols,
-        data,
-        head=_index(stage.get("head"), f"{field}.head"),
-        kv_head=_index(stage.get("kv_head"), f"{field}.kv_head"),
-    )
+    head = _index(stage.get("head"), f"{field}.head")
+    kv_head = _index(stage.get("kv_head"), f"{field}.kv_head")
+    formula = weight_title(name) if weight else _text(stage.get("formula"), f"{field}.formula")
+    return Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head)
 
 
 def _matrix(value: Any, field: str, rows: int, cols: int) -> np.ndarray:

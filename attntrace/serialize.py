@@ -31,6 +31,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             "heads": model.heads,
             "kv_heads": model.kv_heads,
             "causal": model.causal,
+            "positions": model.positions,
         },
         "tokens": list(trace.tokens),
         "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
@@ -40,9 +41,9 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
 
 
 def matrix_to_dict(matrix: Stage) -> dict[str, Any]:
-    """A learned matrix (WQ, WK, WV): a stage without head or formula."""
+    """A learned matrix (its slice for a head): name, head, kv_head, shape, labels, data."""
     data = stage_to_dict(matrix)
-    return {key: data[key] for key in ("name", "shape", "rows", "cols", "data")}
+    return {key: data[key] for key in ("name", "head", "kv_head", "shape", "rows", "cols", "data")}
 
 
 def stage_to_dict(stage: Stage) -> dict[str, Any]:

@@ -42,10 +42,15 @@ class Stage:
         return f"<Stage {self.name}{head} {self.shape[0]}×{self.shape[1]}: {self.formula}>"
 
 
-# The learned matrix each projection stage multiplies X by.
-WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV"}
+# The learned matrix each projection stage multiplies by.
+WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV", "projected": "WO"}
 # How a learned matrix is titled: what it is and its shape in the model's terms.
-WEIGHT_SHAPES = {"WQ": "d_model × d_k", "WK": "d_model × d_k", "WV": "d_model × d_v"}
+WEIGHT_SHAPES = {
+    "WQ": "d_model × d_k",
+    "WK": "d_model × d_k",
+    "WV": "d_model × d_v",
+    "WO": "heads·d_v × d_model",
+}
 
 
 def weight_title(name: str) -> str:
@@ -66,14 +71,25 @@ class ModelInfo:
     kv_heads: int = 1
     causal: bool = False
     description: str = ""
+    positions: str = "none"  # none, sinusoidal or learned
+
+    @property
+    def group(self) -> int:
+        """Query heads per K/V head: 1 for multi-head, heads for multi-query attention."""
+        return self.heads // self.kv_heads
 
 
 @dataclass(frozen=True, eq=False)
 class Trace:
     """The stages of one attention computation, in computation order.
 
-    ``weights`` holds the learned matrices (WQ, WK, WV) the stages were computed from:
-    they are inputs, not stages, but a reader needs them to check a product by hand.
+    ``weights`` holds the learned matrices the stages were computed from, per head
+    (WQ's slice for head h, WK's and WV's for K/V head g, WO whole): they are inputs, not
+    stages, but a reader needs them to check a product by hand.
+
+    Stages are looked up by name and head, like TransformerLens' activation cache:
+    ``trace["softmax"]`` where the name is unique (one head), ``trace["softmax", 1]``
+    or ``trace.stage("softmax", head=1)`` for head 1.
     """
 
     model: ModelInfo
@@ -88,29 +104,58 @@ class Trace:
     def __len__(self) -> int:
         return len(self.stages)
 
-    def __getitem__(self, name: str) -> Stage:
-        """The stage called ``name`` (head 0 for per-head stages): ``trace["softmax"].data``."""
-        return self.stage(name)
+    def __getitem__(self, key: str | tuple[str, int]) -> Stage:
+        """``trace["X"]``, ``trace["softmax"]`` (one head), ``trace["softmax", 1]``."""
+        if isinstance(key, tuple):
+            return self.stage(key[0], head=key[1])
+        return self.stage(key)
 
     def stage(self, name: str, head: int | None = None) -> Stage:
-        for stage in self.stages:
-            if stage.name == name and (head is None or stage.head == head):
-                return stage
+        """The stage ``name`` of ``head``; without a head, the name must be unambiguous."""
+        found = [s for s in self.stages if s.name == name and (head is None or s.head == head)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            heads = ", ".join(str(s.head) for s in found)
+            raise KeyError(f"stage {name!r} is traced for heads {heads}: say which, as "
+                           f"trace[{name!r}, 0] or trace.stage({name!r}, head=0)")  # fmt: skip
         known = ", ".join(dict.fromkeys(s.name for s in self.stages))
         where = f" for head {head}" if head is not None else ""
         raise KeyError(f"no stage {name!r}{where} in this trace (stages: {known})")
+
+    def head_stages(self, head: int) -> list[Stage]:
+        """Head ``head``'s own stages, in order (Q ... output)."""
+        return [s for s in self.stages if s.head == head]
+
+    def softmax_input(self, head: int | None = None) -> Stage:
+        """What softmax was applied to: ``masked`` under a causal mask, else ``scaled``."""
+        name = "masked" if self.model.causal else "scaled"
+        return self.stage(name, head=head if head is not None else self._only_head())
+
+    def _only_head(self) -> int | None:
+        return 0 if self.model.heads == 1 else None
 
     @property
     def names(self) -> list[str]:
         return [stage.name for stage in self.stages]
 
-    def weight(self, name: str) -> Stage | None:
-        """The learned matrix ``name`` (``WQ``, ``WK``, ``WV``), if the trace carries it."""
-        return next((w for w in self.weights if w.name == name), None)
+    def weight(
+        self, name: str, head: int | None = None, kv_head: int | None = None
+    ) -> Stage | None:
+        """The learned matrix ``name`` (its slice for ``head`` or ``kv_head``), if carried."""
+        return next(
+            (w for w in self.weights if w.name == name and w.head == head
+             and w.kv_head == kv_head),
+            None,
+        )  # fmt: skip
 
     def weight_for(self, stage: Stage) -> Stage | None:
-        """The learned matrix ``stage`` was computed with: WQ for Q, ...; else None."""
+        """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""
         name = WEIGHT_OF_STAGE.get(stage.name)
+        if name == "WQ":
+            return self.weight(name, head=stage.head)
+        if name in ("WK", "WV"):
+            return self.weight(name, kv_head=stage.kv_head)
         return self.weight(name) if name else None
 
     def __repr__(self) -> str:

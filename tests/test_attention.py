@@ -9,7 +9,7 @@ import pytest
 from naive import naive_attention
 
 from attntrace import trace_attention
-from attntrace.attention import trace_head
+from attntrace.attention import trace_block
 from attntrace.spec import ModelSpec
 
 STAGES = ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]
@@ -36,7 +36,7 @@ def test_every_stage_matches_the_loop_implementation(seed: int) -> None:
     model = random_model(rng, 6, d_model, d_k, d_v)
     tokens = [f"t{int(i)}" for i in rng.integers(0, 6, size=n)]
 
-    trace = trace_head(model, tokens)
+    trace = trace_block(model, tokens)
     expected = naive_attention(
         [list(model.embeddings[t]) for t in tokens],
         model.WQ.tolist(),
@@ -116,7 +116,7 @@ def test_lookup_is_exact_then_lower_case() -> None:
         WK=np.eye(1),
         WV=np.eye(1),
     )
-    trace = trace_head(model, ["The", "the", "CAT", "Cat"])
+    trace = trace_block(model, ["The", "the", "CAT", "Cat"])
     np.testing.assert_array_equal(trace["X"].data[:, 0], [1.0, 2.0, 3.0, 3.0])
     assert trace.tokens == ("The", "the", "CAT", "Cat")
 
@@ -145,10 +145,10 @@ def test_docstring_examples() -> None:
 def test_weights_travel_with_the_trace() -> None:
     trace = trace_attention(sample="the-cat-sat")
     assert [w.name for w in trace.weights] == ["WQ", "WK", "WV"]
-    wq = trace.weight("WQ")
+    wq = trace.weight("WQ", head=0)
     assert wq is not None
     np.testing.assert_array_equal(trace["Q"].data, trace["X"].data @ wq.data)
-    assert trace.weight_for(trace["V"]) is trace.weight("WV")
+    assert trace.weight_for(trace["V"]) is trace.weight("WV", kv_head=0)
     assert trace.weight_for(trace["scores"]) is None
 
 

@@ -55,10 +55,6 @@ KNOWN_FIELDS = (
 )
 TOP_LEVEL = "expected a mapping of model fields at the top level (embeddings, weights, ...)"
 TAG_REFUSED = "is not allowed: a model file holds plain data (mappings, lists, numbers, strings)"
-NOT_YET = (
-    "is not supported yet: this version traces one head of self-attention "
-    "(no mask, positions, context or WO)"
-)
 EMPTY_FILE = "the file is empty: expected a model (embeddings and weights)"
 TOKEN_MAP = "expected a non-empty mapping of token -> vector"
 ONCE = "each key may appear once"
@@ -473,18 +469,18 @@ REJECTED = [
     case(
         "WK-2x3",
         EMB + "weights:\n" + WQ + "  WK: [[1, 0, 0], [0, 1, 0]]\n" + WV,
-        "model.yaml: weights.WK: expected 2 × 2 (d_model × d_k, d_k from WQ), got 2 × 3",
+        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 1·2, d_k from WQ), "
+        "got 2 × 3",
     ),
     case(
         "WQ-3x2",
         EMB + "weights:\n  WQ: [[1, 0], [0, 1], [1, 1]]\n" + WK + WV,
-        "model.yaml: weights.WQ: expected 2 × any (d_model × d_k, d_model from the embeddings), "
-        "got 3 × 2",
+        "model.yaml: weights.WQ: expected 2 rows (d_model, the embeddings' length), got 3 × 2",
     ),
     case(
         "WV-1x2",
         EMB + "weights:\n" + WQ + WK + "  WV: [[0, 1]]\n",
-        "model.yaml: weights.WV: expected 2 × any (d_model × d_v), got 1 × 2",
+        "model.yaml: weights.WV: expected 2 rows (d_model, the embeddings' length), got 1 × 2",
     ),
     case(
         "WQ-a-flat-list",
@@ -732,39 +728,100 @@ REJECTED = [
         args=("cat", "--step", "--json"),
     ),
     # --- fields this version knows but does not compute yet
-    case("heads-2", GOOD + "heads: 2\n", f"model.yaml: heads: {NOT_YET}: expected 1, got 2"),
+    # --- the attention block: heads, K/V heads, WO, causal, context, positions
+    case(
+        "heads-not-dividing-WQ",
+        GOOD + "heads: 3\n",
+        "model.yaml: weights.WQ: expected a number of columns divisible by heads (3), got 2 × 2",
+    ),
+    case(
+        "heads-zero",
+        GOOD + "heads: 0\n",
+        "model.yaml: heads: expected a whole number ≥ 1, got 0",
+    ),
     case(
         "heads-true",
         GOOD + "heads: true\n",
-        f"model.yaml: heads: {NOT_YET}: expected 1, got a boolean (true)",
+        "model.yaml: heads: expected a whole number ≥ 1, got a boolean (true)",
     ),
     case(
-        "kv_heads-2", GOOD + "kv_heads: 2\n", f"model.yaml: kv_heads: {NOT_YET}: expected 1, got 2"
+        "kv_heads-not-dividing-heads",
+        EMB + "weights:\n  WQ: [[1, 0, 0], [0, 1, 0]]\n  WK: [[1, 0], [0, 1]]\n"
+        "  WV: [[1, 0], [0, 1]]\nheads: 3\nkv_heads: 2\n",
+        "model.yaml: kv_heads: each K/V head serves the same number of query heads: "
+        "expected a divisor of heads (3): 1, 3, got 2",
     ),
     case(
-        "causal-true",
-        GOOD + "causal: true\n",
-        f"model.yaml: causal: {NOT_YET}: expected false, got a boolean (true)",
+        "kv_heads-more-than-heads",
+        GOOD + "kv_heads: 2\n",
+        "model.yaml: kv_heads: each K/V head serves the same number of query heads: "
+        "expected a divisor of heads (1): 1, got 2",
+    ),
+    case(
+        "WK-width-not-kv_heads-times-d_k",
+        EMB + "weights:\n  WQ: [[1, 0], [0, 1]]\n  WK: [[1], [0]]\n  WV: [[1], [0]]\n"
+        "heads: 2\nkv_heads: 2\n",
+        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 2·1, d_k from WQ), "
+        "got 2 × 1",
+    ),
+    case(
+        "WV-width-not-divisible-by-kv_heads",
+        EMB + "weights:\n  WQ: [[1, 0], [0, 1]]\n  WK: [[1, 0], [0, 1]]\n"
+        "  WV: [[1, 0, 0], [0, 1, 0]]\nheads: 2\n",
+        "model.yaml: weights.WV: expected a number of columns divisible by kv_heads (2), got 2 × 3",
+    ),
+    case(
+        "WO-wrong-shape",
+        GOOD + "  WO: [[1, 0, 0], [0, 1, 0]]\n",
+        "model.yaml: weights.WO: expected 2 × 2 (heads·d_v × d_model = 1·2 × 2), got 2 × 3",
+    ),
+    case(
+        "causal-with-context",
+        EMB + "  le: [1, 0]\n" + W + "causal: true\ncontext: le\n",
+        "model.yaml: causal: a causal mask hides later tokens of the same sequence; with a "
+        "context (cross-attention) every query sees every context token: expected false with "
+        "context, got true",
+    ),
+    case(
+        "causal-flag-with-context",
+        EMB + "  le: [1, 0]\n" + W + "context: le\n",
+        "model.yaml: causal: a causal mask hides later tokens of the same sequence; with a "
+        "context (cross-attention) every query sees every context token: expected false with "
+        "context, got true",
+        args=with_file("--causal"),
     ),
     case(
         "causal-yes-is-a-string",
         GOOD + "causal: yes\n",
-        f"model.yaml: causal: {NOT_YET}: expected false, got a string 'yes'",
+        "model.yaml: causal: expected true or false, got a string 'yes'",
     ),
     case(
-        "positions-sinusoidal",
-        GOOD + "positions: sinusoidal\n",
-        f"model.yaml: positions: {NOT_YET}: expected \"none\" or null, got a string 'sinusoidal'",
-    ),
-    case(
-        "context-sentence",
+        "context-unknown-tokens",
         GOOD + "context: le chat\n",
-        f"model.yaml: context: {NOT_YET}: expected null, got a string 'le chat'",
+        "model.yaml: context: unknown tokens 'le', 'chat' (vocabulary: cat, eats, fish)",
     ),
     case(
-        "WO",
-        GOOD + "  WO: [[1, 0], [0, 1]]\n",
-        f"model.yaml: weights.WO: {NOT_YET}: expected no WO, got a list of 2 items",
+        "context-flag-empty",
+        GOOD,
+        "--context: empty context: expected at least one token, got '  '",
+        args=with_file("--context", "  "),
+    ),
+    case(
+        "positions-unknown-kind",
+        GOOD + "positions: rotary\n",
+        "model.yaml: positions: expected none, sinusoidal, or a list of position vectors, "
+        "got a string 'rotary'",
+    ),
+    case(
+        "positions-too-few",
+        GOOD + "positions: [[0, 0], [1, 1]]\n",
+        "model.yaml: positions: expected at least 3 position vectors (one per token of the "
+        "sentence), got 2",
+    ),
+    case(
+        "positions-wrong-width",
+        GOOD + "positions: [[0, 0, 0], [1, 1, 1], [2, 2, 2]]\n",
+        "model.yaml: positions: expected vectors of 2 numbers (d_model), got 3 × 3",
     ),
     # --- arithmetic that overflows float64: exit 2, never NaN, never a traceback
     case(

@@ -66,6 +66,7 @@ def test_json_is_the_whole_trace_at_full_precision() -> None:
         "heads": 1,
         "kv_heads": 1,
         "causal": False,
+        "positions": "none",
     }
     assert document["tokens"] == ["cat", "eats", "fish"]
     assert document["context_tokens"] is None
@@ -125,10 +126,13 @@ def test_samples_lists_every_sample() -> None:
     result = invoke("samples", columns=120)
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert [line.split()[0] for line in lines[::2]] == ["cat-eats-fish", "it-animal", "the-cat-sat"]
+    assert [line.split()[0] for line in lines[::2]] == [
+        "cat-eats-fish", "causal", "cross", "gqa", "it-animal", "positions", "the-cat-sat",
+        "two-heads",
+    ]  # fmt: skip
     assert lines[0].endswith('"cat eats fish"  (also cat-eats-fish.json)')
     assert lines[1] == "    The worked example: identity WQ/WK, WV swaps the two dimensions."
-    assert "d_model 6" in lines[2]
+    assert "d_model 6" in lines[8]
 
 
 @pytest.mark.parametrize("name", ["it-animal", "the-cat-sat", "cat-eats-fish.json"])

@@ -12,7 +12,7 @@ from helpers import invoke
 from naive import naive_attention
 
 from attntrace import InputError, trace_attention
-from attntrace.attention import trace_head
+from attntrace.attention import trace_block
 from attntrace.focus import focus_row, resolve_focus
 from attntrace.render.focus import products, short, vector
 from attntrace.spec import ModelSpec
@@ -36,7 +36,7 @@ def random_trace(seed: int) -> tuple[Trace, dict[str, list[list[float]]]]:
         model.WK.tolist(),
         model.WV.tolist(),
     )
-    return trace_head(model, tokens), expected
+    return trace_block(model, tokens), expected
 
 
 @pytest.mark.parametrize("seed", range(10))

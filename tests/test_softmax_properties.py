@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from naive import naive_softmax_row
 
-from attntrace.attention import trace_head
+from attntrace.attention import trace_block
 from attntrace.ops import softmax
 from attntrace.spec import ModelSpec
 
@@ -75,7 +75,7 @@ def test_attention_output_rows_are_convex_combinations_of_values(
 ) -> None:
     x, wq, wk, wv = parts
     model = ModelSpec({f"t{i}": row for i, row in enumerate(x)}, wq, wk, wv)
-    trace = trace_head(model, ["t0", "t1", "t2", "t3"])
+    trace = trace_block(model, ["t0", "t1", "t2", "t3"])
     v, out = trace["V"].data, trace["output"].data
     assert np.all(out <= v.max(axis=0) + 1e-9)
     assert np.all(out >= v.min(axis=0) - 1e-9)

@@ -155,7 +155,7 @@ def test_render_steps_and_stdin(tmp_path: Path) -> None:
          "t.json: stages[2].data[0][0]: expected a finite number, got an integer of 1329 "
          "bits (too large for float64)"),
         (lambda d: d.__setitem__("stages", d["stages"][:6]),
-         "t.json: stages: expected the stages X, Q, K, V, scores, scaled, softmax, output, "
+         "t.json: stages: expected the stages Q, K, V, scores, scaled, softmax, output, "
          "got no softmax, output"),
         (lambda d: d["model"].__setitem__("d_k", 0),
          "t.json: model.d_k: expected a whole number ≥ 1, got 0"),

@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.segment import Segment
 from rich.text import Text
 
-from attntrace.render.tables import StageTable, View, header
+from attntrace.render.tables import StageTable, View, block_notes, header
 from attntrace.trace import Stage, Trace
 
 _GAP = 3
@@ -66,7 +66,7 @@ class Packed:
 def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
     """The header, then every stage and the weights, packed to the width."""
     yield header(trace)
-    yield Text(" ".join(trace.tokens))
+    yield from block_notes(trace)
     yield Text("")
     yield Packed([compact(stage, view) for stage in trace.stages])
     if trace.weights:

@@ -84,7 +84,7 @@ def show_stage(
     )
     console.print(
         Panel(
-            Text.assemble(title(stage), "\n", (shape_equation(stage, trace), "cyan")),
+            Text.assemble(title(stage, trace.model), "\n", (shape_equation(stage, trace), "cyan")),
             expand=False,
         )
     )

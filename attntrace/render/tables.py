@@ -26,7 +26,7 @@ from attntrace.render.numbers import (
     format_number,
     visible_indices,
 )
-from attntrace.trace import Stage, Trace
+from attntrace.trace import ModelInfo, Stage, Trace
 
 DEFAULT_PRECISION = 4
 DEFAULT_MAX_ROWS = 20
@@ -49,14 +49,30 @@ class View:
 DEFAULT_VIEW = View()
 
 
-def title(stage: Stage) -> Text:
-    """``Q = X · WQ   [3 × 2]``: the stage's formula and its shape."""
+def title(stage: Stage, model: ModelInfo | None = None) -> Text:
+    """``Q = X · WQ   [3 × 2]  head 1 · K/V head 0``: formula, shape, and whose it is.
+
+    The head is named wherever the model has more than one, and the K/V head wherever
+    query heads share them (GQA, MQA), so a reader knows which slice is on screen.
+    """
     rows, cols = stage.shape
-    head = f"  (head {stage.head})" if stage.head is not None and stage.head > 0 else ""
     text = Text()
     text.append(stage.formula, style="bold")
-    text.append(f"   [{rows} × {cols}]{head}", style="cyan")
+    text.append(f"   [{rows} × {cols}]", style="cyan")
+    text.append(head_label(stage, model), style="bold yellow")
     return text
+
+
+def head_label(stage: Stage, model: ModelInfo | None) -> str:
+    """``  head 1 · K/V head 0``, or '' for a one-head model and shared stages."""
+    if model is None or (model.heads == 1 and model.kv_heads == 1):
+        return ""
+    parts = []
+    if stage.head is not None:
+        parts.append(f"head {stage.head}")
+    if stage.kv_head is not None and (model.group > 1 or stage.head is None):
+        parts.append(f"K/V head {stage.kv_head}")
+    return "  " + " · ".join(parts) if parts else ""
 
 
 @dataclass(frozen=True)
@@ -215,32 +231,63 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     parts: list[RenderableType] = []
     weight = trace.weight_for(stage)
     if weight is not None:
-        parts += [title(weight), StageTable(weight, view), Text("")]
-    stacked = Group(*parts, title(stage), StageTable(stage, view))
+        parts += [title(weight, trace.model), StageTable(weight, view), Text("")]
+    stacked = Group(*parts, title(stage, trace.model), StageTable(stage, view))
     pair = operands(stage, trace)
     if pair is None:
         return stacked
-    return Equation(title(stage), pair[0], pair[1], stage, view, fallback=stacked)
+    return Equation(title(stage, trace.model), pair[0], pair[1], stage, view, fallback=stacked)
 
 
 def header(trace: Trace) -> Text:
-    """The trace's first line: model name, sentence length and sizes."""
+    """The trace's first line: model name, sentence length, sizes and what kind of block."""
     model = trace.model
     count = len(trace.tokens)
     text = Text()
     text.append(model.name, style="bold magenta")
-    text.append(
-        f" · {count} token{'' if count == 1 else 's'} · d_model {model.d_model}"
-        f" · d_k {model.d_k} · d_v {model.d_v}",
-        style="dim",
-    )
+    facts = [f"{count} token{'' if count == 1 else 's'}", f"d_model {model.d_model}"]
+    if model.heads > 1:
+        facts.append(f"{model.heads} heads")
+    facts += [f"d_k {model.d_k}", f"d_v {model.d_v}"]
+    if model.kv_heads != model.heads:
+        kind = "MQA" if model.kv_heads == 1 else "GQA"
+        facts.append(f"{model.kv_heads} K/V head{'s' if model.kv_heads > 1 else ''} ({kind})")
+    if model.causal:
+        facts.append("causal")
+    if model.positions != "none":
+        facts.append(f"{model.positions} positions")
+    if trace.context_tokens is not None:
+        facts.append("cross-attention")
+    text.append(" · " + " · ".join(facts), style="dim")
     return text
+
+
+def block_notes(trace: Trace) -> list[Text]:
+    """Lines under the header that say how the block is wired: context, K/V sharing."""
+    model, notes = trace.model, []
+    if trace.context_tokens is not None:
+        notes.append(Text.assemble(("queries from: ", "dim"), " ".join(trace.tokens)))
+        notes.append(Text.assemble(("keys, values from the context: ", "dim"),
+                                   " ".join(trace.context_tokens)))  # fmt: skip
+    else:
+        notes.append(Text(" ".join(trace.tokens)))
+    if model.kv_heads != model.heads:
+        groups = "; ".join(
+            f"K/V head {g} serves query heads "
+            + ", ".join(str(h) for h in range(g * model.group, (g + 1) * model.group))
+            for g in range(model.kv_heads)
+        )
+        notes.append(Text(
+            f"{groups}. K and V (and a KV cache of them) are {model.group}× smaller than "
+            f"with {model.heads} full heads.", style="dim",
+        ))  # fmt: skip
+    return notes
 
 
 def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Group | Text]:
     """Every stage of ``trace``, in order, each a titled table, for ``console.print``."""
     yield header(trace)
-    yield Text(" ".join(trace.tokens))
+    yield from block_notes(trace)
     for stage in trace:
         yield Text("")
         yield stage_block(stage, trace, view)
