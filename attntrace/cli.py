@@ -160,7 +160,11 @@ def show(trace: Trace, how: Presentation) -> None:
     from attntrace.focus import focus_row
 
     try:  # a bad token is an input error before anything prints
-        focus = focus_row(trace, how.focus) if how.focus is not None else None
+        focus = (
+            tuple(focus_row(trace, how.focus, head=h) for h in range(trace.model.heads))
+            if how.focus is not None
+            else None
+        )
     except InputError as error:
         fail(error)
     console = stdout_console(record=how.export is not None)
@@ -176,7 +180,9 @@ def show(trace: Trace, how: Presentation) -> None:
         save_export(console, how.export)
 
 
-def walk_steps(console: Console, trace: Trace, how: Presentation, focus: Focus | None) -> None:
+def walk_steps(
+    console: Console, trace: Trace, how: Presentation, focus: tuple[Focus, ...] | None
+) -> None:
     from rich.console import Console
 
     from attntrace.render.step import run_steps

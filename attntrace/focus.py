@@ -35,11 +35,19 @@ class DotProduct:
 
 @dataclass(frozen=True)
 class SoftmaxRow:
-    """One key's line in the softmax table: scaled score, minus the row max, exp, share."""
+    """One key's line in the softmax table: its input, minus the row max, exp, share.
+
+    ``scaled`` is softmax's input: the scaled score, or −∞ where a causal mask hides it.
+    """
 
     key: str
     scaled: float
-    shifted: float  # scaled − row max
+    shifted: float  # scaled − row max (−∞ for a masked key)
+
+    @property
+    def masked(self) -> bool:
+        return self.scaled == -math.inf
+
     exp: float  # exp(shifted)
     weight: float  # the trace's softmax[i, j] = exp / Σ exp
 
@@ -66,6 +74,7 @@ class Focus:
     label: str  # the token as the tables label it: fish, or fish#4 where it repeats
     note: str  # which occurrence, where the token repeats; else ""
     d_k: int
+    head: int | None  # the head shown, where the model has several
     dots: tuple[DotProduct, ...]
     softmax: tuple[SoftmaxRow, ...]
     exp_sum: float
@@ -119,17 +128,23 @@ def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
     )
 
 
-def focus_row(trace: Trace, which: str) -> Focus:
-    """Break row ``which`` of ``trace`` (see :func:`resolve_focus`) into hand arithmetic."""
+def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
+    """Break row ``which`` of ``head`` (see :func:`resolve_focus`) into hand arithmetic.
+
+    Softmax's input is what it was really applied to: the masked row under a causal
+    mask, where a later key's −∞ gives exp 0 and weight 0.
+    """
     index, note = resolve_focus(trace, which)
-    keys = unique_labels(trace["scores"].cols)  # fish#0, fish#4: as the tables label them
-    q = trace["Q"].data[index]
-    k = trace["K"].data
-    v = trace["V"].data
-    scores = trace["scores"].data[index]
-    scaled = trace["scaled"].data[index]
-    weights = trace["softmax"].data[index]
-    shifted = scaled - scaled.max()
+
+    def row(name: str) -> np.ndarray:
+        return trace.stage(name, head=head).data
+
+    keys = unique_labels(trace.stage("scores", head=head).cols)  # as the tables label them
+    q, k, v = row("Q")[index], row("K"), row("V")
+    scores = row("scores")[index]
+    inputs = trace.softmax_input(head).data[index]  # scaled, or masked under a causal mask
+    weights = row("softmax")[index]
+    shifted = inputs - inputs.max()
     exps = np.exp(shifted)
     return Focus(
         index=index,
@@ -137,19 +152,20 @@ def focus_row(trace: Trace, which: str) -> Focus:
         label=unique_labels(trace.tokens)[index],
         note=note,
         d_k=trace.model.d_k,
+        head=head if trace.model.heads > 1 else None,
         dots=tuple(
             DotProduct(key, _floats(q), _floats(k[j]), float(scores[j]))
             for j, key in enumerate(keys)
         ),
         softmax=tuple(
-            SoftmaxRow(key, float(scaled[j]), float(shifted[j]), float(exps[j]), float(weights[j]))
+            SoftmaxRow(key, float(inputs[j]), float(shifted[j]), float(exps[j]), float(weights[j]))
             for j, key in enumerate(keys)
         ),
         exp_sum=float(exps.sum()),
         terms=tuple(
             WeightedValue(key, float(weights[j]), _floats(v[j])) for j, key in enumerate(keys)
         ),
-        output=_floats(trace["output"].data[index]),
+        output=_floats(row("output")[index]),
     )
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from attntrace.labels import unique_labels
@@ -21,6 +23,7 @@ DEFAULT_TOP = 3
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _MAX_BAR = 24
 _MIN_BAR = 4
+_PACKED_BAR = 10
 
 
 def bar(weight: float, full: int) -> str:
@@ -32,42 +35,74 @@ def bar(weight: float, full: int) -> str:
 
 @dataclass(frozen=True)
 class AttentionMap:
-    """The softmax stage drawn as one line of bars per query token."""
+    """The softmax stage drawn as one line of bars per query token.
+
+    ``masked`` (from a causal mask) marks keys a query cannot see: they are never listed
+    among its top keys, even where few keys remain.
+    """
 
     weights: Stage
     top: int = DEFAULT_TOP
     precision: int = 2
+    masked: npt.NDArray[np.bool_] | None = None
+
+    def _ranked(self) -> npt.NDArray[np.intp]:
+        """Per query, keys by weight, largest first; masked keys last."""
+        data = (
+            np.where(self.masked, -1.0, self.weights.data)
+            if self.masked is not None
+            else (self.weights.data)
+        )
+        return np.argsort(-data, axis=1, kind="stable")
+
+    def _visible(self, i: int, ranked: npt.NDArray[np.intp], top: int) -> list[int]:
+        keys = [int(j) for j in ranked[i, :top]]
+        return [j for j in keys if self.masked is None or not self.masked[i, j]]
+
+    def _line_width(self, top: int, bar_width: int) -> int:
+        """query, " → ", then per key: name, weight, bar, separators."""
+        queries = unique_labels(self.weights.rows)
+        keys = unique_labels(self.weights.cols)
+        ranked = self._ranked()
+        key_width = max(len(keys[j]) for j in np.unique(ranked[:, :top]))
+        number_width = len(f"{1:.{self.precision}f}")
+        return max(len(q) for q in queries) + 3 + top * (key_width + number_width + bar_width + 4)
+
+    def _asked(self) -> int:
+        return max(1, min(self.top, len(self.weights.cols)))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """Compact bars (_PACKED_BAR cells) when placed beside other maps."""
+        widest = min(options.max_width, self._line_width(self._asked(), _PACKED_BAR))
+        return Measurement(min(widest, self._line_width(1, _MIN_BAR)), widest)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         data = self.weights.data
         queries = unique_labels(self.weights.rows)
         keys = unique_labels(self.weights.cols)
-        asked = max(1, min(self.top, len(keys)))
-        ranked = np.argsort(-data, axis=1, kind="stable")
+        asked = self._asked()
+        ranked = self._ranked()
+        # As many of the asked-for keys as fit; the map says when some had to go.
+        top = next(
+            (t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= options.max_width),
+            1,
+        )
         query_width = max(len(q) for q in queries)
+        key_width = max(len(keys[j]) for j in np.unique(ranked[:, :top]))
         number_width = len(f"{1:.{self.precision}f}")
-
-        def line_width(top: int) -> int:
-            """query, " → ", then per key: name, weight, bar of _MIN_BAR, separators."""
-            key_width = max(len(keys[j]) for j in np.unique(ranked[:, :top]))
-            return query_width + 3 + top * (key_width + number_width + _MIN_BAR + 4)
-
-        # As many of the asked-for keys as fit; the line says when some had to go.
-        top = next((t for t in range(asked, 0, -1) if line_width(t) <= options.max_width), 1)
-        order = ranked[:, :top]
-        key_width = max(len(keys[j]) for j in np.unique(order))
         fixed = query_width + 3 + top * (key_width + number_width + 4)
         full = max(_MIN_BAR, min(_MAX_BAR, (options.max_width - fixed) // top))
         for i, query in enumerate(queries):
             line = Text(no_wrap=True, overflow="ellipsis")
             line.append(f"{query:<{query_width}}", style="bold")
             line.append(" → ")
-            for rank, j in enumerate(order[i]):
+            shown = self._visible(i, ranked, top)
+            for rank, j in enumerate(shown):
                 weight = float(data[i, j])
                 line.append(f"{keys[j]:<{key_width}} ", style="bold" if rank == 0 else "")
                 line.append(f"{weight:.{self.precision}f}", style="cyan")
                 drawn = bar(weight, full)
-                if rank < top - 1:
+                if rank < len(shown) - 1:
                     line.append(" " + drawn.ljust(full) + "  ", style="magenta")
                 elif drawn:
                     line.append(" " + drawn, style="magenta")

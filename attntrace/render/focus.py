@@ -110,6 +110,8 @@ def dot_section(focus: Focus, view: View) -> Group:
         name = f"  {focus.label}·{dot.key:<{width}} = "
         vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
         result = f" = {short(dot.score, precision)}"
+        if focus.softmax[focus.dots.index(dot)].masked:
+            result += "  (masked: comes later)"
         terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2)]
         lines.append(
             Fitted(
@@ -133,10 +135,12 @@ def scale_section(focus: Focus, view: View) -> Group:
     ]
     width = max(len(focus.dots[j].key) for j in keys)
     for dot, row in ((focus.dots[j], focus.softmax[j]) for j in keys):
+        scaled = dot.score / focus.sqrt_dk
+        masked = "  → masked: −∞" if row.masked else ""
         lines.append(
             Text(
                 f"  {focus.label}·{dot.key:<{width}}: {short(dot.score, precision)} / {root}"
-                f" = {format_number(row.scaled, precision)}"
+                f" = {format_number(scaled, precision)}{masked}"
             )
         )
     return Group(*lines)
@@ -147,7 +151,8 @@ def softmax_section(focus: Focus, view: View) -> Group:
     precision, keys = view.precision, shown_keys(focus, view)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     # Folded, never cut: a narrow terminal wraps a number rather than hide its digits.
-    for header in ("key", "scaled", "− max", "exp", "share", "%"):
+    source = "masked" if any(row.masked for row in focus.softmax) else "scaled"
+    for header in ("key", source, "− max", "exp", "share", "%"):
         table.add_column(header, justify="left" if header == "key" else "right", overflow="fold")
     heaviest = max(row.weight for row in focus.softmax)
     for row in (focus.softmax[j] for j in keys):
@@ -171,7 +176,8 @@ def softmax_section(focus: Focus, view: View) -> Group:
         f"{format_number(focus.exp_sum, precision + 2)}",
         style="dim",
     )
-    title = heading("softmax", f"= exp(scaled − max) / sum, for {focus.label!r}")
+    source = "masked" if any(row.masked for row in focus.softmax) else "scaled"
+    title = heading("softmax", f"= exp({source} − max) / sum, for {focus.label!r}")
     return Group(title, table, explain, *_hidden(focus, keys))
 
 
@@ -231,7 +237,7 @@ SECTION_OF_STAGE: dict[str, SectionMaker] = {
 
 
 def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
-    """Every section, in stage order, under a line naming the row."""
+    """Every section, in stage order, under a line naming the row (and head)."""
     count = len(trace.tokens)
     title = Text.assemble(
         ("Focus: ", "bold magenta"),
@@ -239,6 +245,10 @@ def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
         f", position {focus.index} (counting from 0) of the {count} "
         f"token{'' if count == 1 else 's'} of {trace.model.name}",
     )
+    if focus.head is not None:
+        group = trace.model.group
+        kv = f" (reads K/V head {focus.head // group})" if group > 1 else ""
+        title.append(f" · head {focus.head}{kv}", style="bold yellow")
     parts: list[RenderableType] = [title]
     if focus.note:
         parts.append(Text(focus.note, style="yellow"))

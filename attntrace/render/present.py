@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.console import RenderableType
+import numpy as np
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.errors import InputError
@@ -92,19 +93,52 @@ class Presentation:
         )
 
 
-def renderables(trace: Trace, how: Presentation, focus: Focus | None) -> Iterator[RenderableType]:
-    """The chosen view of ``trace``, for ``console.print`` one after another."""
+def renderables(
+    trace: Trace, how: Presentation, focus: tuple[Focus, ...] | None
+) -> Iterator[RenderableType]:
+    """The chosen view of ``trace``, for ``console.print`` one after another.
+
+    ``focus`` holds the focused row of each head, head 0 first.
+    """
     if focus is not None:
         from attntrace.render.focus import focus_panel
 
-        yield focus_panel(focus, trace, how.view)
+        for head, row in enumerate(focus):
+            if head:
+                yield Text("")
+            yield focus_panel(row, trace, how.view)
     elif how.map:
         yield header(trace)
         yield Text("Where each token looks: its top keys by attention weight", style="dim")
-        yield AttentionMap(trace["softmax"], top=how.top, precision=how.map_precision)
+        yield from attention_maps(trace, how)
     elif how.overview:
         from attntrace.render.overview import overview
 
         yield from overview(trace, how.view)
     else:
         yield from render_trace(trace, how.view)
+
+
+def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
+    """One map per head, side by side where the width allows (a causal mask's hidden
+    keys are never listed)."""
+    maps: list[RenderableType] = []
+    for head in range(trace.model.heads):
+        masked = None
+        if trace.model.causal:
+            masked = np.isneginf(trace.stage("masked", head=head).data)
+        drawn = AttentionMap(trace.stage("softmax", head=head), top=how.top,
+                             precision=how.map_precision, masked=masked)  # fmt: skip
+        if trace.model.heads == 1:
+            yield drawn
+            return
+        label = Text(f"head {head}" + head_label_suffix(trace, head), style="bold yellow")
+        maps.append(Group(label, drawn))
+    from attntrace.render.overview import Packed
+
+    yield Packed(maps)
+
+
+def head_label_suffix(trace: Trace, head: int) -> str:
+    group = trace.model.group
+    return f" · K/V head {head // group}" if group > 1 else ""

@@ -68,7 +68,11 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
 
 
 def show_stage(
-    console: Console, trace: Trace, index: int, view: View, focus: Focus | None = None
+    console: Console,
+    trace: Trace,
+    index: int,
+    view: View,
+    focus: tuple[Focus, ...] | None = None,
 ) -> None:
     stage = trace.stages[index]
     if console.is_terminal:
@@ -95,7 +99,7 @@ def show_stage(
     console.print()
     section = SECTION_OF_STAGE.get(stage.name)
     if focus is not None and section is not None:  # the arithmetic behind the focus row
-        console.print(section(focus, view))
+        console.print(section(focus[stage.head or 0], view))
         console.print()
 
 
@@ -107,7 +111,7 @@ def run_steps(
     *,
     echo: bool = False,
     prompt_console: Console | None = None,
-    focus: Focus | None = None,
+    focus: tuple[Focus, ...] | None = None,
 ) -> None:
     """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends.
 
