@@ -7,6 +7,7 @@ number is computed, so a test compares two implementations, not the code with it
 from __future__ import annotations
 
 import math
+from typing import Any
 
 Rows = list[list[float]]
 
@@ -23,7 +24,7 @@ def transpose(a: Rows) -> Rows:
 
 def naive_softmax_row(row: list[float]) -> list[float]:
     top = max(row)
-    exps = [math.exp(x - top) for x in row]
+    exps = [0.0 if x == -math.inf else math.exp(x - top) for x in row]
     total = math.fsum(exps)
     return [e / total for e in exps]
 
@@ -51,3 +52,55 @@ def naive_attention(x: Rows, wq: Rows, wk: Rows, wv: Rows) -> dict[str, Rows]:
         "softmax": weights,
         "output": output,
     }
+
+
+def naive_block(
+    x: Rows,
+    wq: Rows,
+    wk: Rows,
+    wv: Rows,
+    *,
+    heads: int = 1,
+    kv_heads: int | None = None,
+    causal: bool = False,
+    context: Rows | None = None,
+    wo: Rows | None = None,
+) -> dict[str, Any]:
+    """A whole attention block by the paper's formulas, head by head, with loops.
+
+    Returns per-head lists under "Q", "K", ..., "masked", "softmax", "output" (index =
+    head), and "concat" / "projected". Masked cells are -inf before softmax, 0 after.
+    """
+    kv_heads = heads if kv_heads is None else kv_heads
+    keys_in = x if context is None else context
+    d_k = len(wq[0]) // heads
+    d_v = len(wv[0]) // kv_heads
+    n, m = len(x), len(keys_in)
+    names = ("Q", "K", "V", "scores", "scaled", "masked", "softmax", "output")
+    result: dict[str, Any] = {name: [] for name in names}
+    for h in range(heads):
+        g = h // (heads // kv_heads)  # the K/V head that query head h reads
+        q = [row[h * d_k : (h + 1) * d_k] for row in matmul(x, wq)]
+        k = [row[g * d_k : (g + 1) * d_k] for row in matmul(keys_in, wk)]
+        v = [row[g * d_v : (g + 1) * d_v] for row in matmul(keys_in, wv)]
+        scores = [
+            [sum(a * b for a, b in zip(q[i], k[j], strict=True)) for j in range(m)]
+            for i in range(n)
+        ]
+        scaled = [[s / math.sqrt(d_k) for s in row] for row in scores]
+        masked = scaled
+        if causal:  # query i sees keys 0..i (+ m - n when keys outnumber queries)
+            masked = [
+                [s if j <= i + (m - n) else -math.inf for j, s in enumerate(row)]
+                for i, row in enumerate(scaled)
+            ]
+        weights = [naive_softmax_row(row) for row in masked]
+        output = [
+            [sum(weights[i][j] * v[j][c] for j in range(m)) for c in range(d_v)] for i in range(n)
+        ]
+        stages = (q, k, v, scores, scaled, masked, weights, output)
+        for name, value in zip(names, stages, strict=True):
+            result[name].append(value)
+    result["concat"] = [[c for h in range(heads) for c in result["output"][h][i]] for i in range(n)]
+    result["projected"] = matmul(result["concat"], wo) if wo is not None else None
+    return result

@@ -18,13 +18,14 @@ from rich.text import Text
 from attntrace.explain import paragraph, shape_equation
 from attntrace.focus import Focus
 from attntrace.render.focus import SECTION_OF_STAGE
-from attntrace.render.tables import DEFAULT_VIEW, View, stage_body, title
+from attntrace.render.tables import DEFAULT_VIEW, View, head_label, stage_body, title
 from attntrace.trace import Trace
 
 HELP = (
     "Enter or n: next stage · b: back · 1-{last} or a stage name ({names}): jump · "
     "q: quit · ?: this help"
 )
+HEAD_HELP = " · h: the same stage of the next head · h N: of head N (0-{last_head})"
 
 ReadLine = Callable[[], "str | None"]
 
@@ -39,10 +40,23 @@ class Move:
     error: str | None = None
 
 
+def help_text(trace: Trace) -> str:
+    text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
+    if trace.model.heads > 1:
+        text += HEAD_HELP.format(last_head=trace.model.heads - 1)
+    return text
+
+
 def interpret(line: str, current: int, trace: Trace) -> Move:
-    """Turn one typed line into a :class:`Move` from stage ``current`` (0-based)."""
+    """Turn one typed line into a :class:`Move` from stage ``current`` (0-based).
+
+    A stage name jumps to that stage of the head on screen where it has one, so a
+    reader can follow one head through Q, K, V, scores ... without counting stages.
+    """
     key = line.strip()
     last = len(trace) - 1
+    stages = trace.stages
+    here = stages[current]
     if key in ("", "n"):
         return Move(quit=True) if current == last else Move(index=current + 1)
     if key == "b":
@@ -51,20 +65,38 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
         return Move(index=current - 1)
     if key == "q":
         return Move(quit=True)
-    if key in ("?", "h", "help"):
+    if key in ("?", "help"):
         return Move(help=True)
+    if key == "h" or re.fullmatch(r"h\s*[0-9]+", key):
+        return _other_head(key, current, trace)
     if re.fullmatch(r"[0-9]+", key):
         number = int(key)
         if 1 <= number <= len(trace):
             return Move(index=number - 1)
         return Move(error=f"no stage {number}: stages are numbered 1 to {len(trace)}")
     names = trace.names
-    if key in names:
-        return Move(index=names.index(key))
-    folded = [i for i, name in enumerate(names) if name.lower() == key.lower()]
-    if len(folded) == 1:
-        return Move(index=folded[0])
+    exact = [i for i, name in enumerate(names) if name == key]
+    matches = exact or [i for i, name in enumerate(names) if name.lower() == key.lower()]
+    if len({names[i] for i in matches}) == 1:
+        same_head = [i for i in matches if stages[i].head == here.head]
+        return Move(index=(same_head or matches)[0])
     return Move(error=f"unknown key {key!r}: type ? for help")
+
+
+def _other_head(key: str, current: int, trace: Trace) -> Move:
+    """``h``: this stage of the next head (wrapping); ``h N``: of head N."""
+    heads, here = trace.model.heads, trace.stages[current]
+    if here.head is None:
+        return Move(error=f"{here.name} is shared by all heads: go to a head's stage first")
+    if heads == 1:
+        return Move(error="this model has one head")
+    target = (here.head + 1) % heads if key == "h" else int(key[1:].strip())
+    if not 0 <= target < heads:
+        return Move(error=f"no head {target}: heads are 0 to {heads - 1}")
+    for i, stage in enumerate(trace.stages):
+        if stage.name == here.name and stage.head == target:
+            return Move(index=i)
+    return Move(error=f"head {target} has no {here.name} stage")
 
 
 def show_stage(
@@ -83,6 +115,7 @@ def show_stage(
         Text.assemble(
             (f"Stage {index + 1} of {len(trace)} · ", "dim"),
             (stage.name, "bold magenta"),
+            (head_label(stage, trace.model), "bold yellow"),
             (f"   {trace.model.name}: {' '.join(trace.tokens)}", "dim"),
         )
     )
@@ -123,7 +156,7 @@ def run_steps(
     """
     talk = prompt_console or console
 
-    help_text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
+    usage = help_text(trace)
     index = 0
     show_stage(console, trace, index, view, focus)
     while True:
@@ -139,7 +172,7 @@ def run_steps(
         if move.quit:
             return
         if move.help:
-            talk.print(Text(help_text))
+            talk.print(Text(usage))
         elif move.error:
             talk.print(Text(move.error, style="yellow"))
         elif move.index is not None:
