@@ -37,6 +37,14 @@ CASES = {
     "softmax-overflow-80": (("softmax", "800", "799", "-1.5"), 80, None),
     "map-it-animal-80": (("run", "-s", "it-animal", "--map"), 80, None),
     "overview-100": (("run", "--overview"), 100, None),
+    "run-two-heads-80": (("run", "-s", "two-heads"), 80, None),
+    "run-gqa-160": (("run", "-s", "gqa", "--precision", "2"), 160, None),
+    "run-causal-80": (("run", "-s", "causal"), 80, None),
+    "run-cross-100": (("run", "-s", "cross"), 100, None),
+    "run-positions-80": (("run", "-s", "positions"), 80, None),
+    "focus-causal-cat-80": (("run", "-s", "causal", "--focus", "cat"), 80, None),
+    "map-gqa-80": (("run", "-s", "gqa", "--map"), 80, None),
+    "map-two-heads-160": (("run", "-s", "two-heads", "--map"), 160, None),
 }
 
 

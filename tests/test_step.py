@@ -12,8 +12,8 @@ from attntrace.render.step import Move, interpret
 
 
 def screens(output: str) -> list[str]:
-    """The stage names shown, in order, from 'Stage i of 8 · NAME' headers."""
-    return re.findall(r"Stage \d of 8 · (\S+)", output)
+    """The stage names shown, in order, from 'Stage i of N · NAME' headers."""
+    return re.findall(r"Stage \d+ of \d+ · (\S+)", output)
 
 
 @pytest.mark.parametrize(
@@ -83,3 +83,22 @@ def test_scaled_screen_shows_the_divisor_from_the_model() -> None:
 )
 def test_interpret(line: str, current: int, move: Move) -> None:
     assert interpret(line, current, trace_attention("cat eats fish")) == move
+
+
+def test_h_switches_head_and_names_keep_it() -> None:
+    keys = "scores\nh\nsoftmax\nh 0\nh 5\nX\nh\nq\n"
+    out = invoke("run", "-s", "two-heads", "--step", input=keys).stdout
+    shown = re.findall(r"Stage (\d+) of 17 · (\S+)(  head \d)?", out)
+    assert [(int(n), name, head.strip()) for n, name, head in shown] == [
+        (1, "X", ""),
+        (5, "scores", "head 0"),
+        (12, "scores", "head 1"),
+        (14, "softmax", "head 1"),  # the name keeps the head on screen
+        (7, "softmax", "head 0"),
+        (1, "X", ""),
+    ]
+    assert "no head 5: heads are 0 to 1" in out
+    assert "X is shared by all heads: go to a head's stage first" in out
+    shown_help = invoke("run", "-s", "two-heads", "--step", input="?\nq\n").stdout
+    words = " ".join(shown_help.split())  # the help wraps at 80 columns
+    assert "h: the same stage of the next head · h N: of head N (0-1)" in words

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke
+from helpers import invoke, load_valid_trace
 
 from attntrace.render.attention_map import bar
 
@@ -195,3 +195,37 @@ def test_views_that_do_not_mix(flags: list[str], message: str) -> None:
     result = invoke("run", *flags)
     assert result.exit_code == 2
     assert result.stderr == f"attntrace: error: {message}\n"
+
+
+@pytest.mark.parametrize("sample", ["two-heads", "gqa", "causal", "cross", "positions"])
+@pytest.mark.parametrize(
+    "flags", [[], ["--focus", "1"], ["--map"], ["--overview"]], ids=["tables", "focus", "map",
+                                                                    "overview"]
+)  # fmt: skip
+def test_render_replays_every_block_kind(sample: str, flags: list[str], tmp_path: Path) -> None:
+    saved = tmp_path / "trace.json"
+    saved.write_text(invoke("run", "-s", sample, "--json").stdout)
+    direct = invoke("run", "-s", sample, *flags, columns=120)
+    assert direct.exit_code == 0, direct.output
+    assert invoke("render", str(saved), *flags, columns=120).stdout == direct.stdout
+
+
+def test_masked_cells_are_null_in_json() -> None:
+    document = load_valid_trace(invoke("run", "-s", "causal", "--json").stdout)
+    masked = next(s for s in document["stages"] if s["name"] == "masked")
+    assert masked["data"][0][1:] == [None] * 5
+    assert masked["data"][5][5] is not None
+    weights = next(s for s in document["stages"] if s["name"] == "softmax")
+    assert weights["data"][0][1:] == [0.0] * 5
+    assert document["model"]["causal"] is True
+
+
+def test_gqa_json_names_heads_and_kv_heads() -> None:
+    document = load_valid_trace(invoke("run", "-s", "gqa", "--json").stdout)
+    keys = [(s["head"], s["kv_head"]) for s in document["stages"] if s["name"] == "K"]
+    assert keys == [(0, 0), (1, 0), (2, 1), (3, 1)]
+    assert [(w["name"], w["head"], w["kv_head"]) for w in document["weights"]] == [
+        ("WQ", 0, None), ("WQ", 1, None), ("WQ", 2, None), ("WQ", 3, None),
+        ("WK", None, 0), ("WK", None, 1), ("WV", None, 0), ("WV", None, 1),
+    ]  # fmt: skip
+    assert document["weights"][5]["cols"] == ["d1"]  # WK's column 1 is K/V head 1's

@@ -19,16 +19,23 @@ from rich.table import Table
 from rich.text import Text
 
 from attntrace.render.tables import StageTable, View
-from attntrace.trace import WEIGHT_OF_STAGE, Stage, Trace
+from attntrace.trace import Stage, Trace
 
 _UNLIMITED = 10**6
 
 
 def operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
     """The two matrices whose product ``stage`` is, or None for stages that are no product."""
-    if stage.name in WEIGHT_OF_STAGE:
+    if stage.name in ("Q", "K", "V"):
         weight = trace.weight_for(stage)
-        return None if weight is None else (trace.stage("X"), weight)
+        cross = stage.name != "Q" and trace.context_tokens is not None
+        source = trace.stage("X_context" if cross else "X")
+        return None if weight is None else (source, weight)
+    if stage.name == "projected":
+        weight = trace.weight_for(stage)
+        before = "concat" if trace.model.heads > 1 else "output"
+        return None if weight is None else (trace.stage(before, head=None if
+                                            trace.model.heads > 1 else 0), weight)  # fmt: skip
     if stage.name == "scores":
         keys = trace.stage("K", head=stage.head)
         transposed = Stage("Kᵀ", "Kᵀ", keys.cols, keys.rows, keys.data.T, head=stage.head)
