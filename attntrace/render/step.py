@@ -161,7 +161,8 @@ def run_steps(
     show_stage(console, trace, index, view, focus)
     while True:
         where = "last stage: Enter ends" if index == len(trace) - 1 else "Enter: next"
-        talk.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
+        heads = " · h next head" if trace.model.heads > 1 else ""
+        talk.print(f"[dim]({where} · b back{heads} · q quit · ? help)[/dim] > ", end="")
         line = read_line()
         if line is None:
             talk.print()
