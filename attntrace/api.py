@@ -36,7 +36,7 @@ def trace_attention(
     >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
     """
-    spec = _choose_model(config, sample, model)
+    spec = choose_model(config, sample, model)
     overrides: dict[str, Any] = {}
     if causal is not None:
         overrides["causal"] = causal
@@ -44,7 +44,7 @@ def trace_attention(
         overrides["context"] = context
     if overrides:  # checked again: --causal with a context is refused here
         spec = replace(spec, **overrides)
-    tokens = _tokens(sentence, spec.sentence, spec.source, "SENTENCE", "sentence")
+    tokens = sentence_tokens(sentence, spec)
     keys = None
     if spec.context is not None:
         from_file = context is None
@@ -58,7 +58,7 @@ def trace_attention(
         raise error.with_source(spec.source) if spec.source else error from None
 
 
-def _choose_model(
+def choose_model(
     config: str | Path | None, sample: str | None, model: ModelSpec | Mapping[str, Any] | None
 ) -> ModelSpec:
     from attntrace.model_file import load_model, model_from_document
@@ -77,6 +77,11 @@ def _choose_model(
         return load_model(config)
     name = sample or DEFAULT_SAMPLE
     return load_model(sample_path(name), source=f"sample {name}")
+
+
+def sentence_tokens(sentence: str | None, model: ModelSpec) -> list[str]:
+    """The tokens of ``sentence``, or of the model file's own sentence."""
+    return _tokens(sentence, model.sentence, model.source, "SENTENCE", "sentence")
 
 
 def _tokens(

@@ -371,6 +371,151 @@ def softmax(
         stdout_console().print(walkthrough(steps, precision))
 
 
+@app.command()
+def decode(
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE",
+            help="The sentence to decode token by token; default: the model file's.",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file."),
+    ] = None,
+    sample: Annotated[
+        str | None,
+        typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
+    ] = None,
+    step: Step = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Write every step's numbers as JSON.")
+    ] = False,
+    precision: Precision = None,
+    max_rows: MaxRows = 20,
+) -> None:
+    """Decode SENTENCE one token at a time through a KV cache, and compare with full
+    causal attention."""
+    from attntrace.api import choose_model, sentence_tokens
+    from attntrace.errors import InputError
+    from attntrace.kvcache import decode as run_decode
+
+    if step and as_json:
+        usage("--json writes every step for programs: it does not mix with --step")
+    if config is not None and sample is not None:
+        usage("--config and --sample both name a model: give one of them")
+    try:
+        model = choose_model(config, sample, None)
+        tokens = sentence_tokens(" ".join(words) if words else None, model)
+        result = run_decode(model, tokens)
+    except InputError as error:
+        fail(error)
+    if as_json:
+        from attntrace.serialize import decode_to_dict, plain_dumps
+
+        with quiet_pipe():
+            sys.stdout.write(plain_dumps(decode_to_dict(result)) + "\n")
+        return
+    from attntrace.render.decode import screens
+
+    pages = screens(result, presentation(precision=precision, max_rows=max_rows).view)
+    console = stdout_console()
+    with quiet_pipe():
+        if not step:
+            for index, page in enumerate(pages):
+                if index:
+                    console.print()
+                page(console)
+            return
+        from attntrace.render.step import page_through
+
+        try:
+            page_through(console, pages, _read_line, echo=not sys.stdin.isatty(),
+                         prompt_console=_prompt_console())  # fmt: skip
+        except KeyboardInterrupt:
+            sys.stdout.write("\n")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+@app.command("kv-cache")
+def kv_cache(
+    preset: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="A published model's shape (see the list without it)."),
+    ] = None,
+    layers: Annotated[int | None, typer.Option(metavar="N", help="Transformer layers.")] = None,
+    heads: Annotated[int | None, typer.Option(metavar="N", help="Query heads.")] = None,
+    kv_heads: Annotated[
+        int | None, typer.Option("--kv-heads", metavar="N", help="K/V heads (default: heads).")
+    ] = None,
+    head_dim: Annotated[
+        int | None, typer.Option("--head-dim", metavar="N", help="Width of one head.")
+    ] = None,
+    d_model: Annotated[
+        int | None,
+        typer.Option("--d-model", metavar="N", help="Instead of --head-dim: d_model / heads."),
+    ] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option(metavar="N", help="Tokens cached (default: the preset's context)."),
+    ] = None,
+    batch: Annotated[int, typer.Option(metavar="N", help="Sequences at once.")] = 1,
+    dtype: Annotated[str, typer.Option(metavar="TYPE", help="fp32, fp16, bf16 or int8.")] = "fp16",
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Write the numbers as JSON.")
+    ] = False,
+) -> None:
+    """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
+    from attntrace.errors import InputError
+    from attntrace.kv_memory import BYTES_PER_VALUE, explicit_shape, variants
+    from attntrace.kv_memory import preset as preset_shape
+
+    shape_flags = (layers, heads, kv_heads, head_dim, d_model)
+    try:
+        if preset is None and all(flag is None for flag in shape_flags):
+            from attntrace.render.kv_memory import presets_view
+
+            with quiet_pipe():
+                stdout_console().print(presets_view())
+            return
+        if preset is not None and any(flag is not None for flag in shape_flags):
+            raise InputError("--preset gives the model's shape: drop --layers, --heads, ...")
+        if dtype not in BYTES_PER_VALUE:
+            raise InputError(field="--dtype", expected=", ".join(BYTES_PER_VALUE),
+                             found=repr(dtype))  # fmt: skip
+        shape = (preset_shape(preset) if preset is not None
+                 else explicit_shape(layers, heads, kv_heads, head_dim, d_model))  # fmt: skip
+        count = tokens if tokens is not None else shape.context
+        if count is None:
+            raise InputError("give --tokens N: how many tokens the cache holds")
+        for flag, value in (("--tokens", count), ("--batch", batch)):
+            if value < 1:
+                raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
+    except InputError as error:
+        fail(error)
+    name = preset or "your model"
+    found = variants(shape, count, batch, dtype)
+    with quiet_pipe():
+        if as_json:
+            from attntrace.serialize import kv_memory_to_dict, plain_dumps
+
+            document = kv_memory_to_dict(name, shape, found, count, batch, dtype)
+            sys.stdout.write(plain_dumps(document) + "\n")
+            return
+        from attntrace.render.kv_memory import memory_view
+
+        stdout_console().print(memory_view(name, shape, found, count, batch, dtype))
+
+
+def _prompt_console() -> Console | None:
+    """stderr for prompts when the screens go to a file but a person types the keys."""
+    from rich.console import Console
+
+    return Console(stderr=True) if sys.stdin.isatty() and not sys.stdout.isatty() else None
+
+
 def _read_line() -> str | None:
     """One line of stdin without its newline, or None at end of input."""
     line = sys.stdin.readline()

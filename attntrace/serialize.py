@@ -12,6 +12,8 @@ import math
 from importlib import resources
 from typing import Any
 
+from attntrace.kv_memory import BYTES_PER_VALUE, Shape, Variant, human_bytes
+from attntrace.kvcache import Decode
 from attntrace.softmax_walk import SoftmaxWalk
 from attntrace.trace import Stage, Trace
 
@@ -108,3 +110,78 @@ def walk_to_dict(steps: SoftmaxWalk) -> dict[str, Any]:
 
 def walk_dumps(steps: SoftmaxWalk) -> str:
     return json.dumps(walk_to_dict(steps), allow_nan=False)
+
+
+DECODE_SCHEMA_ID = "attntrace/decode/v1"
+KV_MEMORY_SCHEMA_ID = "attntrace/kv-cache/v1"
+
+
+def _model_dict(trace: Trace) -> dict[str, Any]:
+    model: dict[str, Any] = trace_to_dict(trace)["model"]
+    return model
+
+
+def decode_to_dict(run: Decode) -> dict[str, Any]:
+    """Every decode step's numbers, the comparison with full causal attention, the costs."""
+    return {
+        "schema": DECODE_SCHEMA_ID,
+        "model": _model_dict(run.full),
+        "tokens": list(run.tokens),
+        "steps": [
+            {
+                "t": step.t,
+                "token": step.token,
+                "q": step.q.tolist(),
+                "k": step.k.tolist(),
+                "v": step.v.tolist(),
+                "cache_length": step.t + 1,
+                "scores": step.scores.tolist(),
+                "scaled": step.scaled.tolist(),
+                "weights": step.weights.tolist(),
+                "output": step.output.tolist(),
+                "projected": None if step.projected is None else step.projected.tolist(),
+                "multiply_adds": {
+                    "cached": step.costs.cached,
+                    "recomputed": step.costs.recomputed,
+                },
+                "cache_bytes": step.cache_bytes,
+            }
+            for step in run.steps
+        ],
+        "comparison": {"max_abs_delta": run.max_delta, "matches": run.max_delta <= 1e-12},
+        "totals": {"cached": run.total_cached, "recomputed": run.total_recomputed},
+    }
+
+
+def kv_memory_to_dict(
+    name: str, shape: Shape, variants: list[Variant], tokens: int, batch: int, dtype: str
+) -> dict[str, Any]:
+    return {
+        "schema": KV_MEMORY_SCHEMA_ID,
+        "model": name,
+        "shape": {
+            "layers": shape.layers,
+            "heads": shape.heads,
+            "kv_heads": shape.kv_heads,
+            "head_dim": shape.head_dim,
+            "d_model": shape.d_model,
+            "attention": shape.attention,
+        },
+        "tokens": tokens,
+        "batch": batch,
+        "dtype": dtype,
+        "bytes_per_value": BYTES_PER_VALUE[dtype],
+        "variants": [
+            {
+                "label": v.label,
+                "kv_heads": v.kv_heads,
+                "bytes": v.bytes,
+                "human": human_bytes(v.bytes),
+            }
+            for v in variants
+        ],
+    }
+
+
+def plain_dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, ensure_ascii=False, allow_nan=False)

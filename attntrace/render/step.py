@@ -8,7 +8,7 @@ cleanly, so a pipe can script it and it never hangs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -179,3 +179,55 @@ def run_steps(
         elif move.index is not None:
             index = move.index
             show_stage(console, trace, index, view, focus)
+
+
+def page_through(
+    console: Console,
+    screens: Sequence[Callable[[Console], None]],
+    read_line: ReadLine,
+    *,
+    echo: bool = False,
+    prompt_console: Console | None = None,
+    what: str = "step",
+) -> None:
+    """Show ``screens`` one at a time with the step-mode keys: Enter or n next, b back,
+    a number to jump, q quit, ? help. End of input ends the walk."""
+    talk = prompt_console or console
+    index = 0
+    usage = f"Enter or n: next {what} · b: back · 1-{len(screens)}: jump · q: quit · ?: this help"
+
+    def show() -> None:
+        if console.is_terminal:
+            console.clear()
+        else:
+            console.rule(style="dim")
+        screens[index](console)
+
+    show()
+    while True:
+        where = "last: Enter ends" if index == len(screens) - 1 else "Enter: next"
+        talk.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
+        line = read_line()
+        if line is None:
+            talk.print()
+            return
+        if echo:
+            talk.print(Text(line))
+        key = line.strip()
+        if key in ("", "n"):
+            if index == len(screens) - 1:
+                return
+            index += 1
+        elif key == "b" and index > 0:
+            index -= 1
+        elif key == "q":
+            return
+        elif re.fullmatch(r"[0-9]+", key) and 1 <= int(key) <= len(screens):
+            index = int(key) - 1
+        elif key in ("?", "help"):
+            talk.print(Text(usage))
+            continue
+        else:
+            talk.print(Text(f"unknown key {key!r}: type ? for help", style="yellow"))
+            continue
+        show()

@@ -1,0 +1,121 @@
+"""How much memory a KV cache takes, for real models' shapes (../shared/MODEL-FACTS.md).
+
+    KV cache bytes = 2 (K and V) × layers × kv_heads × head_dim × bytes per value
+                     × tokens × batch
+
+The same model is also priced as plain multi-head attention (kv_heads = heads) and as
+multi-query attention (kv_heads = 1), so what grouped-query attention saves is visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attntrace.errors import InputError
+
+BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model's attention shape, from its published configuration."""
+
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    d_model: int | None = None
+    context: int | None = None
+
+    @property
+    def attention(self) -> str:
+        if self.kv_heads == self.heads:
+            return "MHA"
+        return "MQA" if self.kv_heads == 1 else "GQA"
+
+
+# From the models' Hugging Face config.json: num_hidden_layers, num_attention_heads,
+# num_key_value_heads, head_dim, hidden_size, context length.
+PRESETS: dict[str, Shape] = {
+    "gpt2": Shape(12, 12, 12, 64, 768, 1024),
+    "gpt3-175b": Shape(96, 96, 96, 128, 12288, 2048),
+    "llama2-7b": Shape(32, 32, 32, 128, 4096, 4096),
+    "llama2-70b": Shape(80, 64, 8, 128, 8192, 4096),
+    "llama3-8b": Shape(32, 32, 8, 128, 4096, 8192),
+    "mistral-7b": Shape(32, 32, 8, 128, 4096, 32768),
+    "gemma-2b": Shape(18, 8, 1, 256, 2048, 8192),
+    "gemma-7b": Shape(28, 16, 16, 256, 3072, 8192),
+}
+
+
+def kv_cache_bytes(shape: Shape, kv_heads: int, tokens: int, batch: int, dtype: str) -> int:
+    """2 × layers × kv_heads × head_dim × bytes per value × tokens × batch."""
+    return 2 * shape.layers * kv_heads * shape.head_dim * BYTES_PER_VALUE[dtype] * tokens * batch
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The cache of one attention variant of the model: MHA, its own, or MQA."""
+
+    label: str
+    kv_heads: int
+    bytes: int
+
+
+def variants(shape: Shape, tokens: int, batch: int, dtype: str) -> list[Variant]:
+    """The model as MHA, as it is (if GQA or MQA), and as MQA: the saving side by side."""
+    kinds = [("MHA", shape.heads)]
+    if shape.attention == "GQA":
+        kinds.append(("GQA (this model)", shape.kv_heads))
+    kinds.append(("MQA", 1))
+    labels = {"MHA": "MHA (this model)" if shape.attention == "MHA" else "MHA",
+              "MQA": "MQA (this model)" if shape.attention == "MQA" else "MQA"}  # fmt: skip
+    return [
+        Variant(labels.get(label, label), kv, kv_cache_bytes(shape, kv, tokens, batch, dtype))
+        for label, kv in kinds
+    ]
+
+
+def preset(name: str) -> Shape:
+    if name not in PRESETS:
+        raise InputError(field="--preset", expected=f"one of {', '.join(PRESETS)}",
+                         found=repr(name))  # fmt: skip
+    return PRESETS[name]
+
+
+def explicit_shape(
+    layers: int | None, heads: int | None, kv_heads: int | None, head_dim: int | None,
+    d_model: int | None,
+) -> Shape:  # fmt: skip
+    """A shape from flags: layers and heads, with head_dim or d_model (head_dim = d_model /
+    heads); kv_heads defaults to heads."""
+    if layers is None or heads is None or (head_dim is None and d_model is None):
+        missing = [flag for flag, value in (("--layers", layers), ("--heads", heads)) if value
+                   is None] + (["--head-dim (or --d-model)"] if head_dim is d_model is None
+                               else [])  # fmt: skip
+        raise InputError(f"give --preset NAME, or the model's shape: missing {', '.join(missing)}")
+    kv = heads if kv_heads is None else kv_heads
+    for flag, value in (("--layers", layers), ("--heads", heads), ("--kv-heads", kv),
+                        ("--head-dim", head_dim), ("--d-model", d_model)):  # fmt: skip
+        if value is not None and value < 1:
+            raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
+    if heads % kv:
+        raise InputError(field="--kv-heads", expected=f"a divisor of --heads ({heads})",
+                         found=str(kv))  # fmt: skip
+    if head_dim is None:
+        d_model = d_model or 0  # given: the first check refused neither
+        if d_model % heads:
+            raise InputError(field="--d-model", expected=f"a multiple of --heads ({heads}), so "
+                             "head_dim = d_model / heads is whole", found=str(d_model))  # fmt: skip
+        head_dim = d_model // heads
+    return Shape(layers, heads, kv, head_dim, d_model)
+
+
+def human_bytes(count: int) -> str:
+    """``2.00 GiB``: binary units, as memory is sold and reported by tools."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

@@ -1,0 +1,203 @@
+"""Incremental decoding with a KV cache: one token at a time, as GPT and LLaMA generate.
+
+At step t only the new token's q, k and v are computed; k and v are appended to the
+cache (one entry per K/V head: the cache of a GQA model holds kv_heads heads, not
+heads), and q attends over the t+1 cached keys, which is causal attention by
+construction. The outputs are then compared with the full causal trace of the same
+sentence: they must agree to rounding (about 1e-15).
+
+Costs are counted in multiply-adds (one a·b added to a sum), the unit matmul costs are
+quoted in, for one step t (t+1 tokens so far, h heads, k K/V heads):
+
+- with the cache: the new token's projections, d_model·(h·d_k + k·d_k + k·d_v), then
+  attention over the cache, h·(t+1)·(d_k + d_v), then WO, h·d_v·d_model if present;
+- without it, recomputing the prefix: every token's projections,
+  (t+1)·d_model·(h·d_k + k·d_k + k·d_v), full attention over the prefix,
+  h·(t+1)²·(d_k + d_v), and WO for every row, (t+1)·h·d_v·d_model.
+
+Softmax's exps and divisions are left out of both (they are not multiply-adds). The
+cache holds (t+1)·k·(d_k + d_v) numbers after step t; bytes are at float64 (8 each),
+the precision attntrace computes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from attntrace.attention import trace_block
+from attntrace.errors import InputError
+from attntrace.ops import Matrix, head_columns, kv_head_of, softmax
+from attntrace.spec import ModelSpec
+from attntrace.trace import Trace
+
+BYTES_PER_NUMBER = 8  # float64
+
+
+@dataclass
+class KVCache:
+    """The keys and values seen so far, one growing ``[t, d]`` matrix per K/V head.
+
+    Starts empty and grows by :meth:`append`, one row per decoded token (as in
+    TransformerLens' cache entry).
+    """
+
+    kv_heads: int
+    d_k: int
+    d_v: int
+    keys: list[Matrix] = field(default_factory=list)
+    values: list[Matrix] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.keys = [np.empty((0, self.d_k)) for _ in range(self.kv_heads)]
+        self.values = [np.empty((0, self.d_v)) for _ in range(self.kv_heads)]
+
+    def append(self, new_keys: Matrix, new_values: Matrix) -> None:
+        """Add one token: ``new_keys`` [kv_heads, d_k] and ``new_values`` [kv_heads, d_v]."""
+        for g in range(self.kv_heads):
+            self.keys[g] = np.vstack([self.keys[g], new_keys[g]])
+            self.values[g] = np.vstack([self.values[g], new_values[g]])
+
+    @property
+    def length(self) -> int:
+        return int(self.keys[0].shape[0])
+
+    @property
+    def numbers(self) -> int:
+        return self.length * self.kv_heads * (self.d_k + self.d_v)
+
+    @property
+    def bytes(self) -> int:
+        return self.numbers * BYTES_PER_NUMBER
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Multiply-adds of one step with the cache and recomputing the prefix (see module)."""
+
+    cached: int
+    recomputed: int
+
+
+def step_costs(model: ModelSpec, t: int) -> Costs:
+    """The multiply-adds of step ``t`` (t+1 tokens so far), both ways."""
+    heads, kv, d_k, d_v, d_model = (
+        model.heads,
+        model.n_kv_heads,
+        model.d_k,
+        model.d_v,
+        model.d_model,
+    )
+    projections = d_model * (heads * d_k + kv * d_k + kv * d_v)
+    wo = heads * d_v * d_model if model.WO is not None else 0
+    length = t + 1
+    cached = projections + heads * length * (d_k + d_v) + wo
+    recomputed = length * projections + heads * length * length * (d_k + d_v) + length * wo
+    return Costs(cached, recomputed)
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """Everything step ``t`` computed: the new token's q, k, v, its attention, its output.
+
+    ``keys``/``values`` are the cache after this step's append, one per K/V head;
+    ``scores``, ``scaled`` and ``weights`` are ``[heads, t+1]``, ``output`` ``[heads, d_v]``.
+    """
+
+    t: int
+    token: str
+    x: Matrix  # [d_model]: the new token's embedding (+ position)
+    q: Matrix  # [heads, d_k]
+    k: Matrix  # [kv_heads, d_k]: appended to the cache
+    v: Matrix  # [kv_heads, d_v]
+    keys: tuple[Matrix, ...]
+    values: tuple[Matrix, ...]
+    scores: Matrix
+    scaled: Matrix
+    weights: Matrix
+    output: Matrix
+    projected: Matrix | None  # [d_model], with WO
+    costs: Costs
+    cache_bytes: int
+
+
+@dataclass(frozen=True)
+class Decode:
+    """A sentence decoded step by step, and how it compares with full causal attention."""
+
+    model: ModelSpec
+    tokens: tuple[str, ...]
+    steps: tuple[DecodeStep, ...]
+    full: Trace  # the same sentence traced at once, causally
+    max_delta: float  # max |decode − full| over every head's output (and projected)
+
+    @property
+    def total_cached(self) -> int:
+        return sum(step.costs.cached for step in self.steps)
+
+    @property
+    def total_recomputed(self) -> int:
+        return sum(step.costs.recomputed for step in self.steps)
+
+
+def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
+    """Decode ``tokens`` one at a time through a KV cache (causal self-attention)."""
+    if model.context is not None:
+        raise InputError(
+            "decoding generates one sequence, attending to its own past: there is no "
+            "context to cross-attend to",
+            source=model.source,
+            field="context",
+            expected="no context for decode",
+            found=repr(model.context),
+        )
+    words = tuple(tokens)
+    causal = replace(model, causal=True)
+    full = trace_block(causal, words)  # also checks the tokens, positions and arithmetic
+    X = full["X"].data  # [n, d_model]: embeddings (+ positions), row t for step t
+    heads, kv, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
+    cache = KVCache(kv, d_k, d_v)
+    steps = []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t, token in enumerate(words):
+            x = X[t]
+            # [d_model] · [d_model, d] -> [d], for each head
+            q = np.stack([x @ head_columns(model.WQ, h, d_k) for h in range(heads)])
+            k = np.stack([x @ head_columns(model.WK, g, d_k) for g in range(kv)])
+            v = np.stack([x @ head_columns(model.WV, g, d_v) for g in range(kv)])
+            cache.append(k, v)
+            group = [kv_head_of(h, heads, kv) for h in range(heads)]
+            # [d_k] · [t+1, d_k]ᵀ -> [t+1] per head: the new query against every cached key
+            scores = np.stack([cache.keys[group[h]] @ q[h] for h in range(heads)])
+            scaled = scores / np.sqrt(d_k)
+            weights = softmax(scaled)
+            # [t+1] · [t+1, d_v] -> [d_v] per head
+            output = np.stack([weights[h] @ cache.values[group[h]] for h in range(heads)])
+            projected = output.reshape(-1) @ model.WO if model.WO is not None else None
+            steps.append(
+                DecodeStep(
+                    t=t, token=token, x=x, q=q, k=k, v=v,
+                    keys=tuple(m.copy() for m in cache.keys),
+                    values=tuple(m.copy() for m in cache.values),
+                    scores=scores, scaled=scaled, weights=weights, output=output,
+                    projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
+                )
+            )  # fmt: skip
+    return Decode(model, words, tuple(steps), full, _max_delta(steps, full, model))
+
+
+def _max_delta(steps: Sequence[DecodeStep], full: Trace, model: ModelSpec) -> float:
+    deltas = [
+        float(np.max(np.abs(step.output[h] - full.stage("output", head=h).data[step.t])))
+        for step in steps
+        for h in range(model.heads)
+    ]
+    if model.WO is not None:
+        deltas += [
+            float(np.max(np.abs(step.projected - full["projected"].data[step.t])))
+            for step in steps
+            if step.projected is not None
+        ]
+    return max(deltas)

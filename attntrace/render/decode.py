@@ -1,0 +1,166 @@
+"""Decoding with a KV cache, drawn step by step: the cache growing, the new row, the cost.
+
+Each step shows the K and V caches (one per K/V head) with the row just appended
+marked, the new token's scores and weights over every cached key (one row per query
+head), its output, and what the step cost with and without the cache. The summary
+compares with full causal attention and shows the two costs diverging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.text import Text
+
+from attntrace.kvcache import Decode, DecodeStep
+from attntrace.labels import unique_labels
+from attntrace.render.attention_map import bar
+from attntrace.render.overview import Packed
+from attntrace.render.tables import StageTable, View
+from attntrace.trace import Stage
+
+_BAR = 30
+
+
+def _dims(width: int, start: int = 0) -> tuple[str, ...]:
+    return tuple(f"d{i}" for i in range(start, start + width))
+
+
+def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
+    """One step: the cache tables, the new row's attention, its output and cost."""
+    model = run.model
+    heads, kv = model.heads, model.n_kv_heads
+    labels = unique_labels(run.tokens)[: step.t + 1]
+    cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
+    parts: list[RenderableType] = [
+        Text.assemble(
+            ("Step ", "dim"), (f"{step.t}", "bold"), (f" of {len(run.steps) - 1}: ", "dim"),
+            (repr(step.token), "bold magenta"),
+            (f"  appends its k and v to the cache, then its q attends over {step.t + 1} "
+             f"cached key{'s' if step.t else ''}", "dim"),
+        ),
+        Text(""),
+    ]  # fmt: skip
+    caches: list[RenderableType] = []
+    for g in range(kv):
+        whose = f", K/V head {g}" if kv > 1 else ""
+        for name, matrix, width in (
+            ("K", step.keys[g], model.d_k),
+            ("V", step.values[g], model.d_v),
+        ):
+            stage = Stage(f"{name} cache", "", cached, _dims(width, g * width), matrix)
+            heading = Text.assemble(
+                (f"{name} cache{whose}", "bold"), (f"   [{matrix.shape[0]} × {width}]", "cyan")
+            )
+            caches.append(Group(heading, StageTable(stage, view)))
+    parts += [Packed(caches), Text("")]  # side by side where they fit
+    head_rows = tuple(
+        f"head {h}" + (f" (K/V {h // model.group})" if model.group > 1 else "")
+        for h in range(heads)
+    )
+    keys = tuple(labels)
+    q_label = f"q·Kᵀ / √{model.d_k} for {step.token!r} over the cache"
+    parts += [
+        Text.assemble(
+            ("scaled", "bold"), f" = {q_label}", (f"   [{heads} × {step.t + 1}]", "cyan")
+        ),
+        StageTable(Stage("scaled", "", head_rows, keys, step.scaled), view),
+        Text(""),
+        Text.assemble(("softmax", "bold"), f" of each row: where {step.token!r} looks"),
+        StageTable(Stage("softmax", "", head_rows, keys, step.weights), view),
+        Text(""),
+        Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {step.token!r}",
+                      (f"   [{heads} × {model.d_v}]", "cyan")),
+        StageTable(Stage("output", "", head_rows, _dims(model.d_v), step.output), view),
+    ]  # fmt: skip
+    if step.projected is not None:
+        parts += [
+            Text(""),
+            Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
+            StageTable(Stage("projected", "", (step.token,), _dims(model.d_model),
+                             step.projected[None, :]), view),
+        ]  # fmt: skip
+    parts += [Text(""), cost_line(step)]
+    return Group(*parts)
+
+
+def cost_line(step: DecodeStep) -> Text:
+    costs = step.costs
+    ratio = costs.recomputed / costs.cached
+    return Text.assemble(
+        ("cost of this step: ", "dim"),
+        (f"{costs.cached:,}", "bold green"), " multiply-adds with the cache, ",
+        (f"{costs.recomputed:,}", "bold red"), f" recomputing the prefix ({ratio:.1f}×); ",
+        ("cache now ", "dim"), (f"{step.cache_bytes:,} bytes", "bold"),
+    )  # fmt: skip
+
+
+def summary(run: Decode) -> Iterator[RenderableType]:
+    """The comparison with full causal attention, and the costs step by step."""
+    model = run.model
+    verdict = "matches" if run.max_delta <= 1e-12 else "DIFFERS FROM"
+    yield Text.assemble(
+        ("decode ", "bold"), (verdict, "bold green" if verdict == "matches" else "bold red"),
+        (" full causal attention: ", "bold"), (f"max |Δ| = {run.max_delta:.1e}", "bold"),
+        (f" over {len(run.steps)} steps × {model.heads} head{'s' if model.heads > 1 else ''}",
+         "dim"),
+    )  # fmt: skip
+    cache_note = (
+        f"the cache holds {model.n_kv_heads} K/V head{'s' if model.n_kv_heads > 1 else ''}"
+        + (f", not {model.heads}: {model.group}× smaller than with full heads"
+           if model.group > 1 else "")
+    )  # fmt: skip
+    yield Text(cache_note, style="dim")
+    yield Text("")
+    yield CostTable(run)
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Per step: multiply-adds both ways, their running totals as bars, the cache size."""
+
+    run: Decode
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        run = self.run
+        yield Text("multiply-adds per step, and the running totals as bars "
+                   "(green: with the cache, red: recomputing the prefix)", style="dim")  # fmt: skip
+        totals = np.cumsum([[s.costs.cached, s.costs.recomputed] for s in run.steps], axis=0)
+        widest = float(totals[-1, 1])
+        labels = unique_labels(run.tokens)
+        label_width = max(len(label) for label in labels)
+        numbers = max(len(f"{int(totals[-1, 1]):,}"), 6)
+        fixed = 4 + label_width + 1 + 2 * (numbers + 1) + 1
+        full = max(4, min(_BAR, (options.max_width - fixed - 1) // 2))
+        for step, (cached, recomputed) in zip(run.steps, totals, strict=True):
+            line = Text()
+            line.append(f"{step.t:>3} {labels[step.t]:<{label_width}} ", style="bold")
+            line.append(f"{step.costs.cached:>{numbers},} {step.costs.recomputed:>{numbers},} ")
+            line.append(bar(cached / widest, full).ljust(full), style="green")
+            line.append(" ")
+            line.append(bar(recomputed / widest, full), style="red")
+            yield line
+        yield Text.assemble(
+            ("total", "bold"), f"  {run.total_cached:,} with the cache, {run.total_recomputed:,} "
+            f"recomputing ({run.total_recomputed / run.total_cached:.1f}×); cache at the end "
+            f"{run.steps[-1].cache_bytes:,} bytes",
+        )  # fmt: skip
+
+
+Screen = Callable[[Console], None]
+
+
+def screens(run: Decode, view: View) -> list[Screen]:
+    """One screen per step, then the summary: for printing in turn or paging through."""
+
+    def step_screen(step: DecodeStep) -> Screen:
+        return lambda console: console.print(step_view(run, step, view), crop=False)
+
+    def summary_screen(console: Console) -> None:
+        for renderable in summary(run):
+            console.print(renderable, crop=False)
+
+    return [*(step_screen(step) for step in run.steps), summary_screen]

@@ -1,0 +1,59 @@
+"""The KV cache memory calculator's tables: one model as MHA, as it is, and as MQA."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+
+from attntrace.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
+
+
+def memory_view(
+    name: str, shape: Shape, variants: list[Variant], tokens: int, batch: int, dtype: str
+) -> Group:
+    """The formula with this model's numbers, then the variants side by side."""
+    per_value = BYTES_PER_VALUE[dtype]
+    lines = [
+        Text.assemble((name, "bold magenta"), (
+            f" · {shape.layers} layers · {shape.heads} query heads · {shape.kv_heads} K/V "
+            f"heads ({shape.attention}) · head dim {shape.head_dim}", "dim")),
+        Text(f"KV cache = 2 (K and V) × {shape.layers} layers × K/V heads × {shape.head_dim} "
+             f"× {per_value} bytes ({dtype}) × {tokens:,} tokens × batch {batch}", style="dim"),
+        Text(""),
+    ]  # fmt: skip
+    mha = variants[0].bytes
+    width = max(len(v.label) for v in variants)
+    for variant in variants:
+        share = f"{variant.bytes / mha:.4g}× of MHA" if variant.bytes != mha else "the baseline"
+        line = Text()
+        line.append(f"{variant.label:<{width}}", style="bold")
+        line.append(f"  {variant.kv_heads:>3} K/V heads  ")
+        line.append(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
+        line.append(f"  {variant.bytes:>18,} bytes  {share}", style="dim")
+        lines.append(line)
+    per_token = variants[[v.label.endswith("(this model)") for v in variants].index(True)]
+    lines += [
+        Text(""),
+        Text(f"per token (batch 1): {per_token.bytes // (tokens * batch):,} bytes", style="dim"),
+    ]
+    return Group(*lines)
+
+
+def presets_view() -> Group:
+    """Every preset with its shapes and head dim = d_model / heads, where they agree."""
+    lines = [Text("presets (from each model's config.json); head dim = d_model / heads",
+                  style="dim"), Text("")]  # fmt: skip
+    width = max(len(name) for name in PRESETS)
+    for name, shape in PRESETS.items():
+        assert shape.d_model is not None
+        derived = shape.d_model // shape.heads
+        note = "" if derived == shape.head_dim else (
+            f"  (config head_dim {shape.head_dim}, not d_model / heads)"
+        )  # fmt: skip
+        lines.append(Text.assemble(
+            (f"{name:<{width}}", "bold"),
+            f"  {shape.layers:>3} layers  {shape.heads:>3} heads  {shape.kv_heads:>3} K/V "
+            f"({shape.attention})  head dim {shape.d_model:>5} / {shape.heads:<3} = {derived:<4}",
+            (note, "yellow"),
+        ))  # fmt: skip
+    return Group(*lines)
