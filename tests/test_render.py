@@ -45,6 +45,10 @@ CASES = {
     "focus-causal-cat-80": (("run", "-s", "causal", "--focus", "cat"), 80, None),
     "map-gqa-80": (("run", "-s", "gqa", "--map"), 80, None),
     "map-two-heads-160": (("run", "-s", "two-heads", "--map"), 160, None),
+    "decode-cat-eats-fish-80": (("decode",), 80, None),
+    "decode-gqa-100": (("decode", "-s", "gqa", "--precision", "2"), 100, None),
+    "kv-cache-llama2-70b-80": (("kv-cache", "--preset", "llama2-70b"), 80, None),
+    "kv-cache-presets-100": (("kv-cache",), 100, None),
 }
 
 

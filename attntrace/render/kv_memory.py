@@ -17,19 +17,19 @@ def memory_view(
         Text.assemble((name, "bold magenta"), (
             f" · {shape.layers} layers · {shape.heads} query heads · {shape.kv_heads} K/V "
             f"heads ({shape.attention}) · head dim {shape.head_dim}", "dim")),
-        Text(f"KV cache = 2 (K and V) × {shape.layers} layers × K/V heads × {shape.head_dim} "
-             f"× {per_value} bytes ({dtype}) × {tokens:,} tokens × batch {batch}", style="dim"),
+        Text(f"KV cache = 2 (K, V) × {shape.layers} layers × K/V heads × {shape.head_dim} × "
+             f"{per_value} B ({dtype}) × {tokens:,} tokens × batch {batch}", style="dim"),
         Text(""),
     ]  # fmt: skip
     mha = variants[0].bytes
     width = max(len(v.label) for v in variants)
     for variant in variants:
-        share = f"{variant.bytes / mha:.4g}× of MHA" if variant.bytes != mha else "the baseline"
+        share = f"{mha / variant.bytes:.3g}× smaller" if variant.bytes != mha else "baseline"
         line = Text()
         line.append(f"{variant.label:<{width}}", style="bold")
         line.append(f"  {variant.kv_heads:>3} K/V heads  ")
         line.append(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
-        line.append(f"  {variant.bytes:>18,} bytes  {share}", style="dim")
+        line.append(f"  {variant.bytes:>15,} B  {share}", style="dim")
         lines.append(line)
     per_token = variants[[v.label.endswith("(this model)") for v in variants].index(True)]
     lines += [
@@ -48,7 +48,7 @@ def presets_view() -> Group:
         assert shape.d_model is not None
         derived = shape.d_model // shape.heads
         note = "" if derived == shape.head_dim else (
-            f"  (config head_dim {shape.head_dim}, not d_model / heads)"
+            f"  (config: {shape.head_dim})"
         )  # fmt: skip
         lines.append(Text.assemble(
             (f"{name:<{width}}", "bold"),
