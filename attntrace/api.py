@@ -42,8 +42,8 @@ def trace_attention(
         overrides["causal"] = causal
     if context is not None:
         overrides["context"] = context
-    if overrides:  # checked again: --causal with a context is refused here
-        spec = replace(spec, **overrides)
+    if overrides:
+        spec = _override(spec, overrides)
     tokens = sentence_tokens(sentence, spec)
     keys = None
     if spec.context is not None:
@@ -52,10 +52,38 @@ def trace_attention(
             None if from_file else context, spec.context if from_file else None,
             spec.source if from_file else None, "--context", "context",
         )  # fmt: skip
+    if context is not None and keys is not None:
+        try:  # a token of --context, not of the model file, is what is unknown
+            spec.embed(keys, "--context")
+        except InputError as error:
+            raise InputError(error.message, field="--context") from None
     try:
         return trace_block(spec, tokens, keys)
     except InputError as error:
         raise error.with_source(spec.source) if spec.source else error from None
+
+
+def _override(spec: ModelSpec, overrides: dict[str, Any]) -> ModelSpec:
+    """The model with --causal / --context applied; a clash names the flag, not the file."""
+    causal = overrides.get("causal", spec.causal)
+    context = overrides.get("context", spec.context)
+    if causal and context is not None:
+        if overrides.get("causal"):
+            raise InputError(
+                "a causal mask hides later tokens of the same sequence, but this model "
+                "cross-attends to a context",
+                field="--causal",
+                expected="--no-causal (or no context)",
+                found="--causal",
+            )
+        raise InputError(
+            "cross-attention lets every query see every context token, but the model is "
+            "causal (a decoder)",
+            field="--context",
+            expected="--no-causal with --context",
+            found=f"--context {context!r}",
+        )
+    return replace(spec, **overrides)
 
 
 def choose_model(

@@ -37,8 +37,9 @@ def dims(width: int, start: int = 0) -> tuple[str, ...]:
 class _Recorder:
     """Collects stages in order, refusing any whose float64 arithmetic overflowed."""
 
-    def __init__(self) -> None:
+    def __init__(self, heads: int) -> None:
         self.stages: list[Stage] = []
+        self.heads = heads  # errors name the head only where there are several
 
     def add(
         self,
@@ -50,7 +51,8 @@ class _Recorder:
         head: int | None = None,
         kv_head: int | None = None,
     ) -> Matrix:
-        _require_finite(name, data, rows, cols, masked_allowed=name == "masked")
+        where = name if head is None or self.heads == 1 else f"{name} (head {head})"
+        _require_finite(where, data, rows, cols, masked_allowed=name == "masked")
         self.stages.append(Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head))
         return data
 
@@ -67,7 +69,7 @@ def trace_block(
     words = tuple(tokens)
     sources = tuple(context) if context is not None else None
     keys = sources if sources is not None else words
-    record = _Recorder()
+    record = _Recorder(model.heads)
 
     with np.errstate(over="ignore", invalid="ignore"):
         X = _inputs(model, words, record, context=False)
@@ -81,7 +83,7 @@ def trace_block(
             # [n, d_v] x heads -> [n, heads·d_v]
             block = record.add(
                 "concat",
-                "concat = [output₀ … output_h-1]",
+                f"concat = outputs of heads 0 … {model.heads - 1} side by side",
                 np.concatenate(outputs, axis=1),
                 words,
                 dims(model.heads * model.d_v),
@@ -183,13 +185,14 @@ def _head(
     scaled = add("scaled", "scaled = scores / √d_k", scores / np.sqrt(d_k), keys)
     if model.causal:
         mask = causal_mask(len(words), len(keys))
-        scaled = add("masked", "masked = scaled, −∞ where key j comes after query i",
+        scaled = add("masked", "masked = scaled, −∞ after the diagonal",
                      apply_mask(scaled, mask), keys)  # fmt: skip
     source = "masked" if model.causal else "scaled"
     # row-wise, max-shifted: [n, m] -> [n, m]
     weights = add("softmax", f"softmax = exp({source} − row max) / row sum", softmax(scaled), keys)
     # [n, m] · [m, d_v] -> [n, d_v]
-    return add("output", "output = softmax · V", weights @ V, dims(d_v, g * d_v))
+    # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
+    return add("output", "output = softmax · V", weights @ V, dims(d_v, h * d_v))
 
 
 def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:

@@ -122,9 +122,24 @@ def one_line(stage: Stage, trace: Trace) -> str:
     return _ONE_LINE.get(stage.name, "").format(**_numbers(trace))
 
 
+_CROSS = {
+    "K": (
+        "The context's tokens (X_context), multiplied by WK [{d_model} × {d_k}], become the "
+        "keys: in cross-attention the queries ask about the other sentence. A query and a "
+        "key are compared by their dot product, so both have {d_k} numbers."
+    ),
+    "V": (
+        "The context's tokens, multiplied by WV [{d_model} × {d_v}], become the values: what "
+        "each context token passes on to the queries that attend to it."
+    ),
+}
+
+
 def paragraph(stage: Stage, trace: Trace) -> str:
-    """The step-mode explanation of ``stage``."""
-    return _PARAGRAPH.get(stage.name, "").format(**_numbers(trace))
+    """The step-mode explanation of ``stage`` (numbers made singular where they are 1)."""
+    texts = _CROSS if trace.context_tokens is not None and stage.name in _CROSS else _PARAGRAPH
+    text = texts.get(stage.name, "").format(**_numbers(trace))
+    return text.replace(" 1 numbers", " 1 number").replace(" 1 tokens", " 1 token")
 
 
 def shape_equation(stage: Stage, trace: Trace) -> str:

@@ -79,17 +79,49 @@ def _position_kind(value: Any) -> str:
 
 
 def _check_stages_present(trace: Trace) -> None:
-    """X, and every head's stages from Q to output (masked too, if causal)."""
+    """Each stage once; X (and X_context for cross-attention); every head's stages from Q
+    to output, with masked exactly when the model is causal; concat with several heads."""
+    model = trace.model
+    if model.kv_heads > model.heads or model.heads % model.kv_heads:
+        raise InputError(field="model.kv_heads", expected=f"a divisor of heads ({model.heads})",
+                         found=str(model.kv_heads))  # fmt: skip
+    seen: set[tuple[str, int | None]] = set()
+    for index, stage in enumerate(trace.stages):
+        key = (stage.name, stage.head)
+        if key in seen:
+            raise InputError(
+                field=f"stages[{index}]",
+                expected="each stage once per head",
+                found=f"a second {stage.name!r}"
+                + (f" for head {stage.head}" if stage.head is not None else ""),
+            )
+        seen.add(key)
+        if stage.head is not None and stage.kv_head != stage.head // model.group:
+            raise InputError(
+                field=f"stages[{index}].kv_head",
+                expected=f"{stage.head // model.group} (head {stage.head} reads "
+                f"K/V head head // {model.group})",
+                found=str(stage.kv_head),
+            )
     per_head = [n for n in PER_HEAD_STAGES if n != "masked" or trace.model.causal]
-    present = {(stage.name, stage.head) for stage in trace.stages}
+    present = seen
+    if not model.causal and any(name == "masked" for name, _ in present):
+        raise InputError(field="model.causal", expected="true (the trace has masked stages)",
+                         found="false")  # fmt: skip
+    shared = (
+        ["X"]
+        + (["X_context"] if trace.context_tokens is not None else [])
+        + (["concat"] if model.heads > 1 else [])
+    )
+    for name in shared:
+        if (name, None) not in present:
+            raise InputError(field="stages", expected=f"the stage {name}", found="none")
     for head in range(trace.model.heads):
         missing = [name for name in per_head if (name, head) not in present]
         if missing:
             where = f" of head {head}" if trace.model.heads > 1 else ""
             raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",
                              found=f"no {', '.join(missing)}")  # fmt: skip
-    if ("X", None) not in present:
-        raise InputError(field="stages", expected="the stage X", found="none")
 
 
 # Which labels each stage's rows and columns must carry: the query tokens, the key

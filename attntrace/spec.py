@@ -66,10 +66,20 @@ class ModelSpec:
                 "weights.WQ", f"a number of columns divisible by heads ({heads})", self.WQ
             )
         if self.WK.shape[1] != kv_heads * self.d_k:
+            groups = self.WK.shape[1] // self.d_k if self.d_k else 0
+            hint = (
+                f"; for grouped-query attention with {groups} K/V head{'s' if groups > 1 else ''}, "
+                f"set kv_heads: {groups}"
+                if self.kv_heads is None
+                and groups
+                and self.WK.shape[1] % self.d_k == 0
+                and heads % groups == 0
+                else ""
+            )
             self._shape_error(
                 "weights.WK",
-                f"{d_model} × {kv_heads * self.d_k} (d_model × kv_heads·d_k = "
-                f"{kv_heads}·{self.d_k}, d_k from WQ)",
+                f"{d_model} × {kv_heads * self.d_k} (d_model × kv_heads·d_k = {d_model} × "
+                f"{kv_heads}·{self.d_k}, d_k from WQ){hint}",
                 self.WK,
             )
         if self.WV.shape[1] % kv_heads:

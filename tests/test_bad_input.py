@@ -469,8 +469,8 @@ REJECTED = [
     case(
         "WK-2x3",
         EMB + "weights:\n" + WQ + "  WK: [[1, 0, 0], [0, 1, 0]]\n" + WV,
-        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 1·2, d_k from WQ), "
-        "got 2 × 3",
+        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 2 × 1·2, d_k from "
+        "WQ), got 2 × 3",
     ),
     case(
         "WQ-3x2",
@@ -761,8 +761,14 @@ REJECTED = [
         "WK-width-not-kv_heads-times-d_k",
         EMB + "weights:\n  WQ: [[1, 0], [0, 1]]\n  WK: [[1], [0]]\n  WV: [[1], [0]]\n"
         "heads: 2\nkv_heads: 2\n",
-        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 2·1, d_k from WQ), "
-        "got 2 × 1",
+        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 2 × 2·1, d_k from "
+        "WQ), got 2 × 1",
+    ),
+    case(
+        "WK-shaped-for-gqa-without-kv_heads",
+        EMB + "weights:\n  WQ: [[1, 0], [0, 1]]\n  WK: [[1], [0]]\n  WV: [[1], [0]]\nheads: 2\n",
+        "model.yaml: weights.WK: expected 2 × 2 (d_model × kv_heads·d_k = 2 × 2·1, d_k from "
+        "WQ); for grouped-query attention with 1 K/V head, set kv_heads: 1, got 2 × 1",
     ),
     case(
         "WV-width-not-divisible-by-kv_heads",
@@ -785,10 +791,22 @@ REJECTED = [
     case(
         "causal-flag-with-context",
         EMB + "  le: [1, 0]\n" + W + "context: le\n",
-        "model.yaml: causal: a causal mask hides later tokens of the same sequence; with a "
-        "context (cross-attention) every query sees every context token: expected false with "
-        "context, got true",
+        "--causal: a causal mask hides later tokens of the same sequence, but this model "
+        "cross-attends to a context: expected --no-causal (or no context), got --causal",
         args=with_file("--causal"),
+    ),
+    case(
+        "context-flag-on-a-causal-model",
+        GOOD + "causal: true\n",
+        "--context: cross-attention lets every query see every context token, but the model "
+        "is causal (a decoder): expected --no-causal with --context, got --context 'cat'",
+        args=with_file("--context", "cat"),
+    ),
+    case(
+        "context-flag-unknown-token",
+        GOOD,
+        "--context: unknown token 'wolf' (vocabulary: cat, eats, fish)",
+        args=with_file("--context", "cat wolf"),
     ),
     case(
         "causal-yes-is-a-string",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -229,3 +230,37 @@ def test_gqa_json_names_heads_and_kv_heads() -> None:
         ("WK", None, 0), ("WK", None, 1), ("WV", None, 0), ("WV", None, 1),
     ]  # fmt: skip
     assert document["weights"][5]["cols"] == ["d1"]  # WK's column 1 is K/V head 1's
+
+
+@pytest.mark.parametrize(
+    ("sample", "jq", "message"),
+    [
+        ("two-heads", lambda d: d.__setitem__("stages", [s for s in d["stages"]
+                                                         if s["name"] != "concat"]),
+         "t.json: stages: expected the stage concat, got none"),
+        ("cross", lambda d: d.__setitem__("stages", [s for s in d["stages"]
+                                                     if s["name"] != "X_context"]),
+         "t.json: stages: expected the stage X_context, got none"),
+        ("gqa", lambda d: d["stages"].append(d["stages"][1]),
+         "t.json: stages[30]: expected each stage once per head, got a second 'Q' for head 0"),
+        ("gqa", lambda d: d["model"].__setitem__("kv_heads", 3),
+         "t.json: model.kv_heads: expected a divisor of heads (4), got 3"),
+        ("gqa", lambda d: d["stages"][2].__setitem__("kv_head", 1),
+         "t.json: stages[2].kv_head: expected 0 (head 0 reads K/V head head // 2), got 1"),
+        ("causal", lambda d: d["model"].__setitem__("causal", False),
+         "t.json: model.causal: expected true (the trace has masked stages), got false"),
+    ],
+    ids=["no-concat", "no-x-context", "duplicate", "kv-heads-not-dividing", "wrong-kv-head",
+         "masked-but-not-causal"],
+)  # fmt: skip
+def test_render_refuses_impossible_block_layouts(
+    sample: str, jq: Any, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    document = json.loads(invoke("run", "-s", sample, "--json").stdout)
+    jq(document)
+    Path("t.json").write_text(json.dumps(document))
+    for flags in ([], ["--focus", "0"], ["--map"], ["--overview"]):
+        result = invoke("render", "t.json", *flags)
+        assert result.exit_code == 2, result.output
+        assert result.stderr == f"attntrace: error: {message}\n"

@@ -25,7 +25,15 @@ _UNLIMITED = 10**6
 
 
 def operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
-    """The two matrices whose product ``stage`` is, or None for stages that are no product."""
+    """The two matrices whose product ``stage`` is; None for stages that are no product,
+    or whose operands the trace does not carry (a hand-edited trace, say)."""
+    try:
+        return _operands(stage, trace)
+    except KeyError:
+        return None
+
+
+def _operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
     if stage.name in ("Q", "K", "V"):
         weight = trace.weight_for(stage)
         cross = stage.name != "Q" and trace.context_tokens is not None

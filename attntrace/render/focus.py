@@ -109,9 +109,8 @@ def dot_section(focus: Focus, view: View) -> Group:
     for dot in (focus.dots[j] for j in keys):
         name = f"  {focus.label}·{dot.key:<{width}} = "
         vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
-        result = f" = {short(dot.score, precision)}"
-        if focus.softmax[focus.dots.index(dot)].masked:
-            result += "  (masked: comes later)"
+        masked = "  (masked: comes later)" if focus.softmax[focus.dots.index(dot)].masked else ""
+        result = f" = {short(dot.score, precision)}{masked}"
         terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2)]
         lines.append(
             Fitted(
@@ -119,7 +118,7 @@ def dot_section(focus: Focus, view: View) -> Group:
                     name + vectors + terms[0] + result,
                     name + terms[0] + result,
                     name + terms[1] + result,
-                    name + short(dot.score, precision),
+                    name + short(dot.score, precision) + masked,
                 )
             )
         )

@@ -12,21 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
 from rich.text import Text
 
-from attntrace.render.tables import StageTable, View, block_notes, header
-from attntrace.trace import Stage, Trace
+from attntrace.render.tables import StageTable, View, block_notes, head_label, header
+from attntrace.trace import ModelInfo, Stage, Trace
 
 _GAP = 3
 
 
-def compact(stage: Stage, view: View) -> Group:
-    """A stage as a short title (name and shape) over its table, fitted to the width."""
+def compact(stage: Stage, view: View, model: ModelInfo) -> Group:
+    """A stage as a short title (name, shape, head) over its table, fitted to the width."""
     rows, cols = stage.shape
-    title = Text.assemble((stage.name, "bold magenta"), (f" [{rows}×{cols}]", "cyan"))
+    title = Text.assemble(
+        (stage.name, "bold magenta"),
+        (f" [{rows}×{cols}]", "cyan"),
+        (head_label(stage, model).replace("K/V head", "K/V"), "bold yellow"),
+    )
     return Group(title, StageTable(stage, view))
 
 
@@ -68,7 +73,12 @@ def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
     yield header(trace)
     yield from block_notes(trace)
     yield Text("")
-    yield Packed([compact(stage, view) for stage in trace.stages])
+    # shared stages, then each head's, then concat and projected: a new row for each
+    runs = [list(run) for _, run in groupby(trace.stages, key=lambda stage: stage.head)]
+    for number, stages in enumerate(runs):
+        if number:
+            yield Text("")
+        yield Packed([compact(stage, view, trace.model) for stage in stages])
     if trace.weights:
         yield Text("")
-        yield Packed([compact(weight, view) for weight in trace.weights])
+        yield Packed([compact(weight, view, trace.model) for weight in trace.weights])

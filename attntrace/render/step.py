@@ -117,6 +117,7 @@ def show_stage(
             (stage.name, "bold magenta"),
             (head_label(stage, trace.model), "bold yellow"),
             (f"   {trace.model.name}: {' '.join(trace.tokens)}", "dim"),
+            (f"  ⟵  {' '.join(trace.context_tokens)}" if trace.context_tokens else "", "dim"),
         )
     )
     console.print(
