@@ -90,7 +90,7 @@ def choose_model(
     config: str | Path | None, sample: str | None, model: ModelSpec | Mapping[str, Any] | None
 ) -> ModelSpec:
     from attntrace.model_file import load_model, model_from_document
-    from attntrace.samples import DEFAULT_SAMPLE, sample_path
+    from attntrace.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
     chosen = [x for x in (model, config, sample) if x is not None]
     if len(chosen) > 1:
@@ -104,7 +104,7 @@ def choose_model(
     if config is not None:
         return load_model(config)
     name = sample or DEFAULT_SAMPLE
-    return load_model(sample_path(name), source=f"sample {name}")
+    return load_model(fastest_twin(sample_path(name)), source=f"sample {name}")
 
 
 def sentence_tokens(sentence: str | None, model: ModelSpec) -> list[str]:

@@ -282,7 +282,9 @@ def run(
                if on]  # fmt: skip
     if as_json and display:
         usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
-    how = presentation(
+    # --json never loads the renderers (nor Rich): the display flags are checked only
+    # when something is displayed.
+    how = None if as_json else presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, step=step, export=export,
     )  # fmt: skip
@@ -295,7 +297,7 @@ def run(
         )
     except InputError as error:
         fail(error)
-    if as_json:
+    if how is None:
         from attntrace.serialize import dumps
 
         with quiet_pipe():  # plain dicts to stdout: the renderers are not even imported

@@ -175,10 +175,26 @@ class StageTable:
         elif fits < len(col_labels):
             # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
             fits = max(1, columns_that_fit(sorted(col_widths, reverse=True), budget - 4))
-        cols = visible_indices(len(col_labels), fits)
         rows = visible_indices(len(row_labels), self.view.max_rows)
+        grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
+        # The budget is an estimate from each column's extremes; where the drawn table
+        # is still too wide, drop a column until it fits (or one is left).
+        while self.view.max_cols is None and grid.width > width and fits > 1:
+            fits -= 1
+            grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels,
+                              col_labels)  # fmt: skip
+        return grid
 
-        shade = stage.name == "softmax"
+    def _grid(
+        self,
+        rows: list[int | None],
+        cols: list[int | None],
+        row_labels: list[str],
+        col_labels: list[str],
+    ) -> Grid:
+        """Format the chosen cells and measure each column."""
+        data, precision = self.stage.data, self.view.precision
+        shade = self.stage.name == "softmax"
         body: list[list[str]] = []
         shades: list[list[Style | None]] = []
         for i in rows:
