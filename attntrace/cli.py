@@ -537,7 +537,7 @@ def samples_command(
 ) -> None:
     """List the sample models that ship with attntrace, or print one of them."""
     from attntrace.errors import InputError
-    from attntrace.samples import list_samples, sample_text, summarize
+    from attntrace.samples import sample_text, summaries
 
     if name is not None:
         try:
@@ -550,10 +550,9 @@ def samples_command(
 
     from attntrace.render.listing import sample_lines
 
-    summaries = [summarize(sample) for sample in list_samples()]
     with quiet_pipe():
         console = stdout_console()
-        for line in sample_lines(summaries):
+        for line in sample_lines(summaries()):
             console.print(line, no_wrap=True, overflow="ellipsis")
 
 

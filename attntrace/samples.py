@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from attntrace.errors import InputError
@@ -28,12 +27,14 @@ class Sample:
 
 
 def samples_dir() -> Path:
-    return Path(str(resources.files("attntrace") / "samples"))
+    """The samples folder inside the installed package (a plain path: the package is
+    installed as files, and importlib.resources costs start-up time)."""
+    return Path(__file__).parent / "samples"
 
 
 def list_samples() -> list[Sample]:
     """Every shipped sample by name; a stem with YAML and JSON files is one sample."""
-    files = [p for p in samples_dir().iterdir() if p.suffix in _SUFFIXES]
+    files = [p for p in samples_dir().iterdir() if p.suffix in _SUFFIXES and p.name != INDEX_FILE]
     files.sort(key=lambda p: (p.stem, _SUFFIXES.index(p.suffix)))
     by_stem: dict[str, list[Path]] = {}
     for path in files:
@@ -90,3 +91,31 @@ def sample_text(name: str) -> str:
     path = sample_path(name)
     text = path.read_text(encoding="utf-8")
     return text if path.suffix == ".json" else f"# attntrace sample {name}: {path}\n{text}"
+
+
+INDEX_FILE = "index.json"
+
+
+def summaries() -> list[SampleSummary]:
+    """What ``attntrace samples`` lists, from the index shipped beside the samples.
+
+    Read from JSON, so listing the samples loads neither numpy nor PyYAML; a test keeps
+    the index equal to what the files say (:func:`build_index`).
+    """
+    import json
+
+    entries = json.loads((samples_dir() / INDEX_FILE).read_text(encoding="utf-8"))
+    return [SampleSummary(e["name"], e["d_model"], e["sentence"], e["summary"],
+                          tuple(e["twins"])) for e in entries]  # fmt: skip
+
+
+def build_index() -> str:
+    """The index's text, computed from the sample files themselves."""
+    import json
+
+    entries = [
+        {"name": s.name, "d_model": s.d_model, "sentence": s.sentence, "summary": s.summary,
+         "twins": list(s.twins)}
+        for s in (summarize(sample) for sample in list_samples())
+    ]  # fmt: skip
+    return json.dumps(entries, indent=2, ensure_ascii=False) + "\n"

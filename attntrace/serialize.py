@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from attntrace.kv_memory import BYTES_PER_VALUE, Shape, Variant, human_bytes
-from attntrace.kvcache import Decode
-from attntrace.softmax_walk import SoftmaxWalk
 from attntrace.trace import Stage, Trace
+
+if TYPE_CHECKING:  # imported where used: writing a trace should not load decode's modules
+    from attntrace.kv_memory import Shape, Variant
+    from attntrace.kvcache import Decode
+    from attntrace.softmax_walk import SoftmaxWalk
 
 SCHEMA_ID = "attntrace/trace/v1"
 SCHEMA_FILE = "trace-v1.schema.json"
@@ -76,7 +78,7 @@ def dumps(trace: Trace) -> str:
 
 def schema_text() -> str:
     """The JSON Schema document for :data:`SCHEMA_ID`, as shipped in the package."""
-    return (resources.files("attntrace") / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")
+    return (Path(__file__).parent / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")
 
 
 WALK_SCHEMA_ID = "attntrace/softmax/v1"
@@ -156,6 +158,8 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
 def kv_memory_to_dict(
     name: str, shape: Shape, variants: list[Variant], tokens: int, batch: int, dtype: str
 ) -> dict[str, Any]:
+    from attntrace.kv_memory import BYTES_PER_VALUE, human_bytes
+
     return {
         "schema": KV_MEMORY_SCHEMA_ID,
         "model": name,

@@ -226,3 +226,25 @@ def test_bad_input_as_a_process_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "attntrace: error: sample cat-eats-fish: embeddings: unknown token 'dog' "
         "(vocabulary: cat, eats, fish)\n"
     )
+
+
+def test_the_samples_index_says_what_the_files_say() -> None:
+    """`attntrace samples` reads samples/index.json; rebuild it when a sample changes:
+    python -c "from attntrace.samples import build_index as b; print(b(), end='')" >
+    attntrace/samples/index.json"""
+    from attntrace.samples import INDEX_FILE, build_index, samples_dir
+
+    assert (samples_dir() / INDEX_FILE).read_text(encoding="utf-8") == build_index()
+
+
+def test_help_and_samples_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
+    for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"]):
+        probe = (
+            f"import sys, runpy; sys.argv = ['attntrace', *{args!r}]\n"
+            "try:\n    runpy.run_module('attntrace', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print('LOADED', 'numpy' in sys.modules, 'yaml' in sys.modules, file=sys.stderr)"
+        )
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                cwd=tmp_path, timeout=60)  # fmt: skip
+        assert "LOADED False False" in result.stderr, (args, result.stderr)
