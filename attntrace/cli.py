@@ -334,7 +334,7 @@ def render(
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
     name = "stdin" if source == "-" else source
     try:
-        text = sys.stdin.read() if source == "-" else read_text(Path(source))
+        text = _read_stdin() if source == "-" else read_text(Path(source))
         trace = load_trace(text, name)
     except InputError as error:
         fail(error.with_source(name))
@@ -516,6 +516,15 @@ def _prompt_console() -> Console | None:
     from rich.console import Console
 
     return Console(stderr=True) if sys.stdin.isatty() and not sys.stdout.isatty() else None
+
+
+def _read_stdin() -> str:
+    """All of stdin, refused past the file size limit without reading it all."""
+    from attntrace.model_file import check_size, max_file_bytes
+
+    text = sys.stdin.read(max_file_bytes() + 1)
+    check_size(len(text), stream=True)
+    return text
 
 
 def _read_line() -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,12 +56,43 @@ def _is_json(path: Path) -> bool:
     return path.suffix.lower() == ".json"
 
 
+DEFAULT_MAX_MB = 256
+MAX_MB_VARIABLE = "ATTNTRACE_MAX_FILE_MB"
+
+
+def max_file_bytes() -> int:
+    """The largest model or trace file read: 256 MB, or ATTNTRACE_MAX_FILE_MB."""
+    value = os.environ.get(MAX_MB_VARIABLE, str(DEFAULT_MAX_MB))
+    try:
+        megabytes = float(value)
+    except ValueError:
+        raise InputError(field=MAX_MB_VARIABLE, expected="a number of megabytes",
+                         found=repr(value)) from None  # fmt: skip
+    return int(megabytes * 1024 * 1024)
+
+
+def check_size(size: int, *, stream: bool = False) -> None:
+    """Refuse ``size`` bytes over the limit; a stream is only read to just past it."""
+    limit = max_file_bytes()
+    if size > limit:
+        found = (
+            f"more than {limit / 2**20:g} MB" if stream else f"the file is {size / 2**20:.1f} MB"
+        )
+        raise InputError(
+            f"{found}, over the limit of {limit / 2**20:g} MB "
+            f"(set {MAX_MB_VARIABLE} to read larger files)"
+        )
+
+
 def read_text(path: Path) -> str:
     """The file's text, or an :class:`InputError` that says why it cannot be had.
 
-    The error names no file: the caller knows what to call it (``with_source``).
+    The error names no file: the caller knows what to call it (``with_source``). A file
+    over the size limit is refused before it is read.
     """
     try:
+        if path.is_file():
+            check_size(path.stat().st_size)
         raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError("no such file") from None

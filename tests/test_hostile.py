@@ -1,0 +1,177 @@
+"""Files and streams from strangers: fuzzed model files, alias bombs, huge files, closed
+pipes. Every one ends in success or exit 2 with a message, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from helpers import invoke
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attntrace.errors import InputError
+from attntrace.model_file import load_model
+
+FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
+          "causal", "positions", "context", "WQ", "", "ŵ", "embedding"]  # fmt: skip
+TOKENS = st.sampled_from(["cat", "eats", "fish", "", " ", "CAT", "é", "🐈", "no", "1", "x y"])
+NUMBERS = st.one_of(
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e308, -1e308, 5e-324, 10**400]),
+)
+LEAVES = st.one_of(st.none(), st.booleans(), NUMBERS, st.text(max_size=4), TOKENS)
+VALUES = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TOKENS, inner, max_size=3),
+    max_leaves=12,
+)
+MATRIX = st.lists(st.lists(NUMBERS, min_size=0, max_size=3), min_size=0, max_size=3)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> dict[str, Any]:
+    """Near-valid models with one or more fields broken in every way."""
+    document: dict[str, Any] = {
+        "embeddings": draw(st.dictionaries(TOKENS, st.one_of(MATRIX.map(lambda m: m[0] if m
+                                                                         else []), VALUES),
+                                           max_size=4)),
+        "weights": draw(st.dictionaries(st.sampled_from(["WQ", "WK", "WV", "WO", "W?"]),
+                                        st.one_of(MATRIX, VALUES), max_size=5)),
+    }  # fmt: skip
+    for key in draw(st.lists(st.sampled_from(FIELDS), max_size=4)):
+        document[key] = draw(VALUES)
+    return document
+
+
+def load(text: str, suffix: str, tmp_path: Path) -> None:
+    path = tmp_path / f"model{suffix}"
+    path.write_text(text, encoding="utf-8")
+    message = "loaded"
+    try:
+        load_model(path)
+    except InputError as error:  # the one error a bad file may raise, with a message
+        message = str(error)
+    assert message
+
+
+@given(document=documents())
+def test_fuzzed_documents_as_json_and_yaml(document: dict[str, Any], tmp_path_factory: Any) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    try:
+        as_json = json.dumps(document)
+    except ValueError:  # NaN and friends are not JSON; YAML still carries them
+        as_json = json.dumps(document, allow_nan=True)
+    load(as_json, ".json", folder)
+    load(yaml.safe_dump(document, allow_unicode=True), ".yaml", folder)
+
+
+@given(text=st.text(max_size=200))
+def test_any_text_as_a_model_file(text: str, tmp_path_factory: Any) -> None:
+    folder = tmp_path_factory.mktemp("text")
+    load(text, ".yaml", folder)
+    load(text, ".json", folder)
+
+
+def test_a_fuzzed_file_through_the_cli_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text("embeddings: {cat: [1, .nan]}\nweights: {WQ: 3}\n")
+    result = invoke("run", "cat", "-c", str(tmp_path / "m.yaml"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("attntrace: error: ")
+
+
+BILLION_LAUGHS = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+"""
+
+
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        ("embeddings: {cat: [1, 2]}\nweights: {WQ: *i, WK: *i, WV: *i}\n",
+         "unknown fields 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'"),
+        ("", "unknown fields 'a'"),
+    ],
+    ids=["bomb-as-weights", "bomb-alone"],
+)  # fmt: skip
+def test_an_alias_bomb_is_refused(tail: str, message: str, tmp_path: Path) -> None:
+    """A billion laughs: aliases stay shared references (never expanded), and the first
+    check that reaches one refuses it. benchmarks/hostile.py measures time and memory."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BILLION_LAUGHS + tail)
+    result = invoke("run", "cat", "-c", str(path))
+    assert result.exit_code == 2
+    assert message in result.stderr
+    nested = tmp_path / "nested.yaml"
+    nested.write_text(
+        "embeddings: {cat: &v [1, 2]}\nweights: {WQ: &w [*v, *v], WK: *w, WV: [*v, *v]}\n"
+    )
+    assert invoke("run", "cat", "-c", str(nested)).exit_code == 0  # plain aliases still work
+
+
+def test_a_file_over_the_size_limit_is_refused_before_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"description": "x" * 3_000_000, "embeddings": {"cat": [1]},
+                                "weights": {"WQ": [[1]], "WK": [[1]], "WV": [[1]]}}))  # fmt: skip
+    monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", "1")
+    result = invoke("run", "cat", "-c", str(path))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"attntrace: error: {path}: the file is 2.9 MB, over the limit of 1 MB "
+        "(set ATTNTRACE_MAX_FILE_MB to read larger files)\n"
+    )
+    monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", "8")
+    assert invoke("run", "cat", "-c", str(path), "--json").exit_code == 0
+    monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", "0.5")
+    piped = invoke("render", "-", input="x" * 600_000)
+    assert piped.exit_code == 2
+    assert piped.stderr == (
+        "attntrace: error: stdin: more than 0.5 MB, over the limit of 0.5 MB "
+        "(set ATTNTRACE_MAX_FILE_MB to read larger files)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "-s", "it-animal", "--focus", "it"],
+        ["run", "-s", "gqa", "--map"],
+        ["run", "-s", "gqa", "--overview"],
+        ["decode", "-s", "gqa"],
+        ["decode", "-s", "gqa", "--json"],
+        ["softmax", "1", "2", "3"],
+        ["kv-cache", "--preset", "gpt2"],
+        ["kv-cache"],
+        ["samples", "it-animal"],
+    ],
+    ids=lambda args: "-".join(args[:3]),
+)
+def test_every_output_mode_ends_quietly_into_a_closed_pipe(args: list[str], tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "attntrace", *args], cwd=tmp_path, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        assert process.stderr is not None
+        process.stdout.close()
+        stderr = process.stderr.read()
+        assert process.wait(timeout=60) == 0
+    assert stderr == ""
