@@ -272,6 +272,22 @@ def run(
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
     export: Export = None,
+    only_stages: Annotated[
+        str | None,
+        typer.Option(
+            "--stages",
+            metavar="NAMES",
+            help="With --json: only these stages, comma-separated (e.g. softmax,output).",
+        ),
+    ] = None,
+    only_heads: Annotated[
+        str | None,
+        typer.Option(
+            "--heads",
+            metavar="LIST",
+            help="With --json: only these heads' stages, comma-separated (e.g. 0,3).",
+        ),
+    ] = None,
 ) -> None:
     """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output."""
     from attntrace.api import trace_attention
@@ -298,12 +314,42 @@ def run(
     except InputError as error:
         fail(error)
     if how is None:
-        from attntrace.serialize import dumps
+        from attntrace.serialize import dump_bytes
 
+        try:
+            stages, heads = json_filters(trace, only_stages, only_heads)
+        except InputError as error:
+            fail(error)
         with quiet_pipe():  # plain dicts to stdout: the renderers are not even imported
-            sys.stdout.write(dumps(trace) + "\n")
+            sys.stdout.flush()
+            sys.stdout.buffer.write(dump_bytes(trace, stages=stages, heads=heads) + b"\n")
         return
+    if only_stages is not None or only_heads is not None:
+        usage("--stages and --heads choose what --json writes: add --json")
     show(trace, how)
+
+
+def json_filters(
+    trace: Trace, stages: str | None, heads: str | None
+) -> tuple[list[str] | None, list[int] | None]:
+    """--stages NAMES and --heads LIST, checked against the trace."""
+    from attntrace.errors import InputError
+
+    names = None if stages is None else [n.strip() for n in stages.split(",") if n.strip()]
+    known = list(dict.fromkeys(trace.names))
+    for name in names or []:
+        if name not in known:
+            raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
+                             found=repr(name))  # fmt: skip
+    numbers = None
+    if heads is not None:
+        parts = [p.strip() for p in heads.split(",") if p.strip()]
+        last = trace.model.heads - 1
+        if not all(p.isdecimal() and int(p) <= last for p in parts) or not parts:
+            raise InputError(field="--heads", expected=f"head numbers from 0 to {last}, "
+                             "comma-separated", found=repr(heads))  # fmt: skip
+        numbers = [int(p) for p in parts]
+    return names, numbers
 
 
 @app.command()

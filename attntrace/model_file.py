@@ -32,6 +32,7 @@ KNOWN_FIELDS = (
     "causal",
     "positions",
     "context",
+    "vocabulary",
 )
 KNOWN_WEIGHTS = ("WQ", "WK", "WV", "WO")
 REQUIRED_FIELDS = ("embeddings", "weights")
@@ -49,7 +50,7 @@ def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
         document = parse_document(text, source, is_json=_is_json(Path(path)))
     except InputError as error:
         raise error.with_source(source) from None
-    return model_from_document(document, source)
+    return model_from_document(document, source, folder=Path(path).parent)
 
 
 def _is_json(path: Path) -> bool:
@@ -114,8 +115,15 @@ def read_text(path: Path) -> str:
 # ---------------------------------------------------------------------- validation
 
 
-def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
-    """Check a parsed document against SPEC.md section 3 and build the :class:`ModelSpec`."""
+def model_from_document(
+    document: Any, source: str | None = None, *, folder: Path | None = None
+) -> ModelSpec:
+    """Check a parsed document against SPEC.md section 3 and build the :class:`ModelSpec`.
+
+    A matrix (a weight, the embedding table, learned positions) may be given as the name
+    of a ``.npy`` file, relative to ``folder`` (the model file's own folder).
+    """
+    arrays = _NpyReader(folder, source)
     if not isinstance(document, Mapping):
         raise InputError(
             expected="a mapping of model fields at the top level (embeddings, weights, ...)",
@@ -135,8 +143,8 @@ def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
         if key not in document:
             raise InputError(f"missing required field {key!r}", source=source)
 
-    embeddings = _embeddings(document["embeddings"], source)
-    weights = _weights(document["weights"], source)
+    embeddings = _embeddings(document["embeddings"], document.get("vocabulary"), source, arrays)
+    weights = _weights(document["weights"], source, arrays)
     # Types here; how the shapes fit together, ModelSpec checks (for Python callers too).
     return ModelSpec(
         embeddings=embeddings,
@@ -147,7 +155,7 @@ def model_from_document(document: Any, source: str | None = None) -> ModelSpec:
         heads=_count(document, "heads", source) or 1,
         kv_heads=_count(document, "kv_heads", source),
         causal=_flag(document, "causal", source),
-        positions=_positions(document.get("positions"), source),
+        positions=_positions(document.get("positions"), source, arrays),
         context=_optional_text(document, "context", source),
         name=_optional_text(document, "name", source) or _default_name(source),
         description=_optional_text(document, "description", source) or "",
@@ -194,14 +202,16 @@ def _flag(document: Mapping[str, Any], key: str, source: str | None) -> bool:
     return value
 
 
-def _positions(value: Any, source: str | None) -> str | np.ndarray | None:
-    """``none`` (or absent), ``sinusoidal``, or learned vectors: a list of d_model numbers each."""
+def _positions(value: Any, source: str | None, arrays: _NpyReader) -> str | np.ndarray | None:
+    """``none`` (or absent), ``sinusoidal``, or learned vectors (a list, or a .npy file)."""
     if value is None or value == "none":
         return None
     if value == "sinusoidal":
         return "sinusoidal"
     if isinstance(value, list):
         return _matrix(value, "positions", source)
+    if arrays.names_file(value):
+        return arrays.load(value, "positions")
     raise InputError(
         source=source,
         field="positions",
@@ -227,7 +237,16 @@ def _mapping(value: Any, field: str, expected: str, source: str | None) -> Mappi
     return value
 
 
-def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
+def _embeddings(
+    value: Any, vocabulary: Any, source: str | None, arrays: _NpyReader
+) -> dict[str, np.ndarray]:
+    """token -> vector: a mapping, or a .npy table whose rows the ``vocabulary`` names."""
+    if arrays.names_file(value):
+        return _table(arrays.load(value, "embeddings"), vocabulary, source)
+    if vocabulary is not None:
+        raise InputError(source=source, field="vocabulary",
+                         expected="nothing, unless embeddings is a .npy file",
+                         found=describe(vocabulary))  # fmt: skip
     value = _mapping(value, "embeddings", "a non-empty mapping of token -> vector", source)
     table: dict[str, np.ndarray] = {}
     first_token: str | None = None
@@ -259,7 +278,78 @@ def _embeddings(value: Any, source: str | None) -> dict[str, np.ndarray]:
     return table
 
 
-def _weights(value: Any, source: str | None) -> dict[str, np.ndarray]:
+def _table(rows: np.ndarray, vocabulary: Any, source: str | None) -> dict[str, np.ndarray]:
+    """The rows of an embedding table, named by the vocabulary (a list of tokens)."""
+    if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
+        raise InputError(source=source, field="vocabulary",
+                         expected=f"a list of the {rows.shape[0]} tokens the table's rows "
+                         "stand for", found=describe(vocabulary))  # fmt: skip
+    if len(vocabulary) != rows.shape[0]:
+        raise InputError(source=source, field="vocabulary",
+                         expected=f"{rows.shape[0]} tokens (one per row of embeddings)",
+                         found=f"{len(vocabulary)}")  # fmt: skip
+    table: dict[str, np.ndarray] = {}
+    for index, token in enumerate(vocabulary):
+        if not token or any(ch.isspace() for ch in token) or token in table:
+            raise InputError(source=source, field=f"vocabulary[{index}]",
+                             expected="a non-empty token without spaces, given once",
+                             found=repr(token))  # fmt: skip
+        table[token] = rows[index]
+    return table
+
+
+class _NpyReader:
+    """Matrices stored as .npy files beside the model file, loaded safely (no pickles)."""
+
+    def __init__(self, folder: Path | None, source: str | None) -> None:
+        self.folder = folder
+        self.source = source
+
+    @staticmethod
+    def names_file(value: Any) -> bool:
+        return isinstance(value, str) and value.lower().endswith(".npy")
+
+    def load(self, name: str, field: str) -> np.ndarray:
+        if self.folder is None:
+            raise InputError(source=self.source, field=field,
+                             expected="numbers (a .npy file needs a model file to be "
+                             "relative to)", found=repr(name))  # fmt: skip
+        path = self.folder / name
+        try:
+            check_size(path.stat().st_size)
+            array = np.load(path, allow_pickle=False)
+        except InputError as error:
+            raise InputError(error.message, source=self.source, field=field) from None
+        except FileNotFoundError:
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="a .npy file beside the model file",
+                found=f"no file {str(path)!r}",
+            ) from None
+        except (OSError, ValueError) as error:  # not .npy, truncated, or pickled objects
+            raise InputError(source=self.source, field=field, expected="a .npy array file",
+                             found=f"{str(path)!r}: {error}") from None  # fmt: skip
+        if array.ndim != 2 or not (
+            np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+        ):
+            shape = " × ".join(map(str, array.shape)) or "a scalar"
+            raise InputError(source=self.source, field=field,
+                             expected="a 2-D array of real numbers",
+                             found=f"{shape} of {array.dtype}")  # fmt: skip
+        matrix = np.asarray(array, dtype=np.float64)
+        if not np.all(np.isfinite(matrix)):
+            i, j = (int(x[0]) for x in np.nonzero(~np.isfinite(matrix)))
+            raise InputError(
+                source=self.source,
+                field=f"{field}[{i}][{j}]",
+                expected="a finite number",
+                found=repr(float(matrix[i, j])),
+            )
+        return matrix
+
+
+def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, np.ndarray]:
     value = _mapping(value, "weights", "a mapping with WQ, WK, WV", source)
     for key in value:
         if key not in KNOWN_WEIGHTS:
@@ -272,7 +362,11 @@ def _weights(value: Any, source: str | None) -> dict[str, np.ndarray]:
     for key in REQUIRED_WEIGHTS:
         if key not in value:
             raise InputError(f"missing required matrix {key!r}", source=source, field="weights")
-    return {key: _matrix(matrix, f"weights.{key}", source) for key, matrix in value.items()}
+    return {
+        key: arrays.load(matrix, f"weights.{key}") if arrays.names_file(matrix)
+        else _matrix(matrix, f"weights.{key}", source)
+        for key, matrix in value.items()
+    }  # fmt: skip
 
 
 def _number(value: Any, field: str, source: str | None) -> float:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from helpers import load_valid_trace
@@ -51,7 +51,8 @@ MERGE = (
 )
 
 KNOWN_FIELDS = (
-    "name, description, sentence, embeddings, weights, heads, kv_heads, causal, positions, context"
+    "name, description, sentence, embeddings, weights, heads, kv_heads, causal, positions, "
+    "context, vocabulary"
 )
 TOP_LEVEL = "expected a mapping of model fields at the top level (embeddings, weights, ...)"
 TAG_REFUSED = "is not allowed: a model file holds plain data (mappings, lists, numbers, strings)"
@@ -841,6 +842,42 @@ REJECTED = [
         GOOD + "positions: [[0, 0, 0], [1, 1, 1], [2, 2, 2]]\n",
         "model.yaml: positions: expected vectors of 2 numbers (d_model), got 3 × 3",
     ),
+    # --- matrices as .npy files beside the model file
+    case(
+        "npy-missing",
+        EMB + "weights:\n  WQ: wq.npy\n" + WK + WV,
+        "model.yaml: weights.WQ: expected a .npy file beside the model file, got no file 'wq.npy'",
+    ),
+    case(
+        "npy-not-an-array",
+        lambda path: _with_npy(
+            path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, {"wq.npy": "not numbers"}
+        ),
+        "model.yaml: weights.WQ: expected a 2-D array of real numbers, got a scalar of <U11",
+    ),
+    case(
+        "npy-non-finite",
+        lambda path: _with_npy(
+            path,
+            EMB + "weights:\n  WQ: wq.npy\n" + WK + WV,
+            {"wq.npy": [[1.0, float("inf")], [0.0, 1.0]]},
+        ),
+        "model.yaml: weights.WQ[0][1]: expected a finite number, got inf",
+    ),
+    case(
+        "npy-vocabulary-length",
+        lambda path: _with_npy(
+            path, "embeddings: e.npy\nvocabulary: [cat]\n" + W, {"e.npy": [[1.0, 2.0], [3.0, 1.0]]}
+        ),
+        "model.yaml: vocabulary: expected 2 tokens (one per row of embeddings), got 1",
+        args=with_file(sentence="cat"),
+    ),
+    case(
+        "vocabulary-without-npy",
+        GOOD + "vocabulary: [cat]\n",
+        "model.yaml: vocabulary: expected nothing, unless embeddings is a .npy file, got a "
+        "list of 1 item",
+    ),
     # --- arithmetic that overflows float64: exit 2, never NaN, never a traceback
     case(
         "overflow-names-the-file",
@@ -1067,3 +1104,12 @@ def test_accepted_input_traces(
         stage = trace["stages"][0]
         assert stage["name"] == "X"
         assert stage["data"] == x
+
+
+def _with_npy(path: Path, text: str, arrays: dict[str, Any]) -> None:
+    """Write the model file and, beside it, .npy files holding ``arrays``."""
+    import numpy as np
+
+    path.write_text(text, encoding="utf-8")
+    for name, data in arrays.items():
+        np.save(path.parent / name, np.array(data))

@@ -66,6 +66,10 @@ class Equation:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         matrices = (self.left, self.right, self.result)
+        # every column takes at least 4 cells: a quick no for wide matrices
+        if sum(m.shape[1] for m in matrices) * 4 > options.max_width:
+            yield self.fallback
+            return
         # two operator columns of one cell, and one cell of padding between columns
         widths = [StageTable(m, self.view).natural_width() for m in matrices]
         if sum(widths) + 2 + 4 > options.max_width:

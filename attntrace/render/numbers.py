@@ -29,19 +29,40 @@ def format_number(value: float, precision: int) -> str:
 
 
 def column_widths(data: npt.NDArray[np.float64], precision: int) -> list[int]:
-    """Each column's widest formatted cell, found from its extremes (two formats per column)."""
+    """Each column's widest formatted cell, computed from its extremes without formatting.
+
+    An estimate good to a cell (rounding at the last digit may differ): the table is
+    drawn from the formatted cells and re-fitted if the estimate fell short.
+    """
     if data.size == 0:
         return [1] * data.shape[1]
-    finite = np.where(np.isfinite(data), data, np.nan)
+    finite_cells = np.isfinite(data)
+    finite = np.where(finite_cells, data, np.nan)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-masked column has no extremes
-        lows, highs = np.nanmin(finite, axis=0), np.nanmax(finite, axis=0)
-    widths = []
-    for j, (low, high) in enumerate(zip(lows, highs, strict=True)):
-        candidates = [len(format_number(float(x), precision)) for x in (low, high) if x == x]
-        if not np.all(np.isfinite(data[:, j])):
-            candidates.append(len(MASKED))
-        widths.append(max(candidates, default=1))
+        extremes = np.stack([np.nanmin(finite, axis=0), np.nanmax(finite, axis=0)])
+    widths = np.where(np.isnan(extremes), 1, _widths(np.nan_to_num(extremes), precision))
+    best = widths.max(axis=0)
+    masked = (~finite_cells).any(axis=0)
+    result: list[int] = np.where(masked, np.maximum(best, len(MASKED)), best).astype(int).tolist()
+    return result
+
+
+def _widths(values: npt.NDArray[np.float64], precision: int) -> npt.NDArray[np.int64]:
+    """len(format_number(x)) for every x, by arithmetic on the digits."""
+    magnitude = np.abs(values)
+    fraction = 1 + precision if precision > 0 else 0
+    rounded = np.round(magnitude, precision)
+    sign = (values < 0) & (rounded > 0)  # format_number drops the sign of -0.0000
+    whole = np.floor(np.log10(np.maximum(rounded, 1))) + 1
+    fixed = sign + whole + fraction
+    exponent = np.floor(np.log10(np.maximum(magnitude, 1)))
+    scientific = (
+        sign + 1 + fraction + 2 + np.maximum(2, np.floor(np.log10(np.maximum(exponent, 1))) + 1)
+    )
+    widths: npt.NDArray[np.int64] = np.where(magnitude >= _FIXED_LIMIT, scientific, fixed).astype(
+        np.int64
+    )
     return widths
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from io import StringIO
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -123,6 +124,13 @@ class Grid:
         return Text("".join(parts), spans=spans, no_wrap=True, overflow="ignore")
 
 
+@lru_cache(maxsize=512)
+def cached_column_widths(stage: Stage, precision: int) -> list[int]:
+    """column_widths per stage (stages are immutable and hashed by identity): a stage is
+    laid out several times (measured, fitted, drawn), its widths computed once."""
+    return column_widths(stage.data, precision)
+
+
 @dataclass(frozen=True)
 class StageTable:
     """A stage's matrix as a table that fits the width it is given."""
@@ -145,7 +153,7 @@ class StageTable:
     def natural_width(self) -> int:
         """The width with every column shown, estimated without formatting every cell."""
         stage = self.stage
-        cells = column_widths(stage.data, self.view.precision)
+        cells = cached_column_widths(stage, self.view.precision)
         labels = unique_labels(stage.cols)
         return max(len(label) for label in unique_labels(stage.rows)) + sum(
             max(cell, len(label)) + _GAP for cell, label in zip(cells, labels, strict=True)
@@ -158,13 +166,12 @@ class StageTable:
     def layout(self, width: int) -> Grid:
         """Choose the rows and columns that fit ``width`` and format their cells."""
         stage, precision = self.stage, self.view.precision
-        data = stage.data
         row_labels = unique_labels(stage.rows)
         col_labels = unique_labels(stage.cols)
         label_width = max(len(label) for label in row_labels)
         col_widths = [
             max(cell, len(label))
-            for cell, label in zip(column_widths(data, precision), col_labels, strict=True)
+            for cell, label in zip(cached_column_widths(stage, precision), col_labels, strict=True)
         ]
 
         # Each column costs its width + 3 (the gap); the label column has none.
