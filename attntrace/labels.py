@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 
 def unique_labels(labels: Sequence[str]) -> list[str]:
     """Labels a reader can tell apart: a repeated token gets its 0-based position, ``the#4``."""
+    return list(_unique(tuple(labels)))
+
+
+@lru_cache(maxsize=256)
+def _unique(labels: tuple[str, ...]) -> tuple[str, ...]:
+    """Cached: every stage of a trace shares the same token tuple."""
     counts = Counter(labels)
-    return [f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(labels)]
+    return tuple(f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(labels))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -89,6 +90,9 @@ def main() -> None:
             scores = np.where(mask, -np.inf, qs[h] @ ks[h].T / np.sqrt(D_HEAD))
             _ = softmax(scores) @ vs[h]
 
+    def cache_and_query(t: int) -> tuple[KVCache, np.ndarray]:
+        return cache_with(t + 1), projected(t)[0][:, t]
+
     def projected(t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         prefix = X[: t + 1]
         q, k, v = (
@@ -103,11 +107,10 @@ def main() -> None:
     rows = []
     for steps in STEPS:
         t = steps - 1
-        cached = median_seconds(lambda cache, t=t: cached_step(cache, t), lambda t=t: cache_with(t))
-        recomputed = median_seconds(lambda _, t=t: recomputed_step(t), lambda: None)
-        attend = median_seconds(cached_attention, lambda t=t: (cache_with(t + 1),
-                                projected(t)[0][:, t]))  # fmt: skip
-        attend_all = median_seconds(full_attention, lambda t=t: projected(t))
+        cached = median_seconds(partial(cached_step, t=t), partial(cache_with, t))
+        recomputed = median_seconds(lambda _: recomputed_step(t), lambda: None)  # noqa: B023
+        attend = median_seconds(cached_attention, partial(cache_and_query, t))
+        attend_all = median_seconds(full_attention, partial(projected, t))
         rows.append((steps, cached, recomputed, attend, attend_all))
         print(
             f"{steps:>7} {1000 * cached:>23.3f} {1000 * recomputed:>11.3f} "

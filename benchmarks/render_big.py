@@ -22,6 +22,7 @@ import numpy as np
 from rich.console import Console
 
 from attntrace import trace_attention
+from attntrace.focus import focus_row
 from attntrace.render.present import Presentation, renderables
 from attntrace.render.tables import View
 
@@ -68,8 +69,9 @@ def main() -> None:
 
                 def draw(how: Presentation = how, width: int = width) -> None:
                     console = Console(file=io.StringIO(), width=width, color_system="truecolor")
-                    for renderable in renderables(trace, how):
-                        console.print(renderable)
+                    focus = None if how.focus is None else (focus_row(trace, how.focus),)
+                    for renderable in renderables(trace, how, focus):
+                        console.print(renderable, crop=False)
 
                 print(f"{f'render {name} @ {width}':<28}{median_ms(draw):8.1f} ms")
         command = [sys.executable, "-m", "attntrace", "run", sentence, "-c", str(path)]

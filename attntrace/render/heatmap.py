@@ -6,6 +6,8 @@ in the cell, so the shade only helps the eye (and disappears with NO_COLOR).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from rich.color import Color
 from rich.color_triplet import ColorTriplet
 from rich.style import Style
@@ -23,7 +25,12 @@ _LIGHT_TEXT = Color.from_rgb(255, 255, 255)
 
 def weight_style(weight: float) -> Style:
     """The background for ``weight``: dark purple near 0, yellow near 1."""
-    w = min(max(weight, 0.0), 1.0) * (len(_VIRIDIS) - 1)
+    return _style(round(min(max(weight, 0.0), 1.0), 3))  # 1,001 shades: the eye sees fewer
+
+
+@lru_cache(maxsize=1024)
+def _style(weight: float) -> Style:
+    w = weight * (len(_VIRIDIS) - 1)
     low = min(int(w), len(_VIRIDIS) - 2)
     frac = w - low
     a, b = _VIRIDIS[low], _VIRIDIS[low + 1]
