@@ -175,3 +175,23 @@ def test_every_output_mode_ends_quietly_into_a_closed_pipe(args: list[str], tmp_
         stderr = process.stderr.read()
         assert process.wait(timeout=60) == 0
     assert stderr == ""
+
+
+@pytest.mark.parametrize("command", [["run", "--step"], ["decode", "--step"]])
+def test_ctrl_c_at_a_step_prompt_exits_130_quietly(command: list[str], tmp_path: Path) -> None:
+    import signal
+
+    with subprocess.Popen(
+        [sys.executable, "-m", "attntrace", *command], cwd=tmp_path, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        assert process.stderr is not None
+        seen = ""
+        while "> " not in seen:  # the first prompt: the program now waits for a key
+            char = process.stdout.read(1)
+            assert char, f"ended before its prompt: {seen[-200:]!r}"
+            seen += char
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 130
+        assert "Traceback" not in process.stderr.read()
