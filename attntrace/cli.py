@@ -39,6 +39,14 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+# The model, for `run` and `decode`.
+Config = Annotated[
+    str | None, typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file.")
+]
+Sample = Annotated[
+    str | None,
+    typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
+]
 # Display flags shared by `run` and `render`: none of them changes a number.
 Step = Annotated[
     bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
@@ -236,14 +244,8 @@ def run(
             show_default=False,
         ),
     ] = None,
-    config: Annotated[
-        str | None,
-        typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file."),
-    ] = None,
-    sample: Annotated[
-        str | None,
-        typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
-    ] = None,
+    config: Config = None,
+    sample: Sample = None,
     causal: Annotated[
         bool | None,
         typer.Option(
@@ -429,14 +431,8 @@ def decode(
             show_default=False,
         ),
     ] = None,
-    config: Annotated[
-        str | None,
-        typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file."),
-    ] = None,
-    sample: Annotated[
-        str | None,
-        typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
-    ] = None,
+    config: Config = None,
+    sample: Sample = None,
     step: Step = False,
     as_json: Annotated[
         bool, typer.Option("--json", metavar="", help="Write every step's numbers as JSON.")

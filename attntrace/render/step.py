@@ -40,6 +40,20 @@ class Move:
     error: str | None = None
 
 
+def ask(
+    talk: Console, read_line: ReadLine, where: str, extra: str = "", *, echo: bool
+) -> str | None:
+    """Prompt for one key and read it; None at end of input. ``echo`` repeats it (piped
+    keys would not show otherwise)."""
+    talk.print(f"[dim]({where} · b back{extra} · q quit · ? help)[/dim] > ", end="")
+    line = read_line()
+    if line is None:
+        talk.print()
+    elif echo:
+        talk.print(Text(line))
+    return line
+
+
 def help_text(trace: Trace) -> str:
     text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
     if trace.model.heads > 1:
@@ -161,15 +175,12 @@ def run_steps(
     index = 0
     show_stage(console, trace, index, view, focus)
     while True:
-        where = "last stage: Enter ends" if index == len(trace) - 1 else "Enter: next"
+        last = index == len(trace) - 1
         heads = " · h next head" if trace.model.heads > 1 else ""
-        talk.print(f"[dim]({where} · b back{heads} · q quit · ? help)[/dim] > ", end="")
-        line = read_line()
+        line = ask(talk, read_line, "last stage: Enter ends" if last else "Enter: next",
+                   heads, echo=echo)  # fmt: skip
         if line is None:
-            talk.print()
             return
-        if echo:
-            talk.print(Text(line))
         move = interpret(line, index, trace)
         if move.quit:
             return
@@ -206,14 +217,10 @@ def page_through(
 
     show()
     while True:
-        where = "last: Enter ends" if index == len(screens) - 1 else "Enter: next"
-        talk.print(f"[dim]({where} · b back · q quit · ? help)[/dim] > ", end="")
-        line = read_line()
+        last = index == len(screens) - 1
+        line = ask(talk, read_line, "last: Enter ends" if last else "Enter: next", echo=echo)
         if line is None:
-            talk.print()
             return
-        if echo:
-            talk.print(Text(line))
         key = line.strip()
         if key in ("", "n"):
             if index == len(screens) - 1:
