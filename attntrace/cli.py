@@ -339,6 +339,9 @@ def json_filters(
 
     names = None if stages is None else [n.strip() for n in stages.split(",") if n.strip()]
     known = list(dict.fromkeys(trace.names))
+    if names == []:
+        raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
+                         found=repr(stages))  # fmt: skip
     for name in names or []:
         if name not in known:
             raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
@@ -439,6 +442,7 @@ def decode(
     ] = False,
     precision: Precision = None,
     max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
 ) -> None:
     """Decode SENTENCE one token at a time through a KV cache, and compare with full
     causal attention."""
@@ -464,7 +468,8 @@ def decode(
         return
     from attntrace.render.decode import screens
 
-    pages = screens(result, presentation(precision=precision, max_rows=max_rows).view)
+    view = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
+    pages = screens(result, view)
     console = stdout_console()
     with quiet_pipe():
         if not step:
@@ -519,9 +524,19 @@ def kv_cache(
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
     try:
         if preset is None and all(flag is None for flag in shape_flags):
-            from attntrace.render.kv_memory import presets_view
-
+            if tokens is not None or batch != 1 or dtype != "fp16":
+                raise InputError(
+                    "give --preset NAME or the model's shape (--layers, --heads, "
+                    "--head-dim) for --tokens, --batch and --dtype to apply to"
+                )
             with quiet_pipe():
+                if as_json:
+                    from attntrace.serialize import plain_dumps, presets_to_dict
+
+                    sys.stdout.write(plain_dumps(presets_to_dict()) + "\n")
+                    return
+                from attntrace.render.kv_memory import presets_view
+
                 stdout_console().print(presets_view())
             return
         if preset is not None and any(flag is not None for flag in shape_flags):
@@ -609,4 +624,19 @@ def samples_command(
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except SystemExit as done:
+        # Rich (printing --help) answers a closed pipe by pointing stdout at /dev/null and
+        # exiting 1; a reader that left early is no failure: exit 0, as everywhere else.
+        if done.code == 1 and _stdout_is_devnull():
+            raise SystemExit(0) from None
+        raise
+
+
+def _stdout_is_devnull() -> bool:
+    try:
+        out, null = os.fstat(sys.stdout.fileno()), Path(os.devnull).stat()
+    except (OSError, ValueError):
+        return False
+    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)

@@ -102,6 +102,10 @@ def explicit_shape(
     if heads % kv:
         raise InputError(field="--kv-heads", expected=f"a divisor of --heads ({heads})",
                          found=str(kv))  # fmt: skip
+    if head_dim is not None and d_model is not None and d_model != heads * head_dim:
+        raise InputError(field="--d-model", expected=f"--heads × --head-dim = {heads} × "
+                         f"{head_dim} = {heads * head_dim}, or only one of the two",
+                         found=str(d_model))  # fmt: skip
     if head_dim is None:
         d_model = d_model or 0  # given: the first check refused neither
         if d_model % heads:

@@ -62,13 +62,15 @@ MAX_MB_VARIABLE = "ATTNTRACE_MAX_FILE_MB"
 
 
 def max_file_bytes() -> int:
-    """The largest model or trace file read: 256 MB, or ATTNTRACE_MAX_FILE_MB."""
-    value = os.environ.get(MAX_MB_VARIABLE, str(DEFAULT_MAX_MB))
+    """The largest model or trace file read: 256 MiB, or ATTNTRACE_MAX_FILE_MB (MiB)."""
+    value = os.environ.get(MAX_MB_VARIABLE, "").strip() or str(DEFAULT_MAX_MB)
     try:
         megabytes = float(value)
     except ValueError:
-        raise InputError(field=MAX_MB_VARIABLE, expected="a number of megabytes",
-                         found=repr(value)) from None  # fmt: skip
+        megabytes = -1.0
+    if not megabytes > 0:
+        raise InputError(field=MAX_MB_VARIABLE, expected="a positive number of MiB",
+                         found=repr(value))  # fmt: skip
     return int(megabytes * 1024 * 1024)
 
 
@@ -76,11 +78,10 @@ def check_size(size: int, *, stream: bool = False) -> None:
     """Refuse ``size`` bytes over the limit; a stream is only read to just past it."""
     limit = max_file_bytes()
     if size > limit:
-        found = (
-            f"more than {limit / 2**20:g} MB" if stream else f"the file is {size / 2**20:.1f} MB"
-        )
+        found = (f"more than {limit / 2**20:g} MiB" if stream
+                 else f"the file is {size / 2**20:.1f} MiB")  # fmt: skip
         raise InputError(
-            f"{found}, over the limit of {limit / 2**20:g} MB "
+            f"{found}, over the limit of {limit / 2**20:g} MiB "
             f"(set {MAX_MB_VARIABLE} to read larger files)"
         )
 
@@ -280,10 +281,18 @@ def _embeddings(
 
 def _table(rows: np.ndarray, vocabulary: Any, source: str | None) -> dict[str, np.ndarray]:
     """The rows of an embedding table, named by the vocabulary (a list of tokens)."""
-    if not isinstance(vocabulary, list) or not all(isinstance(t, str) for t in vocabulary):
-        raise InputError(source=source, field="vocabulary",
-                         expected=f"a list of the {rows.shape[0]} tokens the table's rows "
-                         "stand for", found=describe(vocabulary))  # fmt: skip
+    if not isinstance(vocabulary, list):
+        raise InputError(
+            source=source,
+            field="vocabulary",
+            expected=f"a list of the {rows.shape[0]} tokens the table's rows stand for",
+            found=describe(vocabulary),
+        )
+    for index, token in enumerate(vocabulary):
+        if not isinstance(token, str):
+            raise InputError(source=source, field=f"vocabulary[{index}]",
+                             expected="a token (a string: quote numbers)",
+                             found=describe(token))  # fmt: skip
     if len(vocabulary) != rows.shape[0]:
         raise InputError(source=source, field="vocabulary",
                          expected=f"{rows.shape[0]} tokens (one per row of embeddings)",
@@ -317,14 +326,19 @@ class _NpyReader:
         path = self.folder / name
         try:
             check_size(path.stat().st_size)
-            array = np.load(path, allow_pickle=False)
+            with path.open("rb") as head:
+                if head.read(6) != b"\x93NUMPY":
+                    raise ValueError("it does not start as a .npy file does")
+            # Memory-mapped first: a header that claims more than the file holds fails
+            # here, instead of allocating what it claims.
+            array = np.load(path, allow_pickle=False, mmap_mode="r")
         except InputError as error:
             raise InputError(error.message, source=self.source, field=field) from None
         except FileNotFoundError:
             raise InputError(
                 source=self.source,
                 field=field,
-                expected="a .npy file beside the model file",
+                expected="a .npy file (relative to the model file)",
                 found=f"no file {str(path)!r}",
             ) from None
         except (OSError, ValueError) as error:  # not .npy, truncated, or pickled objects
@@ -337,7 +351,10 @@ class _NpyReader:
             raise InputError(source=self.source, field=field,
                              expected="a 2-D array of real numbers",
                              found=f"{shape} of {array.dtype}")  # fmt: skip
-        matrix = np.asarray(array, dtype=np.float64)
+        if 0 in array.shape:
+            raise InputError(source=self.source, field=field, expected="a non-empty matrix",
+                             found=" × ".join(map(str, array.shape)))  # fmt: skip
+        matrix = np.array(array, dtype=np.float64)  # into memory; the file is let go
         if not np.all(np.isfinite(matrix)):
             i, j = (int(x[0]) for x in np.nonzero(~np.isfinite(matrix)))
             raise InputError(

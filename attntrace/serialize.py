@@ -37,10 +37,17 @@ def trace_to_dict(
     no head and are kept by name alone). ``raw`` leaves matrices as numpy arrays, for a
     writer that serializes them itself (orjson)."""
 
+    group = trace.model.heads // trace.model.kv_heads
+    kv_read = None if heads is None else {h // group for h in heads}
+
     def kept(stage: Stage) -> bool:
-        return (stages is None or stage.name in stages) and (
-            heads is None or stage.head is None or stage.head in heads
-        )
+        if stages is not None and stage.name not in stages:
+            return False
+        if heads is None or (stage.head is None and stage.kv_head is None):
+            return True
+        if stage.head is not None:
+            return stage.head in heads
+        return kv_read is not None and stage.kv_head in kv_read  # a WK or WV slice
 
     model = trace.model
     return {
@@ -235,5 +242,21 @@ def kv_memory_to_dict(
     }
 
 
-def plain_dumps(document: dict[str, Any]) -> str:
-    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+def plain_dumps(document: Any) -> str:
+    """Compact JSON, as ``run --json`` writes it."""
+    return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def presets_to_dict() -> dict[str, Any]:
+    """``kv-cache --json`` without a model: every preset's shape."""
+    from attntrace.kv_memory import PRESETS
+
+    return {
+        "schema": "attntrace/kv-cache-presets/v1",
+        "presets": [
+            {"name": name, "layers": shape.layers, "heads": shape.heads,
+             "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "d_model": shape.d_model,
+             "context": shape.context, "attention": shape.attention}
+            for name, shape in PRESETS.items()
+        ],
+    }  # fmt: skip

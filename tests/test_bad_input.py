@@ -846,7 +846,8 @@ REJECTED = [
     case(
         "npy-missing",
         EMB + "weights:\n  WQ: wq.npy\n" + WK + WV,
-        "model.yaml: weights.WQ: expected a .npy file beside the model file, got no file 'wq.npy'",
+        "model.yaml: weights.WQ: expected a .npy file (relative to the model file), got no "
+        "file 'wq.npy'",
     ),
     case(
         "npy-not-an-array",
@@ -870,6 +871,30 @@ REJECTED = [
             path, "embeddings: e.npy\nvocabulary: [cat]\n" + W, {"e.npy": [[1.0, 2.0], [3.0, 1.0]]}
         ),
         "model.yaml: vocabulary: expected 2 tokens (one per row of embeddings), got 1",
+        args=with_file(sentence="cat"),
+    ),
+    case(
+        "npy-header-claims-more-than-the-file",
+        lambda path: _with_npy_header(
+            path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy", (100000, 100000)
+        ),
+        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': mmap length is "
+        "greater than file size",
+    ),
+    case(
+        "npy-not-a-npy-file",
+        lambda path: _with_text(
+            path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, {"wq.npy": "hello"}
+        ),
+        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': it does not start "
+        "as a .npy file does",
+    ),
+    case(
+        "npy-vocabulary-numbers",
+        lambda path: _with_npy(
+            path, "embeddings: e.npy\nvocabulary: [1, 2]\n" + W, {"e.npy": [[1.0, 2.0], [3.0, 1.0]]}
+        ),
+        "model.yaml: vocabulary[0]: expected a token (a string: quote numbers), got 1",
         args=with_file(sentence="cat"),
     ),
     case(
@@ -1113,3 +1138,21 @@ def _with_npy(path: Path, text: str, arrays: dict[str, Any]) -> None:
     path.write_text(text, encoding="utf-8")
     for name, data in arrays.items():
         np.save(path.parent / name, np.array(data))
+
+
+def _with_npy_header(path: Path, text: str, name: str, shape: tuple[int, int]) -> None:
+    """A .npy file whose header claims ``shape`` but holds almost nothing."""
+    import numpy as np
+
+    path.write_text(text, encoding="utf-8")
+    with (path.parent / name).open("wb") as out:
+        header = {"descr": "<f8", "fortran_order": False, "shape": shape}
+        np.lib.format.write_array_header_1_0(out, header)
+        out.write(b"0" * 100)
+
+
+def _with_text(path: Path, text: str, files: dict[str, str]) -> None:
+    """The model file, and beside it files with the given text."""
+    path.write_text(text, encoding="utf-8")
+    for name, content in files.items():
+        (path.parent / name).write_text(content, encoding="utf-8")

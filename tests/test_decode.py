@@ -121,8 +121,10 @@ def test_decode_cli_and_json() -> None:
 def test_decode_step_mode_pages_through_steps() -> None:
     result = invoke("decode", "--step", input="\n3\nb\nq\n")
     assert result.exit_code == 0
-    shown = [line.split(":")[0] for line in result.stdout.splitlines() if line.startswith("Step ")]
-    assert shown == ["Step 0 of 2", "Step 1 of 2", "Step 2 of 2", "Step 1 of 2"]
+    shown = [line.split("):")[0] + ")" for line in result.stdout.splitlines()
+             if line.startswith("Step ")]  # fmt: skip
+    assert shown == ["Step 1 of 3 (t = 0)", "Step 2 of 3 (t = 1)", "Step 3 of 3 (t = 2)",
+                     "Step 2 of 3 (t = 1)"]  # fmt: skip
 
 
 # ------------------------------------------------------------------ kv-cache memory
@@ -173,7 +175,7 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
     out = invoke("kv-cache", columns=120).stdout
     assert "head dim   768 / 12  = 64" in out
     assert "head dim 12288 / 96  = 128" in out
-    assert "= 192   (config: 256)" in out  # gemma-7b: 3072 / 16 = 192, its config says 256
+    assert "= 192  (cfg 256)" in out  # gemma-7b: 3072 / 16 = 192, its config says 256
 
 
 @pytest.mark.parametrize(
@@ -197,9 +199,21 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
         (["--preset", "gpt2", "--tokens", "0"], "--tokens: expected a whole number ≥ 1, got 0"),
         (["--preset", "gpt2", "--heads", "4"], "--preset gives the model's shape: drop "
                                                "--layers, --heads, ..."),
+        (["--batch", "4"], "give --preset NAME or the model's shape (--layers, --heads, "
+                           "--head-dim) for --tokens, --batch and --dtype to apply to"),
+        (["--layers", "2", "--heads", "4", "--d-model", "64", "--head-dim", "32", "--tokens",
+          "1"], "--d-model: expected --heads × --head-dim = 4 × 32 = 128, or only one of the "
+                "two, got 64"),
     ],
 )  # fmt: skip
 def test_bad_calculator_input(args: list[str], message: str) -> None:
     result = invoke("kv-cache", *args)
     assert result.exit_code == 2
     assert result.stderr == f"attntrace: error: {message}\n"
+
+
+def test_kv_cache_json_without_a_model_lists_the_presets() -> None:
+    document = json.loads(invoke("kv-cache", "--json").stdout)
+    assert document["schema"] == "attntrace/kv-cache-presets/v1"
+    assert [p["name"] for p in document["presets"]] == list(PRESETS)
+    assert document["presets"][3]["kv_heads"] == 8  # llama2-70b

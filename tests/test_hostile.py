@@ -134,7 +134,7 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(
     result = invoke("run", "cat", "-c", str(path))
     assert result.exit_code == 2
     assert result.stderr == (
-        f"attntrace: error: {path}: the file is 2.9 MB, over the limit of 1 MB "
+        f"attntrace: error: {path}: the file is 2.9 MiB, over the limit of 1 MiB "
         "(set ATTNTRACE_MAX_FILE_MB to read larger files)\n"
     )
     monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", "8")
@@ -143,7 +143,7 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(
     piped = invoke("render", "-", input="x" * 600_000)
     assert piped.exit_code == 2
     assert piped.stderr == (
-        "attntrace: error: stdin: more than 0.5 MB, over the limit of 0.5 MB "
+        "attntrace: error: stdin: more than 0.5 MiB, over the limit of 0.5 MiB "
         "(set ATTNTRACE_MAX_FILE_MB to read larger files)\n"
     )
 
@@ -195,3 +195,24 @@ def test_ctrl_c_at_a_step_prompt_exits_130_quietly(command: list[str], tmp_path:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 130
         assert "Traceback" not in process.stderr.read()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many"])
+def test_a_size_limit_must_be_a_positive_number(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", value)
+    result = invoke("run", "--json", "-c", str(Path(__file__).parent.parent / "attntrace" /
+                                              "samples" / "cat-eats-fish.json"))  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.endswith(
+        f"ATTNTRACE_MAX_FILE_MB: expected a positive number of MiB, got {value!r}\n"
+    )
+
+
+def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
+    with subprocess.Popen([sys.executable, "-m", "attntrace", "run", "--help"], cwd=tmp_path,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:  # fmt: skip
+        assert process.stdout is not None
+        process.stdout.close()
+        assert process.wait(timeout=60) == 0

@@ -264,3 +264,15 @@ def test_render_refuses_impossible_block_layouts(
         result = invoke("render", "t.json", *flags)
         assert result.exit_code == 2, result.output
         assert result.stderr == f"attntrace: error: {message}\n"
+
+
+def test_json_filters() -> None:
+    document = load_valid_trace(invoke("run", "-s", "gqa", "--json", "--heads", "2").stdout)
+    assert {s["head"] for s in document["stages"]} == {None, 2}
+    # only the slices head 2 reads: its WQ columns, and K/V head 1's WK and WV
+    assert [(w["name"], w["head"], w["kv_head"]) for w in document["weights"]] == [
+        ("WQ", 2, None), ("WK", None, 1), ("WV", None, 1),
+    ]  # fmt: skip
+    empty = invoke("run", "--json", "--stages", "")
+    assert empty.exit_code == 2
+    assert "--stages: expected names from X, Q, K" in empty.stderr

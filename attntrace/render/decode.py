@@ -37,7 +37,8 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
     cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
     parts: list[RenderableType] = [
         Text.assemble(
-            ("Step ", "dim"), (f"{step.t}", "bold"), (f" of {len(run.steps) - 1}: ", "dim"),
+            ("Step ", "dim"), (f"{step.t + 1}", "bold"),
+            (f" of {len(run.steps)} (t = {step.t}): ", "dim"),
             (repr(step.token), "bold magenta"),
             (f"  appends its k and v to the cache, then its q attends over {step.t + 1} "
              f"cached key{'s' if step.t else ''}", "dim"),
@@ -126,15 +127,17 @@ class CostTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         run = self.run
-        yield Text("multiply-adds per step, and the running totals as bars "
+        yield Text("multiply-adds of each step, and the running totals as bars "
                    "(green: with the cache, red: recomputing the prefix)", style="dim")  # fmt: skip
         totals = np.cumsum([[s.costs.cached, s.costs.recomputed] for s in run.steps], axis=0)
         widest = float(totals[-1, 1])
         labels = unique_labels(run.tokens)
-        label_width = max(len(label) for label in labels)
-        numbers = max(len(f"{int(totals[-1, 1]):,}"), 6)
+        label_width = max(5, *(len(label) for label in labels))
+        numbers = max(len(f"{int(totals[-1, 1]):,}"), 7)
         fixed = 4 + label_width + 1 + 2 * (numbers + 1) + 1
         full = max(4, min(_BAR, (options.max_width - fixed - 1) // 2))
+        yield Text(f"{'t':>3} {'token':<{label_width}} {'cached':>{numbers}} "
+                   f"{'recomp.':>{numbers}} running totals", style="bold")  # fmt: skip
         for step, (cached, recomputed) in zip(run.steps, totals, strict=True):
             line = Text()
             line.append(f"{step.t:>3} {labels[step.t]:<{label_width}} ", style="bold")

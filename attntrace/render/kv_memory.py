@@ -16,20 +16,22 @@ def memory_view(
     lines = [
         Text.assemble((name, "bold magenta"), (
             f" · {shape.layers} layers · {shape.heads} query heads · {shape.kv_heads} K/V "
-            f"heads ({shape.attention}) · head dim {shape.head_dim}", "dim")),
-        Text(f"KV cache = 2 (K, V) × {shape.layers} layers × K/V heads × {shape.head_dim} × "
-             f"{per_value} B ({dtype}) × {tokens:,} tokens × batch {batch}", style="dim"),
+            f"head{'s' if shape.kv_heads > 1 else ''} ({shape.attention}) · head dim "
+            f"{shape.head_dim} · KV cache of {tokens:,} tokens × batch {batch}", "dim")),
+        Text(f"= 2 (K, V) × {shape.layers} layers × K/V heads × {shape.head_dim} × "
+             f"{per_value} B ({dtype}) × {tokens:,} tokens × {batch}", style="dim"),
         Text(""),
     ]  # fmt: skip
     mha = variants[0].bytes
     width = max(len(v.label) for v in variants)
+    digits = len(f"{mha:,}")
     for variant in variants:
         share = f"{mha / variant.bytes:.3g}× smaller" if variant.bytes != mha else "baseline"
         line = Text()
         line.append(f"{variant.label:<{width}}", style="bold")
-        line.append(f"  {variant.kv_heads:>3} K/V heads  ")
+        line.append(f"  {variant.kv_heads:>3} K/V head{'s' if variant.kv_heads > 1 else ' '}  ")
         line.append(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
-        line.append(f"  {variant.bytes:>15,} B  {share}", style="dim")
+        line.append(f"  {variant.bytes:>{digits},} B  {share}", style="dim")
         lines.append(line)
     per_token = variants[[v.label.endswith("(this model)") for v in variants].index(True)]
     lines += [
@@ -48,7 +50,7 @@ def presets_view() -> Group:
         assert shape.d_model is not None
         derived = shape.d_model // shape.heads
         note = "" if derived == shape.head_dim else (
-            f"  (config: {shape.head_dim})"
+            f" (cfg {shape.head_dim})"
         )  # fmt: skip
         lines.append(Text.assemble(
             (f"{name:<{width}}", "bold"),
