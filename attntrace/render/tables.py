@@ -154,6 +154,14 @@ def cached_column_widths(stage: Stage, precision: int) -> list[int]:
     return column_widths(stage.data, precision)
 
 
+@lru_cache(maxsize=512)
+def cached_edge_widths(stage: Stage, precision: int, reach: int) -> list[int]:
+    """column_widths of the first and last ``reach`` columns only."""
+    n_cols = stage.shape[1]
+    columns = [*range(reach), *range(n_cols - reach, n_cols)]
+    return column_widths(stage.data[:, columns], precision)
+
+
 @dataclass(frozen=True)
 class StageTable:
     """A stage's matrix as a table that fits the width it is given."""
@@ -192,19 +200,26 @@ class StageTable:
         row_labels = unique_labels(stage.rows)
         col_labels = unique_labels(stage.cols)
         label_width = max(len(label) for label in row_labels)
-        col_widths = [
-            max(cell, len(label))
-            for cell, label in zip(cached_column_widths(stage, precision), col_labels, strict=True)
-        ]
+        n_cols = len(col_labels)
+        # Each column costs its width + 3 (the gap), so at most width // 4 can ever show,
+        # from the two ends: only those columns are measured (a 768-wide X: 20 of them).
+        reach = max(1, width // 4)
+        if self.view.max_cols is not None or n_cols <= 2 * reach:
+            edges = list(range(n_cols))
+            cells = cached_column_widths(stage, precision)
+        else:
+            edges = [*range(reach), *range(n_cols - reach, n_cols)]
+            cells = cached_edge_widths(stage, precision, reach)
+        widths = {j: max(cell, len(col_labels[j])) for j, cell in zip(edges, cells, strict=True)}
 
-        # Each column costs its width + 3 (the gap); the label column has none.
-        budget = width - label_width
-        fits = columns_that_fit(col_widths, budget)
+        budget = width - label_width  # the label column has no gap before it
+        left_to_right = [widths[j] for j in edges[: min(n_cols, reach + 1)]]
+        fits = columns_that_fit(left_to_right, budget) if len(edges) == n_cols else reach
         if self.view.max_cols is not None:
             fits = self.view.max_cols
-        elif fits < len(col_labels):
+        elif fits < n_cols:
             # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
-            fits = max(1, columns_that_fit(sorted(col_widths, reverse=True), budget - 4))
+            fits = max(1, columns_that_fit(sorted(widths.values(), reverse=True), budget - 4))
         rows = visible_indices(len(row_labels), self.view.max_rows)
         grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
         # The budget is an estimate from each column's extremes; where the drawn table
