@@ -625,13 +625,39 @@ def samples_command(
 def main() -> None:
     """Console-script entry point."""
     try:
-        app()
+        raise SystemExit(_run_app())
     except SystemExit as done:
         # Rich (printing --help) answers a closed pipe by pointing stdout at /dev/null and
         # exiting 1; a reader that left early is no failure: exit 0, as everywhere else.
         if done.code == 1 and _stdout_is_devnull():
             raise SystemExit(0) from None
         raise
+
+
+def _run_app() -> int:
+    """Run the app and return its exit code; a usage error is one line on stderr, exit 2.
+
+    Typer draws usage errors as a boxed panel after the usage line; attntrace's other
+    errors are one ``attntrace: error: ...`` line that scripts can grep, so usage errors
+    (an unknown flag, ``--precision 99``) are caught here and said the same way.
+    """
+    from typer.main import get_command
+
+    command = get_command(app)
+    try:
+        code = command.main(prog_name="attntrace", standalone_mode=False)
+    except typer.Abort:
+        sys.stderr.write("Aborted!\n")
+        return 1
+    except typer.TyperException as error:  # typer's click exceptions derive from it
+        if type(error).__name__ == "NoArgsIsHelpError":  # the help is already printed
+            return 2
+        context = getattr(error, "ctx", None)
+        where = context.command_path if context is not None else "attntrace"
+        message = " ".join(error.format_message().split())
+        sys.stderr.write(f"attntrace: error: {message} (try '{where} -h')\n")
+        return int(getattr(error, "exit_code", 2))
+    return code if isinstance(code, int) else 0
 
 
 def _stdout_is_devnull() -> bool:

@@ -19,6 +19,9 @@ the contract (exit 2, one line on stderr, no traceback).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -979,25 +982,50 @@ def test_bad_input_is_one_clear_line_and_exit_2(
     assert result.exit_code == 2, f"exit {result.exit_code}: {result.stderr!r}"
 
 
-@pytest.mark.parametrize(
-    ("value", "bound"),
-    [("-1", "0"), ("99", "15"), ("four", None)],
-    ids=["precision--1", "precision-99", "precision-not-a-number"],
-)
-def test_bad_precision_is_a_usage_error(value: str, bound: str | None) -> None:
-    """Click's own usage error: exit 2, the usage line and the option on stderr."""
-    result = invoke(("cat", "--precision", value))
+def run_entry_point(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed command as a user runs it (usage errors are shaped in ``main``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "attntrace", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "80"},
+    )
 
-    assert_no_traceback(result)
-    assert result.exit_code == 2
+
+@pytest.mark.parametrize(
+    ("args", "says", "hint"),
+    [
+        (("run", "--precision", "-1"), "Invalid value for '--precision': -1 ", "run"),
+        (("run", "--precision", "99"), "Invalid value for '--precision': 99 ", "run"),
+        (("run", "--precision", "four"), "Invalid value for '--precision': 'four' ", "run"),
+        (("run", "--no-such-flag"), "No such option: --no-such-flag", "run"),
+        (("frob",), "No such command 'frob'.", ""),
+        (("softmax",), "Missing argument 'V1 V2 ...'.", "softmax"),
+    ],
+    ids=["precision--1", "precision-99", "precision-not-a-number", "unknown-flag",
+         "unknown-command", "missing-argument"],
+)  # fmt: skip
+def test_usage_error_is_one_line(args: tuple[str, ...], says: str, hint: str) -> None:
+    """A usage error is one ``attntrace: error:`` line like every other bad input, with
+    click's wording (which varies a little between Typer versions) and where to get help."""
+    result = run_entry_point(*args)
+
+    assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr.startswith("Usage: ")
-    assert "Invalid value for '--precision'" in result.stderr
-    if bound is not None:
-        # The text is boxed and may wrap: compare words, box characters dropped.
-        words = " ".join(result.stderr.replace("│", " ").split())
-        # the range is named (Typer words it "... equal to 15" or "0<=x<=15" by version)
-        assert f"equal to {bound}" in words or "0<=x<=15" in words
+    line, newline, rest = result.stderr.partition("\n")
+    assert (newline, rest) == ("\n", "")
+    assert line.startswith("attntrace: error: " + says)
+    assert line.endswith(f"(try '{' '.join(['attntrace', hint]).strip()} -h')")
+    if "precision" in args and "four" not in args:
+        assert "0<=x<=15" in line or "equal to 15" in line
+
+
+def test_no_arguments_prints_the_help() -> None:
+    result = run_entry_point()
+
+    assert result.returncode == 2
+    assert "Usage: attntrace [OPTIONS] COMMAND [ARGS]..." in result.stdout
 
 
 # -------------------------------------------------------- accepted: the same contract
