@@ -142,18 +142,12 @@ _BOLD = Style(bold=True)
 
 
 @lru_cache(maxsize=512)
-def cached_column_widths(stage: Stage, precision: int) -> list[int]:
-    """column_widths per stage (stages are immutable and hashed by identity): a stage is
-    laid out several times (measured, fitted, drawn), its widths computed once."""
-    return column_widths(stage.data, precision)
-
-
-@lru_cache(maxsize=512)
-def cached_edge_widths(stage: Stage, precision: int, reach: int) -> list[int]:
-    """column_widths of the first and last ``reach`` columns only."""
-    n_cols = stage.shape[1]
-    columns = [*range(reach), *range(n_cols - reach, n_cols)]
-    return column_widths(stage.data[:, columns], precision)
+def cached_column_widths(stage: Stage, precision: int, columns: tuple[int, ...]) -> list[int]:
+    """column_widths of the given columns, per stage (stages are immutable and hashed by
+    identity): a stage is laid out several times (measured, fitted, drawn), its widths
+    computed once."""
+    every = len(columns) == stage.shape[1]  # then columns is 0..n-1: no copy needed
+    return column_widths(stage.data if every else stage.data[:, list(columns)], precision)
 
 
 @dataclass(frozen=True)
@@ -178,8 +172,8 @@ class StageTable:
     def natural_width(self) -> int:
         """The width with every column shown, estimated without formatting every cell."""
         stage = self.stage
-        cells = cached_column_widths(stage, self.view.precision)
         labels = unique_labels(stage.cols)
+        cells = cached_column_widths(stage, self.view.precision, tuple(range(len(labels))))
         return max(len(label) for label in unique_labels(stage.rows)) + sum(
             max(cell, len(label)) + _GAP for cell, label in zip(cells, labels, strict=True)
         )
@@ -199,11 +193,10 @@ class StageTable:
         # from the two ends: only those columns are measured (a 768-wide X: 20 of them).
         reach = max(1, width // 4)
         if self.view.max_cols is not None or n_cols <= 2 * reach:
-            edges = list(range(n_cols))
-            cells = cached_column_widths(stage, precision)
+            edges = tuple(range(n_cols))
         else:
-            edges = [*range(reach), *range(n_cols - reach, n_cols)]
-            cells = cached_edge_widths(stage, precision, reach)
+            edges = (*range(reach), *range(n_cols - reach, n_cols))
+        cells = cached_column_widths(stage, precision, edges)
         widths = {j: max(cell, len(col_labels[j])) for j, cell in zip(edges, cells, strict=True)}
 
         budget = width - label_width  # the label column has no gap before it
