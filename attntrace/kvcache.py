@@ -179,8 +179,10 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             steps.append(
                 DecodeStep(
                     t=t, token=token, x=x, q=q, k=k, v=v,
-                    keys=tuple(m.copy() for m in cache.keys),
-                    values=tuple(m.copy() for m in cache.values),
+                    # append() replaces each array rather than growing it in place, so
+                    # the arrays held here stay as they were at this step: no copy needed
+                    keys=tuple(cache.keys),
+                    values=tuple(cache.values),
                     scores=scores, scaled=scaled, weights=weights, output=output,
                     projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
                 )
