@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attntrace.trace import Stage, Trace
+from attntrace.trace import ModelInfo, Stage, Trace
 
 if TYPE_CHECKING:  # imported where used: writing a trace should not load decode's modules
     from attntrace.kv_memory import Shape, Variant
@@ -37,7 +37,7 @@ def trace_to_dict(
     no head and are kept by name alone). ``raw`` leaves matrices as numpy arrays, for a
     writer that serializes them itself (orjson)."""
 
-    group = trace.model.heads // trace.model.kv_heads
+    group = trace.model.group
     kv_read = None if heads is None else {h // group for h in heads}
 
     def kept(stage: Stage) -> bool:
@@ -49,19 +49,9 @@ def trace_to_dict(
             return stage.head in heads
         return kv_read is not None and stage.kv_head in kv_read  # a WK or WV slice
 
-    model = trace.model
     return {
         "schema": SCHEMA_ID,
-        "model": {
-            "name": model.name,
-            "d_model": model.d_model,
-            "d_k": model.d_k,
-            "d_v": model.d_v,
-            "heads": model.heads,
-            "kv_heads": model.kv_heads,
-            "causal": model.causal,
-            "positions": model.positions,
-        },
+        "model": model_to_dict(trace.model),
         "tokens": list(trace.tokens),
         "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
         "stages": [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)],
@@ -173,16 +163,25 @@ DECODE_SCHEMA_ID = "attntrace/decode/v1"
 KV_MEMORY_SCHEMA_ID = "attntrace/kv-cache/v1"
 
 
-def _model_dict(trace: Trace) -> dict[str, Any]:
-    model: dict[str, Any] = trace_to_dict(trace)["model"]
-    return model
+def model_to_dict(model: ModelInfo) -> dict[str, Any]:
+    """The model's shape, as the ``model`` object of every JSON document."""
+    return {
+        "name": model.name,
+        "d_model": model.d_model,
+        "d_k": model.d_k,
+        "d_v": model.d_v,
+        "heads": model.heads,
+        "kv_heads": model.kv_heads,
+        "causal": model.causal,
+        "positions": model.positions,
+    }
 
 
 def decode_to_dict(run: Decode) -> dict[str, Any]:
     """Every decode step's numbers, the comparison with full causal attention, the costs."""
     return {
         "schema": DECODE_SCHEMA_ID,
-        "model": _model_dict(run.full),
+        "model": model_to_dict(run.full.model),
         "tokens": list(run.tokens),
         "steps": [
             {
