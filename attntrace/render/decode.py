@@ -15,6 +15,7 @@ import numpy as np
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from attntrace.attention import dims
 from attntrace.kvcache import Decode, DecodeStep
 from attntrace.labels import unique_labels
 from attntrace.render.attention_map import bar
@@ -23,10 +24,6 @@ from attntrace.render.tables import StageTable, View
 from attntrace.trace import Stage
 
 _BAR = 30
-
-
-def _dims(width: int, start: int = 0) -> tuple[str, ...]:
-    return tuple(f"d{i}" for i in range(start, start + width))
 
 
 def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
@@ -52,7 +49,7 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
             ("K", step.keys[g], model.d_k),
             ("V", step.values[g], model.d_v),
         ):
-            stage = Stage(f"{name} cache", "", cached, _dims(width, g * width), matrix)
+            stage = Stage(f"{name} cache", "", cached, dims(width, g * width), matrix)
             heading = Text.assemble(
                 (f"{name} cache{whose}", "bold"), (f"   [{matrix.shape[0]} × {width}]", "cyan")
             )
@@ -75,13 +72,13 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
         Text(""),
         Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {step.token!r}",
                       (f"   [{heads} × {model.d_v}]", "cyan")),
-        StageTable(Stage("output", "", head_rows, _dims(model.d_v), step.output), view),
+        StageTable(Stage("output", "", head_rows, dims(model.d_v), step.output), view),
     ]  # fmt: skip
     if step.projected is not None:
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
-            StageTable(Stage("projected", "", (step.token,), _dims(model.d_model),
+            StageTable(Stage("projected", "", (step.token,), dims(model.d_model),
                              step.projected[None, :]), view),
         ]  # fmt: skip
     parts += [Text(""), cost_line(step)]
