@@ -106,10 +106,11 @@ def dot_section(focus: Focus, view: View) -> Group:
     lines: list[RenderableType] = [
         heading("scores", f"= Q · Kᵀ: the query of {focus.label!r} times each key")
     ]
-    for dot in (focus.dots[j] for j in keys):
+    for j in keys:
+        dot = focus.dots[j]
         name = f"  {focus.label}·{dot.key:<{width}} = "
         vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
-        masked = "  (masked: comes later)" if focus.softmax[focus.dots.index(dot)].masked else ""
+        masked = "  (masked: comes later)" if focus.softmax[j].masked else ""
         result = f" = {short(dot.score, precision)}{masked}"
         terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2)]
         lines.append(
@@ -175,7 +176,6 @@ def softmax_section(focus: Focus, view: View) -> Group:
         f"{format_number(focus.exp_sum, precision + 2)}",
         style="dim",
     )
-    source = "masked" if any(row.masked for row in focus.softmax) else "scaled"
     title = heading("softmax", f"= exp({source} − max) / sum, for {focus.label!r}")
     return Group(title, table, explain, *_hidden(focus, keys))
 
