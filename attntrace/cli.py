@@ -300,14 +300,15 @@ def run(
                if on]  # fmt: skip
     if as_json and display:
         usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
+    if not as_json and (only_stages is not None or only_heads is not None):
+        usage("--stages and --heads choose what --json writes: add --json")
     # --json never loads the renderers (nor Rich): the display flags are checked only
     # when something is displayed.
     how = None if as_json else presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, step=step, export=export,
     )  # fmt: skip
-    if config is not None and sample is not None:
-        usage("--config and --sample both name a model: give one of them")
+    refuse_two_models(config, sample)
     sentence = " ".join(words) if words else None
     try:
         trace = trace_attention(
@@ -326,9 +327,13 @@ def run(
             sys.stdout.flush()
             sys.stdout.buffer.write(dump_bytes(trace, stages=stages, heads=heads) + b"\n")
         return
-    if only_stages is not None or only_heads is not None:
-        usage("--stages and --heads choose what --json writes: add --json")
     show(trace, how)
+
+
+def refuse_two_models(config: str | None, sample: str | None) -> None:
+    """A usage error naming the flags (choose_model would name its Python arguments)."""
+    if config is not None and sample is not None:
+        usage("--config and --sample both name a model: give one of them")
 
 
 def json_filters(
@@ -452,8 +457,7 @@ def decode(
 
     if step and as_json:
         usage("--json writes every step for programs: it does not mix with --step")
-    if config is not None and sample is not None:
-        usage("--config and --sample both name a model: give one of them")
+    refuse_two_models(config, sample)
     try:
         model = choose_model(config, sample, None)
         tokens = sentence_tokens(" ".join(words) if words else None, model)

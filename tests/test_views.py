@@ -276,3 +276,14 @@ def test_json_filters() -> None:
     empty = invoke("run", "--json", "--stages", "")
     assert empty.exit_code == 2
     assert "--stages: expected names from X, Q, K" in empty.stderr
+
+
+@pytest.mark.parametrize("flag", ["--stages", "--heads"])
+def test_json_filters_without_json_are_refused_before_loading(flag: str) -> None:
+    """The flag mistake is named even when the model file would fail too."""
+    result = invoke("run", "--config", "no-such-file.yaml", flag, "0")
+    assert result.exit_code == 2
+    assert (
+        result.stderr
+        == "attntrace: error: --stages and --heads choose what --json writes: add --json\n"
+    )
