@@ -114,9 +114,7 @@ def dump_bytes(
     try:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; kept for odd platforms
-        document = trace_to_dict(trace, stages=stages, heads=heads)
-        text = json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        return text.encode()
+        return plain_dumps(trace_to_dict(trace, stages=stages, heads=heads)).encode()
     document = trace_to_dict(trace, stages=stages, heads=heads, raw=True)
     return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
 

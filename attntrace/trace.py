@@ -123,10 +123,6 @@ class Trace:
         where = f" for head {head}" if head is not None else ""
         raise KeyError(f"no stage {name!r}{where} in this trace (stages: {known})")
 
-    def head_stages(self, head: int) -> list[Stage]:
-        """Head ``head``'s own stages, in order (Q ... output)."""
-        return [s for s in self.stages if s.head == head]
-
     def softmax_input(self, head: int | None = None) -> Stage:
         """What softmax was applied to: ``masked`` under a causal mask, else ``scaled``."""
         name = "masked" if self.model.causal else "scaled"
