@@ -191,26 +191,11 @@ def show(trace: Trace, how: Presentation) -> None:
 def walk_steps(
     console: Console, trace: Trace, how: Presentation, focus: tuple[Focus, ...] | None
 ) -> None:
-    from rich.console import Console
-
     from attntrace.render.step import run_steps
 
-    typing_person = sys.stdin.isatty()
-    # Stages to a file, keys from a person: the prompts must still reach them.
-    talk = Console(stderr=True) if typing_person and not sys.stdout.isatty() else None
-    try:
-        run_steps(
-            console,
-            trace,
-            _read_line,
-            how.view,
-            echo=not typing_person,
-            prompt_console=talk,
-            focus=focus,
-        )
-    except KeyboardInterrupt:  # Ctrl-C at a prompt: end the line, exit 130
-        sys.stdout.write("\n")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    with _interrupted():
+        run_steps(console, trace, _read_line, how.view, echo=not sys.stdin.isatty(),
+                  prompt_console=_prompt_console(), focus=focus)  # fmt: skip
 
 
 def save_export(console: Console, path: Path) -> None:
@@ -484,12 +469,9 @@ def decode(
             return
         from attntrace.render.step import page_through
 
-        try:
+        with _interrupted():
             page_through(console, pages, _read_line, echo=not sys.stdin.isatty(),
                          prompt_console=_prompt_console())  # fmt: skip
-        except KeyboardInterrupt:
-            sys.stdout.write("\n")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 @app.command("kv-cache")
@@ -570,6 +552,16 @@ def kv_cache(
         from attntrace.render.kv_memory import memory_view
 
         stdout_console().print(memory_view(name, shape, found, count, batch, dtype))
+
+
+@contextmanager
+def _interrupted() -> Iterator[None]:
+    """Ctrl-C at a step prompt: end the prompt's line and exit 130, no traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def _prompt_console() -> Console | None:
