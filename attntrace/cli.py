@@ -621,13 +621,15 @@ def samples_command(
 def main() -> None:
     """Console-script entry point."""
     try:
-        raise SystemExit(_run_app())
+        code = _run_app()
     except SystemExit as done:
         # Rich (printing --help) answers a closed pipe by pointing stdout at /dev/null and
         # exiting 1; a reader that left early is no failure: exit 0, as everywhere else.
+        # Only Rich's own exit is read this way, not a code attntrace returned.
         if done.code == 1 and _stdout_is_devnull():
             raise SystemExit(0) from None
         raise
+    raise SystemExit(code)
 
 
 def _run_app() -> int:
