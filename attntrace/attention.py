@@ -22,6 +22,7 @@ from attntrace.ops import (
     causal_mask,
     head_columns,
     kv_head_of,
+    rope,
     sinusoidal_positions,
     softmax,
 )
@@ -90,11 +91,12 @@ def trace_block(
             )
         if model.WO is not None:
             source = "concat" if model.heads > 1 else "output"
-            # [n, heads·d_v] · [heads·d_v, d_model] -> [n, d_model]
+            bO = model.bias("bO")
+            # [n, heads·d_v] · [heads·d_v, d_model] (+ [d_model]) -> [n, d_model]
             record.add(
                 "projected",
-                f"projected = {source} · WO",
-                block @ model.WO,
+                f"projected = {source} · WO" + (" + bO" if bO is not None else ""),
+                block @ model.WO + (bO if bO is not None else 0.0),
                 words,
                 dims(model.d_model),
             )
@@ -109,6 +111,7 @@ def trace_block(
         causal=model.causal,
         description=model.description,
         positions=model.position_kind,
+        rope_base=model.rope_base if model.position_kind == "rope" else None,
     )
     return Trace(
         model=info,
@@ -125,9 +128,14 @@ def _inputs(
     """The rows attention reads: embeddings, plus positions where the model has them."""
     suffix = "_context" if context else ""
     field = "context" if context else "embeddings"
-    embedded = model.embed(tokens, field)  # [n, d_model]
     labels = dims(model.d_model)
-    if model.positions is None:
+    if model.given is not None and not context:
+        if model.given.X.shape[0] != len(tokens):
+            raise InputError(field="X", expected=f"{len(tokens)} rows (one per token)",
+                             found=str(model.given.X.shape[0]))  # fmt: skip
+        return record.add("X", model.given.formula, model.given.X, tokens, labels)
+    embedded = model.embed(tokens, field)  # [n, d_model]
+    if model.positions is None or model.position_kind == "rope":  # RoPE acts on Q and K instead
         return record.add(f"X{suffix}", f"X{suffix} = embeddings", embedded, tokens, labels)
     positions = _positions_for(model, len(tokens), context)
     record.add(f"embeddings{suffix}", f"embeddings{suffix} = rows of the embedding table",
@@ -173,15 +181,30 @@ def _head(
     ) -> Matrix:
         return record.add(name, formula, data, rows, cols, head=h, kv_head=g)
 
+    def project(name: str, source: Matrix, source_name: str, index: int, width: int) -> Matrix:
+        """``source · W`` (+ the bias) for one head: [rows, d_model] -> [rows, width]."""
+        bias = "" if model.bias(f"b{name}") is None else f" + b{name}"
+        return add(name, f"{name} = {source_name} · W{name}{bias}",
+                   model.project(source, name, index), dims(width, index * width),
+                   rows=words if name == "Q" else keys)  # fmt: skip
+
     # [n, d_model] · [d_model, d_k] -> [n, d_k]
-    Q = add("Q", "Q = X · WQ", X @ head_columns(model.WQ, h, d_k), dims(d_k, h * d_k))
+    Q = project("Q", X, "X", h, d_k)
     # [m, d_model] · [d_model, d_k] -> [m, d_k]; K/V head g serves query heads of its group
-    K = add("K", f"K = {key_name} · WK", X_keys @ head_columns(model.WK, g, d_k),
-            dims(d_k, g * d_k), rows=keys)  # fmt: skip
-    V = add("V", f"V = {key_name} · WV", X_keys @ head_columns(model.WV, g, d_v),
-            dims(d_v, g * d_v), rows=keys)  # fmt: skip
+    K = project("K", X_keys, key_name, g, d_k)
+    V = project("V", X_keys, key_name, g, d_v)
+    q_name, k_name = "Q", "K"
+    if model.position_kind == "rope":
+        # each row rotated by its position's angles: [n, d_k] -> [n, d_k]
+        formula = "{} turned by position (RoPE, base {:g})"
+        Q = add("Q_rope", "Q_rope = " + formula.format("Q", model.rope_base),
+                rope(Q, np.arange(len(words)), model.rope_base), dims(d_k, h * d_k))  # fmt: skip
+        K = add("K_rope", "K_rope = " + formula.format("K", model.rope_base),
+                rope(K, np.arange(len(keys)), model.rope_base), dims(d_k, g * d_k),
+                rows=keys)  # fmt: skip
+        q_name, k_name = "Q_rope", "K_rope"
     # [n, d_k] · [d_k, m] -> [n, m]
-    scores = add("scores", "scores = Q · Kᵀ", Q @ K.T, keys)
+    scores = add("scores", f"scores = {q_name} · {k_name}ᵀ", Q @ K.T, keys)
     scaled = add("scaled", "scaled = scores / √d_k", scores / np.sqrt(d_k), keys)
     if model.causal:
         mask = causal_mask(len(words), len(keys))
@@ -215,6 +238,26 @@ def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:
         ]  # fmt: skip
     if model.WO is not None:
         stages.append(Stage("WO", weight_title("WO"), dims(model.heads * d_v), d_model, model.WO))
+    return tuple(stages) + _bias_stages(model)
+
+
+def _bias_stages(model: ModelSpec) -> tuple[Stage, ...]:
+    """The bias vectors as one-row matrices, sliced per head like their weights."""
+    d_k, d_v, stages = model.d_k, model.d_v, []
+    for name, width, count, per_kv in (("bQ", d_k, model.heads, False),
+                                       ("bK", d_k, model.n_kv_heads, True),
+                                       ("bV", d_v, model.n_kv_heads, True)):  # fmt: skip
+        bias = model.bias(name)
+        if bias is None:
+            continue
+        for index in range(count):
+            row = bias[None, index * width : (index + 1) * width]
+            head, kv_head = (None, index) if per_kv else (index, None)
+            stages.append(Stage(name, weight_title(name), (name,), dims(width, index * width),
+                                row, head=head, kv_head=kv_head))  # fmt: skip
+    bO = model.bias("bO")
+    if bO is not None:
+        stages.append(Stage("bO", weight_title("bO"), ("bO",), dims(model.d_model), bO[None, :]))
     return tuple(stages)
 
 

@@ -22,6 +22,8 @@ _ONE_LINE = {
     "Q": "Queries: what each token is looking for.",
     "K": "Keys: what each token offers to be found by.",
     "V": "Values: what each token passes on when it is attended to.",
+    "Q_rope": "The queries turned by their positions (RoPE): row p by angles p·θ_i.",
+    "K_rope": "The keys turned by their positions: a query·key product now sees their distance.",
     "scores": "Row i, column j: how well query i matches key j (their dot product).",
     "scaled": "The scores divided by √d_k = {sqrt_dk}, so their size does not grow with d_k.",
     "softmax": "Attention weights: each row sums to 1; row i says where token i looks.",
@@ -97,7 +99,31 @@ _PARAGRAPH = {
         "proportions token i chose. softmax [{n} × {m}] times V [{m} × {d_v}] gives "
         "[{n} × {d_v}]."
     ),
+    "Q_rope": (
+        "Rotary positions (RoPE): nothing was added to X, so position enters here. Each "
+        "query row p is cut into pairs of numbers (i, i + {half}) and each pair is turned "
+        "like a clock hand by the angle p · {rope_base}^(−2i/{d_k}): large turns in the "
+        "first pairs, small ones in the last."
+    ),
+    "K_rope": (
+        "The keys are turned the same way, by their own positions. Turning q by angle a and "
+        "k by angle b changes their dot product as turning q by a − b alone would: the "
+        "scores now depend on how far apart two tokens are, not on where they stand."
+    ),
 }
+
+# X when a real model's earlier layers computed it (a GivenInputs), not a lookup.
+_HIDDEN_LINE = "One row per token: the hidden state this layer's attention reads."
+_HIDDEN_PARAGRAPH = (
+    "These {n} rows were not looked up in a table: the model's embeddings and every layer "
+    "before this one made them, so the same word has different rows in different places. "
+    "They are what this layer's attention multiplies by WQ, WK and WV."
+)
+
+
+def _is_given(stage: Stage) -> bool:
+    """X of a real model's layer: its formula names the hidden state, not embeddings."""
+    return stage.name == "X" and not stage.formula.startswith("X = embeddings")
 
 
 def _numbers(trace: Trace) -> dict[str, object]:
@@ -112,12 +138,16 @@ def _numbers(trace: Trace) -> dict[str, object]:
         "d_k": model.d_k,
         "d_v": model.d_v,
         "sqrt_dk": f"{math.sqrt(model.d_k):.4f}",
+        "half": model.d_k // 2,
+        "rope_base": f"{model.rope_base:g}" if model.rope_base is not None else "",
     }
 
 
 def one_line(stage: Stage, trace: Trace) -> str:
     """A sentence on what ``stage`` means, for the caption under its table."""
-    if stage.name == "X" and trace.model.positions != "none":
+    if _is_given(stage):
+        return _HIDDEN_LINE
+    if stage.name == "X" and trace.model.positions not in ("none", "rope"):
         return "One row per token: its embedding plus its position's vector."
     return _ONE_LINE.get(stage.name, "").format(**_numbers(trace))
 
@@ -138,7 +168,8 @@ _CROSS = {
 def paragraph(stage: Stage, trace: Trace) -> str:
     """The step-mode explanation of ``stage`` (numbers made singular where they are 1)."""
     texts = _CROSS if trace.context_tokens is not None and stage.name in _CROSS else _PARAGRAPH
-    text = texts.get(stage.name, "").format(**_numbers(trace))
+    template = _HIDDEN_PARAGRAPH if _is_given(stage) else texts.get(stage.name, "")
+    text = template.format(**_numbers(trace))
     return text.replace(" 1 numbers", " 1 number").replace(" 1 tokens", " 1 token")
 
 
@@ -153,6 +184,7 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
     heads, h, g = model.heads, stage.head or 0, stage.kv_head or 0
     source = "X_context" if trace.context_tokens is not None else "X"
     softmax_input = "masked" if trace.model.causal else "scaled"
+    q, k = ("Q_rope", "K_rope") if trace.model.positions == "rope" else ("Q", "K")
 
     def piece(name: str, index: int, width: int, split: bool) -> str:
         return f"{name}[:, {index * width}:{(index + 1) * width}]" if split else name
@@ -161,19 +193,23 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
     wk = piece("WK", g, d_k, trace.model.kv_heads > 1)
     wv = piece("WV", g, d_v, trace.model.kv_heads > 1)
     wo_rows = heads * d_v
+    # a bias is one number per column, added to every row: "+ bQ [d_k]"
+    bias = f" + b{stage.name} [{stage.shape[1]}]" if f"+ b{stage.name}" in stage.formula else ""
     equations = {
         "embeddings": f"embeddings [{n} × {d_model}]: {n} tokens, {d_model} numbers each",
         "positions": f"positions [{n} × {d_model}]: one row per position 0 to {n - 1}",
         "X": (
             f"embeddings [{n} × {d_model}] + positions [{n} × {d_model}] = X [{n} × {d_model}]"
-            if trace.model.positions != "none"
+            if trace.model.positions not in ("none", "rope") and not _is_given(stage)
             else f"X [{n} × {d_model}]: {n} tokens, {d_model} numbers each"
         ),
         "X_context": f"X_context [{m} × {d_model}]: {m} context tokens",
-        "Q": f"X [{n} × {d_model}] · {wq} [{d_model} × {d_k}] = Q [{n} × {d_k}]",
-        "K": f"{source} [{m} × {d_model}] · {wk} [{d_model} × {d_k}] = K [{m} × {d_k}]",
-        "V": f"{source} [{m} × {d_model}] · {wv} [{d_model} × {d_v}] = V [{m} × {d_v}]",
-        "scores": f"Q [{n} × {d_k}] · Kᵀ [{d_k} × {m}] = scores [{n} × {m}]",
+        "Q": f"X [{n} × {d_model}] · {wq} [{d_model} × {d_k}]{bias} = Q [{n} × {d_k}]",
+        "K": f"{source} [{m} × {d_model}] · {wk} [{d_model} × {d_k}]{bias} = K [{m} × {d_k}]",
+        "V": f"{source} [{m} × {d_model}] · {wv} [{d_model} × {d_v}]{bias} = V [{m} × {d_v}]",
+        "Q_rope": f"RoPE(Q [{n} × {d_k}], positions 0 to {n - 1}) = Q_rope [{n} × {d_k}]",
+        "K_rope": f"RoPE(K [{m} × {d_k}], positions 0 to {m - 1}) = K_rope [{m} × {d_k}]",
+        "scores": f"{q} [{n} × {d_k}] · {k}ᵀ [{d_k} × {m}] = scores [{n} × {m}]",
         "scaled": f"scores [{n} × {m}] / √{d_k} (= {math.sqrt(d_k):.4f}) = scaled [{n} × {m}]",
         "masked": f"scaled [{n} × {m}] with −∞ above the diagonal = masked [{n} × {m}]",
         "softmax": (f"softmax of each row of {softmax_input} [{n} × {m}] = softmax [{n} × {m}]"),

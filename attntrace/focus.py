@@ -75,6 +75,7 @@ class Focus:
     note: str  # which occurrence, where the token repeats; else ""
     d_k: int
     head: int | None  # the head shown, where the model has several
+    rotary: bool  # the dot products are of RoPE-turned rows (Q_rope, K_rope)
     dots: tuple[DotProduct, ...]
     softmax: tuple[SoftmaxRow, ...]
     exp_sum: float
@@ -140,7 +141,10 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
         return trace.stage(name, head=head).data
 
     keys = unique_labels(trace.stage("scores", head=head).cols)  # as the tables label them
-    q, k, v = row("Q")[index], row("K"), row("V")
+    # under RoPE the scores are products of the turned rows
+    rotary = trace.model.positions == "rope"
+    q, k = row("Q_rope" if rotary else "Q")[index], row("K_rope" if rotary else "K")
+    v = row("V")
     scores = row("scores")[index]
     inputs = trace.softmax_input(head).data[index]  # scaled, or masked under a causal mask
     weights = row("softmax")[index]
@@ -153,6 +157,7 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
         note=note,
         d_k=trace.model.d_k,
         head=head if trace.model.heads > 1 else None,
+        rotary=rotary,
         dots=tuple(
             DotProduct(key, _floats(q), _floats(k[j]), float(scores[j]))
             for j, key in enumerate(keys)

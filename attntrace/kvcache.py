@@ -29,7 +29,7 @@ import numpy as np
 
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
-from attntrace.ops import Matrix, head_columns, kv_head_of, softmax
+from attntrace.ops import Matrix, kv_head_of, rope, softmax
 from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
@@ -163,10 +163,13 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
     with np.errstate(over="ignore", invalid="ignore"):
         for t, token in enumerate(words):
             x = X[t]
-            # [d_model] · [d_model, d] -> [d], for each head
-            q = np.stack([x @ head_columns(model.WQ, h, d_k) for h in range(heads)])
-            k = np.stack([x @ head_columns(model.WK, g, d_k) for g in range(kv)])
-            v = np.stack([x @ head_columns(model.WV, g, d_v) for g in range(kv)])
+            # [d_model] · [d_model, d] (+ bias) -> [d], for each head
+            q = np.stack([model.project(x, "Q", h) for h in range(heads)])
+            k = np.stack([model.project(x, "K", g) for g in range(kv)])
+            v = np.stack([model.project(x, "V", g) for g in range(kv)])
+            if model.position_kind == "rope":  # rotated once, by position t, then cached as is
+                q = rope(q, np.full(heads, t), model.rope_base)
+                k = rope(k, np.full(kv, t), model.rope_base)
             cache.append(k, v)
             group = [kv_head_of(h, heads, kv) for h in range(heads)]
             # [d_k] · [t+1, d_k]ᵀ -> [t+1] per head: the new query against every cached key
@@ -175,7 +178,10 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             weights = softmax(scaled)
             # [t+1] · [t+1, d_v] -> [d_v] per head
             output = np.stack([weights[h] @ cache.values[group[h]] for h in range(heads)])
-            projected = output.reshape(-1) @ model.WO if model.WO is not None else None
+            projected = None
+            if model.WO is not None:
+                bO = model.bias("bO")
+                projected = output.reshape(-1) @ model.WO + (bO if bO is not None else 0.0)
             steps.append(
                 DecodeStep(
                     t=t, token=token, x=x, q=q, k=k, v=v,

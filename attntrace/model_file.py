@@ -18,7 +18,7 @@ import numpy as np
 
 from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
-from attntrace.spec import ModelSpec
+from attntrace.spec import BIAS_OF_WEIGHT, ModelSpec
 
 # The fields of SPEC.md section 3.
 KNOWN_FIELDS = (
@@ -33,6 +33,8 @@ KNOWN_FIELDS = (
     "positions",
     "context",
     "vocabulary",
+    "biases",
+    "rope_base",
 )
 KNOWN_WEIGHTS = ("WQ", "WK", "WV", "WO")
 REQUIRED_FIELDS = ("embeddings", "weights")
@@ -157,6 +159,8 @@ def model_from_document(
         kv_heads=_count(document, "kv_heads", source),
         causal=_flag(document, "causal", source),
         positions=_positions(document.get("positions"), source, arrays),
+        rope_base=_rope_base(document, source),
+        biases=_biases(document.get("biases"), source),
         context=_optional_text(document, "context", source),
         name=_optional_text(document, "name", source) or _default_name(source),
         description=_optional_text(document, "description", source) or "",
@@ -207,8 +211,8 @@ def _positions(value: Any, source: str | None, arrays: _NpyReader) -> str | np.n
     """``none`` (or absent), ``sinusoidal``, or learned vectors (a list, or a .npy file)."""
     if value is None or value == "none":
         return None
-    if value == "sinusoidal":
-        return "sinusoidal"
+    if value in ("sinusoidal", "rope"):
+        return str(value)
     if isinstance(value, list):
         return _matrix(value, "positions", source)
     if arrays.names_file(value):
@@ -216,9 +220,36 @@ def _positions(value: Any, source: str | None, arrays: _NpyReader) -> str | np.n
     raise InputError(
         source=source,
         field="positions",
-        expected="none, sinusoidal, or a list of position vectors",
+        expected="none, sinusoidal, rope, or a list of position vectors",
         found=describe(value),
     )
+
+
+def _rope_base(document: Mapping[str, Any], source: str | None) -> float:
+    """RoPE's base (default 10000, as in RoFormer); meaningful only with ``positions: rope``."""
+    if "rope_base" not in document:
+        return 10000.0
+    if document.get("positions") != "rope":
+        raise InputError("rope_base sets the angles of rotary positions", source=source,
+                         field="rope_base", expected="positions: rope with rope_base",
+                         found=f"positions: {document.get('positions', 'none')}")  # fmt: skip
+    return _number(document["rope_base"], "rope_base", source)
+
+
+def _biases(value: Any, source: str | None) -> dict[str, np.ndarray]:
+    """``biases: {bQ, bK, bV, bO}``: optional vectors added after WQ, WK, WV and WO."""
+    if value is None:
+        return {}
+    value = _mapping(value, "biases", "a mapping of bQ, bK, bV, bO to vectors", source)
+    for key in value:
+        if key not in BIAS_OF_WEIGHT:
+            raise InputError(
+                f"unknown bias {key!r}{_did_you_mean(key, tuple(BIAS_OF_WEIGHT))} "
+                f"(known: {', '.join(BIAS_OF_WEIGHT)})",
+                source=source,
+                field="biases",
+            )
+    return {key: _vector(vector, f"biases.{key}", source) for key, vector in value.items()}
 
 
 def _optional_text(document: Mapping[str, Any], key: str, source: str | None) -> str | None:

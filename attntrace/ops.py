@@ -72,3 +72,28 @@ def sinusoidal_positions(n: int, d_model: int) -> Matrix:
     table[:, 0::2] = np.sin(angles)
     table[:, 1::2] = np.cos(angles[:, : d_model // 2])
     return table
+
+
+def rope_angles(positions: npt.NDArray[np.int64], width: int, base: float) -> Matrix:
+    """The rotary angles ``θ[p, i] = p · base^(−2i/width)`` for i < width/2: ``[n, width/2]``.
+
+    Su et al. 2021 (RoFormer), with the pair layout of LLaMA in Hugging Face
+    transformers: dimension i is paired with i + width/2 (``rotate_half``).
+    """
+    frequencies = np.power(float(base), -np.arange(0, width, 2, dtype=np.float64) / width)
+    return positions.astype(np.float64)[:, None] * frequencies[None, :]
+
+
+def rope(rows: Matrix, positions: npt.NDArray[np.int64], base: float) -> Matrix:
+    """Rotate each row's pairs (i, i + d/2) by the angle of its position: ``[n, d] -> [n, d]``.
+
+    ``x'_i = x_i·cos θ_i − x_{i+d/2}·sin θ_i`` and ``x'_{i+d/2} = x_{i+d/2}·cos θ_i +
+    x_i·sin θ_i``. Rotating q at position m and k at position n by their own angles makes
+    q'·k' depend on m − n only: the position enters the score as an offset.
+    """
+    half = rows.shape[1] // 2
+    angles = rope_angles(positions, rows.shape[1], base)  # [n, d/2]
+    cos, sin = np.cos(angles), np.sin(angles)
+    first, second = rows[:, :half], rows[:, half:]
+    rotated: Matrix = np.concatenate([first * cos - second * sin, second * cos + first * sin], 1)
+    return rotated

@@ -17,6 +17,7 @@ import numpy as np
 from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
 from attntrace.serialize import SCHEMA_ID
+from attntrace.spec import POSITION_KINDS
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
 
 # The stages every head of a trace has (masked only under a causal mask).
@@ -52,6 +53,7 @@ def _trace(document: Any) -> Trace:
         kv_heads=_count(model.get("kv_heads", 1), "model.kv_heads"),
         causal=_flag(model.get("causal", False), "model.causal"),
         positions=_position_kind(model.get("positions", "none")),
+        rope_base=_rope_base(model),
     )
     tokens = _texts(document.get("tokens"), "tokens")
     context = document.get("context_tokens")
@@ -72,10 +74,20 @@ def _trace(document: Any) -> Trace:
 
 
 def _position_kind(value: Any) -> str:
-    if value not in ("none", "sinusoidal", "learned"):
-        raise InputError(field="model.positions", expected="none, sinusoidal or learned",
+    if value not in POSITION_KINDS:
+        raise InputError(field="model.positions", expected=", ".join(POSITION_KINDS),
                          found=describe(value))  # fmt: skip
     return str(value)
+
+
+def _rope_base(model: Mapping[str, Any]) -> float | None:
+    """RoPE's base, which the step screens quote; only a rope trace carries one."""
+    if model.get("positions") != "rope":
+        return None
+    value = model.get("rope_base")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 1:
+        raise InputError(field="model.rope_base", expected="a number > 1", found=describe(value))
+    return float(value)
 
 
 def _check_stages_present(trace: Trace) -> None:
@@ -104,6 +116,8 @@ def _check_stages_present(trace: Trace) -> None:
                 found=str(stage.kv_head),
             )
     per_head = [n for n in PER_HEAD_STAGES if n != "masked" or trace.model.causal]
+    if model.positions == "rope":
+        per_head[1:1] = ["Q_rope", "K_rope"]
     present = seen
     if not model.causal and any(name == "masked" for name, _ in present):
         raise InputError(field="model.causal", expected="true (the trace has masked stages)",
@@ -126,9 +140,9 @@ def _check_stages_present(trace: Trace) -> None:
 
 # Which labels each stage's rows and columns must carry: the query tokens, the key
 # tokens (the context's, for cross-attention), or a width of the model.
-_QUERY_ROWS = ("embeddings", "positions", "X", "Q", "scores", "scaled", "masked", "softmax",
-               "output", "concat", "projected")  # fmt: skip
-_KEY_ROWS = ("embeddings_context", "positions_context", "X_context", "K", "V")
+_QUERY_ROWS = ("embeddings", "positions", "X", "Q", "Q_rope", "scores", "scaled", "masked",
+               "softmax", "output", "concat", "projected")  # fmt: skip
+_KEY_ROWS = ("embeddings_context", "positions_context", "X_context", "K", "K_rope", "V")
 _KEY_COLS = ("scores", "scaled", "masked", "softmax")
 
 
@@ -138,6 +152,7 @@ def _check_consistent(trace: Trace) -> None:
     model = trace.model
     widths = {"embeddings": model.d_model, "positions": model.d_model, "X": model.d_model,
               "X_context": model.d_model, "Q": model.d_k, "K": model.d_k, "V": model.d_v,
+              "Q_rope": model.d_k, "K_rope": model.d_k,
               "output": model.d_v, "concat": model.heads * model.d_v,
               "projected": model.d_model}  # fmt: skip
     for index, stage in enumerate(trace.stages):

@@ -172,6 +172,7 @@ def model_to_dict(model: ModelInfo) -> dict[str, Any]:
         "kv_heads": model.kv_heads,
         "causal": model.causal,
         "positions": model.positions,
+        **({"rope_base": model.rope_base} if model.rope_base is not None else {}),
     }
 
 

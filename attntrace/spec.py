@@ -22,7 +22,22 @@ Matrix = npt.NDArray[np.float64]
 
 # How many vocabulary entries an "unknown token" message lists before it abbreviates.
 _VOCAB_SHOWN = 20
-POSITION_KINDS = ("none", "sinusoidal", "learned")
+POSITION_KINDS = ("none", "sinusoidal", "learned", "rope")
+# Each bias vector and the matrix whose columns it adds to.
+BIAS_OF_WEIGHT = {"bQ": "WQ", "bK": "WK", "bV": "WV", "bO": "WO"}
+
+
+@dataclass(frozen=True)
+class GivenInputs:
+    """X given row by row instead of looked up: a real model's hidden state at a layer.
+
+    ``X`` is ``[n × d_model]``, one row per token of the sentence in order (a repeated
+    token has its own row: in a trained model its hidden state depends on its context).
+    ``formula`` is how the X stage reads, e.g. ``X = hidden state entering layer 3``.
+    """
+
+    X: Matrix
+    formula: str
 
 
 @dataclass(frozen=True)
@@ -32,8 +47,11 @@ class ModelSpec:
     ``embeddings`` maps a token to its vector of length ``d_model``. ``WQ`` is
     ``d_model × heads·d_k``, ``WK`` ``d_model × kv_heads·d_k``, ``WV``
     ``d_model × kv_heads·d_v``, and the optional ``WO`` ``heads·d_v × d_model``.
-    ``positions`` is None, the string ``"sinusoidal"``, or learned vectors
-    ``[max_len × d_model]``. ``context`` makes it cross-attention (K, V from it).
+    ``positions`` is None, ``"sinusoidal"``, ``"rope"`` (rotary, applied to Q and K with
+    ``rope_base``), or learned vectors ``[max_len × d_model]``. ``context`` makes it
+    cross-attention (K, V from it). ``biases`` holds optional vectors ``bQ``, ``bK``,
+    ``bV`` (one number per column of WQ, WK, WV) and ``bO`` (d_model, with WO). ``given``
+    replaces the embeddings lookup for a real model's layer (see :class:`GivenInputs`).
     """
 
     embeddings: Mapping[str, npt.NDArray[np.float64]]
@@ -45,6 +63,9 @@ class ModelSpec:
     kv_heads: int | None = None
     causal: bool = False
     positions: str | Matrix | None = None
+    rope_base: float = 10000.0
+    biases: Mapping[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    given: GivenInputs | None = None
     context: str | None = None
     name: str = "model"
     description: str = ""
@@ -99,10 +120,14 @@ class ModelSpec:
             self._shape_error(
                 "positions", f"vectors of {d_model} numbers (d_model)", self.positions
             )
-        if isinstance(self.positions, str) and self.positions != "sinusoidal":
+        if isinstance(self.positions, str) and self.positions not in ("sinusoidal", "rope"):
             raise InputError(source=self.source, field="positions",
-                             expected="none, sinusoidal or a list of vectors",
+                             expected="none, sinusoidal, rope or a list of vectors",
                              found=repr(self.positions))  # fmt: skip
+        self._check_rope()
+        self._check_biases()
+        if self.given is not None and (self.given.X.ndim != 2 or self.given.X.shape[1] != d_model):
+            self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
         if self.causal and self.context is not None:
             raise InputError(
                 "a causal mask hides later tokens of the same sequence; with a context "
@@ -129,6 +154,46 @@ class ModelSpec:
                 found=str(self.n_kv_heads),
             )
 
+    def _check_rope(self) -> None:
+        """RoPE rotates pairs of Q's and K's columns, so a head's width must be even."""
+        if self.position_kind != "rope":
+            return
+        base = self.rope_base
+        if isinstance(base, bool) or not isinstance(base, int | float) or not base > 1:
+            raise InputError(source=self.source, field="rope_base",
+                             expected="a number > 1 (10000 in RoFormer and LLaMA)",
+                             found=repr(base))  # fmt: skip
+        if self.d_k % 2:
+            raise InputError(
+                "RoPE rotates pairs of dimensions",
+                source=self.source,
+                field="positions",
+                expected="an even d_k with rope",
+                found=f"d_k = {self.d_k}",
+            )
+
+    def _check_biases(self) -> None:
+        for name, vector in self.biases.items():
+            weight = BIAS_OF_WEIGHT.get(name)
+            if weight is None:
+                raise InputError(source=self.source, field=f"biases.{name}",
+                                 expected="one of bQ, bK, bV, bO", found=repr(name))  # fmt: skip
+            matrix = getattr(self, weight)
+            if matrix is None:
+                raise InputError(
+                    f"{name} is added after {weight}",
+                    source=self.source,
+                    field=f"biases.{name}",
+                    expected=f"weights.{weight} with {name}",
+                    found=f"no {weight}",
+                )
+            width = int(matrix.shape[1])
+            if vector.ndim != 1 or vector.shape[0] != width:
+                found = " × ".join(str(n) for n in vector.shape) + " numbers"
+                raise InputError(source=self.source, field=f"biases.{name}",
+                                 expected=f"{width} numbers (one per column of {weight})",
+                                 found=found)  # fmt: skip
+
     def _shape_error(self, field_name: str, expected: str, matrix: Matrix) -> None:
         found = " × ".join(str(n) for n in matrix.shape)
         raise InputError(source=self.source, field=field_name, expected=expected, found=found)
@@ -145,7 +210,23 @@ class ModelSpec:
 
     @property
     def d_model(self) -> int:
+        """Width of a token's vector: the embeddings', or WQ's rows where X is given."""
+        if self.given is not None or not self.embeddings:
+            return int(self.WQ.shape[0])
         return int(next(iter(self.embeddings.values())).shape[0])
+
+    def bias(self, name: str) -> npt.NDArray[np.float64] | None:
+        """The bias vector ``bQ``, ``bK``, ``bV`` or ``bO``, or None where there is none."""
+        return self.biases.get(name)
+
+    def project(self, rows: Matrix, name: str, index: int) -> Matrix:
+        """One head's ``rows · W`` plus its bias, for ``name`` Q, K or V: ``[.., d_model]
+        -> [.., width]``; ``index`` is the query head for Q, the K/V head for K and V."""
+        width = self.d_v if name == "V" else self.d_k
+        columns = slice(index * width, (index + 1) * width)
+        product: Matrix = rows @ getattr(self, f"W{name}")[:, columns]
+        bias = self.bias(f"b{name}")
+        return product if bias is None else product + bias[columns]
 
     @property
     def d_k(self) -> int:
@@ -161,7 +242,7 @@ class ModelSpec:
     def position_kind(self) -> str:
         if self.positions is None:
             return "none"
-        return "sinusoidal" if isinstance(self.positions, str) else "learned"
+        return self.positions if isinstance(self.positions, str) else "learned"
 
     def resolve(self, token: str) -> str | None:
         """The vocabulary key for ``token``: exact match first, then lower-case."""

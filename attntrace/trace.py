@@ -50,6 +50,10 @@ WEIGHT_SHAPES = {
     "WK": "d_model × d_k",
     "WV": "d_model × d_v",
     "WO": "heads·d_v × d_model",
+    "bQ": "d_k",
+    "bK": "d_k",
+    "bV": "d_v",
+    "bO": "d_model",
 }
 
 
@@ -71,7 +75,8 @@ class ModelInfo:
     kv_heads: int = 1
     causal: bool = False
     description: str = ""
-    positions: str = "none"  # none, sinusoidal or learned
+    positions: str = "none"  # none, sinusoidal, learned or rope
+    rope_base: float | None = None  # with rope: the base of its angles
 
     @property
     def group(self) -> int:

@@ -65,12 +65,17 @@ def naive_block(
     causal: bool = False,
     context: Rows | None = None,
     wo: Rows | None = None,
+    biases: dict[str, list[float]] | None = None,
+    rope_base: float | None = None,
 ) -> dict[str, Any]:
     """A whole attention block by the paper's formulas, head by head, with loops.
 
     Returns per-head lists under "Q", "K", ..., "masked", "softmax", "output" (index =
     head), and "concat" / "projected". Masked cells are -inf before softmax, 0 after.
+    ``biases`` (bQ, bK, bV, bO) are added after their matrices; with ``rope_base``, Q and
+    K are rotated (RoFormer, pairs i and i + d_k/2 as in LLaMA) into "Q_rope", "K_rope".
     """
+    biases = biases or {}
     kv_heads = heads if kv_heads is None else kv_heads
     keys_in = x if context is None else context
     d_k = len(wq[0]) // heads
@@ -78,11 +83,21 @@ def naive_block(
     n, m = len(x), len(keys_in)
     names = ("Q", "K", "V", "scores", "scaled", "masked", "softmax", "output")
     result: dict[str, Any] = {name: [] for name in names}
+    result["Q_rope"], result["K_rope"] = [], []
     for h in range(heads):
         g = h // (heads // kv_heads)  # the K/V head that query head h reads
-        q = [row[h * d_k : (h + 1) * d_k] for row in matmul(x, wq)]
-        k = [row[g * d_k : (g + 1) * d_k] for row in matmul(keys_in, wk)]
-        v = [row[g * d_v : (g + 1) * d_v] for row in matmul(keys_in, wv)]
+        q = [row[h * d_k : (h + 1) * d_k] for row in add_bias(matmul(x, wq), biases.get("bQ"))]
+        k = [row[g * d_k : (g + 1) * d_k]
+             for row in add_bias(matmul(keys_in, wk), biases.get("bK"))]  # fmt: skip
+        v = [row[g * d_v : (g + 1) * d_v]
+             for row in add_bias(matmul(keys_in, wv), biases.get("bV"))]  # fmt: skip
+        if rope_base is not None:
+            result["Q"].append(q)
+            result["K"].append(k)
+            q = [rotate(row, p, rope_base) for p, row in enumerate(q)]
+            k = [rotate(row, p, rope_base) for p, row in enumerate(k)]
+            result["Q_rope"].append(q)
+            result["K_rope"].append(k)
         scores = [
             [sum(a * b for a, b in zip(q[i], k[j], strict=True)) for j in range(m)]
             for i in range(n)
@@ -100,7 +115,28 @@ def naive_block(
         ]
         stages = (q, k, v, scores, scaled, masked, weights, output)
         for name, value in zip(names, stages, strict=True):
-            result[name].append(value)
+            if rope_base is None or name not in ("Q", "K"):
+                result[name].append(value)
     result["concat"] = [[c for h in range(heads) for c in result["output"][h][i]] for i in range(n)]
-    result["projected"] = matmul(result["concat"], wo) if wo is not None else None
+    result["projected"] = (
+        add_bias(matmul(result["concat"], wo), biases.get("bO")) if wo is not None else None
+    )
     return result
+
+
+def add_bias(rows: Rows, bias: list[float] | None) -> Rows:
+    return (
+        rows if bias is None else [[a + b for a, b in zip(row, bias, strict=True)] for row in rows]
+    )
+
+
+def rotate(row: list[float], position: int, base: float) -> list[float]:
+    """RoPE of one row: each pair (x_i, x_{i+d/2}) turned by position · base^(−2i/d)."""
+    half = len(row) // 2
+    out = list(row)
+    for i in range(half):
+        angle = position * base ** (-2 * i / len(row))
+        a, b = row[i], row[i + half]
+        out[i] = a * math.cos(angle) - b * math.sin(angle)
+        out[i + half] = b * math.cos(angle) + a * math.sin(angle)
+    return out

@@ -55,7 +55,7 @@ MERGE = (
 
 KNOWN_FIELDS = (
     "name, description, sentence, embeddings, weights, heads, kv_heads, causal, positions, "
-    "context, vocabulary"
+    "context, vocabulary, biases, rope_base"
 )
 TOP_LEVEL = "expected a mapping of model fields at the top level (embeddings, weights, ...)"
 TAG_REFUSED = "is not allowed: a model file holds plain data (mappings, lists, numbers, strings)"
@@ -831,7 +831,7 @@ REJECTED = [
     case(
         "positions-unknown-kind",
         GOOD + "positions: rotary\n",
-        "model.yaml: positions: expected none, sinusoidal, or a list of position vectors, "
+        "model.yaml: positions: expected none, sinusoidal, rope, or a list of position vectors, "
         "got a string 'rotary'",
     ),
     case(

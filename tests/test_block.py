@@ -34,7 +34,16 @@ def random_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str], list[st
     cross = fixed.get("cross", bool(rng.integers(0, 2)))
     causal = fixed.get("causal", (not cross) and bool(rng.integers(0, 2)))
     with_wo = fixed.get("wo", bool(rng.integers(0, 2)))
+    with_rope = fixed.get("rope", bool(rng.integers(0, 2)))
+    if with_rope:
+        d_k = 2 * (d_k // 2 + 1)  # RoPE turns pairs of dimensions
     vocab = {f"t{i}": rng.normal(size=d_model) for i in range(6)}
+    widths = {"bQ": heads * d_k, "bK": kv_heads * d_k, "bV": kv_heads * d_v, "bO": d_model}
+    biases = {
+        name: rng.normal(size=width)
+        for name, width in widths.items()
+        if fixed.get("biases", bool(rng.integers(0, 2))) and (name != "bO" or with_wo)
+    }
     model = ModelSpec(
         vocab,
         rng.normal(size=(d_model, heads * d_k)),
@@ -45,6 +54,9 @@ def random_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str], list[st
         kv_heads=kv_heads,
         causal=causal,
         context="x" if cross else None,
+        biases=biases,
+        positions="rope" if with_rope else None,
+        rope_base=float(rng.choice([10.0, 10000.0])),
     )
     n, m = (int(x) for x in rng.integers(1, 7, size=2))
     tokens = [f"t{int(i)}" for i in rng.integers(0, 6, size=n)]
@@ -64,12 +76,15 @@ def expected(model: ModelSpec, tokens: list[str], context: list[str] | None) -> 
         causal=model.causal,
         context=[list(model.embeddings[t]) for t in context] if context else None,
         wo=model.WO.tolist() if model.WO is not None else None,
+        biases={name: list(vector) for name, vector in model.biases.items()},
+        rope_base=model.rope_base if model.position_kind == "rope" else None,
     )
 
 
 def assert_matches(trace: Trace, naive: dict[str, Any], model: ModelSpec) -> None:
+    rope = ["Q_rope", "K_rope"] if model.position_kind == "rope" else []
     for h in range(model.heads):
-        for name in PER_HEAD:
+        for name in PER_HEAD + rope:
             stage = trace.stage(name, head=h)
             assert stage.kv_head == h // model.group
             np.testing.assert_allclose(stage.data, naive[name][h], rtol=1e-10, atol=1e-12,
@@ -116,7 +131,9 @@ def test_named_configurations(fixed: dict[str, Any]) -> None:
 
 def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group() -> None:
     """The repeat-interleave convention: GQA is MHA whose K/V heads are copied per group."""
-    model, tokens, _ = random_block(7, heads=4, kv_heads=2, cross=False, causal=True, wo=True)
+    model, tokens, _ = random_block(
+        7, heads=4, kv_heads=2, cross=False, causal=True, wo=True, rope=False, biases=False
+    )
     d_k, d_v = model.d_k, model.d_v
 
     def repeat(matrix: np.ndarray, width: int) -> np.ndarray:
@@ -225,7 +242,7 @@ def test_pytorch_sdpa_agrees_where_it_is_installed() -> None:
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
     for seed in range(10):
-        model, tokens, _ = random_block(seed, cross=False)
+        model, tokens, _ = random_block(seed, cross=False, rope=False, biases=False)
         trace = trace_block(model, tokens)
         x = np.stack([model.embeddings[t] for t in tokens])
         d_k, d_v = model.d_k, model.d_v

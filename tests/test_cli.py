@@ -127,7 +127,8 @@ def test_samples_lists_every_sample() -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[::2]] == [
-        "cat-eats-fish", "causal", "cross", "gqa", "it-animal", "positions", "the-cat-sat",
+        "cat-eats-fish", "causal", "cross", "gqa", "it-animal", "positions", "rope",
+        "the-cat-sat",
         "two-heads",
     ]  # fmt: skip
     assert lines[0].endswith('"cat eats fish"  (also cat-eats-fish.json)')

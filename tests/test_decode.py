@@ -33,7 +33,10 @@ def test_decode_matches_full_causal_attention_on_random_models(seed: int) -> Non
     # and both match the loops, step by step
     naive = naive_block([list(model.embeddings[t]) for t in tokens], model.WQ.tolist(),
                         model.WK.tolist(), model.WV.tolist(), heads=model.heads,
-                        kv_heads=model.n_kv_heads, causal=True)  # fmt: skip
+                        kv_heads=model.n_kv_heads, causal=True,
+                        biases={name: list(b) for name, b in model.biases.items()},
+                        rope_base=model.rope_base if model.position_kind == "rope" else None,
+                        )  # fmt: skip
     for step in run.steps:
         for h in range(model.heads):
             np.testing.assert_allclose(step.output[h], naive["output"][h][step.t], rtol=1e-10,
