@@ -47,6 +47,22 @@ Sample = Annotated[
     str | None,
     typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
 ]
+# A real trained model's layer, for `run` and `decode` (issue 7).
+RealModelName = Annotated[
+    str | None,
+    typer.Option("--model", "-m", metavar="NAME",
+                 help="A real trained model (see `attntrace models`).", show_default=False),
+]  # fmt: skip
+Layer = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="L", help="With --model: the layer to trace (default 0).",
+                 show_default=False),
+]  # fmt: skip
+Head = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="H", help="With --model: this head alone (default: all).",
+                 show_default=False),
+]  # fmt: skip
 # Display flags shared by `run` and `render`: none of them changes a number.
 Step = Annotated[
     bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
@@ -231,6 +247,9 @@ def run(
     ] = None,
     config: Config = None,
     sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Layer = None,
+    head: Head = None,
     causal: Annotated[
         bool | None,
         typer.Option(
@@ -293,12 +312,19 @@ def run(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, step=step, export=export,
     )  # fmt: skip
-    refuse_two_models(config, sample)
+    refuse_two_models(config, sample, real_model, layer, head)
+    if real_model is not None and (causal is not None or context is not None):
+        usage("--causal and --context change a model file: a real model has its own mask")
     sentence = " ".join(words) if words else None
     try:
-        trace = trace_attention(
-            sentence, config=config, sample=sample, causal=causal, context=context
-        )
+        if real_model is not None:
+            from attntrace.real.layer import trace_layer
+
+            trace = trace_layer(real_model, sentence, layer or 0, head)
+        else:
+            trace = trace_attention(
+                sentence, config=config, sample=sample, causal=causal, context=context
+            )
     except InputError as error:
         fail(error)
     if how is None:
@@ -315,10 +341,20 @@ def run(
     show(trace, how)
 
 
-def refuse_two_models(config: str | None, sample: str | None) -> None:
+def refuse_two_models(
+    config: str | None,
+    sample: str | None,
+    real_model: str | None = None,
+    layer: int | None = None,
+    head: int | None = None,
+) -> None:
     """A usage error naming the flags (choose_model would name its Python arguments)."""
-    if config is not None and sample is not None:
-        usage("--config and --sample both name a model: give one of them")
+    given = [flag for flag, value in (("--config", config), ("--sample", sample),
+             ("--model", real_model)) if value is not None]  # fmt: skip
+    if len(given) > 1:
+        usage(f"{given[0]} and {given[1]} both name a model: give one of them")
+    if real_model is None and (layer is not None or head is not None):
+        usage("--layer and --head choose part of a real model: add --model NAME")
 
 
 def json_filters(
@@ -426,6 +462,9 @@ def decode(
     ] = None,
     config: Config = None,
     sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Layer = None,
+    head: Head = None,
     step: Step = False,
     as_json: Annotated[
         bool, typer.Option("--json", metavar="", help="Write every step's numbers as JSON.")
@@ -442,10 +481,16 @@ def decode(
 
     if step and as_json:
         usage("--json writes every step for programs: it does not mix with --step")
-    refuse_two_models(config, sample)
+    refuse_two_models(config, sample, real_model, layer, head)
+    sentence = " ".join(words) if words else None
     try:
-        model = choose_model(config, sample, None)
-        tokens = sentence_tokens(" ".join(words) if words else None, model)
+        if real_model is not None:
+            from attntrace.real.layer import decoder_layer
+
+            model, tokens = decoder_layer(real_model, sentence, layer or 0, head)
+        else:
+            model = choose_model(config, sample, None)
+            tokens = tuple(sentence_tokens(sentence, model))
         result = run_decode(model, tokens)
     except InputError as error:
         fail(error)
@@ -584,6 +629,76 @@ def _read_line() -> str | None:
     """One line of stdin without its newline, or None at end of input."""
     line = sys.stdin.readline()
     return line.rstrip("\r\n") if line else None
+
+
+@app.command("models")
+def models_command(
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Write the list as JSON.")
+    ] = False,
+) -> None:
+    """List the real trained models attntrace can trace, installed or not."""
+    from attntrace.real.catalog import CATALOG
+
+    with quiet_pipe():
+        if as_json:
+            from attntrace.serialize import models_to_dict, plain_dumps
+
+            sys.stdout.write(plain_dumps(models_to_dict(CATALOG)) + "\n")
+            return
+        from attntrace.render.real import model_lines
+
+        console = stdout_console()
+        for line in model_lines(CATALOG):
+            console.print(line, no_wrap=True, overflow="ellipsis")
+
+
+@app.command("heads")
+def heads_command(
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE",
+            help="The sentence (default: the animal sentence).",
+            show_default=False,
+        ),
+    ] = None,
+    real_model: Annotated[
+        str, typer.Option("--model", "-m", metavar="NAME", help="A real model (see `models`).")
+    ] = "minilm",
+    query: Annotated[
+        str, typer.Option("--from", metavar="TOKEN", help="The query token (or its position).")
+    ] = "it",
+    key: Annotated[
+        str, typer.Option("--to", metavar="TOKEN", help="The key token (or its position).")
+    ] = "animal",
+    top: Annotated[
+        int, typer.Option(min=0, metavar="N", help="How many heads to list (0: all).")
+    ] = 10,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Write every head's weight as JSON.")
+    ] = False,
+) -> None:
+    """Rank every layer × head by the weight one token puts on another: the heads worth
+    stepping through with `run --model --layer --head`."""
+    from attntrace.errors import InputError
+    from attntrace.real.layer import rank_heads
+
+    try:
+        ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
+    except InputError as error:
+        fail(error)
+    with quiet_pipe():
+        if as_json:
+            from attntrace.serialize import plain_dumps, ranking_to_dict
+
+            sys.stdout.write(plain_dumps(ranking_to_dict(ranking)) + "\n")
+            return
+        from attntrace.render.real import ranking_lines
+
+        console = stdout_console()
+        for line in ranking_lines(ranking, top):
+            console.print(line)
 
 
 @app.command("samples")

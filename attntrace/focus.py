@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,18 +93,25 @@ class Focus:
 
 
 def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
-    """The 0-based row ``which`` names, and a note where a repeated token was meant.
+    """The 0-based row of the trace ``which`` names (see :func:`resolve_position`)."""
+    return resolve_position(trace.tokens, which, "--focus")
+
+
+def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int, str]:
+    """The 0-based position ``which`` names among ``tokens``, and a note where a repeated
+    token was meant (``flag`` names the option in errors).
 
     ``which`` is a 0-based index (``2``), a table label (``the#4``) or a token, matched
-    exactly and then without case; a token that repeats means its first occurrence.
+    exactly, then without case, then without a BPE space mark (``Ġ``); a token that
+    repeats means its first occurrence.
     """
-    tokens = list(trace.tokens)
+    tokens = list(tokens)
     listing = ", ".join(f"{i}:{t}" for i, t in enumerate(tokens))
     if re.fullmatch(r"-?[0-9]+", which.strip()):
-        index = int(which)
+        index = int(which.strip())
         if not 0 <= index < len(tokens):
             raise InputError(
-                field="--focus",
+                field=flag,
                 expected=f"a token or an index from 0 to {len(tokens) - 1}",
                 found=f"{index} (tokens: {listing})",
             )
@@ -113,17 +121,20 @@ def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
     if at is not None and at < len(tokens) and tokens[at] == token:
         return at, ""
     exact = [i for i, t in enumerate(tokens) if t == which]
-    matches = exact or [i for i, t in enumerate(tokens) if t.lower() == which.lower()]
+    folded = [i for i, t in enumerate(tokens) if t.lower() == which.lower()]
+    # a byte-level BPE token after a space is spelled Ġanimal: "animal" finds it
+    spaced = [i for i, t in enumerate(tokens) if t.removeprefix("Ġ").lower() == which.lower()]
+    matches = exact or folded or spaced
     if len(matches) == 1:
         return matches[0], ""
     if matches:
         positions = ", ".join(map(str, matches))
         return matches[0], (
             f"{which!r} is at positions {positions}: this is position {matches[0]} "
-            f"(--focus {matches[1]} for the next)"
+            f"({flag} {matches[1]} for the next)"
         )
     raise InputError(
-        field="--focus",
+        field=flag,
         expected="a token of the sentence or its 0-based index",
         found=f"{which!r} (tokens: {listing})",
     )

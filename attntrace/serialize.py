@@ -20,6 +20,8 @@ from attntrace.trace import ModelInfo, Stage, Trace
 if TYPE_CHECKING:  # imported where used: writing a trace should not load decode's modules
     from attntrace.kv_memory import Shape, Variant
     from attntrace.kvcache import Decode
+    from attntrace.real.catalog import RealModel
+    from attntrace.real.layer import HeadRanking
     from attntrace.softmax_walk import SoftmaxWalk
 
 SCHEMA_ID = "attntrace/trace/v1"
@@ -159,6 +161,8 @@ def walk_dumps(steps: SoftmaxWalk) -> str:
 
 DECODE_SCHEMA_ID = "attntrace/decode/v1"
 KV_MEMORY_SCHEMA_ID = "attntrace/kv-cache/v1"
+MODELS_SCHEMA_ID = "attntrace/models/v1"
+HEADS_SCHEMA_ID = "attntrace/heads/v1"
 
 
 def model_to_dict(model: ModelInfo) -> dict[str, Any]:
@@ -258,3 +262,44 @@ def presets_to_dict() -> dict[str, Any]:
             for name, shape in PRESETS.items()
         ],
     }  # fmt: skip
+
+
+def models_to_dict(catalog: Sequence[RealModel]) -> dict[str, Any]:
+    """`attntrace models --json`: each real model's shapes, and whether it is installed."""
+    return {
+        "schema": MODELS_SCHEMA_ID,
+        "models": [
+            {
+                "name": m.name,
+                "title": m.title,
+                "architecture": m.architecture,
+                "layers": m.layers,
+                "heads": m.heads,
+                "kv_heads": m.kv_heads,
+                "d_model": m.d_model,
+                "head_dim": m.head_dim,
+                "vocabulary": m.vocabulary,
+                "positions": m.positions,
+                "causal": m.causal,
+                "license": m.license,
+                "installed": m.installed,
+                "install": m.install,
+            }
+            for m in catalog
+        ],
+    }
+
+
+def ranking_to_dict(ranking: HeadRanking) -> dict[str, Any]:
+    """`attntrace heads --json`: every layer × head, heaviest first."""
+    return {
+        "schema": HEADS_SCHEMA_ID,
+        "model": ranking.model.name,
+        "tokens": list(ranking.tokens),
+        "query": ranking.query,
+        "key": ranking.key,
+        "heads": [
+            {"layer": r.layer, "head": r.head, "weight": r.weight, "top_key": r.top_key}
+            for r in ranking.rows
+        ],
+    }

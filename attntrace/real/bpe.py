@@ -1,0 +1,451 @@
+"""GPT-2-style byte-level BPE in pure Python, id for id equal to SmolLM2's tokenizer.
+
+A real decoder model (SmolLM2) only means something when it sees the ids its own tokenizer
+gives, so this module reproduces Hugging Face's ``tokenizers`` pipeline for SmolLM2 (and
+llama.cpp's "smollm" pre-tokenizer) without importing it or the ``regex`` package:
+
+1. literal special tokens (the vocabulary's CONTROL tokens, e.g. ``<|im_start|>``) are cut
+   out whole, leftmost and longest first;
+2. every number character (``\\p{N}``) is split off on its own;
+3. each piece is split by GPT-2's regex, implemented here as a hand-written scanner over
+   Unicode categories, since :mod:`re` has no ``\\p{L}``::
+
+       's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+
+4. each piece's UTF-8 bytes become printable characters (GPT-2's ``bytes_to_unicode``,
+   so a space reads ``Ġ``) and are merged by BPE, lowest merge rank first.
+
+Byte-level BPE is lossless when the vocabulary has a symbol for each of the 256 bytes:
+:meth:`ByteLevelBPE.decode` then gives back the text exactly. SmolLM2's lacks 21 (six rare
+control characters, bytes UTF-8 never uses, and the lead bytes of the unassigned planes
+4-12); those bytes are dropped, as the reference drops them. The ids are tested against
+the reference's in ``tests/golden/real/tokens.json``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+
+from attntrace.errors import InputError
+
+__all__ = [
+    "GGUF_TOKEN_TYPE_CONTROL",
+    "ByteLevelBPE",
+    "bytes_to_unicode",
+    "gpt2_split",
+    "pre_tokenize",
+    "split_digits",
+]
+
+# llama.cpp's token type for control tokens, matched whole in text like HF's special tokens.
+GGUF_TOKEN_TYPE_CONTROL = 3
+
+# Unicode White_Space, which is what ``\s`` matches in the reference's regex engine
+# (Oniguruma). Unlike str.isspace(), it leaves out the separators \x1c-\x1f.
+_WHITE_SPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+# Character classes of the scanner.
+_LETTER, _NUMBER, _SPACE, _OTHER = 0, 1, 2, 3
+
+
+# Letters (L) and numbers (N) newer than Python's Unicode 14, which the reference's regex
+# engine and Rust's char tables know (Unicode 16-17); unicodedata calls them unassigned.
+# Measured against tokenizers 0.23 code point by code point.
+_NEWER_LETTERS_AND_NUMBERS = """
+L 1C89-1C8A A7CB-A7CD A7DA-A7DC 105C0-105F3 10D4A-10D65 10D6F-10D85 10EC2-10EC4 1123F-11240
+L 11380-11389 1138B 1138E 11390-113B5 113B7 113D1 113D3 11BC0-11BE0 11F02 11F04-11F10
+L 11F12-11F33 1342F 13441-13446 13460-143FA 16100-1611D 16D40-16D6C 18CFF 1B132 1B155
+L 1DF25-1DF2A 1E030-1E06D 1E4D0-1E4EB 1E5D0-1E5ED 1E5F0 2B739 2EBF0-2EE5D 31350-323AF
+N 10D40-10D49 116D0-116E3 11BF0-11BF9 11DE0-11DE9 11F50-11F59 16130-16139 16D70-16D79
+N 16FF4-16FF6 1CCF0-1CCF9 1D2C0-1D2D3 1E4F0-1E4F9 1E5F1-1E5FA
+"""
+
+
+def _parse_ranges(table: str) -> tuple[list[int], list[tuple[int, int, str]]]:
+    rows: list[tuple[int, int, str]] = []
+    for line in table.split("\n"):
+        kind, *spans = line.split()
+        for span in spans:
+            low, _, high = span.partition("-")
+            rows.append((int(low, 16), int(high or low, 16), kind))
+    rows.sort()
+    return [row[0] for row in rows], rows
+
+
+_NEWER_STARTS, _NEWER = _parse_ranges(_NEWER_LETTERS_AND_NUMBERS.strip())
+
+
+def _char_class(char: str) -> int:
+    if char in _WHITE_SPACE:
+        return _SPACE
+    category = unicodedata.category(char)
+    if category == "Cn":
+        code = ord(char)
+        at = bisect_right(_NEWER_STARTS, code) - 1
+        if at >= 0 and code <= _NEWER[at][1]:
+            category = _NEWER[at][2]
+    major = category[0]
+    if major == "L":
+        return _LETTER
+    if major == "N":
+        return _NUMBER
+    return _OTHER
+
+
+# Memo of each character's class: text reuses few distinct characters.
+_CLASS_OF: dict[str, int] = {chr(c): _char_class(chr(c)) for c in range(128)}
+
+
+def _classes(text: str) -> list[int]:
+    memo = _CLASS_OF
+    out: list[int] = []
+    for char in text:
+        kind = memo.get(char)
+        if kind is None:
+            kind = memo[char] = _char_class(char)
+        out.append(kind)
+    return out
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's map from each byte to a printable character (space -> 'Ġ', newline -> 'Ċ').
+
+    Printable Latin-1 bytes stand for themselves; the other 68 bytes are moved to U+0100
+    onwards, so that every token is a string of visible characters.
+    """
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    keep += range(ord("®"), ord("ÿ") + 1)
+    mapping: dict[int, str] = {}
+    shifted = 0
+    for byte in range(256):
+        if byte in keep:
+            mapping[byte] = chr(byte)
+        else:
+            mapping[byte] = chr(256 + shifted)
+            shifted += 1
+    return mapping
+
+
+_BYTE_TO_CHAR = bytes_to_unicode()
+_CHAR_TO_BYTE = {char: byte for byte, char in _BYTE_TO_CHAR.items()}
+# Latin-1 decoding gives one character per byte; this table then moves it to GPT-2's.
+_BYTES_TABLE = {byte: char for byte, char in _BYTE_TO_CHAR.items() if byte != ord(char)}
+
+
+def split_digits(text: str) -> list[str]:
+    """Split off every number character (``\\p{N}``) as a piece of its own.
+
+    ``"In 2024!"`` -> ``['In ', '2', '0', '2', '4', '!']``: SmolLM2 reads digits one by one.
+    """
+    classes = _classes(text)
+    if _NUMBER not in classes:
+        return [text] if text else []
+    pieces: list[str] = []
+    start = 0
+    for i, kind in enumerate(classes):
+        if kind == _NUMBER:
+            if start < i:
+                pieces.append(text[start:i])
+            pieces.append(text[i])
+            start = i + 1
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def gpt2_split(text: str) -> list[str]:
+    """Split ``text`` as GPT-2's pre-tokenization regex does (see the module docstring).
+
+    A space sticks to the word, number or symbol run after it (``' the'``); a run of
+    whitespace gives all but its last character when a word follows, so ``"a  b"`` ->
+    ``['a', ' ', ' b']``; English contractions (lower case only) are pieces of their own.
+    """
+    classes = _classes(text)
+    n = len(text)
+    pieces: list[str] = []
+    i = 0
+    while i < n:
+        char = text[i]
+        if char == "'" and i + 1 < n:
+            if text[i + 1] in "stmd":
+                pieces.append(text[i : i + 2])
+                i += 2
+                continue
+            if text[i + 1 : i + 3] in ("re", "ve", "ll"):
+                pieces.append(text[i : i + 3])
+                i += 3
+                continue
+        start = i
+        kind = classes[i]
+        if char == " " and i + 1 < n and classes[i + 1] != _SPACE:
+            # " ?\p{L}+", " ?\p{N}+" and " ?[^\s\p{L}\p{N}]+": the space joins the run.
+            i += 1
+            kind = classes[i]
+        j = i + 1
+        while j < n and classes[j] == kind:
+            j += 1
+        if kind == _SPACE and j < n and j - i >= 2:
+            # "\s+(?!\S)": leave the last whitespace character to the word that follows.
+            j -= 1
+        pieces.append(text[start:j])
+        i = j
+    return pieces
+
+
+def pre_tokenize(text: str) -> list[str]:
+    """SmolLM2's pre-tokenization: :func:`split_digits`, then :func:`gpt2_split` on each piece."""
+    return [piece for part in split_digits(text) for piece in gpt2_split(part)]
+
+
+class ByteLevelBPE:
+    """A byte-level BPE vocabulary with its merges: text to ids and back, as SmolLM2 does.
+
+    Built from plain lists (the token strings in id order and the ``"a b"`` merges in rank
+    order), which is how a GGUF file stores a GPT-2-style tokenizer. No BOS is added, as
+    SmolLM2's ``add_bos_token`` is false.
+    """
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        merges: Iterable[str | tuple[str, str]],
+        *,
+        special_tokens: Iterable[str] = (),
+        source: str | None = None,
+    ) -> None:
+        if not tokens:
+            raise InputError(
+                "empty vocabulary", source=source, field="tokens", expected="token strings"
+            )
+        self._vocab: tuple[str, ...] = tuple(tokens)
+        # Later duplicates win, as in Hugging Face's BPE.
+        self._ids: dict[str, int] = {token: i for i, token in enumerate(self._vocab)}
+        self._merges = self._read_merges(merges, source)
+        self._specials: tuple[str, ...] = tuple(
+            sorted({t for t in special_tokens if t}, key=len, reverse=True)
+        )
+        for token in self._specials:
+            if token not in self._ids:
+                raise InputError(
+                    "special token not in the vocabulary",
+                    source=source,
+                    field="special_tokens",
+                    found=repr(token),
+                )
+        self._special_pattern = (
+            re.compile("|".join(map(re.escape, self._specials))) if self._specials else None
+        )
+        self._cache: dict[str, tuple[int, ...]] = {}
+
+    @classmethod
+    def from_lists(
+        cls,
+        tokens: Sequence[str],
+        merges: Iterable[str | tuple[str, str]],
+        token_types: Sequence[int] | None = None,
+        *,
+        source: str | None = None,
+    ) -> ByteLevelBPE:
+        """Build from a GGUF's ``tokenizer.ggml.tokens``, ``.merges`` and ``.token_type``.
+
+        Tokens whose type is CONTROL (3) are matched whole in text (``<|im_start|>``).
+        """
+        specials: list[str] = []
+        if token_types is not None:
+            if len(token_types) != len(tokens):
+                raise InputError(
+                    "token types do not match the tokens",
+                    source=source,
+                    field="token_type",
+                    expected=f"{len(tokens)} types, one per token",
+                    found=str(len(token_types)),
+                )
+            specials = [
+                token
+                for token, kind in zip(tokens, token_types, strict=True)
+                if kind == GGUF_TOKEN_TYPE_CONTROL
+            ]
+        return cls(tokens, merges, special_tokens=specials, source=source)
+
+    def _read_merges(
+        self, merges: Iterable[str | tuple[str, str]], source: str | None
+    ) -> dict[str, int]:
+        """Map each merge, as its ``"left right"`` string, to its rank (0 merges first).
+
+        Keyed by the merge strings themselves, as a GGUF stores them, because a dict of
+        ~50 000 strings builds several times faster than one of id-pair tuples. Every merge
+        is checked: two tokens of the vocabulary whose concatenation is one too.
+        """
+        lines = [m if isinstance(m, str) else " ".join(m) for m in merges]
+        ids = self._ids
+        for rank, line in enumerate(lines):
+            left, space, right = line.partition(" ")
+            if not (space and left and right) or " " in right:
+                raise InputError(
+                    "malformed merge",
+                    source=source,
+                    field=f"merges[{rank}]",
+                    expected="two tokens separated by one space",
+                    found=repr(merges[rank] if isinstance(merges, Sequence) else line),
+                )
+            if left not in ids or right not in ids or left + right not in ids:
+                missing = next(t for t in (left, right, left + right) if t not in ids)
+                raise InputError(
+                    "merge uses a token that is not in the vocabulary",
+                    source=source,
+                    field=f"merges[{rank}]",
+                    expected="tokens of the vocabulary",
+                    found=repr(missing),
+                )
+        # Later duplicates win, as in Hugging Face's BPE.
+        return {line: rank for rank, line in enumerate(lines)}
+
+    @property
+    def vocab_size(self) -> int:
+        """The number of tokens (ids run from 0 to ``vocab_size - 1``)."""
+        return len(self._vocab)
+
+    @property
+    def special_tokens(self) -> tuple[str, ...]:
+        """The tokens matched whole in text, longest first."""
+        return self._specials
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a vocabulary string (byte-level form, e.g. ``'Ġthe'``), or None."""
+        return self._ids.get(token)
+
+    def encode(self, text: str) -> list[int]:
+        """The ids SmolLM2's tokenizer gives ``text`` (no BOS)."""
+        ids: list[int] = []
+        for segment, is_special in self._split_specials(text):
+            if is_special:
+                ids.append(self._ids[segment])
+                continue
+            for piece in pre_tokenize(segment):
+                ids.extend(self._piece_ids(piece))
+        return ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text of ``ids``: their bytes joined, read as UTF-8 (bad bytes become U+FFFD)."""
+        data = b"".join(self._token_bytes(token) for token in self.vocab_strings(ids))
+        return data.decode("utf-8", errors="replace")
+
+    def vocab_strings(self, ids: Iterable[int]) -> list[str]:
+        """The raw vocabulary string of each id, in byte-level form (``'Ġthe'``)."""
+        out: list[str] = []
+        for position, token_id in enumerate(ids):
+            if not isinstance(token_id, int) or not 0 <= token_id < len(self._vocab):
+                raise InputError(
+                    "unknown token id",
+                    field=f"ids[{position}]",
+                    expected=f"an integer from 0 to {len(self._vocab) - 1}",
+                    found=repr(token_id),
+                )
+            out.append(self._vocab[token_id])
+        return out
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        """Each id as readable text (``'Ġthe'`` -> ``' the'``), for labelling rows.
+
+        A token that holds only part of a UTF-8 character (emoji are often split) shows its
+        bytes escaped, e.g. ``'\\\\xf0\\\\x9f'``.
+        """
+        return [
+            self._token_bytes(token).decode("utf-8", errors="backslashreplace")
+            for token in self.vocab_strings(ids)
+        ]
+
+    @staticmethod
+    def _token_bytes(token: str) -> bytes:
+        """The bytes a byte-level token stands for (characters outside the map: UTF-8)."""
+        table = _CHAR_TO_BYTE
+        if all(char in table for char in token):
+            return bytes(table[char] for char in token)
+        return b"".join(
+            bytes((table[char],)) if char in table else char.encode("utf-8") for char in token
+        )
+
+    def _split_specials(self, text: str) -> list[tuple[str, bool]]:
+        """Cut ``text`` at literal special tokens (leftmost, then longest, first)."""
+        if self._special_pattern is None:
+            return [(text, False)] if text else []
+        segments: list[tuple[str, bool]] = []
+        start = 0
+        for match in self._special_pattern.finditer(text):
+            if start < match.start():
+                segments.append((text[start : match.start()], False))
+            segments.append((match.group(), True))
+            start = match.end()
+        if start < len(text):
+            segments.append((text[start:], False))
+        return segments
+
+    def _piece_ids(self, piece: str) -> tuple[int, ...]:
+        cached = self._cache.get(piece)
+        if cached is not None:
+            return cached
+        try:
+            data = piece.encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError as error:
+            raise InputError(
+                "text is not valid Unicode",
+                field="text",
+                expected="text without lone surrogate code points",
+                found=f"U+{ord(error.object[error.start]):04X}",
+            ) from None
+        ids = self._bpe(data.decode("latin-1").translate(_BYTES_TABLE))
+        if len(self._cache) >= 10_000:
+            self._cache.clear()
+        self._cache[piece] = ids
+        return ids
+
+    def _bpe(self, word: str) -> tuple[int, ...]:
+        """Merge the word's symbols, always the lowest-ranked pair first (leftmost on ties).
+
+        The same priority queue as Hugging Face's ``Word::merge_all``, so ties and
+        overlapping pairs resolve identically. A symbol missing from the vocabulary is
+        dropped, as Hugging Face does when no unknown token is set.
+        """
+        ids = self._ids
+        symbols = [char for char in word if char in ids]
+        n = len(symbols)
+        if n < 2:
+            return tuple(ids[symbol] for symbol in symbols)
+        ranks = self._merges
+        nxt = [*range(1, n), -1]
+        prev = list(range(-1, n - 1))
+        heap: list[tuple[int, int]] = []
+        for pos in range(n - 1):
+            rank = ranks.get(symbols[pos] + " " + symbols[pos + 1])
+            if rank is not None:
+                heap.append((rank, pos))
+        heapq.heapify(heap)
+        while heap:
+            rank, pos = heapq.heappop(heap)
+            left = symbols[pos]
+            right = nxt[pos]
+            # An expired entry: its left symbol merged into another, or its pair changed.
+            # (A pair only changes by growing, so an unchanged rank means an unchanged pair.)
+            if not left or right < 0 or ranks.get(left + " " + symbols[right]) != rank:
+                continue
+            merged = symbols[pos] = left + symbols[right]
+            symbols[right] = ""
+            after = nxt[pos] = nxt[right]
+            if after >= 0:
+                prev[after] = pos
+                found = ranks.get(merged + " " + symbols[after])
+                if found is not None:
+                    heapq.heappush(heap, (found, pos))
+            before = prev[pos]
+            if before >= 0:
+                found = ranks.get(symbols[before] + " " + merged)
+                if found is not None:
+                    heapq.heappush(heap, (found, before))
+        return tuple(ids[symbol] for symbol in symbols if symbol)

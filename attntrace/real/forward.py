@@ -1,0 +1,104 @@
+"""The pieces of a transformer layer around attention, in float64 numpy.
+
+A real model's layer L reads the hidden state that layers 0 … L−1 made, so tracing it
+means running those layers first. These are the textbook formulas (the references are
+Hugging Face transformers' BertModel and LlamaModel, which the golden tests compare
+with); attention itself is computed here in one batch for every head, because a full
+forward pass needs all of them, and attntrace's stage-by-stage trace then recomputes
+the one layer the user asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from attntrace.ops import Matrix, causal_mask, rope, softmax
+
+Vector = npt.NDArray[np.float64]
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+@dataclass(frozen=True)
+class LayerAttention:
+    """One layer's attention weights, as attntrace multiplies them: ``X · WQ`` (d_model ×
+    heads·d_k), so each is the transpose of PyTorch's ``nn.Linear.weight``."""
+
+    WQ: Matrix
+    WK: Matrix
+    WV: Matrix
+    WO: Matrix
+    biases: Mapping[str, Vector] = field(default_factory=dict)
+
+
+def layer_norm(x: Matrix, weight: Vector, bias: Vector, eps: float) -> Matrix:
+    """Each row shifted to mean 0 and scaled to variance 1, then ``· weight + bias``."""
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    normed: Matrix = (x - mean) / np.sqrt(variance + eps) * weight + bias
+    return normed
+
+
+def rms_norm(x: Matrix, weight: Vector, eps: float) -> Matrix:
+    """Each row divided by its root mean square (no shift, no bias), then ``· weight``."""
+    normed: Matrix = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight
+    return normed
+
+
+def gelu(x: Matrix) -> Matrix:
+    """BERT's exact GELU: ``x · Φ(x) = x · (1 + erf(x / √2)) / 2``."""
+    erf = np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64)
+    result: Matrix = 0.5 * x * (1.0 + erf)
+    return result
+
+
+def silu(x: Matrix) -> Matrix:
+    """LLaMA's gate activation: ``x · sigmoid(x)``."""
+    result: Matrix = x / (1.0 + np.exp(-x))
+    return result
+
+
+def attend(
+    x: Matrix,
+    weights: LayerAttention,
+    heads: int,
+    kv_heads: int,
+    *,
+    causal: bool = False,
+    rope_base: float | None = None,
+) -> tuple[Matrix, npt.NDArray[np.float64]]:
+    """Multi-head (or grouped-query) attention of every head at once.
+
+    Returns the projected output ``[n, d_model]`` (concat · WO + bO) and the attention
+    probabilities ``[heads, n, n]``.
+    """
+    n = x.shape[0]
+    d_k = weights.WQ.shape[1] // heads
+    biases = weights.biases
+
+    def project(name: str, count: int) -> npt.NDArray[np.float64]:
+        rows = x @ getattr(weights, f"W{name}")
+        if f"b{name}" in biases:
+            rows = rows + biases[f"b{name}"]
+        per_head: npt.NDArray[np.float64] = rows.reshape(n, count, -1).transpose(1, 0, 2)
+        if rope_base is not None and name != "V":
+            positions = np.arange(n)
+            per_head = np.stack([rope(head, positions, rope_base) for head in per_head])
+        return per_head  # [count, n, width]
+
+    q, k, v = project("Q", heads), project("K", kv_heads), project("V", kv_heads)
+    group = heads // kv_heads
+    k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # K/V head h // group
+    scores = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [heads, n, n]
+    if causal:
+        scores = np.where(causal_mask(n)[None], -np.inf, scores)
+    probabilities = np.stack([softmax(s) for s in scores])
+    context = (probabilities @ v).transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
+    output: Matrix = context @ weights.WO
+    if "bO" in biases:
+        output = output + biases["bO"]
+    return output, probabilities

@@ -1,0 +1,199 @@
+"""A real model's layer as a :class:`ModelSpec`: what `run --model` and `decode --model`
+trace, and the ranking of every head that `attntrace heads` prints.
+
+The model runs its earlier layers (numpy, float64) to get the hidden state the chosen
+layer reads; that becomes X, given row by row, and the layer's own weights (with their
+biases, RoPE and causal mask) become the spec. attntrace's tracer then recomputes that
+layer stage by stage, like any model file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attntrace.attention import trace_block
+from attntrace.errors import InputError
+from attntrace.ops import Matrix
+from attntrace.real.catalog import CATALOG, RealModel, find_model
+from attntrace.spec import GivenInputs, ModelSpec
+from attntrace.trace import Trace
+
+if TYPE_CHECKING:
+    from attntrace.real.bert import Bert
+    from attntrace.real.llama import Llama
+
+
+@cache
+def open_model(name: str) -> Bert | Llama:
+    """The model ``name``, loaded once per process from its verified weight file."""
+    spec = find_model(name)
+    path = spec.verified_weights()
+    if spec.architecture == "bert":
+        from attntrace.real.bert import Bert
+
+        return Bert.load(path)
+    from attntrace.real.llama import Llama
+
+    return Llama.load(path)
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """A sentence as the model reads it: ids, and labels as its vocabulary spells them."""
+
+    ids: list[int]
+    labels: tuple[str, ...]
+
+
+def tokenize(model: Bert | Llama, sentence: str) -> Tokenized:
+    if not sentence.strip():
+        raise InputError("empty sentence", expected="some text", found=repr(sentence))
+    ids = model.tokenizer.encode(sentence)
+    limit = 512 if model.spec.architecture == "bert" else 8192
+    if len(ids) > limit:
+        raise InputError(field="SENTENCE", expected=f"at most {limit} tokens for "
+                         f"{model.spec.name}", found=f"{len(ids)} tokens")  # fmt: skip
+    return Tokenized(ids, tuple(model.labels(ids)))
+
+
+def check_layer(spec: RealModel, layer: int) -> None:
+    if not 0 <= layer < spec.layers:
+        raise InputError(field="--layer", expected=f"a layer from 0 to {spec.layers - 1} "
+                         f"({spec.name} has {spec.layers})", found=str(layer))  # fmt: skip
+
+
+def check_head(spec: RealModel, head: int) -> None:
+    if not 0 <= head < spec.heads:
+        raise InputError(field="--head", expected=f"a head from 0 to {spec.heads - 1} "
+                         f"({spec.name} has {spec.heads})", found=str(head))  # fmt: skip
+
+
+DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
+
+
+def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = None) -> Trace:
+    """The trace of layer ``layer`` (and ``head``) of model ``name`` over ``sentence``."""
+    model, tokens = layer_spec(name, sentence or DEFAULT_SENTENCE, layer, head)
+    return trace_block(model, tokens)
+
+
+def decoder_layer(
+    name: str, sentence: str | None, layer: int, head: int | None = None
+) -> tuple[ModelSpec, tuple[str, ...]]:
+    """Layer ``layer`` of a decoder, for `decode`: an encoder has no cache to grow."""
+    spec = find_model(name)
+    if not spec.causal:
+        raise InputError(
+            f"{spec.name} is an encoder: every token attends to every other, later ones "
+            "too, so there is no token-by-token decoding to cache",
+            field="--model",
+            expected="a decoder (" + ", ".join(m.name for m in CATALOG if m.causal) + ")",
+            found=spec.name,
+        )
+    return layer_spec(name, sentence or DEFAULT_SENTENCE, layer, head)
+
+
+def layer_spec(
+    name: str, sentence: str, layer: int, head: int | None = None
+) -> tuple[ModelSpec, tuple[str, ...]]:
+    """Layer ``layer`` of model ``name`` over ``sentence``: all heads, or ``head`` alone.
+
+    One head alone is a one-head model: WQ's columns of that head, WK's and WV's of the
+    K/V head it reads, and no WO (which mixes all heads).
+    """
+    spec = find_model(name)
+    check_layer(spec, layer)
+    if head is not None:
+        check_head(spec, head)
+    model = open_model(spec.name)
+    tokens = tokenize(model, sentence)
+    inputs, _ = model.run(tokens.ids, layer + 1)
+    weights = model.attention(layer)
+    matrices = {"WQ": weights.WQ, "WK": weights.WK, "WV": weights.WV}
+    biases = dict(weights.biases)
+    heads, kv_heads, d = spec.heads, spec.kv_heads, spec.head_dim
+    title = f"{spec.name} L{layer}"
+    WO: Matrix | None = weights.WO
+    if head is not None:
+        g = head // (heads // kv_heads)
+        columns = {"Q": slice(head * d, (head + 1) * d), "K": slice(g * d, (g + 1) * d),
+                   "V": slice(g * d, (g + 1) * d)}  # fmt: skip
+        matrices = {f"W{k}": matrices[f"W{k}"][:, c] for k, c in columns.items()}
+        biases = {f"b{k}": biases[f"b{k}"][c] for k, c in columns.items() if f"b{k}" in biases}
+        heads = kv_heads = 1
+        WO = None
+        title += f"H{head}" + (f" (K/V head {g})" if spec.kv_heads != spec.heads else "")
+    return ModelSpec(
+        embeddings={},
+        WQ=matrices["WQ"],
+        WK=matrices["WK"],
+        WV=matrices["WV"],
+        WO=WO,
+        heads=heads,
+        kv_heads=kv_heads,
+        causal=spec.causal,
+        positions="rope" if spec.positions == "rope" else None,
+        rope_base=getattr(model, "rope_base", 10000.0),
+        biases=biases,
+        given=GivenInputs(np.ascontiguousarray(inputs[layer]), model.x_formula(layer)),
+        name=title,
+        description=spec.title,
+        sentence=" ".join(tokens.labels),
+        source=spec.name,
+    ), tokens.labels
+
+
+@dataclass(frozen=True)
+class HeadWeight:
+    """How much one head's query row puts on one key: a row of `attntrace heads`."""
+
+    layer: int
+    head: int
+    weight: float
+    top_key: int  # the key this query row weighs most, for comparison
+
+
+@dataclass(frozen=True)
+class HeadRanking:
+    """Every layer × head of a model, heaviest first, by one query row's weight on a key."""
+
+    model: RealModel
+    tokens: tuple[str, ...]
+    query: int
+    key: int
+    rows: list[HeadWeight]
+
+
+def rank_heads(name: str, sentence: str | None, query: str, key: str) -> HeadRanking:
+    """Rank every layer × head by the weight token ``query`` puts on token ``key``.
+
+    ``query`` and ``key`` are tokens of the sentence (or 0-based positions), resolved as
+    ``--focus`` resolves them. Under a causal mask a query sees no later key, so a key
+    after the query is refused rather than ranked at 0 everywhere.
+    """
+    from attntrace.focus import resolve_position
+
+    spec = find_model(name)
+    model = open_model(spec.name)
+    tokens = tokenize(model, sentence or DEFAULT_SENTENCE)
+    q, _ = resolve_position(tokens.labels, query, "--from")
+    k, _ = resolve_position(tokens.labels, key, "--to")
+    if spec.causal and k > q:
+        raise InputError(
+            f"{spec.name} is causal: a token attends only to itself and earlier tokens",
+            field="--to",
+            expected=f"a token at or before {tokens.labels[q]!r} (position {q})",
+            found=f"{tokens.labels[k]!r} at position {k}",
+        )
+    _, probabilities = model.run(tokens.ids, spec.layers)
+    rows = [
+        HeadWeight(layer, head, float(p[head, q, k]), int(np.argmax(p[head, q])))
+        for layer, p in enumerate(probabilities)
+        for head in range(spec.heads)
+    ]
+    rows.sort(key=lambda row: (-row.weight, row.layer, row.head))
+    return HeadRanking(spec, tokens.labels, q, k, rows)

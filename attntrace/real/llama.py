@@ -1,0 +1,114 @@
+"""SmolLM2-135M-Instruct as Hugging Face's LlamaModel computes it, from its GGUF file.
+
+LLaMA is pre-norm: each layer's attention reads RMSNorm(hidden) · attn_norm, then adds
+its output back to the hidden state (the residual); the MLP likewise with a SiLU gate.
+There are no biases; positions enter as RoPE on Q and K inside attention, and the mask
+is causal. 9 query heads share 3 K/V heads (grouped-query attention).
+
+One detail of the file format: llama.cpp's converter reorders the rows of each head's
+Q and K weights so that its own RoPE can turn adjacent pairs (2i, 2i+1). Hugging Face
+turns the pairs (i, i + d/2) instead. :func:`unpermute` puts the rows back, so the Q and
+K shown here are Hugging Face's, column for column (the scores are the same either way).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from attntrace.ops import Matrix
+from attntrace.real.bpe import ByteLevelBPE
+from attntrace.real.catalog import SMOLLM2, RealModel
+from attntrace.real.forward import LayerAttention, attend, rms_norm, silu
+from attntrace.real.gguf import GGUFFile
+
+
+def unpermute(weight: Matrix, heads: int) -> Matrix:
+    """Undo llama.cpp's ``permute`` of a Q or K weight ``[heads·d, d_model]``.
+
+    llama.cpp wrote, per head, rows (0, d/2, 1, d/2+1, …): the halves interleaved.
+    """
+    out, d_model = weight.shape
+    d = out // heads
+    rows: Matrix = weight.reshape(heads, d // 2, 2, d_model).swapaxes(1, 2).reshape(out, d_model)
+    return rows
+
+
+class Llama:
+    """The decoder's layers, run up to the one being traced."""
+
+    spec: RealModel = SMOLLM2
+
+    def __init__(self, gguf: GGUFFile) -> None:
+        self.gguf = gguf
+        meta = gguf.metadata
+        self.eps = float(meta["llama.attention.layer_norm_rms_epsilon"])  # type: ignore[arg-type]
+        self.rope_base = float(meta["llama.rope.freq_base"])  # type: ignore[arg-type]
+        self.tokenizer = ByteLevelBPE.from_lists(
+            meta["tokenizer.ggml.tokens"],  # type: ignore[arg-type]
+            meta["tokenizer.ggml.merges"],  # type: ignore[arg-type]
+            meta.get("tokenizer.ggml.token_type"),  # type: ignore[arg-type]
+            source=str(gguf.path),
+        )
+        self._get = cache(self._dequantized)
+
+    @classmethod
+    def load(cls, weights: Path) -> Llama:
+        return cls(GGUFFile(weights))
+
+    def _dequantized(self, name: str) -> npt.NDArray[np.float64]:
+        return np.asarray(self.gguf.tensor(name), dtype=np.float64)
+
+    def attention(self, layer: int) -> LayerAttention:
+        """Layer ``layer``'s projections as ``X · W`` matrices (Hugging Face's row order)."""
+        p = f"blk.{layer}.attn_"
+        spec = self.spec
+        return LayerAttention(
+            WQ=unpermute(self._get(p + "q.weight"), spec.heads).T,
+            WK=unpermute(self._get(p + "k.weight"), spec.kv_heads).T,
+            WV=self._get(p + "v.weight").T,
+            WO=self._get(p + "output.weight").T,
+        )
+
+    def embed(self, ids: list[int]) -> Matrix:
+        return self._get("token_embd.weight")[ids]
+
+    def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
+        """What layer ``layer``'s attention reads: RMSNorm(hidden) · attn_norm."""
+        return rms_norm(hidden, self._get(f"blk.{layer}.attn_norm.weight"), self.eps)
+
+    def run(
+        self, ids: list[int], layers: int
+    ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
+        """The input of each of the first ``layers`` layers' attention (normed), and each
+        one's attention probabilities ``[heads, n, n]``."""
+        hidden = self.embed(ids)
+        inputs, probabilities = [], []
+        spec = self.spec
+        for layer in range(layers):
+            x = self.attention_input(layer, hidden)
+            inputs.append(x)
+            attended, weights = attend(x, self.attention(layer), spec.heads, spec.kv_heads,
+                                       causal=True, rope_base=self.rope_base)  # fmt: skip
+            probabilities.append(weights)
+            hidden = hidden + attended
+            hidden = hidden + self._mlp(layer, hidden)
+        return inputs, probabilities
+
+    def _mlp(self, layer: int, hidden: Matrix) -> Matrix:
+        p = f"blk.{layer}.ffn_"
+        x = rms_norm(hidden, self._get(p + "norm.weight"), self.eps)
+        gated = silu(x @ self._get(p + "gate.weight").T) * (x @ self._get(p + "up.weight").T)
+        out: Matrix = gated @ self._get(p + "down.weight").T
+        return out
+
+    def labels(self, ids: list[int]) -> list[str]:
+        """Tokens as the vocabulary spells them, Ġ marking a leading space (``Ġanimal``),
+        as Hugging Face shows them: a word and the same word after a space differ."""
+        return self.tokenizer.vocab_strings(ids)
+
+    def x_formula(self, layer: int) -> str:
+        return f"X = RMSNorm(hidden state entering layer {layer}) · attn_norm"

@@ -1,0 +1,315 @@
+"""Read a ``.safetensors`` file with numpy alone, memory-mapped.
+
+Why not the ``safetensors`` package: attntrace runs on numpy and the standard library, and
+the format is simple enough to read directly: an unsigned 64-bit little-endian header
+length ``N``, ``N`` bytes of JSON ``{name: {dtype, shape, data_offsets: [begin, end]},
+"__metadata__": {...}}``, then the data buffer, every tensor row-major and little-endian
+at ``data_offsets`` (relative to the start of the buffer).
+
+The file is mapped once (``np.memmap``, read-only) and every tensor is a view of that map,
+so opening a 90 MB model costs a few milliseconds and pages are read only when touched.
+The views are read-only; copy one to change it. BF16 has no numpy dtype, so BF16 tensors
+are converted to float32 (a copy, bit-exact: a bfloat16 is the top half of a float32).
+
+A garbled or hostile file must end in one :class:`~attntrace.errors.InputError` line,
+never a traceback and never an allocation sized by a number the file merely claims:
+the header length is checked against the file (and a 100 MB cap) before it is read, and
+every tensor's shape, dtype and offsets are checked against each other, the buffer and
+the other tensors before any view is made.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from attntrace.errors import InputError
+
+__all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]
+
+#: Safetensors dtype name -> numpy dtype of the stored bytes (little-endian). BF16 is stored
+#: as its raw 16 bits and widened to float32 after reading.
+SAFETENSORS_DTYPES: dict[str, np.dtype[Any]] = {
+    "F64": np.dtype("<f8"),
+    "F32": np.dtype("<f4"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),
+    "I64": np.dtype("<i8"),
+    "I32": np.dtype("<i4"),
+    "I16": np.dtype("<i2"),
+    "I8": np.dtype("i1"),
+    "U64": np.dtype("<u8"),
+    "U32": np.dtype("<u4"),
+    "U16": np.dtype("<u2"),
+    "U8": np.dtype("u1"),
+    "BOOL": np.dtype("?"),
+}
+
+# The reference implementation refuses headers above 100 MB; so do we, so a lying length
+# in a multi-gigabyte file cannot make us read gigabytes of "JSON".
+_MAX_HEADER_BYTES = 100_000_000
+_LENGTH_BYTES = 8
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of the safetensors file at ``path``, by name, as read-only numpy views.
+
+    Shapes are as stored (row-major); dtypes are the stored ones except BF16, which comes
+    back as float32. ``__metadata__`` is validated (a mapping of strings) but not returned.
+    Raises :class:`InputError` for anything wrong with the file.
+    """
+    source = str(path)
+    size = _file_size(path, source)
+    if size < _LENGTH_BYTES:
+        raise InputError(
+            "file too short for a safetensors header length",
+            source=source,
+            expected=f"at least {_LENGTH_BYTES} bytes",
+            found=f"{size} byte{'s' if size != 1 else ''}",
+        )
+    with _open(path, source) as handle:
+        header_len = int.from_bytes(handle.read(_LENGTH_BYTES), "little")
+        room = size - _LENGTH_BYTES
+        if header_len > room:
+            raise InputError(
+                "header length beyond the end of the file",
+                source=source,
+                field="header length",
+                expected=f"at most {room} (the bytes after the length)",
+                found=str(header_len),
+            )
+        if header_len > _MAX_HEADER_BYTES:
+            raise InputError(
+                "header too large",
+                source=source,
+                field="header length",
+                expected=f"at most {_MAX_HEADER_BYTES} bytes",
+                found=str(header_len),
+            )
+        raw = handle.read(header_len)
+    if len(raw) != header_len:  # the file shrank under us
+        raise InputError("file ends inside the header", source=source, field="header")
+
+    header = _parse_header(raw, source)
+    data_start = _LENGTH_BYTES + header_len
+    buffer_len = size - data_start
+    entries = _check_entries(header, buffer_len, source)
+    if not entries:
+        return {}
+
+    try:
+        mapped = np.memmap(path, dtype=np.uint8, mode="r")
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot map the file: {error}", source=source) from None
+    if mapped.size != size:
+        raise InputError("file changed size while being read", source=source)
+
+    tensors: dict[str, np.ndarray] = {}
+    for name, dtype_name, shape, begin in entries:
+        stored = SAFETENSORS_DTYPES[dtype_name]
+        view: np.ndarray = np.ndarray(
+            shape=shape, dtype=stored, buffer=mapped, offset=data_start + begin
+        )
+        if dtype_name == "BF16":
+            view = (view.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        tensors[name] = view
+    return tensors
+
+
+def _file_size(path: Path, source: str) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError as error:
+        raise InputError(
+            f"cannot read the file: {error.strerror or error}", source=source
+        ) from None
+
+
+def _open(path: Path, source: str) -> BinaryIO:
+    try:
+        return open(path, "rb")  # noqa: PTH123 (path may be any os.PathLike)
+    except OSError as error:
+        raise InputError(
+            f"cannot read the file: {error.strerror or error}", source=source
+        ) from None
+
+
+def _parse_header(raw: bytes, source: str) -> dict[str, Any]:
+    """The JSON header as a dict, duplicate keys refused (JSON would silently keep one)."""
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise InputError(
+                    "duplicate key in the header",
+                    source=source,
+                    field="header",
+                    found=repr(_shown(key)),
+                )
+            result[key] = value
+        return result
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"header is not UTF-8 (byte {error.start})", source=source, field="header"
+        ) from None
+    try:
+        header = json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"header is not JSON ({error.msg} at character {error.pos})",
+            source=source,
+            field="header",
+        ) from None
+    except ValueError as error:  # e.g. an integer beyond Python's 4300-digit limit
+        raise InputError(
+            f"header is not usable JSON ({error})", source=source, field="header"
+        ) from None
+    except RecursionError:
+        raise InputError("header JSON nested too deeply", source=source, field="header") from None
+    if not isinstance(header, dict):
+        raise InputError(
+            "header is not a JSON object",
+            source=source,
+            field="header",
+            expected="an object {name: {dtype, shape, data_offsets}}",
+            found=type(header).__name__,
+        )
+    return header
+
+
+def _check_entries(
+    header: dict[str, Any], buffer_len: int, source: str
+) -> list[tuple[str, str, tuple[int, ...], int]]:
+    """Validate every entry; return (name, dtype, shape, begin) sorted by begin."""
+    metadata = header.get("__metadata__")
+    if metadata is not None and not (
+        isinstance(metadata, dict) and all(isinstance(value, str) for value in metadata.values())
+    ):
+        raise InputError(
+            "bad __metadata__",
+            source=source,
+            field="__metadata__",
+            expected="an object of strings",
+            found=type(metadata).__name__
+            if not isinstance(metadata, dict)
+            else "a non-string value",
+        )
+
+    entries: list[tuple[str, str, tuple[int, ...], int, int]] = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        field = _shown(name)
+        if not isinstance(entry, dict):
+            raise InputError(
+                "bad tensor entry",
+                source=source,
+                field=field,
+                expected="an object {dtype, shape, data_offsets}",
+                found=type(entry).__name__,
+            )
+        missing = [key for key in ("dtype", "shape", "data_offsets") if key not in entry]
+        if missing:
+            raise InputError(f"tensor entry lacks {', '.join(missing)}", source=source, field=field)
+        dtype_name = entry["dtype"]
+        if not isinstance(dtype_name, str) or dtype_name not in SAFETENSORS_DTYPES:
+            raise InputError(
+                "unsupported dtype",
+                source=source,
+                field=f"{field}.dtype",
+                expected="one of " + ", ".join(SAFETENSORS_DTYPES),
+                found=repr(dtype_name),
+            )
+        shape = entry["shape"]
+        if not (
+            isinstance(shape, list)
+            and all(isinstance(dim, int) and not isinstance(dim, bool) for dim in shape)
+            and all(dim >= 0 for dim in shape)
+        ):
+            raise InputError(
+                "bad shape",
+                source=source,
+                field=f"{field}.shape",
+                expected="a list of non-negative integers",
+                found=_short(shape),
+            )
+        offsets = entry["data_offsets"]
+        if not (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+        ):
+            raise InputError(
+                "bad data_offsets",
+                source=source,
+                field=f"{field}.data_offsets",
+                expected="[begin, end], two non-negative integers",
+                found=_short(offsets),
+            )
+        begin, end = offsets
+        if end < begin:
+            raise InputError(
+                "data_offsets end before they begin",
+                source=source,
+                field=f"{field}.data_offsets",
+                expected="begin <= end",
+                found=f"[{begin}, {end}]",
+            )
+        if end > buffer_len:
+            raise InputError(
+                "tensor data beyond the end of the file",
+                source=source,
+                field=f"{field}.data_offsets",
+                expected=f"end <= {buffer_len} (the data buffer's size)",
+                found=f"[{begin}, {end}]",
+            )
+        itemsize = SAFETENSORS_DTYPES[dtype_name].itemsize
+        nbytes = math.prod(shape) * itemsize
+        if nbytes != end - begin:
+            # A lying shape can make nbytes astronomically large: do not print it then.
+            size = f"{nbytes} bytes" if nbytes <= buffer_len else "more bytes than the file has"
+            raise InputError(
+                "data_offsets do not match shape × dtype size",
+                source=source,
+                field=f"{field}.data_offsets",
+                expected=f"{size} (shape {_short(shape)} of {itemsize}-byte {dtype_name})",
+                found=f"{end - begin} bytes ([{begin}, {end}])",
+            )
+        entries.append((name, dtype_name, tuple(shape), begin, end))
+
+    entries.sort(key=lambda item: (item[3], item[4]))
+    previous: tuple[str, int] | None = None
+    for name, _, _, begin, end in entries:
+        if begin == end:
+            continue  # an empty tensor occupies no bytes and overlaps nothing
+        if previous is not None and begin < previous[1]:
+            raise InputError(
+                "tensors overlap",
+                source=source,
+                field=f"{_shown(name)}.data_offsets",
+                expected=f"begin >= {previous[1]} (where {_shown(previous[0])!r} ends)",
+                found=str(begin),
+            )
+        previous = (name, end)
+    return [(name, dtype_name, shape, begin) for name, dtype_name, shape, begin, _ in entries]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _shown(name: str) -> str:
+    """A name as it appears in a one-line message: control characters escaped, a hostile
+    file's megabyte-long key cut."""
+    if not name.isprintable():
+        name = name.encode("unicode_escape").decode("ascii")
+    return name if len(name) <= 80 else name[:77] + "..."

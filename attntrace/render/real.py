@@ -1,0 +1,61 @@
+"""The listings of real models: `attntrace models` and the head ranking of `attntrace heads`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from rich.text import Text
+
+from attntrace.real.catalog import RealModel
+from attntrace.real.layer import HeadRanking
+
+
+def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
+    """Three lines a model: name and title; its shapes; installed, or how to install it."""
+    width = max(len(m.name) for m in catalog)
+    for index, m in enumerate(catalog):
+        if index:
+            yield Text()
+        yield Text.assemble((f"{m.name:<{width}}", "bold"), "  ", m.title)
+        kv = f" sharing {m.kv_heads} K/V heads" if m.kv_heads != m.heads else ""
+        kind = "a decoder: causal" if m.causal else "an encoder: bidirectional"
+        pad = " " * width
+        yield Text(f"{pad}  {m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
+                   f"head dim {m.head_dim}", style="cyan")  # fmt: skip
+        yield Text(f"{pad}  {m.positions} positions, {kind}; {m.notes}; {m.license}",
+                   style="dim")  # fmt: skip
+        if m.installed:
+            yield Text(f"{pad}  installed: attntrace run --model {m.name}", style="green")
+        else:
+            yield Text(f"{pad}  not installed: {m.install}", style="yellow")
+
+
+def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
+    """A heading, then one line per head: rank, layer, head, weight as a number and a bar."""
+    tokens, q, k = ranking.tokens, ranking.query, ranking.key
+    heads = len(ranking.rows)
+    yield Text.assemble(
+        "How much ", (repr(tokens[q]), "bold"), f" (position {q}) attends to ",
+        (repr(tokens[k]), "bold"), f" (position {k}), in each of the {heads} heads of "
+        f"{ranking.model.name}, heaviest first:",
+    )  # fmt: skip
+    yield Text()
+    yield Text(f"rank  layer  head  {'weight':<28}  heaviest key of the row", style="bold")
+    shown = ranking.rows if top == 0 else ranking.rows[:top]
+    for rank, row in enumerate(shown, 1):
+        bar = "█" * round(row.weight * 20)
+        top_key = tokens[row.top_key] + ("" if row.top_key != k else " (this key)")
+        yield Text.assemble(
+            f"{rank:>4}  {row.layer:>5}  {row.head:>4}  {row.weight:.4f} ",
+            (f"{bar:<20}", "cyan"),
+            f"   {top_key}",
+        )
+    if len(shown) < heads:
+        yield Text(f"… {heads - len(shown)} more (--top 0 lists them all)", style="dim")
+    best = ranking.rows[0]
+    yield Text()
+    yield Text(
+        f"next: attntrace run -m {ranking.model.name} --layer {best.layer} --head "
+        f"{best.head} --focus {q} --step",
+        style="dim",
+    )

