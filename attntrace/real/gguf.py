@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import mmap
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -284,6 +284,29 @@ class GGUFFile:
         with np.errstate(invalid="ignore", over="ignore"):
             flat = reader(self._map, info.offset, info.n_elements // block_size)
         return flat.reshape(info.shape)
+
+    def rows(self, name: str, indices: Sequence[int]) -> np.ndarray:
+        """Rows ``indices`` of the 2-D tensor ``name`` as float32, dequantizing only them.
+
+        An embedding table of 49152 tokens is read a few rows at a time: each row is a
+        whole number of blocks, so its bytes can be found without touching the rest.
+        """
+        info = self.tensor_info(name)
+        reader = _READERS.get(info.type_id)
+        if reader is None or len(info.shape) != 2:
+            return self.tensor(name)[list(indices)]
+        _, block_size, block_bytes = GGML_TYPES[info.type_id]
+        blocks = info.shape[1] // block_size
+        out = np.empty((len(indices), info.shape[1]), dtype=np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for i, row in enumerate(indices):
+                if not 0 <= row < info.shape[0]:
+                    raise InputError(source=self._source, field=_shown(name),
+                                     expected=f"a row from 0 to {info.shape[0] - 1}",
+                                     found=str(row))  # fmt: skip
+                block = reader(self._map, info.offset + row * blocks * block_bytes, blocks)
+                out[i] = block.reshape(-1)
+        return out
 
     def __repr__(self) -> str:
         return f"GGUFFile({self._source!r}: v{self.version}, {len(self._infos)} tensors)"

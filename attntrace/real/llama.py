@@ -13,7 +13,6 @@ K shown here are Hugging Face's, column for column (the scores are the same eith
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -53,13 +52,14 @@ class Llama:
             meta.get("tokenizer.ggml.token_type"),  # type: ignore[arg-type]
             source=str(gguf.path),
         )
-        self._get = cache(self._dequantized)
 
     @classmethod
     def load(cls, weights: Path) -> Llama:
         return cls(GGUFFile(weights))
 
-    def _dequantized(self, name: str) -> npt.NDArray[np.float64]:
+    def _get(self, name: str) -> npt.NDArray[np.float64]:
+        """A tensor dequantized to float64. Not kept: a forward pass reads each once, and
+        keeping all 30 layers at float64 would hold about 1 GB."""
         return np.asarray(self.gguf.tensor(name), dtype=np.float64)
 
     def attention(self, layer: int) -> LayerAttention:
@@ -74,7 +74,7 @@ class Llama:
         )
 
     def embed(self, ids: list[int]) -> Matrix:
-        return self._get("token_embd.weight")[ids]
+        return np.asarray(self.gguf.rows("token_embd.weight", ids), dtype=np.float64)
 
     def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
         """What layer ``layer``'s attention reads: RMSNorm(hidden) · attn_norm."""
