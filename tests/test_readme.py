@@ -18,10 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from attntrace.real.catalog import CATALOG
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
 CONSOLE_BLOCK = re.compile(r"```console\n\$ (?P<command>[^\n]*)\n(?P<output>.*?)```", re.DOTALL)
+REAL_MODEL = re.compile(r"attntrace (models|heads)|--model ")
 
 
 def console_blocks() -> list[tuple[str, str]]:
@@ -55,6 +58,9 @@ def run_shell(command: str, cwd: Path) -> str:
 def test_console_example(command: str, output: str, tmp_path: Path) -> None:
     if "| jq" in command and shutil.which("jq") is None:
         pytest.skip("jq is not installed")
+    missing = [m.install for m in CATALOG if not m.installed]
+    if REAL_MODEL.search(command) and missing:
+        pytest.skip(f"a real model's weights are not installed: {'; '.join(missing)}")
     actual = run_shell(command, tmp_path)
     if REGENERATE:
         text = README.read_text(encoding="utf-8")

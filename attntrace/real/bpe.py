@@ -31,6 +31,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
 from attntrace.errors import InputError
+from attntrace.real.wordpiece import checked_ids
 
 __all__ = [
     "GGUF_TOKEN_TYPE_CONTROL",
@@ -339,17 +340,7 @@ class ByteLevelBPE:
 
     def vocab_strings(self, ids: Iterable[int]) -> list[str]:
         """The raw vocabulary string of each id, in byte-level form (``'Ġthe'``)."""
-        out: list[str] = []
-        for position, token_id in enumerate(ids):
-            if not isinstance(token_id, int) or not 0 <= token_id < len(self._vocab):
-                raise InputError(
-                    "unknown token id",
-                    field=f"ids[{position}]",
-                    expected=f"an integer from 0 to {len(self._vocab) - 1}",
-                    found=repr(token_id),
-                )
-            out.append(self._vocab[token_id])
-        return out
+        return [self._vocab[i] for i in checked_ids(ids, len(self._vocab))]
 
     def tokens(self, ids: Iterable[int]) -> list[str]:
         """Each id as readable text (``'Ġthe'`` -> ``' the'``), for labelling rows.

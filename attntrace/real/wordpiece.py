@@ -17,6 +17,7 @@ reference keeps it whole; neither form is in any BERT vocabulary, so the ids agr
 
 from __future__ import annotations
 
+import operator
 import re
 import unicodedata
 from bisect import bisect_right
@@ -29,10 +30,31 @@ __all__ = [
     "DEFAULT_SPECIAL_TOKENS",
     "WordPiece",
     "basic_tokenize",
+    "checked_ids",
     "is_chinese_char",
     "is_punctuation",
     "normalize",
 ]
+
+
+def checked_ids(ids: Iterable[int], vocab_size: int) -> list[int]:
+    """``ids`` as a list of ints (numpy integers welcome), each from 0 to ``vocab_size - 1``."""
+    out: list[int] = []
+    for position, token_id in enumerate(ids):
+        try:
+            index = operator.index(token_id)
+        except TypeError:
+            index = -1
+        if not 0 <= index < vocab_size:
+            raise InputError(
+                "unknown token id",
+                field=f"ids[{position}]",
+                expected=f"an integer from 0 to {vocab_size - 1}",
+                found=repr(token_id),
+            )
+        out.append(index)
+    return out
+
 
 # The special tokens of BERT's vocabulary that Hugging Face matches whole in raw text
 # (added tokens with ``normalized: false``): "a[SEP]b" gives a, [SEP], b.
@@ -268,7 +290,10 @@ class WordPiece:
         wanted = DEFAULT_SPECIAL_TOKENS if special_tokens is None else tuple(special_tokens)
         # Longest first, so that a special token that starts another does not cut it short.
         self._specials: tuple[str, ...] = tuple(
-            sorted((t for t in wanted if t in self._ids), key=len, reverse=True)
+            sorted({t for t in wanted if t and t in self._ids}, key=len, reverse=True)
+        )
+        self._special_pattern = (
+            re.compile("|".join(map(re.escape, self._specials))) if self._specials else None
         )
         self._cache: dict[str, tuple[int, ...]] = {}
 
@@ -332,35 +357,19 @@ class WordPiece:
 
     def tokens(self, ids: Iterable[int]) -> list[str]:
         """The vocabulary string of each id, e.g. ``['[CLS]', 'the', 'animal', ...]``."""
-        out: list[str] = []
-        for position, token_id in enumerate(ids):
-            if not isinstance(token_id, int) or not 0 <= token_id < len(self._vocab):
-                raise InputError(
-                    "unknown token id",
-                    field=f"ids[{position}]",
-                    expected=f"an integer from 0 to {len(self._vocab) - 1}",
-                    found=repr(token_id),
-                )
-            out.append(self._vocab[token_id])
-        return out
+        return [self._vocab[i] for i in checked_ids(ids, len(self._vocab))]
 
     def _split_specials(self, text: str) -> list[tuple[str, bool]]:
         """Cut ``text`` at literal special tokens (leftmost, then longest, first)."""
-        if not self._specials or "[" not in text:
+        if self._special_pattern is None:
             return [(text, False)]
         segments: list[tuple[str, bool]] = []
         start = 0
-        i = text.find("[")
-        while i != -1:
-            match = next((s for s in self._specials if text.startswith(s, i)), None)
-            if match is None:
-                i = text.find("[", i + 1)
-                continue
-            if start < i:
-                segments.append((text[start:i], False))
-            segments.append((match, True))
-            start = i + len(match)
-            i = text.find("[", start)
+        for match in self._special_pattern.finditer(text):
+            if start < match.start():
+                segments.append((text[start : match.start()], False))
+            segments.append((match.group(), True))
+            start = match.end()
         if start < len(text):
             segments.append((text[start:], False))
         return segments

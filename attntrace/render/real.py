@@ -16,14 +16,15 @@ def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
     for index, m in enumerate(catalog):
         if index:
             yield Text()
-        yield Text.assemble((f"{m.name:<{width}}", "bold"), "  ", m.title)
+        yield Text.assemble(
+            (f"{m.name:<{width}}", "bold"), "  ", m.title, (f" · {m.license}", "dim")
+        )
         kv = f" sharing {m.kv_heads} K/V heads" if m.kv_heads != m.heads else ""
         kind = "a decoder: causal" if m.causal else "an encoder: bidirectional"
         pad = " " * width
         yield Text(f"{pad}  {m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
                    f"head dim {m.head_dim}", style="cyan")  # fmt: skip
-        yield Text(f"{pad}  {m.positions} positions, {kind}; {m.notes}; {m.license}",
-                   style="dim")  # fmt: skip
+        yield Text(f"{pad}  {m.positions} positions, {kind}; {m.notes}", style="dim")
         if m.installed:
             yield Text(f"{pad}  installed: attntrace run --model {m.name}", style="green")
         else:
