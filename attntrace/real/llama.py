@@ -52,15 +52,23 @@ class Llama:
             meta.get("tokenizer.ggml.token_type"),  # type: ignore[arg-type]
             source=str(gguf.path),
         )
+        # Set by a caller that runs many steps (a generation loop): dequantized tensors
+        # are then kept, at about 1 GB for all 30 layers in float64.
+        self.kept: dict[str, npt.NDArray[np.float64]] | None = None
 
     @classmethod
     def load(cls, weights: Path) -> Llama:
         return cls(GGUFFile(weights))
 
     def _get(self, name: str) -> npt.NDArray[np.float64]:
-        """A tensor dequantized to float64. Not kept: a forward pass reads each once, and
-        keeping all 30 layers at float64 would hold about 1 GB."""
-        return np.asarray(self.gguf.tensor(name), dtype=np.float64)
+        """A tensor dequantized to float64; kept only where :attr:`kept` is a dict: a
+        forward pass reads each tensor once, and all 30 layers would hold about 1 GB."""
+        if self.kept is not None and name in self.kept:
+            return self.kept[name]
+        tensor = np.asarray(self.gguf.tensor(name), dtype=np.float64)
+        if self.kept is not None:
+            self.kept[name] = tensor
+        return tensor
 
     def attention(self, layer: int) -> LayerAttention:
         """Layer ``layer``'s projections as ``X · W`` matrices (Hugging Face's row order)."""
@@ -95,10 +103,10 @@ class Llama:
                                        causal=True, rope_base=self.rope_base)  # fmt: skip
             probabilities.append(weights)
             hidden = hidden + attended
-            hidden = hidden + self._mlp(layer, hidden)
+            hidden = hidden + self.mlp(layer, hidden)
         return inputs, probabilities
 
-    def _mlp(self, layer: int, hidden: Matrix) -> Matrix:
+    def mlp(self, layer: int, hidden: Matrix) -> Matrix:
         p = f"blk.{layer}.ffn_"
         x = rms_norm(hidden, self._get(p + "norm.weight"), self.eps)
         gated = silu(x @ self._get(p + "gate.weight").T) * (x @ self._get(p + "up.weight").T)
