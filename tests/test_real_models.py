@@ -296,3 +296,10 @@ def test_layer_spec_of_one_head_takes_its_kv_heads_columns() -> None:
     np.testing.assert_array_equal(alone.WK, whole.WK[:, 2 * 64 : 3 * 64])
     assert alone.WO is None
     assert alone.heads == 1
+
+
+def test_a_sentence_beyond_512_tokens_is_refused() -> None:
+    need(MINILM)
+    result = invoke("run", "-m", "minilm", " ".join(["cat"] * 511))
+    assert result.exit_code == 2
+    assert "SENTENCE: expected at most 512 tokens for minilm, got 513 tokens" in result.output

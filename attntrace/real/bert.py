@@ -8,7 +8,7 @@ float64 here, which is what attntrace computes in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -62,16 +62,17 @@ class Bert:
         return np.asarray(self.tensors[name][ids], dtype=np.float64)
 
     def run(
-        self, ids: list[int], layers: int
+        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
     ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
         """The hidden state entering each of the first ``layers`` layers, and each one's
-        attention probabilities ``[heads, n, n]``."""
+        attention probabilities ``[heads, n, n]`` (only query ``rows``, where given: the
+        weights of all 30 layers of a long sentence would be large)."""
         hidden = self.embed(ids)
         inputs, probabilities = [], []
         for layer in range(layers):
             inputs.append(hidden)
             hidden, weights = self._layer(layer, hidden)
-            probabilities.append(weights)
+            probabilities.append(weights if rows is None else weights[:, list(rows)])
         return inputs, probabilities
 
     def _layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:

@@ -41,6 +41,11 @@ def open_model(name: str) -> Bert | Llama:
     return Llama.load(path)
 
 
+# MiniLM has 512 learned positions; SmolLM2 could read 8192 tokens, but a trace holds
+# several n × n matrices per head (at 8192 tokens, gigabytes), far beyond reading.
+MAX_TOKENS = 512
+
+
 @dataclass(frozen=True)
 class Tokenized:
     """A sentence as the model reads it: ids, and labels as its vocabulary spells them."""
@@ -53,9 +58,8 @@ def tokenize(model: Bert | Llama, sentence: str) -> Tokenized:
     if not sentence.strip():
         raise InputError("empty sentence", expected="some text", found=repr(sentence))
     ids = model.tokenizer.encode(sentence)
-    limit = 512 if model.spec.architecture == "bert" else 8192
-    if len(ids) > limit:
-        raise InputError(field="SENTENCE", expected=f"at most {limit} tokens for "
+    if len(ids) > MAX_TOKENS:
+        raise InputError(field="SENTENCE", expected=f"at most {MAX_TOKENS} tokens for "
                          f"{model.spec.name}", found=f"{len(ids)} tokens")  # fmt: skip
     return Tokenized(ids, tuple(model.labels(ids)))
 
@@ -111,7 +115,7 @@ def layer_spec(
         check_head(spec, head)
     model = open_model(spec.name)
     tokens = tokenize(model, sentence)
-    inputs, _ = model.run(tokens.ids, layer + 1)
+    inputs, _ = model.run(tokens.ids, layer + 1, rows=())
     weights = model.attention(layer)
     matrices = {"WQ": weights.WQ, "WK": weights.WK, "WV": weights.WV}
     biases = dict(weights.biases)
@@ -189,9 +193,9 @@ def rank_heads(name: str, sentence: str | None, query: str, key: str) -> HeadRan
             expected=f"a token at or before {tokens.labels[q]!r} (position {q})",
             found=f"{tokens.labels[k]!r} at position {k}",
         )
-    _, probabilities = model.run(tokens.ids, spec.layers)
+    _, probabilities = model.run(tokens.ids, spec.layers, rows=(q,))
     rows = [
-        HeadWeight(layer, head, float(p[head, q, k]), int(np.argmax(p[head, q])))
+        HeadWeight(layer, head, float(p[head, 0, k]), int(np.argmax(p[head, 0])))
         for layer, p in enumerate(probabilities)
         for head in range(spec.heads)
     ]

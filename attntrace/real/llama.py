@@ -13,6 +13,7 @@ K shown here are Hugging Face's, column for column (the scores are the same eith
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -89,10 +90,10 @@ class Llama:
         return rms_norm(hidden, self._get(f"blk.{layer}.attn_norm.weight"), self.eps)
 
     def run(
-        self, ids: list[int], layers: int
+        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
     ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
         """The input of each of the first ``layers`` layers' attention (normed), and each
-        one's attention probabilities ``[heads, n, n]``."""
+        one's attention probabilities ``[heads, n, n]`` (only query ``rows``, if given)."""
         hidden = self.embed(ids)
         inputs, probabilities = [], []
         spec = self.spec
@@ -101,7 +102,7 @@ class Llama:
             inputs.append(x)
             attended, weights = attend(x, self.attention(layer), spec.heads, spec.kv_heads,
                                        causal=True, rope_base=self.rope_base)  # fmt: skip
-            probabilities.append(weights)
+            probabilities.append(weights if rows is None else weights[:, list(rows)])
             hidden = hidden + attended
             hidden = hidden + self.mlp(layer, hidden)
         return inputs, probabilities
