@@ -295,7 +295,10 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output."""
+    """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output.
+
+    The model is a model file (--config), a sample (--sample), the worked example, or a
+    layer of a real trained model (--model, see `attntrace models`)."""
     from attntrace.api import trace_attention
     from attntrace.errors import InputError
 
@@ -473,8 +476,9 @@ def decode(
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
 ) -> None:
-    """Decode SENTENCE one token at a time through a KV cache, and compare with full
-    causal attention."""
+    """Decode SENTENCE one token at a time through a KV cache; compare with full attention.
+
+    With --model, a layer of a real decoder (smollm2) replays its own KV cache."""
     from attntrace.api import choose_model, sentence_tokens
     from attntrace.errors import InputError
     from attntrace.kvcache import decode as run_decode
@@ -679,8 +683,9 @@ def heads_command(
         bool, typer.Option("--json", metavar="", help="Write every head's weight as JSON.")
     ] = False,
 ) -> None:
-    """Rank every layer × head by the weight one token puts on another: the heads worth
-    stepping through with `run --model --layer --head`."""
+    """Rank every layer × head by the weight one token puts on another.
+
+    The heads worth stepping through with `run --model --layer --head`."""
     from attntrace.errors import InputError
     from attntrace.real.layer import rank_heads
 
