@@ -102,8 +102,8 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     token was meant (``flag`` names the option in errors).
 
     ``which`` is a 0-based index (``2``), a table label (``the#4``) or a token, matched
-    exactly, then without case, then without a BPE space mark (``Ġ``); a token that
-    repeats means its first occurrence.
+    exactly, then without a BPE space mark (``Ġ``), then both again without case; a
+    token that repeats means its first occurrence.
     """
     tokens = list(tokens)
     listing = ", ".join(f"{i}:{t}" for i, t in enumerate(tokens))
@@ -120,11 +120,16 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     at = int(position) if re.fullmatch(r"[0-9]+", position) else None
     if at is not None and at < len(tokens) and tokens[at] == token:
         return at, ""
-    exact = [i for i, t in enumerate(tokens) if t == which]
-    folded = [i for i, t in enumerate(tokens) if t.lower() == which.lower()]
-    # a byte-level BPE token after a space is spelled Ġanimal: "animal" finds it
-    spaced = [i for i, t in enumerate(tokens) if t.removeprefix("Ġ").lower() == which.lower()]
-    matches = exact or folded or spaced
+    # exact, then as a word after a space (a byte-level BPE token is spelled Ġanimal),
+    # then each of those without case
+    lowered = which.lower()
+    candidates = (
+        [i for i, t in enumerate(tokens) if t == which],
+        [i for i, t in enumerate(tokens) if t.removeprefix("Ġ") == which],
+        [i for i, t in enumerate(tokens) if t.lower() == lowered],
+        [i for i, t in enumerate(tokens) if t.removeprefix("Ġ").lower() == lowered],
+    )
+    matches = next((found for found in candidates if found), [])
     if len(matches) == 1:
         return matches[0], ""
     if matches:

@@ -116,8 +116,12 @@ def _check_stages_present(trace: Trace) -> None:
                 found=str(stage.kv_head),
             )
     per_head = [n for n in PER_HEAD_STAGES if n != "masked" or trace.model.causal]
+    rotary = ["Q_rope", "K_rope"]
     if model.positions == "rope":
-        per_head[1:1] = ["Q_rope", "K_rope"]
+        per_head[3:3] = rotary  # after Q, K, V, as computed
+    elif any(name in rotary for name, _ in seen):
+        raise InputError(field="model.positions", expected="rope (the trace has Q_rope and "
+                         "K_rope stages)", found=repr(model.positions))  # fmt: skip
     present = seen
     if not model.causal and any(name == "masked" for name, _ in present):
         raise InputError(field="model.causal", expected="true (the trace has masked stages)",

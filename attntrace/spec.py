@@ -128,6 +128,15 @@ class ModelSpec:
         self._check_biases()
         if self.given is not None and (self.given.X.ndim != 2 or self.given.X.shape[1] != d_model):
             self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
+        if self.position_kind == "rope" and self.context is not None:
+            raise InputError(
+                "RoPE turns queries and keys by their positions in one sequence; a context "
+                "is another sequence, and offsets between the two mean nothing",
+                source=self.source,
+                field="positions",
+                expected="none, sinusoidal or learned with a context",
+                found="rope",
+            )
         if self.causal and self.context is not None:
             raise InputError(
                 "a causal mask hides later tokens of the same sequence; with a context "

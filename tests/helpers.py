@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from importlib import resources
 from typing import Any
 
 import jsonschema
@@ -17,6 +18,13 @@ def invoke(*args: str, input: str | None = None, columns: int = 80) -> Result:
     """Run ``attntrace ARGS`` with a fixed terminal width and no colour."""
     env = {"COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
     return CliRunner().invoke(app, list(args), input=input, env=env)
+
+
+def schema(name: str) -> dict[str, Any]:
+    """A shipped JSON Schema by file name, as installed with the package."""
+    text = (resources.files("attntrace") / "schema" / name).read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 @cache

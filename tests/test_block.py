@@ -34,7 +34,7 @@ def random_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str], list[st
     cross = fixed.get("cross", bool(rng.integers(0, 2)))
     causal = fixed.get("causal", (not cross) and bool(rng.integers(0, 2)))
     with_wo = fixed.get("wo", bool(rng.integers(0, 2)))
-    with_rope = fixed.get("rope", bool(rng.integers(0, 2)))
+    with_rope = fixed.get("rope", (not cross) and bool(rng.integers(0, 2)))  # one sequence
     if with_rope:
         d_k = 2 * (d_k // 2 + 1)  # RoPE turns pairs of dimensions
     vocab = {f"t{i}": rng.normal(size=d_model) for i in range(6)}

@@ -238,8 +238,8 @@ def test_the_samples_index_says_what_the_files_say() -> None:
     assert (samples_dir() / INDEX_FILE).read_text(encoding="utf-8") == build_index()
 
 
-def test_help_and_samples_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
-    for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"]):
+def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
+    for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"], ["models"]):
         probe = (
             f"import sys, runpy; sys.argv = ['attntrace', *{args!r}]\n"
             "try:\n    runpy.run_module('attntrace', run_name='__main__')\n"

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 import jsonschema
 import numpy as np
 import pytest
-from helpers import invoke
+from helpers import invoke, schema
 from naive import naive_block
 from test_block import random_block
 
@@ -17,12 +16,6 @@ from attntrace import InputError
 from attntrace.kv_memory import PRESETS, kv_cache_bytes, variants
 from attntrace.kvcache import decode, step_costs
 from attntrace.model_file import model_from_document
-
-
-def schema(name: str) -> dict[str, Any]:
-    text = (resources.files("attntrace") / "schema" / name).read_text(encoding="utf-8")
-    document: dict[str, Any] = json.loads(text)
-    return document
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -9,19 +9,29 @@ that need the weights skip, naming the install command, where a package is absen
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
-from helpers import invoke, load_valid_trace
+from helpers import invoke, load_valid_trace, schema
 
 from attntrace.errors import InputError
 from attntrace.kvcache import decode
-from attntrace.real.catalog import CATALOG, MINILM, SMOLLM2, RealModel, find_model
+from attntrace.real.catalog import (
+    CATALOG,
+    MINILM,
+    SMOLLM2,
+    RealModel,
+    find_model,
+    remember_verified,
+    verified_before,
+)
 from attntrace.real.layer import decoder_layer, layer_spec, open_model, rank_heads, trace_layer
 from attntrace.real.llama import unpermute
 
@@ -230,7 +240,8 @@ def test_decode_and_heads_cli() -> None:
          "expected a token at or before 'Ġanimal' (position 1), got 'Ġit' at position 8"),
         (["heads", "--from", "dog"], "--from: expected a token of the sentence or its "
          "0-based index, got 'dog' (tokens: 0:[CLS], 1:the, 2:animal"),
-        (["run", "-m", "minilm", "   "], "empty sentence: expected some text, got '   '"),
+        (["run", "-m", "minilm", "   "], "SENTENCE: empty sentence: expected at least one token, "
+         "got none from '   '"),
     ],
 )  # fmt: skip
 def test_bad_real_model_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
@@ -303,3 +314,48 @@ def test_a_sentence_beyond_512_tokens_is_refused() -> None:
     result = invoke("run", "-m", "minilm", " ".join(["cat"] * 511))
     assert result.exit_code == 2
     assert "SENTENCE: expected at most 512 tokens for minilm, got 513 tokens" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "-m", "minilm", ""], "SENTENCE: empty sentence: expected at least one token, "
+         "got none from ''"),
+        (["run", "-m", "smollm2", "\x04\x04"], "SENTENCE: smollm2's vocabulary spells none of "
+         "it: expected at least one token, got none from '\\x04\\x04'"),
+        (["decode", "-m", "smollm2", " "], "SENTENCE: empty sentence"),
+        (["heads", "-m", "smollm2", "\x06", "--from", "0", "--to", "0"],
+         "SENTENCE: smollm2's vocabulary spells none of it"),
+    ],
+)  # fmt: skip
+def test_a_sentence_of_no_tokens_is_refused(args: list[str], message: str) -> None:
+    need(MINILM)
+    need(SMOLLM2)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_models_and_heads_json_follow_their_schemas() -> None:
+    need(MINILM)
+    for args, name in ((["models", "--json"], "models-v1"),
+                       (["heads", "--json", "--top", "3"], "heads-v1")):  # fmt: skip
+        document = json.loads(invoke(*args).output)
+        jsonschema.validate(document, schema(f"{name}.schema.json"))
+
+
+def test_a_hashed_file_is_remembered_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    sha = hashlib.sha256(b"weights").hexdigest()
+    assert not verified_before(weights, sha)
+    remember_verified(weights, sha)
+    assert verified_before(weights, sha)
+    assert not verified_before(weights, "0" * 64)  # another pin is another check
+    weights.write_bytes(b"changed!")  # a new size (and mtime): hashed again
+    assert not verified_before(weights, sha)
+    (tmp_path / "cache" / "attntrace" / "verified.json").write_text("{not json")
+    assert not verified_before(weights, sha)  # a damaged note is no note

@@ -6,6 +6,8 @@ here are the properties that make RoPE worth having, checked directly.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from helpers import invoke, load_valid_trace
@@ -122,3 +124,23 @@ def test_the_rope_sample_runs_and_decodes() -> None:
     result = invoke("decode", "-s", "rope")
     assert result.exit_code == 0, result.output
     assert "decode matches full causal attention" in result.output
+
+
+def test_rope_with_a_context_is_refused() -> None:
+    with pytest.raises(InputError) as caught:
+        model_from_document({**TINY, "positions": "rope", "context": "a b"}, "tiny.yaml")
+    assert str(caught.value) == (
+        "tiny.yaml: positions: RoPE turns queries and keys by their positions in one "
+        "sequence; a context is another sequence, and offsets between the two mean nothing: "
+        "expected none, sinusoidal or learned with a context, got rope"
+    )
+
+
+def test_a_saved_trace_with_rope_stages_must_say_rope() -> None:
+    document = load_valid_trace(invoke("run", "-s", "rope", "--json").output)
+    document["model"]["positions"] = "none"
+    result = invoke("render", "-", input=json.dumps(document))
+    assert result.exit_code == 2
+    assert "model.positions: expected rope (the trace has Q_rope and K_rope stages)" in (
+        result.output
+    )

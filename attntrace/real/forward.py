@@ -11,13 +11,16 @@ the one layer the user asked for.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from attntrace.ops import Matrix, causal_mask, rope, softmax
+from attntrace.real.catalog import RealModel
 
 Vector = npt.NDArray[np.float64]
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -33,6 +36,68 @@ class LayerAttention:
     WV: Matrix
     WO: Matrix
     biases: Mapping[str, Vector] = field(default_factory=dict)
+
+
+class Tokenizer(Protocol):
+    def encode(self, text: str) -> list[int]: ...
+
+
+class Transformer(ABC):
+    """A trained model's layers: what attntrace needs to trace one of them.
+
+    A subclass says how its layers compute (:meth:`layer`) and what a layer's attention
+    reads (:meth:`attention_input`); running the layers before the traced one is shared.
+    """
+
+    spec: RealModel
+    tokenizer: Tokenizer
+    added_tokens = 0  # tokens the tokenizer adds to every sentence ([CLS], [SEP])
+
+    @abstractmethod
+    def embed(self, ids: list[int]) -> Matrix:
+        """The hidden state entering layer 0: ``[n, d_model]``."""
+
+    @abstractmethod
+    def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
+        """What layer ``layer``'s attention multiplies by WQ, WK, WV: X of its trace."""
+
+    @abstractmethod
+    def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
+        """Layer ``layer`` whole: the hidden state it passes on, and its attention
+        probabilities ``[heads, n, n]``."""
+
+    @abstractmethod
+    def attention(self, layer: int) -> LayerAttention:
+        """Layer ``layer``'s attention weights, as attntrace multiplies them."""
+
+    @abstractmethod
+    def labels(self, ids: list[int]) -> list[str]:
+        """The tokens as the vocabulary spells them."""
+
+    @abstractmethod
+    def x_formula(self, layer: int) -> str:
+        """How the X stage of layer ``layer`` reads."""
+
+    def layer_input(self, ids: list[int], layer: int) -> Matrix:
+        """X of layer ``layer``: the layers before it run, and nothing after."""
+        hidden = self.embed(ids)
+        for before in range(layer):
+            hidden, _ = self.layer(before, hidden)
+        return self.attention_input(layer, hidden)
+
+    def run(
+        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
+    ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
+        """X of each of the first ``layers`` layers and each one's attention probabilities
+        ``[heads, n, n]`` (only query ``rows``, where given: every layer's n × n weights
+        of a long sentence would be large)."""
+        hidden = self.embed(ids)
+        inputs, probabilities = [], []
+        for index in range(layers):
+            inputs.append(self.attention_input(index, hidden))
+            hidden, weights = self.layer(index, hidden)
+            probabilities.append(weights if rows is None else weights[:, list(rows)])
+        return inputs, probabilities
 
 
 def layer_norm(x: Matrix, weight: Vector, bias: Vector, eps: float) -> Matrix:

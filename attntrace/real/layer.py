@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,16 +18,13 @@ from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.ops import Matrix
 from attntrace.real.catalog import CATALOG, RealModel, find_model
+from attntrace.real.forward import Transformer
 from attntrace.spec import GivenInputs, ModelSpec
 from attntrace.trace import Trace
 
-if TYPE_CHECKING:
-    from attntrace.real.bert import Bert
-    from attntrace.real.llama import Llama
-
 
 @cache
-def open_model(name: str) -> Bert | Llama:
+def open_model(name: str) -> Transformer:
     """The model ``name``, loaded once per process from its verified weight file."""
     spec = find_model(name)
     path = spec.verified_weights()
@@ -41,11 +37,6 @@ def open_model(name: str) -> Bert | Llama:
     return Llama.load(path)
 
 
-# MiniLM has 512 learned positions; SmolLM2 could read 8192 tokens, but a trace holds
-# several n × n matrices per head (at 8192 tokens, gigabytes), far beyond reading.
-MAX_TOKENS = 512
-
-
 @dataclass(frozen=True)
 class Tokenized:
     """A sentence as the model reads it: ids, and labels as its vocabulary spells them."""
@@ -54,13 +45,20 @@ class Tokenized:
     labels: tuple[str, ...]
 
 
-def tokenize(model: Bert | Llama, sentence: str) -> Tokenized:
-    if not sentence.strip():
-        raise InputError("empty sentence", expected="some text", found=repr(sentence))
-    ids = model.tokenizer.encode(sentence)
-    if len(ids) > MAX_TOKENS:
-        raise InputError(field="SENTENCE", expected=f"at most {MAX_TOKENS} tokens for "
-                         f"{model.spec.name}", found=f"{len(ids)} tokens")  # fmt: skip
+def tokenize(model: Transformer, sentence: str | None) -> Tokenized:
+    """``sentence`` (None: the default one) as the model reads it, within its limit."""
+    text = DEFAULT_SENTENCE if sentence is None else sentence
+    ids = model.tokenizer.encode(text)
+    name, limit = model.spec.name, model.spec.max_tokens
+    if not text.strip() or len(ids) <= model.added_tokens:  # no token but [CLS], [SEP]
+        # SmolLM2's vocabulary has no symbol for a few bytes (\x04, \xff, ...) and BERT
+        # drops control characters: a sentence of only those has no token of its own
+        why = "empty sentence" if not text.strip() else f"{name}'s vocabulary spells none of it"
+        raise InputError(why, field="SENTENCE", expected="at least one token",
+                         found=f"none from {text!r}")  # fmt: skip
+    if len(ids) > limit:
+        raise InputError(field="SENTENCE", expected=f"at most {limit} tokens for {name}",
+                         found=f"{len(ids)} tokens")  # fmt: skip
     return Tokenized(ids, tuple(model.labels(ids)))
 
 
@@ -81,7 +79,7 @@ DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
 
 def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = None) -> Trace:
     """The trace of layer ``layer`` (and ``head``) of model ``name`` over ``sentence``."""
-    model, tokens = layer_spec(name, sentence or DEFAULT_SENTENCE, layer, head)
+    model, tokens = layer_spec(name, sentence, layer, head)
     return trace_block(model, tokens)
 
 
@@ -98,11 +96,11 @@ def decoder_layer(
             expected="a decoder (" + ", ".join(m.name for m in CATALOG if m.causal) + ")",
             found=spec.name,
         )
-    return layer_spec(name, sentence or DEFAULT_SENTENCE, layer, head)
+    return layer_spec(name, sentence, layer, head)
 
 
 def layer_spec(
-    name: str, sentence: str, layer: int, head: int | None = None
+    name: str, sentence: str | None, layer: int, head: int | None = None
 ) -> tuple[ModelSpec, tuple[str, ...]]:
     """Layer ``layer`` of model ``name`` over ``sentence``: all heads, or ``head`` alone.
 
@@ -115,7 +113,6 @@ def layer_spec(
         check_head(spec, head)
     model = open_model(spec.name)
     tokens = tokenize(model, sentence)
-    inputs, _ = model.run(tokens.ids, layer + 1, rows=())
     weights = model.attention(layer)
     matrices = {"WQ": weights.WQ, "WK": weights.WK, "WV": weights.WV}
     biases = dict(weights.biases)
@@ -143,7 +140,7 @@ def layer_spec(
         positions="rope" if spec.positions == "rope" else None,
         rope_base=getattr(model, "rope_base", 10000.0),
         biases=biases,
-        given=GivenInputs(np.ascontiguousarray(inputs[layer]), model.x_formula(layer)),
+        given=GivenInputs(model.layer_input(tokens.ids, layer), model.x_formula(layer)),
         name=title,
         description=spec.title,
         sentence=" ".join(tokens.labels),
@@ -183,7 +180,7 @@ def rank_heads(name: str, sentence: str | None, query: str, key: str) -> HeadRan
 
     spec = find_model(name)
     model = open_model(spec.name)
-    tokens = tokenize(model, sentence or DEFAULT_SENTENCE)
+    tokens = tokenize(model, sentence)
     q, _ = resolve_position(tokens.labels, query, "--from")
     k, _ = resolve_position(tokens.labels, key, "--to")
     if spec.causal and k > q:

@@ -13,7 +13,6 @@ K shown here are Hugging Face's, column for column (the scores are the same eith
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ import numpy.typing as npt
 from attntrace.ops import Matrix
 from attntrace.real.bpe import ByteLevelBPE
 from attntrace.real.catalog import SMOLLM2, RealModel
-from attntrace.real.forward import LayerAttention, attend, rms_norm, silu
+from attntrace.real.forward import LayerAttention, Transformer, attend, rms_norm, silu
 from attntrace.real.gguf import GGUFFile
 
 
@@ -37,10 +36,11 @@ def unpermute(weight: Matrix, heads: int) -> Matrix:
     return rows
 
 
-class Llama:
+class Llama(Transformer):
     """The decoder's layers, run up to the one being traced."""
 
     spec: RealModel = SMOLLM2
+    tokenizer: ByteLevelBPE
 
     def __init__(self, gguf: GGUFFile) -> None:
         self.gguf = gguf
@@ -89,23 +89,14 @@ class Llama:
         """What layer ``layer``'s attention reads: RMSNorm(hidden) · attn_norm."""
         return rms_norm(hidden, self._get(f"blk.{layer}.attn_norm.weight"), self.eps)
 
-    def run(
-        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
-    ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
-        """The input of each of the first ``layers`` layers' attention (normed), and each
-        one's attention probabilities ``[heads, n, n]`` (only query ``rows``, if given)."""
-        hidden = self.embed(ids)
-        inputs, probabilities = [], []
+    def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
+        """Pre-norm: attention of the normed state is added back, then the MLP's."""
         spec = self.spec
-        for layer in range(layers):
-            x = self.attention_input(layer, hidden)
-            inputs.append(x)
-            attended, weights = attend(x, self.attention(layer), spec.heads, spec.kv_heads,
-                                       causal=True, rope_base=self.rope_base)  # fmt: skip
-            probabilities.append(weights if rows is None else weights[:, list(rows)])
-            hidden = hidden + attended
-            hidden = hidden + self.mlp(layer, hidden)
-        return inputs, probabilities
+        attended, weights = attend(self.attention_input(layer, hidden), self.attention(layer),
+                                   spec.heads, spec.kv_heads, causal=True,
+                                   rope_base=self.rope_base)  # fmt: skip
+        hidden = hidden + attended
+        return hidden + self.mlp(layer, hidden), weights
 
     def mlp(self, layer: int, hidden: Matrix) -> Matrix:
         p = f"blk.{layer}.ffn_"

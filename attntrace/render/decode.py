@@ -43,6 +43,7 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
         Text(""),
     ]  # fmt: skip
     caches: list[RenderableType] = []
+    turned = model.position_kind == "rope"  # a LLaMA cache holds keys already turned
     for g in range(kv):
         whose = f", K/V head {g}" if kv > 1 else ""
         for name, matrix, width in (
@@ -50,9 +51,9 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
             ("V", step.values[g], model.d_v),
         ):
             stage = Stage(f"{name} cache", "", cached, dims(width, g * width), matrix)
-            heading = Text.assemble(
-                (f"{name} cache{whose}", "bold"), (f"   [{matrix.shape[0]} × {width}]", "cyan")
-            )
+            note = " (turned by RoPE)" if turned and name == "K" else ""
+            heading = Text.assemble((f"{name} cache{whose}", "bold"), (note, "dim"),
+                                    (f"   [{matrix.shape[0]} × {width}]", "cyan"))  # fmt: skip
             caches.append(Group(heading, StageTable(stage, view)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
@@ -60,7 +61,9 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
         for h in range(heads)
     )
     keys = tuple(labels)
-    q_label = f"q·Kᵀ / √{model.d_k} for {step.token!r} over the cache"
+    q_label = f"q·Kᵀ / √{model.d_k} for {step.token!r} over the cache" + (
+        f" (q turned by RoPE at position {step.t})" if turned else ""
+    )
     parts += [
         Text.assemble(
             ("scaled", "bold"), f" = {q_label}", (f"   [{heads} × {step.t + 1}]", "cyan")

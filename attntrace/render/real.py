@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from attntrace.real.catalog import RealModel
-from attntrace.real.layer import HeadRanking
+if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
+    from attntrace.real.catalog import RealModel
+    from attntrace.real.layer import HeadRanking
 
 
 def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
