@@ -185,7 +185,7 @@ def show(trace: Trace, how: Presentation) -> None:
 
     try:  # a bad token is an input error before anything prints
         focus = (
-            tuple(focus_row(trace, how.focus, head=h) for h in range(trace.model.heads))
+            tuple(focus_row(trace, how.focus, head=h) for h in trace.traced_heads)
             if how.focus is not None
             else None
         )
@@ -507,7 +507,7 @@ def decode(
     from attntrace.render.decode import screens
 
     view = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
-    pages = screens(result, view)
+    pages = screens(result, view, None if head is None else [head])
     console = stdout_console()
     with quiet_pipe():
         if not step:
@@ -671,11 +671,23 @@ def heads_command(
         str, typer.Option("--model", "-m", metavar="NAME", help="A real model (see `models`).")
     ] = "minilm",
     query: Annotated[
-        str, typer.Option("--from", metavar="TOKEN", help="The query token (or its position).")
-    ] = "it",
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="TOKEN",
+            show_default=False,
+            help="The query token or its position (default sentence: it).",
+        ),
+    ] = None,
     key: Annotated[
-        str, typer.Option("--to", metavar="TOKEN", help="The key token (or its position).")
-    ] = "animal",
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="TOKEN",
+            show_default=False,
+            help="The key token or its position (default sentence: animal).",
+        ),
+    ] = None,
     top: Annotated[
         int, typer.Option(min=0, metavar="N", help="How many heads to list (0: all).")
     ] = 10,

@@ -80,9 +80,9 @@ _PARAGRAPH = {
         "the content that is copied, in proportion to the attention weights, into the output."
     ),
     "scores": (
-        "scores[i, j] = Q[i] · K[j], the sum of the element-wise products of query i and key j. "
-        "A large score means token i's question matches what token j offers. Q [{n} × {d_k}] "
-        "times Kᵀ [{d_k} × {m}] gives one score for every pair of tokens."
+        "scores[i, j] = {q}[i] · {k}[j], the sum of the element-wise products of query i and "
+        "key j. A large score means token i's question matches what token j offers. "
+        "{q} [{n} × {d_k}] times {k}ᵀ [{d_k} × {m}] gives one score for every pair of tokens."
     ),
     "scaled": (
         "Dot products of d_k numbers grow with d_k, and large scores push softmax towards a "
@@ -139,6 +139,8 @@ def _numbers(trace: Trace) -> dict[str, object]:
         "d_v": model.d_v,
         "sqrt_dk": f"{math.sqrt(model.d_k):.4f}",
         "half": model.d_k // 2,
+        "q": "Q_rope" if model.positions == "rope" else "Q",
+        "k": "K_rope" if model.positions == "rope" else "K",
         "rope_base": f"{model.rope_base:g}" if model.rope_base is not None else "",
     }
 

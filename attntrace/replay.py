@@ -68,7 +68,7 @@ def _trace(document: Any) -> Trace:
             for i, w in enumerate(_list(document.get("weights", []), "weights", empty=True))
         ),
     )
-    _check_stages_present(trace)
+    _check_stages_present(trace, _heads_traced(document.get("heads_traced"), info))
     _check_consistent(trace)
     return trace
 
@@ -90,7 +90,20 @@ def _rope_base(model: Mapping[str, Any]) -> float | None:
     return float(value)
 
 
-def _check_stages_present(trace: Trace) -> None:
+def _heads_traced(value: Any, model: ModelInfo) -> list[int]:
+    """``heads_traced``: the heads a cut trace holds (absent: all of them)."""
+    if value is None:
+        return list(range(model.heads))
+    last = model.heads - 1
+    if (not isinstance(value, list) or not value or len(set(value)) != len(value)
+            or not all(isinstance(h, int) and not isinstance(h, bool) and 0 <= h <= last
+                       for h in value)):  # fmt: skip
+        raise InputError(field="heads_traced", expected=f"distinct head numbers from 0 to "
+                         f"{last}", found=describe(value))  # fmt: skip
+    return sorted(value)
+
+
+def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     """Each stage once; X (and X_context for cross-attention); every head's stages from Q
     to output, with masked exactly when the model is causal; concat with several heads."""
     model = trace.model
@@ -126,15 +139,20 @@ def _check_stages_present(trace: Trace) -> None:
     if not model.causal and any(name == "masked" for name, _ in present):
         raise InputError(field="model.causal", expected="true (the trace has masked stages)",
                          found="false")  # fmt: skip
+    cut = len(heads) < model.heads
     shared = (
         ["X"]
         + (["X_context"] if trace.context_tokens is not None else [])
-        + (["concat"] if model.heads > 1 else [])
+        + (["concat"] if model.heads > 1 and not cut else [])
     )
     for name in shared:
         if (name, None) not in present:
             raise InputError(field="stages", expected=f"the stage {name}", found="none")
-    for head in range(trace.model.heads):
+    stray = sorted({h for _, h in present if h is not None} - set(heads))
+    if stray:
+        raise InputError(field="stages", expected=f"stages of the heads traced ({heads})",
+                         found=f"stages of head {stray[0]}")  # fmt: skip
+    for head in heads:
         missing = [name for name in per_head if (name, head) not in present]
         if missing:
             where = f" of head {head}" if trace.model.heads > 1 else ""

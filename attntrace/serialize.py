@@ -51,9 +51,13 @@ def trace_to_dict(
             return stage.head in heads
         return kv_read is not None and stage.kv_head in kv_read  # a WK or WV slice
 
+    traced = sorted(heads) if heads is not None else trace.traced_heads
+    cut = len(traced) < trace.model.heads
     return {
         "schema": SCHEMA_ID,
         "model": model_to_dict(trace.model),
+        # only where some heads were left out (--head, --heads): which ones are here
+        **({"heads_traced": traced} if cut else {}),
         "tokens": list(trace.tokens),
         "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
         "stages": [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)],

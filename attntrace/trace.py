@@ -7,7 +7,7 @@ it. Stage names are a contract (SPEC.md section 1): ``X``, ``Q``, ``K``, ``V``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,11 +134,48 @@ class Trace:
         return self.stage(name, head=head if head is not None else self._only_head())
 
     def _only_head(self) -> int | None:
-        return 0 if self.model.heads == 1 else None
+        heads = self.traced_heads
+        return heads[0] if len(heads) == 1 else None
 
     @property
     def names(self) -> list[str]:
         return [stage.name for stage in self.stages]
+
+    @property
+    def traced_heads(self) -> list[int]:
+        """The query heads whose stages the trace holds: all of them, unless it was cut
+        to some (:meth:`only_heads`, ``run --model --head``)."""
+        return sorted({stage.head for stage in self.stages if stage.head is not None})
+
+    @property
+    def is_cut(self) -> bool:
+        """Whether some of the model's heads were left out of this trace."""
+        return len(self.traced_heads) < self.model.heads
+
+    def only_heads(self, heads: Sequence[int]) -> Trace:
+        """The trace of ``heads`` alone, keeping their real numbers (head 8 stays 8).
+
+        Kept: the shared inputs, those heads' stages, and the weights they read (WQ's
+        slices of those heads, WK's and WV's of their K/V heads, and their biases).
+        Left out: concat and projected, which need every head.
+        """
+        wanted = set(heads)
+        kv_read = {h // self.model.group for h in wanted}
+
+        def kept(stage: Stage) -> bool:
+            if stage.head is not None:
+                return stage.head in wanted
+            if stage.kv_head is not None:
+                return stage.kv_head in kv_read
+            return stage.name not in ("concat", "projected", "WO", "bO")
+
+        return Trace(
+            model=self.model,
+            tokens=self.tokens,
+            stages=tuple(s for s in self.stages if kept(s)),
+            context_tokens=self.context_tokens,
+            weights=tuple(w for w in self.weights if kept(w)),
+        )
 
     def weight(
         self, name: str, head: int | None = None, kv_head: int | None = None
@@ -158,6 +195,18 @@ class Trace:
         if name in ("WK", "WV"):
             return self.weight(name, kv_head=stage.kv_head)
         return self.weight(name) if name else None
+
+    def bias_for(self, stage: Stage) -> Stage | None:
+        """The bias vector (slice) added after ``stage``'s matrix: bQ for Q, ...; else None."""
+        weight = WEIGHT_OF_STAGE.get(stage.name)
+        if weight is None:
+            return None
+        name = "b" + weight[1]
+        if name == "bQ":
+            return self.weight(name, head=stage.head)
+        if name in ("bK", "bV"):
+            return self.weight(name, kv_head=stage.kv_head)
+        return self.weight(name)
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{s.name} {s.shape[0]}×{s.shape[1]}" for s in self.stages)

@@ -32,7 +32,7 @@ from attntrace.real.catalog import (
     remember_verified,
     verified_before,
 )
-from attntrace.real.layer import decoder_layer, layer_spec, open_model, rank_heads, trace_layer
+from attntrace.real.layer import decoder_layer, open_model, rank_heads, trace_layer
 from attntrace.real.llama import unpermute
 
 GOLDEN = Path(__file__).parent / "golden" / "real" / "attention.json"
@@ -122,7 +122,9 @@ def test_minilm_has_biases_and_smollm2_has_rope_and_a_causal_mask() -> None:
     assert "masked" in llama.names
     weights = llama["softmax"].data
     assert np.all(np.triu(weights, 1) == 0)  # no token sees a later one
-    assert llama.model.name == "smollm2 L0H4 (K/V head 1)"
+    assert llama.model.name == "smollm2 L0"
+    assert llama.traced_heads == [4]
+    assert llama["softmax"].kv_head == 1
 
 
 def test_decode_of_smollm2_grows_three_kv_heads_and_matches_the_full_layer() -> None:
@@ -213,8 +215,14 @@ def test_decode_and_heads_cli() -> None:
     need(SMOLLM2)
     result = invoke("decode", "-m", "smollm2", "The cat sat", "--layer", "2")
     assert result.exit_code == 0, result.output
-    assert "K cache, K/V head 2" in result.output
+    assert "K cache, K/V head 2 (turned by RoPE)" in result.output
     assert "decode matches full causal attention" in result.output
+    result = invoke("decode", "-m", "smollm2", "a b", "--layer", "13", "--head", "8")
+    assert result.exit_code == 0, result.output
+    assert "smollm2 L13 · decoding 2 tokens · head 8 of 9 (K/V head 2)" in result.output
+    assert "head 8 (K/V 2)" in result.output
+    assert "head 0" not in result.output
+    assert "K cache, K/V head 0" not in result.output
     result = invoke("heads", "-m", "smollm2", "--from", "it", "--to", "animal", "--json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
@@ -299,14 +307,26 @@ def test_models_lists_both_with_shapes_and_install_commands() -> None:
     assert find_model("SmolLM2") is SMOLLM2
 
 
-def test_layer_spec_of_one_head_takes_its_kv_heads_columns() -> None:
+def test_one_head_keeps_its_number_columns_and_kv_head() -> None:
     need(SMOLLM2)
-    whole, _ = layer_spec("smollm2", "The cat", 0)
-    alone, _ = layer_spec("smollm2", "The cat", 0, head=7)  # reads K/V head 7 // 3 = 2
-    np.testing.assert_array_equal(alone.WQ, whole.WQ[:, 7 * 64 : 8 * 64])
-    np.testing.assert_array_equal(alone.WK, whole.WK[:, 2 * 64 : 3 * 64])
-    assert alone.WO is None
-    assert alone.heads == 1
+    whole = trace_layer("smollm2", "The cat", 0)
+    alone = trace_layer("smollm2", "The cat", 0, head=7)  # reads K/V head 7 // 3 = 2
+    assert alone.traced_heads == [7]
+    assert alone.is_cut
+    assert "concat" not in alone.names
+    assert "projected" not in alone.names
+    for name in ("Q", "Q_rope", "K_rope", "softmax", "output"):
+        np.testing.assert_array_equal(alone[name].data, whole[name, 7].data)
+    assert alone["Q"].cols[0] == "d448"  # head 7's columns of WQ, as in the whole layer
+    assert alone["K"].kv_head == 2
+    assert alone["K"].cols[0] == "d128"
+    assert [(w.name, w.head, w.kv_head) for w in alone.weights] == [
+        ("WQ", 7, None), ("WK", None, 2), ("WV", None, 2)
+    ]  # fmt: skip
+    document = load_valid_trace(invoke("run", "-m", "smollm2", "The cat", "--head", "7",
+                                       "--json").output)  # fmt: skip
+    assert document["heads_traced"] == [7]
+    assert document["model"]["heads"] == 9
 
 
 def test_a_sentence_beyond_512_tokens_is_refused() -> None:
@@ -359,3 +379,17 @@ def test_a_hashed_file_is_remembered_until_it_changes(
     assert not verified_before(weights, sha)
     (tmp_path / "cache" / "attntrace" / "verified.json").write_text("{not json")
     assert not verified_before(weights, sha)  # a damaged note is no note
+
+
+def test_heads_on_your_own_sentence_needs_from_and_to_and_hints_with_it() -> None:
+    need(MINILM)
+    result = invoke("heads", "hello world")
+    assert result.exit_code == 2
+    assert "--from: which token of your sentence? (it and animal are the default " in (
+        result.output
+    )
+    result = invoke("heads", "The cat sat on the cat", "--from", "sat", "--to", "cat",
+                    columns=200)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "next: attntrace run -m minilm 'The cat sat on the cat' --layer" in result.output
+    assert "cat#2 (this key)" in result.output  # repeated tokens labelled as in the tables

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from helpers import invoke, load_valid_trace
 
+from attntrace import trace_attention
 from attntrace.render.attention_map import bar
+from attntrace.render.step import interpret
 
 
 def test_bars_are_drawn_in_eighths() -> None:
@@ -287,3 +289,29 @@ def test_json_filters_without_json_are_refused_before_loading(flag: str) -> None
         result.stderr
         == "attntrace: error: --stages and --heads choose what --json writes: add --json\n"
     )
+
+
+def test_a_trace_cut_to_one_head_keeps_its_number_and_replays() -> None:
+    """--json --heads 1 writes heads_traced; render shows head 1 as head 1 of 2."""
+    result = invoke("run", "-s", "two-heads", "--json", "--heads", "1")
+    document = json.loads(result.output)
+    assert document["heads_traced"] == [1]
+    shown = invoke("render", "-", "--map", input=result.output)
+    assert shown.exit_code == 0, shown.output
+    assert "head 1 of 2" in shown.output
+    assert "head 1\n" in shown.output
+    stepped = invoke("render", "-", input=result.output)
+    assert stepped.exit_code == 0
+    document["heads_traced"] = [0]  # stages of head 1 where head 0 is claimed
+    refused = invoke("render", "-", input=json.dumps(document))
+    assert refused.exit_code == 2
+    assert "stages: expected stages of the heads traced ([0]), got stages of head 1" in (
+        refused.output
+    )
+
+
+def test_step_mode_on_a_cut_trace_says_the_other_heads_are_left_out() -> None:
+    trace = trace_attention(sample="two-heads").only_heads([1])
+    here = trace.names.index("softmax")
+    move = interpret("h", here, trace)
+    assert move.error == "only head 1 is traced here: the others were left out"

@@ -16,7 +16,6 @@ import numpy as np
 
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
-from attntrace.ops import Matrix
 from attntrace.real.catalog import CATALOG, RealModel, find_model
 from attntrace.real.forward import Transformer
 from attntrace.spec import GivenInputs, ModelSpec
@@ -78,9 +77,11 @@ DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
 
 
 def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = None) -> Trace:
-    """The trace of layer ``layer`` (and ``head``) of model ``name`` over ``sentence``."""
+    """The trace of layer ``layer`` of model ``name`` over ``sentence``; with ``head``,
+    cut to that head (it keeps its number, its columns and its K/V head)."""
     model, tokens = layer_spec(name, sentence, layer, head)
-    return trace_block(model, tokens)
+    trace = trace_block(model, tokens)
+    return trace if head is None else trace.only_heads([head])
 
 
 def decoder_layer(
@@ -102,11 +103,8 @@ def decoder_layer(
 def layer_spec(
     name: str, sentence: str | None, layer: int, head: int | None = None
 ) -> tuple[ModelSpec, tuple[str, ...]]:
-    """Layer ``layer`` of model ``name`` over ``sentence``: all heads, or ``head`` alone.
-
-    One head alone is a one-head model: WQ's columns of that head, WK's and WV's of the
-    K/V head it reads, and no WO (which mixes all heads).
-    """
+    """Layer ``layer`` of model ``name`` over ``sentence``, every head (``head`` is
+    only checked here: the callers show it alone)."""
     spec = find_model(name)
     check_layer(spec, layer)
     if head is not None:
@@ -114,34 +112,20 @@ def layer_spec(
     model = open_model(spec.name)
     tokens = tokenize(model, sentence)
     weights = model.attention(layer)
-    matrices = {"WQ": weights.WQ, "WK": weights.WK, "WV": weights.WV}
-    biases = dict(weights.biases)
-    heads, kv_heads, d = spec.heads, spec.kv_heads, spec.head_dim
-    title = f"{spec.name} L{layer}"
-    WO: Matrix | None = weights.WO
-    if head is not None:
-        g = head // (heads // kv_heads)
-        columns = {"Q": slice(head * d, (head + 1) * d), "K": slice(g * d, (g + 1) * d),
-                   "V": slice(g * d, (g + 1) * d)}  # fmt: skip
-        matrices = {f"W{k}": matrices[f"W{k}"][:, c] for k, c in columns.items()}
-        biases = {f"b{k}": biases[f"b{k}"][c] for k, c in columns.items() if f"b{k}" in biases}
-        heads = kv_heads = 1
-        WO = None
-        title += f"H{head}" + (f" (K/V head {g})" if spec.kv_heads != spec.heads else "")
     return ModelSpec(
         embeddings={},
-        WQ=matrices["WQ"],
-        WK=matrices["WK"],
-        WV=matrices["WV"],
-        WO=WO,
-        heads=heads,
-        kv_heads=kv_heads,
+        WQ=weights.WQ,
+        WK=weights.WK,
+        WV=weights.WV,
+        WO=weights.WO,
+        heads=spec.heads,
+        kv_heads=spec.kv_heads,
         causal=spec.causal,
         positions="rope" if spec.positions == "rope" else None,
         rope_base=getattr(model, "rope_base", 10000.0),
-        biases=biases,
+        biases=weights.biases,
         given=GivenInputs(model.layer_input(tokens.ids, layer), model.x_formula(layer)),
-        name=title,
+        name=f"{spec.name} L{layer}",
         description=spec.title,
         sentence=" ".join(tokens.labels),
         source=spec.name,
@@ -163,24 +147,36 @@ class HeadRanking:
     """Every layer × head of a model, heaviest first, by one query row's weight on a key."""
 
     model: RealModel
+    sentence: str | None  # as given (None: the default sentence)
     tokens: tuple[str, ...]
     query: int
     key: int
     rows: list[HeadWeight]
 
 
-def rank_heads(name: str, sentence: str | None, query: str, key: str) -> HeadRanking:
+# The default sentence's classic question: what does "it" refer to?
+DEFAULT_QUERY, DEFAULT_KEY = "it", "animal"
+
+
+def rank_heads(name: str, sentence: str | None, query: str | None, key: str | None) -> HeadRanking:
     """Rank every layer × head by the weight token ``query`` puts on token ``key``.
 
     ``query`` and ``key`` are tokens of the sentence (or 0-based positions), resolved as
-    ``--focus`` resolves them. Under a causal mask a query sees no later key, so a key
-    after the query is refused rather than ranked at 0 everywhere.
+    ``--focus`` resolves them; they default to "it" and "animal" for the default sentence
+    only. Under a causal mask a query sees no later key, so a key after the query is
+    refused rather than ranked at 0 everywhere.
     """
     from attntrace.focus import resolve_position
 
     spec = find_model(name)
     model = open_model(spec.name)
     tokens = tokenize(model, sentence)
+    if sentence is None:
+        query, key = query or DEFAULT_QUERY, key or DEFAULT_KEY
+    if query is None or key is None:
+        raise InputError("which token of your sentence? (it and animal are the default "
+                         "sentence's)", field="--from" if query is None else "--to",
+                         expected="a token or its position", found="none")  # fmt: skip
     q, _ = resolve_position(tokens.labels, query, "--from")
     k, _ = resolve_position(tokens.labels, key, "--to")
     if spec.causal and k > q:
@@ -197,4 +193,4 @@ def rank_heads(name: str, sentence: str | None, query: str, key: str) -> HeadRan
         for head in range(spec.heads)
     ]
     rows.sort(key=lambda row: (-row.weight, row.layer, row.head))
-    return HeadRanking(spec, tokens.labels, q, k, rows)
+    return HeadRanking(spec, sentence, tokens.labels, q, k, rows)

@@ -8,7 +8,7 @@ compares with full causal attention and shows the two costs diverging.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +26,17 @@ from attntrace.trace import Stage
 _BAR = 30
 
 
-def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
-    """One step: the cache tables, the new row's attention, its output and cost."""
+def step_view(
+    run: Decode, step: DecodeStep, view: View, heads: Sequence[int] | None = None
+) -> Group:
+    """One step: the cache tables, the new row's attention, its output and cost.
+
+    ``heads`` limits the rows to those query heads (and the caches to the K/V heads they
+    read), as ``decode --model --head`` asks; the numbers are the whole layer's.
+    """
     model = run.model
-    heads, kv = model.heads, model.n_kv_heads
+    shown = list(range(model.heads)) if heads is None else list(heads)
+    kv_shown = sorted({h // model.group for h in shown})
     labels = unique_labels(run.tokens)[: step.t + 1]
     cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
     parts: list[RenderableType] = [
@@ -44,8 +51,8 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
     ]  # fmt: skip
     caches: list[RenderableType] = []
     turned = model.position_kind == "rope"  # a LLaMA cache holds keys already turned
-    for g in range(kv):
-        whose = f", K/V head {g}" if kv > 1 else ""
+    for g in kv_shown:
+        whose = f", K/V head {g}" if model.n_kv_heads > 1 else ""
         for name, matrix, width in (
             ("K", step.keys[g], model.d_k),
             ("V", step.values[g], model.d_v),
@@ -57,8 +64,7 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
             caches.append(Group(heading, StageTable(stage, view)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
-        f"head {h}" + (f" (K/V {h // model.group})" if model.group > 1 else "")
-        for h in range(heads)
+        f"head {h}" + (f" (K/V {h // model.group})" if model.group > 1 else "") for h in shown
     )
     keys = tuple(labels)
     q_label = f"q·Kᵀ / √{model.d_k} for {step.token!r} over the cache" + (
@@ -66,18 +72,18 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
     )
     parts += [
         Text.assemble(
-            ("scaled", "bold"), f" = {q_label}", (f"   [{heads} × {step.t + 1}]", "cyan")
+            ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {step.t + 1}]", "cyan")
         ),
-        StageTable(Stage("scaled", "", head_rows, keys, step.scaled), view),
+        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
         Text(""),
         Text.assemble(("softmax", "bold"), f" of each row: where {step.token!r} looks"),
-        StageTable(Stage("softmax", "", head_rows, keys, step.weights), view),
+        StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view),
         Text(""),
         Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {step.token!r}",
-                      (f"   [{heads} × {model.d_v}]", "cyan")),
-        StageTable(Stage("output", "", head_rows, dims(model.d_v), step.output), view),
+                      (f"   [{len(shown)} × {model.d_v}]", "cyan")),
+        StageTable(Stage("output", "", head_rows, dims(model.d_v), step.output[shown]), view),
     ]  # fmt: skip
-    if step.projected is not None:
+    if step.projected is not None and heads is None:  # WO mixes every head
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
@@ -86,6 +92,19 @@ def step_view(run: Decode, step: DecodeStep, view: View) -> Group:
         ]  # fmt: skip
     parts += [Text(""), cost_line(step)]
     return Group(*parts)
+
+
+def decode_header(run: Decode, heads: Sequence[int] | None) -> Text:
+    """``smollm2 L3 · decoding 12 tokens · head 8 of 9 (K/V head 2)``."""
+    model = run.model
+    facts = [f"decoding {len(run.tokens)} token{'s' if len(run.tokens) > 1 else ''}"]
+    if heads is not None:
+        kv = sorted({h // model.group for h in heads})
+        facts.append(f"head {', '.join(map(str, heads))} of {model.heads}" + (
+            f" (K/V head {', '.join(map(str, kv))})" if model.group > 1 else ""))  # fmt: skip
+    elif model.heads > 1:
+        facts.append(f"{model.heads} heads, {model.n_kv_heads} K/V")
+    return Text.assemble((model.name, "bold magenta"), (" · " + " · ".join(facts), "dim"))
 
 
 def cost_line(step: DecodeStep) -> Text:
@@ -156,11 +175,19 @@ class CostTable:
 Screen = Callable[[Console], None]
 
 
-def screens(run: Decode, view: View) -> list[Screen]:
-    """One screen per step, then the summary: for printing in turn or paging through."""
+def screens(run: Decode, view: View, heads: Sequence[int] | None = None) -> list[Screen]:
+    """One screen per step, then the summary: for printing in turn or paging through.
+
+    Each step screen opens with the model's name, so a page read alone says whose
+    cache it shows.
+    """
 
     def step_screen(step: DecodeStep) -> Screen:
-        return lambda console: console.print(step_view(run, step, view), crop=False)
+        def draw(console: Console) -> None:
+            console.print(decode_header(run, heads), crop=False)
+            console.print(step_view(run, step, view, heads), crop=False)
+
+        return draw
 
     def summary_screen(console: Console) -> None:
         for renderable in summary(run):

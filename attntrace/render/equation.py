@@ -34,6 +34,8 @@ def operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
 
 
 def _operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
+    if trace.bias_for(stage) is not None:  # X · W + b is no product of two: stacked instead
+        return None
     if stage.name in ("Q", "K", "V"):
         weight = trace.weight_for(stage)
         cross = stage.name != "Q" and trace.context_tokens is not None
@@ -44,10 +46,11 @@ def _operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
         before = "concat" if trace.model.heads > 1 else "output"
         return None if weight is None else (trace.stage(before, head=None if
                                             trace.model.heads > 1 else 0), weight)  # fmt: skip
-    if stage.name == "scores":
-        keys = trace.stage("K", head=stage.head)
-        transposed = Stage("Kᵀ", "Kᵀ", keys.cols, keys.rows, keys.data.T, head=stage.head)
-        return trace.stage("Q", head=stage.head), transposed
+    if stage.name == "scores":  # of the turned rows, under RoPE
+        q, k = ("Q_rope", "K_rope") if trace.model.positions == "rope" else ("Q", "K")
+        keys = trace.stage(k, head=stage.head)
+        transposed = Stage(f"{k}ᵀ", f"{k}ᵀ", keys.cols, keys.rows, keys.data.T, head=stage.head)
+        return trace.stage(q, head=stage.head), transposed
     if stage.name == "output":
         return trace.stage("softmax", head=stage.head), trace.stage("V", head=stage.head)
     return None

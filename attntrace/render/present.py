@@ -98,13 +98,13 @@ def renderables(
 ) -> Iterator[RenderableType]:
     """The chosen view of ``trace``, for ``console.print`` one after another.
 
-    ``focus`` holds the focused row of each head, head 0 first.
+    ``focus`` holds the focused row of each traced head, in order.
     """
     if focus is not None:
         from attntrace.render.focus import focus_panel
 
-        for head, row in enumerate(focus):
-            if head:
+        for index, row in enumerate(focus):
+            if index:
                 yield Text("")
             yield focus_panel(row, trace, how.view)
     elif how.map:
@@ -123,13 +123,18 @@ def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
     """One map per head, side by side where the width allows (a causal mask's hidden
     keys are never listed)."""
     maps: list[RenderableType] = []
-    for head in range(trace.model.heads):
+    heads = trace.traced_heads
+    for head in heads:
         masked = None
         if trace.model.causal:
             masked = np.isneginf(trace.stage("masked", head=head).data)
         drawn = AttentionMap(trace.stage("softmax", head=head), top=how.top,
                              precision=how.map_precision, masked=masked)  # fmt: skip
         if trace.model.heads == 1:
+            yield drawn
+            return
+        if len(heads) == 1:  # one head of several: say which
+            yield Text(f"head {head}" + head_label_suffix(trace, head), style="bold yellow")
             yield drawn
             return
         label = Text(f"head {head}" + head_label_suffix(trace, head), style="bold yellow")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+
+from attntrace.labels import unique_labels
 
 if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
     from attntrace.real.catalog import RealModel
@@ -35,7 +38,7 @@ def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
 
 def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
     """A heading, then one line per head: rank, layer, head, weight as a number and a bar."""
-    tokens, q, k = ranking.tokens, ranking.query, ranking.key
+    tokens, q, k = unique_labels(ranking.tokens), ranking.query, ranking.key
     heads = len(ranking.rows)
     yield Text.assemble(
         "How much ", (repr(tokens[q]), "bold"), f" (position {q}) attends to ",
@@ -58,7 +61,13 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
     best = ranking.rows[0]
     yield Text()
     yield Text(
-        f"next: attntrace run -m {ranking.model.name} --layer {best.layer} --head "
-        f"{best.head} --focus {q} --step",
+        "next: attntrace run -m "
+        + " ".join(
+            [
+                ranking.model.name,
+                *([shlex.quote(ranking.sentence)] if ranking.sentence is not None else []),
+                f"--layer {best.layer} --head {best.head} --focus {q} --step",
+            ]
+        ),
         style="dim",
     )

@@ -56,8 +56,8 @@ def ask(
 
 def help_text(trace: Trace) -> str:
     text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
-    if trace.model.heads > 1:
-        text += HEAD_HELP.format(last_head=trace.model.heads - 1)
+    if len(trace.traced_heads) > 1:
+        text += HEAD_HELP.format(last_head=trace.traced_heads[-1])
     return text
 
 
@@ -99,14 +99,18 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
 
 def _other_head(key: str, current: int, trace: Trace) -> Move:
     """``h``: this stage of the next head (wrapping); ``h N``: of head N."""
-    heads, here = trace.model.heads, trace.stages[current]
+    heads, here = trace.traced_heads, trace.stages[current]
+    if trace.is_cut and len(heads) == 1:
+        return Move(error=f"only head {heads[0]} is traced here: the others were left out")
     if here.head is None:
         return Move(error=f"{here.name} is shared by all heads: go to a head's stage first")
-    if heads == 1:
+    if len(heads) == 1:
         return Move(error="this model has one head")
-    target = (here.head + 1) % heads if key == "h" else int(key[1:].strip())
-    if not 0 <= target < heads:
-        return Move(error=f"no head {target}: heads are 0 to {heads - 1}")
+    after = [h for h in heads if h > here.head]
+    target = (after or heads)[0] if key == "h" else int(key[1:].strip())
+    if target not in heads:
+        shown = f"0 to {heads[-1]}" if not trace.is_cut else ", ".join(map(str, heads))
+        return Move(error=f"no head {target}: heads are {shown}")
     for i, stage in enumerate(trace.stages):
         if stage.name == here.name and stage.head == target:
             return Move(index=i)
@@ -147,7 +151,8 @@ def show_stage(
     console.print()
     section = SECTION_OF_STAGE.get(stage.name)
     if focus is not None and section is not None:  # the arithmetic behind the focus row
-        console.print(section(focus[stage.head or 0], view))
+        row = next((f for f in focus if (f.head or 0) == (stage.head or 0)), focus[0])
+        console.print(section(row, view))
         console.print()
 
 
@@ -176,7 +181,7 @@ def run_steps(
     show_stage(console, trace, index, view, focus)
     while True:
         last = index == len(trace) - 1
-        heads = " · h next head" if trace.model.heads > 1 else ""
+        heads = " · h next head" if len(trace.traced_heads) > 1 else ""
         line = ask(talk, read_line, "last stage: Enter ends" if last else "Enter: next",
                    heads, echo=echo)  # fmt: skip
         if line is None:

@@ -280,6 +280,9 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     weight = trace.weight_for(stage)
     if weight is not None:
         parts += [title(weight, trace.model), StageTable(weight, view), Text("")]
+    bias = trace.bias_for(stage)
+    if bias is not None:  # one row, added to every row of the product
+        parts += [title(bias, trace.model), StageTable(bias, view), Text("")]
     stacked = Group(*parts, title(stage, trace.model), StageTable(stage, view))
     pair = operands(stage, trace)
     if pair is None:
@@ -294,7 +297,11 @@ def header(trace: Trace) -> Text:
     text = Text()
     text.append(model.name, style="bold magenta")
     facts = [f"{count} token{'' if count == 1 else 's'}", f"d_model {model.d_model}"]
-    if model.heads > 1:
+    if trace.is_cut:
+        shown = ", ".join(str(h) for h in trace.traced_heads)
+        facts.append(f"head{'s' if len(trace.traced_heads) > 1 else ''} {shown} of "
+                     f"{model.heads}")  # fmt: skip
+    elif model.heads > 1:
         facts.append(f"{model.heads} heads")
     facts += [f"d_k {model.d_k}", f"d_v {model.d_v}"]
     if model.kv_heads != model.heads:
