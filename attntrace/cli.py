@@ -468,11 +468,22 @@ def decode(
     real_model: RealModelName = None,
     layer: Layer = None,
     head: Head = None,
-    step: Step = False,
+    step: Annotated[
+        bool, typer.Option("--step", metavar="", help="One decoding step per screen.")
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", metavar="", help="Write every step's numbers as JSON.")
     ] = False,
-    precision: Precision = None,
+    precision: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=15,
+            metavar="N",
+            help="Digits after the point (default 4).",
+            show_default=False,
+        ),
+    ] = None,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
 ) -> None:
@@ -783,7 +794,9 @@ def _run_app() -> int:
         if type(error).__name__ == "NoArgsIsHelpError":  # the help is already printed
             return 2
         context = getattr(error, "ctx", None)
-        where = context.command_path if context is not None else "attntrace"
+        # some errors (an option missing its value) carry no context: name the command
+        named = [a for a in sys.argv[1:] if a in getattr(command, "commands", {})][:1]
+        where = context.command_path if context is not None else " ".join(["attntrace", *named])
         message = " ".join(error.format_message().split())
         sys.stderr.write(f"attntrace: error: {message} (try '{where} -h')\n")
         return int(getattr(error, "exit_code", 2))

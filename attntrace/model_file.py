@@ -238,7 +238,7 @@ def _rope_base(document: Mapping[str, Any], source: str | None) -> float:
 
 def _biases(value: Any, source: str | None) -> dict[str, np.ndarray]:
     """``biases: {bQ, bK, bV, bO}``: optional vectors added after WQ, WK, WV and WO."""
-    if value is None:
+    if value is None or (isinstance(value, Mapping) and not value):  # none, or {}
         return {}
     value = _mapping(value, "biases", "a mapping of bQ, bK, bV, bO to vectors", source)
     for key in value:

@@ -198,7 +198,9 @@ class ModelSpec:
                 )
             width = int(matrix.shape[1])
             if vector.ndim != 1 or vector.shape[0] != width:
-                found = " × ".join(str(n) for n in vector.shape) + " numbers"
+                count = int(vector.shape[0]) if vector.ndim == 1 else 0
+                found = (f"{count} number{'s' if count != 1 else ''}" if vector.ndim == 1
+                         else " × ".join(str(n) for n in vector.shape))  # fmt: skip
                 raise InputError(source=self.source, field=f"biases.{name}",
                                  expected=f"{width} numbers (one per column of {weight})",
                                  found=found)  # fmt: skip

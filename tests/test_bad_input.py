@@ -1002,9 +1002,11 @@ def run_entry_point(*args: str) -> subprocess.CompletedProcess[str]:
         (("run", "--no-such-flag"), "No such option: --no-such-flag", "run"),
         (("frob",), "No such command 'frob'.", ""),
         (("softmax",), "Missing argument 'V1 V2 ...'.", "softmax"),
+        (("heads", "--from"), "Option '--from' requires an argument.", "heads"),
+        (("run", "--layer", "-1", "-m", "minilm"), "Invalid value for '--layer': -1 ", "run"),
     ],
     ids=["precision--1", "precision-99", "precision-not-a-number", "unknown-flag",
-         "unknown-command", "missing-argument"],
+         "unknown-command", "missing-argument", "option-without-value", "negative-layer"],
 )  # fmt: skip
 def test_usage_error_is_one_line(args: tuple[str, ...], says: str, hint: str) -> None:
     """A usage error is one ``attntrace: error:`` line like every other bad input, with

@@ -87,7 +87,7 @@ def test_a_tiny_rope_model_with_biases_from_a_document() -> None:
         ),
         (
             {"biases": {"bQ": [1.0]}},
-            "biases.bQ: expected 2 numbers (one per column of WQ), got 1 numbers",
+            "biases.bQ: expected 2 numbers (one per column of WQ), got 1 number",
         ),
         (
             {"biases": {"bO": [1.0, 2.0]}},
@@ -101,6 +101,11 @@ def test_bad_rope_and_bias_fields(extra: dict[str, object], message: str) -> Non
     with pytest.raises(InputError) as caught:
         model_from_document({**TINY, **extra}, "tiny.yaml")
     assert message in str(caught.value)
+
+
+def test_empty_biases_are_no_biases() -> None:
+    model = model_from_document({**TINY, "biases": {}})
+    assert model.biases == {}
 
 
 def test_an_odd_head_width_cannot_rotate() -> None:
