@@ -90,7 +90,6 @@ class WholeModelStep:
         model.kept = {}  # a generation loop keeps the dequantized weights
         spec = model.spec
         self.layers = [model.attention(layer) for layer in range(spec.layers)]
-        self.norms = [model._get(f"blk.{layer}.attn_norm.weight") for layer in range(spec.layers)]
 
     def prefill(self, ids: list[int]) -> list[KVCache]:
         caches = [KVCache(SMOLLM2.kv_heads, 64, 64) for _ in range(SMOLLM2.layers)]

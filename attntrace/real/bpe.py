@@ -31,7 +31,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
 from attntrace.errors import InputError
-from attntrace.real.wordpiece import checked_ids
+from attntrace.real.text import checked_ids, parse_ranges, split_specials
 
 __all__ = [
     "GGUF_TOKEN_TYPE_CONTROL",
@@ -69,18 +69,7 @@ N 16FF4-16FF6 1CCF0-1CCF9 1D2C0-1D2D3 1E4F0-1E4F9 1E5F1-1E5FA
 """
 
 
-def _parse_ranges(table: str) -> tuple[list[int], list[tuple[int, int, str]]]:
-    rows: list[tuple[int, int, str]] = []
-    for line in table.split("\n"):
-        kind, *spans = line.split()
-        for span in spans:
-            low, _, high = span.partition("-")
-            rows.append((int(low, 16), int(high or low, 16), kind))
-    rows.sort()
-    return [row[0] for row in rows], rows
-
-
-_NEWER_STARTS, _NEWER = _parse_ranges(_NEWER_LETTERS_AND_NUMBERS.strip())
+_NEWER_STARTS, _NEWER = parse_ranges(_NEWER_LETTERS_AND_NUMBERS.strip())
 
 
 def _char_class(char: str) -> int:
@@ -325,7 +314,7 @@ class ByteLevelBPE:
     def encode(self, text: str) -> list[int]:
         """The ids SmolLM2's tokenizer gives ``text`` (no BOS)."""
         ids: list[int] = []
-        for segment, is_special in self._split_specials(text):
+        for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:
                 ids.append(self._ids[segment])
                 continue
@@ -362,21 +351,6 @@ class ByteLevelBPE:
         return b"".join(
             bytes((table[char],)) if char in table else char.encode("utf-8") for char in token
         )
-
-    def _split_specials(self, text: str) -> list[tuple[str, bool]]:
-        """Cut ``text`` at literal special tokens (leftmost, then longest, first)."""
-        if self._special_pattern is None:
-            return [(text, False)] if text else []
-        segments: list[tuple[str, bool]] = []
-        start = 0
-        for match in self._special_pattern.finditer(text):
-            if start < match.start():
-                segments.append((text[start : match.start()], False))
-            segments.append((match.group(), True))
-            start = match.end()
-        if start < len(text):
-            segments.append((text[start:], False))
-        return segments
 
     def _piece_ids(self, piece: str) -> tuple[int, ...]:
         cached = self._cache.get(piece)

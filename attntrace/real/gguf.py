@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from attntrace.errors import InputError
+from attntrace.real.text import shown
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]
 
@@ -254,11 +255,11 @@ class GGUFFile:
         """Shape (numpy order), ggml type and location of tensor ``name``."""
         info = self._infos.get(name)
         if info is None:
-            some = ", ".join(_shown(known) for known in list(self._infos)[:3])
+            some = ", ".join(shown(known) for known in list(self._infos)[:3])
             raise InputError(
                 "no such tensor",
                 source=self._source,
-                field=_shown(name),
+                field=shown(name),
                 found=f"{len(self._infos)} tensors, e.g. {some}" if some else "no tensors",
             )
         return info
@@ -274,7 +275,7 @@ class GGUFFile:
             raise InputError(
                 f"tensor type {info.type_name} cannot be dequantized",
                 source=self._source,
-                field=_shown(name),
+                field=shown(name),
                 expected="one of " + ", ".join(DEQUANTIZABLE),
                 found=f"{info.type_name} (ggml type {info.type_id})",
             )
@@ -301,7 +302,7 @@ class GGUFFile:
         with np.errstate(invalid="ignore", over="ignore"):
             for i, row in enumerate(indices):
                 if not 0 <= row < info.shape[0]:
-                    raise InputError(source=self._source, field=_shown(name),
+                    raise InputError(source=self._source, field=shown(name),
                                      expected=f"a row from 0 to {info.shape[0] - 1}",
                                      found=str(row))  # fmt: skip
                 block = reader(self._map, info.offset + row * blocks * block_bytes, blocks)
@@ -342,7 +343,7 @@ class _Parser:
 
     def fail(self, message: str, field: str | None = None, **kw: str) -> InputError:
         return InputError(
-            message, source=self.source, field=None if field is None else _shown(field), **kw
+            message, source=self.source, field=None if field is None else shown(field), **kw
         )
 
     def need(self, n: int, what: str, field: str | None) -> int:
@@ -560,7 +561,7 @@ def _place_tensors(
             raise InputError(
                 "unknown ggml tensor type",
                 source=source,
-                field=_shown(name),
+                field=shown(name),
                 expected="one of " + ", ".join(f"{c} ({n})" for c, (n, _, _) in GGML_TYPES.items()),
                 found=str(type_id),
             )
@@ -569,7 +570,7 @@ def _place_tensors(
             raise InputError(
                 f"first dimension not a whole number of {type_name} blocks",
                 source=source,
-                field=_shown(name),
+                field=shown(name),
                 expected=f"a multiple of {block_size}",
                 found=str(dims[0]),
             )
@@ -577,7 +578,7 @@ def _place_tensors(
             raise InputError(
                 "tensor data not aligned",
                 source=source,
-                field=_shown(name),
+                field=shown(name),
                 expected=f"an offset that is a multiple of {alignment}",
                 found=str(offset),
             )
@@ -587,7 +588,7 @@ def _place_tensors(
             raise InputError(
                 "tensor data beyond the end of the file",
                 source=source,
-                field=_shown(name),
+                field=shown(name),
                 expected=f"bytes {start} to {start + nbytes} within the file's {file_size}",
                 found=f"offset {offset}, {nbytes} bytes of {type_name}",
             )
@@ -610,17 +611,9 @@ def _place_tensors(
             raise InputError(
                 "tensors overlap",
                 source=source,
-                field=_shown(name),
-                expected=f"data from byte {previous[0]} on (where {_shown(previous[1])!r} ends)",
+                field=shown(name),
+                expected=f"data from byte {previous[0]} on (where {shown(previous[1])!r} ends)",
                 found=f"data from byte {start}",
             )
         previous = (stop, name)
     return placed
-
-
-def _shown(name: str) -> str:
-    """A name as it appears in a one-line message: control characters escaped, a hostile
-    file's megabyte-long key cut."""
-    if not name.isprintable():
-        name = name.encode("unicode_escape").decode("ascii")
-    return name if len(name) <= 80 else name[:77] + "..."

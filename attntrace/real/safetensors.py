@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from attntrace.errors import InputError
+from attntrace.real.text import shown
 
 __all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]
 
@@ -149,7 +150,7 @@ def _parse_header(raw: bytes, source: str) -> dict[str, Any]:
                     "duplicate key in the header",
                     source=source,
                     field="header",
-                    found=repr(_shown(key)),
+                    found=repr(shown(key)),
                 )
             result[key] = value
         return result
@@ -207,7 +208,7 @@ def _check_entries(
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        field = _shown(name)
+        field = shown(name)
         if not isinstance(entry, dict):
             raise InputError(
                 "bad tensor entry",
@@ -294,8 +295,8 @@ def _check_entries(
             raise InputError(
                 "tensors overlap",
                 source=source,
-                field=f"{_shown(name)}.data_offsets",
-                expected=f"begin >= {previous[1]} (where {_shown(previous[0])!r} ends)",
+                field=f"{shown(name)}.data_offsets",
+                expected=f"begin >= {previous[1]} (where {shown(previous[0])!r} ends)",
                 found=str(begin),
             )
         previous = (name, end)
@@ -305,11 +306,3 @@ def _check_entries(
 def _short(value: Any) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _shown(name: str) -> str:
-    """A name as it appears in a one-line message: control characters escaped, a hostile
-    file's megabyte-long key cut."""
-    if not name.isprintable():
-        name = name.encode("unicode_escape").decode("ascii")
-    return name if len(name) <= 80 else name[:77] + "..."

@@ -17,7 +17,6 @@ reference keeps it whole; neither form is in any BERT vocabulary, so the ids agr
 
 from __future__ import annotations
 
-import operator
 import re
 import unicodedata
 from bisect import bisect_right
@@ -25,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from attntrace.errors import InputError
+from attntrace.real.text import checked_ids, parse_ranges, split_specials
 
 __all__ = [
     "DEFAULT_SPECIAL_TOKENS",
@@ -35,25 +35,6 @@ __all__ = [
     "is_punctuation",
     "normalize",
 ]
-
-
-def checked_ids(ids: Iterable[int], vocab_size: int) -> list[int]:
-    """``ids`` as a list of ints (numpy integers welcome), each from 0 to ``vocab_size - 1``."""
-    out: list[int] = []
-    for position, token_id in enumerate(ids):
-        try:
-            index = operator.index(token_id)
-        except TypeError:
-            index = -1
-        if not 0 <= index < vocab_size:
-            raise InputError(
-                "unknown token id",
-                field=f"ids[{position}]",
-                expected=f"an integer from 0 to {vocab_size - 1}",
-                found=repr(token_id),
-            )
-        out.append(index)
-    return out
 
 
 # The special tokens of BERT's vocabulary that Hugging Face matches whole in raw text
@@ -82,18 +63,7 @@ Mn 1734
 """
 
 
-def _parse_ranges(table: str) -> tuple[list[int], list[tuple[int, int, str]]]:
-    rows: list[tuple[int, int, str]] = []
-    for line in table.split("\n"):
-        category, *spans = line.split()
-        for span in spans:
-            low, _, high = span.partition("-")
-            rows.append((int(low, 16), int(high or low, 16), category))
-    rows.sort()
-    return [row[0] for row in rows], rows
-
-
-_OVERRIDE_STARTS, _OVERRIDES = _parse_ranges(_REFERENCE_CATEGORIES.strip())
+_OVERRIDE_STARTS, _OVERRIDES = parse_ranges(_REFERENCE_CATEGORIES.strip())
 
 # Capital letters newer than Unicode 14 whose lowercase the reference (Rust's std) knows.
 _NEWER_LOWERCASE: dict[str, str] = {
@@ -341,7 +311,7 @@ class WordPiece:
     def encode(self, text: str) -> list[int]:
         """The ids BERT's tokenizer gives ``text``: ``[CLS]``, the word pieces, ``[SEP]``."""
         ids = [self.cls_id]
-        for segment, is_special in self._split_specials(text):
+        for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:
                 ids.append(self._ids[segment])
                 continue
@@ -358,21 +328,6 @@ class WordPiece:
     def tokens(self, ids: Iterable[int]) -> list[str]:
         """The vocabulary string of each id, e.g. ``['[CLS]', 'the', 'animal', ...]``."""
         return [self._vocab[i] for i in checked_ids(ids, len(self._vocab))]
-
-    def _split_specials(self, text: str) -> list[tuple[str, bool]]:
-        """Cut ``text`` at literal special tokens (leftmost, then longest, first)."""
-        if self._special_pattern is None:
-            return [(text, False)]
-        segments: list[tuple[str, bool]] = []
-        start = 0
-        for match in self._special_pattern.finditer(text):
-            if start < match.start():
-                segments.append((text[start : match.start()], False))
-            segments.append((match.group(), True))
-            start = match.end()
-        if start < len(text):
-            segments.append((text[start:], False))
-        return segments
 
     def _word_ids(self, word: str) -> tuple[int, ...]:
         """Greedy longest-match-first WordPiece; the whole word is [UNK] if any part fails."""

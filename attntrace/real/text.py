@@ -1,0 +1,71 @@
+"""Small text helpers the tokenizers and the file readers share.
+
+Each is here once because two modules need exactly the same rule: how a name from a
+hostile file is shown in a one-line message, how a table of Unicode ranges is read, how
+literal special tokens cut a text, and which token ids are real.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Iterable
+
+from attntrace.errors import InputError
+
+
+def shown(name: str) -> str:
+    """A name as it appears in a one-line message: control characters escaped, a hostile
+    file's megabyte-long key cut."""
+    if not name.isprintable():
+        name = name.encode("unicode_escape").decode("ascii")
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
+def parse_ranges(table: str) -> tuple[list[int], list[tuple[int, int, str]]]:
+    """Lines ``KIND 41-5A 61`` (hex code points, single or ranges) as sorted rows
+    ``(low, high, kind)``, with their lows for bisecting."""
+    rows: list[tuple[int, int, str]] = []
+    for line in table.split("\n"):
+        kind, *spans = line.split()
+        for span in spans:
+            low, _, high = span.partition("-")
+            rows.append((int(low, 16), int(high or low, 16), kind))
+    rows.sort()
+    return [row[0] for row in rows], rows
+
+
+def split_specials(pattern: re.Pattern[str] | None, text: str) -> list[tuple[str, bool]]:
+    """Cut ``text`` at literal special tokens (leftmost, then longest, first): pieces and
+    whether each is a special token. Empty text gives no pieces."""
+    if pattern is None:
+        return [(text, False)] if text else []
+    segments: list[tuple[str, bool]] = []
+    start = 0
+    for match in pattern.finditer(text):
+        if start < match.start():
+            segments.append((text[start : match.start()], False))
+        segments.append((match.group(), True))
+        start = match.end()
+    if start < len(text):
+        segments.append((text[start:], False))
+    return segments
+
+
+def checked_ids(ids: Iterable[int], vocab_size: int) -> list[int]:
+    """``ids`` as a list of ints (numpy integers welcome), each from 0 to ``vocab_size - 1``."""
+    out: list[int] = []
+    for position, token_id in enumerate(ids):
+        try:
+            index = operator.index(token_id)
+        except TypeError:
+            index = -1
+        if not 0 <= index < vocab_size:
+            raise InputError(
+                "unknown token id",
+                field=f"ids[{position}]",
+                expected=f"an integer from 0 to {vocab_size - 1}",
+                found=repr(token_id),
+            )
+        out.append(index)
+    return out
