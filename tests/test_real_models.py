@@ -393,3 +393,18 @@ def test_heads_on_your_own_sentence_needs_from_and_to_and_hints_with_it() -> Non
     assert result.exit_code == 0, result.output
     assert "next: attntrace run -m minilm 'The cat sat on the cat' --layer" in result.output
     assert "cat#2 (this key)" in result.output  # repeated tokens labelled as in the tables
+
+
+@BOTH
+def test_a_long_paragraph_matches_transformers_far_from_position_0(model: RealModel) -> None:
+    """104 tokens: BERT's learned positions and RoPE's angles beyond the short sentence."""
+    need(model)
+    expected = golden()["long"][model.name]
+    loaded = open_model(model.name)
+    assert loaded.tokenizer.encode(expected["sentence"]) == expected["ids"]
+    _, probabilities = loaded.run(expected["ids"], max(expected["layers"]) + 1,
+                                  rows=(expected["row"],))  # fmt: skip
+    for layer, per_head in zip(expected["layers"], expected["attention"], strict=True):
+        for head, values in enumerate(per_head):
+            np.testing.assert_allclose(probabilities[layer][head, 0], values, rtol=0,
+                                       atol=TOLERANCE, err_msg=f"L{layer}H{head}")  # fmt: skip

