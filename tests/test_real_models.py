@@ -301,7 +301,8 @@ def test_models_lists_both_with_shapes_and_install_commands() -> None:
     assert "smollm2" in result.output
     assert "30 layers × 9 heads sharing 3 K/V heads, d_model 576, head dim 64" in result.output
     for model in CATALOG:
-        assert (model.install in result.output) != model.installed
+        state = "installed" if model.installed else "not installed"
+        assert f"{model.install}  ({state})" in result.output
     document = json.loads(invoke("models", "--json").output)
     assert [m["name"] for m in document["models"]] == ["minilm", "smollm2"]
     assert find_model("SmolLM2") is SMOLLM2

@@ -30,10 +30,8 @@ def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
         yield Text(f"{pad}  {m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
                    f"head dim {m.head_dim}", style="cyan")  # fmt: skip
         yield Text(f"{pad}  {m.positions} positions, {kind}; {m.notes}", style="dim")
-        if m.installed:
-            yield Text(f"{pad}  installed: attntrace run --model {m.name}", style="green")
-        else:
-            yield Text(f"{pad}  not installed: {m.install}", style="yellow")
+        state = ("installed", "green") if m.installed else ("not installed", "yellow")
+        yield Text.assemble(f"{pad}  {m.install}  (", state, ")")
 
 
 def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
