@@ -125,7 +125,7 @@ MINILM = RealModel(
     weights="model/model.safetensors",
     sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     also=(("vocab.txt", "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"),),
-    notes="uncased WordPiece; float32",
+    notes="WordPiece, uncased",
 )
 
 SMOLLM2 = RealModel(

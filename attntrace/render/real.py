@@ -25,7 +25,7 @@ def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
             (f"{m.name:<{width}}", "bold"), "  ", m.title, (f" · {m.license}", "dim")
         )
         kv = f" sharing {m.kv_heads} K/V heads" if m.kv_heads != m.heads else ""
-        kind = "causal (a decoder)" if m.causal else "bidirectional (an encoder)"
+        kind = "causal" if m.causal else "bidirectional"
         pad = " " * width
         yield Text(f"{pad}  {m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
                    f"head dim {m.head_dim}", style="cyan")  # fmt: skip
