@@ -316,6 +316,8 @@ def run(
         max_rows=max_rows, max_cols=max_cols, step=step, export=export,
     )  # fmt: skip
     refuse_two_models(config, sample, real_model, layer, head)
+    if head is not None and only_heads is not None:
+        usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     if real_model is not None and (causal is not None or context is not None):
         usage("--causal and --context change a model file: a real model has its own mask")
     sentence = " ".join(words) if words else None
@@ -726,7 +728,7 @@ def heads_command(
 
         console = stdout_console()
         for line in ranking_lines(ranking, top):
-            console.print(line)
+            console.print(line, soft_wrap=True)  # the next: line must paste as one line
 
 
 @app.command("samples")

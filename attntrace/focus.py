@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,6 +92,28 @@ class Focus:
         return max(row.scaled for row in self.softmax)
 
 
+def _exactly(token: str, which: str) -> bool:
+    return token == which
+
+
+def _as_a_word(token: str, which: str) -> bool:
+    return token.removeprefix("Ġ") == which  # a byte-level BPE token is spelled Ġanimal
+
+
+def _without_case(token: str, which: str) -> bool:
+    return token.lower() == which.lower()
+
+
+def _as_a_word_without_case(token: str, which: str) -> bool:
+    return token.removeprefix("Ġ").lower() == which.lower()
+
+
+# How a token given by name is matched, first rule with a match first.
+_MATCHING_RULES: tuple[Callable[[str, str], bool], ...] = (
+    _exactly, _as_a_word, _without_case, _as_a_word_without_case
+)  # fmt: skip
+
+
 def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
     """The 0-based row of the trace ``which`` names (see :func:`resolve_position`)."""
     return resolve_position(trace.tokens, which, "--focus")
@@ -106,7 +128,7 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     token that repeats means its first occurrence.
     """
     tokens = list(tokens)
-    listing = ", ".join(f"{i}:{t}" for i, t in enumerate(tokens))
+    listing = ", ".join(f"{i}:{t}" for i, t in enumerate(unique_labels(tokens)))
     if re.fullmatch(r"-?[0-9]+", which.strip()):
         index = int(which.strip())
         if not 0 <= index < len(tokens):
@@ -116,19 +138,12 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
                 found=f"{index} (tokens: {listing})",
             )
         return index, ""
+    rules = _MATCHING_RULES
     token, _, position = which.partition("#")
     at = int(position) if re.fullmatch(r"[0-9]+", position) else None
-    if at is not None and at < len(tokens) and tokens[at] == token:
-        return at, ""
-    # exact, then as a word after a space (a byte-level BPE token is spelled Ġanimal),
-    # then each of those without case
-    lowered = which.lower()
-    candidates = (
-        [i for i, t in enumerate(tokens) if t == which],
-        [i for i, t in enumerate(tokens) if t.removeprefix("Ġ") == which],
-        [i for i, t in enumerate(tokens) if t.lower() == lowered],
-        [i for i, t in enumerate(tokens) if t.removeprefix("Ġ").lower() == lowered],
-    )
+    if at is not None and at < len(tokens) and any(rule(tokens[at], token) for rule in rules):
+        return at, ""  # a table label: the#7
+    candidates = ([i for i, t in enumerate(tokens) if rule(t, which)] for rule in rules)
     matches = next((found for found in candidates if found), [])
     if len(matches) == 1:
         return matches[0], ""

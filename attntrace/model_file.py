@@ -304,7 +304,7 @@ def _embeddings(
                 field=field,
                 expected=f"a vector of {len(table[first_token])} numbers "
                 f"(d_model, the length of {first_token!r})",
-                found=f"{len(row)} numbers",
+                found=f"{len(row)} number{'s' if len(row) != 1 else ''}",
             )
         table[token] = row
     return table

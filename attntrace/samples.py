@@ -77,7 +77,9 @@ def summarize(sample: Sample) -> SampleSummary:
     from attntrace.model_file import load_model
 
     model = load_model(sample.path, source=f"sample {sample.name}")
-    first = re.split(r"(?<=[.?!])\s", model.description.strip(), maxsplit=1)[0]
+    # the first sentence: a full stop ends it, but not one of "et al." or "e.g."
+    first = re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<=[.?!])\s", model.description.strip(),
+                     maxsplit=1)[0]  # fmt: skip
     twins = tuple(path.name for path in sample.twins)
     return SampleSummary(sample.name, model.d_model, model.sentence or "", first, twins)
 

@@ -13,7 +13,7 @@ from naive import naive_attention
 
 from attntrace import InputError, trace_attention
 from attntrace.attention import trace_block
-from attntrace.focus import focus_row, resolve_focus
+from attntrace.focus import focus_row, resolve_focus, resolve_position
 from attntrace.render.focus import products, short, vector
 from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
@@ -143,3 +143,13 @@ def test_a_wide_model_fits_the_terminal(columns: int, tmp_path: Path) -> None:
     words = " ".join(result.stdout.split())  # at 40 columns the prose wraps
     assert "the 20 largest of 30 weights are written out" in words
     assert "= output[w3]" in words
+
+
+def test_a_table_label_matches_by_the_same_rules_as_a_token() -> None:
+    """the#6 finds Ġthe at position 6, and The#0 finds the at 0; errors list labels."""
+    tokens = ["The", "Ġcat", "Ġsaw", "Ġthe", "Ġdog", "Ġand", "Ġthe"]
+    assert resolve_position(tokens, "the#6", "--focus") == (6, "")
+    assert resolve_position(tokens, "ĠTHE#3", "--focus") == (3, "")
+    assert resolve_position(["the", "cat", "the"], "The#0", "--focus") == (0, "")
+    with pytest.raises(InputError, match=r"tokens: 0:the#0, 1:cat, 2:the#2"):
+        resolve_position(["the", "cat", "the"], "dog", "--focus")

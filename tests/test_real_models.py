@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -247,7 +250,7 @@ def test_decode_and_heads_cli() -> None:
          "--to: smollm2 is causal: a token attends only to itself and earlier tokens: "
          "expected a token at or before 'Ġanimal' (position 1), got 'Ġit' at position 8"),
         (["heads", "--from", "dog"], "--from: expected a token of the sentence or its "
-         "0-based index, got 'dog' (tokens: 0:[CLS], 1:the, 2:animal"),
+         "0-based index, got 'dog' (tokens: 0:[CLS], 1:the#1, 2:animal"),
         (["run", "-m", "minilm", "   "], "SENTENCE: empty sentence: expected at least one token, "
          "got none from '   '"),
     ],
@@ -392,7 +395,7 @@ def test_heads_on_your_own_sentence_needs_from_and_to_and_hints_with_it() -> Non
     result = invoke("heads", "The cat sat on the cat", "--from", "sat", "--to", "cat",
                     columns=200)  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "next: attntrace run -m minilm 'The cat sat on the cat' --layer" in result.output
+    assert "--step 'The cat sat on the cat'\n" in result.output
     assert "cat#2 (this key)" in result.output  # repeated tokens labelled as in the tables
 
 
@@ -409,3 +412,36 @@ def test_a_long_paragraph_matches_transformers_far_from_position_0(model: RealMo
         for head, values in enumerate(per_head):
             np.testing.assert_allclose(probabilities[layer][head, 0], values, rtol=0,
                                        atol=TOLERANCE, err_msg=f"L{layer}H{head}")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "sentence", ["The trophy didn't fit in the suitcase because it was too big.",
+                 "-it was cold, it said"],
+)  # fmt: skip
+def test_the_next_hint_pastes_into_a_shell_as_the_same_sentence(sentence: str) -> None:
+    """The hint is one line (not wrapped at 80 columns), quoted for a shell, and traces
+    the same tokens with the same focus."""
+    need(MINILM)
+    result = invoke("heads", "--from", "it", "--to", "1", "--top", "1", "--", sentence)
+    hint = result.output.strip().splitlines()[-1]
+    assert hint.startswith("next: attntrace run -m minilm --layer ")
+    command = hint.removeprefix("next: ").replace("attntrace", f"{sys.executable} -m attntrace",
+                                                  1).replace("--step", "")  # fmt: skip
+    shown = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    tokens = open_model("minilm").labels(open_model("minilm").tokenizer.encode(sentence))
+    assert f", position {tokens.index('it')} (counting from 0)" in shown.stdout
+    assert f"of the {len(tokens)} tokens" in shown.stdout
+
+
+def test_the_readme_token_examples() -> None:
+    need(MINILM)
+    need(SMOLLM2)
+    bert, llama = open_model("minilm"), open_model("smollm2")
+    assert bert.labels(bert.tokenizer.encode("tired tokenization")) == [
+        "[CLS]", "tired", "token", "##ization", "[SEP]"
+    ]  # fmt: skip
+    assert llama.labels(llama.tokenizer.encode("my 🐱\nsat")) == [
+        "my", "ĠðŁ", "Ĳ", "±", "Ċ", "sat"
+    ]  # fmt: skip

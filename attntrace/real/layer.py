@@ -171,7 +171,7 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     spec = find_model(name)
     model = open_model(spec.name)
     tokens = tokenize(model, sentence)
-    if sentence is None:
+    if sentence is None or sentence.strip() == DEFAULT_SENTENCE:
         query, key = query or DEFAULT_QUERY, key or DEFAULT_KEY
     if query is None or key is None:
         raise InputError("which token of your sentence? (it and animal are the default "

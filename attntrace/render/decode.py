@@ -81,7 +81,10 @@ def step_view(
         Text(""),
         Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {step.token!r}",
                       (f"   [{len(shown)} × {model.d_v}]", "cyan")),
-        StageTable(Stage("output", "", head_rows, dims(model.d_v), step.output[shown]), view),
+        # one head shown: its own columns of concat (d448… for head 7), as run labels them
+        StageTable(Stage("output", "", head_rows,
+                         dims(model.d_v, shown[0] * model.d_v if heads is not None and
+                              len(shown) == 1 else 0), step.output[shown]), view),
     ]  # fmt: skip
     if step.projected is not None and heads is None:  # WO mixes every head
         parts += [

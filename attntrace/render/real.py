@@ -56,16 +56,25 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
         )
     if len(shown) < heads:
         yield Text(f"… {heads - len(shown)} more (--top 0 lists them all)", style="dim")
-    best = ranking.rows[0]
     yield Text()
-    yield Text(
-        "next: attntrace run -m "
-        + " ".join(
-            [
-                ranking.model.name,
-                *([shlex.quote(ranking.sentence)] if ranking.sentence is not None else []),
-                f"--layer {best.layer} --head {best.head} --focus {q} --step",
-            ]
-        ),
-        style="dim",
-    )
+    yield Text(next_command(ranking), style="dim")
+
+
+def next_command(ranking: HeadRanking) -> str:
+    """``next: attntrace run ...``: the first head, the same sentence, ready to paste
+    (the sentence last, shell-quoted, after ``--`` where it starts with a dash)."""
+    best = ranking.rows[0]
+    words = ["attntrace", "run", "-m", ranking.model.name, "--layer", str(best.layer),
+             "--head", str(best.head), "--focus", str(ranking.query), "--step"]  # fmt: skip
+    if ranking.sentence is not None:
+        words += ["--"] if ranking.sentence.startswith("-") else []
+        words.append(_quoted(ranking.sentence))
+    return "next: " + " ".join(words)
+
+
+def _quoted(sentence: str) -> str:
+    """The sentence as a shell reads it back: in double quotes where only an apostrophe
+    needs quoting (didn't), as people write it, else shlex's single quotes."""
+    if "'" in sentence and not any(c in sentence for c in '"$`\\!'):
+        return f'"{sentence}"'
+    return shlex.quote(sentence)
