@@ -20,7 +20,8 @@ from attntrace.errors import InputError
 from attntrace.model_file import load_model
 
 FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
-          "causal", "positions", "context", "WQ", "", "ŵ", "embedding"]  # fmt: skip
+          "causal", "positions", "context", "biases", "rope_base", "WQ", "", "ŵ",
+          "embedding"]  # fmt: skip
 TOKENS = st.sampled_from(["cat", "eats", "fish", "", " ", "CAT", "é", "🐈", "no", "1", "x y"])
 NUMBERS = st.one_of(
     st.integers(-3, 3),
@@ -48,6 +49,12 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     }  # fmt: skip
     for key in draw(st.lists(st.sampled_from(FIELDS), max_size=4)):
         document[key] = draw(VALUES)
+    if draw(st.booleans()):  # the fields of real models, near-valid
+        document["positions"] = draw(st.sampled_from(["rope", "sinusoidal", "rotary"]))
+        document["rope_base"] = draw(st.one_of(NUMBERS, VALUES))
+        document["biases"] = draw(st.dictionaries(
+            st.sampled_from(["bQ", "bK", "bV", "bO", "bq"]),
+            st.one_of(st.lists(NUMBERS, max_size=3), VALUES), max_size=4))  # fmt: skip
     return document
 
 
