@@ -123,7 +123,8 @@ def gelu(x: Matrix) -> Matrix:
 
 def silu(x: Matrix) -> Matrix:
     """LLaMA's gate activation: ``x · sigmoid(x)``."""
-    result: Matrix = x / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):  # exp(800) is inf, and x / inf is the right 0
+        result: Matrix = x / (1.0 + np.exp(-x))
     return result
 
 

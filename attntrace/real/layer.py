@@ -21,6 +21,9 @@ from attntrace.real.forward import Transformer
 from attntrace.spec import GivenInputs, ModelSpec
 from attntrace.trace import Trace
 
+# The classic question of attention: what does "it" refer to?
+DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
+
 
 @cache
 def open_model(name: str) -> Transformer:
@@ -53,8 +56,9 @@ def tokenize(model: Transformer, sentence: str | None) -> Tokenized:
         # SmolLM2's vocabulary has no symbol for a few bytes (\x04, \xff, ...) and BERT
         # drops control characters: a sentence of only those has no token of its own
         why = "empty sentence" if not text.strip() else f"{name}'s vocabulary spells none of it"
+        shown = repr(text[:40]) + ("…" if len(text) > 40 else "")
         raise InputError(why, field="SENTENCE", expected="at least one token",
-                         found=f"none from {text!r}")  # fmt: skip
+                         found=f"none from {shown}")  # fmt: skip
     if len(ids) > limit:
         raise InputError(field="SENTENCE", expected=f"at most {limit} tokens for {name}",
                          found=f"{len(ids)} tokens")  # fmt: skip
@@ -71,9 +75,6 @@ def check_head(spec: RealModel, head: int) -> None:
     if not 0 <= head < spec.heads:
         raise InputError(field="--head", expected=f"a head from 0 to {spec.heads - 1} "
                          f"({spec.name} has {spec.heads})", found=str(head))  # fmt: skip
-
-
-DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
 
 
 def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = None) -> Trace:
