@@ -23,6 +23,8 @@ import jsonschema
 import numpy as np
 import pytest
 from helpers import invoke, load_valid_trace, schema
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attntrace.errors import InputError
 from attntrace.kvcache import decode
@@ -445,3 +447,23 @@ def test_the_readme_token_examples() -> None:
     assert llama.labels(llama.tokenizer.encode("my 🐱\nsat")) == [
         "my", "ĠðŁ", "Ĳ", "±", "Ċ", "sat"
     ]  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=st.text(max_size=60), which=st.sampled_from(["minilm", "smollm2"]))
+def test_any_sentence_traces_or_is_refused_with_a_message(text: str, which: str) -> None:
+    """Unicode of every kind, control characters, empty strings: a real model's layer is
+    traced, token for token, or refused with an InputError (exit 2, one line)."""
+    need(find_model(which))
+    message = ""
+    try:
+        trace = trace_layer(which, text, 0, head=0)
+    except InputError as error:
+        message = str(error)
+    if message:
+        assert message.startswith("SENTENCE: ")
+        assert "\n" not in message
+        return
+    ids = open_model(which).tokenizer.encode(text)
+    assert len(trace.tokens) == len(ids)
+    np.testing.assert_allclose(trace["softmax"].data.sum(axis=1), 1.0, rtol=1e-12)
