@@ -153,3 +153,22 @@ def test_a_table_label_matches_by_the_same_rules_as_a_token() -> None:
     assert resolve_position(["the", "cat", "the"], "The#0", "--focus") == (0, "")
     with pytest.raises(InputError, match=r"tokens: 0:the#0, 1:cat, 2:the#2"):
         resolve_position(["the", "cat", "the"], "dog", "--focus")
+
+
+def test_a_dot_product_keeps_its_largest_term_when_two_do_not_fit() -> None:
+    """On a narrow terminal with long tokens, the heaviest term is still written out."""
+    from rich.console import Console
+
+    from attntrace.render.focus import dot_section
+    from attntrace.render.tables import View
+
+    eye = np.eye(4) * 10.123
+    vectors = {"supercalifragilistic": np.array([-5.9133, 0.1, 0.2, 0.3]),
+               "expialidocious": np.array([-4.1842, 0.4, 0.5, 0.6])}  # fmt: skip
+    trace = trace_block(ModelSpec(vectors, eye, eye, eye), list(vectors))
+    console = Console(width=90, record=True, color_system=None)
+    console.print(dot_section(focus_row(trace, "supercalifragilistic"), View()))
+    lines = console.export_text().splitlines()[1:]
+    assert all("×" in line for line in lines), lines
+    assert all(len(line) <= 90 for line in lines)
+    assert products([1.0, -5.0, 0.5], [1.0, 4.0, 0.1], 4, 1) == "… + (-5)×4 + …"

@@ -112,13 +112,13 @@ def dot_section(focus: Focus, view: View) -> Group:
         vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
         masked = "  (masked: comes later)" if focus.softmax[j].masked else ""
         result = f" = {short(dot.score, precision)}{masked}"
-        terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2)]
+        # the largest terms that fit: six, two, or at least the one that weighs most
+        terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2, 1)]
         lines.append(
             Fitted(
                 (
                     name + vectors + terms[0] + result,
-                    name + terms[0] + result,
-                    name + terms[1] + result,
+                    *(name + written + result for written in terms),
                     name + short(dot.score, precision) + masked,
                 )
             )
