@@ -315,3 +315,11 @@ def test_step_mode_on_a_cut_trace_says_the_other_heads_are_left_out() -> None:
     here = trace.names.index("softmax")
     move = interpret("h", here, trace)
     assert move.error == "only head 1 is traced here: the others were left out"
+
+
+def test_the_header_wraps_between_facts_never_inside_one() -> None:
+    result = invoke("run", "-s", "gqa", columns=50)
+    header = result.output.split("\n\n")[0].splitlines()
+    assert header[0] == "gqa · 4 tokens · d_model 4 · 4 heads · d_k 1"
+    assert "2 K/V heads (GQA)" in header[1]
+    assert not any(line.endswith(("·", "· ")) for line in header)

@@ -290,12 +290,30 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     return Equation(title(stage, trace.model), pair[0], pair[1], stage, view, fallback=stacked)
 
 
-def header(trace: Trace) -> Text:
+@dataclass(frozen=True)
+class Facts:
+    """``name · fact · fact``, wrapped between facts, never inside one (``3 K/V heads``
+    split over two lines reads as nonsense)."""
+
+    name: str
+    facts: tuple[str, ...]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        line = Text(self.name, style="bold magenta")
+        for fact in self.facts:
+            piece = " · " + fact
+            if line.cell_len + len(piece) > options.max_width and line.plain.strip():
+                yield line
+                line = Text(fact, style="dim")
+            else:
+                line.append(piece, style="dim")
+        yield line
+
+
+def header(trace: Trace) -> Facts:
     """The trace's first line: model name, sentence length, sizes and what kind of block."""
     model = trace.model
     count = len(trace.tokens)
-    text = Text()
-    text.append(model.name, style="bold magenta")
     facts = [f"{count} token{'' if count == 1 else 's'}", f"d_model {model.d_model}"]
     if trace.is_cut:
         shown = ", ".join(str(h) for h in trace.traced_heads)
@@ -313,8 +331,7 @@ def header(trace: Trace) -> Text:
         facts.append(f"{model.positions} positions")
     if trace.context_tokens is not None:
         facts.append("cross-attention")
-    text.append(" · " + " · ".join(facts), style="dim")
-    return text
+    return Facts(model.name, tuple(facts))
 
 
 def block_notes(trace: Trace) -> list[Text]:
@@ -339,7 +356,7 @@ def block_notes(trace: Trace) -> list[Text]:
     return notes
 
 
-def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Group | Text]:
+def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
     """Every stage of ``trace``, in order, each a titled table, for ``console.print``."""
     yield header(trace)
     yield from block_notes(trace)
