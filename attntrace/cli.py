@@ -384,7 +384,7 @@ def json_filters(
         if not all(p.isdecimal() and int(p) <= last for p in parts) or not parts:
             raise InputError(field="--heads", expected=f"head numbers from 0 to {last}, "
                              "comma-separated", found=repr(heads))  # fmt: skip
-        numbers = [int(p) for p in parts]
+        numbers = sorted({int(p) for p in parts})  # 1,1 is head 1
     return names, numbers
 
 
@@ -498,6 +498,8 @@ def decode(
 
     if step and as_json:
         usage("--json writes every step for programs: it does not mix with --step")
+    if head is not None and as_json:
+        usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
     refuse_two_models(config, sample, real_model, layer, head)
     sentence = " ".join(words) if words else None
     try:

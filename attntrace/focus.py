@@ -139,7 +139,7 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
             )
         return index, ""
     rules = _MATCHING_RULES
-    token, _, position = which.partition("#")
+    token, _, position = which.rpartition("#")  # ##ing#4: the last # numbers it
     at = int(position) if re.fullmatch(r"[0-9]+", position) else None
     if at is not None and at < len(tokens) and any(rule(tokens[at], token) for rule in rules):
         return at, ""  # a table label: the#7

@@ -148,7 +148,17 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     for name in shared:
         if (name, None) not in present:
             raise InputError(field="stages", expected=f"the stage {name}", found="none")
-    stray = sorted({h for _, h in present if h is not None} - set(heads))
+    # weights too: a WQ slice of a head left out, or a WK of a K/V head no traced head reads
+    kv_read = {h // model.group for h in heads}
+    named = {h for _, h in present if h is not None} | {
+        w.head for w in trace.weights if w.head is not None
+    }
+    unread = {w.kv_head for w in trace.weights if w.head is None and w.kv_head is not None
+              and w.kv_head not in kv_read}  # fmt: skip
+    if unread:
+        raise InputError(field="weights", expected=f"K/V heads the traced heads read "
+                         f"({sorted(kv_read)})", found=f"K/V head {min(unread)}")  # fmt: skip
+    stray = sorted(named - set(heads))
     if stray:
         raise InputError(field="stages", expected=f"stages of the heads traced ({heads})",
                          found=f"stages of head {stray[0]}")  # fmt: skip

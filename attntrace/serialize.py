@@ -39,20 +39,14 @@ def trace_to_dict(
     no head and are kept by name alone). ``raw`` leaves matrices as numpy arrays, for a
     writer that serializes them itself (orjson)."""
 
-    group = trace.model.group
-    kv_read = None if heads is None else {h // group for h in heads}
+    if heads is not None and len(set(heads)) < trace.model.heads:
+        trace = trace.only_heads(sorted(set(heads)))  # as --head cuts it: no concat, WO
+    traced = trace.traced_heads
 
     def kept(stage: Stage) -> bool:
-        if stages is not None and stage.name not in stages:
-            return False
-        if heads is None or (stage.head is None and stage.kv_head is None):
-            return True
-        if stage.head is not None:
-            return stage.head in heads
-        return kv_read is not None and stage.kv_head in kv_read  # a WK or WV slice
+        return stages is None or stage.name in stages
 
-    traced = sorted(heads) if heads is not None else trace.traced_heads
-    cut = len(traced) < trace.model.heads
+    cut = trace.is_cut
     return {
         "schema": SCHEMA_ID,
         "model": model_to_dict(trace.model),
@@ -61,11 +55,9 @@ def trace_to_dict(
         "tokens": list(trace.tokens),
         "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
         "stages": [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)],
-        "weights": [
-            matrix_to_dict(weight, raw=raw)
-            for weight in trace.weights
-            if stages is None and kept(weight)
-        ],
+        "weights": [matrix_to_dict(weight, raw=raw) for weight in trace.weights]
+        if stages is None
+        else [],
     }
 
 

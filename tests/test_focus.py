@@ -151,6 +151,8 @@ def test_a_table_label_matches_by_the_same_rules_as_a_token() -> None:
     assert resolve_position(tokens, "the#6", "--focus") == (6, "")
     assert resolve_position(tokens, "ĠTHE#3", "--focus") == (3, "")
     assert resolve_position(["the", "cat", "the"], "The#0", "--focus") == (0, "")
+    # a WordPiece piece has # of its own: the last # numbers the label
+    assert resolve_position(["c", "##ing", "a", "##ing"], "##ing#3", "--focus") == (3, "")
     with pytest.raises(InputError, match=r"tokens: 0:the#0, 1:cat, 2:the#2"):
         resolve_position(["the", "cat", "the"], "dog", "--focus")
 

@@ -333,6 +333,12 @@ def test_one_head_keeps_its_number_columns_and_kv_head() -> None:
                                        "--json").output)  # fmt: skip
     assert document["heads_traced"] == [7]
     assert document["model"]["heads"] == 9
+    # --json --heads 7 cuts the same way as --head 7
+    assert json.loads(invoke("run", "-m", "smollm2", "The cat", "--json", "--heads", "7").output
+                      ) == document  # fmt: skip
+    refused = invoke("decode", "-m", "smollm2", "The cat", "--head", "7", "--json")
+    assert refused.exit_code == 2
+    assert "decode --json writes every head's numbers: leave out --head" in refused.output
 
 
 def test_a_sentence_beyond_512_tokens_is_refused() -> None:

@@ -13,7 +13,7 @@ from helpers import invoke, load_valid_trace
 
 from attntrace import trace_attention
 from attntrace.render.attention_map import bar
-from attntrace.render.step import interpret
+from attntrace.render.step import help_text, interpret
 
 
 def test_bars_are_drawn_in_eighths() -> None:
@@ -300,14 +300,27 @@ def test_a_trace_cut_to_one_head_keeps_its_number_and_replays() -> None:
     assert shown.exit_code == 0, shown.output
     assert "head 1 of 2" in shown.output
     assert "head 1\n" in shown.output
-    stepped = invoke("render", "-", input=result.output)
-    assert stepped.exit_code == 0
-    document["heads_traced"] = [0]  # stages of head 1 where head 0 is claimed
-    refused = invoke("render", "-", input=json.dumps(document))
+    tables = invoke("render", "-", input=result.output)
+    assert tables.exit_code == 0
+    assert "concat" not in tables.output  # it needs every head
+    # a repeated head is the head once
+    assert json.loads(invoke("run", "-s", "two-heads", "--json", "--heads", "1,1").output)[
+        "heads_traced"] == [1]  # fmt: skip
+    claimed = dict(document, heads_traced=[0])  # head 1's stages where head 0 is claimed
+    refused = invoke("render", "-", input=json.dumps(claimed))
     assert refused.exit_code == 2
+    assert "weights: expected K/V heads the traced heads read ([0]), got K/V head 1" in (
+        refused.output
+    )
+    claimed["weights"] = []
+    refused = invoke("render", "-", input=json.dumps(claimed))
     assert "stages: expected stages of the heads traced ([0]), got stages of head 1" in (
         refused.output
     )
+    stray = dict(document, weights=[*document["weights"], {**document["weights"][0],
+                                                           "head": 0}])  # fmt: skip
+    refused = invoke("render", "-", input=json.dumps(stray))
+    assert "got stages of head 0" in refused.output
 
 
 def test_step_mode_on_a_cut_trace_says_the_other_heads_are_left_out() -> None:
@@ -315,6 +328,11 @@ def test_step_mode_on_a_cut_trace_says_the_other_heads_are_left_out() -> None:
     here = trace.names.index("softmax")
     move = interpret("h", here, trace)
     assert move.error == "only head 1 is traced here: the others were left out"
+    gqa = trace_attention(sample="gqa").only_heads([0, 3])
+    assert "h N: of head N (0, 3)" in help_text(gqa)
+    assert interpret("h", gqa.names.index("softmax"), gqa).index == gqa.stages.index(
+        gqa.stage("softmax", head=3)
+    )
 
 
 def test_the_header_wraps_between_facts_never_inside_one() -> None:

@@ -20,7 +20,7 @@ from attntrace.kvcache import Decode, DecodeStep
 from attntrace.labels import unique_labels
 from attntrace.render.attention_map import bar
 from attntrace.render.overview import Packed
-from attntrace.render.tables import StageTable, View
+from attntrace.render.tables import Facts, StageTable, View
 from attntrace.trace import Stage
 
 _BAR = 30
@@ -97,7 +97,7 @@ def step_view(
     return Group(*parts)
 
 
-def decode_header(run: Decode, heads: Sequence[int] | None) -> Text:
+def decode_header(run: Decode, heads: Sequence[int] | None) -> Facts:
     """``smollm2 L3 · decoding 12 tokens · head 8 of 9 (K/V head 2)``."""
     model = run.model
     facts = [f"decoding {len(run.tokens)} token{'s' if len(run.tokens) > 1 else ''}"]
@@ -107,7 +107,7 @@ def decode_header(run: Decode, heads: Sequence[int] | None) -> Text:
             f" (K/V head {', '.join(map(str, kv))})" if model.group > 1 else ""))  # fmt: skip
     elif model.heads > 1:
         facts.append(f"{model.heads} heads, {model.n_kv_heads} K/V")
-    return Text.assemble((model.name, "bold magenta"), (" · " + " · ".join(facts), "dim"))
+    return Facts(model.name, tuple(facts))
 
 
 def cost_line(step: DecodeStep) -> Text:

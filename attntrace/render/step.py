@@ -25,7 +25,7 @@ HELP = (
     "Enter or n: next stage · b: back · 1-{last} or a stage name ({names}): jump · "
     "q: quit · ?: this help"
 )
-HEAD_HELP = " · h: the same stage of the next head · h N: of head N (0-{last_head})"
+HEAD_HELP = " · h: the same stage of the next head · h N: of head N ({heads})"
 
 ReadLine = Callable[[], "str | None"]
 
@@ -57,7 +57,9 @@ def ask(
 def help_text(trace: Trace) -> str:
     text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
     if len(trace.traced_heads) > 1:
-        text += HEAD_HELP.format(last_head=trace.traced_heads[-1])
+        heads = trace.traced_heads
+        shown = ", ".join(map(str, heads)) if trace.is_cut else f"0-{heads[-1]}"
+        text += HEAD_HELP.format(heads=shown)
     return text
 
 

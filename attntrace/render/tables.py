@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from io import StringIO
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.segment import Segment
@@ -302,7 +303,7 @@ class Facts:
         line = Text(self.name, style="bold magenta")
         for fact in self.facts:
             piece = " · " + fact
-            if line.cell_len + len(piece) > options.max_width and line.plain.strip():
+            if line.cell_len + cell_len(piece) > options.max_width and line.plain.strip():
                 yield line
                 line = Text(fact, style="dim")
             else:
