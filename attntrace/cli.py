@@ -297,8 +297,8 @@ def run(
 ) -> None:
     """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output.
 
-    The model is a model file (--config), a sample (--sample), the worked example, or a
-    layer of a real trained model (--model, see `attntrace models`)."""
+    The model: a model file (--config), a sample (--sample), the worked
+    example, or a layer of a trained model (--model; see `attntrace models`)."""
     from attntrace.api import trace_attention
     from attntrace.errors import InputError
 
