@@ -139,8 +139,8 @@ def _numbers(trace: Trace) -> dict[str, object]:
         "d_v": model.d_v,
         "sqrt_dk": f"{math.sqrt(model.d_k):.4f}",
         "half": model.d_k // 2,
-        "q": "Q_rope" if model.positions == "rope" else "Q",
-        "k": "K_rope" if model.positions == "rope" else "K",
+        "q": model.score_inputs[0],
+        "k": model.score_inputs[1],
         "rope_base": f"{model.rope_base:g}" if model.rope_base is not None else "",
     }
 
@@ -185,8 +185,8 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
     d_model, d_k, d_v = model.d_model, model.d_k, model.d_v
     heads, h, g = model.heads, stage.head or 0, stage.kv_head or 0
     source = "X_context" if trace.context_tokens is not None else "X"
-    softmax_input = "masked" if trace.model.causal else "scaled"
-    q, k = ("Q_rope", "K_rope") if trace.model.positions == "rope" else ("Q", "K")
+    softmax_input = trace.model.softmax_source
+    q, k = trace.model.score_inputs
 
     def piece(name: str, index: int, width: int, split: bool) -> str:
         return f"{name}[:, {index * width}:{(index + 1) * width}]" if split else name

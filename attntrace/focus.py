@@ -71,12 +71,12 @@ class Focus:
     """The focused token's row of every stage, as hand arithmetic."""
 
     index: int
-    token: str
     label: str  # the token as the tables label it: fish, or fish#4 where it repeats
     note: str  # which occurrence, where the token repeats; else ""
     d_k: int
     head: int | None  # the head shown, where the model has several
     rotary: bool  # the dot products are of RoPE-turned rows (Q_rope, K_rope)
+    softmax_source: str  # the stage softmax was applied to: scaled, or masked
     dots: tuple[DotProduct, ...]
     softmax: tuple[SoftmaxRow, ...]
     exp_sum: float
@@ -172,10 +172,8 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
         return trace.stage(name, head=head).data
 
     keys = unique_labels(trace.stage("scores", head=head).cols)  # as the tables label them
-    # under RoPE the scores are products of the turned rows
-    rotary = trace.model.positions == "rope"
-    q, k = row("Q_rope" if rotary else "Q")[index], row("K_rope" if rotary else "K")
-    v = row("V")
+    q_name, k_name = trace.model.score_inputs  # under RoPE, the turned rows
+    q, k, v = row(q_name)[index], row(k_name), row("V")
     scores = row("scores")[index]
     inputs = trace.softmax_input(head).data[index]  # scaled, or masked under a causal mask
     weights = row("softmax")[index]
@@ -183,12 +181,12 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
     exps = np.exp(shifted)
     return Focus(
         index=index,
-        token=trace.tokens[index],
         label=unique_labels(trace.tokens)[index],
         note=note,
         d_k=trace.model.d_k,
         head=head if trace.model.heads > 1 else None,
-        rotary=rotary,
+        rotary=q_name != "Q",
+        softmax_source=trace.model.softmax_source,
         dots=tuple(
             DotProduct(key, _floats(q), _floats(k[j]), float(scores[j]))
             for j, key in enumerate(keys)

@@ -47,8 +47,8 @@ class KVCache:
     kv_heads: int
     d_k: int
     d_v: int
-    keys: list[Matrix] = field(default_factory=list)
-    values: list[Matrix] = field(default_factory=list)
+    keys: list[Matrix] = field(init=False)  # one [t, d_k] per K/V head, empty at first
+    values: list[Matrix] = field(init=False)
 
     def __post_init__(self) -> None:
         self.keys = [np.empty((0, self.d_k)) for _ in range(self.kv_heads)]

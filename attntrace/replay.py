@@ -135,8 +135,7 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     elif any(name in rotary for name, _ in seen):
         raise InputError(field="model.positions", expected="rope (the trace has Q_rope and "
                          "K_rope stages)", found=repr(model.positions))  # fmt: skip
-    present = seen
-    if not model.causal and any(name == "masked" for name, _ in present):
+    if not model.causal and any(name == "masked" for name, _ in seen):
         raise InputError(field="model.causal", expected="true (the trace has masked stages)",
                          found="false")  # fmt: skip
     cut = len(heads) < model.heads
@@ -146,11 +145,11 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
         + (["concat"] if model.heads > 1 and not cut else [])
     )
     for name in shared:
-        if (name, None) not in present:
+        if (name, None) not in seen:
             raise InputError(field="stages", expected=f"the stage {name}", found="none")
     # weights too: a WQ slice of a head left out, or a WK of a K/V head no traced head reads
     kv_read = {h // model.group for h in heads}
-    named = {h for _, h in present if h is not None} | {
+    named = {h for _, h in seen if h is not None} | {
         w.head for w in trace.weights if w.head is not None
     }
     unread = {w.kv_head for w in trace.weights if w.head is None and w.kv_head is not None
@@ -163,7 +162,7 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
         raise InputError(field="stages", expected=f"stages of the heads traced ({heads})",
                          found=f"stages of head {stray[0]}")  # fmt: skip
     for head in heads:
-        missing = [name for name in per_head if (name, head) not in present]
+        missing = [name for name in per_head if (name, head) not in seen]
         if missing:
             where = f" of head {head}" if trace.model.heads > 1 else ""
             raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",

@@ -89,20 +89,11 @@ def _cell(value: float) -> float | None:
     return None if value == -math.inf else value
 
 
-def dumps(
-    trace: Trace, *, stages: Sequence[str] | None = None, heads: Sequence[int] | None = None
-) -> str:
-    """The whole trace (or the chosen stages and heads) as one compact JSON document.
-
-    Compact, because it is read by programs; ``jq .`` pretty-prints it for people.
-    """
-    return dump_bytes(trace, stages=stages, heads=heads).decode()
-
-
 def dump_bytes(
     trace: Trace, *, stages: Sequence[str] | None = None, heads: Sequence[int] | None = None
 ) -> bytes:
-    """:func:`dumps` as UTF-8 bytes, for writing straight to a binary stream.
+    """The whole trace (or the chosen stages and heads) as one compact JSON document, in
+    UTF-8 bytes for writing straight to a binary stream (``jq .`` pretty-prints it).
 
     orjson writes the matrices straight from numpy, several times faster than json on
     lists of floats for big traces; json stays as a fallback where orjson is missing.

@@ -83,6 +83,16 @@ class ModelInfo:
         """Query heads per K/V head: 1 for multi-head, heads for multi-query attention."""
         return self.heads // self.kv_heads
 
+    @property
+    def score_inputs(self) -> tuple[str, str]:
+        """The stages whose product is ``scores``: the turned rows under RoPE."""
+        return ("Q_rope", "K_rope") if self.positions == "rope" else ("Q", "K")
+
+    @property
+    def softmax_source(self) -> str:
+        """The stage softmax is applied to: ``masked`` under a causal mask, else ``scaled``."""
+        return "masked" if self.causal else "scaled"
+
 
 @dataclass(frozen=True, eq=False)
 class Trace:
@@ -130,7 +140,7 @@ class Trace:
 
     def softmax_input(self, head: int | None = None) -> Stage:
         """What softmax was applied to: ``masked`` under a causal mask, else ``scaled``."""
-        name = "masked" if self.model.causal else "scaled"
+        name = self.model.softmax_source
         return self.stage(name, head=head if head is not None else self._only_head())
 
     def _only_head(self) -> int | None:

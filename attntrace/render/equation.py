@@ -47,7 +47,7 @@ def _operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
         return None if weight is None else (trace.stage(before, head=None if
                                             trace.model.heads > 1 else 0), weight)  # fmt: skip
     if stage.name == "scores":  # of the turned rows, under RoPE
-        q, k = ("Q_rope", "K_rope") if trace.model.positions == "rope" else ("Q", "K")
+        q, k = trace.model.score_inputs
         keys = trace.stage(k, head=stage.head)
         transposed = Stage(f"{k}ᵀ", f"{k}ᵀ", keys.cols, keys.rows, keys.data.T, head=stage.head)
         return trace.stage(q, head=stage.head), transposed

@@ -151,7 +151,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
     precision, keys = view.precision, shown_keys(focus, view)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     # Folded, never cut: a narrow terminal wraps a number rather than hide its digits.
-    source = "masked" if any(row.masked for row in focus.softmax) else "scaled"
+    source = focus.softmax_source
     for header in ("key", source, "− max", "exp", "share", "%"):
         table.add_column(header, justify="left" if header == "key" else "right", overflow="fold")
     heaviest = max(row.weight for row in focus.softmax)
