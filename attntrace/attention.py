@@ -91,12 +91,12 @@ def trace_block(
             )
         if model.WO is not None:
             source = "concat" if model.heads > 1 else "output"
-            bO = model.bias("bO")
+            plus = " + bO" if model.bias("bO") is not None else ""
             # [n, heads·d_v] · [heads·d_v, d_model] (+ [d_model]) -> [n, d_model]
             record.add(
                 "projected",
-                f"projected = {source} · WO" + (" + bO" if bO is not None else ""),
-                block @ model.WO + (bO if bO is not None else 0.0),
+                f"projected = {source} · WO{plus}",
+                model.output_projection(block),
                 words,
                 dims(model.d_model),
             )

@@ -178,10 +178,10 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             weights = softmax(scaled)
             # [t+1] · [t+1, d_v] -> [d_v] per head
             output = np.stack([weights[h] @ cache.values[group[h]] for h in range(heads)])
-            projected = None
-            if model.WO is not None:
-                bO = model.bias("bO")
-                projected = output.reshape(-1) @ model.WO + (bO if bO is not None else 0.0)
+            # [heads·d_v] · [heads·d_v, d_model] (+ bO) -> [d_model], with WO
+            projected = (
+                model.output_projection(output.reshape(-1)) if model.WO is not None else None
+            )
             steps.append(
                 DecodeStep(
                     t=t, token=token, x=x, q=q, k=k, v=v,

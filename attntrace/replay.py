@@ -121,10 +121,10 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
                 + (f" for head {stage.head}" if stage.head is not None else ""),
             )
         seen.add(key)
-        if stage.head is not None and stage.kv_head != stage.head // model.group:
+        if stage.head is not None and stage.kv_head != model.kv_head_of(stage.head):
             raise InputError(
                 field=f"stages[{index}].kv_head",
-                expected=f"{stage.head // model.group} (head {stage.head} reads "
+                expected=f"{model.kv_head_of(stage.head)} (head {stage.head} reads "
                 f"K/V head head // {model.group})",
                 found=str(stage.kv_head),
             )
@@ -148,7 +148,7 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
         if (name, None) not in seen:
             raise InputError(field="stages", expected=f"the stage {name}", found="none")
     # weights too: a WQ slice of a head left out, or a WK of a K/V head no traced head reads
-    kv_read = {h // model.group for h in heads}
+    kv_read = {model.kv_head_of(h) for h in heads}
     named = {h for _, h in seen if h is not None} | {
         w.head for w in trace.weights if w.head is not None
     }

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
+from attntrace.ops import head_columns
 from attntrace.tokenize import EDGE_PUNCTUATION
 
 Matrix = npt.NDArray[np.float64]
@@ -234,10 +235,17 @@ class ModelSpec:
         """One head's ``rows · W`` plus its bias, for ``name`` Q, K or V: ``[.., d_model]
         -> [.., width]``; ``index`` is the query head for Q, the K/V head for K and V."""
         width = self.d_v if name == "V" else self.d_k
-        columns = slice(index * width, (index + 1) * width)
-        product: Matrix = rows @ getattr(self, f"W{name}")[:, columns]
+        product: Matrix = rows @ head_columns(getattr(self, f"W{name}"), index, width)
         bias = self.bias(f"b{name}")
-        return product if bias is None else product + bias[columns]
+        return product if bias is None else product + head_columns(bias[None], index, width)[0]
+
+    def output_projection(self, rows: Matrix) -> Matrix:
+        """``rows · WO`` plus ``bO``: the heads' outputs, side by side, mixed back to
+        d_model (``[.., heads·d_v] -> [.., d_model]``); WO must be present."""
+        assert self.WO is not None
+        product: Matrix = rows @ self.WO
+        bO = self.bias("bO")
+        return product if bO is None else product + bO
 
     @property
     def d_k(self) -> int:

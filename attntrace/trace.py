@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.ops import kv_head_of
+
 
 @dataclass(frozen=True, eq=False)
 class Stage:
@@ -82,6 +84,10 @@ class ModelInfo:
     def group(self) -> int:
         """Query heads per K/V head: 1 for multi-head, heads for multi-query attention."""
         return self.heads // self.kv_heads
+
+    def kv_head_of(self, head: int) -> int:
+        """The K/V head query head ``head`` reads (:func:`attntrace.ops.kv_head_of`)."""
+        return kv_head_of(head, self.heads, self.kv_heads)
 
     @property
     def score_inputs(self) -> tuple[str, str]:
@@ -170,7 +176,7 @@ class Trace:
         Left out: concat and projected, which need every head.
         """
         wanted = set(heads)
-        kv_read = {h // self.model.group for h in wanted}
+        kv_read = {self.model.kv_head_of(h) for h in wanted}
 
         def kept(stage: Stage) -> bool:
             if stage.head is not None:
@@ -199,22 +205,21 @@ class Trace:
 
     def weight_for(self, stage: Stage) -> Stage | None:
         """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""
-        name = WEIGHT_OF_STAGE.get(stage.name)
-        if name == "WQ":
-            return self.weight(name, head=stage.head)
-        if name in ("WK", "WV"):
-            return self.weight(name, kv_head=stage.kv_head)
-        return self.weight(name) if name else None
+        return self._learned_for(stage, "W")
 
     def bias_for(self, stage: Stage) -> Stage | None:
         """The bias vector (slice) added after ``stage``'s matrix: bQ for Q, ...; else None."""
+        return self._learned_for(stage, "b")
+
+    def _learned_for(self, stage: Stage, kind: str) -> Stage | None:
+        """WQ or bQ (``kind`` W or b) of the stage's head; WK, bK... of its K/V head."""
         weight = WEIGHT_OF_STAGE.get(stage.name)
         if weight is None:
             return None
-        name = "b" + weight[1]
-        if name == "bQ":
+        name = kind + weight[1]
+        if weight == "WQ":
             return self.weight(name, head=stage.head)
-        if name in ("bK", "bV"):
+        if weight in ("WK", "WV"):
             return self.weight(name, kv_head=stage.kv_head)
         return self.weight(name)
 

@@ -18,6 +18,7 @@ from rich.text import Text
 from attntrace.attention import dims
 from attntrace.kvcache import Decode, DecodeStep
 from attntrace.labels import unique_labels
+from attntrace.ops import kv_head_of
 from attntrace.render.attention_map import bar
 from attntrace.render.overview import Packed
 from attntrace.render.tables import Facts, StageTable, View
@@ -36,7 +37,7 @@ def step_view(
     """
     model = run.model
     shown = list(range(model.heads)) if heads is None else list(heads)
-    kv_shown = sorted({h // model.group for h in shown})
+    kv_shown = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in shown})
     labels = unique_labels(run.tokens)[: step.t + 1]
     cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
     parts: list[RenderableType] = [
@@ -64,7 +65,9 @@ def step_view(
             caches.append(Group(heading, StageTable(stage, view)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
-        f"head {h}" + (f" (K/V {h // model.group})" if model.group > 1 else "") for h in shown
+        f"head {h}"
+        + (f" (K/V {kv_head_of(h, model.heads, model.n_kv_heads)})" if model.group > 1 else "")
+        for h in shown
     )
     keys = tuple(labels)
     q_label = f"q·Kᵀ / √{model.d_k} for {step.token!r} over the cache" + (
@@ -102,7 +105,7 @@ def decode_header(run: Decode, heads: Sequence[int] | None) -> Facts:
     model = run.model
     facts = [f"decoding {len(run.tokens)} token{'s' if len(run.tokens) > 1 else ''}"]
     if heads is not None:
-        kv = sorted({h // model.group for h in heads})
+        kv = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in heads})
         facts.append(f"head {', '.join(map(str, heads))} of {model.heads}" + (
             f" (K/V head {', '.join(map(str, kv))})" if model.group > 1 else ""))  # fmt: skip
     elif model.heads > 1:

@@ -245,8 +245,8 @@ def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
         f"token{'' if count == 1 else 's'} of {trace.model.name}",
     )
     if focus.head is not None:
-        group = trace.model.group
-        kv = f" (reads K/V head {focus.head // group})" if group > 1 else ""
+        kv = (f" (reads K/V head {trace.model.kv_head_of(focus.head)})"
+              if trace.model.group > 1 else "")  # fmt: skip
         title.append(f" · head {focus.head}{kv}", style="bold yellow")
     parts: list[RenderableType] = [title]
     if focus.note:

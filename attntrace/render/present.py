@@ -145,5 +145,5 @@ def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
 
 
 def head_label_suffix(trace: Trace, head: int) -> str:
-    group = trace.model.group
-    return f" · K/V head {head // group}" if group > 1 else ""
+    model = trace.model
+    return f" · K/V head {model.kv_head_of(head)}" if model.group > 1 else ""
