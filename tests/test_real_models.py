@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from attntrace.errors import InputError
 from attntrace.kvcache import decode
+from attntrace.ops import kv_head_of
 from attntrace.real.catalog import (
     CATALOG,
     MINILM,
@@ -72,7 +73,7 @@ def test_token_ids_are_the_reference_tokenizers(model: RealModel) -> None:
 def test_attention_in_every_layer_and_head_matches_transformers(model: RealModel) -> None:
     need(model)
     expected = golden()[model.name]
-    _, probabilities = open_model(model.name).run(expected["ids"], model.layers)
+    probabilities = open_model(model.name).run(expected["ids"], model.layers)
     assert len(probabilities) == model.layers
     for layer, per_head in enumerate(expected["attention"]):
         for head, rows in enumerate(per_head):
@@ -102,11 +103,13 @@ def test_a_whole_layer_traced_is_the_forward_pass(model: RealModel) -> None:
     need(model)
     sentence = golden()[model.name]["sentence"]
     trace = trace_layer(model.name, sentence, 1)
-    _, probabilities = open_model(model.name).run(golden()[model.name]["ids"], 2)
+    probabilities = open_model(model.name).run(golden()[model.name]["ids"], 2)
     assert trace.model.heads == model.heads
     assert trace.model.kv_heads == model.kv_heads
     for head in range(model.heads):
-        assert trace.stage("softmax", head=head).kv_head == head // (model.heads // model.kv_heads)
+        assert trace.stage("softmax", head=head).kv_head == kv_head_of(
+            head, model.heads, model.kv_heads
+        )
         np.testing.assert_allclose(trace.stage("softmax", head=head).data,
                                    probabilities[1][head], rtol=1e-10, atol=1e-12)  # fmt: skip
     assert trace["projected"].shape == (len(trace.tokens), model.d_model)
@@ -142,7 +145,7 @@ def test_decode_of_smollm2_grows_three_kv_heads_and_matches_the_full_layer() -> 
     assert last.keys[0].shape == (len(tokens), 64)
     # the cache's weights are the forward pass's: row t of layer 3's attention
     ids = open_model("smollm2").tokenizer.encode("The cat sat on the mat")
-    _, probabilities = open_model("smollm2").run(ids, 4)
+    probabilities = open_model("smollm2").run(ids, 4)
     for step in run.steps:
         np.testing.assert_allclose(step.weights, probabilities[3][:, step.t, : step.t + 1],
                                    rtol=1e-10, atol=1e-12)  # fmt: skip
@@ -414,7 +417,7 @@ def test_a_long_paragraph_matches_transformers_far_from_position_0(model: RealMo
     expected = golden()["long"][model.name]
     loaded = open_model(model.name)
     assert loaded.tokenizer.encode(expected["sentence"]) == expected["ids"]
-    _, probabilities = loaded.run(expected["ids"], max(expected["layers"]) + 1,
+    probabilities = loaded.run(expected["ids"], max(expected["layers"]) + 1,
                                   rows=(expected["row"],))  # fmt: skip
     for layer, per_head in zip(expected["layers"], expected["attention"], strict=True):
         for head, values in enumerate(per_head):

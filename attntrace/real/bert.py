@@ -8,7 +8,7 @@ float64 here, which is what attntrace computes in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from attntrace.ops import Matrix
 from attntrace.real.catalog import MINILM, RealModel
-from attntrace.real.forward import LayerAttention, Transformer, attend, gelu, layer_norm
+from attntrace.real.forward import LayerAttention, Transformer, gelu, layer_norm
 from attntrace.real.safetensors import read_safetensors
 from attntrace.real.wordpiece import WordPiece
 
@@ -41,8 +41,10 @@ class Bert(Transformer):
             read_safetensors(weights), WordPiece.from_vocab_file(weights.parent / "vocab.txt")
         )
 
-    def _get(self, name: str) -> npt.NDArray[np.float64]:
-        return np.asarray(self.tensors[name], dtype=np.float64)
+    def _get(self, name: str, rows: Iterable[int] | None = None) -> npt.NDArray[np.float64]:
+        """Tensor ``name`` (or just its ``rows``, of an embedding table) in float64."""
+        tensor = self.tensors[name]
+        return np.asarray(tensor if rows is None else tensor[list(rows)], dtype=np.float64)
 
     def attention(self, layer: int) -> LayerAttention:
         """Layer ``layer``'s Q, K, V and output projections, with their biases."""
@@ -54,14 +56,11 @@ class Bert(Transformer):
 
     def embed(self, ids: list[int]) -> Matrix:
         """Word + position + token-type embeddings, layer-normed: what layer 0 reads."""
-        words = self._get_rows("embeddings.word_embeddings.weight", ids)
-        positions = self._get("embeddings.position_embeddings.weight")[: len(ids)]
-        token_type = self._get("embeddings.token_type_embeddings.weight")[0]
+        words = self._get("embeddings.word_embeddings.weight", ids)
+        positions = self._get("embeddings.position_embeddings.weight", range(len(ids)))
+        token_type = self._get("embeddings.token_type_embeddings.weight", [0])[0]
         return layer_norm(words + positions + token_type, self._get("embeddings.LayerNorm.weight"),
                           self._get("embeddings.LayerNorm.bias"), EPS)  # fmt: skip
-
-    def _get_rows(self, name: str, ids: list[int]) -> Matrix:
-        return np.asarray(self.tensors[name][ids], dtype=np.float64)
 
     def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
         """BERT is post-norm: attention reads the hidden state as it is."""
@@ -69,8 +68,7 @@ class Bert(Transformer):
 
     def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
         p = f"encoder.layer.{layer}."
-        spec = self.spec
-        attended, weights = attend(hidden, self.attention(layer), spec.heads, spec.kv_heads)
+        attended, weights = self.attend(layer, hidden)
         hidden = layer_norm(attended + hidden, self._get(p + "attention.output.LayerNorm.weight"),
                             self._get(p + "attention.output.LayerNorm.bias"), EPS)  # fmt: skip
         inner = gelu(hidden @ self._get(p + "intermediate.dense.weight").T

@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.ops import Matrix, causal_mask, rope, softmax
+from attntrace.ops import Matrix, apply_mask, causal_mask, rope, softmax
 from attntrace.real.catalog import RealModel
 
 Vector = npt.NDArray[np.float64]
@@ -51,6 +51,7 @@ class Transformer(ABC):
 
     spec: RealModel
     tokenizer: Tokenizer
+    rope_base: float | None = None  # with rotary positions: the base of their angles
     added_tokens = 0  # tokens the tokenizer adds to every sentence ([CLS], [SEP])
 
     @abstractmethod
@@ -85,19 +86,25 @@ class Transformer(ABC):
             hidden, _ = self.layer(before, hidden)
         return self.attention_input(layer, hidden)
 
+    def attend(self, layer: int, x: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
+        """Layer ``layer``'s attention over its input ``x``, with the model's own heads,
+        mask and positions: the projected output and the probabilities."""
+        spec = self.spec
+        return attend(x, self.attention(layer), spec.heads, spec.kv_heads,
+                      causal=spec.causal, rope_base=self.rope_base)  # fmt: skip
+
     def run(
         self, ids: list[int], layers: int, rows: Sequence[int] | None = None
-    ) -> tuple[list[Matrix], list[npt.NDArray[np.float64]]]:
-        """X of each of the first ``layers`` layers and each one's attention probabilities
-        ``[heads, n, n]`` (only query ``rows``, where given: every layer's n × n weights
-        of a long sentence would be large)."""
+    ) -> list[npt.NDArray[np.float64]]:
+        """The attention probabilities ``[heads, n, n]`` of each of the first ``layers``
+        layers (only query ``rows``, where given: every layer's n × n weights of a long
+        sentence would be large). X of a layer is :meth:`layer_input`."""
         hidden = self.embed(ids)
-        inputs, probabilities = [], []
+        probabilities = []
         for index in range(layers):
-            inputs.append(self.attention_input(index, hidden))
             hidden, weights = self.layer(index, hidden)
             probabilities.append(weights if rows is None else weights[:, list(rows)])
-        return inputs, probabilities
+        return probabilities
 
 
 def layer_norm(x: Matrix, weight: Vector, bias: Vector, eps: float) -> Matrix:
@@ -151,18 +158,17 @@ def attend(
         if f"b{name}" in biases:
             rows = rows + biases[f"b{name}"]
         per_head: npt.NDArray[np.float64] = rows.reshape(n, count, -1).transpose(1, 0, 2)
-        if rope_base is not None and name != "V":
-            positions = np.arange(n)
-            per_head = np.stack([rope(head, positions, rope_base) for head in per_head])
+        if rope_base is not None and name != "V":  # every head's row p turned by p
+            width = per_head.shape[2]
+            turned = rope(per_head.reshape(-1, width), np.tile(np.arange(n), count), rope_base)
+            per_head = turned.reshape(count, n, width)
         return per_head  # [count, n, width]
 
     q, k, v = project("Q", heads), project("K", kv_heads), project("V", kv_heads)
     group = heads // kv_heads
     k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # K/V head h // group
     scores = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [heads, n, n]
-    if causal:
-        scores = np.where(causal_mask(n)[None], -np.inf, scores)
-    probabilities = np.stack([softmax(s) for s in scores])
+    probabilities = softmax(apply_mask(scores, causal_mask(n)) if causal else scores)
     context = (probabilities @ v).transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
     output: Matrix = context @ weights.WO
     if "bO" in biases:

@@ -122,8 +122,8 @@ def layer_spec(
         heads=spec.heads,
         kv_heads=spec.kv_heads,
         causal=spec.causal,
-        positions="rope" if spec.positions == "rope" else None,
-        rope_base=getattr(model, "rope_base", 10000.0),
+        positions="rope" if model.rope_base is not None else None,
+        rope_base=model.rope_base or 10000.0,
         biases=weights.biases,
         given=GivenInputs(model.layer_input(tokens.ids, layer), model.x_formula(layer)),
         name=f"{spec.name} L{layer}",
@@ -187,7 +187,7 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
             expected=f"a token at or before {tokens.labels[q]!r} (position {q})",
             found=f"{tokens.labels[k]!r} at position {k}",
         )
-    _, probabilities = model.run(tokens.ids, spec.layers, rows=(q,))
+    probabilities = model.run(tokens.ids, spec.layers, rows=(q,))
     rows = [
         HeadWeight(layer, head, float(p[head, 0, k]), int(np.argmax(p[head, 0])))
         for layer, p in enumerate(probabilities)

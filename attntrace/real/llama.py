@@ -21,7 +21,7 @@ import numpy.typing as npt
 from attntrace.ops import Matrix
 from attntrace.real.bpe import ByteLevelBPE
 from attntrace.real.catalog import SMOLLM2, RealModel
-from attntrace.real.forward import LayerAttention, Transformer, attend, rms_norm, silu
+from attntrace.real.forward import LayerAttention, Transformer, rms_norm, silu
 from attntrace.real.gguf import GGUFFile
 
 
@@ -53,23 +53,15 @@ class Llama(Transformer):
             meta.get("tokenizer.ggml.token_type"),  # type: ignore[arg-type]
             source=str(gguf.path),
         )
-        # Set by a caller that runs many steps (a generation loop): dequantized tensors
-        # are then kept, at about 1 GB for all 30 layers in float64.
-        self.kept: dict[str, npt.NDArray[np.float64]] | None = None
 
     @classmethod
     def load(cls, weights: Path) -> Llama:
         return cls(GGUFFile(weights))
 
     def _get(self, name: str) -> npt.NDArray[np.float64]:
-        """A tensor dequantized to float64; kept only where :attr:`kept` is a dict: a
-        forward pass reads each tensor once, and all 30 layers would hold about 1 GB."""
-        if self.kept is not None and name in self.kept:
-            return self.kept[name]
-        tensor = np.asarray(self.gguf.tensor(name), dtype=np.float64)
-        if self.kept is not None:
-            self.kept[name] = tensor
-        return tensor
+        """A tensor dequantized to float64. Not kept: a forward pass reads each tensor once,
+        and all 30 layers would hold about 1 GB."""
+        return np.asarray(self.gguf.tensor(name), dtype=np.float64)
 
     def attention(self, layer: int) -> LayerAttention:
         """Layer ``layer``'s projections as ``X · W`` matrices (Hugging Face's row order)."""
@@ -91,10 +83,7 @@ class Llama(Transformer):
 
     def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
         """Pre-norm: attention of the normed state is added back, then the MLP's."""
-        spec = self.spec
-        attended, weights = attend(self.attention_input(layer, hidden), self.attention(layer),
-                                   spec.heads, spec.kv_heads, causal=True,
-                                   rope_base=self.rope_base)  # fmt: skip
+        attended, weights = self.attend(layer, self.attention_input(layer, hidden))
         hidden = hidden + attended
         return hidden + self.mlp(layer, hidden), weights
 

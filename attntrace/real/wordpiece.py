@@ -30,7 +30,6 @@ __all__ = [
     "DEFAULT_SPECIAL_TOKENS",
     "WordPiece",
     "basic_tokenize",
-    "checked_ids",
     "is_chinese_char",
     "is_punctuation",
     "normalize",
