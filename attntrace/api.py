@@ -46,12 +46,8 @@ def trace_attention(
         spec = _override(spec, overrides)
     tokens = sentence_tokens(sentence, spec)
     keys = None
-    if spec.context is not None:
-        from_file = context is None
-        keys = _tokens(
-            None if from_file else context, spec.context if from_file else None,
-            spec.source if from_file else None, "--context", "context",
-        )  # fmt: skip
+    if spec.context is not None:  # --context, or else the file's own
+        keys = _tokens(context, spec.context, spec.source, "--context", "context")
     if context is not None and keys is not None:
         try:  # a token of --context, not of the model file, is what is unknown
             spec.embed(keys, "--context")
