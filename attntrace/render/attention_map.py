@@ -9,6 +9,7 @@ alike; the bar of a weight of 1 is as long as the terminal width allows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -46,8 +47,10 @@ class AttentionMap:
     precision: int = 2
     masked: npt.NDArray[np.bool_] | None = None
 
-    def _ranked(self) -> npt.NDArray[np.intp]:
-        """Per query, keys by weight, largest first; masked keys last."""
+    @cached_property
+    def ranked(self) -> npt.NDArray[np.intp]:
+        """Per query, keys by weight, largest first; masked keys last. Sorted once: the
+        layout asks for it per candidate width, and a 512-token map is 512 × 512."""
         data = (
             np.where(self.masked, -1.0, self.weights.data)
             if self.masked is not None
@@ -55,18 +58,28 @@ class AttentionMap:
         )
         return np.argsort(-data, axis=1, kind="stable")
 
-    def _visible(self, i: int, ranked: npt.NDArray[np.intp], top: int) -> list[int]:
-        keys = [int(j) for j in ranked[i, :top]]
+    @cached_property
+    def queries(self) -> list[str]:
+        return unique_labels(self.weights.rows)
+
+    @cached_property
+    def keys(self) -> list[str]:
+        return unique_labels(self.weights.cols)
+
+    def _visible(self, i: int, top: int) -> list[int]:
+        keys = [int(j) for j in self.ranked[i, :top]]
         return [j for j in keys if self.masked is None or not self.masked[i, j]]
+
+    def _fixed_width(self, top: int) -> tuple[int, int]:
+        """The line's width without its bars, and the widest key among the top ``top``."""
+        key_width = max(len(self.keys[j]) for j in np.unique(self.ranked[:, :top]))
+        number_width = len(f"{1:.{self.precision}f}")
+        query_width = max(len(q) for q in self.queries)
+        return query_width + 3 + top * (key_width + number_width + 4), key_width
 
     def _line_width(self, top: int, bar_width: int) -> int:
         """query, " → ", then per key: name, weight, bar, separators."""
-        queries = unique_labels(self.weights.rows)
-        keys = unique_labels(self.weights.cols)
-        ranked = self._ranked()
-        key_width = max(len(keys[j]) for j in np.unique(ranked[:, :top]))
-        number_width = len(f"{1:.{self.precision}f}")
-        return max(len(q) for q in queries) + 3 + top * (key_width + number_width + bar_width + 4)
+        return self._fixed_width(top)[0] + top * bar_width
 
     def _asked(self) -> int:
         return max(1, min(self.top, len(self.weights.cols)))
@@ -77,26 +90,21 @@ class AttentionMap:
         return Measurement(min(widest, self._line_width(1, _MIN_BAR)), widest)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        data = self.weights.data
-        queries = unique_labels(self.weights.rows)
-        keys = unique_labels(self.weights.cols)
+        data, queries, keys = self.weights.data, self.queries, self.keys
         asked = self._asked()
-        ranked = self._ranked()
         # As many of the asked-for keys as fit; the map says when some had to go.
         top = next(
             (t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= options.max_width),
             1,
         )
+        fixed, key_width = self._fixed_width(top)
         query_width = max(len(q) for q in queries)
-        key_width = max(len(keys[j]) for j in np.unique(ranked[:, :top]))
-        number_width = len(f"{1:.{self.precision}f}")
-        fixed = query_width + 3 + top * (key_width + number_width + 4)
         full = max(_MIN_BAR, min(_MAX_BAR, (options.max_width - fixed) // top))
         for i, query in enumerate(queries):
             line = Text(no_wrap=True, overflow="ellipsis")
             line.append(f"{query:<{query_width}}", style="bold")
             line.append(" → ")
-            shown = self._visible(i, ranked, top)
+            shown = self._visible(i, top)
             for rank, j in enumerate(shown):
                 weight = float(data[i, j])
                 line.append(f"{keys[j]:<{key_width}} ", style="bold" if rank == 0 else "")
