@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from attntrace.errors import InputError
+from attntrace.labels import dims
 from attntrace.ops import (
     Matrix,
     apply_mask,
@@ -28,11 +29,6 @@ from attntrace.ops import (
 )
 from attntrace.spec import ModelSpec
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
-
-
-def dims(width: int, start: int = 0) -> tuple[str, ...]:
-    """Column labels for an axis over dimensions: d0, d1, ... (from ``start``)."""
-    return tuple(f"d{i}" for i in range(start, start + width))
 
 
 class _Recorder:

@@ -34,6 +34,7 @@ from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
 BYTES_PER_NUMBER = 8  # float64
+MATCH_TOLERANCE = 1e-12
 
 
 @dataclass
@@ -132,6 +133,12 @@ class Decode:
     steps: tuple[DecodeStep, ...]
     full: Trace  # the same sentence traced at once, causally
     max_delta: float  # max |decode − full| over every head's output (and projected)
+
+    @property
+    def matches(self) -> bool:
+        """Whether decoding agreed with the full trace to rounding (float64 sums in
+        another order differ by about 1e-15)."""
+        return self.max_delta <= MATCH_TOLERANCE
 
     @property
     def total_cached(self) -> int:

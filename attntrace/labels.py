@@ -1,4 +1,4 @@
-"""Row and column labels a reader can tell apart."""
+"""Row and column labels: tokens a reader can tell apart, and dimensions d0, d1, ..."""
 
 from __future__ import annotations
 
@@ -17,3 +17,8 @@ def _unique(labels: tuple[str, ...]) -> tuple[str, ...]:
     """Cached: every stage of a trace shares the same token tuple."""
     counts = Counter(labels)
     return tuple(f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(labels))
+
+
+def dims(width: int, start: int = 0) -> tuple[str, ...]:
+    """Column labels for an axis over dimensions: d0, d1, ... (from ``start``)."""
+    return tuple(f"d{i}" for i in range(start, start + width))

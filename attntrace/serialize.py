@@ -194,7 +194,7 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
             }
             for step in run.steps
         ],
-        "comparison": {"max_abs_delta": run.max_delta, "matches": run.max_delta <= 1e-12},
+        "comparison": {"max_abs_delta": run.max_delta, "matches": run.matches},
         "totals": {"cached": run.total_cached, "recomputed": run.total_recomputed},
     }
 

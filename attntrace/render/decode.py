@@ -15,9 +15,8 @@ import numpy as np
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.attention import dims
 from attntrace.kvcache import Decode, DecodeStep
-from attntrace.labels import unique_labels
+from attntrace.labels import dims, unique_labels
 from attntrace.ops import kv_head_of
 from attntrace.render.attention_map import bar
 from attntrace.render.overview import Packed
@@ -127,7 +126,7 @@ def cost_line(step: DecodeStep) -> Text:
 def summary(run: Decode) -> Iterator[RenderableType]:
     """The comparison with full causal attention, and the costs step by step."""
     model = run.model
-    verdict = "matches" if run.max_delta <= 1e-12 else "DIFFERS FROM"
+    verdict = "matches" if run.matches else "DIFFERS FROM"
     yield Text.assemble(
         ("decode ", "bold"), (verdict, "bold green" if verdict == "matches" else "bold red"),
         (" full causal attention: ", "bold"), (f"max |Δ| = {run.max_delta:.1e}", "bold"),
