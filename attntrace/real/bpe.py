@@ -25,13 +25,12 @@ the reference's in ``tests/golden/real/tokens.json``.
 from __future__ import annotations
 
 import heapq
-import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
 from attntrace.errors import InputError
-from attntrace.real.text import checked_ids, parse_ranges, split_specials
+from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
 __all__ = [
     "GGUF_TOKEN_TYPE_CONTROL",
@@ -229,9 +228,7 @@ class ByteLevelBPE:
                     field="special_tokens",
                     found=repr(token),
                 )
-        self._special_pattern = (
-            re.compile("|".join(map(re.escape, self._specials))) if self._specials else None
-        )
+        self._special_pattern = special_pattern(self._specials)
         self._cache: dict[str, tuple[int, ...]] = {}
 
     @classmethod

@@ -35,6 +35,13 @@ def parse_ranges(table: str) -> tuple[list[int], list[tuple[int, int, str]]]:
     return [row[0] for row in rows], rows
 
 
+def special_pattern(tokens: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern matching any of ``tokens`` literally, longest first (so that a special
+    token that starts another does not cut it short); None for no tokens."""
+    specials = sorted({t for t in tokens if t}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, specials))) if specials else None
+
+
 def split_specials(pattern: re.Pattern[str] | None, text: str) -> list[tuple[str, bool]]:
     """Cut ``text`` at literal special tokens (leftmost, then longest, first): pieces and
     whether each is a special token. Empty text gives no pieces."""

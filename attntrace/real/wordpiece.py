@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from attntrace.errors import InputError
-from attntrace.real.text import checked_ids, parse_ranges, split_specials
+from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
 __all__ = [
     "DEFAULT_SPECIAL_TOKENS",
@@ -257,13 +257,7 @@ class WordPiece:
         self.lowercase = lowercase
         self.max_chars_per_word = max_chars_per_word
         wanted = DEFAULT_SPECIAL_TOKENS if special_tokens is None else tuple(special_tokens)
-        # Longest first, so that a special token that starts another does not cut it short.
-        self._specials: tuple[str, ...] = tuple(
-            sorted({t for t in wanted if t and t in self._ids}, key=len, reverse=True)
-        )
-        self._special_pattern = (
-            re.compile("|".join(map(re.escape, self._specials))) if self._specials else None
-        )
+        self._special_pattern = special_pattern(t for t in wanted if t in self._ids)
         self._cache: dict[str, tuple[int, ...]] = {}
 
     @classmethod
