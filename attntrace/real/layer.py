@@ -65,16 +65,11 @@ def tokenize(model: Transformer, sentence: str | None) -> Tokenized:
     return Tokenized(ids, tuple(model.labels(ids)))
 
 
-def check_layer(spec: RealModel, layer: int) -> None:
-    if not 0 <= layer < spec.layers:
-        raise InputError(field="--layer", expected=f"a layer from 0 to {spec.layers - 1} "
-                         f"({spec.name} has {spec.layers})", found=str(layer))  # fmt: skip
-
-
-def check_head(spec: RealModel, head: int) -> None:
-    if not 0 <= head < spec.heads:
-        raise InputError(field="--head", expected=f"a head from 0 to {spec.heads - 1} "
-                         f"({spec.name} has {spec.heads})", found=str(head))  # fmt: skip
+def check_index(spec: RealModel, what: str, index: int, count: int) -> None:
+    """``--layer`` or ``--head`` (``what``) within the model's ``count`` of them."""
+    if not 0 <= index < count:
+        raise InputError(field=f"--{what}", expected=f"a {what} from 0 to {count - 1} "
+                         f"({spec.name} has {count})", found=str(index))  # fmt: skip
 
 
 def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = None) -> Trace:
@@ -107,9 +102,9 @@ def layer_spec(
     """Layer ``layer`` of model ``name`` over ``sentence``, every head (``head`` is
     only checked here: the callers show it alone)."""
     spec = find_model(name)
-    check_layer(spec, layer)
+    check_index(spec, "layer", layer, spec.layers)
     if head is not None:
-        check_head(spec, head)
+        check_index(spec, "head", head, spec.heads)
     model = open_model(spec.name)
     tokens = tokenize(model, sentence)
     weights = model.attention(layer)
