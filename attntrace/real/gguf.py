@@ -133,11 +133,15 @@ class GGUFTensorInfo:
 
     name: str
     shape: tuple[int, ...]
-    ggml_dims: tuple[int, ...]
     type_id: int
     type_name: str
     offset: int
     nbytes: int
+
+    @property
+    def ggml_dims(self) -> tuple[int, ...]:
+        """The dimensions as the file lists them: fastest-varying first."""
+        return tuple(reversed(self.shape))
 
     @property
     def n_elements(self) -> int:
@@ -595,7 +599,6 @@ def _place_tensors(
         placed[name] = GGUFTensorInfo(
             name=name,
             shape=tuple(reversed(dims)),
-            ggml_dims=tuple(dims),
             type_id=type_id,
             type_name=type_name,
             offset=start,
