@@ -60,20 +60,20 @@ class Variant:
     label: str
     kv_heads: int
     bytes: int
+    is_model: bool = False  # the model as it is, not a what-if
 
 
 def variants(shape: Shape, tokens: int, batch: int, dtype: str) -> list[Variant]:
     """The model as MHA, as it is (if GQA or MQA), and as MQA: the saving side by side."""
     kinds = [("MHA", shape.heads)]
     if shape.attention == "GQA":
-        kinds.append(("GQA (this model)", shape.kv_heads))
+        kinds.append(("GQA", shape.kv_heads))
     kinds.append(("MQA", 1))
-    labels = {"MHA": "MHA (this model)" if shape.attention == "MHA" else "MHA",
-              "MQA": "MQA (this model)" if shape.attention == "MQA" else "MQA"}  # fmt: skip
     return [
-        Variant(labels.get(label, label), kv, kv_cache_bytes(shape, kv, tokens, batch, dtype))
-        for label, kv in kinds
-    ]
+        Variant(f"{kind} (this model)" if kind == shape.attention else kind, kv,
+                kv_cache_bytes(shape, kv, tokens, batch, dtype), kind == shape.attention)
+        for kind, kv in kinds
+    ]  # fmt: skip
 
 
 def preset(name: str) -> Shape:

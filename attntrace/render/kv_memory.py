@@ -33,7 +33,7 @@ def memory_view(
         line.append(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
         line.append(f"  {variant.bytes:>{digits},} B  {share}", style="dim")
         lines.append(line)
-    per_token = variants[[v.label.endswith("(this model)") for v in variants].index(True)]
+    per_token = next(v for v in variants if v.is_model)
     lines += [
         Text(""),
         Text(f"per token (batch 1): {per_token.bytes // (tokens * batch):,} bytes", style="dim"),
