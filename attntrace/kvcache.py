@@ -204,15 +204,12 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
 
 
 def _max_delta(steps: Sequence[DecodeStep], full: Trace, model: ModelSpec) -> float:
-    deltas = [
-        float(np.max(np.abs(step.output[h] - full.stage("output", head=h).data[step.t])))
-        for step in steps
-        for h in range(model.heads)
-    ]
+    """The largest |decode − full| over every head's output row (and projected, with WO)."""
+    # [heads, n, d_v]: each head's full output, row t for step t
+    outputs = np.stack([full.stage("output", head=h).data for h in range(model.heads)])
+    decoded = np.stack([step.output for step in steps], axis=1)  # [heads, n, d_v]
+    delta = float(np.max(np.abs(decoded - outputs)))
     if model.WO is not None:
-        deltas += [
-            float(np.max(np.abs(step.projected - full["projected"].data[step.t])))
-            for step in steps
-            if step.projected is not None
-        ]
-    return max(deltas)
+        projected = np.stack([step.projected for step in steps if step.projected is not None])
+        delta = max(delta, float(np.max(np.abs(projected - full["projected"].data))))
+    return delta
