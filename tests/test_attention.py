@@ -10,6 +10,7 @@ from naive import naive_attention
 
 from attntrace import trace_attention
 from attntrace.attention import trace_block
+from attntrace.errors import InputError
 from attntrace.spec import ModelSpec
 
 STAGES = ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]
@@ -178,3 +179,22 @@ def test_print_and_repr_are_readable() -> None:
     import attntrace
 
     assert "trace_attention" in dir(attntrace)
+
+
+def test_large_finite_stages_are_not_mistaken_for_overflow() -> None:
+    """The finite check sums a stage first; cells near float64's limit sum to inf, and
+    must then be checked one by one, not refused."""
+    from attntrace.attention import _require_finite
+
+    tokens, cols = ("a", "b"), ("d0", "d1")
+    _require_finite("X", np.array([[1e308, 1e308], [1e308, 1e308]]), tokens, cols)
+    with pytest.raises(InputError, match="overflowed to inf at row 'b', column 'd1'"):
+        _require_finite("X", np.array([[1e308, 1.0], [2.0, math.inf]]), tokens, cols)
+    with pytest.raises(InputError, match="overflowed to nan at row 'a', column 'd0'"):
+        _require_finite("X", np.array([[math.nan, 1.0], [2.0, 3.0]]), tokens, cols)
+    # the masked stage keeps its −∞ cells, and still refuses +∞
+    _require_finite("masked", np.array([[1.0, -math.inf]]), tokens[:1], cols,
+                    masked_allowed=True)  # fmt: skip
+    with pytest.raises(InputError, match="overflowed to inf"):
+        _require_finite("masked", np.array([[math.inf, -math.inf]]), tokens[:1], cols,
+                        masked_allowed=True)  # fmt: skip
