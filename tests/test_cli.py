@@ -241,7 +241,9 @@ def test_the_samples_index_says_what_the_files_say() -> None:
 def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
     for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"], ["models"]):
         probe = (
-            f"import sys, runpy; sys.argv = ['attntrace', *{args!r}]\n"
+            f"import os, sys, runpy; sys.argv = ['attntrace', *{args!r}]\n"
+            # main() leaves by os._exit (no teardown): made a SystemExit, to look after
+            "def leave(code):\n    raise SystemExit(code)\nos._exit = leave\n"
             "try:\n    runpy.run_module('attntrace', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
             "print('LOADED', 'numpy' in sys.modules, 'yaml' in sys.modules, file=sys.stderr)"

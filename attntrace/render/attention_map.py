@@ -20,7 +20,6 @@ from rich.text import Text
 from attntrace.labels import unique_labels
 from attntrace.trace import Stage
 
-DEFAULT_TOP = 3
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _MAX_BAR = 24
 _MIN_BAR = 4
@@ -43,7 +42,7 @@ class AttentionMap:
     """
 
     weights: Stage
-    top: int = DEFAULT_TOP
+    top: int  # keys listed per query token: --top, default 3 (present.DEFAULT_TOP)
     precision: int = 2
     masked: npt.NDArray[np.bool_] | None = None
 

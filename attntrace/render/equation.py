@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-from rich.table import Table
 from rich.text import Text
 
 from attntrace.render.tables import StageTable, View
@@ -78,6 +77,8 @@ class Equation:
         if sum(widths) + 2 + 4 > options.max_width:
             yield self.fallback
             return
+        from rich.table import Table  # only where an equation fits: small matrices
+
         tables = [StageTable(m, self.view).table(_UNLIMITED) for m in matrices]
         yield self.heading
         grid = Table.grid(padding=(0, 1))

@@ -14,16 +14,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.errors import InputError
-from attntrace.focus import Focus
-from attntrace.render.attention_map import DEFAULT_TOP, AttentionMap
 from attntrace.render.tables import DEFAULT_PRECISION, View, header, render_trace
 from attntrace.trace import Trace
+
+if TYPE_CHECKING:
+    from attntrace.focus import Focus
+
+DEFAULT_TOP = 3  # keys per token in --map (the views below load only when chosen)
 
 EXPORT_SUFFIXES = (".svg", ".html", ".txt")
 MAP_PRECISION = 2  # weights as the article writes them: 0.65
@@ -122,6 +126,8 @@ def renderables(
 def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
     """One map per head, side by side where the width allows (a causal mask's hidden
     keys are never listed)."""
+    from attntrace.render.attention_map import AttentionMap
+
     maps: list[RenderableType] = []
     heads = trace.traced_heads
     for head in heads:
