@@ -107,6 +107,10 @@ MaxCols = Annotated[
     typer.Option(min=0, metavar="N", help="Columns shown per table (0: all; default: fit).",
                  show_default=False),
 ]  # fmt: skip
+MaxHeads = Annotated[
+    int,
+    typer.Option(min=0, metavar="N", help="Heads whose tables show, first and last (0: all)."),
+]
 Export = Annotated[
     Path | None,
     typer.Option(
@@ -277,6 +281,7 @@ def run(
     overview: Overview = False,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
+    max_heads: MaxHeads = 4,
     export: Export = None,
     only_stages: Annotated[
         str | None,
@@ -313,7 +318,7 @@ def run(
     # when something is displayed.
     how = None if as_json else presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
-        max_rows=max_rows, max_cols=max_cols, step=step, export=export,
+        max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
     refuse_two_models(config, sample, real_model, layer, head)
     if head is not None and only_heads is not None:
@@ -401,6 +406,7 @@ def render(
     overview: Overview = False,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
+    max_heads: MaxHeads = 4,
     export: Export = None,
 ) -> None:
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
@@ -410,7 +416,7 @@ def render(
 
     how = presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
-        max_rows=max_rows, max_cols=max_cols, step=step, export=export,
+        max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
     if step and source == "-":
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,83 @@ def test_the_header_wraps_between_facts_never_inside_one() -> None:
     assert header[0] == "gqa · 4 tokens · d_model 4 · 4 heads · d_k 1"
     assert "2 K/V heads (GQA)" in header[1]
     assert not any(line.endswith(("·", "· ")) for line in header)
+
+
+def many_heads_model(tmp_path: Path, heads: int, tokens: int = 3) -> tuple[Path, str]:
+    """A random model of ``heads`` heads (d_k 2) with WO, as a JSON model file."""
+    rng = np.random.default_rng(heads)
+    d_model = 2 * heads
+    vocab = {f"w{i}": rng.normal(size=d_model).round(3).tolist() for i in range(tokens)}
+    weights = {name: rng.normal(size=(d_model, d_model)).round(3).tolist()
+               for name in ("WQ", "WK", "WV", "WO")}  # fmt: skip
+    path = tmp_path / f"heads{heads}.json"
+    path.write_text(json.dumps({"embeddings": vocab, "weights": weights, "heads": heads}))
+    return path, " ".join(vocab)
+
+
+def heads_drawn(out: str) -> list[int]:
+    """The heads whose softmax table is drawn, in order (titles end in ``head h``)."""
+    return [int(line.rsplit("head ", 1)[1]) for line in out.splitlines()
+            if line.startswith("softmax = ")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("heads", "flags", "drawn", "note"),
+    [
+        (4, (), [0, 1, 2, 3], None),  # up to 4 heads: every one, as every sample has
+        (6, (), [0, 1, 4, 5], "… heads 2 to 3 not shown (4 of 6 heads; --max-heads N, 0 for all)"),
+        (12, (), [0, 1, 10, 11], "… heads 2 to 9 not shown (4 of 12 heads;"),
+        (6, ("--max-heads", "0"), [0, 1, 2, 3, 4, 5], None),
+        (6, ("--max-heads", "3"), [0, 1, 5], "… heads 2 to 4 not shown (3 of 6 heads;"),
+        (6, ("--max-heads", "1"), [0], "… heads 1 to 5 not shown (1 of 6 heads;"),
+        (5, ("--max-heads", "4"), [0, 1, 3, 4], "… head 2 not shown (4 of 5 heads;"),
+    ],
+)  # fmt: skip
+def test_max_heads_summarizes_the_middle_heads(
+    tmp_path: Path, heads: int, flags: tuple[str, ...], drawn: list[int], note: str | None
+) -> None:
+    path, sentence = many_heads_model(tmp_path, heads)
+    result = invoke("run", sentence, "-c", str(path), *flags)
+    assert result.exit_code == 0, result.output
+    assert heads_drawn(result.stdout) == drawn
+    lines = result.stdout.splitlines()
+    notes = [index for index, line in enumerate(lines) if "not shown" in line]
+    if note is None:
+        assert notes == []
+        return
+    assert len(notes) == 1
+    assert lines[notes[0]].startswith(note)
+    # in the hidden heads' place: every earlier head's tables above it, later ones below
+    first_hidden = min(set(range(heads)) - set(drawn))
+    for index, line in enumerate(lines):
+        found = re.search(r"  head (\d+)$", line)
+        if found:
+            assert (index < notes[0]) == (int(found[1]) < first_hidden)
+    # the shared stages that need every head are still drawn, in full
+    titles = [line for line in lines if " = " in line and "[" in line]
+    assert [t.split(" = ")[0] for t in titles][-2:] == ["concat", "projected"]
+
+
+def test_a_long_sentence_is_summarized_under_the_header(tmp_path: Path) -> None:
+    path, sentence = big_model(tmp_path, tokens=100, d_model=8)
+    words = sentence.split()
+    line = invoke("run", sentence, "-c", str(path), columns=300).stdout.splitlines()[1]
+    assert line == " ".join([*words[:16], "… (100 tokens)", *words[-16:]])
+    every = invoke("run", sentence, "-c", str(path), "--max-rows", "0", columns=2000).stdout
+    assert every.splitlines()[1] == sentence
+    path, sentence = big_model(tmp_path, tokens=64, d_model=8)
+    assert invoke("run", sentence, "-c", str(path), columns=2000).stdout.splitlines()[1] == sentence
+
+
+def test_render_summarizes_heads_as_run_does_and_json_keeps_them_all(tmp_path: Path) -> None:
+    path, sentence = many_heads_model(tmp_path, 6)
+    saved = invoke("run", sentence, "-c", str(path), "--json").stdout
+    assert sorted({s["head"] for s in json.loads(saved)["stages"] if s["head"] is not None}) == [
+        0, 1, 2, 3, 4, 5]  # fmt: skip
+    trace_file = tmp_path / "trace.json"
+    trace_file.write_text(saved)
+    assert heads_drawn(invoke("render", str(trace_file)).stdout) == [0, 1, 4, 5]
+    assert heads_drawn(invoke("render", str(trace_file), "--max-heads", "0").stdout) == [
+        0, 1, 2, 3, 4, 5]  # fmt: skip
+    bad = invoke("run", sentence, "-c", str(path), "--max-heads", "-1")
+    assert bad.exit_code == 2

@@ -71,7 +71,7 @@ class Packed:
 def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
     """The header, then every stage and the weights, packed to the width."""
     yield header(trace)
-    yield from block_notes(trace)
+    yield from block_notes(trace, view)
     yield Text("")
     # shared stages, then each head's, then concat and projected: a new row for each
     runs = [list(run) for _, run in groupby(trace.stages, key=lambda stage: stage.head)]

@@ -21,7 +21,13 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.errors import InputError
-from attntrace.render.tables import DEFAULT_PRECISION, View, header, render_trace
+from attntrace.render.tables import (
+    DEFAULT_MAX_HEADS,
+    DEFAULT_PRECISION,
+    View,
+    header,
+    render_trace,
+)
 from attntrace.trace import Trace
 
 if TYPE_CHECKING:
@@ -58,13 +64,14 @@ class Presentation:
         overview: bool = False,
         max_rows: int = 20,
         max_cols: int | None = None,
+        max_heads: int = DEFAULT_MAX_HEADS,
         step: bool = False,
         export: Path | None = None,
     ) -> Presentation:
         """Check the flags against each other; InputError names what does not mix.
 
         ``precision`` None means each view's own default (4 in tables, 2 in the map);
-        ``max_rows``/``max_cols`` 0 mean all.
+        ``max_rows``/``max_cols``/``max_heads`` 0 mean all.
         """
         views = [name for name, on in (("--focus", focus is not None), ("--map", map_view),
                                        ("--overview", overview)) if on]  # fmt: skip
@@ -84,6 +91,7 @@ class Presentation:
             precision=DEFAULT_PRECISION if precision is None else precision,
             max_rows=SHOW_ALL if max_rows == 0 else max_rows,
             max_cols=SHOW_ALL if max_cols == 0 else max_cols,
+            max_heads=SHOW_ALL if max_heads == 0 else max_heads,
         )
         return cls(
             view=view,

@@ -33,20 +33,23 @@ from attntrace.trace import ModelInfo, Stage, Trace
 
 DEFAULT_PRECISION = 4
 DEFAULT_MAX_ROWS = 20
+DEFAULT_MAX_HEADS = 4
 _GAP = 3  # spaces between columns
 
 
 @dataclass(frozen=True)
 class View:
-    """Display choices that never change a number: digits, rows and columns shown.
+    """Display choices that never change a number: digits, rows, columns and heads shown.
 
     ``max_cols`` None fits the columns to the width; a number shows that many (first
-    and last halves), wider than the terminal if it must be.
+    and last halves), wider than the terminal if it must be. ``max_heads`` summarizes a
+    many-headed trace's tables the same way: the first and last heads, every shared stage.
     """
 
     precision: int = DEFAULT_PRECISION
     max_rows: int = DEFAULT_MAX_ROWS
     max_cols: int | None = None
+    max_heads: int = DEFAULT_MAX_HEADS
 
 
 DEFAULT_VIEW = View()
@@ -335,15 +338,16 @@ def header(trace: Trace) -> Facts:
     return Facts(model.name, tuple(facts))
 
 
-def block_notes(trace: Trace) -> list[Text]:
-    """Lines under the header that say how the block is wired: context, K/V sharing."""
+def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
+    """Lines under the header that say how the block is wired: the sentence (and the
+    context), K/V sharing."""
     model, notes = trace.model, []
     if trace.context_tokens is not None:
-        notes.append(Text.assemble(("queries from: ", "dim"), " ".join(trace.tokens)))
+        notes.append(Text.assemble(("queries from: ", "dim"), sentence_line(trace.tokens, view)))
         notes.append(Text.assemble(("keys, values from the context: ", "dim"),
-                                   " ".join(trace.context_tokens)))  # fmt: skip
+                                   sentence_line(trace.context_tokens, view)))  # fmt: skip
     else:
-        notes.append(Text(" ".join(trace.tokens)))
+        notes.append(Text(sentence_line(trace.tokens, view)))
     if model.kv_heads != model.heads:
         groups = "; ".join(
             f"K/V head {g} serves query heads "
@@ -357,11 +361,50 @@ def block_notes(trace: Trace) -> list[Text]:
     return notes
 
 
+SENTENCE_LIMIT = 64  # tokens: a longer sentence is summarized like a table's rows
+
+
+def sentence_line(tokens: tuple[str, ...], view: View = DEFAULT_VIEW) -> str:
+    """The tokens, space-separated: whole up to 64 (or with --max-rows 0), else the
+    first and last 16 around ``… (512 tokens)``; the X table lists every row anyway."""
+    if len(tokens) <= max(SENTENCE_LIMIT, view.max_rows):
+        return " ".join(tokens)
+    shown = visible_indices(len(tokens), SENTENCE_LIMIT // 2)
+    return " ".join(f"{ELLIPSIS} ({len(tokens)} tokens)" if i is None else tokens[i]
+                    for i in shown)  # fmt: skip
+
+
+def shown_heads(trace: Trace, view: View = DEFAULT_VIEW) -> list[int | None]:
+    """The traced heads whose tables show, None where the hidden ones go: all of them up
+    to ``view.max_heads``, else the first and last halves (as rows are summarized)."""
+    heads = trace.traced_heads
+    return [None if i is None else heads[i] for i in visible_indices(len(heads), view.max_heads)]
+
+
+def hidden_heads_note(trace: Trace, shown: list[int | None]) -> Text:
+    """``… heads 2 to 9 not shown (4 of 12; --max-heads N, 0 for all)``."""
+    heads = trace.traced_heads
+    hidden = [h for h in heads if h not in shown]
+    span = f"head {hidden[0]}" if len(hidden) == 1 else f"heads {hidden[0]} to {hidden[-1]}"
+    kept = len(heads) - len(hidden)
+    return Text(f"{ELLIPSIS} {span} not shown ({kept} of {len(heads)} heads; "
+                "--max-heads N, 0 for all)", style="dim")  # fmt: skip
+
+
 def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
-    """Every stage of ``trace``, in order, each a titled table, for ``console.print``."""
+    """Every stage of ``trace``, in order, each a titled table, for ``console.print``;
+    beyond ``view.max_heads`` heads, the middle heads' stages give way to one note."""
     yield header(trace)
-    yield from block_notes(trace)
+    yield from block_notes(trace, view)
+    shown = shown_heads(trace, view)
+    noted = False
     for stage in trace:
+        if stage.head is not None and stage.head not in shown:
+            if not noted:
+                yield Text("")
+                yield hidden_heads_note(trace, shown)
+                noted = True
+            continue
         yield Text("")
         yield stage_block(stage, trace, view)
 
