@@ -422,3 +422,11 @@ def test_render_summarizes_heads_as_run_does_and_json_keeps_them_all(tmp_path: P
         0, 1, 2, 3, 4, 5]  # fmt: skip
     bad = invoke("run", sentence, "-c", str(path), "--max-heads", "-1")
     assert bad.exit_code == 2
+
+
+def test_step_mode_names_a_long_sentence_as_the_header_does(tmp_path: Path) -> None:
+    path, sentence = big_model(tmp_path, tokens=100, d_model=8)
+    out = invoke("run", sentence, "-c", str(path), "--step", input="q\n", columns=400).stdout
+    words = sentence.split()
+    summary = " ".join([*words[:16], "… (100 tokens)", *words[-16:]])
+    assert f"Stage 1 of 8 · X   big: {summary}" in out

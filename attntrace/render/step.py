@@ -18,7 +18,14 @@ from rich.text import Text
 from attntrace.explain import paragraph, shape_equation
 from attntrace.focus import Focus
 from attntrace.render.focus import SECTION_OF_STAGE
-from attntrace.render.tables import DEFAULT_VIEW, View, head_label, stage_body, title
+from attntrace.render.tables import (
+    DEFAULT_VIEW,
+    View,
+    head_label,
+    sentence_line,
+    stage_body,
+    title,
+)
 from attntrace.trace import Trace
 
 HELP = (
@@ -131,13 +138,14 @@ def show_stage(
         console.clear()
     else:
         console.rule(style="dim")
+    context = trace.context_tokens
     console.print(
         Text.assemble(
             (f"Stage {index + 1} of {len(trace)} · ", "dim"),
             (stage.name, "bold magenta"),
             (head_label(stage, trace.model), "bold yellow"),
-            (f"   {trace.model.name}: {' '.join(trace.tokens)}", "dim"),
-            (f"  ⟵  {' '.join(trace.context_tokens)}" if trace.context_tokens else "", "dim"),
+            (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
+            (f"  ⟵  {sentence_line(context, view)}" if context else "", "dim"),
         )
     )
     console.print(
