@@ -56,8 +56,9 @@ def _parse_json(text: str, source: str) -> Any:
         # NaN and Infinity become floats, so validation rejects them with a field path.
         return json.loads(text, object_pairs_hook=pairs, parse_constant=float)
     except json.JSONDecodeError as error:
-        before = text[: error.pos].rstrip()
-        hint = " (a trailing comma?)" if before.endswith(",") and text[error.pos] in "]}" else ""
+        before, after = text[: error.pos].rstrip(), text[error.pos : error.pos + 1]
+        # after is '' where the text ends (cut off after a comma): no hint, and no IndexError
+        hint = " (a trailing comma?)" if before.endswith(",") and after in ("]", "}") else ""
         raise InputError(
             f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}{hint}",
             source=source,

@@ -234,6 +234,19 @@ REJECTED = [
         suffix=".json",
     ),
     case(
+        "json-cut-off-after-a-comma",
+        '{"embeddings": {"cat": [1, 2]},',
+        "model.json: line 1, column 32: malformed JSON: "
+        "Expecting property name enclosed in double quotes",
+        suffix=".json",
+    ),
+    case(
+        "json-cut-off-inside-a-list",
+        '{"embeddings": {"cat": [1, 2,',
+        "model.json: line 1, column 30: malformed JSON: Expecting value",
+        suffix=".json",
+    ),
+    case(
         "json-file-holding-yaml",
         GOOD,
         "model.json: line 1, column 1: malformed JSON: Expecting value",
