@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import invoke
 from hypothesis import given
 from hypothesis import strategies as st
@@ -64,3 +66,24 @@ def test_any_damaged_trace(path: list[int], value: Any) -> None:
     damaged = mutate(SAVED, path, value)
     ended_cleanly(invoke("render", "-", input=json.dumps(damaged)))
     ended_cleanly(invoke("render", "-", "--focus", "cat", input=json.dumps(damaged)))
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "attntrace" / "samples"
+WHOLE_FILES = {name: (SAMPLES / name).read_text(encoding="utf-8")
+               for name in ("the-cat-sat.yaml", "cat-eats-fish.json")}  # fmt: skip
+
+
+@given(st.sampled_from(sorted(WHOLE_FILES)), st.floats(0, 1))
+def test_any_cut_off_model_file(tmp_path_factory: pytest.TempPathFactory, name: str,
+                                where: float) -> None:  # fmt: skip
+    """A model file cut off anywhere (a copy interrupted, a download stopped short)."""
+    text = WHOLE_FILES[name]
+    path = tmp_path_factory.mktemp("cut") / name
+    path.write_text(text[: int(where * len(text))], encoding="utf-8")
+    ended_cleanly(invoke("run", "the cat", "-c", str(path)))
+
+
+@given(st.floats(0, 1))
+def test_any_cut_off_saved_trace(where: float) -> None:
+    text = json.dumps(SAVED)
+    ended_cleanly(invoke("render", "-", input=text[: int(where * len(text))]))
