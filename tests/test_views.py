@@ -366,7 +366,7 @@ def heads_drawn(out: str) -> list[int]:
     ("heads", "flags", "drawn", "note"),
     [
         (4, (), [0, 1, 2, 3], None),  # up to 4 heads: every one, as every sample has
-        (6, (), [0, 1, 4, 5], "… heads 2 to 3 not shown (4 of 6 heads; --max-heads N, 0 for all)"),
+        (6, (), [0, 1, 4, 5], "… heads 2 and 3 not shown (4 of 6 heads; --max-heads N, 0 for all)"),
         (12, (), [0, 1, 10, 11], "… heads 2 to 9 not shown (4 of 12 heads;"),
         (6, ("--max-heads", "0"), [0, 1, 2, 3, 4, 5], None),
         (6, ("--max-heads", "3"), [0, 1, 5], "… heads 2 to 4 not shown (3 of 6 heads;"),
@@ -430,3 +430,20 @@ def test_step_mode_names_a_long_sentence_as_the_header_does(tmp_path: Path) -> N
     words = sentence.split()
     summary = " ".join([*words[:16], "… (100 tokens)", *words[-16:]])
     assert f"Stage 1 of 8 · X   big: {summary}" in out
+
+
+def test_print_of_a_trace_shows_every_head(tmp_path: Path) -> None:
+    """--max-heads is the command line's; a Python user's print(trace) shows them all."""
+    path, sentence = many_heads_model(tmp_path, 6)
+    trace = trace_attention(sentence, config=path)
+    assert heads_drawn(str(trace)) == [0, 1, 2, 3, 4, 5]
+    assert "not shown" not in str(trace)
+
+
+def test_the_hidden_heads_of_a_cut_trace_are_named_one_by_one(tmp_path: Path) -> None:
+    """A trace saved with --json --heads 0,1,3,5,6,7 hides 3 and 5, not '3 to 5'."""
+    path, sentence = many_heads_model(tmp_path, 8)
+    saved = invoke("run", sentence, "-c", str(path), "--json", "--heads", "0,1,3,5,6,7").stdout
+    out = invoke("render", "-", input=saved).stdout
+    assert heads_drawn(out) == [0, 1, 6, 7]
+    assert "… heads 3 and 5 not shown (4 of 6 heads; --max-heads N, 0 for all)" in out

@@ -91,7 +91,7 @@ class Presentation:
             precision=DEFAULT_PRECISION if precision is None else precision,
             max_rows=SHOW_ALL if max_rows == 0 else max_rows,
             max_cols=SHOW_ALL if max_cols == 0 else max_cols,
-            max_heads=SHOW_ALL if max_heads == 0 else max_heads,
+            max_heads=None if max_heads == 0 else max_heads,
         )
         return cls(
             view=view,

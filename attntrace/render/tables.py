@@ -43,13 +43,15 @@ class View:
 
     ``max_cols`` None fits the columns to the width; a number shows that many (first
     and last halves), wider than the terminal if it must be. ``max_heads`` summarizes a
-    many-headed trace's tables the same way: the first and last heads, every shared stage.
+    many-headed trace's tables the same way (the first and last heads, every shared
+    stage); None shows every head, as ``print(trace)`` does. The command line's default
+    is ``DEFAULT_MAX_HEADS``.
     """
 
     precision: int = DEFAULT_PRECISION
     max_rows: int = DEFAULT_MAX_ROWS
     max_cols: int | None = None
-    max_heads: int = DEFAULT_MAX_HEADS
+    max_heads: int | None = None
 
 
 DEFAULT_VIEW = View()
@@ -378,17 +380,30 @@ def shown_heads(trace: Trace, view: View = DEFAULT_VIEW) -> list[int | None]:
     """The traced heads whose tables show, None where the hidden ones go: all of them up
     to ``view.max_heads``, else the first and last halves (as rows are summarized)."""
     heads = trace.traced_heads
+    if view.max_heads is None:
+        return list(heads)
     return [None if i is None else heads[i] for i in visible_indices(len(heads), view.max_heads)]
 
 
 def hidden_heads_note(trace: Trace, shown: list[int | None]) -> Text:
-    """``… heads 2 to 9 not shown (4 of 12; --max-heads N, 0 for all)``."""
+    """``… heads 2 to 9 not shown (4 of 12 heads; --max-heads N, 0 for all)``.
+
+    Of a trace cut to some heads (``--json --heads 0,3,5``) only traced heads count.
+    """
     heads = trace.traced_heads
     hidden = [h for h in heads if h not in shown]
-    span = f"head {hidden[0]}" if len(hidden) == 1 else f"heads {hidden[0]} to {hidden[-1]}"
     kept = len(heads) - len(hidden)
-    return Text(f"{ELLIPSIS} {span} not shown ({kept} of {len(heads)} heads; "
+    return Text(f"{ELLIPSIS} {_heads_named(hidden)} not shown ({kept} of {len(heads)} heads; "
                 "--max-heads N, 0 for all)", style="dim")  # fmt: skip
+
+
+def _heads_named(heads: list[int]) -> str:
+    """``head 3``, ``heads 3 and 4``, ``heads 2 to 9``, ``heads 3, 5 and 8``."""
+    if len(heads) == 1:
+        return f"head {heads[0]}"
+    if len(heads) > 2 and heads[-1] - heads[0] == len(heads) - 1:  # a run, none missing
+        return f"heads {heads[0]} to {heads[-1]}"
+    return f"heads {', '.join(map(str, heads[:-1]))} and {heads[-1]}"
 
 
 def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
