@@ -269,10 +269,10 @@ def _require_finite(
 
     The masked stage alone may hold −∞: those cells are the mask itself.
     """
-    with np.errstate(over="ignore", invalid="ignore"):  # huge finite cells may sum to inf
-        total = data.sum()
-    if not masked_allowed and np.isfinite(total):
-        return  # a sum is finite only where every cell is: no n × m mask to build
+    if not masked_allowed:
+        with np.errstate(over="ignore", invalid="ignore"):  # huge finite cells may sum to inf
+            if np.isfinite(data.sum()):
+                return  # a sum is finite only where every cell is: no n × m mask to build
     bad = ~np.isfinite(data)
     if masked_allowed:
         bad &= ~np.isneginf(data)

@@ -20,8 +20,9 @@ def softmax(scores: Matrix) -> Matrix:
     overflow float64 the way ``exp(800)`` does. Masked cells (−∞) get weight exactly 0;
     a row must keep at least one unmasked cell (a causal mask always keeps the diagonal).
     """
-    # [n, m] -> [n, m], in one new array: fresh memory costs a page fault per 4 KB,
-    # which for a 512 × 512 row of heads is most of the time softmax takes.
+    # [n, m] -> [n, m], in one new array: every new array costs a page fault per 4 KB
+    # written, and for a 512 × 512 score matrix that is most of softmax's time.
+    scores = np.asarray(scores, dtype=np.float64)  # integer scores too; no copy of floats
     weights: Matrix = scores - scores.max(axis=-1, keepdims=True)
     np.exp(weights, out=weights)
     weights /= weights.sum(axis=-1, keepdims=True)

@@ -79,3 +79,11 @@ def test_attention_output_rows_are_convex_combinations_of_values(
     v, out = trace["V"].data, trace["output"].data
     assert np.all(out <= v.max(axis=0) + 1e-9)
     assert np.all(out >= v.min(axis=0) - 1e-9)
+
+
+def test_integer_scores_are_taken_as_floats() -> None:
+    from attntrace.ops import softmax
+
+    weights = softmax(np.array([[1, 2, 3]]))
+    e = np.exp([-2.0, -1.0, 0.0])
+    np.testing.assert_allclose(weights, [e / e.sum()], rtol=1e-15)
