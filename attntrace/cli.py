@@ -9,6 +9,7 @@ imported inside the commands, so ``--help`` and ``--version`` stay fast.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -109,7 +110,7 @@ MaxCols = Annotated[
 ]  # fmt: skip
 MaxHeads = Annotated[
     int,
-    typer.Option(min=0, metavar="N", help="Heads whose tables show, first and last (0: all)."),
+    typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
 ]
 Export = Annotated[
     Path | None,
@@ -149,15 +150,24 @@ def usage(message: str) -> NoReturn:
 
 @contextmanager
 def quiet_pipe() -> Iterator[None]:
-    """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does."""
+    """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does; a
+    write that fails otherwise (a full disk) is one line on stderr and exit 1."""
     try:
         yield
         sys.stdout.flush()
     except BrokenPipeError:
-        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         raise typer.Exit(0) from None
+    except OSError as error:
+        _drop_stdout()
+        sys.stderr.write(f"attntrace: error: cannot write the output: {error.strerror}\n")
+        raise typer.Exit(1) from None
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def stdout_console(*, record: bool = False) -> Console:
@@ -782,7 +792,17 @@ def main() -> None:
         if done.code == 1 and _stdout_is_devnull():
             raise SystemExit(0) from None
         raise
+    except OSError as error:
+        if error.errno not in _FULL:  # not the output's fault: a bug, with its traceback
+            raise
+        # the commands' output is guarded by quiet_pipe; this is typer's --help, --version
+        _drop_stdout()
+        sys.stderr.write(f"attntrace: error: cannot write the output: {error.strerror}\n")
+        code = 1
     _exit_now(code)
+
+
+_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)  # writes that cannot go on
 
 
 def _exit_now(code: int) -> NoReturn:
@@ -792,9 +812,12 @@ def _exit_now(code: int) -> NoReturn:
     that is some 35 ms of waiting for nothing, a tenth of the whole command. attntrace
     holds no resource that needs a finalizer (files are written and closed before this).
     """
+    if sys.flags.inspect:  # python -i: the user wants the interpreter afterwards
+        raise SystemExit(code)
     for stream in (sys.stdout, sys.stderr):
         # a reader that left early, or a closed stream: nothing more to say, either way
-        with contextlib.suppress(BrokenPipeError, ValueError):
+        # (a failed write of the output itself was reported in quiet_pipe)
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
 

@@ -219,6 +219,51 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path, args: tuple[str, ...]) -> No
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("run", "-s", "gqa"), ("run", "-s", "gqa", "--json"), ("softmax", "1", "2", "3"),
+     ("samples",), ("decode", "-s", "causal"), ("run", "--help"), ("--version",)],
+    ids=["tables", "json", "softmax", "samples", "decode", "help", "version"],
+)  # fmt: skip
+def test_a_process_writes_all_its_output_before_it_leaves(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """main() leaves by os._exit, skipping teardown: stdout, block-buffered into a file
+    or a pipe, must still arrive whole, byte for byte what the command prints."""
+    into_pipe = run_process(*args, cwd=tmp_path)
+    assert into_pipe.returncode == 0, into_pipe.stderr
+    assert into_pipe.stdout == invoke(*args).stdout
+    with (tmp_path / "out.txt").open("w") as out:
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+        done = subprocess.run([sys.executable, "-m", "attntrace", *args], cwd=tmp_path, env=env,
+                              stdout=out, timeout=60)  # fmt: skip
+    assert done.returncode == 0
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == into_pipe.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [("run",), ("run", "--json"), ("samples",), ("softmax", "1", "2"), ("--help",),
+     ("--version",)],
+)  # fmt: skip
+def test_a_full_disk_is_one_line_and_exit_1(tmp_path: Path, args: tuple[str, ...]) -> None:
+    with Path("/dev/full").open("w") as full:
+        done = subprocess.run([sys.executable, "-m", "attntrace", *args], cwd=tmp_path,
+                              stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == "attntrace: error: cannot write the output: No space left on device\n"
+
+
+def test_python_dash_i_keeps_its_interpreter(tmp_path: Path) -> None:
+    """Leaving by os._exit would take the REPL of ``python -i -m attntrace`` with it."""
+    done = subprocess.run([sys.executable, "-i", "-m", "attntrace", "samples"], cwd=tmp_path,
+                          input="print('still here')\n", capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert "still here" in done.stdout
+
+
 def test_bad_input_as_a_process_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = run_process("run", "dog", cwd=tmp_path)
     assert result.returncode == 2
