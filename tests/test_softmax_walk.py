@@ -121,3 +121,32 @@ def test_bad_values_are_exit_2(args: list[str], message: str) -> None:
 
 def test_no_values_is_a_usage_error() -> None:
     assert invoke("softmax").exit_code == 2
+
+
+@pytest.mark.parametrize("columns", [40, 55, 80])
+def test_a_narrow_terminal_splits_the_table_never_a_number(columns: int) -> None:
+    """Every number of the walkthrough appears whole on one line, at any width; below
+    the table's natural width its columns are drawn in parts under one another."""
+    values = [3.2, 4.0, 1.0, 6.2, 8.0]
+    out = invoke("softmax", *map(str, values), columns=columns).stdout
+    assert max(len(line) for line in out.splitlines()) <= columns
+    cells = {cell for line in out.splitlines() for cell in line.split()}
+    exps = [math.exp(v) for v in values]
+    shifted = [math.exp(v - 8.0) for v in values]
+    for number in (*exps, *shifted, sum(exps), sum(shifted)):
+        assert f"{number:.2f}" in cells or f"{number:.4f}" in cells, number
+    for share in (e / sum(exps) for e in exps):
+        assert f"{share:.4f}" in cells
+        assert f"{100 * share:.2f}%" in cells
+    parts = sum(line.startswith("─") for line in out.splitlines())  # a rule per part
+    assert parts == (1 if columns >= 80 else 2)
+
+
+def test_the_focus_softmax_table_splits_at_a_narrow_width() -> None:
+    out = invoke("run", "--sample", "it-animal", "--focus", "it", columns=50).stdout
+    section = out.split("softmax = exp(")[1].split("the row max")[0]
+    assert max(len(line) for line in section.splitlines()) <= 50
+    assert sum(line.startswith("─") for line in section.splitlines()) == 2  # two parts
+    rows = [line.split() for line in section.splitlines() if line.startswith("animal")]
+    assert rows == [["animal", "◀", "4.6400", "0.0000", "1.000000"], ["animal", "◀", "0.6486",
+                                                                     "64.86%"]]  # fmt: skip

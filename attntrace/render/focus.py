@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.table import Table
 from rich.text import Text
 
 from attntrace.focus import Focus
 from attntrace.render.numbers import format_number, visible_indices
+from attntrace.render.split_table import SplitTable
 from attntrace.render.tables import View
 from attntrace.trace import Trace
 
@@ -149,27 +148,27 @@ def scale_section(focus: Focus, view: View) -> Group:
 def softmax_section(focus: Focus, view: View) -> Group:
     """softmax: the exp / sum / share table, the row max subtracted first."""
     precision, keys = view.precision, shown_keys(focus, view)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    # Folded, never cut: a narrow terminal wraps a number rather than hide its digits.
     source = focus.softmax_source
-    for header in ("key", source, "− max", "exp", "share", "%"):
-        table.add_column(header, justify="left" if header == "key" else "right", overflow="fold")
     heaviest = max(row.weight for row in focus.softmax)
+    rows: list[tuple[RenderableType, ...]] = []
     for row in (focus.softmax[j] for j in keys):
         mark = " ◀" if row.weight == heaviest else ""
-        table.add_row(
+        rows.append((
             Text(row.key + mark, style="bold" if mark else ""),
             format_number(row.scaled, precision),
             format_number(row.shifted, precision),
             format_number(row.exp, precision + 2),
             format_number(row.weight, precision),
             f"{100 * row.weight:.2f}%",
-        )
+        ))  # fmt: skip
     total = sum(row.weight for row in focus.softmax)
-    table.add_row(
+    rows.append((
         Text("sum", style="dim"), "", "", format_number(focus.exp_sum, precision + 2),
         format_number(total, precision), f"{100 * total:.2f}%",
-    )  # fmt: skip
+    ))  # fmt: skip
+    # Too narrow for every column: drawn in parts, never a number folded over two lines.
+    table = SplitTable(("key", source, "− max", "exp", "share", "%"),
+                       ("left", *["right"] * 5), rows)  # fmt: skip
     explain = Text(
         f"  the row max {format_number(focus.row_max, precision)} is subtracted first: every "
         f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "

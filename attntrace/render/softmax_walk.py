@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import math
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from attntrace.render.numbers import format_number
+from attntrace.render.split_table import SplitTable
 from attntrace.softmax_walk import SoftmaxWalk
 
 FLOAT64_MAX = "1.8e308"
@@ -29,14 +28,11 @@ def _number(value: float, precision: int) -> str:
 
 def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     """Table of x, exp(x), x − max, exp(x − max), share and %, then what it shows."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    # Folded, never cut: a narrow terminal wraps a number rather than hide its digits.
-    for header in ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%"):
-        table.add_column(header, justify="right", overflow="fold")
     heaviest = max(steps.weights)
+    rows: list[tuple[RenderableType, ...]] = []
     for i, x in enumerate(steps.values):
         mark = steps.weights[i] == heaviest
-        table.add_row(
+        rows.append((
             Text(f"◀ {i + 1}" if mark else str(i + 1), style="bold" if mark else ""),
             _number(x, precision),
             _number(steps.naive_exp[i], precision),
@@ -44,8 +40,8 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
             _number(steps.exp_shifted[i], precision + 2),
             _number(steps.weights[i], precision + 2),
             Text(f"{100 * steps.weights[i]:.2f}%", style="bold" if mark else ""),
-        )
-    table.add_row(
+        ))  # fmt: skip
+    rows.append((
         Text("sum", style="dim"),
         "",
         _number(steps.naive_sum, precision),
@@ -53,7 +49,10 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
         _number(steps.sum_exp_shifted, precision + 2),
         _number(math.fsum(steps.weights), precision + 2),
         f"{100 * math.fsum(steps.weights):.2f}%",
-    )
+    ))  # fmt: skip
+    # Too narrow for every column: drawn in parts, never a number folded over two lines.
+    headers = ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%")
+    table = SplitTable(headers, ["right"] * len(headers), rows)
     parts: list[RenderableType] = [
         Text("softmax(x)ᵢ = exp(xᵢ) / Σ exp(xⱼ)", style="bold"),
         table,
