@@ -322,8 +322,11 @@ def run(
                if on]  # fmt: skip
     if as_json and display:
         usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
-    if not as_json and (only_stages is not None or only_heads is not None):
-        usage("--stages and --heads choose what --json writes: add --json")
+    filters = [flag for flag, value in (("--stages", only_stages), ("--heads", only_heads))
+               if value is not None]  # fmt: skip
+    if not as_json and filters:
+        verb = "choose" if len(filters) > 1 else "chooses"
+        usage(f"{' and '.join(filters)} {verb} what --json writes: add --json")
     # --json never loads the renderers (nor Rich): the display flags are checked only
     # when something is displayed.
     how = None if as_json else presentation(
@@ -373,8 +376,10 @@ def refuse_two_models(
              ("--model", real_model)) if value is not None]  # fmt: skip
     if len(given) > 1:
         usage(f"{given[0]} and {given[1]} both name a model: give one of them")
-    if real_model is None and (layer is not None or head is not None):
-        usage("--layer and --head choose part of a real model: add --model NAME")
+    parts = [flag for flag, value in (("--layer", layer), ("--head", head)) if value is not None]
+    if real_model is None and parts:
+        verb = "choose" if len(parts) > 1 else "chooses"
+        usage(f"{' and '.join(parts)} {verb} part of a real model: add --model NAME")
 
 
 def json_filters(
@@ -422,7 +427,7 @@ def render(
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
     from attntrace.errors import InputError
     from attntrace.model_file import read_text
-    from attntrace.replay import load_trace
+    from attntrace.replay import SAVED_TRACE, load_trace
 
     how = presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
@@ -432,7 +437,7 @@ def render(
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
     name = "stdin" if source == "-" else source
     try:
-        text = _read_stdin() if source == "-" else read_text(Path(source))
+        text = _read_stdin() if source == "-" else read_text(Path(source), SAVED_TRACE)
         trace = load_trace(text, name)
     except InputError as error:
         fail(error.with_source(name))

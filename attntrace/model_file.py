@@ -88,11 +88,12 @@ def check_size(size: int, *, stream: bool = False) -> None:
         )
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, holding: str | None = None) -> str:
     """The file's text, or an :class:`InputError` that says why it cannot be had.
 
     The error names no file: the caller knows what to call it (``with_source``). A file
-    over the size limit is refused before it is read.
+    over the size limit is refused before it is read. ``holding`` says what the file
+    should hold, for the messages; by default a model file.
     """
     try:
         if path.is_file():
@@ -101,17 +102,19 @@ def read_text(path: Path) -> str:
     except FileNotFoundError:
         raise InputError("no such file") from None
     except IsADirectoryError:
-        raise InputError("is a directory, expected a model file") from None
+        raise InputError(f"is a directory, expected {holding or 'a model file'}") from None
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror}") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(
-            f"not UTF-8 text (byte {error.start}): expected a YAML or JSON model file"
+            f"not UTF-8 text (byte {error.start}): expected "
+            f"{holding or 'a YAML or JSON model file'}"
         ) from None
     if not text.strip():
-        raise InputError("the file is empty", expected="a model (embeddings and weights)")
+        raise InputError("the file is empty",
+                         expected=holding or "a model (embeddings and weights)")  # fmt: skip
     return text
 
 

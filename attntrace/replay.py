@@ -20,12 +20,16 @@ from attntrace.serialize import SCHEMA_ID
 from attntrace.spec import POSITION_KINDS
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
 
+SAVED_TRACE = "a saved trace (from attntrace run --json)"  # what render reads, in messages
+
 # The stages every head of a trace has (masked only under a causal mask).
 PER_HEAD_STAGES = ("Q", "K", "V", "scores", "scaled", "masked", "softmax", "output")
 
 
 def load_trace(text: str, source: str) -> Trace:
     """Parse and check the JSON text of a saved trace."""
+    if not text.strip():  # stdin with nothing on it (a file is checked as it is read)
+        raise InputError("the input is empty", source=source, expected=SAVED_TRACE)
     document = parse_document(text, source, is_json=True)
     try:
         return _trace(document)

@@ -946,6 +946,13 @@ REJECTED = [
         "model.yaml: stage scores: " + OVERFLOW.format(col="'cat'"),
         args=with_file(sentence="cat"),
     ),
+    # --- flags that do not go together, named before the model file is read
+    case(
+        "heads-without-json",
+        plain_file,
+        "--heads chooses what --json writes: add --json",
+        args=with_file("--heads", "0"),
+    ),
 ]
 
 
@@ -1017,9 +1024,13 @@ def run_entry_point(*args: str) -> subprocess.CompletedProcess[str]:
         (("softmax",), "Missing argument 'V1 V2 ...'.", "softmax"),
         (("heads", "--from"), "Option '--from' requires an argument.", "heads"),
         (("run", "--layer", "-1", "-m", "minilm"), "Invalid value for '--layer': -1 ", "run"),
+        (("run", "--max-heads", "-1"), "Invalid value for '--max-heads': -1 ", "run"),
+        (("render", "t.json", "--max-heads", "two"), "Invalid value for '--max-heads': 'two' ",
+         "render"),
     ],
     ids=["precision--1", "precision-99", "precision-not-a-number", "unknown-flag",
-         "unknown-command", "missing-argument", "option-without-value", "negative-layer"],
+         "unknown-command", "missing-argument", "option-without-value", "negative-layer",
+         "negative-max-heads", "max-heads-not-a-number"],
 )  # fmt: skip
 def test_usage_error_is_one_line(args: tuple[str, ...], says: str, hint: str) -> None:
     """A usage error is one ``attntrace: error:`` line like every other bad input, with

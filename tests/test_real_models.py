@@ -272,7 +272,12 @@ def test_bad_real_model_input_is_one_line_and_exit_2(args: list[str], message: s
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "--layer", "3"], "--layer and --head choose part of a real model: add --model"),
+        (["run", "--layer", "3"], "--layer chooses part of a real model: add --model"),
+        (["run", "--head", "3"], "--head chooses part of a real model: add --model"),
+        (
+            ["run", "--layer", "3", "--head", "1"],
+            "--layer and --head choose part of a real model: add --model",
+        ),
         (["run", "-m", "minilm", "-s", "gqa"], "--sample and --model both name a model"),
         (["run", "-m", "minilm", "--causal"], "--causal and --context change a model file"),
     ],

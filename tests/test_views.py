@@ -286,8 +286,10 @@ def test_json_filters_without_json_are_refused_before_loading(flag: str) -> None
     """The flag mistake is named even when the model file would fail too."""
     result = invoke("run", "--config", "no-such-file.yaml", flag, "0")
     assert result.exit_code == 2
+    assert result.stderr == f"attntrace: error: {flag} chooses what --json writes: add --json\n"
+    both = invoke("run", "--stages", "X", "--heads", "0")
     assert (
-        result.stderr
+        both.stderr
         == "attntrace: error: --stages and --heads choose what --json writes: add --json\n"
     )
 
@@ -447,3 +449,24 @@ def test_the_hidden_heads_of_a_cut_trace_are_named_one_by_one(tmp_path: Path) ->
     out = invoke("render", "-", input=saved).stdout
     assert heads_drawn(out) == [0, 1, 6, 7]
     assert "… heads 3 and 5 not shown (4 of 6 heads; --max-heads N, 0 for all)" in out
+
+
+@pytest.mark.parametrize(
+    ("source", "stdin", "message"),
+    [
+        ("empty.json", None, "empty.json: the file is empty: expected a saved trace (from "
+         "attntrace run --json)"),
+        ("-", "  \n", "stdin: the input is empty: expected a saved trace (from attntrace run "
+         "--json)"),
+        (".", None, ".: is a directory, expected a saved trace (from attntrace run --json)"),
+    ],
+)  # fmt: skip
+def test_render_says_it_wants_a_saved_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, stdin: str | None,
+    message: str,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "empty.json").write_text("")
+    result = invoke("render", source, input=stdin)
+    assert result.exit_code == 2
+    assert result.stderr == f"attntrace: error: {message}\n"
