@@ -213,3 +213,19 @@ def test_kv_cache_json_without_a_model_lists_the_presets() -> None:
     assert document["schema"] == "attntrace/kv-cache-presets/v1"
     assert [p["name"] for p in document["presets"]] == list(PRESETS)
     assert document["presets"][3]["kv_heads"] == 8  # llama2-70b
+
+
+@pytest.mark.parametrize("args", [("kv-cache",), ("kv-cache", "--preset", "llama3-8b")])
+def test_kv_cache_at_40_columns_breaks_lines_between_numbers(args: tuple[str, ...]) -> None:
+    """A narrow terminal gets each variant or preset over short lines of its own, never
+    a size split from its unit ('4.00' over 'GiB')."""
+    narrow = invoke(*args, columns=40).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 40
+    wide = invoke(*args, columns=120).stdout
+    # the same words, only broken differently
+    assert narrow.split() == wide.split()
+    if "--preset" in args:
+        assert "   32 K/V heads     4.00 GiB" in narrow.splitlines()
+        assert "  4,294,967,296 B  baseline" in narrow.splitlines()
+    else:
+        assert "   12 layers   12 heads   12 K/V (MHA)" in narrow.splitlines()

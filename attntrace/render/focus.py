@@ -11,13 +11,12 @@ explains the result; a result is never cut. Inputs are written as a person write
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.focus import Focus
+from attntrace.render.fitted import Fitted
 from attntrace.render.numbers import format_number, visible_indices
 from attntrace.render.split_table import SplitTable
 from attntrace.render.tables import View
@@ -77,21 +76,6 @@ def products(
         "…" if i is None else f"{_factor(left[i], precision)}×{_factor(right[i], precision)}"
         for i in largest_terms(terms, shown)
     )
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """A line with shorter fallbacks: the first that fits the width is shown.
-
-    Arithmetic wrapped across lines is hard to follow; a shorter form of the same
-    equation (fewer terms written out, the result kept) reads better.
-    """
-
-    variants: tuple[str, ...]
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        fits = [v for v in self.variants if cell_len(v) <= options.max_width]
-        yield Text(fits[0] if fits else self.variants[-1])
 
 
 def heading(number: str, text: str) -> Text:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
+from attntrace.render.fitted import Fitted
 
 
 def memory_view(
@@ -13,7 +14,7 @@ def memory_view(
 ) -> Group:
     """The formula with this model's numbers, then the variants side by side."""
     per_value = BYTES_PER_VALUE[dtype]
-    lines = [
+    lines: list[RenderableType] = [
         Text.assemble((name, "bold magenta"), (
             f" · {shape.layers} layers · {shape.heads} query heads · {shape.kv_heads} K/V "
             f"head{'s' if shape.kv_heads > 1 else ''} ({shape.attention}) · head dim "
@@ -27,12 +28,15 @@ def memory_view(
     digits = len(f"{mha:,}")
     for variant in variants:
         share = f"{mha / variant.bytes:.3g}× smaller" if variant.bytes != mha else "baseline"
-        line = Text()
-        line.append(f"{variant.label:<{width}}", style="bold")
-        line.append(f"  {variant.kv_heads:>3} K/V head{'s' if variant.kv_heads > 1 else ' '}  ")
-        line.append(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
-        line.append(f"  {variant.bytes:>{digits},} B  {share}", style="dim")
-        lines.append(line)
+        label = Text(variant.label, style="bold")
+        heads = Text(f"{variant.kv_heads:>3} K/V head{'s' if variant.kv_heads > 1 else ' '}  ")
+        size = Text(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
+        exact = Text(f"{variant.bytes:>{digits},} B  {share}", style="dim")
+        wide = Text.assemble(label, " " * (width - len(variant.label) + 2), heads, size, "  ",
+                             exact)  # fmt: skip
+        # narrow: the label alone, then the rest in two lines, never '4.00' over 'GiB'
+        narrow = Text.assemble(label, "\n  ", heads, size, "\n  ", exact)
+        lines.append(Fitted((wide, narrow)))
     per_token = next(v for v in variants if v.is_model)
     lines += [
         Text(""),
@@ -43,8 +47,8 @@ def memory_view(
 
 def presets_view() -> Group:
     """Every preset with its shapes and head dim = d_model / heads, where they agree."""
-    lines = [Text("presets (from each model's config.json); head dim = d_model / heads",
-                  style="dim"), Text("")]  # fmt: skip
+    about = "presets (from each model's config.json); head dim = d_model / heads"
+    lines: list[RenderableType] = [Text(about, style="dim"), Text("")]
     width = max(len(name) for name in PRESETS)
     for name, shape in PRESETS.items():
         assert shape.d_model is not None
@@ -52,10 +56,13 @@ def presets_view() -> Group:
         note = "" if derived == shape.head_dim else (
             f" (cfg {shape.head_dim})"
         )  # fmt: skip
-        lines.append(Text.assemble(
-            (f"{name:<{width}}", "bold"),
-            f"  {shape.layers:>3} layers  {shape.heads:>3} heads  {shape.kv_heads:>3} K/V "
-            f"({shape.attention})  head dim {shape.d_model:>5} / {shape.heads:<3} = {derived:<4}",
-            (note, "yellow"),
-        ))  # fmt: skip
+        sizes = Text(f"{shape.layers:>3} layers  {shape.heads:>3} heads  {shape.kv_heads:>3} K/V "
+                     f"({shape.attention})")  # fmt: skip
+        head_dim = Text.assemble(
+            f"head dim {shape.d_model:>5} / {shape.heads:<3} = {derived:<4}", (note, "yellow")
+        )
+        # narrow: the name alone, then the sizes and the head dim a line each
+        wide = Text.assemble((f"{name:<{width}}  ", "bold"), sizes, "  ", head_dim)
+        narrow = Text.assemble((name, "bold"), "\n  ", sizes, "\n  ", head_dim)
+        lines.append(Fitted((wide, narrow)))
     return Group(*lines)
