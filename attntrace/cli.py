@@ -686,11 +686,9 @@ def models_command(
 
             sys.stdout.write(plain_dumps(models_to_dict(CATALOG)) + "\n")
             return
-        from attntrace.render.real import model_lines
+        from attntrace.render.real import RightTrimmed, model_table
 
-        console = stdout_console()
-        for line in model_lines(CATALOG):
-            console.print(line, no_wrap=True, overflow="ellipsis")
+        stdout_console().print(RightTrimmed(model_table(CATALOG)))
 
 
 @app.command("heads")

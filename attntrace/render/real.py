@@ -4,34 +4,60 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.labels import unique_labels
 
 if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
+    from rich.table import Table
+
     from attntrace.real.catalog import RealModel
     from attntrace.real.layer import HeadRanking
 
 
-def model_lines(catalog: Sequence[RealModel]) -> Iterator[Text]:
-    """Three lines a model: name and title; its shapes; installed, or how to install it."""
-    width = max(len(m.name) for m in catalog)
+@dataclass(frozen=True)
+class RightTrimmed:
+    """``renderable``'s lines without the spaces a grid pads them with to its width."""
+
+    renderable: RenderableType
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].text.rstrip():
+                line.pop()
+            if line:
+                last = line.pop()
+                line.append(Segment(last.text.rstrip(), last.style))
+            yield from line
+            yield Segment.line()
+
+
+def model_table(catalog: Sequence[RealModel]) -> Table:
+    """Four lines a model: name and title; its shapes; positions and notes; installed,
+    or how to install it. The name keeps its column; the rest wraps under itself, so a
+    narrow terminal loses no number (``d_model 384``) and no word of the install line."""
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column()
     for index, m in enumerate(catalog):
         if index:
-            yield Text()
-        yield Text.assemble(
-            (f"{m.name:<{width}}", "bold"), "  ", m.title, (f" · {m.license}", "dim")
-        )
+            table.add_row("", "")
         kv = f" sharing {m.kv_heads} K/V heads" if m.kv_heads != m.heads else ""
         kind = "causal" if m.causal else "bidirectional"
-        pad = " " * width
-        yield Text(f"{pad}  {m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
-                   f"head dim {m.head_dim}", style="cyan")  # fmt: skip
-        yield Text(f"{pad}  {m.positions} positions, {kind}; {m.notes}", style="dim")
         state = ("installed", "green") if m.installed else ("not installed", "yellow")
-        yield Text.assemble(f"{pad}  {m.install}  (", state, ")")
+        table.add_row(m.name, Text.assemble(m.title, (f" · {m.license}", "dim")))
+        table.add_row("", Text(f"{m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
+                               f"head dim {m.head_dim}", style="cyan"))  # fmt: skip
+        table.add_row("", Text(f"{m.positions} positions, {kind}; {m.notes}", style="dim"))
+        table.add_row("", Text.assemble(f"{m.install}  (", state, ")"))
+    return table
 
 
 def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
