@@ -149,6 +149,18 @@ def usage(message: str) -> NoReturn:
 
 
 @contextmanager
+def bad_input_fails(source: str | None = None) -> Iterator[None]:
+    """An InputError raised inside is :func:`fail`: one line on stderr, exit 2 (named
+    after ``source`` where the error does not name its own)."""
+    from attntrace.errors import InputError
+
+    try:
+        yield
+    except InputError as error:
+        fail(error if source is None else error.with_source(source))
+
+
+@contextmanager
 def quiet_pipe() -> Iterator[None]:
     """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does; a
     write that fails otherwise (a full disk) is one line on stderr and exit 1."""
@@ -184,27 +196,20 @@ def stdout_console(*, record: bool = False) -> Console:
 
 def presentation(**flags: Any) -> Presentation:
     """The display flags, checked against each other (exit 2 where they do not mix)."""
-    from attntrace.errors import InputError
     from attntrace.render.present import Presentation
 
-    try:
+    with bad_input_fails():
         return Presentation.from_flags(**flags)
-    except InputError as error:
-        fail(error)
 
 
 def show(trace: Trace, how: Presentation) -> None:
     """Print the chosen view of ``trace`` (or walk it in step mode), and export it."""
-    from attntrace.errors import InputError
-
     focus = None
     if how.focus is not None:
         from attntrace.focus import focus_row
 
-        try:  # a bad token is an input error before anything prints
+        with bad_input_fails():  # a bad token is an input error before anything prints
             focus = tuple(focus_row(trace, how.focus, head=h) for h in trace.traced_heads)
-        except InputError as error:
-            fail(error)
     console = stdout_console(record=how.export is not None)
     with quiet_pipe():
         if how.step:
@@ -315,7 +320,6 @@ def run(
     The model: a model file (--config), a sample (--sample), the worked
     example, or a layer of a trained model (--model; see `attntrace models`)."""
     from attntrace.api import trace_attention
-    from attntrace.errors import InputError
 
     display = [flag for flag, on in (("--step", step), ("--export", export is not None),
                ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
@@ -339,7 +343,7 @@ def run(
     if real_model is not None and (causal is not None or context is not None):
         usage("--causal and --context change a model file: a real model has its own mask")
     sentence = " ".join(words) if words else None
-    try:
+    with bad_input_fails():
         if real_model is not None:
             from attntrace.real.layer import trace_layer
 
@@ -348,15 +352,11 @@ def run(
             trace = trace_attention(
                 sentence, config=config, sample=sample, causal=causal, context=context
             )
-    except InputError as error:
-        fail(error)
     if how is None:
         from attntrace.serialize import dump_bytes
 
-        try:
+        with bad_input_fails():
             stages, heads = json_filters(trace, only_stages, only_heads)
-        except InputError as error:
-            fail(error)
         with quiet_pipe():  # plain dicts to stdout: the renderers are not even imported
             sys.stdout.flush()
             sys.stdout.buffer.write(dump_bytes(trace, stages=stages, heads=heads) + b"\n")
@@ -425,7 +425,6 @@ def render(
     export: Export = None,
 ) -> None:
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
-    from attntrace.errors import InputError
     from attntrace.model_file import read_text
     from attntrace.replay import SAVED_TRACE, load_trace
 
@@ -436,11 +435,9 @@ def render(
     if step and source == "-":
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
     name = "stdin" if source == "-" else source
-    try:
+    with bad_input_fails(name):
         text = _read_stdin() if source == "-" else read_text(Path(source), SAVED_TRACE)
         trace = load_trace(text, name)
-    except InputError as error:
-        fail(error.with_source(name))
     show(trace, how)
 
 
@@ -458,13 +455,10 @@ def softmax(
     ] = 2,
 ) -> None:
     """The softmax walkthrough of one row: exp, sum, shares, and why the max is subtracted."""
-    from attntrace.errors import InputError
     from attntrace.softmax_walk import parse_values, walk
 
-    try:
+    with bad_input_fails():
         steps = walk(parse_values(values))
-    except InputError as error:
-        fail(error)
     with quiet_pipe():
         if as_json:
             from attntrace.serialize import walk_dumps
@@ -514,7 +508,6 @@ def decode(
 
     With --model, a layer of a real decoder (smollm2) replays its own KV cache."""
     from attntrace.api import choose_model, sentence_tokens
-    from attntrace.errors import InputError
     from attntrace.kvcache import decode as run_decode
 
     if step and as_json:
@@ -523,7 +516,7 @@ def decode(
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
     refuse_two_models(config, sample, real_model, layer, head)
     sentence = " ".join(words) if words else None
-    try:
+    with bad_input_fails():
         if real_model is not None:
             from attntrace.real.layer import decoder_layer
 
@@ -532,8 +525,6 @@ def decode(
             model = choose_model(config, sample, None)
             tokens = tuple(sentence_tokens(sentence, model))
         result = run_decode(model, tokens)
-    except InputError as error:
-        fail(error)
     if as_json:
         from attntrace.serialize import decode_to_dict, plain_dumps
 
@@ -593,7 +584,7 @@ def kv_cache(
     from attntrace.kv_memory import preset as preset_shape
 
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
-    try:
+    with bad_input_fails():
         if preset is None and all(flag is None for flag in shape_flags):
             if tokens is not None or batch != 1 or dtype != "fp16":
                 raise InputError(
@@ -623,8 +614,6 @@ def kv_cache(
         for flag, value in (("--tokens", count), ("--batch", batch)):
             if value < 1:
                 raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
-    except InputError as error:
-        fail(error)
     name = preset or "your model"
     found = variants(shape, count, batch, dtype)
     with quiet_pipe():
@@ -732,13 +721,10 @@ def heads_command(
     """Rank every layer × head by the weight one token puts on another.
 
     The heads worth stepping through with `run --model --layer --head`."""
-    from attntrace.errors import InputError
     from attntrace.real.layer import rank_heads
 
-    try:
+    with bad_input_fails():
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
-    except InputError as error:
-        fail(error)
     with quiet_pipe():
         if as_json:
             from attntrace.serialize import plain_dumps, ranking_to_dict
@@ -764,14 +750,11 @@ def samples_command(
     ] = None,
 ) -> None:
     """List the sample models that ship with attntrace, or print one of them."""
-    from attntrace.errors import InputError
     from attntrace.samples import sample_text, summaries
 
     if name is not None:
-        try:
+        with bad_input_fails():
             text = sample_text(name)
-        except InputError as error:
-            fail(error)
         with quiet_pipe():
             sys.stdout.write(text)
         return
