@@ -148,6 +148,11 @@ def usage(message: str) -> NoReturn:
     fail(InputError(message))
 
 
+def flags_choose(flags: list[str]) -> str:
+    """``--heads chooses`` or ``--stages and --heads choose``: the flags given, named."""
+    return f"{' and '.join(flags)} {'choose' if len(flags) > 1 else 'chooses'}"
+
+
 @contextmanager
 def bad_input_fails(source: str | None = None) -> Iterator[None]:
     """An InputError raised inside is :func:`fail`: one line on stderr, exit 2 (named
@@ -329,8 +334,7 @@ def run(
     filters = [flag for flag, value in (("--stages", only_stages), ("--heads", only_heads))
                if value is not None]  # fmt: skip
     if not as_json and filters:
-        verb = "choose" if len(filters) > 1 else "chooses"
-        usage(f"{' and '.join(filters)} {verb} what --json writes: add --json")
+        usage(f"{flags_choose(filters)} what --json writes: add --json")
     # --json never loads the renderers (nor Rich): the display flags are checked only
     # when something is displayed.
     how = None if as_json else presentation(
@@ -378,8 +382,7 @@ def refuse_two_models(
         usage(f"{given[0]} and {given[1]} both name a model: give one of them")
     parts = [flag for flag, value in (("--layer", layer), ("--head", head)) if value is not None]
     if real_model is None and parts:
-        verb = "choose" if len(parts) > 1 else "chooses"
-        usage(f"{' and '.join(parts)} {verb} part of a real model: add --model NAME")
+        usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
 
 
 def json_filters(
@@ -467,7 +470,7 @@ def softmax(
             return
         from attntrace.render.softmax_walk import walkthrough
 
-        stdout_console().print(walkthrough(steps, precision))
+        stdout_console().print(walkthrough(steps, precision), crop=False)  # a number whole
 
 
 @app.command()

@@ -22,7 +22,7 @@ class Fitted:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         def width(variant: str | Text) -> int:
             lines = (variant if isinstance(variant, Text) else Text(variant)).split("\n")
-            return max(line.cell_len for line in lines)
+            return max(Text(line.plain.rstrip()).cell_len for line in lines)  # pad is free
 
         fits = [v for v in self.variants if width(v) <= options.max_width]
         chosen = fits[0] if fits else self.variants[-1]

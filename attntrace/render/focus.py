@@ -152,7 +152,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
     ))  # fmt: skip
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     table = SplitTable(("key", source, "− max", "exp", "share", "%"),
-                       ("left", *["right"] * 5), rows)  # fmt: skip
+                       ("left", "right", "right", "right", "right", "right"), rows)  # fmt: skip
     explain = Text(
         f"  the row max {format_number(focus.row_max, precision)} is subtracted first: every "
         f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "

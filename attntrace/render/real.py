@@ -22,7 +22,11 @@ if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
 
 @dataclass(frozen=True)
 class RightTrimmed:
-    """``renderable``'s lines without the spaces a grid pads them with to its width."""
+    """``renderable``'s lines without the spaces a grid pads them with to its width.
+
+    Trailing spaces go whatever their style: do not wrap text whose background colour
+    should run to the end of the line.
+    """
 
     renderable: RenderableType
 
@@ -45,7 +49,7 @@ def model_table(catalog: Sequence[RealModel]) -> Table:
 
     table = Table.grid(padding=(0, 2))
     table.add_column(no_wrap=True, style="bold")
-    table.add_column()
+    table.add_column(overflow="fold")  # a long word (the install line) split, not cut
     for index, m in enumerate(catalog):
         if index:
             table.add_row("", "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from rich.console import Group, RenderableType
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.text import Text
 
 from attntrace.render.numbers import format_number
@@ -52,7 +52,8 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     ))  # fmt: skip
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     headers = ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%")
-    table = SplitTable(headers, ["right"] * len(headers), rows)
+    right: JustifyMethod = "right"
+    table = SplitTable(headers, [right] * len(headers), rows)
     parts: list[RenderableType] = [
         Text("softmax(x)ᵢ = exp(xᵢ) / Σ exp(xⱼ)", style="bold"),
         table,

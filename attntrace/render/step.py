@@ -162,7 +162,7 @@ def show_stage(
     section = SECTION_OF_STAGE.get(stage.name)
     if focus is not None and section is not None:  # the arithmetic behind the focus row
         row = next((f for f in focus if (f.head or 0) == (stage.head or 0)), focus[0])
-        console.print(section(row, view))
+        console.print(section(row, view), crop=False)  # a number is never cut
         console.print()
 
 
