@@ -77,26 +77,13 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
     reader can follow one head through Q, K, V, scores ... without counting stages.
     """
     key = line.strip()
-    last = len(trace) - 1
     stages = trace.stages
     here = stages[current]
-    if key in ("", "n"):
-        return Move(quit=True) if current == last else Move(index=current + 1)
-    if key == "b":
-        if current == 0:
-            return Move(error="already at the first stage")
-        return Move(index=current - 1)
-    if key == "q":
-        return Move(quit=True)
-    if key in ("?", "help"):
-        return Move(help=True)
+    move = basic_move(key, current, len(trace), "stage")
+    if move is not None:
+        return move
     if key == "h" or re.fullmatch(r"h\s*[0-9]+", key):
         return _other_head(key, current, trace)
-    if re.fullmatch(r"[0-9]+", key):
-        number = int(key)
-        if 1 <= number <= len(trace):
-            return Move(index=number - 1)
-        return Move(error=f"no stage {number}: stages are numbered 1 to {len(trace)}")
     names = trace.names
     exact = [i for i, name in enumerate(names) if name == key]
     matches = exact or [i for i, name in enumerate(names) if name.lower() == key.lower()]
@@ -104,6 +91,26 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
         same_head = [i for i in matches if stages[i].head == here.head]
         return Move(index=(same_head or matches)[0])
     return Move(error=f"unknown key {key!r}: type ? for help")
+
+
+def basic_move(key: str, current: int, count: int, noun: str) -> Move | None:
+    """The keys every walk has, over ``count`` screens called ``noun`` (stage, step):
+    Enter or n, b, q, ?, a number. None for any other key."""
+    if key in ("", "n"):
+        return Move(quit=True) if current == count - 1 else Move(index=current + 1)
+    if key == "b":
+        return Move(error=f"already at the first {noun}") if current == 0 else Move(
+            index=current - 1)  # fmt: skip
+    if key == "q":
+        return Move(quit=True)
+    if key in ("?", "help"):
+        return Move(help=True)
+    if re.fullmatch(r"[0-9]+", key):
+        number = int(key)
+        if 1 <= number <= count:
+            return Move(index=number - 1)
+        return Move(error=f"no {noun} {number}: {noun}s are numbered 1 to {count}")
+    return None
 
 
 def _other_head(key: str, current: int, trace: Trace) -> Move:
@@ -184,28 +191,10 @@ def run_steps(
     stderr when the stages go to a file but the keys come from a person. With ``focus``,
     each stage it explains is followed by that token's arithmetic.
     """
-    talk = prompt_console or console
-
-    usage = help_text(trace)
-    index = 0
-    show_stage(console, trace, index, view, focus)
-    while True:
-        last = index == len(trace) - 1
-        heads = " · h next head" if len(trace.traced_heads) > 1 else ""
-        line = ask(talk, read_line, "last stage: Enter ends" if last else "Enter: next",
-                   heads, echo=echo)  # fmt: skip
-        if line is None:
-            return
-        move = interpret(line, index, trace)
-        if move.quit:
-            return
-        if move.help:
-            talk.print(Text(usage))
-        elif move.error:
-            talk.print(Text(move.error, style="yellow"))
-        elif move.index is not None:
-            index = move.index
-            show_stage(console, trace, index, view, focus)
+    heads = " · h next head" if len(trace.traced_heads) > 1 else ""
+    walk(console, len(trace), lambda index: show_stage(console, trace, index, view, focus),
+         lambda line, index: interpret(line, index, trace), read_line, help_text(trace),
+         noun="stage", keys=heads, echo=echo, prompt_console=prompt_console)  # fmt: skip
 
 
 def page_through(
@@ -219,38 +208,54 @@ def page_through(
 ) -> None:
     """Show ``screens`` one at a time with the step-mode keys: Enter or n next, b back,
     a number to jump, q quit, ? help. End of input ends the walk."""
-    talk = prompt_console or console
-    index = 0
-    usage = f"Enter or n: next {what} · b: back · 1-{len(screens)}: jump · q: quit · ?: this help"
 
-    def show() -> None:
+    def show(index: int) -> None:
         if console.is_terminal:
             console.clear()
         else:
             console.rule(style="dim")
         screens[index](console)
 
-    show()
+    def move(line: str, index: int) -> Move:
+        found = basic_move(line.strip(), index, len(screens), what)
+        return found or Move(error=f"unknown key {line.strip()!r}: type ? for help")
+
+    usage = f"Enter or n: next {what} · b: back · 1-{len(screens)}: jump · q: quit · ?: this help"
+    walk(console, len(screens), show, move, read_line, usage, noun=what, echo=echo,
+         prompt_console=prompt_console)  # fmt: skip
+
+
+def walk(
+    console: Console,
+    count: int,
+    show: Callable[[int], None],
+    interpret: Callable[[str, int], Move],
+    read_line: ReadLine,
+    usage: str,
+    *,
+    noun: str,
+    keys: str = "",
+    echo: bool = False,
+    prompt_console: Console | None = None,
+) -> None:
+    """The prompt loop of every walk: show screen 0, then read a key, move, show, until
+    the user quits, passes the end, or input ends. ``keys`` adds to the prompt's list."""
+    talk = prompt_console or console
+    index = 0
+    show(index)
     while True:
-        last = index == len(screens) - 1
-        line = ask(talk, read_line, "last: Enter ends" if last else "Enter: next", echo=echo)
+        last = index == count - 1
+        line = ask(talk, read_line, f"last {noun}: Enter ends" if last else "Enter: next",
+                   keys, echo=echo)  # fmt: skip
         if line is None:
             return
-        key = line.strip()
-        if key in ("", "n"):
-            if index == len(screens) - 1:
-                return
-            index += 1
-        elif key == "b" and index > 0:
-            index -= 1
-        elif key == "q":
+        move = interpret(line, index)
+        if move.quit:
             return
-        elif re.fullmatch(r"[0-9]+", key) and 1 <= int(key) <= len(screens):
-            index = int(key) - 1
-        elif key in ("?", "help"):
+        if move.help:
             talk.print(Text(usage))
-            continue
-        else:
-            talk.print(Text(f"unknown key {key!r}: type ? for help", style="yellow"))
-            continue
-        show()
+        elif move.error:
+            talk.print(Text(move.error, style="yellow"))
+        elif move.index is not None:
+            index = move.index
+            show(index)
