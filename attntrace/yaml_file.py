@@ -128,8 +128,16 @@ def parse_yaml(text: str, source: str) -> Any:
         elif _has_tab(text, error.problem_mark):
             problem += " (a tab: YAML indents with spaces only)"
         raise InputError(f"{where}malformed YAML: {problem}", source=source) from None
-    except yaml.YAMLError as error:
-        raise InputError(f"malformed YAML: {error}", source=source) from None
+    except yaml.reader.ReaderError as error:  # a character YAML forbids, by its offset
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        code = ord(error.character) if isinstance(error.character, str) else error.character
+        problem = f"unacceptable character #x{code:04x}: {error.reason}"
+        raise InputError(f"line {line}, column {column}: malformed YAML: {problem}",
+                         source=source) from None  # fmt: skip
+    except yaml.YAMLError as error:  # one line, as every error (PyYAML's may hold several)
+        raise InputError(f"malformed YAML: {' '.join(str(error).split())}",
+                         source=source) from None  # fmt: skip
     except RecursionError:
         raise InputError("malformed YAML: nested too deeply", source=source) from None
 

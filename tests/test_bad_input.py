@@ -234,6 +234,12 @@ REJECTED = [
         suffix=".json",
     ),
     case(
+        "yaml-control-character",
+        "embeddings:\n  cat: [1, 2]\x01\n" + W,
+        "model.yaml: line 2, column 14: malformed YAML: unacceptable character #x0001: "
+        "control characters are not allowed",
+    ),
+    case(
         "json-cut-off-after-a-comma",
         '{"embeddings": {"cat": [1, 2]},',
         "model.json: line 1, column 32: malformed JSON: "

@@ -23,6 +23,8 @@ def ended_cleanly(result: Result) -> None:
     assert "Traceback" not in result.output
     if result.exit_code == 2:
         assert result.stderr.startswith(("attntrace: error: ", "Usage:", "\n"))
+        if result.stderr.startswith("attntrace: error: "):
+            assert result.stderr.count("\n") == 1, result.stderr  # one line, always
 
 
 @given(st.text(max_size=12))
@@ -87,3 +89,16 @@ def test_any_cut_off_model_file(tmp_path_factory: pytest.TempPathFactory, name: 
 def test_any_cut_off_saved_trace(where: float) -> None:
     text = json.dumps(SAVED)
     ended_cleanly(invoke("render", "-", input=text[: int(where * len(text))]))
+
+
+@given(st.sampled_from(sorted(WHOLE_FILES)), st.floats(0, 1), st.characters())
+def test_any_character_anywhere_in_a_model_file(
+    tmp_path_factory: pytest.TempPathFactory, name: str, where: float, character: str
+) -> None:
+    """One character more, anywhere (a control character, a stray quote, a surrogate
+    escaped by the file's encoding): success, or one line and exit 2."""
+    text = WHOLE_FILES[name]
+    at = int(where * len(text))
+    path = tmp_path_factory.mktemp("spiked") / name
+    path.write_bytes((text[:at] + character + text[at:]).encode("utf-8", "surrogatepass"))
+    ended_cleanly(invoke("run", "the cat", "-c", str(path)))
