@@ -470,3 +470,12 @@ def test_render_says_it_wants_a_saved_trace(
     result = invoke("render", source, input=stdin)
     assert result.exit_code == 2
     assert result.stderr == f"attntrace: error: {message}\n"
+
+
+def test_a_narrow_title_puts_the_head_on_a_line_of_its_own() -> None:
+    """At 40 columns 'Q = X · WQ   [4 × 1]  head 0 · K/V head 0' does not fit; the head
+    moves whole to the next line instead of leaving its number alone below."""
+    lines = invoke("run", "--sample", "gqa", columns=40).stdout.splitlines()
+    at = lines.index("Q = X · WQ   [4 × 1]")
+    assert lines[at + 1] == "head 0 · K/V head 0"
+    assert "Q = X · WQ   [4 × 1]  head 0 · K/V head 0" in invoke("run", "--sample", "gqa").stdout

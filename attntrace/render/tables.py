@@ -21,6 +21,7 @@ from rich.text import Text
 
 from attntrace.explain import one_line
 from attntrace.labels import unique_labels
+from attntrace.render.fitted import Fitted
 from attntrace.render.heatmap import weight_style
 from attntrace.render.numbers import (
     ELLIPSIS,
@@ -69,6 +70,18 @@ def title(stage: Stage, model: ModelInfo | None = None) -> Text:
     text.append(f"   [{rows} × {cols}]", style="cyan")
     text.append(head_label(stage, model), style="bold yellow")
     return text
+
+
+def fitted_title(stage: Stage, model: ModelInfo | None = None) -> Fitted:
+    """:func:`title` on one line where it fits, else the head on a line of its own: a
+    narrow terminal would otherwise leave ``K/V head`` at a line's end and ``0`` below."""
+    whose = head_label(stage, model).strip()
+    if not whose:
+        return Fitted((title(stage, model),))
+    rows, cols = stage.shape
+    narrow = Text.assemble((stage.formula, "bold"), (f"   [{rows} × {cols}]", "cyan"), "\n",
+                           (whose, "bold yellow"))  # fmt: skip
+    return Fitted((title(stage, model), narrow))
 
 
 def head_label(stage: Stage, model: ModelInfo | None) -> str:
@@ -285,15 +298,16 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     parts: list[RenderableType] = []
     weight = trace.weight_for(stage)
     if weight is not None:
-        parts += [title(weight, trace.model), StageTable(weight, view), Text("")]
+        parts += [fitted_title(weight, trace.model), StageTable(weight, view), Text("")]
     bias = trace.bias_for(stage)
     if bias is not None:  # one row, added to every row of the product
-        parts += [title(bias, trace.model), StageTable(bias, view), Text("")]
-    stacked = Group(*parts, title(stage, trace.model), StageTable(stage, view))
+        parts += [fitted_title(bias, trace.model), StageTable(bias, view), Text("")]
+    stacked = Group(*parts, fitted_title(stage, trace.model), StageTable(stage, view))
     pair = operands(stage, trace)
     if pair is None:
         return stacked
-    return Equation(title(stage, trace.model), pair[0], pair[1], stage, view, fallback=stacked)
+    return Equation(fitted_title(stage, trace.model), pair[0], pair[1], stage, view,
+                    fallback=stacked)  # fmt: skip
 
 
 @dataclass(frozen=True)
