@@ -39,31 +39,58 @@ MATCH_TOLERANCE = 1e-12
 
 @dataclass
 class KVCache:
-    """The keys and values seen so far, one growing ``[t, d]`` matrix per K/V head.
+    """The keys and values seen so far, a growing ``[t, d]`` matrix per K/V head.
 
     Starts empty and grows by :meth:`append`, one row per decoded token (as in
-    TransformerLens' cache entry).
+    TransformerLens' cache entry). Rows live in buffers that double when full, so an
+    append copies nothing already cached, and :attr:`keys` and :attr:`values` are views
+    of the first ``length`` rows: a view taken at step t still reads that step's cache
+    after later appends (rows are never written twice; a grown buffer leaves the old
+    one to the views that hold it), so a decode can keep every step's cache for the
+    price of one.
     """
 
     kv_heads: int
     d_k: int
     d_v: int
-    keys: list[Matrix] = field(init=False)  # one [t, d_k] per K/V head, empty at first
-    values: list[Matrix] = field(init=False)
+    length: int = field(init=False, default=0)
+    _keys: Matrix = field(init=False, repr=False)  # [kv_heads, capacity, d_k]
+    _values: Matrix = field(init=False, repr=False)  # [kv_heads, capacity, d_v]
 
     def __post_init__(self) -> None:
-        self.keys = [np.empty((0, self.d_k)) for _ in range(self.kv_heads)]
-        self.values = [np.empty((0, self.d_v)) for _ in range(self.kv_heads)]
+        self._keys = np.empty((self.kv_heads, 0, self.d_k))
+        self._values = np.empty((self.kv_heads, 0, self.d_v))
 
     def append(self, new_keys: Matrix, new_values: Matrix) -> None:
         """Add one token: ``new_keys`` [kv_heads, d_k] and ``new_values`` [kv_heads, d_v]."""
-        for g in range(self.kv_heads):
-            self.keys[g] = np.vstack([self.keys[g], new_keys[g]])
-            self.values[g] = np.vstack([self.values[g], new_values[g]])
+        if self.length == self._keys.shape[1]:
+            self._keys = _grown(self._keys, self.length)
+            self._values = _grown(self._values, self.length)
+        self._keys[:, self.length] = new_keys
+        self._values[:, self.length] = new_values
+        self.length += 1
+
+    @classmethod
+    def holding(cls, keys: Sequence[Matrix], values: Sequence[Matrix]) -> KVCache:
+        """A cache of ``keys[g]`` [t, d_k] and ``values[g]`` [t, d_v] for each K/V head."""
+        cache = cls(len(keys), keys[0].shape[1], values[0].shape[1])
+        cache._keys, cache._values = np.stack(keys), np.stack(values)
+        cache.length = int(keys[0].shape[0])
+        return cache
+
+    def copy(self) -> KVCache:
+        """A cache to go on from separately: the rows so far, in buffers of its own."""
+        return KVCache.holding([k.copy() for k in self.keys], [v.copy() for v in self.values])
 
     @property
-    def length(self) -> int:
-        return int(self.keys[0].shape[0])
+    def keys(self) -> list[Matrix]:
+        """One ``[t, d_k]`` view per K/V head."""
+        return list(self._keys[:, : self.length])
+
+    @property
+    def values(self) -> list[Matrix]:
+        """One ``[t, d_v]`` view per K/V head."""
+        return list(self._values[:, : self.length])
 
     @property
     def numbers(self) -> int:
@@ -72,6 +99,14 @@ class KVCache:
     @property
     def bytes(self) -> int:
         return self.numbers * BYTES_PER_NUMBER
+
+
+def _grown(buffer: Matrix, length: int) -> Matrix:
+    """A buffer of twice the rows (at least 16), holding the ``length`` rows so far."""
+    heads, capacity, width = buffer.shape
+    bigger = np.empty((heads, max(16, 2 * capacity), width))
+    bigger[:, :length] = buffer[:, :length]
+    return bigger
 
 
 @dataclass(frozen=True)
@@ -192,8 +227,7 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             steps.append(
                 DecodeStep(
                     t=t, token=token, x=x, q=q, k=k, v=v,
-                    # append() replaces each array rather than growing it in place, so
-                    # the arrays held here stay as they were at this step: no copy needed
+                    # views of the rows so far: later appends write only later rows
                     keys=tuple(cache.keys),
                     values=tuple(cache.values),
                     scores=scores, scaled=scaled, weights=weights, output=output,

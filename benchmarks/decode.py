@@ -70,11 +70,10 @@ def main() -> None:
             _ = softmax(scores) @ v
 
     def cache_with(tokens: int) -> KVCache:
-        cache = KVCache(HEADS, D_HEAD, D_HEAD)
-        for g in range(HEADS):
-            cache.keys[g] = X[:tokens] @ head_columns(WK, g, D_HEAD)
-            cache.values[g] = X[:tokens] @ head_columns(WV, g, D_HEAD)
-        return cache
+        return KVCache.holding(
+            [X[:tokens] @ head_columns(WK, g, D_HEAD) for g in range(HEADS)],
+            [X[:tokens] @ head_columns(WV, g, D_HEAD) for g in range(HEADS)],
+        )
 
     def cached_attention(state: tuple[KVCache, np.ndarray]) -> None:
         """Only the attention of step t: the new q over the t+1 cached keys."""

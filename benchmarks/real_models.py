@@ -133,11 +133,8 @@ class WholeModelStep:
 
 
 def copied(caches: list[KVCache]) -> list[KVCache]:
-    """Caches to step from again: append replaces arrays, so lists of them suffice."""
-    copies = [KVCache(c.kv_heads, c.d_k, c.d_v) for c in caches]
-    for mine, theirs in zip(copies, caches, strict=True):
-        mine.keys, mine.values = list(theirs.keys), list(theirs.values)
-    return copies
+    """Caches to step from again, each in buffers of its own."""
+    return [c.copy() for c in caches]
 
 
 def decode_steps() -> None:

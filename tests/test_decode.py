@@ -14,7 +14,7 @@ from test_block import random_block
 
 from attntrace import InputError
 from attntrace.kv_memory import PRESETS, kv_cache_bytes, variants
-from attntrace.kvcache import decode, step_costs
+from attntrace.kvcache import KVCache, decode, step_costs
 from attntrace.model_file import model_from_document
 
 
@@ -60,6 +60,45 @@ def test_the_cache_grows_one_row_a_step_and_keeps_earlier_rows() -> None:
     for earlier, later in zip(run.steps, run.steps[1:], strict=False):
         np.testing.assert_array_equal(later.keys[0][:-1], earlier.keys[0])
         assert later.keys[0].shape[0] == earlier.keys[0].shape[0] + 1
+
+
+def test_every_step_keeps_its_own_cache_through_the_buffers_growth() -> None:
+    """40 tokens cross the cache's buffer sizes (16, 32, 64): after the whole decode,
+    each step's keys and values are still the first t+1 rows of K and V, computed by
+    the loops, for each K/V head (GQA, RoPE and biases on)."""
+    model, _, _ = random_block(3, cross=False, heads=4, kv_heads=2, rope=True, biases=True)
+    tokens = [f"t{i % 6}" for i in range(40)]
+    run = decode(model, tokens)
+    naive = naive_block([list(model.embeddings[t]) for t in tokens], model.WQ.tolist(),
+                        model.WK.tolist(), model.WV.tolist(), heads=4, kv_heads=2, causal=True,
+                        biases={name: list(b) for name, b in model.biases.items()},
+                        rope_base=model.rope_base)  # fmt: skip
+    for step in run.steps:
+        for g, h in ((0, 0), (1, 2)):  # K/V head g is read by query head h
+            np.testing.assert_allclose(step.keys[g], naive["K_rope"][h][: step.t + 1],
+                                       rtol=1e-10, atol=1e-12)  # fmt: skip
+            np.testing.assert_allclose(step.values[g], naive["V"][h][: step.t + 1],
+                                       rtol=1e-10, atol=1e-12)  # fmt: skip
+
+
+def test_the_cache_appends_without_copying_and_copies_on_request() -> None:
+    cache = KVCache(2, 3, 1)
+    rows = np.arange(2 * 3 * 20, dtype=float).reshape(20, 2, 3)
+    held = []
+    for t in range(20):
+        cache.append(rows[t], rows[t, :, :1])
+        held.append(cache.keys)
+    assert cache.length == 20
+    for t, keys in enumerate(held):  # views taken earlier still read their step's rows
+        for g in range(2):
+            np.testing.assert_array_equal(keys[g], rows[: t + 1, g])
+    twin = cache.copy()
+    twin.append(rows[0] * 0, rows[0, :, :1] * 0)
+    assert (cache.length, twin.length) == (20, 21)
+    np.testing.assert_array_equal(cache.keys[1], rows[:, 1])
+    again = KVCache.holding(cache.keys, cache.values)
+    np.testing.assert_array_equal(again.values[0], rows[:, 0, :1])
+    assert again.bytes == cache.bytes == 20 * 2 * (3 + 1) * 8
 
 
 def trace_model(sample: str) -> Any:
