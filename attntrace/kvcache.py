@@ -72,7 +72,8 @@ class KVCache:
 
     @classmethod
     def holding(cls, keys: Sequence[Matrix], values: Sequence[Matrix]) -> KVCache:
-        """A cache of ``keys[g]`` [t, d_k] and ``values[g]`` [t, d_v] for each K/V head."""
+        """A cache of ``keys[g]`` [t, d_k] and ``values[g]`` [t, d_v] for each K/V head,
+        in buffers of its own (the rows are copied)."""
         cache = cls(len(keys), keys[0].shape[1], values[0].shape[1])
         cache._keys, cache._values = np.stack(keys), np.stack(values)
         cache.length = int(keys[0].shape[0])
@@ -80,7 +81,7 @@ class KVCache:
 
     def copy(self) -> KVCache:
         """A cache to go on from separately: the rows so far, in buffers of its own."""
-        return KVCache.holding([k.copy() for k in self.keys], [v.copy() for v in self.values])
+        return KVCache.holding(self.keys, self.values)
 
     @property
     def keys(self) -> list[Matrix]:
