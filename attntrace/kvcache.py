@@ -75,8 +75,10 @@ class KVCache:
         """A cache of ``keys[g]`` [t, d_k] and ``values[g]`` [t, d_v] for each K/V head,
         in buffers of its own (the rows are copied)."""
         cache = cls(len(keys), keys[0].shape[1], values[0].shape[1])
-        cache._keys, cache._values = np.stack(keys), np.stack(values)
         cache.length = int(keys[0].shape[0])
+        # with room to grow, so the next append copies nothing
+        cache._keys = _grown(np.asarray(np.stack(keys), dtype=np.float64), cache.length)
+        cache._values = _grown(np.asarray(np.stack(values), dtype=np.float64), cache.length)
         return cache
 
     def copy(self) -> KVCache:
@@ -85,13 +87,13 @@ class KVCache:
 
     @property
     def keys(self) -> list[Matrix]:
-        """One ``[t, d_k]`` view per K/V head."""
-        return list(self._keys[:, : self.length])
+        """One read-only ``[t, d_k]`` view per K/V head."""
+        return _read_only(self._keys[:, : self.length])
 
     @property
     def values(self) -> list[Matrix]:
-        """One ``[t, d_v]`` view per K/V head."""
-        return list(self._values[:, : self.length])
+        """One read-only ``[t, d_v]`` view per K/V head."""
+        return _read_only(self._values[:, : self.length])
 
     @property
     def numbers(self) -> int:
@@ -108,6 +110,14 @@ def _grown(buffer: Matrix, length: int) -> Matrix:
     bigger = np.empty((heads, max(16, 2 * capacity), width))
     bigger[:, :length] = buffer[:, :length]
     return bigger
+
+
+def _read_only(rows: Matrix) -> list[Matrix]:
+    """Each head's view, unwritable: every step's cache shares the buffer's rows."""
+    views = list(rows)
+    for view in views:
+        view.flags.writeable = False
+    return views
 
 
 @dataclass(frozen=True)

@@ -129,10 +129,13 @@ def parse_yaml(text: str, source: str) -> Any:
             problem += " (a tab: YAML indents with spaces only)"
         raise InputError(f"{where}malformed YAML: {problem}", source=source) from None
     except yaml.reader.ReaderError as error:  # a character YAML forbids, by its offset
-        line = text.count("\n", 0, error.position) + 1
-        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        at = error.position
+        if _BaseLoader is not yaml.SafeLoader:  # libyaml counts that offset in UTF-8 bytes
+            at = len(text.encode("utf-8")[:at].decode("utf-8", "ignore"))
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
         code = ord(error.character) if isinstance(error.character, str) else error.character
-        problem = f"unacceptable character #x{code:04x}: {error.reason}"
+        problem = f"character #x{code:04x} is not printable, and YAML allows only printable ones"
         raise InputError(f"line {line}, column {column}: malformed YAML: {problem}",
                          source=source) from None  # fmt: skip
     except yaml.YAMLError as error:  # one line, as every error (PyYAML's may hold several)

@@ -236,8 +236,14 @@ REJECTED = [
     case(
         "yaml-control-character",
         "embeddings:\n  cat: [1, 2]\x01\n" + W,
-        "model.yaml: line 2, column 14: malformed YAML: unacceptable character #x0001: "
-        "control characters are not allowed",
+        "model.yaml: line 2, column 14: malformed YAML: character #x0001 is not printable, "
+        "and YAML allows only printable ones",
+    ),
+    case(
+        "yaml-control-character-after-non-ascii",  # libyaml counts bytes: −∞ is 6 of them
+        "# −∞ first\nembeddings:\n  cat: [1, 2]\x7f\n" + W,
+        "model.yaml: line 3, column 14: malformed YAML: character #x007f is not printable, "
+        "and YAML allows only printable ones",
     ),
     case(
         "json-cut-off-after-a-comma",

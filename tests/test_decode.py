@@ -99,6 +99,11 @@ def test_the_cache_appends_without_copying_and_copies_on_request() -> None:
     again = KVCache.holding(cache.keys, cache.values)
     np.testing.assert_array_equal(again.values[0], rows[:, 0, :1])
     assert again.bytes == cache.bytes == 20 * 2 * (3 + 1) * 8
+    before = again.keys[0]
+    again.append(rows[1], rows[1, :, :1])  # room to grow: the rows already there stay put
+    assert np.shares_memory(before, again.keys[0])
+    with pytest.raises(ValueError, match="read-only"):
+        cache.keys[0][0, 0] = 1.0  # a step's view is shared by every later step
 
 
 def trace_model(sample: str) -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 
@@ -19,11 +21,22 @@ class Fitted:
 
     variants: tuple[str | Text, ...]
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        def width(variant: str | Text) -> int:
-            lines = (variant if isinstance(variant, Text) else Text(variant)).split("\n")
-            return max(Text(line.plain.rstrip()).cell_len for line in lines)  # pad is free
-
-        fits = [v for v in self.variants if width(v) <= options.max_width]
+    def chosen(self, width: int) -> Text:
+        """The variant shown at ``width``."""
+        fits = [v for v in self.variants if _width(v) <= width]
         chosen = fits[0] if fits else self.variants[-1]
-        yield chosen if isinstance(chosen, Text) else Text(chosen)
+        return chosen if isinstance(chosen, Text) else Text(chosen)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.chosen(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """As wide as the variant it shows (so a panel around it fits it)."""
+        width = min(_width(self.chosen(options.max_width)), options.max_width)
+        return Measurement(width, width)
+
+
+def _width(variant: str | Text) -> int:
+    """The widest line of ``variant``, trailing spaces not counted (they are pad)."""
+    lines = (variant if isinstance(variant, Text) else Text(variant)).split("\n")
+    return max(cell_len(line.plain.rstrip()) for line in lines)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
@@ -21,10 +21,10 @@ from attntrace.render.focus import SECTION_OF_STAGE
 from attntrace.render.tables import (
     DEFAULT_VIEW,
     View,
+    fitted_title,
     head_label,
     sentence_line,
     stage_body,
-    title,
 )
 from attntrace.trace import Trace
 
@@ -155,12 +155,9 @@ def show_stage(
             (f"  ⟵  {sentence_line(context, view)}" if context else "", "dim"),
         )
     )
-    console.print(
-        Panel(
-            Text.assemble(title(stage, trace.model), "\n", (shape_equation(stage, trace), "cyan")),
-            expand=False,
-        )
-    )
+    heading = Group(fitted_title(stage, trace.model),
+                    Text(shape_equation(stage, trace), style="cyan"))  # fmt: skip
+    console.print(Panel(heading, expand=False))
     console.print(Text(paragraph(stage, trace)))
     console.print()
     # As an equation of its operands where it fits, else after the weight it used.
@@ -204,7 +201,7 @@ def page_through(
     *,
     echo: bool = False,
     prompt_console: Console | None = None,
-    what: str = "step",
+    what: str = "page",
 ) -> None:
     """Show ``screens`` one at a time with the step-mode keys: Enter or n next, b back,
     a number to jump, q quit, ? help. End of input ends the walk."""
