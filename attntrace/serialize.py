@@ -13,16 +13,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from attntrace.trace import ModelInfo, Stage, Trace
-
-if TYPE_CHECKING:  # imported where used: writing a trace should not load decode's modules
+if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need no numpy
     from attntrace.kv_memory import Shape, Variant
     from attntrace.kvcache import Decode
+    from attntrace.ops import Matrix
     from attntrace.real.catalog import RealModel
     from attntrace.real.layer import HeadRanking
     from attntrace.softmax_walk import SoftmaxWalk
+    from attntrace.trace import ModelInfo, Stage, Trace
 
 SCHEMA_ID = "attntrace/trace/v1"
 SCHEMA_FILE = "trace-v1.schema.json"
@@ -68,6 +66,9 @@ def matrix_to_dict(matrix: Stage, *, raw: bool = False) -> dict[str, Any]:
 
 
 def stage_to_dict(stage: Stage, *, raw: bool = False) -> dict[str, Any]:
+    """A stage as JSON-ready data; ``raw`` keeps the matrix an array, for orjson."""
+    data = _c_ordered(stage.data) if raw else [[_cell(x) for x in row]
+                                                for row in stage.data.tolist()]  # fmt: skip
     return {
         "name": stage.name,
         "head": stage.head,
@@ -76,12 +77,14 @@ def stage_to_dict(stage: Stage, *, raw: bool = False) -> dict[str, Any]:
         "shape": list(stage.shape),
         "rows": list(stage.rows),
         "cols": list(stage.cols),
-        "data": (
-            np.ascontiguousarray(stage.data)  # orjson writes C-ordered arrays only
-            if raw
-            else [[_cell(x) for x in row] for row in stage.data.tolist()]
-        ),
+        "data": data,
     }
+
+
+def _c_ordered(data: Matrix) -> Matrix:
+    """``data``, or a C-ordered copy of it: orjson writes C-ordered arrays only (a cut
+    column slice, or a transposed view, is not)."""
+    return data if data.flags.c_contiguous else data.copy(order="C")
 
 
 def _cell(value: float) -> float | None:

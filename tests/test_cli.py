@@ -284,7 +284,8 @@ def test_the_samples_index_says_what_the_files_say() -> None:
 
 
 def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
-    for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"], ["models"]):
+    for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"], ["models"],
+                 ["models", "--json"], ["kv-cache", "--json"]):  # fmt: skip
         probe = (
             f"import os, sys, runpy; sys.argv = ['attntrace', *{args!r}]\n"
             # main() leaves by os._exit (no teardown): made a SystemExit, to look after
