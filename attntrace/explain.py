@@ -195,8 +195,9 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
     wk = piece("WK", g, d_k, trace.model.kv_heads > 1)
     wv = piece("WV", g, d_v, trace.model.kv_heads > 1)
     wo_rows = heads * d_v
-    # a bias is one number per column, added to every row: "+ bQ [d_k]"
-    bias = f" + b{stage.name} [{stage.shape[1]}]" if f"+ b{stage.name}" in stage.formula else ""
+    # a bias is one number per column, added to every row: "+ bQ [d_k]", "+ bO [d_model]"
+    learned = trace.bias_for(stage)
+    bias = "" if learned is None else f" + {learned.name} [{stage.shape[1]}]"
     equations = {
         "embeddings": f"embeddings [{n} × {d_model}]: {n} tokens, {d_model} numbers each",
         "positions": f"positions [{n} × {d_model}]: one row per position 0 to {n - 1}",
@@ -219,7 +220,7 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
         "concat": f"{heads} × output [{n} × {d_v}] side by side = concat [{n} × {wo_rows}]",
         "projected": (
             f"{'concat' if heads > 1 else 'output'} [{n} × {wo_rows}] · WO [{wo_rows} × "
-            f"{d_model}] = projected [{n} × {d_model}]"
+            f"{d_model}]{bias} = projected [{n} × {d_model}]"
         ),
     }
     return equations.get(stage.name, f"{stage.name} [{stage.shape[0]} × {stage.shape[1]}]")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from helpers import invoke
@@ -113,3 +115,28 @@ def test_decode_pages_take_the_same_keys_and_complaints_as_stages() -> None:
     assert "unknown key 'zz': type ? for help" in out
     assert "Enter or n: next page · b: back · 1-7: jump · q: quit · ?: this help" in out
     assert "(last page: Enter ends · b back · q quit · ? help) > n" in out
+
+
+def test_shape_equations_name_each_bias_also_in_a_saved_cut_trace(tmp_path: Path) -> None:
+    """'+ bQ [2]' after Q's product, '+ bO [4]' after projected's (it once looked for
+    '+ bprojected'); a saved trace cut to one head keeps its bias slices."""
+    from attntrace.explain import shape_equation
+    from attntrace.replay import load_trace
+    from attntrace.serialize import dump_bytes
+
+    identity = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    path = tmp_path / "biased.json"
+    path.write_text(json.dumps({
+        "embeddings": {"a": [1, 0, 0, 1], "b": [0, 1, 1, 0]},
+        "weights": dict.fromkeys(("WQ", "WK", "WV", "WO"), identity),
+        "heads": 2,
+        "biases": {"bQ": [1, 2, 3, 4], "bO": [0.5, 0.5, 0.5, 0.5]},
+    }))  # fmt: skip
+    trace = trace_attention("a b", config=path)
+    cut = load_trace(dump_bytes(trace, heads=[1]).decode(), "t")  # no concat, projected
+    projected = "concat [2 × 4] · WO [4 × 4] + bO [4] = projected [2 × 4]"
+    assert shape_equation(trace["projected"], trace) == projected
+    for each in (trace, cut):
+        q = "X [2 × 4] · WQ[:, 2:4] [4 × 2] + bQ [2] = Q [2 × 2]"
+        assert shape_equation(each.stage("Q", head=1), each) == q
+        assert shape_equation(each.stage("scores", head=1), each).startswith("Q [2 × 2] · Kᵀ")
