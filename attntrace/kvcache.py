@@ -212,6 +212,7 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
     X = full["X"].data  # [n, d_model]: embeddings (+ positions), row t for step t
     heads, kv, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
     cache = KVCache(kv, d_k, d_v)
+    group = [kv_head_of(h, heads, kv) for h in range(heads)]  # the K/V head each query reads
     steps = []
     with np.errstate(over="ignore", invalid="ignore"):
         for t, token in enumerate(words):
@@ -224,23 +225,21 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
                 q = rope(q, np.full(heads, t), model.rope_base)
                 k = rope(k, np.full(kv, t), model.rope_base)
             cache.append(k, v)
-            group = [kv_head_of(h, heads, kv) for h in range(heads)]
+            # views of the rows so far, kept by the step: later appends write later rows
+            keys, values = tuple(cache.keys), tuple(cache.values)
             # [d_k] · [t+1, d_k]ᵀ -> [t+1] per head: the new query against every cached key
-            scores = np.stack([cache.keys[group[h]] @ q[h] for h in range(heads)])
+            scores = np.stack([keys[group[h]] @ q[h] for h in range(heads)])
             scaled = scores / np.sqrt(d_k)
             weights = softmax(scaled)
             # [t+1] · [t+1, d_v] -> [d_v] per head
-            output = np.stack([weights[h] @ cache.values[group[h]] for h in range(heads)])
+            output = np.stack([weights[h] @ values[group[h]] for h in range(heads)])
             # [heads·d_v] · [heads·d_v, d_model] (+ bO) -> [d_model], with WO
             projected = (
                 model.output_projection(output.reshape(-1)) if model.WO is not None else None
             )
             steps.append(
                 DecodeStep(
-                    t=t, token=token, x=x, q=q, k=k, v=v,
-                    # views of the rows so far: later appends write only later rows
-                    keys=tuple(cache.keys),
-                    values=tuple(cache.values),
+                    t=t, token=token, x=x, q=q, k=k, v=v, keys=keys, values=values,
                     scores=scores, scaled=scaled, weights=weights, output=output,
                     projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
                 )
