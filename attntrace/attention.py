@@ -247,7 +247,7 @@ def _bias_stages(model: ModelSpec) -> tuple[Stage, ...]:
         if bias is None:
             continue
         for index in range(count):
-            row = bias[None, index * width : (index + 1) * width]
+            row = head_columns(bias[None], index, width)
             head, kv_head = (None, index) if per_kv else (index, None)
             stages.append(Stage(name, weight_title(name), (name,), dims(width, index * width),
                                 row, head=head, kv_head=kv_head))  # fmt: skip

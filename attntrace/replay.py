@@ -17,7 +17,7 @@ import numpy as np
 from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
 from attntrace.serialize import SCHEMA_ID
-from attntrace.spec import POSITION_KINDS
+from attntrace.spec import POSITION_KINDS, is_rope_base
 from attntrace.trace import ModelInfo, Stage, Trace, weight_title
 
 SAVED_TRACE = "a saved trace (from attntrace run --json)"  # what render reads, in messages
@@ -89,7 +89,7 @@ def _rope_base(model: Mapping[str, Any]) -> float | None:
     if model.get("positions") != "rope":
         return None
     value = model.get("rope_base")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 1:
+    if not is_rope_base(value):
         raise InputError(field="model.rope_base", expected="a number > 1", found=describe(value))
     return float(value)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +27,11 @@ _VOCAB_SHOWN = 20
 POSITION_KINDS = ("none", "sinusoidal", "learned", "rope")
 # Each bias vector and the matrix whose columns it adds to.
 BIAS_OF_WEIGHT = {"bQ": "WQ", "bK": "WK", "bV": "WV", "bO": "WO"}
+
+
+def is_rope_base(value: object) -> TypeGuard[int | float]:
+    """A usable RoPE base: a real number above 1 (a bool is no number here)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and value > 1
 
 
 @dataclass(frozen=True)
@@ -169,7 +175,7 @@ class ModelSpec:
         if self.position_kind != "rope":
             return
         base = self.rope_base
-        if isinstance(base, bool) or not isinstance(base, int | float) or not base > 1:
+        if not is_rope_base(base):
             raise InputError(source=self.source, field="rope_base",
                              expected="a number > 1 (10000 in RoFormer and LLaMA)",
                              found=repr(base))  # fmt: skip
