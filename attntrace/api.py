@@ -48,14 +48,12 @@ def trace_attention(
     keys = None
     if spec.context is not None:  # --context, or else the file's own
         keys = _tokens(context, spec.context, spec.source, "--context", "context")
-    if context is not None and keys is not None:
-        try:  # a token of --context, not of the model file, is what is unknown
-            spec.embed(keys, "--context")
-        except InputError as error:
-            raise InputError(error.message, field="--context") from None
     try:
         return trace_block(spec, tokens, keys)
     except InputError as error:
+        if context is not None and error.field == "context":
+            # a token of --context, not of the model file, is what is unknown
+            raise InputError(error.message, field="--context") from None
         raise error.with_source(spec.source) if spec.source else error from None
 
 
