@@ -75,7 +75,7 @@ class Focus:
     note: str  # which occurrence, where the token repeats; else ""
     d_k: int
     head: int | None  # the head shown, where the model has several
-    rotary: bool  # the dot products are of RoPE-turned rows (Q_rope, K_rope)
+    score_inputs: tuple[str, str]  # what the dot products are of: Q, K or Q_rope, K_rope
     softmax_source: str  # the stage softmax was applied to: scaled, or masked
     dots: tuple[DotProduct, ...]
     softmax: tuple[SoftmaxRow, ...]
@@ -185,7 +185,7 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
         note=note,
         d_k=trace.model.d_k,
         head=head if trace.model.heads > 1 else None,
-        rotary=q_name != "Q",
+        score_inputs=(q_name, k_name),
         softmax_source=trace.model.softmax_source,
         dots=tuple(
             DotProduct(key, _floats(q), _floats(k[j]), float(scores[j]))

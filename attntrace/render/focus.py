@@ -86,7 +86,8 @@ def dot_section(focus: Focus, view: View) -> Group:
     """scores: one dot product of the query row with each key row."""
     precision, keys = view.precision, shown_keys(focus, view)
     width = max(len(focus.dots[j].key) for j in keys)
-    q, k, turned = ("Q_rope", "K_rope", " turned") if focus.rotary else ("Q", "K", "")
+    q, k = focus.score_inputs
+    turned = " turned" if q != "Q" else ""
     about = f"the{turned} query of {focus.label!r} times each{turned} key"
     lines: list[RenderableType] = [heading("scores", f"= {q} · {k}ᵀ: {about}")]
     for j in keys:
