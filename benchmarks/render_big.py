@@ -24,7 +24,7 @@ from rich.console import Console
 from attntrace import trace_attention
 from attntrace.focus import focus_row
 from attntrace.render.present import Presentation, renderables
-from attntrace.render.tables import View
+from attntrace.render.tables import View, cached_column_widths
 
 TOKENS, D_MODEL, D_HEAD, REPEATS = 200, 256, 64, 7
 
@@ -68,6 +68,8 @@ def main() -> None:
             for name, how in views.items():
 
                 def draw(how: Presentation = how, width: int = width) -> None:
+                    # as a fresh process would: no layout remembered from the last run
+                    cached_column_widths.cache_clear()
                     console = Console(file=io.StringIO(), width=width, color_system="truecolor")
                     focus = None if how.focus is None else (focus_row(trace, how.focus),)
                     for renderable in renderables(trace, how, focus):
