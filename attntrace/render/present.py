@@ -25,6 +25,7 @@ from attntrace.render.tables import (
     DEFAULT_MAX_HEADS,
     DEFAULT_PRECISION,
     View,
+    head_label,
     header,
     render_trace,
 )
@@ -142,22 +143,14 @@ def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
         masked = None
         if trace.model.causal:
             masked = np.isneginf(trace.stage("masked", head=head).data)
-        drawn = AttentionMap(trace.stage("softmax", head=head), top=how.top,
-                             precision=how.map_precision, masked=masked)  # fmt: skip
-        if trace.model.heads == 1:
-            yield drawn
+        weights = trace.stage("softmax", head=head)
+        drawn = AttentionMap(weights, top=how.top, precision=how.map_precision, masked=masked)
+        # 'head 2 · K/V head 1', as the tables title it ('' for a one-head model)
+        label = Text(head_label(weights, trace.model).strip(), style="bold yellow")
+        if len(heads) == 1:  # one head (of one, or of several: then say which)
+            yield from (label, drawn) if label.plain else (drawn,)
             return
-        if len(heads) == 1:  # one head of several: say which
-            yield Text(f"head {head}" + head_label_suffix(trace, head), style="bold yellow")
-            yield drawn
-            return
-        label = Text(f"head {head}" + head_label_suffix(trace, head), style="bold yellow")
         maps.append(Group(label, drawn))
     from attntrace.render.overview import Packed
 
     yield Packed(maps)
-
-
-def head_label_suffix(trace: Trace, head: int) -> str:
-    model = trace.model
-    return f" · K/V head {model.kv_head_of(head)}" if model.group > 1 else ""
