@@ -76,12 +76,9 @@ def fitted_title(stage: Stage, model: ModelInfo | None = None) -> Fitted:
     """:func:`title` on one line where it fits, else the head on a line of its own: a
     narrow terminal would otherwise leave ``K/V head`` at a line's end and ``0`` below."""
     whose = head_label(stage, model).strip()
-    if not whose:
-        return Fitted((title(stage, model),))
-    rows, cols = stage.shape
-    narrow = Text.assemble((stage.formula, "bold"), (f"   [{rows} × {cols}]", "cyan"), "\n",
-                           (whose, "bold yellow"))  # fmt: skip
-    return Fitted((title(stage, model), narrow))
+    narrow = title(stage)  # no model: no head
+    narrow.append("\n" + whose, style="bold yellow")
+    return Fitted((title(stage, model), narrow) if whose else (title(stage, model),))
 
 
 def head_label(stage: Stage, model: ModelInfo | None) -> str:
