@@ -549,9 +549,8 @@ def decode(
         from attntrace.render.step import page_through
 
         with _interrupted():
-            # pages, not steps: the summary after the last step is a page too
             page_through(console, pages, _read_line, echo=not sys.stdin.isatty(),
-                         prompt_console=_prompt_console(), what="page")  # fmt: skip
+                         prompt_console=_prompt_console())  # fmt: skip
 
 
 @app.command("kv-cache")

@@ -28,10 +28,7 @@ from attntrace.render.tables import (
 )
 from attntrace.trace import Trace
 
-HELP = (
-    "Enter or n: next stage · b: back · 1-{last} or a stage name ({names}): jump · "
-    "q: quit · ?: this help"
-)
+HELP = "Enter or n: next {noun} · b: back · {jump}: jump · q: quit · ?: this help"
 HEAD_HELP = " · h: the same stage of the next head · h N: of head N ({heads})"
 
 ReadLine = Callable[[], "str | None"]
@@ -62,7 +59,8 @@ def ask(
 
 
 def help_text(trace: Trace) -> str:
-    text = HELP.format(last=len(trace), names=", ".join(dict.fromkeys(trace.names)))
+    names = ", ".join(dict.fromkeys(trace.names))
+    text = HELP.format(noun="stage", jump=f"1-{len(trace)} or a stage name ({names})")
     if len(trace.traced_heads) > 1:
         heads = trace.traced_heads
         shown = ", ".join(map(str, heads)) if trace.is_cut else f"0-{heads[-1]}"
@@ -201,10 +199,10 @@ def page_through(
     *,
     echo: bool = False,
     prompt_console: Console | None = None,
-    what: str = "page",
 ) -> None:
-    """Show ``screens`` one at a time with the step-mode keys: Enter or n next, b back,
-    a number to jump, q quit, ? help. End of input ends the walk."""
+    """Show ``screens`` (pages: decode's steps, then its summary) one at a time with the
+    step-mode keys: Enter or n next, b back, a number to jump, q quit, ? help. End of
+    input ends the walk."""
 
     def show(index: int) -> None:
         if console.is_terminal:
@@ -214,11 +212,11 @@ def page_through(
         screens[index](console)
 
     def move(line: str, index: int) -> Move:
-        found = basic_move(line.strip(), index, len(screens), what)
+        found = basic_move(line.strip(), index, len(screens), "page")
         return found or Move(error=f"unknown key {line.strip()!r}: type ? for help")
 
-    usage = f"Enter or n: next {what} · b: back · 1-{len(screens)}: jump · q: quit · ?: this help"
-    walk(console, len(screens), show, move, read_line, usage, noun=what, echo=echo,
+    usage = HELP.format(noun="page", jump=f"1-{len(screens)}")
+    walk(console, len(screens), show, move, read_line, usage, noun="page", echo=echo,
          prompt_console=prompt_console)  # fmt: skip
 
 
