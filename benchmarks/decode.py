@@ -25,7 +25,7 @@ from typing import TypeVar
 import numpy as np
 
 from attntrace.kvcache import KVCache
-from attntrace.ops import causal_mask, head_columns, softmax
+from attntrace.ops import apply_mask, causal_mask, head_columns, softmax
 
 T = TypeVar("T")
 D_MODEL, HEADS, TOKENS, REPEATS = 512, 8, 1024, 5
@@ -66,7 +66,7 @@ def main() -> None:
             q = prefix @ head_columns(WQ, h, D_HEAD)
             k = prefix @ head_columns(WK, h, D_HEAD)
             v = prefix @ head_columns(WV, h, D_HEAD)
-            scores = np.where(mask, -np.inf, q @ k.T / np.sqrt(D_HEAD))
+            scores = apply_mask(q @ k.T / np.sqrt(D_HEAD), mask)
             _ = softmax(scores) @ v
 
     def cache_with(tokens: int) -> KVCache:
@@ -86,7 +86,7 @@ def main() -> None:
         """Only the attention of recomputing: every prefix query over every prefix key."""
         qs, ks, vs, mask = state
         for h in range(HEADS):
-            scores = np.where(mask, -np.inf, qs[h] @ ks[h].T / np.sqrt(D_HEAD))
+            scores = apply_mask(qs[h] @ ks[h].T / np.sqrt(D_HEAD), mask)
             _ = softmax(scores) @ vs[h]
 
     def cache_and_query(t: int) -> tuple[KVCache, np.ndarray]:

@@ -10,7 +10,6 @@ maximum resident set size, beside a plain `attntrace run` for scale.
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
 import sys
 import tempfile
@@ -29,12 +28,12 @@ def bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
-def measure(args: list[str], env: dict[str, str] | None = None) -> tuple[float, int, int]:
+def measure(args: list[str]) -> tuple[float, int, int]:
     """Wall seconds, exit code and peak KB of one fresh attntrace process (GNU time)."""
     start = time.perf_counter()
     done = subprocess.run(
         ["/usr/bin/time", "-f", "PEAK %M", sys.executable, "-m", "attntrace", *args],
-        capture_output=True, text=True, env=env, check=False,
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     peak = int(done.stderr.rsplit("PEAK ", 1)[1].split()[0])
@@ -52,12 +51,12 @@ def main() -> None:
                 out.write("x" * 2**20)
             out.write('"}')
         cases = {
-            "plain run (for scale)": (["run", "cat eats fish"], None),
-            "billion laughs": (["run", "cat", "-c", str(path)], None),
-            "300 MB file (limit 256)": (["run", "cat", "-c", str(big)], None),
+            "plain run (for scale)": ["run", "cat eats fish"],
+            "billion laughs": ["run", "cat", "-c", str(path)],
+            "300 MB file (limit 256)": ["run", "cat", "-c", str(big)],
         }
-        for label, (args, env) in cases.items():
-            seconds, code, peak = measure(args, env or dict(os.environ))
+        for label, args in cases.items():
+            seconds, code, peak = measure(args)
             line = f"{label:<26} exit {code}  {1000 * seconds:6.0f} ms  peak {peak / 1024:6.1f} MB"
             print(line)
 

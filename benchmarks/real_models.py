@@ -38,10 +38,10 @@ from attntrace.ops import kv_head_of, rope, softmax
 from attntrace.real.catalog import MINILM, SMOLLM2
 from attntrace.real.forward import LayerAttention
 from attntrace.real.gguf import GGUFFile
-from attntrace.real.layer import layer_spec, open_model, trace_layer
+from attntrace.real.layer import DEFAULT_SENTENCE, layer_spec, open_model, trace_layer
 from attntrace.real.llama import Llama
 
-SENTENCE = "The animal didn't cross the street because it was tired."
+SENTENCE = DEFAULT_SENTENCE  # the one the README and the goldens use
 REPEATS = 5
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from attntrace.real.catalog import MINILM, SMOLLM2
+from attntrace.real.layer import DEFAULT_SENTENCE
 
-SENTENCE = "The animal didn't cross the street because it was tired."
+SENTENCE = DEFAULT_SENTENCE  # the sentence `run --model` traces by default
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden" / "real" / "attention.json"
 TRACED_LAYER, TRACED_HEAD = 3, 1
 
