@@ -24,6 +24,7 @@ the reference's in ``tests/golden/real/tokens.json``.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import unicodedata
 from bisect import bisect_right
@@ -229,7 +230,8 @@ class ByteLevelBPE:
                     found=repr(token),
                 )
         self._special_pattern = special_pattern(self._specials)
-        self._cache: dict[str, tuple[int, ...]] = {}
+        # a word met again (the, a, ...) is merged once: a bounded memo per tokenizer
+        self._piece_ids = functools.lru_cache(maxsize=10_000)(self._merged_ids)
 
     @classmethod
     def from_lists(
@@ -349,10 +351,7 @@ class ByteLevelBPE:
             bytes((table[char],)) if char in table else char.encode("utf-8") for char in token
         )
 
-    def _piece_ids(self, piece: str) -> tuple[int, ...]:
-        cached = self._cache.get(piece)
-        if cached is not None:
-            return cached
+    def _merged_ids(self, piece: str) -> tuple[int, ...]:
         try:
             data = piece.encode("utf-8", errors="surrogateescape")
         except UnicodeEncodeError as error:
@@ -362,11 +361,7 @@ class ByteLevelBPE:
                 expected="text without lone surrogate code points",
                 found=f"U+{ord(error.object[error.start]):04X}",
             ) from None
-        ids = self._bpe(data.decode("latin-1").translate(_BYTES_TABLE))
-        if len(self._cache) >= 10_000:
-            self._cache.clear()
-        self._cache[piece] = ids
-        return ids
+        return self._bpe(data.decode("latin-1").translate(_BYTES_TABLE))
 
     def _bpe(self, word: str) -> tuple[int, ...]:
         """Merge the word's symbols, always the lowest-ranked pair first (leftmost on ties).

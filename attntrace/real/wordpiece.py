@@ -17,6 +17,7 @@ reference keeps it whole; neither form is in any BERT vocabulary, so the ids agr
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -258,7 +259,9 @@ class WordPiece:
         self.max_chars_per_word = max_chars_per_word
         wanted = DEFAULT_SPECIAL_TOKENS if special_tokens is None else tuple(special_tokens)
         self._special_pattern = special_pattern(t for t in wanted if t in self._ids)
-        self._cache: dict[str, tuple[int, ...]] = {}
+        # greedy longest-match-first WordPiece, the whole word [UNK] if any part fails;
+        # a word met again (the, a, ...) is split once: a bounded memo per tokenizer
+        self._word_ids = functools.lru_cache(maxsize=10_000)(self._pieces)
 
     @classmethod
     def from_vocab_file(cls, path: str | Path, *, lowercase: bool = True) -> WordPiece:
@@ -322,18 +325,8 @@ class WordPiece:
         """The vocabulary string of each id, e.g. ``['[CLS]', 'the', 'animal', ...]``."""
         return [self._vocab[i] for i in checked_ids(ids, len(self._vocab))]
 
-    def _word_ids(self, word: str) -> tuple[int, ...]:
-        """Greedy longest-match-first WordPiece; the whole word is [UNK] if any part fails."""
-        cached = self._cache.get(word)
-        if cached is not None:
-            return cached
-        ids = self._pieces(word)
-        if len(self._cache) >= 10_000:
-            self._cache.clear()
-        self._cache[word] = ids
-        return ids
-
     def _pieces(self, word: str) -> tuple[int, ...]:
+        """Greedy longest-match-first WordPiece; the whole word is [UNK] if any part fails."""
         if len(word) > self.max_chars_per_word:
             return (self.unk_id,)
         vocab = self._ids
