@@ -117,7 +117,8 @@ def layer_spec(
         heads=spec.heads,
         kv_heads=spec.kv_heads,
         causal=spec.causal,
-        positions="rope" if model.rope_base is not None else None,
+        # learned positions are inside X already (added before layer 0): none here
+        positions="rope" if spec.positions == "rope" else None,
         rope_base=model.rope_base or 10000.0,
         biases=weights.biases,
         given=GivenInputs(model.layer_input(tokens.ids, layer), model.x_formula(layer)),
