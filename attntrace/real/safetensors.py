@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -64,15 +65,15 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     Raises :class:`InputError` for anything wrong with the file.
     """
     source = str(path)
-    size = _file_size(path, source)
-    if size < _LENGTH_BYTES:
-        raise InputError(
-            "file too short for a safetensors header length",
-            source=source,
-            expected=f"at least {_LENGTH_BYTES} bytes",
-            found=f"{size} byte{'s' if size != 1 else ''}",
-        )
-    with _open(path, source) as handle:
+    with _open(path, source) as handle:  # one handle: sized, read and mapped
+        size = os.fstat(handle.fileno()).st_size
+        if size < _LENGTH_BYTES:
+            raise InputError(
+                "file too short for a safetensors header length",
+                source=source,
+                expected=f"at least {_LENGTH_BYTES} bytes",
+                found=f"{size} byte{'s' if size != 1 else ''}",
+            )
         header_len = int.from_bytes(handle.read(_LENGTH_BYTES), "little")
         room = size - _LENGTH_BYTES
         if header_len > room:
@@ -92,20 +93,18 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
                 found=str(header_len),
             )
         raw = handle.read(header_len)
-    if len(raw) != header_len:  # the file shrank under us
-        raise InputError("file ends inside the header", source=source, field="header")
+        if len(raw) != header_len:  # the file shrank under us
+            raise InputError("file ends inside the header", source=source, field="header")
 
-    header = _parse_header(raw, source)
-    data_start = _LENGTH_BYTES + header_len
-    buffer_len = size - data_start
-    entries = _check_entries(header, buffer_len, source)
-    if not entries:
-        return {}
-
-    try:
-        mapped = np.memmap(path, dtype=np.uint8, mode="r")
-    except (OSError, ValueError) as error:
-        raise InputError(f"cannot map the file: {error}", source=source) from None
+        header = _parse_header(raw, source)
+        data_start = _LENGTH_BYTES + header_len
+        entries = _check_entries(header, size - data_start, source)
+        if not entries:
+            return {}
+        try:
+            mapped = np.memmap(handle, dtype=np.uint8, mode="r")
+        except (OSError, ValueError) as error:
+            raise InputError(f"cannot map the file: {error}", source=source) from None
     if mapped.size != size:
         raise InputError("file changed size while being read", source=source)
 
@@ -119,15 +118,6 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
             view = (view.astype(np.uint32) << np.uint32(16)).view(np.float32)
         tensors[name] = view
     return tensors
-
-
-def _file_size(path: Path, source: str) -> int:
-    try:
-        return Path(path).stat().st_size
-    except OSError as error:
-        raise InputError(
-            f"cannot read the file: {error.strerror or error}", source=source
-        ) from None
 
 
 def _open(path: Path, source: str) -> BinaryIO:
