@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from attntrace.errors import InputError
-from attntrace.real.text import shown
+from attntrace.real.text import first_overlap, shown
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]
 
@@ -605,18 +605,15 @@ def _place_tensors(
             nbytes=nbytes,
         )
 
-    spans = sorted((info.offset, info.offset + info.nbytes, info.name) for info in placed.values())
-    previous: tuple[int, str] | None = None
-    for start, stop, name in spans:
-        if start == stop:
-            continue
-        if previous is not None and start < previous[0]:
-            raise InputError(
-                "tensors overlap",
-                source=source,
-                field=shown(name),
-                expected=f"data from byte {previous[0]} on (where {shown(previous[1])!r} ends)",
-                found=f"data from byte {start}",
-            )
-        previous = (stop, name)
+    overlap = first_overlap(sorted((info.offset, info.offset + info.nbytes, info.name)
+                                   for info in placed.values()))  # fmt: skip
+    if overlap is not None:
+        name, start, before, end = overlap
+        raise InputError(
+            "tensors overlap",
+            source=source,
+            field=shown(name),
+            expected=f"data from byte {end} on (where {shown(before)!r} ends)",
+            found=f"data from byte {start}",
+        )
     return placed

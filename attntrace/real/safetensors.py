@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from attntrace.errors import InputError
-from attntrace.real.text import shown
+from attntrace.real.text import first_overlap, shown
 
 __all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]
 
@@ -277,19 +277,16 @@ def _check_entries(
         entries.append((name, dtype_name, tuple(shape), begin, end))
 
     entries.sort(key=lambda item: (item[3], item[4]))
-    previous: tuple[str, int] | None = None
-    for name, _, _, begin, end in entries:
-        if begin == end:
-            continue  # an empty tensor occupies no bytes and overlaps nothing
-        if previous is not None and begin < previous[1]:
-            raise InputError(
-                "tensors overlap",
-                source=source,
-                field=f"{shown(name)}.data_offsets",
-                expected=f"begin >= {previous[1]} (where {shown(previous[0])!r} ends)",
-                found=str(begin),
-            )
-        previous = (name, end)
+    overlap = first_overlap((begin, end, name) for name, _, _, begin, end in entries)
+    if overlap is not None:
+        name, begin, before, end = overlap
+        raise InputError(
+            "tensors overlap",
+            source=source,
+            field=f"{shown(name)}.data_offsets",
+            expected=f"begin >= {end} (where {shown(before)!r} ends)",
+            found=str(begin),
+        )
     return [(name, dtype_name, shape, begin) for name, dtype_name, shape, begin, _ in entries]
 
 

@@ -2,7 +2,8 @@
 
 Each is here once because two modules need exactly the same rule: how a name from a
 hostile file is shown in a one-line message, how a table of Unicode ranges is read, how
-literal special tokens cut a text, and which token ids are real.
+literal special tokens cut a text, which token ids are real, and where two tensors'
+bytes overlap.
 """
 
 from __future__ import annotations
@@ -76,3 +77,19 @@ def checked_ids(ids: Iterable[int], vocab_size: int) -> list[int]:
             )
         out.append(index)
     return out
+
+
+def first_overlap(
+    spans: Iterable[tuple[int, int, str]],
+) -> tuple[str, int, str, int] | None:
+    """The first tensor whose bytes begin before the previous one's end, as (its name, its
+    begin, the previous name, the previous end); None if none do. ``spans`` are
+    (begin, end, name) sorted by begin; an empty tensor occupies no bytes."""
+    previous: tuple[str, int] | None = None
+    for begin, end, name in spans:
+        if begin == end:
+            continue
+        if previous is not None and begin < previous[1]:
+            return name, begin, previous[0], previous[1]
+        previous = (name, end)
+    return None
