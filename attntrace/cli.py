@@ -537,7 +537,7 @@ def decode(
     from attntrace.render.decode import screens
 
     view = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
-    pages = screens(result, view, None if head is None else [head])
+    pages = screens(result, view, head)
     console = stdout_console()
     with quiet_pipe():
         if not step:

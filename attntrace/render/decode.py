@@ -8,7 +8,7 @@ compares with full causal attention and shows the two costs diverging.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,16 +26,14 @@ from attntrace.trace import Stage
 _BAR = 30
 
 
-def step_view(
-    run: Decode, step: DecodeStep, view: View, heads: Sequence[int] | None = None
-) -> Group:
+def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None) -> Group:
     """One step: the cache tables, the new row's attention, its output and cost.
 
-    ``heads`` limits the rows to those query heads (and the caches to the K/V heads they
-    read), as ``decode --model --head`` asks; the numbers are the whole layer's.
+    ``head`` limits the rows to that query head (and the caches to the K/V head it
+    reads), as ``decode --model --head`` asks; the numbers are the whole layer's.
     """
     model = run.model
-    shown = list(range(model.heads)) if heads is None else list(heads)
+    shown = list(range(model.heads)) if head is None else [head]
     kv_shown = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in shown})
     labels = unique_labels(run.tokens)[: step.t + 1]
     cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
@@ -84,11 +82,10 @@ def step_view(
         Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {step.token!r}",
                       (f"   [{len(shown)} × {model.d_v}]", "cyan")),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
-        StageTable(Stage("output", "", head_rows,
-                         dims(model.d_v, shown[0] * model.d_v if heads is not None and
-                              len(shown) == 1 else 0), step.output[shown]), view),
+        StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
+                         step.output[shown]), view),
     ]  # fmt: skip
-    if step.projected is not None and heads is None:  # WO mixes every head
+    if step.projected is not None and head is None:  # WO mixes every head
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
@@ -99,14 +96,14 @@ def step_view(
     return Group(*parts)
 
 
-def decode_header(run: Decode, heads: Sequence[int] | None) -> Facts:
+def decode_header(run: Decode, head: int | None) -> Facts:
     """``smollm2 L3 · decoding 12 tokens · head 8 of 9 (K/V head 2)``."""
     model = run.model
     facts = [f"decoding {len(run.tokens)} token{'s' if len(run.tokens) > 1 else ''}"]
-    if heads is not None:
-        kv = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in heads})
-        facts.append(f"head {', '.join(map(str, heads))} of {model.heads}" + (
-            f" (K/V head {', '.join(map(str, kv))})" if model.group > 1 else ""))  # fmt: skip
+    if head is not None:
+        kv = kv_head_of(head, model.heads, model.n_kv_heads)
+        facts.append(f"head {head} of {model.heads}"
+                     + (f" (K/V head {kv})" if model.group > 1 else ""))  # fmt: skip
     elif model.heads > 1:
         facts.append(f"{model.heads} heads, {model.n_kv_heads} K/V")
     return Facts(model.name, tuple(facts))
@@ -180,7 +177,7 @@ class CostTable:
 Screen = Callable[[Console], None]
 
 
-def screens(run: Decode, view: View, heads: Sequence[int] | None = None) -> list[Screen]:
+def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
     """One screen per step, then the summary: for printing in turn or paging through.
 
     Each step screen opens with the model's name, so a page read alone says whose
@@ -189,8 +186,8 @@ def screens(run: Decode, view: View, heads: Sequence[int] | None = None) -> list
 
     def step_screen(step: DecodeStep) -> Screen:
         def draw(console: Console) -> None:
-            console.print(decode_header(run, heads), crop=False)
-            console.print(step_view(run, step, view, heads), crop=False)
+            console.print(decode_header(run, head), crop=False)
+            console.print(step_view(run, step, view, head), crop=False)
 
         return draw
 
