@@ -12,6 +12,7 @@ make_goldens.py runs it with the others.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -65,12 +66,24 @@ def model_entry(name: str, ids: list[int], tokens: list[str], ref: dict[str, Any
     }
 
 
-def minilm() -> dict[str, Any]:
-    from transformers import AutoModel, AutoTokenizer
+@functools.cache
+def loaded(name: str) -> tuple[Any, Any]:
+    """The tokenizer and the model (eager attention, eval mode) of catalogue model
+    ``name``, loaded once for both kinds of golden: a GGUF is dequantized whole."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    path = MINILM.weights_path().parent
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+    if name == "minilm":
+        path = MINILM.weights_path().parent
+        return (AutoTokenizer.from_pretrained(path),
+                AutoModel.from_pretrained(path, attn_implementation="eager").eval())  # fmt: skip
+    path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
+    return (AutoTokenizer.from_pretrained(path, gguf_file=gguf),
+            AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf,
+                                                 attn_implementation="eager").eval())  # fmt: skip
+
+
+def minilm() -> dict[str, Any]:
+    tokenizer, model = loaded("minilm")
     ids = tokenizer(SENTENCE)["input_ids"]
     tokens = tokenizer.convert_ids_to_tokens(ids)
     layer = model.encoder.layer[TRACED_LAYER].attention.self.query
@@ -79,12 +92,7 @@ def minilm() -> dict[str, Any]:
 
 
 def smollm2() -> dict[str, Any]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
-    tokenizer = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
-    model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf,
-                                                 attn_implementation="eager").eval()  # fmt: skip
+    tokenizer, model = loaded("smollm2")
     ids = tokenizer(SENTENCE, add_special_tokens=False)["input_ids"]
     tokens = tokenizer.convert_ids_to_tokens(ids)
     layer = model.model.layers[TRACED_LAYER].self_attn.q_proj
@@ -122,21 +130,13 @@ def long_entry(name: str, ids: list[int], attentions: list[Any]) -> dict[str, An
 
 def long_goldens() -> dict[str, Any]:
     import torch
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     result = {}
-    bert_path = MINILM.weights_path().parent
-    llama_path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
-    for name, tokenizer, model, special in (
-        ("minilm", AutoTokenizer.from_pretrained(bert_path),
-         AutoModel.from_pretrained(bert_path, attn_implementation="eager"), True),
-        ("smollm2", AutoTokenizer.from_pretrained(llama_path, gguf_file=gguf),
-         AutoModelForCausalLM.from_pretrained(llama_path, gguf_file=gguf,
-                                              attn_implementation="eager"), False),
-    ):  # fmt: skip
+    for name, special in (("minilm", True), ("smollm2", False)):  # BERT adds [CLS], [SEP]
+        tokenizer, model = loaded(name)
         ids = tokenizer(LONG, add_special_tokens=special)["input_ids"]
         with torch.no_grad():
-            out = model.eval()(torch.tensor([ids]), output_attentions=True)
+            out = model(torch.tensor([ids]), output_attentions=True)
         result[name] = long_entry(name, ids, [a[0].double() for a in out.attentions])
     return result
 

@@ -24,14 +24,13 @@ installed elsewhere; ``--no-check`` skips the cross-check against attntrace.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from attntrace.real.catalog import MINILM, SMOLLM2
+from attntrace.real.catalog import MINILM, SMOLLM2, file_sha256
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "real" / "readers.json"
 
@@ -90,14 +89,6 @@ def describe(array: np.ndarray) -> dict[str, Any]:
     }
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
     import gguf  # type: ignore[import-not-found,unused-ignore]
 
@@ -118,7 +109,7 @@ def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
     token_type = field("tokenizer.ggml.token_type")
     result: dict[str, Any] = {
         "file": f"{SMOLLM2.module}/{SMOLLM2.weights}",
-        "sha256": sha256(path),
+        "sha256": file_sha256(path),
         "size": path.stat().st_size,
         "version": int(field("GGUF.version")),
         "tensor_count": len(reader.tensors),
@@ -166,7 +157,7 @@ def safetensors_goldens(path: Path, check: bool) -> dict[str, Any]:
             arrays[name] = handle.get_tensor(name)
     result: dict[str, Any] = {
         "file": f"{MINILM.module}/{MINILM.weights}",
-        "sha256": sha256(path),
+        "sha256": file_sha256(path),
         "size": path.stat().st_size,
         "tensor_count": len(arrays),
         "metadata": metadata,

