@@ -818,6 +818,7 @@ def _run_app() -> int:
     errors are one ``attntrace: error: ...`` line that scripts can grep, so usage errors
     (an unknown flag, ``--precision 99``) are caught here and said the same way.
     """
+    from typer._click.exceptions import ClickException  # vendored click, typer 0.26-0.28
     from typer.main import get_command
 
     command = get_command(app)
@@ -826,7 +827,7 @@ def _run_app() -> int:
     except typer.Abort:
         sys.stderr.write("Aborted!\n")
         return 1
-    except typer.TyperException as error:  # typer's click exceptions derive from it
+    except ClickException as error:  # usage errors; typer.TyperException only from 0.28
         if type(error).__name__ == "NoArgsIsHelpError":  # the help is already printed
             return 2
         context = getattr(error, "ctx", None)

@@ -12,8 +12,10 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.labels import unique_labels
@@ -168,7 +170,7 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
     """
     index, note = resolve_focus(trace, which)
 
-    def row(name: str) -> np.ndarray:
+    def row(name: str) -> npt.NDArray[Any]:
         return trace.stage(name, head=head).data
 
     keys = unique_labels(trace.stage("scores", head=head).cols)  # as the tables label them
@@ -203,5 +205,5 @@ def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
     )
 
 
-def _floats(row: np.ndarray) -> tuple[float, ...]:
+def _floats(row: npt.NDArray[Any]) -> tuple[float, ...]:
     return tuple(float(x) for x in row)

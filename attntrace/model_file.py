@@ -18,7 +18,7 @@ import numpy as np
 
 from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
-from attntrace.spec import BIAS_OF_WEIGHT, ModelSpec
+from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 
 # The fields of SPEC.md section 3.
 KNOWN_FIELDS = (
@@ -210,7 +210,7 @@ def _flag(document: Mapping[str, Any], key: str, source: str | None) -> bool:
     return value
 
 
-def _positions(value: Any, source: str | None, arrays: _NpyReader) -> str | np.ndarray | None:
+def _positions(value: Any, source: str | None, arrays: _NpyReader) -> str | Matrix | None:
     """``none`` (or absent), ``sinusoidal``, or learned vectors (a list, or a .npy file)."""
     if value is None or value == "none":
         return None
@@ -239,7 +239,7 @@ def _rope_base(document: Mapping[str, Any], source: str | None) -> float:
     return _number(document["rope_base"], "rope_base", source)
 
 
-def _biases(value: Any, source: str | None) -> dict[str, np.ndarray]:
+def _biases(value: Any, source: str | None) -> dict[str, Matrix]:
     """``biases: {bQ, bK, bV, bO}``: optional vectors added after WQ, WK, WV and WO."""
     if value is None or (isinstance(value, Mapping) and not value):  # none, or {}
         return {}
@@ -274,7 +274,7 @@ def _mapping(value: Any, field: str, expected: str, source: str | None) -> Mappi
 
 def _embeddings(
     value: Any, vocabulary: Any, source: str | None, arrays: _NpyReader
-) -> dict[str, np.ndarray]:
+) -> dict[str, Matrix]:
     """token -> vector: a mapping, or a .npy table whose rows the ``vocabulary`` names."""
     if arrays.names_file(value):
         return _table(arrays.load(value, "embeddings"), vocabulary, source)
@@ -283,7 +283,7 @@ def _embeddings(
                          expected="nothing, unless embeddings is a .npy file",
                          found=describe(vocabulary))  # fmt: skip
     value = _mapping(value, "embeddings", "a non-empty mapping of token -> vector", source)
-    table: dict[str, np.ndarray] = {}
+    table: dict[str, Matrix] = {}
     first_token: str | None = None
     for token, vector in value.items():
         field = f"embeddings.{token}"
@@ -313,7 +313,7 @@ def _embeddings(
     return table
 
 
-def _table(rows: np.ndarray, vocabulary: Any, source: str | None) -> dict[str, np.ndarray]:
+def _table(rows: Matrix, vocabulary: Any, source: str | None) -> dict[str, Matrix]:
     """The rows of an embedding table, named by the vocabulary (a list of tokens)."""
     if not isinstance(vocabulary, list):
         raise InputError(
@@ -331,7 +331,7 @@ def _table(rows: np.ndarray, vocabulary: Any, source: str | None) -> dict[str, n
         raise InputError(source=source, field="vocabulary",
                          expected=f"{rows.shape[0]} tokens (one per row of embeddings)",
                          found=f"{len(vocabulary)}")  # fmt: skip
-    table: dict[str, np.ndarray] = {}
+    table: dict[str, Matrix] = {}
     for index, token in enumerate(vocabulary):
         if not token or any(ch.isspace() for ch in token) or token in table:
             raise InputError(source=source, field=f"vocabulary[{index}]",
@@ -352,7 +352,7 @@ class _NpyReader:
     def names_file(value: Any) -> bool:
         return isinstance(value, str) and value.lower().endswith(".npy")
 
-    def load(self, name: str, field: str) -> np.ndarray:
+    def load(self, name: str, field: str) -> Matrix:
         if self.folder is None:
             raise InputError(source=self.source, field=field,
                              expected="numbers (a .npy file needs a model file to be "
@@ -400,7 +400,7 @@ class _NpyReader:
         return matrix
 
 
-def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, np.ndarray]:
+def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, Matrix]:
     value = _mapping(value, "weights", "a mapping with WQ, WK, WV", source)
     for key in value:
         if key not in KNOWN_WEIGHTS:
@@ -434,7 +434,7 @@ def _number(value: Any, field: str, source: str | None) -> float:
     return number
 
 
-def _vector(value: Any, field: str, source: str | None) -> np.ndarray:
+def _vector(value: Any, field: str, source: str | None) -> Matrix:
     if isinstance(value, np.ndarray):  # from Python: a model given as a mapping of arrays
         value = value.tolist()
     if not isinstance(value, list) or not value:
@@ -449,7 +449,7 @@ def _vector(value: Any, field: str, source: str | None) -> np.ndarray:
     )
 
 
-def _matrix(value: Any, field: str, source: str | None) -> np.ndarray:
+def _matrix(value: Any, field: str, source: str | None) -> Matrix:
     if isinstance(value, np.ndarray):
         value = value.tolist()
 

@@ -83,7 +83,8 @@ def rope_angles(positions: npt.NDArray[np.int64], width: int, base: float) -> Ma
     transformers: dimension i is paired with i + width/2 (``rotate_half``).
     """
     frequencies = np.power(float(base), -np.arange(0, width, 2, dtype=np.float64) / width)
-    return positions.astype(np.float64)[:, None] * frequencies[None, :]
+    angles: Matrix = positions.astype(np.float64)[:, None] * frequencies[None, :]
+    return angles
 
 
 def rope(rows: Matrix, positions: npt.NDArray[np.int64], base: float) -> Matrix:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.errors import InputError, describe
 from attntrace.parse import parse_document
@@ -215,7 +216,7 @@ def _check_consistent(trace: Trace) -> None:
             _check_weights(stage.data, field)
 
 
-def _check_weights(weights: np.ndarray, field: str) -> None:
+def _check_weights(weights: npt.NDArray[Any], field: str) -> None:
     """Attention weights are probabilities: each row in [0, 1] and summing to 1."""
     sums = weights.sum(axis=1)
     bad = np.nonzero((np.abs(sums - 1) > 1e-9) | (weights < 0).any(axis=1)
@@ -238,7 +239,7 @@ def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
     return Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head)
 
 
-def _matrix(value: Any, field: str, rows: int, cols: int) -> np.ndarray:
+def _matrix(value: Any, field: str, rows: int, cols: int) -> npt.NDArray[Any]:
     """``rows × cols`` numbers; ``null`` is a masked cell (−∞)."""
     matrix = _list(value, field)
     if len(matrix) != rows:

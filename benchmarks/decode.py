@@ -25,7 +25,7 @@ from typing import TypeVar
 import numpy as np
 
 from attntrace.kvcache import KVCache
-from attntrace.ops import apply_mask, causal_mask, head_columns, softmax
+from attntrace.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
 
 T = TypeVar("T")
 D_MODEL, HEADS, TOKENS, REPEATS = 512, 8, 1024, 5
@@ -75,24 +75,24 @@ def main() -> None:
             [X[:tokens] @ head_columns(WV, g, D_HEAD) for g in range(HEADS)],
         )
 
-    def cached_attention(state: tuple[KVCache, np.ndarray]) -> None:
+    def cached_attention(state: tuple[KVCache, Matrix]) -> None:
         """Only the attention of step t: the new q over the t+1 cached keys."""
         cache, q = state
         for h in range(HEADS):
             weights = softmax((cache.keys[h] @ q[h])[None, :] / np.sqrt(D_HEAD))
             _ = weights[0] @ cache.values[h]
 
-    def full_attention(state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    def full_attention(state: tuple[Matrix, Matrix, Matrix, Mask]) -> None:
         """Only the attention of recomputing: every prefix query over every prefix key."""
         qs, ks, vs, mask = state
         for h in range(HEADS):
             scores = apply_mask(qs[h] @ ks[h].T / np.sqrt(D_HEAD), mask)
             _ = softmax(scores) @ vs[h]
 
-    def cache_and_query(t: int) -> tuple[KVCache, np.ndarray]:
+    def cache_and_query(t: int) -> tuple[KVCache, Matrix]:
         return cache_with(t + 1), projected(t)[0][:, t]
 
-    def projected(t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def projected(t: int) -> tuple[Matrix, Matrix, Matrix, Mask]:
         prefix = X[: t + 1]
         q, k, v = (
             np.stack([prefix @ head_columns(W, h, D_HEAD) for h in range(HEADS)])

@@ -30,8 +30,10 @@ import sys
 import time
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.kvcache import KVCache, decode
 from attntrace.ops import kv_head_of, rope, softmax
@@ -106,7 +108,7 @@ class WholeModelStep:
 
     def step(
         self, token: int, position: int, caches: list[KVCache], layers: int = SMOLLM2.layers
-    ) -> np.ndarray:
+    ) -> npt.NDArray[Any]:
         """The hidden state after the first ``layers`` layers; each cache grows a row."""
         model = self.model
         hidden = model.embed([token])  # [1, d_model]
@@ -116,8 +118,8 @@ class WholeModelStep:
             hidden = hidden + model.mlp(layer, hidden)
         return hidden
 
-    def _attend(self, x: np.ndarray, w: LayerAttention, cache: KVCache, position: int
-                ) -> np.ndarray:  # fmt: skip
+    def _attend(self, x: npt.NDArray[Any], w: LayerAttention, cache: KVCache, position: int
+                ) -> npt.NDArray[Any]:  # fmt: skip
         spec, d = SMOLLM2, SMOLLM2.head_dim
         q, k, v = ((x @ m).reshape(-1, d) for m in (w.WQ, w.WK, w.WV))  # a row per head
         q = rope(q, np.full(spec.heads, position), self.model.rope_base or 0.0)
@@ -128,7 +130,7 @@ class WholeModelStep:
             g = kv_head_of(h, spec.heads, spec.kv_heads)
             weights = softmax((cache.keys[g] @ q[h])[None] / math.sqrt(d))[0]
             heads.append(weights @ cache.values[g])
-        out: np.ndarray = np.concatenate(heads)[None] @ w.WO
+        out: npt.NDArray[Any] = np.concatenate(heads)[None] @ w.WO
         return out
 
 

@@ -8,7 +8,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
 from attntrace.serialize import schema_text

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from helpers import load_valid_trace
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
 
@@ -1213,7 +1213,8 @@ def _with_npy_header(path: Path, text: str, name: str, shape: tuple[int, int]) -
     path.write_text(text, encoding="utf-8")
     with (path.parent / name).open("wb") as out:
         header = {"descr": "<f8", "fortran_order": False, "shape": shape}
-        np.lib.format.write_array_header_1_0(out, header)
+        npy_format: Any = np.lib.format  # untyped in numpy 1.24's stubs
+        npy_format.write_array_header_1_0(out, header)
         out.write(b"0" * 100)
 
 

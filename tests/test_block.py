@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -136,7 +137,7 @@ def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group() -> None:
     )
     d_k, d_v = model.d_k, model.d_v
 
-    def repeat(matrix: np.ndarray, width: int) -> np.ndarray:
+    def repeat(matrix: npt.NDArray[Any], width: int) -> npt.NDArray[Any]:
         blocks = [matrix[:, g * width : (g + 1) * width] for g in range(model.n_kv_heads)]
         return np.concatenate([b for b in blocks for _ in range(model.group)], axis=1)
 
@@ -255,7 +256,7 @@ def test_pytorch_sdpa_agrees_where_it_is_installed() -> None:
                                        rtol=1e-9, atol=1e-12)  # fmt: skip
 
 
-def _heads_first(torch: Any, projected: np.ndarray, count: int, width: int) -> Any:
+def _heads_first(torch: Any, projected: npt.NDArray[Any], count: int, width: int) -> Any:
     """[n, count·width] -> torch [1, count, n, width], the layout SDPA takes."""
     tensor = torch.tensor(projected)
     return tensor.reshape(projected.shape[0], count, width).transpose(0, 1)[None]

@@ -10,7 +10,7 @@ import pytest
 from helpers import invoke
 from hypothesis import given
 from hypothesis import strategies as st
-from typer.testing import Result
+from typer.testing import Result  # type: ignore[attr-defined, unused-ignore]  # typer 0.26
 
 SAVED = json.loads(invoke("run", "the cat sat", "-s", "the-cat-sat", "--json").stdout)
 

@@ -7,8 +7,10 @@ check each piece on its own, with math's scalar functions, so a failure says whi
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -31,7 +33,7 @@ def test_silu_is_x_times_the_sigmoid_and_never_warns() -> None:
 
 
 @given(ROWS)
-def test_layer_norm_gives_mean_0_and_variance_1_before_its_scale(rows: np.ndarray) -> None:
+def test_layer_norm_gives_mean_0_and_variance_1_before_its_scale(rows: npt.NDArray[Any]) -> None:
     normed = layer_norm(rows, np.ones(5), np.zeros(5), 1e-12)
     spread = rows.std(axis=1)
     for row, original, sd in zip(normed, rows, spread, strict=True):
@@ -45,7 +47,7 @@ def test_layer_norm_gives_mean_0_and_variance_1_before_its_scale(rows: np.ndarra
 
 
 @given(ROWS)
-def test_rms_norm_divides_by_the_root_mean_square(rows: np.ndarray) -> None:
+def test_rms_norm_divides_by_the_root_mean_square(rows: npt.NDArray[Any]) -> None:
     normed = rms_norm(rows, np.full(5, 0.5), 1e-5)
     for row, original in zip(normed, rows, strict=True):
         rms = math.sqrt(sum(v * v for v in original) / 5 + 1e-5)

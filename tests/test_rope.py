@@ -7,8 +7,10 @@ here are the properties that make RoPE worth having, checked directly.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from helpers import invoke, load_valid_trace
 from hypothesis import given
@@ -31,8 +33,8 @@ def test_rope_keeps_lengths_and_depends_only_on_the_offset(
     q, k = rng.normal(size=(1, 2 * half)), rng.normal(size=(1, 2 * half))
     m, n = (int(p) for p in rng.integers(0, 100, size=2))
 
-    def turned(row: np.ndarray, p: int) -> np.ndarray:
-        turned_row: np.ndarray = rope(row, np.array([p]), 10000.0)[0]
+    def turned(row: npt.NDArray[Any], p: int) -> npt.NDArray[Any]:
+        turned_row: npt.NDArray[Any] = rope(row, np.array([p]), 10000.0)[0]
         return turned_row
 
     # a rotation: lengths unchanged

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -17,13 +19,13 @@ from attntrace.spec import ModelSpec
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 
 
-def matrices(max_rows: int = 6, max_cols: int = 8) -> st.SearchStrategy[np.ndarray]:
+def matrices(max_rows: int = 6, max_cols: int = 8) -> st.SearchStrategy[npt.NDArray[Any]]:
     shapes = st.tuples(st.integers(1, max_rows), st.integers(1, max_cols))
     return shapes.flatmap(lambda shape: arrays(np.float64, shape, elements=finite))
 
 
 @given(matrices())
-def test_rows_sum_to_one_and_weights_are_probabilities(scores: np.ndarray) -> None:
+def test_rows_sum_to_one_and_weights_are_probabilities(scores: npt.NDArray[Any]) -> None:
     weights = softmax(scores)
     assert np.all(np.isfinite(weights))
     assert np.all((weights >= 0) & (weights <= 1))
@@ -31,18 +33,18 @@ def test_rows_sum_to_one_and_weights_are_probabilities(scores: np.ndarray) -> No
 
 
 @given(matrices(), st.floats(min_value=-1e4, max_value=1e4, allow_nan=False))
-def test_adding_a_constant_to_a_row_changes_nothing(scores: np.ndarray, shift: float) -> None:
+def test_adding_a_constant_to_a_row_changes_nothing(scores: npt.NDArray[Any], shift: float) -> None:
     np.testing.assert_allclose(softmax(scores + shift), softmax(scores), rtol=1e-9, atol=1e-12)
 
 
 @given(matrices())
-def test_matches_the_loop_softmax(scores: np.ndarray) -> None:
+def test_matches_the_loop_softmax(scores: npt.NDArray[Any]) -> None:
     expected = [naive_softmax_row(row) for row in scores.tolist()]
     np.testing.assert_allclose(softmax(scores), expected, rtol=1e-12, atol=1e-300)
 
 
 @given(matrices())
-def test_order_is_kept(scores: np.ndarray) -> None:
+def test_order_is_kept(scores: npt.NDArray[Any]) -> None:
     """A larger score never gets a smaller weight."""
     weights = softmax(scores)
     for s_row, w_row in zip(scores, weights, strict=True):
@@ -71,7 +73,7 @@ def test_no_overflow_for_scores_like_800_or_1e5() -> None:
     )
 )
 def test_attention_output_rows_are_convex_combinations_of_values(
-    parts: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    parts: tuple[npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any], npt.NDArray[Any]],
 ) -> None:
     x, wq, wk, wv = parts
     model = ModelSpec({f"t{i}": row for i, row in enumerate(x)}, wq, wk, wv)

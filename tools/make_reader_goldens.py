@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.real.catalog import MINILM, SMOLLM2, file_sha256
 
@@ -75,7 +76,7 @@ def sample_indices(shape: tuple[int, ...]) -> list[list[int]]:
     return [[int(i) for i in np.unravel_index(f, shape)] for f in flat]
 
 
-def describe(array: np.ndarray) -> dict[str, Any]:
+def describe(array: npt.NDArray[Any]) -> dict[str, Any]:
     values = np.asarray(array)
     as64 = values.astype(np.float64)
     indices = sample_indices(values.shape)
@@ -93,7 +94,7 @@ def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
     import gguf  # type: ignore[import-not-found,unused-ignore]
 
     reader = gguf.GGUFReader(path)
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, npt.NDArray[Any]] = {}
     types: dict[str, str] = {}
     for tensor in reader.tensors:
         data = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
@@ -150,7 +151,7 @@ def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
 def safetensors_goldens(path: Path, check: bool) -> dict[str, Any]:
     from safetensors import safe_open  # type: ignore[import-not-found,unused-ignore]
 
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, npt.NDArray[Any]] = {}
     with safe_open(str(path), framework="np") as handle:
         metadata = handle.metadata()
         for name in handle.keys():  # noqa: SIM118 (safe_open is not a mapping)

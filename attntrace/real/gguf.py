@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.real.text import first_overlap, shown
@@ -149,11 +150,11 @@ class GGUFTensorInfo:
         return math.prod(self.shape)
 
 
-def _f32(x: np.ndarray) -> np.ndarray:
+def _f32(x: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return np.asarray(x, dtype=np.float32)
 
 
-def _dequantize_q8_0(buf: Any, offset: int, n_blocks: int) -> np.ndarray:
+def _dequantize_q8_0(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     """x = d·q: fp16 scale, 32 int8."""
     blocks = np.frombuffer(buf, dtype=_Q8_0, count=n_blocks, offset=offset)
     out = blocks["qs"].astype(np.float32)
@@ -161,7 +162,7 @@ def _dequantize_q8_0(buf: Any, offset: int, n_blocks: int) -> np.ndarray:
     return out
 
 
-def _nibbles(qs: np.ndarray) -> np.ndarray:
+def _nibbles(qs: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """The 32 4-bit values of each block as float32: byte j holds weight j (low nibble)
     and weight j + 16 (high nibble)."""
     out = np.empty((qs.shape[0], 32), dtype=np.float32)
@@ -170,7 +171,7 @@ def _nibbles(qs: np.ndarray) -> np.ndarray:
     return out
 
 
-def _dequantize_q4_0(buf: Any, offset: int, n_blocks: int) -> np.ndarray:
+def _dequantize_q4_0(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     """x = d·(q − 8): fp16 scale, 16 bytes of nibbles."""
     blocks = np.frombuffer(buf, dtype=_Q4_0, count=n_blocks, offset=offset)
     out = _nibbles(blocks["qs"])
@@ -179,7 +180,7 @@ def _dequantize_q4_0(buf: Any, offset: int, n_blocks: int) -> np.ndarray:
     return out
 
 
-def _dequantize_q4_1(buf: Any, offset: int, n_blocks: int) -> np.ndarray:
+def _dequantize_q4_1(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     """x = d·q + m: fp16 scale, fp16 minimum, 16 bytes of nibbles."""
     blocks = np.frombuffer(buf, dtype=_Q4_1, count=n_blocks, offset=offset)
     out = _nibbles(blocks["qs"])
@@ -188,28 +189,28 @@ def _dequantize_q4_1(buf: Any, offset: int, n_blocks: int) -> np.ndarray:
     return out
 
 
-def _read_f32(buf: Any, offset: int, count: int) -> np.ndarray:
+def _read_f32(buf: Any, offset: int, count: int) -> npt.NDArray[Any]:
     return np.frombuffer(buf, dtype="<f4", count=count, offset=offset)
 
 
-def _read_f16(buf: Any, offset: int, count: int) -> np.ndarray:
+def _read_f16(buf: Any, offset: int, count: int) -> npt.NDArray[Any]:
     return np.frombuffer(buf, dtype="<f2", count=count, offset=offset).astype(np.float32)
 
 
-def _read_bf16(buf: Any, offset: int, count: int) -> np.ndarray:
+def _read_bf16(buf: Any, offset: int, count: int) -> npt.NDArray[Any]:
     # A bfloat16 is the top half of a float32: widen the bits, do not convert the value.
     wide = np.frombuffer(buf, dtype="<u2", count=count, offset=offset).astype(np.uint32)
     wide <<= np.uint32(16)
     return wide.view(np.float32)
 
 
-def _read_f64(buf: Any, offset: int, count: int) -> np.ndarray:
+def _read_f64(buf: Any, offset: int, count: int) -> npt.NDArray[Any]:
     return np.frombuffer(buf, dtype="<f8", count=count, offset=offset).astype(np.float32)
 
 
 # ggml type id -> reader(buffer, absolute offset, number of blocks) -> float32 array.
 # For the unquantized types a block is one weight.
-_READERS: dict[int, Callable[[Any, int, int], np.ndarray]] = {
+_READERS: dict[int, Callable[[Any, int, int], npt.NDArray[Any]]] = {
     0: _read_f32,
     1: _read_f16,
     2: _dequantize_q4_0,
@@ -268,7 +269,7 @@ class GGUFFile:
             )
         return info
 
-    def tensor(self, name: str) -> np.ndarray:
+    def tensor(self, name: str) -> npt.NDArray[Any]:
         """Tensor ``name`` as float32, dequantized, in numpy shape (ggml dims reversed).
 
         F32 tensors are read-only views of the file; every other type gives a new array.
@@ -290,7 +291,7 @@ class GGUFFile:
             flat = reader(self._map, info.offset, info.n_elements // block_size)
         return flat.reshape(info.shape)
 
-    def rows(self, name: str, indices: Sequence[int]) -> np.ndarray:
+    def rows(self, name: str, indices: Sequence[int]) -> npt.NDArray[Any]:
         """Rows ``indices`` of the 2-D tensor ``name`` as float32, dequantizing only them.
 
         An embedding table of 49152 tokens is read a few rows at a time: each row is a

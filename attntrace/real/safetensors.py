@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.real.text import first_overlap, shown
@@ -57,7 +58,7 @@ _MAX_HEADER_BYTES = 100_000_000
 _LENGTH_BYTES = 8
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
     """Every tensor of the safetensors file at ``path``, by name, as read-only numpy views.
 
     Shapes are as stored (row-major); dtypes are the stored ones except BF16, which comes
@@ -108,10 +109,10 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     if mapped.size != size:
         raise InputError("file changed size while being read", source=source)
 
-    tensors: dict[str, np.ndarray] = {}
+    tensors: dict[str, npt.NDArray[Any]] = {}
     for name, dtype_name, shape, begin in entries:
         stored = SAFETENSORS_DTYPES[dtype_name]
-        view: np.ndarray = np.ndarray(
+        view: npt.NDArray[Any] = np.ndarray(
             shape=shape, dtype=stored, buffer=mapped, offset=data_start + begin
         )
         if dtype_name == "BF16":
