@@ -4,7 +4,8 @@ At step t only the new token's q, k and v are computed; k and v are appended to 
 cache (one entry per K/V head: the cache of a GQA model holds kv_heads heads, not
 heads), and q attends over the t+1 cached keys, which is causal attention by
 construction. The outputs are then compared with the full causal trace of the same
-sentence: they must agree to rounding (about 1e-15).
+sentence: they must agree to rounding, cell by cell within the float64 bound of
+:mod:`attntrace.rounding` (a few times 1e-16 of the values for small models).
 
 Costs are counted in multiply-adds (one a·b added to a sum), the unit matmul costs are
 quoted in, for one step t (t+1 tokens so far, h heads, k K/V heads):
@@ -30,11 +31,11 @@ import numpy as np
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.ops import Matrix, kv_head_of, rope, softmax
+from attntrace.rounding import decode_bounds
 from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
 BYTES_PER_NUMBER = 8  # float64
-MATCH_TOLERANCE = 1e-12
 
 
 @dataclass
@@ -179,12 +180,8 @@ class Decode:
     steps: tuple[DecodeStep, ...]
     full: Trace  # the same sentence traced at once, causally
     max_delta: float  # max |decode − full| over every head's output (and projected)
-
-    @property
-    def matches(self) -> bool:
-        """Whether decoding agreed with the full trace to rounding (float64 sums in
-        another order differ by about 1e-15)."""
-        return self.max_delta <= MATCH_TOLERANCE
+    bound: float  # the largest of the cells' float64 rounding bounds (attntrace.rounding)
+    matches: bool  # every cell's |decode − full| within its own bound
 
     @property
     def total_cached(self) -> int:
@@ -244,16 +241,27 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
                     projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
                 )
             )  # fmt: skip
-    return Decode(model, words, tuple(steps), full, _max_delta(steps, full, model))
+    deltas, bounds = _compared(steps, full, model)
+    return Decode(
+        model, words, tuple(steps), full,
+        max_delta=max(float(d.max()) for d in deltas),
+        bound=max(float(b.max()) for b in bounds),
+        matches=all(bool(np.all(d <= b)) for d, b in zip(deltas, bounds, strict=True)),
+    )  # fmt: skip
 
 
-def _max_delta(steps: Sequence[DecodeStep], full: Trace, model: ModelSpec) -> float:
-    """The largest |decode − full| over every head's output row (and projected, with WO)."""
+def _compared(
+    steps: Sequence[DecodeStep], full: Trace, model: ModelSpec
+) -> tuple[list[Matrix], list[Matrix]]:
+    """|decode − full| for every head's output cell (and projected's, with WO), beside
+    each cell's float64 rounding bound."""
     # [heads, n, d_v]: each head's full output, row t for step t
     outputs = np.stack([full.stage("output", head=h).data for h in range(model.heads)])
     decoded = np.stack([step.output for step in steps], axis=1)  # [heads, n, d_v]
-    delta = float(np.max(np.abs(decoded - outputs)))
-    if model.WO is not None:
+    head_bounds, projected_bounds = decode_bounds(model, full)
+    deltas, bounds = [np.abs(decoded - outputs)], [head_bounds]
+    if model.WO is not None and projected_bounds is not None:
         projected = np.stack([step.projected for step in steps if step.projected is not None])
-        delta = max(delta, float(np.max(np.abs(projected - full["projected"].data))))
-    return delta
+        deltas.append(np.abs(projected - full["projected"].data))
+        bounds.append(projected_bounds)
+    return deltas, bounds

@@ -197,7 +197,11 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
             }
             for step in run.steps
         ],
-        "comparison": {"max_abs_delta": run.max_delta, "matches": run.matches},
+        "comparison": {
+            "max_abs_delta": run.max_delta,
+            "rounding_bound": run.bound,
+            "matches": run.matches,
+        },
         "totals": {"cached": run.total_cached, "recomputed": run.total_recomputed},
     }
 

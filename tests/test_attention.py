@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from naive import naive_attention
+from tolerances import FLOAT64, printed
 
 from attntrace import trace_attention
 from attntrace.attention import trace_block
@@ -47,7 +48,7 @@ def test_every_stage_matches_the_loop_implementation(seed: int) -> None:
     assert trace.names == STAGES
     for name in STAGES:
         stage = trace[name]
-        np.testing.assert_allclose(stage.data, expected[name], rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(stage.data, expected[name], **FLOAT64, err_msg=name)
         assert stage.rows == tuple(tokens)
     assert trace["Q"].shape == (n, d_k)
     assert trace["V"].shape == (n, d_v)
@@ -61,16 +62,18 @@ def test_worked_example_exact_numbers() -> None:
     assert trace.model.name == "cat-eats-fish"
     np.testing.assert_array_equal(trace["X"].data, [[1, 2], [3, 1], [2, 4]])
     np.testing.assert_array_equal(trace["scores"].data[2], [10, 10, 20])
-    np.testing.assert_allclose(trace["scaled"].data[2], np.array([10, 10, 20]) / math.sqrt(2))
+    np.testing.assert_allclose(
+        trace["scaled"].data[2], np.array([10, 10, 20]) / math.sqrt(2), **FLOAT64
+    )
     # Closed form of the fish row: weights e^{a}/(2e^{a} + e^{2a}) with a = 10/√2.
     a = 10 / math.sqrt(2)
     small = 1 / (2 + math.exp(a))
     big = math.exp(a) / (2 + math.exp(a))
-    np.testing.assert_allclose(trace["softmax"].data[2], [small, small, big], rtol=1e-14)
+    np.testing.assert_allclose(trace["softmax"].data[2], [small, small, big], **FLOAT64)
     assert [round(w, 6) for w in trace["softmax"].data[2]] == [0.000848, 0.000848, 0.998304]
     # output = Σ w_j V_j with V = X·WV (the dimensions swapped): cat [2,1], eats [1,3], fish [4,2]
     expected_output = [small * 2 + small * 1 + big * 4, small * 1 + small * 3 + big * 2]
-    np.testing.assert_allclose(trace["output"].data[2], expected_output, rtol=1e-14)
+    np.testing.assert_allclose(trace["output"].data[2], expected_output, **FLOAT64)
     assert [round(x, 6) for x in trace["output"].data[2]] == [3.995761, 2.0]
 
 
@@ -90,8 +93,8 @@ def test_the_cat_sat_rows() -> None:
     weights = trace["softmax"].data
     # "sat" (the verb) looks for its subject "cat"; "cat" for its determiner "The".
     assert np.argmax(weights[2]) == 1
-    assert weights[2, 1] == pytest.approx(0.838, abs=5e-4)
-    assert weights[1, 0] == pytest.approx(0.760, abs=5e-4)
+    assert weights[2, 1] == pytest.approx(0.838, abs=printed(3))
+    assert weights[1, 0] == pytest.approx(0.760, abs=printed(3))
 
 
 def test_it_animal_row_of_it() -> None:
@@ -104,10 +107,10 @@ def test_it_animal_row_of_it() -> None:
     weights = trace["softmax"].data[tokens.index("it")]
     named = {"animal", "street", "tired"}
     rest = sum(w for t, w in zip(tokens, weights, strict=True) if t not in named)
-    assert row["animal"] == pytest.approx(0.65, abs=0.01)
-    assert row["street"] == pytest.approx(0.20, abs=0.01)
-    assert row["tired"] == pytest.approx(0.10, abs=0.01)
-    assert rest == pytest.approx(0.05, abs=0.01)
+    assert row["animal"] == pytest.approx(0.65, abs=printed(2))
+    assert row["street"] == pytest.approx(0.20, abs=printed(2))
+    assert row["tired"] == pytest.approx(0.10, abs=printed(2))
+    assert rest == pytest.approx(0.05, abs=printed(2))
 
 
 def test_lookup_is_exact_then_lower_case() -> None:

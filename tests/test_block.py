@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from naive import naive_block
+from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace import InputError, trace_attention
 from attntrace.attention import trace_block
@@ -88,21 +89,20 @@ def assert_matches(trace: Trace, naive: dict[str, Any], model: ModelSpec) -> Non
         for name in PER_HEAD + rope:
             stage = trace.stage(name, head=h)
             assert stage.kv_head == h // model.group
-            np.testing.assert_allclose(stage.data, naive[name][h], rtol=1e-10, atol=1e-12,
+            np.testing.assert_allclose(stage.data, naive[name][h], **FLOAT64,
                                        err_msg=f"{name} head {h}")  # fmt: skip
         if model.causal:
             np.testing.assert_allclose(
                 trace.stage("masked", head=h).data,
                 naive["masked"][h],
-                rtol=1e-10,
-                atol=1e-12,
+                **FLOAT64,
                 err_msg="masked",
             )
     if model.heads > 1:
-        np.testing.assert_allclose(trace["concat"].data, naive["concat"], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(trace["concat"].data, naive["concat"], **FLOAT64)
     if model.WO is not None:
-        np.testing.assert_allclose(trace["projected"].data, naive["projected"], rtol=1e-10,
-                                   atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(trace["projected"].data, naive["projected"],
+                                   **FLOAT64)  # fmt: skip
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -147,7 +147,7 @@ def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group() -> None:
     for h in range(4):
         for name in PER_HEAD:
             np.testing.assert_allclose(gqa_trace.stage(name, head=h).data,
-                                       mha_trace.stage(name, head=h).data, rtol=1e-12)  # fmt: skip
+                                       mha_trace.stage(name, head=h).data, **FLOAT64)  # fmt: skip
     np.testing.assert_allclose(gqa_trace["projected"].data, mha_trace["projected"].data)
 
 
@@ -171,11 +171,11 @@ def test_sinusoidal_positions_closed_form() -> None:
     table = sinusoidal_positions(7, 6)
     for p in range(7):
         for i in range(3):
-            assert table[p, 2 * i] == pytest.approx(math.sin(p / 10000 ** (2 * i / 6)), abs=1e-15)
-            assert table[p, 2 * i + 1] == pytest.approx(math.cos(p / 10000 ** (2 * i / 6)),
-                                                        abs=1e-15)  # fmt: skip
+            angle = p / 10000 ** (2 * i / 6)
+            assert table[p, 2 * i] == pytest.approx(math.sin(angle), **FLOAT64_APPROX)
+            assert table[p, 2 * i + 1] == pytest.approx(math.cos(angle), **FLOAT64_APPROX)
     odd = sinusoidal_positions(3, 5)
-    assert odd[2, 4] == pytest.approx(math.sin(2 / 10000 ** (4 / 5)))
+    assert odd[2, 4] == pytest.approx(math.sin(2 / 10000 ** (4 / 5)), **FLOAT64_APPROX)
 
 
 def test_positions_are_added_and_make_order_matter() -> None:
@@ -206,7 +206,7 @@ def test_masked_weights_are_zero_and_rows_sum_to_one(n: int, seed: int) -> None:
         weights = trace.stage("softmax", head=h).data
         assert np.all(weights[upper] == 0.0)
         assert np.all(np.isneginf(trace.stage("masked", head=h).data[upper]))
-        np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-12)
+        np.testing.assert_allclose(weights.sum(axis=1), 1.0, **FLOAT64)
 
 
 def test_the_samples() -> None:
@@ -253,7 +253,7 @@ def test_pytorch_sdpa_agrees_where_it_is_installed() -> None:
         out = sdpa(q, k, v, is_causal=model.causal, enable_gqa=model.group > 1)[0]
         for h in range(model.heads):
             np.testing.assert_allclose(trace.stage("output", head=h).data, out[h].numpy(),
-                                       rtol=1e-9, atol=1e-12)  # fmt: skip
+                                       **FLOAT64)  # fmt: skip
 
 
 def _heads_first(torch: Any, projected: npt.NDArray[Any], count: int, width: int) -> Any:

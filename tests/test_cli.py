@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from helpers import invoke, load_valid_trace, trace_schema
+from tolerances import FLOAT64_APPROX
 
 from attntrace import __version__
 
@@ -79,7 +80,7 @@ def test_json_is_the_whole_trace_at_full_precision() -> None:
     assert stages["softmax"]["cols"] == ["cat", "eats", "fish"]
     a = 10 / math.sqrt(2)
     assert stages["softmax"]["data"][2][2] == pytest.approx(
-        math.exp(a) / (2 + math.exp(a)), rel=1e-15
+        math.exp(a) / (2 + math.exp(a)), **FLOAT64_APPROX
     )
     # Full float64: the value reads back bit for bit, not rounded to the table's digits.
     assert len(repr(stages["softmax"]["data"][2][2])) > 12

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from helpers import invoke
 from naive import naive_attention
+from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace import InputError, trace_attention
 from attntrace.attention import trace_block
@@ -48,19 +49,23 @@ def test_the_breakdown_matches_an_independent_computation(seed: int) -> None:
         for j, dot in enumerate(focus.dots):
             # the terms written out are q_i × k_i of the loop implementation's Q and K
             assert dot.products == pytest.approx(
-                [q * k for q, k in zip(naive["Q"][i], naive["K"][j], strict=True)], rel=1e-12
+                [q * k for q, k in zip(naive["Q"][i], naive["K"][j], strict=True)], **FLOAT64_APPROX
             )
-            assert dot.score == pytest.approx(naive["scores"][i][j], rel=1e-12, abs=1e-12)
-            assert focus.softmax[j].scaled == pytest.approx(naive["scaled"][i][j], abs=1e-12)
-            assert focus.softmax[j].weight == pytest.approx(naive["softmax"][i][j], abs=1e-12)
+            assert dot.score == pytest.approx(naive["scores"][i][j], **FLOAT64_APPROX)
+            assert focus.softmax[j].scaled == pytest.approx(naive["scaled"][i][j], **FLOAT64_APPROX)
+            assert focus.softmax[j].weight == pytest.approx(
+                naive["softmax"][i][j], **FLOAT64_APPROX
+            )
         exps = [row.exp for row in focus.softmax]
         assert max(exps) == 1.0  # the max was subtracted first
         top = max(naive["scaled"][i])
-        assert exps == pytest.approx([math.exp(s - top) for s in naive["scaled"][i]], rel=1e-12)
-        assert focus.exp_sum == pytest.approx(math.fsum(exps), rel=1e-12)
+        assert exps == pytest.approx(
+            [math.exp(s - top) for s in naive["scaled"][i]], **FLOAT64_APPROX
+        )
+        assert focus.exp_sum == pytest.approx(math.fsum(exps), **FLOAT64_APPROX)
         total = np.sum([term.product for term in focus.terms], axis=0)
-        np.testing.assert_allclose(total, naive["output"][i], rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(focus.output, naive["output"][i], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(total, naive["output"][i], **FLOAT64)
+        np.testing.assert_allclose(focus.output, naive["output"][i], **FLOAT64)
 
 
 def test_which_row() -> None:

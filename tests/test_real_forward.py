@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace.real.forward import gelu, layer_norm, rms_norm, silu
 
@@ -23,13 +25,13 @@ ROWS = arrays(np.float64, (3, 5), elements=st.floats(-50, 50))
 def test_gelu_is_x_times_the_normal_cdf() -> None:
     for x in (-6.0, -1.0, -0.1, 0.0, 0.5, 1.0, 3.0):
         expected = x * 0.5 * (1 + math.erf(x / math.sqrt(2)))
-        assert gelu(np.array([[x]]))[0, 0] == expected
+        assert gelu(np.array([[x]]))[0, 0] == pytest.approx(expected, **FLOAT64_APPROX)
 
 
 def test_silu_is_x_times_the_sigmoid_and_never_warns() -> None:
     for x in (-800.0, -3.0, 0.0, 2.0, 40.0):
         expected = x / (1 + math.exp(-x)) if x > -700 else -0.0
-        assert silu(np.array([[x]]))[0, 0] == expected
+        assert silu(np.array([[x]]))[0, 0] == pytest.approx(expected, **FLOAT64_APPROX)
 
 
 @given(ROWS)
@@ -41,9 +43,9 @@ def test_layer_norm_gives_mean_0_and_variance_1_before_its_scale(rows: npt.NDArr
             assert abs(row.mean()) < 1e-9
             assert abs(row.var() - 1) < 1e-6
         expected = [(v - original.mean()) / math.sqrt(sd**2 + 1e-12) for v in original]
-        np.testing.assert_allclose(row, expected, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(row, expected, **FLOAT64)
     shifted = layer_norm(rows, np.full(5, 2.0), np.full(5, 3.0), 1e-12)
-    np.testing.assert_allclose(shifted, 2 * normed + 3, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(shifted, 2 * normed + 3, **FLOAT64)
 
 
 @given(ROWS)
@@ -51,5 +53,4 @@ def test_rms_norm_divides_by_the_root_mean_square(rows: npt.NDArray[Any]) -> Non
     normed = rms_norm(rows, np.full(5, 0.5), 1e-5)
     for row, original in zip(normed, rows, strict=True):
         rms = math.sqrt(sum(v * v for v in original) / 5 + 1e-5)
-        np.testing.assert_allclose(row, [0.5 * v / rms for v in original], rtol=1e-12,
-                                   atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(row, [0.5 * v / rms for v in original], **FLOAT64)  # fmt: skip

@@ -30,6 +30,7 @@ import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tolerances import FLOAT32_SUMS
 
 from attntrace.errors import InputError
 from attntrace.real.gguf import GGUFFile
@@ -506,15 +507,15 @@ def _check_against_golden(array: npt.NDArray[Any], golden: dict[str, Any]) -> No
     assert str(array.dtype) == golden["dtype"]
     for index, value in golden["samples"].items():
         at = tuple(int(i) for i in index.split(","))
-        assert float(array[at]) == pytest.approx(value, rel=1e-6, abs=1e-12), index
+        assert float(array[at]) == pytest.approx(value, **FLOAT32_SUMS), index
     total = total_sq = 0.0
     flat = array.reshape(-1)
     for start in range(0, flat.size, 1 << 20):  # float64 a million at a time, not 28 M at once
         chunk = flat[start : start + (1 << 20)].astype(np.float64)
         total += float(np.sum(chunk))
         total_sq += float(np.dot(chunk, chunk))
-    assert total == pytest.approx(golden["sum"], rel=1e-6)
-    assert total_sq == pytest.approx(golden["sum_sq"], rel=1e-6)
+    assert total == pytest.approx(golden["sum"], **FLOAT32_SUMS)
+    assert total_sq == pytest.approx(golden["sum_sq"], **FLOAT32_SUMS)
 
 
 def test_smollm2_metadata(smollm2: GGUFFile) -> None:

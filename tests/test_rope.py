@@ -15,6 +15,7 @@ import pytest
 from helpers import invoke, load_valid_trace
 from hypothesis import given
 from hypothesis import strategies as st
+from tolerances import FLOAT64, FLOAT64_APPROX, OFFSET_APPROX
 
 from attntrace import InputError, trace_attention
 from attntrace.kvcache import decode
@@ -38,10 +39,10 @@ def test_rope_keeps_lengths_and_depends_only_on_the_offset(
         return turned_row
 
     # a rotation: lengths unchanged
-    assert np.linalg.norm(turned(q, m)) == pytest.approx(np.linalg.norm(q), rel=1e-12)
+    assert np.linalg.norm(turned(q, m)) == pytest.approx(np.linalg.norm(q), **FLOAT64_APPROX)
     # q'(m)·k'(n) depends on m − n only: shifting both positions changes nothing
     assert turned(q, m) @ turned(k, n) == pytest.approx(
-        turned(q, m + shift) @ turned(k, n + shift), rel=1e-9, abs=1e-9
+        turned(q, m + shift) @ turned(k, n + shift), **OFFSET_APPROX
     )
     # position 0 is no rotation at all
     np.testing.assert_array_equal(turned(q, 0), q[0])
@@ -50,7 +51,7 @@ def test_rope_keeps_lengths_and_depends_only_on_the_offset(
 def test_rope_by_hand_for_one_pair() -> None:
     # d = 2: one pair, θ = p · base^0 = p radians
     turned = rope(np.array([[1.0, 0.0]]), np.array([1]), 10000.0)[0]
-    np.testing.assert_allclose(turned, [np.cos(1.0), np.sin(1.0)], rtol=1e-15)
+    np.testing.assert_allclose(turned, [np.cos(1.0), np.sin(1.0)], **FLOAT64)
 
 
 TINY = {
@@ -71,7 +72,7 @@ def test_a_tiny_rope_model_with_biases_from_a_document() -> None:
     np.testing.assert_allclose(trace["V"].data, [[2.0, 2.0], [1.0, 3.0]])
     # b at position 1 is turned by 1 radian: (0.5, 1) -> (0.5 cos 1 − sin 1, cos 1 + 0.5 sin 1)
     c, s = np.cos(1.0), np.sin(1.0)
-    np.testing.assert_allclose(trace["Q_rope"].data[1], [0.5 * c - s, c + 0.5 * s], rtol=1e-14)
+    np.testing.assert_allclose(trace["Q_rope"].data[1], [0.5 * c - s, c + 0.5 * s], **FLOAT64)
     assert trace["scores"].formula == "scores = Q_rope · K_ropeᵀ"
     assert trace["Q"].formula == "Q = X · WQ + bQ"
     assert trace.model.positions == "rope"
@@ -127,7 +128,7 @@ def test_the_rope_sample_runs_and_decodes() -> None:
     # decoding rotates each new q and k by its own position: the cache agrees with the
     # full causal trace
     run = decode(load_model(sample_path("rope")), ["dog", "bites", "man"])
-    assert run.max_delta < 1e-15
+    assert run.matches
     result = invoke("decode", "-s", "rope")
     assert result.exit_code == 0, result.output
     assert "decode matches full causal attention" in result.output

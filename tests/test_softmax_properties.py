@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from naive import naive_softmax_row
+from tolerances import FLOAT64, OFFSET
 
 from attntrace.attention import trace_block
 from attntrace.ops import softmax
@@ -29,18 +30,18 @@ def test_rows_sum_to_one_and_weights_are_probabilities(scores: npt.NDArray[Any])
     weights = softmax(scores)
     assert np.all(np.isfinite(weights))
     assert np.all((weights >= 0) & (weights <= 1))
-    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, **FLOAT64)
 
 
 @given(matrices(), st.floats(min_value=-1e4, max_value=1e4, allow_nan=False))
 def test_adding_a_constant_to_a_row_changes_nothing(scores: npt.NDArray[Any], shift: float) -> None:
-    np.testing.assert_allclose(softmax(scores + shift), softmax(scores), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(softmax(scores + shift), softmax(scores), **OFFSET)
 
 
 @given(matrices())
 def test_matches_the_loop_softmax(scores: npt.NDArray[Any]) -> None:
     expected = [naive_softmax_row(row) for row in scores.tolist()]
-    np.testing.assert_allclose(softmax(scores), expected, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(softmax(scores), expected, **FLOAT64)
 
 
 @given(matrices())
@@ -88,4 +89,4 @@ def test_integer_scores_are_taken_as_floats() -> None:
 
     weights = softmax(np.array([[1, 2, 3]]))
     e = np.exp([-2.0, -1.0, 0.0])
-    np.testing.assert_allclose(weights, [e / e.sum()], rtol=1e-15)
+    np.testing.assert_allclose(weights, [e / e.sum()], **FLOAT64)

@@ -1,0 +1,142 @@
+"""How far two correct float64 computations of the same attention may differ.
+
+Decoding through a KV cache computes the numbers of the full causal trace in another
+order: a new token's ``q = x · WQ`` is one row times a matrix where the trace multiplies
+every row at once, and a BLAS kernel sums the products in whatever order suits the CPU
+(numpy's own exp and cos may differ from the C library's by an ulp, too). Each order
+rounds every operation correctly, so the two results differ by rounding alone, and how
+far rounding can move a result is known (Higham, *Accuracy and Stability of Numerical
+Algorithms*, section 3.1): a sum of n products, in any order, is within
+
+    γ_n · Σ |terms|,   γ_n = n·u / (1 − n·u),   u = 2⁻⁵³
+
+of the exact value. Carrying that through every stage, with the magnitudes of the terms
+in place of the values, bounds each output cell's rounding error; two correct
+computations (attntrace's and the loops of a test, the full trace and a decode) differ by
+at most twice that. The bound depends on the numbers only, never on the machine:
+``decode`` is judged against it, and shows it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attntrace.ops import Matrix, head_columns
+from attntrace.spec import ModelSpec
+from attntrace.trace import Trace
+
+UNIT_ROUNDOFF = 2.0**-53  # u: the largest relative error of one rounded float64 operation
+# numpy's SIMD exp, sin and cos are within a few ulps, not half of one like a rounded
+# operation: counted as 4 ulps (8u) each, with room to spare.
+ELEMENTARY = 8 * UNIT_ROUNDOFF
+# The bound below keeps first-order terms (errors times values, not errors times
+# errors): doubled, it covers what was left out many times over.
+SAFETY = 2.0
+
+
+def gamma(n: int) -> float:
+    """γ_n: the relative error bound of a sum of n rounded products, in any order."""
+    return n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
+
+
+def decode_bounds(model: ModelSpec, full: Trace) -> tuple[Matrix, Matrix | None]:
+    """For each output cell of ``full`` (a causal self-attention trace of ``model``),
+    how far a correct decode may differ from it: ``[heads, n, d_v]`` for the heads'
+    outputs, ``[n, d_model]`` for projected (None without WO).
+
+    Each stage is carried as (magnitude, error): magnitude bounds |value|, error bounds
+    one computation's distance from the exact value; the difference of two computations
+    is at most twice the error.
+    """
+    X = np.abs(full["X"].data)  # the same rows in both: decode reads the trace's X
+    rope = model.position_kind == "rope"
+    outputs = []
+    for h in range(model.heads):
+        g = full.stage("output", head=h).kv_head
+        assert g is not None
+        q = _projection(model, X, "Q", h, model.d_k)
+        k = _projection(model, X, "K", g, model.d_k)
+        v = _projection(model, X, "V", g, model.d_v)
+        if rope:
+            q, k = _turned(*q), _turned(*k)
+        weights = np.abs(full.stage("softmax", head=h).data)
+        outputs.append(_attention_error(q, k, v, weights, model.d_k))
+    heads = np.stack(outputs)  # [heads, n, d_v]: one computation's error
+    projected = None
+    if model.WO is not None:
+        concat = np.abs(np.concatenate([full.stage("output", head=h).data
+                                        for h in range(model.heads)], axis=1))  # fmt: skip
+        errors = np.concatenate(list(heads), axis=1)  # [n, heads·d_v]
+        WO = np.abs(model.WO)
+        terms = concat @ WO
+        bO = model.bias("bO")
+        if bO is not None:
+            terms = terms + np.abs(bO)
+        projected = SAFETY * 2 * (gamma(WO.shape[0] + 1) * terms + errors @ WO)
+    return SAFETY * 2 * heads, projected
+
+
+def _projection(
+    model: ModelSpec, X: Matrix, name: str, index: int, width: int
+) -> tuple[Matrix, Matrix]:
+    """|X|·|W| (+ |b|): the magnitude of one head's Q, K or V, and its rounding error."""
+    terms: Matrix = X @ np.abs(head_columns(getattr(model, f"W{name}"), index, width))
+    bias = model.bias(f"b{name}")
+    if bias is not None:
+        terms = terms + np.abs(head_columns(bias[None], index, width))
+    return terms, gamma(model.d_model + 1) * terms
+
+
+def _turned(magnitude: Matrix, error: Matrix) -> tuple[Matrix, Matrix]:
+    """RoPE mixes columns i and i + d/2 through cos and sin (each at most 1 in size) of
+    the angle p·base^(−2i/d), at most p radians at position p (row p)."""
+    half = magnitude.shape[1] // 2
+
+    def paired(a: Matrix) -> Matrix:
+        swapped: Matrix = a + np.concatenate([a[:, half:], a[:, :half]], axis=1)
+        return swapped
+
+    turned = paired(magnitude)
+    # cos and sin to a few ulps, two products and a sum rounded; an angle computed
+    # another way (a power and a product, 4u of p) moves cos and sin by as much
+    positions = np.arange(magnitude.shape[0], dtype=np.float64)[:, None]
+    relative = ELEMENTARY + 3 * UNIT_ROUNDOFF + 4 * UNIT_ROUNDOFF * positions
+    return turned, paired(error) + relative * turned
+
+
+def _attention_error(
+    q: tuple[Matrix, Matrix],
+    k: tuple[Matrix, Matrix],
+    v: tuple[Matrix, Matrix],
+    weights: Matrix,
+    d_k: int,
+) -> Matrix:
+    """One computation's error in softmax(q·kᵀ/√d_k)·v, per output cell ``[n, d_v]``.
+
+    ``weights`` are the (absolute) attention weights; masked cells hold 0 there and
+    are exactly 0 in every computation, so they carry no error.
+    """
+    (q_size, q_error), (k_size, k_error), (v_size, v_error) = q, k, v
+    root = np.sqrt(d_k)
+    # scores = q·kᵀ: the sum's rounding, and what the inputs' errors carry in
+    score_terms = q_size @ k_size.T  # [n, m]
+    score_error = gamma(d_k) * score_terms + q_error @ k_size.T + q_size @ k_error.T
+    # scaled: divided by the same √d_k in both, and rounded once more
+    scaled_error = (score_error + UNIT_ROUNDOFF * score_terms) / root
+    visible = weights > 0
+    shift = np.where(visible, scaled_error, 0.0).max(axis=1, keepdims=True)
+    # exp(scaled − row max): the row max moves by at most its row's largest error, and
+    # the subtraction rounds relative to its result, which is at most the row's span
+    span = (score_terms / root).max(axis=1, keepdims=True)
+    exp_relative = scaled_error + shift + 2 * UNIT_ROUNDOFF * span + ELEMENTARY
+    # the row's sum and the division: the sum errs by no more than its worst term, plus
+    # its own rounding (γ_m), and the division once more
+    row_worst = np.where(visible, exp_relative, 0.0).max(axis=1, keepdims=True)
+    weight_error = weights * (exp_relative + row_worst + gamma(weights.shape[1]) +
+                              UNIT_ROUNDOFF)  # fmt: skip
+    weight_error = np.where(visible, weight_error, 0.0)
+    # output = weights · v
+    output_error: Matrix = (
+        gamma(weights.shape[1]) * (weights @ v_size) + weight_error @ v_size + weights @ v_error
+    )
+    return output_error

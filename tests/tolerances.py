@@ -1,0 +1,57 @@
+"""The tolerances every numeric test compares with: stated once, here, with why.
+
+A float64 result's last bits depend on the machine: the BLAS kernel the CPU gets sums a
+dot product in its own order, numpy's SIMD exp or erf may differ from the C library's by
+an ulp, a newer numpy may take another loop. So no test compares two computed floats for
+equality (small whole numbers aside: ``2×1 + 4×2`` is 10 in any order), no golden file
+or README example pins a float's last digits, and every comparison of computed floats
+names one of these.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class AllClose(TypedDict):
+    """Keyword arguments of ``np.testing.assert_allclose``."""
+
+    rtol: float
+    atol: float
+
+
+class Approx(TypedDict):
+    """Keyword arguments of ``pytest.approx``."""
+
+    rel: float
+    abs: float
+
+
+# Two float64 computations of the same numbers (another summation order, the loops of
+# tests/naive.py, another library's exp): they differ by some 1e-16 of the values for
+# the models the tests use, a bug by far more than 1e-12.
+FLOAT64 = AllClose(rtol=1e-12, atol=1e-12)
+FLOAT64_APPROX = Approx(rel=1e-12, abs=1e-12)
+
+# The same after a large constant was added (a softmax row shifted by 1e3, a position
+# offset of 1e4 turning by big angles): rounding the sum costs that many digits.
+OFFSET = AllClose(rtol=1e-9, atol=1e-9)
+OFFSET_APPROX = Approx(rel=1e-9, abs=1e-9)
+
+# attntrace computes in float64 from float32 weights; transformers and torch compute in
+# float32, so their attention probabilities agree to float32's ~1e-7, with room.
+FLOAT32_REFERENCE = 1e-5
+# Sums of a float32 tensor's entries, as the golden tools summarize a tensor.
+FLOAT32_SUMS = Approx(rel=1e-6, abs=1e-12)
+
+
+def printed(places: int) -> float:
+    """Half a unit of the last decimal: a figure as the README or a sample's description
+    writes it (0.65 for 0.6486) is that close to the number."""
+    return 0.5 * 10.0**-places
+
+
+def significant(digits: int) -> Approx:
+    """A figure printed to ``digits`` significant digits (``4.4e-16``) is within half a
+    unit of its last digit of the number, relatively."""
+    return Approx(rel=0.5 * 10.0 ** (1 - digits), abs=0.0)
