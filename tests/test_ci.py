@@ -1,0 +1,26 @@
+"""CI proves both ends of the dependency ranges: every run-time dependency has a floor
+that .ci/run installs and tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_run_time_dependency_is_pinned_at_its_floor_for_the_lowest_run() -> None:
+    spec = importlib.util.spec_from_file_location("lowest", ROOT / ".ci" / "lowest.py")
+    assert spec is not None
+    assert spec.loader is not None
+    lowest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lowest)
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    block = pyproject.split("dependencies = [", 1)[1].split("\n]", 1)[0]
+    named = re.findall(r'^\s*"([A-Za-z0-9_.-]+)>=([^,"]+)', block, re.MULTILINE)
+    assert {name for name, _ in named} == {"numpy", "typer", "rich", "PyYAML", "orjson"}
+    assert lowest.floors(ROOT / "pyproject.toml") == [f"{n}=={v}" for n, v in named]
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'pip install -c "$floors"' in run
+    assert "python3 .ci/lowest.py" in run
