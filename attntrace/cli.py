@@ -208,13 +208,22 @@ def presentation(**flags: Any) -> Presentation:
 
 
 def show(trace: Trace, how: Presentation) -> None:
-    """Print the chosen view of ``trace`` (or walk it in step mode), and export it."""
+    """Print the chosen view of ``trace`` (or walk it in step mode), and export it.
+
+    The views draw the trace as shown: its tokens, names and formulas made visible
+    (:func:`attntrace.render.shown.shown_trace`), so no text from a file reaches the
+    terminal raw; a --focus token is matched as it is shown.
+    """
+    from attntrace.render.shown import label, shown_trace
+
+    trace = shown_trace(trace)
     focus = None
     if how.focus is not None:
         from attntrace.focus import focus_row
 
+        which = label(how.focus)
         with bad_input_fails():  # a bad token is an input error before anything prints
-            focus = tuple(focus_row(trace, how.focus, head=h) for h in trace.traced_heads)
+            focus = tuple(focus_row(trace, which, head=h) for h in trace.traced_heads)
     console = stdout_console(record=how.export is not None)
     with quiet_pipe():
         if how.step:

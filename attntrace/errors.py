@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from attntrace.visible import visible
+
 
 class InputError(Exception):
     """Bad input: where it is (file, field path), what was expected, what was found.
@@ -48,20 +50,31 @@ class InputError(Exception):
         )
 
     def __str__(self) -> str:
+        """One line, safe to print: what came from the user (a file name, a token in a
+        field path, a value found) is shown through :func:`visible`, cut where absurdly
+        long, so no message carries a control character or a 5 MB name."""
         # A file name with edge spaces is quoted, or the spaces would be invisible.
         source = self.source
         if source is not None and source != source.strip():
             source = repr(source)
-        parts = [p for p in (source, self.field) if p]
+        parts = [visible(p, _PART_LIMIT) for p in (source, self.field) if p]
+        expected = None if self.expected is None else visible(self.expected, _PART_LIMIT)
+        found = None if self.found is None else visible(self.found, _PART_LIMIT)
 
-        detail = self.message or ""
-        if self.expected is not None:
-            detail = f"{detail + ': ' if detail else ''}expected {self.expected}"
-            if self.found is not None:
-                detail += f", got {self.found}"
-        elif self.found is not None:
-            detail = f"{detail + ': ' if detail else ''}got {self.found}"
+        detail = visible(self.message or "", _MESSAGE_LIMIT)
+        if expected is not None:
+            detail = f"{detail + ': ' if detail else ''}expected {expected}"
+            if found is not None:
+                detail += f", got {found}"
+        elif found is not None:
+            detail = f"{detail + ': ' if detail else ''}got {found}"
         return ": ".join([*parts, detail]) if detail else ": ".join(parts)
+
+
+# How much of each part of a message is shown: enough for any real file name, field
+# path or value, never a whole 5 MB string.
+_PART_LIMIT = 300
+_MESSAGE_LIMIT = 2000
 
 
 def describe(value: Any) -> str:

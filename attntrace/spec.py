@@ -19,6 +19,7 @@ import numpy.typing as npt
 from attntrace.errors import InputError
 from attntrace.ops import head_columns
 from attntrace.tokenize import EDGE_PUNCTUATION
+from attntrace.visible import code_points, lookalikes
 
 Matrix = npt.NDArray[np.float64]
 
@@ -292,7 +293,7 @@ class ModelSpec:
                 "is a token of its own, so the embeddings need it too"
                 if punctuation
                 else ""
-            )
+            ) + _lookalikes(unknown, tuple(self.embeddings))
             raise InputError(
                 f"unknown token{'s' if len(unknown) > 1 else ''} "
                 + ", ".join(repr(t) for t in unknown)
@@ -301,6 +302,16 @@ class ModelSpec:
                 field=field_name,
             )
         return np.stack([self.embeddings[k] for k in keys if k is not None])
+
+
+def _lookalikes(unknown: list[str], vocabulary: tuple[str, ...]) -> str:
+    """``; 'é' (U+0065 U+0301) looks like the vocabulary's 'é' (U+00E9) but is spelled
+    with other code points``, for each unknown token that reads as a known one."""
+    return "".join(
+        f"; {token!r} ({code_points(token)}) looks like the vocabulary's {twin!r} "
+        f"({code_points(twin)}) but is spelled with other code points"
+        for token, twin in lookalikes(unknown, vocabulary).items()
+    )
 
 
 def _describe_vocabulary(vocabulary: list[str]) -> str:

@@ -235,9 +235,9 @@ class Trace:
 
     # Rich and Jupyter display: the renderer is imported only when a trace is shown.
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
-        from attntrace.render.tables import render_trace
+        from attntrace.render.tables import shown_renderables
 
-        yield from render_trace(self)
+        yield from shown_renderables(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from attntrace.render.tables import trace_mimebundle

@@ -13,11 +13,13 @@ from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
 from attntrace.labels import unique_labels
+from attntrace.render.shown import pad
 from attntrace.trace import Stage
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -71,9 +73,9 @@ class AttentionMap:
 
     def _fixed_width(self, top: int) -> tuple[int, int]:
         """The line's width without its bars, and the widest key among the top ``top``."""
-        key_width = max(len(self.keys[j]) for j in np.unique(self.ranked[:, :top]))
+        key_width = max(cell_len(self.keys[j]) for j in np.unique(self.ranked[:, :top]))
         number_width = len(f"{1:.{self.precision}f}")
-        query_width = max(len(q) for q in self.queries)
+        query_width = max(cell_len(q) for q in self.queries)
         return query_width + 3 + top * (key_width + number_width + 4), key_width
 
     def _line_width(self, top: int, bar_width: int) -> int:
@@ -97,16 +99,16 @@ class AttentionMap:
             1,
         )
         fixed, key_width = self._fixed_width(top)
-        query_width = max(len(q) for q in queries)
+        query_width = max(cell_len(q) for q in queries)
         full = max(_MIN_BAR, min(_MAX_BAR, (options.max_width - fixed) // top))
         for i, query in enumerate(queries):
             line = Text(no_wrap=True, overflow="ellipsis")
-            line.append(f"{query:<{query_width}}", style="bold")
+            line.append(pad(query, query_width), style="bold")
             line.append(" → ")
             shown = self._visible(i, top)
             for rank, j in enumerate(shown):
                 weight = float(data[i, j])
-                line.append(f"{keys[j]:<{key_width}} ", style="bold" if rank == 0 else "")
+                line.append(pad(keys[j], key_width) + " ", style="bold" if rank == 0 else "")
                 line.append(f"{weight:.{self.precision}f}", style="cyan")
                 drawn = bar(weight, full)
                 if rank < len(shown) - 1:

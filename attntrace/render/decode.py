@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
@@ -20,6 +21,8 @@ from attntrace.labels import dims, unique_labels
 from attntrace.ops import kv_head_of
 from attntrace.render.attention_map import bar
 from attntrace.render.overview import Packed
+from attntrace.render.shown import labels as shown_labels
+from attntrace.render.shown import model_name, pad, quoted
 from attntrace.render.tables import Facts, StageTable, View
 from attntrace.trace import Stage
 
@@ -35,13 +38,13 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
     model = run.model
     shown = list(range(model.heads)) if head is None else [head]
     kv_shown = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in shown})
-    labels = unique_labels(run.tokens)[: step.t + 1]
+    labels = unique_labels(shown_labels(run.tokens))[: step.t + 1]
     cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
     parts: list[RenderableType] = [
         Text.assemble(
             ("Step ", "dim"), (f"{step.t + 1}", "bold"),
             (f" of {len(run.steps)} (t = {step.t}): ", "dim"),
-            (repr(step.token), "bold magenta"),
+            (quoted(step.token), "bold magenta"),
             (f"  appends its k and v to the cache, then its q attends over {step.t + 1} "
              f"cached key{'s' if step.t else ''}", "dim"),
         ),
@@ -67,7 +70,8 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         for h in shown
     )
     keys = tuple(labels)
-    q_label = f"q·Kᵀ / √{model.d_k} for {step.token!r} over the cache" + (
+    token = quoted(step.token)
+    q_label = f"q·Kᵀ / √{model.d_k} for {token} over the cache" + (
         f" (q turned by RoPE at position {step.t})" if turned else ""
     )
     parts += [
@@ -76,10 +80,10 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         ),
         StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
         Text(""),
-        Text.assemble(("softmax", "bold"), f" of each row: where {step.token!r} looks"),
+        Text.assemble(("softmax", "bold"), f" of each row: where {token} looks"),
         StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view),
         Text(""),
-        Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {step.token!r}",
+        Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
                       (f"   [{len(shown)} × {model.d_v}]", "cyan")),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
         StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
@@ -89,7 +93,7 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
-            StageTable(Stage("projected", "", (step.token,), dims(model.d_model),
+            StageTable(Stage("projected", "", (labels[step.t],), dims(model.d_model),
                              step.projected[None, :]), view),
         ]  # fmt: skip
     parts += [Text(""), cost_line(step)]
@@ -106,7 +110,7 @@ def decode_header(run: Decode, head: int | None) -> Facts:
                      + (f" (K/V head {kv})" if model.group > 1 else ""))  # fmt: skip
     elif model.heads > 1:
         facts.append(f"{model.heads} heads, {model.n_kv_heads} K/V")
-    return Facts(model.name, tuple(facts))
+    return Facts(model_name(model.name), tuple(facts))
 
 
 def cost_line(step: DecodeStep) -> Text:
@@ -178,8 +182,8 @@ class CostTable:
                    "(green: with the cache, red: recomputing the prefix)", style="dim")  # fmt: skip
         totals = np.cumsum([[s.costs.cached, s.costs.recomputed] for s in run.steps], axis=0)
         widest = float(totals[-1, 1])
-        labels = unique_labels(run.tokens)
-        label_width = max(5, *(len(label) for label in labels))
+        labels = unique_labels(shown_labels(run.tokens))
+        label_width = max(5, *(cell_len(label) for label in labels))
         numbers = max(len(f"{int(totals[-1, 1]):,}"), 7)
         fixed = 4 + label_width + 1 + 2 * (numbers + 1) + 1
         full = max(4, min(_BAR, (options.max_width - fixed - 1) // 2))
@@ -187,7 +191,7 @@ class CostTable:
                    f"{'recomp.':>{numbers}} running totals", style="bold")  # fmt: skip
         for step, (cached, recomputed) in zip(run.steps, totals, strict=True):
             line = Text()
-            line.append(f"{step.t:>3} {labels[step.t]:<{label_width}} ", style="bold")
+            line.append(f"{step.t:>3} {pad(labels[step.t], label_width)} ", style="bold")
             line.append(f"{step.costs.cached:>{numbers},} {step.costs.recomputed:>{numbers},} ")
             line.append(bar(cached / widest, full).ljust(full), style="green")
             line.append(" ")

@@ -12,6 +12,8 @@ from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.labels import unique_labels
+from attntrace.render.shown import labels, model_name
+from attntrace.visible import is_visible, visible
 
 if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
     from rich.table import Table
@@ -66,12 +68,12 @@ def model_table(catalog: Sequence[RealModel]) -> Table:
 
 def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
     """A heading, then one line per head: rank, layer, head, weight as a number and a bar."""
-    tokens, q, k = unique_labels(ranking.tokens), ranking.query, ranking.key
+    tokens, q, k = unique_labels(labels(ranking.tokens)), ranking.query, ranking.key
     heads = len(ranking.rows)
     yield Text.assemble(
-        "How much ", (repr(tokens[q]), "bold"), f" (position {q}) attends to ",
-        (repr(tokens[k]), "bold"), f" (position {k}), in each of the {heads} heads of "
-        f"{ranking.model.name}, heaviest first:",
+        "How much ", (f"'{tokens[q]}'", "bold"), f" (position {q}) attends to ",
+        (f"'{tokens[k]}'", "bold"), f" (position {k}), in each of the {heads} heads of "
+        f"{model_name(ranking.model.name)}, heaviest first:",
     )  # fmt: skip
     yield Text()
     yield Text(f"rank  layer  head  {'weight':<28}  heaviest key of the row", style="bold")
@@ -104,7 +106,11 @@ def next_command(ranking: HeadRanking) -> str:
 
 def _quoted(sentence: str) -> str:
     """The sentence as a shell reads it back: in double quotes where only an apostrophe
-    needs quoting (didn't), as people write it, else shlex's single quotes."""
+    needs quoting (didn't), as people write it, else shlex's single quotes; a sentence
+    holding characters a terminal would act on, in bash's ``$'...'``, which spells them
+    as escapes (``$'\\x1b[2J'``) and reads them back as they were."""
+    if not is_visible(sentence):
+        return "$'" + visible(sentence.replace("\\", "\\\\").replace("'", "\\'")) + "'"
     if "'" in sentence and not any(c in sentence for c in '"$`\\!'):
         return f'"{sentence}"'
     return shlex.quote(sentence)

@@ -30,6 +30,7 @@ from attntrace.render.numbers import (
     format_number,
     visible_indices,
 )
+from attntrace.render.shown import pad, shown_trace
 from attntrace.trace import ModelInfo, Stage, Trace
 
 DEFAULT_PRECISION = 4
@@ -136,12 +137,12 @@ class Grid:
         yield Segment(" " * label_width)
         for label, width in zip(self.header, widths, strict=True):
             yield Segment(gap)
-            yield Segment(label.rjust(width), _BOLD)
+            yield Segment(pad(label, width, right=True), _BOLD)
         yield Segment.line()
         yield Segment("─" * self.width)
         yield Segment.line()
         for cells, shades in zip(self.body, self.shades, strict=True):
-            yield Segment(cells[0].ljust(label_width), _BOLD)
+            yield Segment(pad(cells[0], label_width), _BOLD)
             if not any(shades):
                 yield Segment(
                     "".join(gap + cell.rjust(width) for cell, width in zip(cells[1:], widths,
@@ -190,8 +191,8 @@ class StageTable:
         stage = self.stage
         labels = unique_labels(stage.cols)
         cells = cached_column_widths(stage, self.view.precision, tuple(range(len(labels))))
-        return max(len(label) for label in unique_labels(stage.rows)) + sum(
-            max(cell, len(label)) + _GAP for cell, label in zip(cells, labels, strict=True)
+        return max(cell_len(label) for label in unique_labels(stage.rows)) + sum(
+            max(cell, cell_len(label)) + _GAP for cell, label in zip(cells, labels, strict=True)
         )
 
     def table(self, width: int) -> Text:
@@ -203,7 +204,7 @@ class StageTable:
         stage, precision = self.stage, self.view.precision
         row_labels = unique_labels(stage.rows)
         col_labels = unique_labels(stage.cols)
-        label_width = max(len(label) for label in row_labels)
+        label_width = max(cell_len(label) for label in row_labels)
         n_cols = len(col_labels)
         # Each column costs its width + 3 (the gap), so at most width // 4 can ever show,
         # from the two ends: only those columns are measured (a 768-wide X: 20 of them).
@@ -213,7 +214,8 @@ class StageTable:
         else:
             edges = (*range(reach), *range(n_cols - reach, n_cols))
         cells = cached_column_widths(stage, precision, edges)
-        widths = {j: max(cell, len(col_labels[j])) for j, cell in zip(edges, cells, strict=True)}
+        pairs = zip(edges, cells, strict=True)
+        widths = {j: max(cell, cell_len(col_labels[j])) for j, cell in pairs}
 
         budget = width - label_width  # the label column has no gap before it
         left_to_right = [widths[j] for j in edges[: min(n_cols, reach + 1)]]
@@ -257,8 +259,9 @@ class StageTable:
             )
             shades.append([weight_style(v) if shade and v is not None else None for v in values])
         header = [ELLIPSIS if j is None else col_labels[j] for j in cols]
-        widths = [max(len(r[0]) for r in body)] + [
-            max(len(header[c]), *(len(r[c + 1]) for r in body)) for c in range(len(cols))
+        # display cells, not characters: 猫 takes two (the numbers are ASCII, one each)
+        widths = [max(cell_len(r[0]) for r in body)] + [
+            max(cell_len(header[c]), *(len(r[c + 1]) for r in body)) for c in range(len(cols))
         ]
         return Grid(rows, cols, header, body, shades, widths)
 
@@ -419,7 +422,10 @@ def _heads_named(heads: list[int]) -> str:
 
 def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
     """Every stage of ``trace``, in order, each a titled table, for ``console.print``;
-    beyond ``view.max_heads`` heads, the middle heads' stages give way to one note."""
+    beyond ``view.max_heads`` heads, the middle heads' stages give way to one note.
+
+    ``trace`` is drawn as it is: give it as shown (:func:`shown_trace`) where its text
+    came from a file."""
     yield header(trace)
     yield from block_notes(trace, view)
     shown = shown_heads(trace, view)
@@ -435,10 +441,15 @@ def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Renderable
         yield stage_block(stage, trace, view)
 
 
+def shown_renderables(trace: Trace) -> Iterator[RenderableType]:
+    """The tables of ``trace`` as shown (its text made visible), for ``rich.print``."""
+    yield from render_trace(shown_trace(trace))
+
+
 def trace_text(trace: Trace, width: int = 80) -> str:
     """The rendered trace as plain text, for ``print(trace)``."""
     console = Console(file=StringIO(), width=width, color_system=None, highlight=False)
-    for renderable in render_trace(trace):
+    for renderable in render_trace(shown_trace(trace)):
         console.print(renderable)
     return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
 
@@ -446,7 +457,7 @@ def trace_text(trace: Trace, width: int = 80) -> str:
 def trace_mimebundle(trace: Trace) -> dict[str, str]:
     """Plain text and HTML of the rendered trace, for Jupyter's rich display."""
     console = Console(record=True, file=StringIO(), width=100, color_system="truecolor")
-    for renderable in render_trace(trace):
+    for renderable in render_trace(shown_trace(trace)):
         console.print(renderable)
     return {
         "text/plain": console.export_text(clear=False),

@@ -1,0 +1,106 @@
+"""The user's text as the renderers show it: escaped, cut to a sane length, padded by cells.
+
+Tokens, names, descriptions, formulas of a saved trace: all of it came from a file or
+an argument, so none of it reaches the terminal raw. :func:`shown_trace` turns a trace
+into the one the views draw (the same numbers, the labels and names through
+:func:`attntrace.visible.visible`); the views of other results (decode, the head
+ranking) call :func:`label` and :func:`name` on what they print. Columns line up by
+display width, as Rich measures a cell (猫 takes two), never by ``len``: :func:`pad`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rich.cells import cell_len
+
+from attntrace.visible import folded, visible
+
+if TYPE_CHECKING:  # `attntrace models` lists names without loading numpy
+    from attntrace.trace import Stage, Trace
+
+# How many characters of each are shown: a table's label column must leave room for
+# numbers, a header must stay a line; the JSON keeps every character.
+LABEL_LIMIT = 40
+NAME_LIMIT = 80
+FORMULA_LIMIT = 200
+DESCRIPTION_LIMIT = 2000
+
+
+def label(token: str) -> str:
+    """A token (or a dimension's label) as a row or column of a table shows it."""
+    return visible(token, LABEL_LIMIT)
+
+
+def model_name(text: str) -> str:
+    """A model's name, as a header shows it."""
+    return visible(text, NAME_LIMIT)
+
+
+def description(text: str) -> str:
+    """A description, on one line: its line breaks and indents are layout, not words."""
+    return visible(" ".join(text.split()), DESCRIPTION_LIMIT)
+
+
+def labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """Each token's :func:`label`; tokens that differ but read the same (é composed and
+    e + U+0301) are told apart by their position, ``é#3`` and ``é#4``, as a repeated
+    token is (:func:`attntrace.labels.unique_labels`)."""
+    shown = [label(token) for token in tokens]
+    spellings: dict[str, set[str]] = {}
+    for token in tokens:
+        spellings.setdefault(folded(token), set()).add(token)
+    return tuple(
+        f"{text}#{index}" if len(spellings[folded(token)]) > 1 else text
+        for index, (token, text) in enumerate(zip(tokens, shown, strict=True))
+    )
+
+
+def quoted(token: str) -> str:
+    """``'fish'``: a token named in a sentence of text (``repr`` would double the
+    backslash of an escape, ``'\\x1b'``)."""
+    return f"'{label(token)}'"
+
+
+def shown_trace(trace: Trace) -> Trace:
+    """``trace`` as the views show it: every token, label, name, formula and the
+    description made visible; the arrays are the same objects, not copies."""
+    model = trace.model
+    cache: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def shown(tokens: tuple[str, ...]) -> tuple[str, ...]:  # stages share their rows
+        if tokens not in cache:
+            cache[tokens] = labels(tokens)
+        return cache[tokens]
+
+    shown_model = replace(
+        model, name=model_name(model.name), description=description(model.description)
+    )
+    context = trace.context_tokens
+    return replace(
+        trace,
+        model=shown_model,
+        tokens=shown(trace.tokens),
+        context_tokens=None if context is None else shown(context),
+        stages=tuple(_stage(stage, shown) for stage in trace.stages),
+        weights=tuple(_stage(weight, shown) for weight in trace.weights),
+    )
+
+
+def _stage(stage: Stage, shown: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Stage:
+    return replace(
+        stage,
+        name=label(stage.name),
+        formula=visible(stage.formula, FORMULA_LIMIT),
+        rows=shown(stage.rows),
+        cols=shown(stage.cols),
+    )
+
+
+def pad(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` display cells: on the right (left-aligned,
+    the default) or on the left (``right=True``, right-aligned)."""
+    fill = " " * max(0, width - cell_len(text))
+    return fill + text if right else text + fill
