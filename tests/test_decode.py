@@ -255,6 +255,11 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
         (["--layers", "2", "--heads", "4", "--d-model", "64", "--head-dim", "32", "--tokens",
           "1"], "--d-model: expected --heads × --head-dim = 4 × 32 = 128, or only one of the "
                 "two, got 64"),
+        # 2 × 1 × 1 × 1 × 1 B × 2^89 tokens = 2^90 bytes = 1024 YiB, the first refused
+        (["--layers", "1", "--heads", "1", "--head-dim", "1", "--dtype", "int8", "--tokens",
+          str(2**89)], "the KV cache as MHA would take 1.24e+27 bytes, and kv-cache sizes "
+                       "caches under 1024 YiB (2^90 bytes): lower --tokens, --batch or the "
+                       "model's shape"),
     ],
 )  # fmt: skip
 def test_bad_calculator_input(args: list[str], message: str) -> None:

@@ -1,0 +1,77 @@
+"""The KV-cache calculator at any size: every unit up to YiB, and a limit past them.
+
+The expected numbers are worked out here by hand (2 × layers × kv heads × head dim ×
+bytes per value × tokens × batch) and rounded with exact fractions, not taken from
+attntrace's own formatting.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from helpers import invoke
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attntrace.kv_memory import human_bytes
+
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")  # IEC 80000-13
+LIMIT = 1024 * 2**80  # 1024 YiB: the first cache the calculator refuses
+
+
+def by_hand(count: int, power: int) -> str:
+    """``count`` bytes in units of 1024**power, to two decimals, rounded half to even."""
+    hundredths = round(Fraction(count * 100, 1024**power))
+    return f"{hundredths // 100}.{hundredths % 100:02d} {UNITS[power]}"
+
+
+# ------------------------------------------------------------------ units
+
+
+@pytest.mark.parametrize("power", range(1, len(UNITS)))
+def test_every_binary_prefix_up_to_yib_is_named(power: int) -> None:
+    unit = UNITS[power]
+    assert human_bytes(1024**power) == f"1.00 {unit}"
+    assert human_bytes(1023 * 1024**power) == f"1023.00 {unit}"
+    assert human_bytes(3 * 1024**power // 2) == f"1.50 {unit}"
+
+
+@pytest.mark.parametrize("power", range(2, len(UNITS)))
+def test_a_size_that_rounds_to_1024_is_named_in_the_next_unit(power: int) -> None:
+    # 1024**power - 1 bytes is 1023.999... of the unit below: to two decimals, 1.00 of this one
+    assert human_bytes(1024**power - 1) == f"1.00 {UNITS[power]}"
+
+
+@given(st.integers(min_value=1024, max_value=LIMIT - 1))
+def test_human_bytes_is_the_exact_count_rounded(count: int) -> None:
+    fits = [p for p in range(1, len(UNITS)) if round(Fraction(count * 100, 1024**p)) < 102400]
+    power = fits[0] if fits else len(UNITS) - 1
+    assert human_bytes(count) == by_hand(count, power)
+
+
+def test_bytes_below_a_kib_are_whole() -> None:
+    assert [human_bytes(n) for n in (0, 1, 512, 1023)] == ["0 B", "1 B", "512 B", "1023 B"]
+
+
+# ------------------------------------------------------------------ past every unit
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--preset", "gpt2", "--tokens", str((LIMIT - 1) // 36864 + 1)),
+        ("--preset", "gpt2", "--tokens", str(10**400)),
+        ("--preset", "gpt2", "--batch", str(10**30)),
+        ("--layers", str(10**30), "--heads", "1", "--head-dim", "1", "--tokens", "1"),
+        ("--preset", "gpt2", "--tokens", str(10**400), "--json"),
+    ],
+    ids=["one-past-1024-YiB", "tokens-1e400", "batch-1e30", "layers-1e30", "json"],
+)
+def test_a_cache_of_1024_yib_or_more_is_refused_in_one_line(args: tuple[str, ...]) -> None:
+    result = invoke("kv-cache", *args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("attntrace: error: ")
+    assert result.stderr.count("\n") == 1
+    assert "1024 YiB (2^90 bytes)" in result.stderr
