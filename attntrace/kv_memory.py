@@ -5,6 +5,7 @@
 
 The same model is also priced as plain multi-head attention (kv_heads = heads) and as
 multi-query attention (kv_heads = 1), so what grouped-query attention saves is visible.
+With one query head the two are the same model.
 
 Sizes are named up to YiB (2^80 bytes), the largest binary prefix of IEC 80000-13; a
 cache of 1024 YiB or more is refused, as far past any machine.
@@ -67,11 +68,14 @@ class Variant:
     label: str
     kv_heads: int
     bytes: int
-    is_model: bool = False  # the model as it is, not a what-if
+    is_model: bool = False  # the model as it is, not a what-if (with 1 head, MHA and MQA both)
 
 
 def variants(shape: Shape, tokens: int, batch: int, dtype: str) -> list[Variant]:
-    """The model as MHA, as it is (if GQA or MQA), and as MQA: the saving side by side."""
+    """The model as MHA, as it is (if GQA or MQA), and as MQA: the saving side by side.
+
+    With one query head, MHA and MQA are the same model (one K/V head): both are it.
+    """
     mha = kv_cache_bytes(shape, shape.heads, tokens, batch, dtype)
     if mha >= MAX_CACHE_BYTES:
         raise InputError(
@@ -83,8 +87,8 @@ def variants(shape: Shape, tokens: int, batch: int, dtype: str) -> list[Variant]
         kinds.append(("GQA", shape.kv_heads))
     kinds.append(("MQA", 1))
     return [
-        Variant(f"{kind} (this model)" if kind == shape.attention else kind, kv,
-                kv_cache_bytes(shape, kv, tokens, batch, dtype), kind == shape.attention)
+        Variant(f"{kind} (this model)" if kv == shape.kv_heads else kind, kv,
+                kv_cache_bytes(shape, kv, tokens, batch, dtype), kv == shape.kv_heads)
         for kind, kv in kinds
     ]  # fmt: skip
 

@@ -1,4 +1,5 @@
-"""The KV-cache calculator at any size: every unit up to YiB, and a limit past them.
+"""The KV-cache calculator at any size: every unit up to YiB, a limit past them, and
+which variant is the model (with one query head, MHA and MQA both).
 
 The expected numbers are worked out here by hand (2 × layers × kv heads × head dim ×
 bytes per value × tokens × batch) and rounded with exact fractions, not taken from
@@ -7,10 +8,12 @@ attntrace's own formatting.
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
+import jsonschema
 import pytest
-from helpers import invoke
+from helpers import invoke, schema
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,3 +78,25 @@ def test_a_cache_of_1024_yib_or_more_is_refused_in_one_line(args: tuple[str, ...
     assert result.stderr.startswith("attntrace: error: ")
     assert result.stderr.count("\n") == 1
     assert "1024 YiB (2^90 bytes)" in result.stderr
+
+
+# ------------------------------------------------------------------ which is the model
+
+
+def test_one_query_head_in_json_marks_both_variants_as_the_model() -> None:
+    args = ("--heads", "1", "--layers", "2", "--head-dim", "64", "--tokens", "1", "--json")
+    document = json.loads(invoke("kv-cache", *args).stdout)
+    jsonschema.validate(document, schema("kv-cache-v1.schema.json"))
+    assert [(v["label"], v["kv_heads"], v["bytes"], v["this_model"])
+            for v in document["variants"]] == [
+        ("MHA (this model)", 1, 512, True), ("MQA (this model)", 1, 512, True)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("preset", "mine"), [("llama2-70b", "GQA"), ("gemma-2b", "MQA"), ("gpt2", "MHA")]
+)
+def test_json_says_which_variant_is_the_model(preset: str, mine: str) -> None:
+    document = json.loads(invoke("kv-cache", "--preset", preset, "--json").stdout)
+    jsonschema.validate(document, schema("kv-cache-v1.schema.json"))
+    assert [v["label"] for v in document["variants"] if v["this_model"]] == [f"{mine} (this model)"]
