@@ -224,9 +224,9 @@ def test_explicit_shapes_and_dtypes() -> None:
 
 def test_presets_list_head_dim_as_d_model_over_heads() -> None:
     out = invoke("kv-cache", columns=120).stdout
-    assert "head dim   768 / 12  = 64" in out
-    assert "head dim 12288 / 96  = 128" in out
-    assert "= 192  (cfg 256)" in out  # gemma-7b: 3072 / 16 = 192, its config says 256
+    assert "head dim  64 =   768 / 12" in out
+    assert "head dim 128 = 12288 / 96" in out
+    assert "head dim 256 ≠  3072 / 16 = 192" in out  # gemma-7b: its config says 256
 
 
 @pytest.mark.parametrize(
@@ -288,4 +288,4 @@ def test_kv_cache_at_40_columns_breaks_lines_between_numbers(args: tuple[str, ..
         assert "   32 K/V heads     4.00 GiB" in narrow.splitlines()
         assert "  4,294,967,296 B  baseline" in narrow.splitlines()
     else:
-        assert "   12 layers   12 heads   12 K/V (MHA)" in narrow.splitlines()
+        assert "  12 layers  12 heads  12 K/V (MHA)" in narrow.splitlines()

@@ -1,5 +1,6 @@
-"""The KV-cache calculator at any size: every unit up to YiB, a limit past them, and
-which variant is the model (with one query head, MHA and MQA both).
+"""The KV-cache calculator at any size: every unit up to YiB, a limit past them, the
+preset list at every width, and which variant is the model (with one query head, MHA
+and MQA both).
 
 The expected numbers are worked out here by hand (2 × layers × kv heads × head dim ×
 bytes per value × tokens × batch) and rounded with exact fractions, not taken from
@@ -17,16 +18,25 @@ from helpers import invoke, schema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attntrace.kv_memory import human_bytes
+from attntrace.kv_memory import PRESETS, human_bytes
 
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")  # IEC 80000-13
 LIMIT = 1024 * 2**80  # 1024 YiB: the first cache the calculator refuses
+WIDTHS = (40, 60, 79, 80, 100, 200)
 
 
 def by_hand(count: int, power: int) -> str:
     """``count`` bytes in units of 1024**power, to two decimals, rounded half to even."""
     hundredths = round(Fraction(count * 100, 1024**power))
     return f"{hundredths // 100}.{hundredths % 100:02d} {UNITS[power]}"
+
+
+def lines(*args: str, columns: int = 80) -> list[str]:
+    result = invoke("kv-cache", *args, columns=columns)
+    assert result.exit_code == 0, result.output
+    out: list[str] = result.stdout.splitlines()
+    assert max(len(line) for line in out) <= columns, "\n".join(out)
+    return out
 
 
 # ------------------------------------------------------------------ units
@@ -78,6 +88,35 @@ def test_a_cache_of_1024_yib_or_more_is_refused_in_one_line(args: tuple[str, ...
     assert result.stderr.startswith("attntrace: error: ")
     assert result.stderr.count("\n") == 1
     assert "1024 YiB (2^90 bytes)" in result.stderr
+
+
+# ------------------------------------------------------------------ the preset list
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_every_preset_is_one_line_at_80_columns_and_wider(columns: int) -> None:
+    out = lines(columns=columns)
+    for name, shape in PRESETS.items():
+        assert shape.d_model is not None
+        (row,) = [line for line in out if line.split()[:1] == [name]]
+        words = [name, str(shape.layers), "layers", str(shape.heads), "heads",
+                 str(shape.kv_heads), "K/V", f"({shape.attention})", "head", "dim",
+                 str(shape.head_dim)]  # fmt: skip
+        derived = shape.d_model // shape.heads
+        if derived == shape.head_dim:
+            words += ["=", str(shape.d_model), "/", str(shape.heads)]
+        else:  # gemma-7b: its config's head dim is 256, d_model / heads = 3072 / 16 = 192
+            words += ["≠", str(shape.d_model), "/", str(shape.heads), "=", str(derived)]
+        assert row.split() == words
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_every_preset_takes_the_same_number_of_lines(columns: int) -> None:
+    out = lines(columns=columns)
+    starts = [i for i, line in enumerate(out) if line.split()[:1] and line.split()[0] in PRESETS]
+    assert len(starts) == len(PRESETS)
+    heights = {b - a for a, b in zip(starts, [*starts[1:], len(out)], strict=True)}
+    assert len(heights) == 1, out
 
 
 # ------------------------------------------------------------------ which is the model

@@ -49,6 +49,8 @@ CASES = {
     "decode-gqa-100": (("decode", "-s", "gqa", "--precision", "2"), 100, None),
     "kv-cache-llama2-70b-80": (("kv-cache", "--preset", "llama2-70b"), 80, None),
     "kv-cache-presets-100": (("kv-cache",), 100, None),
+    "kv-cache-presets-80": (("kv-cache",), 80, None),
+    "kv-cache-presets-40": (("kv-cache",), 40, None),
 }
 
 
