@@ -210,8 +210,8 @@ def test_the_saving_of_gqa_is_visible() -> None:
     assert found == {"MHA": 10 * 2**30, "GQA (this model)": 1.25 * 2**30, "MQA": 160 * 2**20}
     assert kv_cache_bytes(shape, 8, 1, 1, "fp16") == 327_680  # per token
     out = invoke("kv-cache", "--preset", "llama2-70b").stdout
-    assert "GQA (this model)    8 K/V heads     1.25 GiB" in out
-    assert "MHA                64 K/V heads    10.00 GiB" in out
+    assert "GQA (this model)   8 K/V heads    1.25 GiB" in out
+    assert "MHA               64 K/V heads   10.00 GiB" in out
 
 
 def test_explicit_shapes_and_dtypes() -> None:
@@ -285,7 +285,7 @@ def test_kv_cache_at_40_columns_breaks_lines_between_numbers(args: tuple[str, ..
     # the same words, only broken differently
     assert narrow.split() == wide.split()
     if "--preset" in args:
-        assert "   32 K/V heads     4.00 GiB" in narrow.splitlines()
+        assert "  32 K/V heads    4.00 GiB" in narrow.splitlines()
         assert "  4,294,967,296 B  baseline" in narrow.splitlines()
     else:
         assert "  12 layers  12 heads  12 K/V (MHA)" in narrow.splitlines()
