@@ -626,8 +626,8 @@ def kv_cache(
         for flag, value in (("--tokens", count), ("--batch", batch)):
             if value < 1:
                 raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
+        found = variants(shape, count, batch, dtype)  # refuses 1024 YiB or more
     name = preset or "your model"
-    found = variants(shape, count, batch, dtype)
     with quiet_pipe():
         if as_json:
             from attntrace.serialize import kv_memory_to_dict, plain_dumps

@@ -5,15 +5,23 @@
 
 The same model is also priced as plain multi-head attention (kv_heads = heads) and as
 multi-query attention (kv_heads = 1), so what grouped-query attention saves is visible.
+With one query head the two are the same model.
+
+Sizes are named up to YiB (2^80 bytes), the largest binary prefix of IEC 80000-13; a
+cache of 1024 YiB or more is refused, as far past any machine.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 
 from attntrace.errors import InputError
 
 BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+MAX_CACHE_BYTES = 1024 * 1024 ** (len(UNITS) - 1)  # 1024 YiB = 2^90: refused from here on
 
 
 @dataclass(frozen=True)
@@ -60,18 +68,27 @@ class Variant:
     label: str
     kv_heads: int
     bytes: int
-    is_model: bool = False  # the model as it is, not a what-if
+    is_model: bool = False  # the model as it is, not a what-if (with 1 head, MHA and MQA both)
 
 
 def variants(shape: Shape, tokens: int, batch: int, dtype: str) -> list[Variant]:
-    """The model as MHA, as it is (if GQA or MQA), and as MQA: the saving side by side."""
+    """The model as MHA, as it is (if GQA or MQA), and as MQA: the saving side by side.
+
+    With one query head, MHA and MQA are the same model (one K/V head): both are it.
+    """
+    mha = kv_cache_bytes(shape, shape.heads, tokens, batch, dtype)
+    if mha >= MAX_CACHE_BYTES:
+        raise InputError(
+            f"the KV cache as MHA would take {Decimal(mha):.3g} bytes, and kv-cache sizes "
+            "caches under 1024 YiB (2^90 bytes): lower --tokens, --batch or the model's shape"
+        )
     kinds = [("MHA", shape.heads)]
     if shape.attention == "GQA":
         kinds.append(("GQA", shape.kv_heads))
     kinds.append(("MQA", 1))
     return [
-        Variant(f"{kind} (this model)" if kind == shape.attention else kind, kv,
-                kv_cache_bytes(shape, kv, tokens, batch, dtype), kind == shape.attention)
+        Variant(f"{kind} (this model)" if kv == shape.kv_heads else kind, kv,
+                kv_cache_bytes(shape, kv, tokens, batch, dtype), kv == shape.kv_heads)
         for kind, kv in kinds
     ]  # fmt: skip
 
@@ -116,10 +133,16 @@ def explicit_shape(
 
 
 def human_bytes(count: int) -> str:
-    """``2.00 GiB``: binary units, as memory is sold and reported by tools."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
+    """``2.00 GiB``: binary units, as memory is sold and reported by tools.
+
+    Whole bytes under a KiB; above, two decimals in the first unit that brings the
+    rounded value under 1024 (``1.00 MiB``, not ``1024.00 KiB``), up to YiB. Exact for
+    any size: the count is divided as a fraction, rounded half to even.
+    """
+    if count < 1024:
+        return f"{count} B"
+    for power, unit in enumerate(UNITS[1:], start=1):
+        hundredths = round(Fraction(count * 100, 1024**power))
+        if hundredths < 1024 * 100 or unit == UNITS[-1]:
+            return f"{hundredths // 100}.{hundredths % 100:02d} {unit}"
     raise AssertionError("unreachable")

@@ -232,6 +232,7 @@ def kv_memory_to_dict(
                 "kv_heads": v.kv_heads,
                 "bytes": v.bytes,
                 "human": human_bytes(v.bytes),
+                "this_model": v.is_model,  # with 1 query head, MHA and MQA both
             }
             for v in variants
         ],

@@ -210,8 +210,8 @@ def test_the_saving_of_gqa_is_visible() -> None:
     assert found == {"MHA": 10 * 2**30, "GQA (this model)": 1.25 * 2**30, "MQA": 160 * 2**20}
     assert kv_cache_bytes(shape, 8, 1, 1, "fp16") == 327_680  # per token
     out = invoke("kv-cache", "--preset", "llama2-70b").stdout
-    assert "GQA (this model)    8 K/V heads     1.25 GiB" in out
-    assert "MHA                64 K/V heads    10.00 GiB" in out
+    assert "GQA (this model)   8 K/V heads    1.25 GiB" in out
+    assert "MHA               64 K/V heads   10.00 GiB" in out
 
 
 def test_explicit_shapes_and_dtypes() -> None:
@@ -224,9 +224,9 @@ def test_explicit_shapes_and_dtypes() -> None:
 
 def test_presets_list_head_dim_as_d_model_over_heads() -> None:
     out = invoke("kv-cache", columns=120).stdout
-    assert "head dim   768 / 12  = 64" in out
-    assert "head dim 12288 / 96  = 128" in out
-    assert "= 192  (cfg 256)" in out  # gemma-7b: 3072 / 16 = 192, its config says 256
+    assert "head dim  64 =   768 / 12" in out
+    assert "head dim 128 = 12288 / 96" in out
+    assert "head dim 256 ≠  3072 / 16 = 192" in out  # gemma-7b: its config says 256
 
 
 @pytest.mark.parametrize(
@@ -255,6 +255,11 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
         (["--layers", "2", "--heads", "4", "--d-model", "64", "--head-dim", "32", "--tokens",
           "1"], "--d-model: expected --heads × --head-dim = 4 × 32 = 128, or only one of the "
                 "two, got 64"),
+        # 2 × 1 × 1 × 1 × 1 B × 2^89 tokens = 2^90 bytes = 1024 YiB, the first refused
+        (["--layers", "1", "--heads", "1", "--head-dim", "1", "--dtype", "int8", "--tokens",
+          str(2**89)], "the KV cache as MHA would take 1.24e+27 bytes, and kv-cache sizes "
+                       "caches under 1024 YiB (2^90 bytes): lower --tokens, --batch or the "
+                       "model's shape"),
     ],
 )  # fmt: skip
 def test_bad_calculator_input(args: list[str], message: str) -> None:
@@ -280,7 +285,7 @@ def test_kv_cache_at_40_columns_breaks_lines_between_numbers(args: tuple[str, ..
     # the same words, only broken differently
     assert narrow.split() == wide.split()
     if "--preset" in args:
-        assert "   32 K/V heads     4.00 GiB" in narrow.splitlines()
+        assert "  32 K/V heads    4.00 GiB" in narrow.splitlines()
         assert "  4,294,967,296 B  baseline" in narrow.splitlines()
     else:
-        assert "   12 layers   12 heads   12 K/V (MHA)" in narrow.splitlines()
+        assert "  12 layers  12 heads  12 K/V (MHA)" in narrow.splitlines()

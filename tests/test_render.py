@@ -21,6 +21,8 @@ from attntrace.trace import Stage
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
 
+TRILLION_TOKENS = ("kv-cache", "--preset", "gpt3-175b", "--tokens", "1000000000000")
+ONE_QUERY_HEAD = ("kv-cache", "--heads", "1", "--layers", "2", "--head-dim", "64", "--tokens", "1")
 CASES = {
     "run-cat-eats-fish-80": (("run", "cat eats fish"), 80, None),
     "run-cat-eats-fish-40": (("run", "cat eats fish"), 40, None),
@@ -49,6 +51,10 @@ CASES = {
     "decode-gqa-100": (("decode", "-s", "gqa", "--precision", "2"), 100, None),
     "kv-cache-llama2-70b-80": (("kv-cache", "--preset", "llama2-70b"), 80, None),
     "kv-cache-presets-100": (("kv-cache",), 100, None),
+    "kv-cache-presets-80": (("kv-cache",), 80, None),
+    "kv-cache-presets-40": (("kv-cache",), 40, None),
+    "kv-cache-trillion-tokens-40": (TRILLION_TOKENS, 40, None),
+    "kv-cache-one-head-80": (ONE_QUERY_HEAD, 80, None),
 }
 
 

@@ -1,12 +1,80 @@
-"""The KV cache memory calculator's tables: one model as MHA, as it is, and as MQA."""
+"""The KV cache memory calculator's tables: one model as MHA, as it is, and as MQA.
+
+Every row of a table takes the same layout, the widest that fits the terminal (one
+line, or the same words broken between columns), so the columns stay columns; the
+header and the formula break between their terms (inside one only if it is wider than a
+line of its own).
+"""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from attntrace.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
 from attntrace.render.fitted import Fitted
+
+INDENT = "  "  # of a continued line, and of a row's later lines
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 token``, ``4,096 tokens``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """Terms, each after its joiner, as many on a line as fit. A line broken after a
+    ``" · "`` ends with the ``·``; a continued line is indented and starts with its next
+    term whole (a term too wide for a line of its own is broken between its words)."""
+
+    terms: tuple[tuple[str, Text], ...]  # (joiner, term); the first joiner is not shown
+
+    def lines(self, width: int) -> list[Text]:
+        terms: list[tuple[str, Text, bool]] = []  # (joiner, term or word, starts a line)
+        for joiner, term in self.terms:
+            if cell_len(INDENT + term.plain) <= width:
+                terms.append((joiner, term, False))
+                continue
+            # too wide: on lines of its own, broken between words, an operator kept with
+            # what follows it ('× 33,581,…,727', then 'tokens')
+            words = re.split(r"(?<=\S\S) ", term.plain)
+            terms += [(joiner if i == 0 else " ", Text(word, style=term.style), i == 0)
+                      for i, word in enumerate(words)]  # fmt: skip
+        lines = [terms[0][1].copy()]
+        for index, (joiner, term, alone) in enumerate(terms[1:], start=1):
+            # room for the '·' that ends this line if the term after it has to go to the next
+            after = terms[index + 1][0].rstrip() if index + 1 < len(terms) else ""
+            if not alone and cell_len(lines[-1].plain + joiner + term.plain + after) <= width:
+                lines[-1].append_text(Text.assemble(joiner, term, style=term.style))
+            else:
+                lines[-1].append(joiner.rstrip(), style=term.style)
+                lines.append(Text.assemble(INDENT, term, style=term.style))
+        return lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max(cell_len(line.plain) for line in self.lines(options.max_width))
+        return Measurement(min(widest, options.max_width), min(widest, options.max_width))
+
+
+def _column(cells: Sequence[str], right: bool = False) -> list[str]:
+    """``cells`` padded to the widest of them."""
+    width = max(cell_len(cell) for cell in cells)
+    return [cell.rjust(width) if right else cell.ljust(width) for cell in cells]
+
+
+def _rows(layouts: Sequence[Sequence[Text]]) -> Fitted:
+    """Every row in the same layout: the first in which every row fits the width."""
+    return Fitted(tuple(Text("\n").join(rows) for rows in layouts))
 
 
 def memory_view(
@@ -14,55 +82,102 @@ def memory_view(
 ) -> Group:
     """The formula with this model's numbers, then the variants side by side."""
     per_value = BYTES_PER_VALUE[dtype]
-    lines: list[RenderableType] = [
-        Text.assemble((name, "bold magenta"), (
-            f" · {shape.layers} layers · {shape.heads} query heads · {shape.kv_heads} K/V "
-            f"head{'s' if shape.kv_heads > 1 else ''} ({shape.attention}) · head dim "
-            f"{shape.head_dim} · KV cache of {tokens:,} tokens × batch {batch}", "dim")),
-        Text(f"= 2 (K, V) × {shape.layers} layers × K/V heads × {shape.head_dim} × "
-             f"{per_value} B ({dtype}) × {tokens:,} tokens × {batch}", style="dim"),
-        Text(""),
+    same = shape.heads == 1  # MHA and MQA are one model: one K/V head either way
+    attention = "MHA = MQA" if same else shape.attention
+    header = [("", Text(name, style="bold magenta"))] + [
+        (joiner, Text(term, style="dim")) for joiner, term in (
+            (" · ", counted(shape.layers, "layer")), (" · ", counted(shape.heads, "query head")),
+            (" · ", f"{counted(shape.kv_heads, 'K/V head')} ({attention})"),
+            (" · ", f"head dim {shape.head_dim:,}"),
+            (" · ", f"KV cache of {counted(tokens, 'token')}"), (" ", f"× batch {batch:,}"),
+        )
     ]  # fmt: skip
-    mha = variants[0].bytes
-    width = max(len(v.label) for v in variants)
-    digits = len(f"{mha:,}")
-    for variant in variants:
-        share = f"{mha / variant.bytes:.3g}× smaller" if variant.bytes != mha else "baseline"
-        label = Text(variant.label, style="bold")
-        heads = Text(f"{variant.kv_heads:>3} K/V head{'s' if variant.kv_heads > 1 else ' '}  ")
-        size = Text(f"{human_bytes(variant.bytes):>11}", style="bold cyan")
-        exact = Text(f"{variant.bytes:>{digits},} B  {share}", style="dim")
-        wide = Text.assemble(label, " " * (width - len(variant.label) + 2), heads, size, "  ",
-                             exact)  # fmt: skip
-        # narrow: the label alone, then the rest in two lines, never '4.00' over 'GiB'
-        narrow = Text.assemble(label, "\n  ", heads, size, "\n  ", exact)
-        lines.append(Fitted((wide, narrow)))
+    # a continued formula starts with its operator: '× 1', not a bare '1'
+    formula = ["= 2 (K, V)", f"× {counted(shape.layers, 'layer')}", "× K/V heads",
+               f"× {shape.head_dim:,}", f"× {per_value} B ({dtype})",
+               f"× {counted(tokens, 'token')}", f"× {batch:,}"]  # fmt: skip
+    lines: list[RenderableType] = [
+        Terms(tuple(header)),
+        Terms(tuple((" ", Text(term, style="dim")) for term in formula)),
+        Text(""),
+    ]
+    shown = [Variant("MHA = MQA (this model)", 1, variants[0].bytes, True)] if same else variants
+    lines.append(_rows(_variant_layouts(shown)))
+    if same:
+        lines.append(Text("1 query head: MHA and MQA are the same", style="dim"))
     per_token = next(v for v in variants if v.is_model)
     lines += [
         Text(""),
-        Text(f"per token (batch 1): {per_token.bytes // (tokens * batch):,} bytes", style="dim"),
-    ]
+        Text(f"per token (batch 1): {counted(per_token.bytes // (tokens * batch), 'byte')}",
+             style="dim"),
+    ]  # fmt: skip
     return Group(*lines)
+
+
+def _variant_layouts(variants: Sequence[Variant]) -> list[list[Text]]:
+    """The rows on one line each; or with the exact bytes and the saving on a second
+    line; or three or four short lines, for narrow terminals."""
+    mha = variants[0].bytes
+    labels = _column([v.label for v in variants])
+    digits = max(len(f"{v.kv_heads:,}") for v in variants)
+    heads = _column([f"{v.kv_heads:>{digits},} K/V head{'' if v.kv_heads == 1 else 's'}"
+                     for v in variants])  # fmt: skip
+    sizes = _column([human_bytes(v.bytes) for v in variants], right=True)
+    # under a KiB the size is already exact: no second '512 B'
+    exact = (_column([f"{v.bytes:,} B" for v in variants], right=True)
+             if mha >= 1024 else ["" for _ in variants])  # fmt: skip
+    # kv_heads divides heads, so every saving is a whole factor
+    shares = ["" if len(variants) == 1 else "baseline" if v.bytes == mha else
+              f"{mha // v.bytes:,}× smaller" for v in variants]  # fmt: skip
+    layouts: list[list[Text]] = [[], [], [], [], []]
+    for label, kv, size, exact_bytes, share in zip(labels, heads, sizes, exact, shares,
+                                                   strict=True):  # fmt: skip
+        bold = Text(label, style="bold")
+        alone = Text(label.rstrip(), style="bold")  # on a line of its own, unpadded
+        cyan = Text(size, style="bold cyan")
+        rest = Text("  ".join(part for part in (exact_bytes, share) if part), style="dim")
+        wide = Text.assemble(bold, "  ", kv, "  ", cyan)
+        layouts[0].append(Text.assemble(wide, "  ", rest) if rest else wide)
+        layouts[1].append(Text.assemble(wide, "\n", INDENT, rest) if rest else wide)
+        short = Text.assemble(alone, "\n", INDENT, kv, "  ", cyan)
+        if rest:
+            short = Text.assemble(short, "\n", INDENT, rest)
+        layouts[2].append(short)
+        # narrowest: the exact bytes and the saving a line each, the bytes (up to 37
+        # characters) unindented if they must be
+        for indent, layout in ((INDENT, layouts[3]), ("", layouts[4])):
+            lines = [alone, Text.assemble(INDENT, kv, "  ", cyan)]
+            lines += [Text(indent + exact_bytes, style="dim")] if exact_bytes else []
+            lines += [Text(INDENT + share, style="dim")] if share else []
+            layout.append(Text("\n").join(lines))
+    return layouts
 
 
 def presets_view() -> Group:
-    """Every preset with its shapes and head dim = d_model / heads, where they agree."""
-    about = "presets (from each model's config.json); head dim = d_model / heads"
-    lines: list[RenderableType] = [Text(about, style="dim"), Text("")]
-    width = max(len(name) for name in PRESETS)
-    for name, shape in PRESETS.items():
+    """Every preset with its shapes, and its head dim beside d_model / heads."""
+    about = "presets (from each model's config.json), each head dim beside d_model / heads"
+    shapes = list(PRESETS.values())
+    names = _column(list(PRESETS))
+    layers = _column([counted(s.layers, "layer") for s in shapes], right=True)
+    heads = _column([counted(s.heads, "head") for s in shapes], right=True)
+    kv_heads = _column([f"{s.kv_heads} K/V ({s.attention})" for s in shapes], right=True)
+    head_dims = _column([str(s.head_dim) for s in shapes], right=True)
+    d_models = _column([str(s.d_model) for s in shapes], right=True)
+    layouts: list[list[Text]] = [[], []]
+    for index, shape in enumerate(shapes):
         assert shape.d_model is not None
-        derived = shape.d_model // shape.heads
-        note = "" if derived == shape.head_dim else (
-            f" (cfg {shape.head_dim})"
-        )  # fmt: skip
-        sizes = Text(f"{shape.layers:>3} layers  {shape.heads:>3} heads  {shape.kv_heads:>3} K/V "
-                     f"({shape.attention})")  # fmt: skip
+        derived, rest = divmod(shape.d_model, shape.heads)
+        agree = derived == shape.head_dim and not rest
+        # gemma-7b: its config's head dim is 256, not 3072 / 16 = 192
         head_dim = Text.assemble(
-            f"head dim {shape.d_model:>5} / {shape.heads:<3} = {derived:<4}", (note, "yellow")
-        )
+            f"head dim {head_dims[index]} ", ("=" if agree else "≠", "" if agree else "yellow"),
+            f" {d_models[index]} / {shape.heads}",
+            ("" if agree else f" = {shape.d_model / shape.heads:g}", "yellow"),
+        )  # fmt: skip
+        size = Text(f"{layers[index]}  {heads[index]}  {kv_heads[index]}")
+        name = names[index]
+        layouts[0].append(Text.assemble((name, "bold"), "  ", size, "  ", head_dim))
         # narrow: the name alone, then the sizes and the head dim a line each
-        wide = Text.assemble((f"{name:<{width}}  ", "bold"), sizes, "  ", head_dim)
-        narrow = Text.assemble((name, "bold"), "\n  ", sizes, "\n  ", head_dim)
-        lines.append(Fitted((wide, narrow)))
-    return Group(*lines)
+        layouts[1].append(Text.assemble((name.rstrip(), "bold"), "\n", INDENT, size, "\n",
+                                        INDENT, head_dim))  # fmt: skip
+    return Group(Text(about, style="dim"), Text(""), _rows(layouts))
