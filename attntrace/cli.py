@@ -134,6 +134,32 @@ def _main(
     ] = False,
 ) -> None:
     """attntrace: softmax(Q·Kᵀ/√d_k)·V, one stage at a time."""
+    sane_terminal_size()
+
+
+# COLUMNS and LINES, where set: within these, or ignored (the terminal's own size, or
+# 80 columns where there is no terminal).
+_SANE_SIZES = {"COLUMNS": (20, 1000), "LINES": (5, 1000)}
+
+
+def sane_terminal_size() -> None:
+    """Keep ``COLUMNS`` and ``LINES`` to sizes a table can be drawn in, before Rich or
+    typer read them: ``COLUMNS=0`` drew every view zero cells wide (nothing at all,
+    exit 0, and an empty export "saved"), ``COLUMNS=-1`` or ``abc`` is no size, and
+    ``COLUMNS=100000000`` would pad a rule to a hundred million cells. A value below
+    or above the range is taken to its end; one that is no positive number is dropped."""
+    for name, (low, high) in _SANE_SIZES.items():
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = 0
+        if number < 1:
+            del os.environ[name]
+        else:
+            os.environ[name] = str(min(max(number, low), high))
 
 
 def fail(error: InputError) -> NoReturn:
@@ -224,17 +250,31 @@ def show(trace: Trace, how: Presentation) -> None:
         which = label(how.focus)
         with bad_input_fails():  # a bad token is an input error before anything prints
             focus = tuple(focus_row(trace, which, head=h) for h in trace.traced_heads)
-    console = stdout_console(record=how.export is not None)
-    with quiet_pipe():
-        if how.step:
-            walk_steps(console, trace, how, focus)
-        else:
-            from attntrace.render.present import renderables
+    if how.step:
+        console = stdout_console(record=how.export is not None)
+        try:
+            with quiet_pipe():
+                walk_steps(console, trace, how, focus)
+        except typer.Exit as done:  # the walk ended: a closed pipe ends it too (exit 0)
+            if done.exit_code == 0 and how.export is not None:
+                save_export(console, how.export)  # the screens the walk showed
+            raise
+        if how.export is not None:
+            save_export(console, how.export)
+        return
+    from attntrace.render.present import renderables
 
-            for renderable in renderables(trace, how, focus):
-                console.print(renderable, crop=False)  # a number is never cut
+    console = stdout_console()
     if how.export is not None:
-        save_export(console, how.export)
+        # drawn for the file first, apart from stdout: a reader that stops early
+        # (| head) or a full disk must not cost the export
+        recorder = recording_console(console)
+        for renderable in renderables(trace, how, focus):
+            recorder.print(renderable, crop=False)
+        save_export(recorder, how.export)
+    with quiet_pipe():
+        for renderable in renderables(trace, how, focus):
+            console.print(renderable, crop=False)  # a number is never cut
 
 
 def walk_steps(
@@ -245,6 +285,17 @@ def walk_steps(
     with _interrupted():
         run_steps(console, trace, _read_line, how.view, echo=not sys.stdin.isatty(),
                   prompt_console=_prompt_console(), focus=focus)  # fmt: skip
+
+
+def recording_console(like: Console) -> Console:
+    """A console drawing as ``like`` does (width, colours) into memory, recording."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    return Console(file=StringIO(), record=True, width=like.width, highlight=False,
+                   color_system=like.color_system, no_color=like.no_color,  # type: ignore[arg-type]
+                   force_terminal=like.is_terminal)  # fmt: skip
 
 
 def save_export(console: Console, path: Path) -> None:
@@ -265,7 +316,9 @@ def save_export(console: Console, path: Path) -> None:
     except OSError as error:
         partial.unlink(missing_ok=True)
         fail(InputError(f"cannot write the file: {error.strerror}", source=str(path)))
-    sys.stderr.write(f"attntrace: saved {path}\n")
+    from attntrace.visible import visible
+
+    sys.stderr.write(f"attntrace: saved {visible(str(path))}\n")
 
 
 @app.command()
@@ -781,6 +834,7 @@ def samples_command(
 
 def main() -> None:
     """Console-script entry point."""
+    sane_terminal_size()  # for --help too, which typer draws before any command runs
     try:
         code = _run_app()
     except SystemExit as done:

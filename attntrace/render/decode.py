@@ -24,6 +24,7 @@ from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
 from attntrace.render.tables import Facts, StageTable, View
+from attntrace.render.wrap import Wrapped
 from attntrace.trace import Stage
 
 _BAR = 30
@@ -62,7 +63,7 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
             note = " (turned by RoPE)" if turned and name == "K" else ""
             heading = Text.assemble((f"{name} cache{whose}", "bold"), (note, "dim"),
                                     (f"   [{matrix.shape[0]} × {width}]", "cyan"))  # fmt: skip
-            caches.append(Group(heading, StageTable(stage, view)))
+            caches.append(Group(Wrapped(heading), StageTable(stage, view)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
         f"head {h}"
@@ -75,16 +76,16 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         f" (q turned by RoPE at position {step.t})" if turned else ""
     )
     parts += [
-        Text.assemble(
+        Wrapped(Text.assemble(
             ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {step.t + 1}]", "cyan")
-        ),
+        )),
         StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
         Text(""),
         Text.assemble(("softmax", "bold"), f" of each row: where {token} looks"),
         StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view),
         Text(""),
-        Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
-                      (f"   [{len(shown)} × {model.d_v}]", "cyan")),
+        Wrapped(Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
+                              (f"   [{len(shown)} × {model.d_v}]", "cyan"))),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
         StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
                          step.output[shown]), view),

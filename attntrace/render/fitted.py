@@ -9,6 +9,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
+from attntrace.render.wrap import Wrapped
+
 
 @dataclass(frozen=True)
 class Fitted:
@@ -28,7 +30,8 @@ class Fitted:
         return chosen if isinstance(chosen, Text) else Text(chosen)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.chosen(options.max_width)
+        # where even the last form is too wide, it wraps between words, never in a shape
+        yield Wrapped(self.chosen(options.max_width))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         """As wide as the variant it shows (so a panel around it fits it)."""

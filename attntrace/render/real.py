@@ -13,6 +13,7 @@ from rich.text import Text
 
 from attntrace.labels import unique_labels
 from attntrace.render.shown import labels, model_name
+from attntrace.render.wrap import Wrapped
 from attntrace.visible import is_visible, visible
 
 if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
@@ -66,15 +67,16 @@ def model_table(catalog: Sequence[RealModel]) -> Table:
     return table
 
 
-def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text]:
-    """A heading, then one line per head: rank, layer, head, weight as a number and a bar."""
+def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped]:
+    """A heading (wrapped between words), then one line per head: rank, layer, head,
+    weight as a number and a bar; last the next command, on one line to paste whole."""
     tokens, q, k = unique_labels(labels(ranking.tokens)), ranking.query, ranking.key
     heads = len(ranking.rows)
-    yield Text.assemble(
+    yield Wrapped(Text.assemble(
         "How much ", (f"'{tokens[q]}'", "bold"), f" (position {q}) attends to ",
         (f"'{tokens[k]}'", "bold"), f" (position {k}), in each of the {heads} heads of "
         f"{model_name(ranking.model.name)}, heaviest first:",
-    )  # fmt: skip
+    ))  # fmt: skip
     yield Text()
     yield Text(f"rank  layer  head  {'weight':<28}  heaviest key of the row", style="bold")
     shown = ranking.rows if top == 0 else ranking.rows[:top]

@@ -26,6 +26,7 @@ from attntrace.render.tables import (
     sentence_line,
     stage_body,
 )
+from attntrace.render.wrap import Wrapped
 from attntrace.trace import Trace
 from attntrace.visible import visible
 
@@ -156,9 +157,9 @@ def show_stage(
         )
     )
     heading = Group(fitted_title(stage, trace.model),
-                    Text(shape_equation(stage, trace), style="cyan"))  # fmt: skip
+                    Wrapped(Text(shape_equation(stage, trace), style="cyan")))  # fmt: skip
     console.print(Panel(heading, expand=False))
-    console.print(Text(paragraph(stage, trace)))
+    console.print(Wrapped(Text(paragraph(stage, trace))))
     console.print()
     # As an equation of its operands where it fits, else after the weight it used.
     console.print(stage_body(stage, trace, view), crop=False)

@@ -31,6 +31,7 @@ from attntrace.render.numbers import (
     visible_indices,
 )
 from attntrace.render.shown import pad, shown_trace
+from attntrace.render.wrap import Wrapped
 from attntrace.trace import ModelInfo, Stage, Trace
 
 DEFAULT_PRECISION = 4
@@ -287,7 +288,8 @@ def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
     Where the operands fit beside the result (``X · WQ = Q``), the stage reads as the
     textbook writes it; otherwise its table follows the weight it used, if any.
     """
-    return Group(stage_body(stage, trace, view), Text(one_line(stage, trace), style="italic dim"))
+    caption = Wrapped(Text(one_line(stage, trace), style="italic dim"))
+    return Group(stage_body(stage, trace, view), caption)
 
 
 def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> RenderableType:

@@ -1,0 +1,111 @@
+"""Odd terminals and closed pipes: any COLUMNS, exports that do not depend on stdout,
+and lines that wrap between words, never inside a shape such as [3 × 2]."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import invoke
+from typer.testing import CliRunner
+
+from attntrace.cli import app
+
+SAMPLES = Path(__file__).resolve().parent.parent / "attntrace" / "samples"
+
+
+def run_with_columns(columns: str | None, *args: str) -> str:
+    env = {"NO_COLOR": "1", "TERM": "dumb"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    runner = CliRunner()
+    if columns is None:  # no COLUMNS at all: what Rich does without a terminal (80)
+        os.environ.pop("COLUMNS", None)
+    result = runner.invoke(app, list(args), env=env)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize("columns", ["0", "-1", "-80", "abc", "", " 80x", "3.5"])
+def test_columns_that_are_no_width_are_ignored(columns: str) -> None:
+    assert run_with_columns(columns, "run") == run_with_columns("80", "run")
+
+
+@pytest.mark.parametrize(("columns", "drawn"), [("5", "20"), ("100000000", "1000")])
+def test_columns_out_of_reason_are_taken_to_the_nearest_sane_width(
+    columns: str, drawn: str
+) -> None:
+    assert run_with_columns(columns, "run", "-s", "two-heads") == run_with_columns(
+        drawn, "run", "-s", "two-heads"
+    )
+
+
+def test_columns_zero_exports_the_whole_view(tmp_path: Path) -> None:
+    target = tmp_path / "z.txt"
+    env = {"COLUMNS": "0", "NO_COLOR": "1"}
+    result = CliRunner().invoke(app, ["run", "--export", str(target)], env=env)
+    assert result.exit_code == 0
+    text = target.read_text(encoding="utf-8")
+    assert text == result.stdout  # what was shown, whole
+    assert "output = softmax · V   [3 × 2]" in text
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html", ".txt"])
+def test_an_export_is_written_whole_when_the_reader_stops_early(
+    suffix: str, tmp_path: Path
+) -> None:
+    """``run --export x.svg | head -1``: the reader leaves after a line; the file is
+    written all the same, and the command ends quietly."""
+    target = tmp_path / f"x{suffix}"
+    command = f"{sys.executable} -m attntrace run -s it-animal --export {target} | head -1"
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("it-animal")
+    text = target.read_text(encoding="utf-8")
+    ending = {".svg": "</svg>\n", ".html": "</html>\n", ".txt": "token i's new vector.\n"}
+    assert text.endswith(ending[suffix])
+    assert f"attntrace: saved {target}" in result.stderr
+
+
+def test_an_export_into_a_missing_folder_fails_before_anything_is_drawn(tmp_path: Path) -> None:
+    result = invoke("run", "--export", str(tmp_path / "nowhere" / "x.svg"))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+
+
+# ------------------------------------------------------------------ lines that wrap
+
+VIEWS = [
+    ("run",),
+    ("run", "-s", "gqa"),
+    ("run", "-s", "rope"),
+    ("run", "-s", "cross"),
+    ("run", "-s", "it-animal", "--focus", "it"),
+    ("run", "-s", "two-heads", "--overview"),
+    ("decode", "-s", "gqa"),
+    ("decode", "-s", "rope"),
+    ("kv-cache", "--preset", "llama2-70b"),
+]
+# a shape [3 × 2] or [n × d_k] left open at a line's end, or closed alone at the next's start
+SPLIT_SHAPE = re.compile(r"\[[\w·]+(?: ×)?\s*$|^\s*(?:× )?[\w·]+\]")
+
+
+@pytest.mark.parametrize("columns", [30, 40, 52])
+@pytest.mark.parametrize("args", VIEWS, ids=lambda args: "-".join(args))
+def test_no_shape_is_split_across_lines(args: tuple[str, ...], columns: int) -> None:
+    output = invoke(*args, columns=columns).stdout
+    for line in output.splitlines():
+        assert not SPLIT_SHAPE.search(line), line
+
+
+@pytest.mark.parametrize("columns", [30, 40])
+def test_step_mode_paragraphs_keep_their_shapes_whole(columns: int) -> None:
+    output = invoke("run", "-s", "gqa", "--step", input="\n" * 30, columns=columns).stdout
+    assert len(re.findall(r"\[\d+ × \d+\]", output)) > 30  # the paragraphs name shapes
+    for line in output.splitlines():
+        assert not SPLIT_SHAPE.search(line), line
