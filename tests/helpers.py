@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -56,3 +57,16 @@ def machine_independent(text: str) -> str:
         assert bounds, "a measured |Δ| without the bound it is judged by"
         assert float(measured[2]) <= max(bounds), measured[0]
     return _MEASURED.sub(r"\1…", text)
+
+
+def raw_controls(text: str) -> list[str]:
+    """The characters of ``text`` a terminal would act on or not show (newlines aside),
+    as ``U+001B``: none may reach the terminal raw (attntrace.visible)."""
+    return sorted(
+        {
+            f"U+{ord(ch):04X}"
+            for ch in text
+            if (ch != "\n" and not (ch.isprintable() or ch == " "))
+            or unicodedata.category(ch) == "Cf"
+        }
+    )

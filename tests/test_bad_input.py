@@ -931,6 +931,51 @@ REJECTED = [
         "model.yaml: vocabulary: expected nothing, unless embeddings is a .npy file, got a "
         "list of 1 item",
     ),
+    # --- text a terminal would act on: the one line shows it as escapes (attntrace.visible)
+    case(
+        "unknown-token-clears-the-screen",
+        GOOD,
+        "model.yaml: embeddings: unknown token '\\x1b[2J' (vocabulary: cat, eats, fish)",
+        args=with_file(sentence="cat \x1b[2J"),
+    ),
+    case(
+        "unknown-token-turns-the-line-around",
+        GOOD,
+        "model.yaml: embeddings: unknown token '\\u202ehsif' (vocabulary: cat, eats, fish)",
+        args=with_file(sentence="cat \u202ehsif"),
+    ),
+    case(
+        "escape-in-a-field-path",
+        'embeddings:\n  "\\e[31m": [1, x]\n  eats: [3, 1]\n' + W,
+        "model.yaml: embeddings.\\x1b[31m[1]: expected a number, got a string 'x'",
+        args=with_file(sentence="eats"),
+    ),
+    case(
+        "bell-in-the-vocabulary-listed",
+        'embeddings:\n  "\\abell": [1, 2]\n  eats: [3, 1]\n' + W,
+        "model.yaml: embeddings: unknown token 'dog' (vocabulary: \\x07bell, eats)",
+        args=with_file(sentence="dog"),
+    ),
+    case(
+        "escape-in-the-file-name",
+        None,
+        "m\\x1bodel.yaml: no such file",
+        args=("cat", "--config", "m\x1bodel.yaml"),
+    ),
+    case(
+        "wide-unknown-token",
+        GOOD,
+        "model.yaml: embeddings: unknown tokens '猫', '🐟' (vocabulary: cat, eats, fish)",
+        args=with_file(sentence="猫 eats 🐟"),
+    ),
+    case(
+        "token-spelled-with-other-code-points",
+        'embeddings:\n  "\\u00e9": [1, 2]\n' + W,
+        "model.yaml: embeddings: unknown token 'e\u0301' (vocabulary: \u00e9); 'e\u0301' "
+        "(U+0065 U+0301) looks like the vocabulary's '\u00e9' (U+00E9) but is spelled with "
+        "other code points",
+        args=with_file(sentence="e\u0301"),
+    ),
     # --- arithmetic that overflows float64: exit 2, never NaN, never a traceback
     case(
         "overflow-names-the-file",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import invoke
+from helpers import invoke, raw_controls
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import Result  # type: ignore[attr-defined, unused-ignore]  # typer 0.26
@@ -21,6 +21,7 @@ def ended_cleanly(result: Result) -> None:
         result.exception
     )
     assert "Traceback" not in result.output
+    assert raw_controls(result.output) == [], result.output  # what was typed, made visible
     if result.exit_code == 2:
         assert result.stderr.startswith(("attntrace: error: ", "Usage:", "\n"))
         if result.stderr.startswith("attntrace: error: "):

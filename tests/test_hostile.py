@@ -22,7 +22,9 @@ from attntrace.model_file import load_model
 FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
           "causal", "positions", "context", "biases", "rope_base", "WQ", "", "ŵ",
           "embedding"]  # fmt: skip
-TOKENS = st.sampled_from(["cat", "eats", "fish", "", " ", "CAT", "é", "🐈", "no", "1", "x y"])
+TOKENS = st.sampled_from(["cat", "eats", "fish", "", " ", "CAT", "é", "🐈", "no", "1", "x y",
+                          "\x1b[2J", "\u202e", "猫", "食べる", "e\u0301", "\u200b",
+                          "\x07"])  # fmt: skip
 NUMBERS = st.one_of(
     st.integers(-3, 3),
     st.floats(allow_nan=True, allow_infinity=True),

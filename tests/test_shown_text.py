@@ -14,7 +14,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import invoke, raw_controls
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -30,20 +30,7 @@ ZERO_WIDTH = "a\u200bb"
 BELL = "ding\x07"
 WIDE = ["猫", "食べる", "🐟", "e\u0301", "é"]
 
-# A terminal acts on these, or shows nothing for them: none may be printed raw.
 _SGR = re.compile(r"\x1b\[[0-9;]*m")  # colour, which Rich itself writes with colour on
-
-
-def raw_controls(text: str) -> list[str]:
-    """The characters of ``text`` a terminal would act on or not show (newlines aside)."""
-    return sorted(
-        {
-            f"U+{ord(ch):04X}"
-            for ch in text
-            if (ch != "\n" and not (ch.isprintable() or ch == " "))
-            or unicodedata.category(ch) == "Cf"
-        }
-    )
 
 
 def hostile_model(tmp_path: Path) -> Path:
@@ -158,6 +145,38 @@ def test_an_unknown_token_that_looks_like_a_known_one_says_so(tmp_path: Path) ->
     assert result.exit_code == 2
     assert "(U+0065 U+0301 U+0074 U+0065 U+0301) looks like the vocabulary's" in result.stderr
     assert "(U+00E9 U+0074 U+00E9) but is spelled with other code points" in result.stderr
+
+
+# Any character but a lone surrogate (which no UTF-8 file can hold).
+FIELD_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=8)
+TOKEN = FIELD_TEXT.filter(lambda text: not any(ch.isspace() for ch in text))
+FUZZED_VIEWS = [(), ("--map",), ("--overview",), ("--focus", "0"), ("--step",)]
+
+
+@given(
+    name=FIELD_TEXT,
+    description=FIELD_TEXT,
+    tokens=st.lists(TOKEN, min_size=1, max_size=4, unique=True),
+    view=st.sampled_from(FUZZED_VIEWS),
+)
+def test_any_text_in_any_string_field_is_shown_safely(
+    name: str, description: str, tokens: list[str], view: tuple[str, ...],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:  # fmt: skip
+    """Every string field of a model file holding any characters at all (control, format,
+    wide, combining): every view, and any error, shows them made visible."""
+    document = {
+        "name": name,
+        "description": description,
+        "sentence": " ".join(tokens),
+        "embeddings": {token: [float(i), 1.0] for i, token in enumerate(tokens)},
+        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[0, 1], [1, 0]]},
+    }
+    path = tmp_path_factory.mktemp("fields") / "model.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = invoke("run", "--config", str(path), *view, input="\n" * 12)
+    assert result.exit_code in (0, 2), result.output
+    assert raw_controls(result.output) == [], result.output
 
 
 # ------------------------------------------------------------------ lining up by cells
