@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from attntrace.errors import InputError, describe
+from attntrace.frozen import freeze
 from attntrace.parse import parse_document
 from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 
@@ -397,7 +398,7 @@ class _NpyReader:
                 expected="a finite number",
                 found=repr(float(matrix[i, j])),
             )
-        return matrix
+        return freeze(matrix, finite=True)  # the spec keeps it as it is (attntrace.frozen)
 
 
 def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, Matrix]:
@@ -444,9 +445,8 @@ def _vector(value: Any, field: str, source: str | None) -> Matrix:
             expected="a non-empty list of numbers",
             found=describe(value),
         )
-    return np.array(
-        [_number(x, f"{field}[{i}]", source) for i, x in enumerate(value)], dtype=np.float64
-    )
+    numbers = [_number(x, f"{field}[{i}]", source) for i, x in enumerate(value)]
+    return freeze(np.array(numbers, dtype=np.float64), finite=True)
 
 
 def _matrix(value: Any, field: str, source: str | None) -> Matrix:
@@ -469,4 +469,4 @@ def _matrix(value: Any, field: str, source: str | None) -> Matrix:
                 expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix have one length)",
                 found=f"{len(row)}",
             )
-    return np.stack(rows)
+    return freeze(np.stack(rows), finite=True)
