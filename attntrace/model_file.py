@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from attntrace import arguments
 from attntrace.errors import InputError, describe
 from attntrace.frozen import freeze
 from attntrace.parse import parse_document
@@ -45,8 +46,15 @@ REQUIRED_WEIGHTS = ("WQ", "WK", "WV")
 def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
     """Read and validate the model file at ``path`` (YAML, or JSON by its ``.json`` suffix).
 
-    ``source`` names the file in error messages (default: the path as given).
+    ``source`` names the file in error messages (default: the path as given). ``path``
+    is a str or a :class:`pathlib.Path` (else a TypeError); a file that cannot be read or
+    does not hold a valid model is an :class:`InputError` naming the file and the field.
+    The arrays of the spec are read-only.
     """
+    path = arguments.path("path", path, "a file name (str or pathlib.Path)")
+    arguments.optional_text("source", source)
+    if not str(path).strip():
+        raise InputError(field="path", expected="a file name", found=repr(str(path)))
     source = source or str(path)
     try:
         text = read_text(Path(path))
