@@ -96,9 +96,13 @@ def labels(name: str, value: object) -> tuple[str, ...]:
     cannot be appended to afterwards."""
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise wrong_type(name, "a tuple (or list) of str", value)
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise wrong_type(f"{name}[{index}]", "a str", item)
+    try:
+        "".join(value)  # every item a str, checked at C speed (a trace has many labels)
+    except TypeError:
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise wrong_type(f"{name}[{index}]", "a str", item) from None
+        raise
     return value if isinstance(value, tuple) else tuple(value)
 
 

@@ -257,9 +257,7 @@ class ModelSpec:
         self, name: str, field_path: str, value: object, ndim: int = 2, *, finite: bool = True
     ) -> Matrix:
         try:
-            if finite:
-                return checked_array(name, field_path, value, ndim)
-            return checked_array(name, field_path, value, ndim, finite=False)
+            return checked_array(name, field_path, value, ndim, finite=finite)
         except InputError as error:
             raise error.with_source(self.source) if self.source else error from None
 
