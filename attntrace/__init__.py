@@ -4,8 +4,9 @@ From Python::
 
     from attntrace import trace_attention
     trace = trace_attention("cat eats fish")
-    trace["softmax"].data        # numpy array, the attention weights
+    trace["softmax"].data        # numpy array, the attention weights (read-only)
 
+The README's "What attntrace exports" documents each name, its arguments and errors.
 The public names are imported lazily, so ``attntrace --help`` does not pay for numpy.
 """
 

@@ -3,15 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from attntrace import arguments
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.spec import ModelSpec
 from attntrace.tokenize import tokenize
 from attntrace.trace import Trace
+
+
+@dataclass(frozen=True)
+class Names:
+    """How messages name the inputs: the CLI's flags, or the Python arguments."""
+
+    sentence: str
+    config: str
+    causal: str
+    context: str
+    causal_on: str
+    causal_off: str
+    context_given: str  # formatted with the context's repr
+
+    def given_context(self, context: str) -> str:
+        return self.context_given.format(repr(context))
+
+
+CLI_NAMES = Names("SENTENCE", "--config", "--causal", "--context", "--causal", "--no-causal",
+                  "--context {}")  # fmt: skip
+PYTHON_NAMES = Names("sentence", "config", "causal", "context", "causal=True", "causal=False",
+                     "context={}")  # fmt: skip
 
 
 def trace_attention(
@@ -29,35 +52,79 @@ def trace_attention(
     exactly as a file is, or a :class:`ModelSpec` from :func:`load_model`), else the file
     ``config``, else the shipped sample ``sample``, else the built-in worked example
     (cat-eats-fish). ``sentence`` defaults to the model's own; ``causal`` and ``context``
-    override the model's (as ``--causal`` and ``--context`` do). Bad input raises
-    :class:`InputError`, as the CLI reports it.
+    override the model's (as ``--causal`` and ``--context`` do). A model file is
+    ``config=``, never ``model=`` (in the CLI, ``--model`` names a trained model).
+
+    An argument of the wrong Python type is a :class:`TypeError` naming it; bad input
+    (an unknown token, a file that does not parse) is an :class:`InputError` with the
+    one line the CLI would print. The trace's arrays are read-only.
 
     >>> trace = trace_attention("cat eats fish")
     >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
     """
-    spec = choose_model(config, sample, model)
+    arguments.optional_text("sentence", sentence)
+    if config is not None:
+        config = arguments.path("config", config, "a file name (str or pathlib.Path) or None")
+    arguments.optional_text("sample", sample)
+    _check_model_argument(model)
+    causal = arguments.optional_flag("causal", causal)
+    arguments.optional_text("context", context)
+    return traced(sentence, config=config, sample=sample, model=model, causal=causal,
+                  context=context, names=PYTHON_NAMES)  # fmt: skip
+
+
+def _check_model_argument(model: object) -> None:
+    """``model=`` takes a spec or a mapping; a file name there says where it goes."""
+    if model is None or isinstance(model, ModelSpec | Mapping):
+        return
+    accepts = "a ModelSpec or a mapping of model fields"
+    if isinstance(model, str | Path):
+        from attntrace.real.catalog import CATALOG
+
+        name = str(model)
+        if name.lower() in {m.name for m in CATALOG}:
+            hint = (f"a trained model's layer is attntrace.real.layer.trace_layer({name!r}, "
+                    "sentence, layer)")  # fmt: skip
+        else:
+            hint = f"give a model file as config={model!r}"
+        raise TypeError(f"{arguments.wrong_type('model', accepts, model)}: {hint}")
+    raise arguments.wrong_type("model", accepts, model)
+
+
+def traced(
+    sentence: str | None,
+    *,
+    config: str | Path | None = None,
+    sample: str | None = None,
+    model: ModelSpec | Mapping[str, Any] | None = None,
+    causal: bool | None = None,
+    context: str | None = None,
+    names: Names = CLI_NAMES,
+) -> Trace:
+    """:func:`trace_attention` without its type checks; messages name ``names``."""
+    spec = choose_model(config, sample, model, names)
     overrides: dict[str, Any] = {}
     if causal is not None:
         overrides["causal"] = causal
     if context is not None:
         overrides["context"] = context
     if overrides:
-        spec = _override(spec, overrides)
-    tokens = sentence_tokens(sentence, spec)
+        spec = _override(spec, overrides, names)
+    tokens = sentence_tokens(sentence, spec, names)
     keys = None
     if spec.context is not None:  # --context, or else the file's own
-        keys = _tokens(context, spec.context, spec.source, "--context", "context")
+        keys = _tokens(context, spec.context, spec.source, names.context, "context")
     try:
         return trace_block(spec, tokens, keys)
     except InputError as error:
         if context is not None and error.field == "context":
             # a token of --context, not of the model file, is what is unknown
-            raise InputError(error.message, field="--context") from None
+            raise InputError(error.message, field=names.context) from None
         raise error.with_source(spec.source) if spec.source else error from None
 
 
-def _override(spec: ModelSpec, overrides: dict[str, Any]) -> ModelSpec:
+def _override(spec: ModelSpec, overrides: dict[str, Any], names: Names) -> ModelSpec:
     """The model with --causal / --context applied; a clash names the flag, not the file."""
     causal = overrides.get("causal", spec.causal)
     context = overrides.get("context", spec.context)
@@ -66,31 +133,35 @@ def _override(spec: ModelSpec, overrides: dict[str, Any]) -> ModelSpec:
             raise InputError(
                 "a causal mask hides later tokens of the same sequence, but this model "
                 "cross-attends to a context",
-                field="--causal",
-                expected="--no-causal (or no context)",
-                found="--causal",
+                field=names.causal,
+                expected=f"{names.causal_off} (or no context)",
+                found=names.causal_on,
             )
         raise InputError(
             "cross-attention lets every query see every context token, but the model is "
             "causal (a decoder)",
-            field="--context",
-            expected="--no-causal with --context",
-            found=f"--context {context!r}",
+            field=names.context,
+            expected=f"{names.causal_off} with {names.context}",
+            found=names.given_context(context),
         )
     return replace(spec, **overrides)
 
 
 def choose_model(
-    config: str | Path | None, sample: str | None, model: ModelSpec | Mapping[str, Any] | None
+    config: str | Path | None,
+    sample: str | None,
+    model: ModelSpec | Mapping[str, Any] | None,
+    names: Names = CLI_NAMES,
 ) -> ModelSpec:
     from attntrace.model_file import load_model, model_from_document
     from attntrace.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
-    chosen = [x for x in (model, config, sample) if x is not None]
+    chosen = [n for n, x in (("model", model), ("config", config), ("sample", sample))
+              if x is not None]  # fmt: skip
     if len(chosen) > 1:
-        raise InputError("give one of model, config and sample")
+        raise InputError(f"give one of model, config and sample, not {' and '.join(chosen)}")
     if config is not None and not str(config).strip():
-        raise InputError(field="--config", expected="a file name", found=repr(str(config)))
+        raise InputError(field=names.config, expected="a file name", found=repr(str(config)))
     if isinstance(model, Mapping):
         return model_from_document(model, source="model")
     if model is not None:
@@ -101,9 +172,9 @@ def choose_model(
     return load_model(fastest_twin(sample_path(name)), source=f"sample {name}")
 
 
-def sentence_tokens(sentence: str | None, model: ModelSpec) -> list[str]:
+def sentence_tokens(sentence: str | None, model: ModelSpec, names: Names = CLI_NAMES) -> list[str]:
     """The tokens of ``sentence``, or of the model file's own sentence."""
-    return _tokens(sentence, model.sentence, model.source, "SENTENCE", "sentence")
+    return _tokens(sentence, model.sentence, model.source, names.sentence, "sentence")
 
 
 def _tokens(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from attntrace.errors import InputError
+from attntrace.frozen import computed
 from attntrace.labels import dims
 from attntrace.ops import (
     Matrix,
@@ -50,6 +51,7 @@ class _Recorder:
     ) -> Matrix:
         where = name if head is None or self.heads == 1 else f"{name} (head {head})"
         _require_finite(where, data, rows, cols, masked_allowed=name == "masked")
+        data = computed(data)  # read-only from here on: a trace is a record
         self.stages.append(Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head))
         return data
 

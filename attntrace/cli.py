@@ -386,7 +386,7 @@ def run(
 
     The model: a model file (--config), a sample (--sample), the worked
     example, or a layer of a trained model (--model; see `attntrace models`)."""
-    from attntrace.api import trace_attention
+    from attntrace.api import traced
 
     display = [flag for flag, on in (("--step", step), ("--export", export is not None),
                ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
@@ -411,13 +411,11 @@ def run(
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:
-            from attntrace.real.layer import trace_layer
+            from attntrace.real.layer import layer_trace
 
-            trace = trace_layer(real_model, sentence, layer or 0, head)
+            trace = layer_trace(real_model, sentence, layer or 0, head)
         else:
-            trace = trace_attention(
-                sentence, config=config, sample=sample, causal=causal, context=context
-            )
+            trace = traced(sentence, config=config, sample=sample, causal=causal, context=context)
     if how is None:
         from attntrace.serialize import dump_bytes
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
+from attntrace.frozen import freeze
 from attntrace.ops import Matrix, kv_head_of, rope, softmax
 from attntrace.rounding import decode_bounds
 from attntrace.spec import ModelSpec
@@ -114,11 +115,10 @@ def _grown(buffer: Matrix, length: int) -> Matrix:
 
 
 def _read_only(rows: Matrix) -> list[Matrix]:
-    """Each head's view, unwritable: every step's cache shares the buffer's rows."""
-    views = list(rows)
-    for view in views:
-        view.flags.writeable = False
-    return views
+    """Each head's view, unwritable: every step's cache shares the buffer's rows. Frozen
+    as the package's own (its rows are never written again), so a Stage of it shares
+    it rather than copying it."""
+    return [freeze(view) for view in rows]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from attntrace import arguments
 from attntrace.errors import InputError, describe
+from attntrace.frozen import freeze
 from attntrace.parse import parse_document
 from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 
@@ -44,8 +46,15 @@ REQUIRED_WEIGHTS = ("WQ", "WK", "WV")
 def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
     """Read and validate the model file at ``path`` (YAML, or JSON by its ``.json`` suffix).
 
-    ``source`` names the file in error messages (default: the path as given).
+    ``source`` names the file in error messages (default: the path as given). ``path``
+    is a str or a :class:`pathlib.Path` (else a TypeError); a file that cannot be read or
+    does not hold a valid model is an :class:`InputError` naming the file and the field.
+    The arrays of the spec are read-only.
     """
+    path = arguments.path("path", path, "a file name (str or pathlib.Path)")
+    arguments.optional_text("source", source)
+    if not str(path).strip():
+        raise InputError(field="path", expected="a file name", found=repr(str(path)))
     source = source or str(path)
     try:
         text = read_text(Path(path))
@@ -397,7 +406,7 @@ class _NpyReader:
                 expected="a finite number",
                 found=repr(float(matrix[i, j])),
             )
-        return matrix
+        return freeze(matrix, finite=True)  # the spec keeps it as it is (attntrace.frozen)
 
 
 def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, Matrix]:
@@ -444,9 +453,8 @@ def _vector(value: Any, field: str, source: str | None) -> Matrix:
             expected="a non-empty list of numbers",
             found=describe(value),
         )
-    return np.array(
-        [_number(x, f"{field}[{i}]", source) for i, x in enumerate(value)], dtype=np.float64
-    )
+    numbers = [_number(x, f"{field}[{i}]", source) for i, x in enumerate(value)]
+    return freeze(np.array(numbers, dtype=np.float64), finite=True)
 
 
 def _matrix(value: Any, field: str, source: str | None) -> Matrix:
@@ -469,4 +477,4 @@ def _matrix(value: Any, field: str, source: str | None) -> Matrix:
                 expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix have one length)",
                 found=f"{len(row)}",
             )
-    return np.stack(rows)
+    return freeze(np.stack(rows), finite=True)

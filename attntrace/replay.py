@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError, describe
+from attntrace.frozen import freeze
 from attntrace.parse import parse_document
 from attntrace.serialize import SCHEMA_ID
 from attntrace.spec import POSITION_KINDS, is_rope_base
@@ -264,7 +265,7 @@ def _matrix(value: Any, field: str, rows: int, cols: int) -> npt.NDArray[Any]:
                                  found=describe(cell))  # fmt: skip
             else:
                 out[i, j] = cell
-    return out
+    return freeze(out)  # the stage keeps it as it is (see attntrace.frozen)
 
 
 def _as_float(number: int | float) -> float:

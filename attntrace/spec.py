@@ -9,14 +9,18 @@ part of the model's contract, not of the file format.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TypeGuard
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.errors import InputError
+from attntrace import arguments
+from attntrace.errors import InputError, describe
+from attntrace.frozen import is_frozen, known_finite, read_only
 from attntrace.ops import head_columns
 from attntrace.tokenize import EDGE_PUNCTUATION
 from attntrace.visible import code_points, lookalikes
@@ -31,8 +35,49 @@ BIAS_OF_WEIGHT = {"bQ": "WQ", "bK": "WK", "bV": "WV", "bO": "WO"}
 
 
 def is_rope_base(value: object) -> TypeGuard[int | float]:
-    """A usable RoPE base: a real number above 1 (a bool is no number here)."""
-    return not isinstance(value, bool) and isinstance(value, int | float) and value > 1
+    """A usable RoPE base: a finite real number above 1 (a bool is no number here)."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and value > 1
+        and math.isfinite(value)
+    )
+
+
+def checked_array(
+    name: str, field_path: str, value: object, ndim: int, *, finite: bool = True
+) -> Matrix:
+    """A caller's array for ``name`` (``ModelSpec.WQ``), as a read-only float64 copy.
+
+    Not a numpy array of real numbers is a TypeError; the wrong number of dimensions,
+    no numbers at all or a non-finite one is an InputError at ``field_path`` (the model
+    file's name for it: ``weights.WQ``), as a model file's would be. ``finite=False``
+    leaves the NaN check to the caller (:func:`require_finite`, for many vectors at once).
+    """
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
+        kind = "a matrix" if ndim == 2 else "a vector"
+        raise arguments.wrong_type(name, f"a numpy array of real numbers ({kind})", value)
+    if value.ndim != ndim:
+        expected = "a matrix (2-D array)" if ndim == 2 else "a vector (1-D array)"
+        shape = " × ".join(str(n) for n in value.shape)
+        found = f"a {value.ndim}-D array" + (f" of {shape}" if shape else "")
+        raise InputError(field=field_path, expected=expected, found=found)
+    if value.size == 0:
+        raise InputError(field=field_path, expected="at least one number",
+                         found=" × ".join(str(n) for n in value.shape))  # fmt: skip
+    if finite and not known_finite(value):
+        require_finite(field_path, value)
+        return read_only(value, finite=True)
+    return read_only(value)
+
+
+def require_finite(field_path: str, array: npt.NDArray[np.floating[Any] | np.integer[Any]]) -> None:
+    """An InputError at the first NaN or infinity of ``array``: ``weights.WQ[0][1]``."""
+    if not np.isfinite(array).all():
+        where = tuple(int(i[0]) for i in np.nonzero(~np.isfinite(array)))
+        found = describe(float(array[where]))
+        raise InputError(field=field_path + "".join(f"[{i}]" for i in where),
+                         expected="a finite number", found=found)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,8 +92,12 @@ class GivenInputs:
     X: Matrix
     formula: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "X", checked_array("GivenInputs.X", "X", self.X, 2))
+        arguments.text("GivenInputs.formula", self.formula)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class ModelSpec:
     """One attention block's parameters and vocabulary.
 
@@ -60,6 +109,12 @@ class ModelSpec:
     cross-attention (K, V from it). ``biases`` holds optional vectors ``bQ``, ``bK``,
     ``bV`` (one number per column of WQ, WK, WV) and ``bO`` (d_model, with WO). ``given``
     replaces the embeddings lookup for a real model's layer (see :class:`GivenInputs`).
+
+    Every field is checked when the spec is made: a wrong Python type (a list where an
+    array goes, a str for heads) is a TypeError naming the field, a value that does not
+    fit (shapes, a NaN, heads 0) an :class:`InputError` as for a model file. Arrays are
+    kept as read-only float64 copies (integer arrays become floats): changing the arrays
+    given afterwards changes nothing here. Equality is identity, as for a Trace.
     """
 
     embeddings: Mapping[str, npt.NDArray[np.float64]]
@@ -82,6 +137,7 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         """The shape rules of SPEC.md section 3; the first broken one is an InputError."""
+        self._check_types()
         self._check_heads()
         d_model, heads, kv_heads = self.d_model, self.heads, self.n_kv_heads
         rows_of = {"WQ": self.WQ, "WK": self.WK, "WV": self.WV}
@@ -154,6 +210,107 @@ class ModelSpec:
                 expected="false with context",
                 found="true",
             )
+
+    def _check_types(self) -> None:
+        """Each field of the right Python type (TypeError), its arrays copied read-only."""
+        set_field = object.__setattr__  # frozen: the checked values replace the given ones
+        arguments.optional_text("ModelSpec.source", self.source)
+        for name in ("name", "description"):
+            arguments.text(f"ModelSpec.{name}", getattr(self, name))
+        for name in ("sentence", "context"):
+            arguments.optional_text(f"ModelSpec.{name}", getattr(self, name))
+        set_field(self, "heads", arguments.whole("ModelSpec.heads", self.heads))
+        set_field(self, "kv_heads", arguments.optional_whole("ModelSpec.kv_heads", self.kv_heads))
+        set_field(self, "causal", arguments.flag("ModelSpec.causal", self.causal))
+        set_field(self, "rope_base", arguments.real("ModelSpec.rope_base", self.rope_base))
+        for name in ("WQ", "WK", "WV", "WO"):
+            matrix = getattr(self, name)
+            if matrix is not None or name != "WO":
+                set_field(self, name, self._array(f"ModelSpec.{name}", f"weights.{name}", matrix))
+        positions: Any = self.positions
+        if isinstance(positions, str) and positions == "none":
+            positions = None
+        elif isinstance(positions, np.ndarray) or not isinstance(positions, str | None):
+            if not isinstance(positions, np.ndarray):
+                raise arguments.wrong_type(
+                    "ModelSpec.positions",
+                    "None, 'sinusoidal', 'rope' or a numpy array of position vectors",
+                    positions,
+                )
+            positions = self._array("ModelSpec.positions", "positions", positions)
+        set_field(self, "positions", positions)
+        if self.given is not None and not isinstance(self.given, GivenInputs):
+            raise arguments.wrong_type("ModelSpec.given", "a GivenInputs or None", self.given)
+        set_field(self, "embeddings", self._vectors("embeddings", self.embeddings))
+        set_field(self, "biases", self._vectors("biases", self.biases))
+        if not self.embeddings and self.given is None:
+            raise InputError(source=self.source, field="embeddings",
+                             expected="a non-empty mapping of token -> vector",
+                             found="an empty mapping")  # fmt: skip
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) through the constructor, so a copy is checked and frozen
+        as the original was."""
+        values = [getattr(self, f.name) for f in fields(self)]
+        return (ModelSpec, tuple(dict(v) if isinstance(v, Mapping) else v for v in values))
+
+    def _array(
+        self, name: str, field_path: str, value: object, ndim: int = 2, *, finite: bool = True
+    ) -> Matrix:
+        try:
+            return checked_array(name, field_path, value, ndim, finite=finite)
+        except InputError as error:
+            raise error.with_source(self.source) if self.source else error from None
+
+    def _vectors(self, name: str, given: object) -> Mapping[str, Matrix]:
+        """``embeddings`` or ``biases``: str keys to vectors, copied read-only, the
+        mapping too (a token added to the caller's dict afterwards is not added here)."""
+        if not isinstance(given, Mapping):
+            raise arguments.wrong_type(f"ModelSpec.{name}", "a mapping of str to numpy "
+                                       "vectors (a dict)", given)  # fmt: skip
+        vectors: dict[str, Matrix] = {}
+        width = None
+        shared: object = ()  # a frozen table whose rows are the vectors (none yet)
+        shared_finite = False
+        unchecked: list[Matrix] = []  # the vectors whose numbers are still to be checked
+        for key, vector in given.items():
+            if not isinstance(key, str):
+                raise arguments.wrong_type(f"ModelSpec.{name} keys", "str", key)
+            if name == "embeddings" and key.split() != [key]:  # empty, or holds a space
+                raise InputError(source=self.source, field="embeddings",
+                                 expected="non-empty tokens without spaces (a sentence is "
+                                 "split on whitespace)", found=repr(key))  # fmt: skip
+            if (isinstance(vector, np.ndarray) and vector.dtype == np.float64
+                    and vector.ndim == 1 and vector.size and not vector.flags.writeable
+                    and (vector.base is shared or is_frozen(vector))):  # fmt: skip
+                row = vector  # the package's own (a model file's): kept as it is
+                if vector.base is not shared:  # the rows of one table are checked at once
+                    shared, shared_finite = vector.base, known_finite(vector)
+                if not shared_finite:
+                    unchecked.append(row)
+            else:
+                row = self._array(f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", vector, 1,
+                                  finite=False)  # fmt: skip
+                unchecked.append(row)
+            vectors[key] = row
+            if name != "embeddings":
+                continue
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                first, count = next(iter(vectors)), len(row)
+                raise InputError(source=self.source, field=f"embeddings.{key}",
+                                 expected=f"a vector of {width} numbers "
+                                 f"(d_model, the length of {first!r})",
+                                 found=f"{count} number{'s' if count != 1 else ''}")  # fmt: skip
+        # one NaN check for all: a vocabulary of thousands costs one pass, not thousands
+        if unchecked and not np.isfinite(np.concatenate(unchecked)).all():
+            for key, row in vectors.items():
+                try:
+                    require_finite(f"{name}.{key}", row)
+                except InputError as error:
+                    raise error.with_source(self.source) if self.source else error from None
+        return MappingProxyType(vectors)
 
     def _check_heads(self) -> None:
         for name, value in (("heads", self.heads), ("kv_heads", self.n_kv_heads)):

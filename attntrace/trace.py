@@ -14,6 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace import arguments
+from attntrace.errors import InputError
+from attntrace.frozen import read_only
 from attntrace.ops import kv_head_of
 
 
@@ -24,6 +27,10 @@ class Stage:
     ``rows`` and ``cols`` are labels: tokens where the axis runs over tokens, ``d0``,
     ``d1``, ... where it runs over dimensions. ``head`` is ``None`` for stages shared by
     all heads (``X``), else the head index.
+
+    A stage is a record: ``data`` is read-only (``data.flags.writeable`` is False). An
+    array given that is not already the package's own read-only one is copied (as
+    float64), so the caller's array stays theirs to change; labels are kept as tuples.
     """
 
     name: str
@@ -33,6 +40,35 @@ class Stage:
     data: npt.NDArray[np.float64]
     head: int | None = None
     kv_head: int | None = None
+
+    def __post_init__(self) -> None:
+        set_field = object.__setattr__  # frozen: the checked values replace the given ones
+        arguments.text("Stage.name", self.name)
+        arguments.text("Stage.formula", self.formula)
+        set_field(self, "rows", arguments.labels("Stage.rows", self.rows))
+        set_field(self, "cols", arguments.labels("Stage.cols", self.cols))
+        for name in ("head", "kv_head"):
+            index = arguments.optional_whole(f"Stage.{name}", getattr(self, name))
+            if index is not None and index < 0:
+                raise InputError(field=f"Stage.{name}", expected="None or a whole number ≥ 0",
+                                 found=str(index))  # fmt: skip
+            set_field(self, name, index)
+        data = self.data
+        if not isinstance(data, np.ndarray) or data.dtype.kind not in "fiu":
+            raise arguments.wrong_type("Stage.data", "a numpy array of real numbers", data)
+        expected = (len(self.rows), len(self.cols))
+        if data.shape != expected:
+            raise InputError(
+                field="Stage.data",
+                expected=f"{expected[0]} × {expected[1]} (len(rows) × len(cols))",
+                found=" × ".join(str(n) for n in data.shape) or "a scalar",
+            )
+        set_field(self, "data", read_only(data))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) through the constructor: the copy's data is read-only too."""
+        return (Stage, (self.name, self.formula, self.rows, self.cols, self.data, self.head,
+                        self.kv_head))  # fmt: skip
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -111,6 +147,9 @@ class Trace:
     Stages are looked up by name and head, like TransformerLens' activation cache:
     ``trace["softmax"]`` where the name is unique (one head), ``trace["softmax", 1]``
     or ``trace.stage("softmax", head=1)`` for head 1.
+
+    A trace is a record: its stages' and weights' arrays are read-only, and its tokens
+    and stages are tuples.
     """
 
     model: ModelInfo
@@ -118,6 +157,23 @@ class Trace:
     stages: tuple[Stage, ...]
     context_tokens: tuple[str, ...] | None = None
     weights: tuple[Stage, ...] = ()
+
+    def __post_init__(self) -> None:
+        set_field = object.__setattr__  # frozen: the checked values replace the given ones
+        if not isinstance(self.model, ModelInfo):
+            raise arguments.wrong_type("Trace.model", "a ModelInfo", self.model)
+        set_field(self, "tokens", arguments.labels("Trace.tokens", self.tokens))
+        if self.context_tokens is not None:
+            context = arguments.labels("Trace.context_tokens", self.context_tokens)
+            set_field(self, "context_tokens", context)
+        for name in ("stages", "weights"):
+            stages = getattr(self, name)
+            if isinstance(stages, str) or not isinstance(stages, Sequence):
+                raise arguments.wrong_type(f"Trace.{name}", "a tuple (or list) of Stage", stages)
+            for index, stage in enumerate(stages):
+                if not isinstance(stage, Stage):
+                    raise arguments.wrong_type(f"Trace.{name}[{index}]", "a Stage", stage)
+            set_field(self, name, tuple(stages))
 
     def __iter__(self) -> Iterator[Stage]:
         return iter(self.stages)
@@ -127,12 +183,21 @@ class Trace:
 
     def __getitem__(self, key: str | tuple[str, int]) -> Stage:
         """``trace["X"]``, ``trace["softmax"]`` (one head), ``trace["softmax", 1]``."""
-        if isinstance(key, tuple):
+        if isinstance(key, tuple) and len(key) == 2:
             return self.stage(key[0], head=key[1])
+        if not isinstance(key, str):
+            raise arguments.wrong_type(
+                "a stage key", "a name or (name, head), as trace['softmax', 0]", key
+            )
         return self.stage(key)
 
     def stage(self, name: str, head: int | None = None) -> Stage:
-        """The stage ``name`` of ``head``; without a head, the name must be unambiguous."""
+        """The stage ``name`` of ``head``; without a head, the name must be unambiguous.
+
+        A name (or head) the trace does not hold is a :class:`KeyError` naming the stages
+        it does hold."""
+        arguments.text("name", name)
+        head = arguments.optional_whole("head", head)
         found = [s for s in self.stages if s.name == name and (head is None or s.head == head)]
         if len(found) == 1:
             return found[0]
@@ -146,6 +211,7 @@ class Trace:
 
     def softmax_input(self, head: int | None = None) -> Stage:
         """What softmax was applied to: ``masked`` under a causal mask, else ``scaled``."""
+        head = arguments.optional_whole("head", head)
         name = self.model.softmax_source
         return self.stage(name, head=head if head is not None else self._only_head())
 
@@ -173,9 +239,18 @@ class Trace:
 
         Kept: the shared inputs, those heads' stages, and the weights they read (WQ's
         slices of those heads, WK's and WV's of their K/V heads, and their biases).
-        Left out: concat and projected, which need every head.
+        Left out: concat and projected, which need every head. ``heads`` must be heads
+        this trace holds (an :class:`InputError` names them otherwise).
         """
-        wanted = set(heads)
+        wanted = set(arguments.head_numbers("heads", heads))
+        traced = self.traced_heads
+        if not wanted:
+            raise InputError(field="heads", expected=f"at least one of the traced heads "
+                             f"({', '.join(map(str, traced))})", found="none")  # fmt: skip
+        missing = sorted(wanted - set(traced))
+        if missing:
+            raise InputError(field="heads", expected=f"heads this trace holds "
+                             f"({', '.join(map(str, traced))})", found=str(missing[0]))  # fmt: skip
         kv_read = {self.model.kv_head_of(h) for h in wanted}
 
         def kept(stage: Stage) -> bool:
@@ -197,6 +272,9 @@ class Trace:
         self, name: str, head: int | None = None, kv_head: int | None = None
     ) -> Stage | None:
         """The learned matrix ``name`` (its slice for ``head`` or ``kv_head``), if carried."""
+        arguments.text("name", name)
+        head = arguments.optional_whole("head", head)
+        kv_head = arguments.optional_whole("kv_head", kv_head)
         return next(
             (w for w in self.weights if w.name == name and w.head == head
              and w.kv_head == kv_head),
@@ -205,10 +283,14 @@ class Trace:
 
     def weight_for(self, stage: Stage) -> Stage | None:
         """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""
+        if not isinstance(stage, Stage):
+            raise arguments.wrong_type("stage", "a Stage", stage)
         return self._learned_for(stage, "W")
 
     def bias_for(self, stage: Stage) -> Stage | None:
         """The bias vector (slice) added after ``stage``'s matrix: bQ for Q, ...; else None."""
+        if not isinstance(stage, Stage):
+            raise arguments.wrong_type("stage", "a Stage", stage)
         return self._learned_for(stage, "b")
 
     def _learned_for(self, stage: Stage, kind: str) -> Stage | None:

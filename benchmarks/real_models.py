@@ -40,7 +40,7 @@ from attntrace.ops import kv_head_of, rope, softmax
 from attntrace.real.catalog import MINILM, SMOLLM2
 from attntrace.real.forward import LayerAttention
 from attntrace.real.gguf import GGUFFile
-from attntrace.real.layer import DEFAULT_SENTENCE, layer_spec, open_model, trace_layer
+from attntrace.real.layer import DEFAULT_SENTENCE, layer_spec, open_model, opened, trace_layer
 from attntrace.real.llama import Llama
 
 SENTENCE = DEFAULT_SENTENCE  # the one the README and the goldens use
@@ -63,7 +63,7 @@ def fresh(*args: str) -> float:
 
 def minilm() -> None:
     whole = fresh("run", "--model", "minilm", SENTENCE, "--layer", "3", "--head", "1")
-    opened = median(lambda: open_model.__wrapped__("minilm"))
+    opened = median(lambda: opened.__wrapped__("minilm"))
     model = open_model("minilm")
     ids = model.tokenizer.encode(SENTENCE)
     forward = median(lambda: model.layer_input(ids, 3))
@@ -76,7 +76,7 @@ def minilm() -> None:
 
 def smollm2_load() -> None:
     def load_and_dequantize() -> None:
-        model = open_model.__wrapped__("smollm2")
+        model = opened.__wrapped__("smollm2")
         assert isinstance(model, Llama)
         for name in model.gguf.tensor_names:
             model.gguf.tensor(name)

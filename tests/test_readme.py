@@ -2,7 +2,7 @@
 
 A block is a ``$ command`` line followed by what it prints (stdout and stderr, at 80
 columns, no colour, run from an empty directory). ``ATTNTRACE_REGENERATE_GOLDEN=1``
-rewrites the outputs from the code. The ``pycon`` block runs as a doctest, and the first
+rewrites the outputs from the code. Each ``pycon`` block runs as a doctest, and the first
 lines must be the two set-up commands that ``.ci/run`` uses.
 """
 
@@ -71,15 +71,33 @@ def test_console_example(command: str, output: str, tmp_path: Path) -> None:
     assert actual.strip(), "an example that prints nothing shows nothing"
 
 
-def test_python_example() -> None:
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"```pycon\n(.*?)```", text, re.DOTALL)
-    assert block is not None
-    test = doctest.DocTestParser().get_doctest(block[1], {}, "README", str(README), 0)
+PYCON_BLOCK = re.compile(r"```pycon\n(.*?)```", re.DOTALL)
+
+
+def pycon_blocks() -> list[str]:
+    return PYCON_BLOCK.findall(README.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("index", range(len(pycon_blocks())))
+def test_python_example(index: int) -> None:
+    """Each ``pycon`` block is a doctest, run in a fresh namespace as a new session."""
+    block = pycon_blocks()[index]
+    missing = [m.install for m in CATALOG if not m.installed]
+    if "attntrace.real" in block and missing:
+        pytest.skip(f"a real model's weights are not installed: {'; '.join(missing)}")
+    test = doctest.DocTestParser().get_doctest(block, {}, f"README-{index}", str(README), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
     assert len(test.examples) >= 5
+
+
+def test_the_python_examples_are_there() -> None:
+    """The session of the plain API and the one of the real models' layers."""
+    blocks = pycon_blocks()
+    assert len(blocks) == 2
+    assert "from attntrace import trace_attention" in blocks[0]
+    assert "from attntrace.real.layer import" in blocks[1]
 
 
 def test_first_lines_are_the_setup_commands_and_ci_runs_the_test_one() -> None:

@@ -480,7 +480,7 @@ def test_any_sentence_traces_or_is_refused_with_a_message(text: str, which: str)
     except InputError as error:
         message = str(error)
     if message:
-        assert message.startswith("SENTENCE: ")
+        assert message.startswith("sentence: ")  # the Python argument (the CLI: SENTENCE)
         assert "\n" not in message
         return
     ids = open_model(which).tokenizer.encode(text)

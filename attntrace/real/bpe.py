@@ -30,6 +30,7 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
+from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
@@ -312,6 +313,7 @@ class ByteLevelBPE:
 
     def encode(self, text: str) -> list[int]:
         """The ids SmolLM2's tokenizer gives ``text`` (no BOS)."""
+        arguments.text("text", text)
         ids: list[int] = []
         for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:

@@ -199,13 +199,14 @@ def remember_verified(path: Path, sha256: str) -> None:
         return
 
 
-def find_model(name: str) -> RealModel:
-    """The catalogue entry called ``name`` (case-insensitive)."""
+def find_model(name: str, field: str = "--model") -> RealModel:
+    """The catalogue entry called ``name`` (case-insensitive); ``field`` names it in the
+    error (``--model``, or the Python argument)."""
     for model in CATALOG:
         if model.name == name.lower():
             return model
     raise InputError(
-        field="--model",
+        field=field,
         expected=" or ".join(m.name for m in CATALOG) + " (see `attntrace models`)",
         found=repr(name),
     )

@@ -19,8 +19,11 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from attntrace import arguments
+from attntrace.errors import InputError
 from attntrace.ops import Matrix, apply_mask, causal_mask, rope, softmax
 from attntrace.real.catalog import RealModel
+from attntrace.real.text import checked_ids
 
 Vector = npt.NDArray[np.float64]
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -79,8 +82,29 @@ class Transformer(ABC):
     def x_formula(self, layer: int) -> str:
         """How the X stage of layer ``layer`` reads."""
 
-    def layer_input(self, ids: list[int], layer: int) -> Matrix:
+    def checked_ids(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` as the model reads them: 1 to ``max_tokens`` token ids, each from 0 to
+        the vocabulary's size − 1 (a TypeError for what is no sequence of ints)."""
+        spec = self.spec
+        ids = checked_ids(arguments.head_numbers("ids", ids, what="token ids"), spec.vocabulary)
+        if not 1 <= len(ids) <= spec.max_tokens:
+            raise InputError(field="ids", expected=f"1 to {spec.max_tokens} token ids for "
+                             f"{spec.name}", found=f"{len(ids)}")  # fmt: skip
+        return ids
+
+    def _checked_count(self, name: str, value: int, low: int, high: int) -> int:
+        """``layer`` (or ``layers``) an int from ``low`` to ``high``."""
+        value = arguments.whole(name, value)
+        if not low <= value <= high:
+            raise InputError(field=name, expected=f"a number from {low} to {high} "
+                             f"({self.spec.name} has {self.spec.layers} layers)",
+                             found=str(value))  # fmt: skip
+        return value
+
+    def layer_input(self, ids: Sequence[int], layer: int) -> Matrix:
         """X of layer ``layer``: the layers before it run, and nothing after."""
+        ids = self.checked_ids(ids)
+        layer = self._checked_count("layer", layer, 0, self.spec.layers - 1)
         hidden = self.embed(ids)
         for before in range(layer):
             hidden, _ = self.layer(before, hidden)
@@ -94,11 +118,19 @@ class Transformer(ABC):
                       causal=spec.causal, rope_base=self.rope_base)  # fmt: skip
 
     def run(
-        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
+        self, ids: Sequence[int], layers: int, rows: Sequence[int] | None = None
     ) -> list[npt.NDArray[np.float64]]:
         """The attention probabilities ``[heads, n, n]`` of each of the first ``layers``
         layers (only query ``rows``, where given: every layer's n × n weights of a long
         sentence would be large). X of a layer is :meth:`layer_input`."""
+        ids = self.checked_ids(ids)
+        layers = self._checked_count("layers", layers, 0, self.spec.layers)
+        if rows is not None:
+            rows = arguments.head_numbers("rows", rows, what="query positions")
+            for index, row in enumerate(rows):
+                if not 0 <= row < len(ids):
+                    raise InputError(field=f"rows[{index}]", expected=f"a query position "
+                                     f"from 0 to {len(ids) - 1}", found=str(row))  # fmt: skip
         hidden = self.embed(ids)
         probabilities = []
         for index in range(layers):

@@ -14,6 +14,7 @@ from functools import cache
 
 import numpy as np
 
+from attntrace import arguments
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.real.catalog import CATALOG, RealModel, find_model
@@ -25,9 +26,31 @@ from attntrace.trace import Trace
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
 
 
-@cache
+@dataclass(frozen=True)
+class Names:
+    """How messages name the inputs: the CLI's flags, or the Python arguments."""
+
+    model: str
+    sentence: str
+    layer: str
+    head: str
+
+
+CLI_NAMES = Names("--model", "SENTENCE", "--layer", "--head")
+PYTHON_NAMES = Names("name", "sentence", "layer", "head")
+
+
 def open_model(name: str) -> Transformer:
-    """The model ``name``, loaded once per process from its verified weight file."""
+    """The model ``name`` (``minilm``, ``smollm2``: see ``attntrace models``), loaded once
+    per process from its verified weight file. A name not in the catalogue, or weights
+    not installed, is an :class:`InputError` saying what to do."""
+    arguments.text("name", name)
+    return opened(find_model(name, PYTHON_NAMES.model).name)
+
+
+@cache
+def opened(name: str) -> Transformer:
+    """:func:`open_model` for a catalogue name, unchecked (``__wrapped__``: uncached)."""
     spec = find_model(name)
     path = spec.verified_weights()
     if spec.architecture == "bert":
@@ -47,7 +70,7 @@ class Tokenized:
     labels: tuple[str, ...]
 
 
-def tokenize(model: Transformer, sentence: str | None) -> Tokenized:
+def tokenize(model: Transformer, sentence: str | None, field: str = "SENTENCE") -> Tokenized:
     """``sentence`` (None: the default one) as the model reads it, within its limit."""
     text = DEFAULT_SENTENCE if sentence is None else sentence
     ids = model.tokenizer.encode(text)
@@ -57,25 +80,43 @@ def tokenize(model: Transformer, sentence: str | None) -> Tokenized:
         # drops control characters: a sentence of only those has no token of its own
         why = "empty sentence" if not text.strip() else f"{name}'s vocabulary spells none of it"
         shown = repr(text[:40]) + ("…" if len(text) > 40 else "")
-        raise InputError(why, field="SENTENCE", expected="at least one token",
+        raise InputError(why, field=field, expected="at least one token",
                          found=f"none from {shown}")  # fmt: skip
     if len(ids) > limit:
-        raise InputError(field="SENTENCE", expected=f"at most {limit} tokens for {name}",
+        raise InputError(field=field, expected=f"at most {limit} tokens for {name}",
                          found=f"{len(ids)} tokens")  # fmt: skip
     return Tokenized(ids, tuple(model.labels(ids)))
 
 
-def check_index(spec: RealModel, what: str, index: int, count: int) -> None:
-    """``--layer`` or ``--head`` (``what``) within the model's ``count`` of them."""
+def check_index(spec: RealModel, what: str, index: int, count: int, field: str) -> None:
+    """``--layer`` or ``--head`` (``what``, named ``field``) within the model's ``count``."""
     if not 0 <= index < count:
-        raise InputError(field=f"--{what}", expected=f"a {what} from 0 to {count - 1} "
+        raise InputError(field=field, expected=f"a {what} from 0 to {count - 1} "
                          f"({spec.name} has {count})", found=str(index))  # fmt: skip
 
 
-def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = None) -> Trace:
-    """The trace of layer ``layer`` of model ``name`` over ``sentence``; with ``head``,
-    cut to that head (it keeps its number, its columns and its K/V head)."""
-    model, tokens = layer_spec(name, sentence, layer, head)
+def trace_layer(
+    name: str, sentence: str | None = None, layer: int = 0, head: int | None = None
+) -> Trace:
+    """The trace of layer ``layer`` of model ``name`` over ``sentence`` (None: the
+    default one, about "it" and "animal"); with ``head``, cut to that head (it keeps its
+    number, its columns and its K/V head).
+
+    A wrong type is a :class:`TypeError`; an unknown model, a layer or head out of range
+    or a sentence the model cannot read is an :class:`InputError` naming the argument.
+    """
+    arguments.text("name", name)
+    arguments.optional_text("sentence", sentence)
+    layer = arguments.whole("layer", layer)
+    head = arguments.optional_whole("head", head)
+    return layer_trace(name, sentence, layer, head, PYTHON_NAMES)
+
+
+def layer_trace(
+    name: str, sentence: str | None, layer: int, head: int | None, names: Names = CLI_NAMES
+) -> Trace:
+    """:func:`trace_layer` without its type checks; messages name ``names``."""
+    model, tokens = layer_spec(name, sentence, layer, head, names)
     trace = trace_block(model, tokens)
     return trace if head is None else trace.only_heads([head])
 
@@ -97,16 +138,20 @@ def decoder_layer(
 
 
 def layer_spec(
-    name: str, sentence: str | None, layer: int, head: int | None = None
+    name: str,
+    sentence: str | None,
+    layer: int,
+    head: int | None = None,
+    names: Names = CLI_NAMES,
 ) -> tuple[ModelSpec, tuple[str, ...]]:
     """Layer ``layer`` of model ``name`` over ``sentence``, every head (``head`` is
     only checked here: the callers show it alone)."""
-    spec = find_model(name)
-    check_index(spec, "layer", layer, spec.layers)
+    spec = find_model(name, names.model)
+    check_index(spec, "layer", layer, spec.layers, names.layer)
     if head is not None:
-        check_index(spec, "head", head, spec.heads)
-    model = open_model(spec.name)
-    tokens = tokenize(model, sentence)
+        check_index(spec, "head", head, spec.heads, names.head)
+    model = opened(spec.name)
+    tokens = tokenize(model, sentence, names.sentence)
     weights = model.attention(layer)
     return ModelSpec(
         embeddings={},
@@ -166,7 +211,7 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     from attntrace.focus import resolve_position
 
     spec = find_model(name)
-    model = open_model(spec.name)
+    model = opened(spec.name)
     tokens = tokenize(model, sentence)
     if sentence is None or sentence.strip() == DEFAULT_SENTENCE:
         query, key = query or DEFAULT_QUERY, key or DEFAULT_KEY

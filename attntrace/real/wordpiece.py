@@ -24,6 +24,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
@@ -306,6 +307,7 @@ class WordPiece:
 
     def encode(self, text: str) -> list[int]:
         """The ids BERT's tokenizer gives ``text``: ``[CLS]``, the word pieces, ``[SEP]``."""
+        arguments.text("text", text)
         ids = [self.cls_id]
         for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:
