@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from attntrace import progress
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.ops import Matrix, kv_head_of, rope, softmax
@@ -214,7 +215,10 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
     cache = KVCache(kv, d_k, d_v)
     group = [kv_head_of(h, heads, kv) for h in range(heads)]  # the K/V head each query reads
     steps = []
-    with np.errstate(over="ignore", invalid="ignore"):
+    with (
+        np.errstate(over="ignore", invalid="ignore"),
+        progress.task(f"decoding {model.name}", len(words), "tokens") as decoding,
+    ):
         for t, token in enumerate(words):
             x = X[t]
             # [d_model] · [d_model, d] (+ bias) -> [d], for each head
@@ -244,6 +248,7 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
                     projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
                 )
             )  # fmt: skip
+            decoding.advance()
     return Decode(model, words, tuple(steps), full, _max_delta(steps, full, model))
 
 

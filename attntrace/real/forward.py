@@ -19,6 +19,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from attntrace import progress
 from attntrace.ops import Matrix, apply_mask, causal_mask, rope, softmax
 from attntrace.real.catalog import RealModel
 
@@ -82,8 +83,11 @@ class Transformer(ABC):
     def layer_input(self, ids: list[int], layer: int) -> Matrix:
         """X of layer ``layer``: the layers before it run, and nothing after."""
         hidden = self.embed(ids)
-        for before in range(layer):
-            hidden, _ = self.layer(before, hidden)
+        if layer:
+            with progress.task(f"{self.spec.name} up to layer {layer}", layer, "layers") as run:
+                for before in range(layer):
+                    hidden, _ = self.layer(before, hidden)
+                    run.advance()
         return self.attention_input(layer, hidden)
 
     def attend(self, layer: int, x: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
@@ -94,16 +98,20 @@ class Transformer(ABC):
                       causal=spec.causal, rope_base=self.rope_base)  # fmt: skip
 
     def run(
-        self, ids: list[int], layers: int, rows: Sequence[int] | None = None
-    ) -> list[npt.NDArray[np.float64]]:
+        self, ids: list[int], layers: int, rows: Sequence[int] | None = None, *,
+        task: str | None = None,
+    ) -> list[npt.NDArray[np.float64]]:  # fmt: skip
         """The attention probabilities ``[heads, n, n]`` of each of the first ``layers``
         layers (only query ``rows``, where given: every layer's n × n weights of a long
-        sentence would be large). X of a layer is :meth:`layer_input`."""
+        sentence would be large). X of a layer is :meth:`layer_input`. The layers are
+        reported as progress, described as ``task`` (default: the model's name)."""
         hidden = self.embed(ids)
         probabilities = []
-        for index in range(layers):
-            hidden, weights = self.layer(index, hidden)
-            probabilities.append(weights if rows is None else weights[:, list(rows)])
+        with progress.task(task or f"{self.spec.name}: {layers} layers", layers, "layers") as run:
+            for index in range(layers):
+                hidden, weights = self.layer(index, hidden)
+                probabilities.append(weights if rows is None else weights[:, list(rows)])
+                run.advance()
         return probabilities
 
 

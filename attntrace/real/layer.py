@@ -14,6 +14,7 @@ from functools import cache
 
 import numpy as np
 
+from attntrace import progress
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.real.catalog import CATALOG, RealModel, find_model
@@ -30,13 +31,14 @@ def open_model(name: str) -> Transformer:
     """The model ``name``, loaded once per process from its verified weight file."""
     spec = find_model(name)
     path = spec.verified_weights()
-    if spec.architecture == "bert":
-        from attntrace.real.bert import Bert
+    with progress.task(f"opening {spec.name}"):
+        if spec.architecture == "bert":
+            from attntrace.real.bert import Bert
 
-        return Bert.load(path)
-    from attntrace.real.llama import Llama
+            return Bert.load(path)
+        from attntrace.real.llama import Llama
 
-    return Llama.load(path)
+        return Llama.load(path)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ def trace_layer(name: str, sentence: str | None, layer: int, head: int | None = 
     """The trace of layer ``layer`` of model ``name`` over ``sentence``; with ``head``,
     cut to that head (it keeps its number, its columns and its K/V head)."""
     model, tokens = layer_spec(name, sentence, layer, head)
-    trace = trace_block(model, tokens)
+    with progress.task(f"tracing {model.name}"):
+        trace = trace_block(model, tokens)
     return trace if head is None else trace.only_heads([head])
 
 
@@ -183,7 +186,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
             expected=f"a token at or before {tokens.labels[q]!r} (position {q})",
             found=f"{tokens.labels[k]!r} at position {k}",
         )
-    probabilities = model.run(tokens.ids, spec.layers, rows=(q,))
+    task = f"ranking {spec.layers * spec.heads} heads"
+    probabilities = model.run(tokens.ids, spec.layers, rows=(q,), task=task)
     rows = [
         HeadWeight(layer, head, float(p[head, 0, k]), int(np.argmax(p[head, 0])))
         for layer, p in enumerate(probabilities)
