@@ -55,12 +55,16 @@ class _Took(ProgressColumn):
         super().__init__(table_column=Column(no_wrap=True))
         self.clock = clock
 
-    def text(self, begun: float, ended: float | None) -> str:
-        """Seconds since ``begun`` (to ``ended``, once over), as wide up to 99.9 s."""
-        return f"{(self.clock() if ended is None else ended) - begun:.1f} s".rjust(6)
+    def text(self, work: Work) -> str:
+        """Seconds from the task's start to its end, or to this redraw (at a report), as
+        wide up to 99.9 s. A task of one step running has no report to time it by: no
+        time (a frozen 0.0 s would be wrong)."""
+        if work.ended is None and work.total is None:
+            return " " * 6
+        return f"{(self.clock() if work.ended is None else work.ended) - work.begun:.1f} s".rjust(6)
 
     def render(self, task: Task) -> Text:
-        return Text(self.text(task.fields["begun"], task.fields["ended"]))
+        return Text(task.fields["took"])
 
 
 class Display:
@@ -91,13 +95,14 @@ class Display:
             total = work.total if work.total is not None else 1
             done = work.completed if work.total is not None else int(work.ended is not None)
             shown = count(work, self.units)
+            took = self.took.text(work)
             if index == len(self.ids):  # a new task (add_task redraws: every field now)
-                self.ids.append(self.progress.add_task(
-                    work.description, total=total, completed=done, count=shown,
-                    begun=work.begun, ended=work.ended))  # fmt: skip
+                task = self.progress.add_task(
+                    work.description, total=total, completed=done, count=shown, took=took
+                )
+                self.ids.append(task)
             else:
-                self.progress.update(self.ids[index], completed=done, count=shown,
-                                     ended=work.ended)  # fmt: skip
+                self.progress.update(self.ids[index], completed=done, count=shown, took=took)
         if not self.started:
             self.progress.start()
             self.started = True
@@ -107,7 +112,7 @@ class Display:
         """Choose the columns for this terminal width: the bar goes first, then the units
         of the counts, then the description is shortened (columns are one space apart)."""
         width = self.progress.console.width
-        took = max(len(self.took.text(work.begun, work.ended)) for work in works)
+        took = max(len(self.took.text(work)) for work in works)
         wanted = max(len(work.description) for work in works)
 
         def room(units: bool) -> int:  # for the description and the bar
