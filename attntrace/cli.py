@@ -225,6 +225,52 @@ def stdout_console(*, record: bool = False) -> Console:
     return PipeQuietConsole(highlight=False, record=record)
 
 
+PROGRESS_AFTER_VARIABLE = "ATTNTRACE_PROGRESS_AFTER"
+PROGRESS_AFTER = 1.0  # seconds of work before a progress display appears
+
+
+def progress_after() -> float:
+    """Seconds of work before the progress display appears: 1, or ATTNTRACE_PROGRESS_AFTER
+    (0: at once; inf: never)."""
+    from attntrace.errors import InputError
+
+    value = os.environ.get(PROGRESS_AFTER_VARIABLE, "").strip()
+    if not value:
+        return PROGRESS_AFTER
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # NaN too
+        raise InputError(field=PROGRESS_AFTER_VARIABLE, expected="a number of seconds ≥ 0",
+                         found=repr(value))  # fmt: skip
+    return seconds
+
+
+@contextmanager
+def progress_shown() -> Iterator[None]:
+    """Long work inside (a real model's hashing, layers, decoding) drawn on stderr when
+    stderr is a terminal, cleared before anything is printed; never on a pipe or a file,
+    so it cannot mix with --json or a saved log. Must be inside bad_input_fails, so an
+    error's line comes after the display is gone."""
+    after = progress_after()
+    if not _is_terminal(sys.stderr):
+        yield  # not even the display's module is imported
+        return
+    from attntrace.progress import reporting_to
+    from attntrace.render.progress import StderrProgress
+
+    with StderrProgress(after) as display, reporting_to(display):
+        yield
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return os.isatty(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # no file behind it (a test's capture)
+        return False
+
+
 def presentation(**flags: Any) -> Presentation:
     """The display flags, checked against each other (exit 2 where they do not mix)."""
     from attntrace.render.present import Presentation
@@ -413,7 +459,8 @@ def run(
         if real_model is not None:
             from attntrace.real.layer import layer_trace
 
-            trace = layer_trace(real_model, sentence, layer or 0, head)
+            with progress_shown():
+                trace = layer_trace(real_model, sentence, layer or 0, head)
         else:
             trace = traced(sentence, config=config, sample=sample, causal=causal, context=context)
     if how is None:
@@ -583,11 +630,13 @@ def decode(
         if real_model is not None:
             from attntrace.real.layer import decoder_layer
 
-            model, tokens = decoder_layer(real_model, sentence, layer or 0, head)
+            with progress_shown():
+                model, tokens = decoder_layer(real_model, sentence, layer or 0, head)
+                result = run_decode(model, tokens)
         else:
             model = choose_model(config, sample, None)
             tokens = tuple(sentence_tokens(sentence, model))
-        result = run_decode(model, tokens)
+            result = run_decode(model, tokens)
     if as_json:
         from attntrace.serialize import decode_to_dict, plain_dumps
 
@@ -786,7 +835,7 @@ def heads_command(
     The heads worth stepping through with `run --model --layer --head`."""
     from attntrace.real.layer import rank_heads
 
-    with bad_input_fails():
+    with bad_input_fails(), progress_shown():
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
     with quiet_pipe():
         if as_json:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from attntrace import progress
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.frozen import freeze
@@ -211,7 +212,10 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
     cache = KVCache(kv, d_k, d_v)
     group = [kv_head_of(h, heads, kv) for h in range(heads)]  # the K/V head each query reads
     steps = []
-    with np.errstate(over="ignore", invalid="ignore"):
+    with (
+        np.errstate(over="ignore", invalid="ignore"),
+        progress.task(f"decoding {model.name}", len(words), "tokens") as decoding,
+    ):
         for t, token in enumerate(words):
             x = X[t]
             # [d_model] · [d_model, d] (+ bias) -> [d], for each head
@@ -241,6 +245,7 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
                     projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
                 )
             )  # fmt: skip
+            decoding.advance()
     deltas, bounds = _compared(steps, full, model)
     return Decode(
         model, words, tuple(steps), full,

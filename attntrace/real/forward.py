@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from attntrace import arguments
+from attntrace import arguments, progress
 from attntrace.errors import InputError
 from attntrace.ops import Matrix, apply_mask, causal_mask, rope, softmax
 from attntrace.real.catalog import RealModel
@@ -106,8 +106,11 @@ class Transformer(ABC):
         ids = self.checked_ids(ids)
         layer = self._checked_count("layer", layer, 0, self.spec.layers - 1)
         hidden = self.embed(ids)
-        for before in range(layer):
-            hidden, _ = self.layer(before, hidden)
+        if layer:
+            with progress.task(f"{self.spec.name} up to layer {layer}", layer, "layers") as run:
+                for before in range(layer):
+                    hidden, _ = self.layer(before, hidden)
+                    run.advance()
         return self.attention_input(layer, hidden)
 
     def attend(self, layer: int, x: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
@@ -118,11 +121,13 @@ class Transformer(ABC):
                       causal=spec.causal, rope_base=self.rope_base)  # fmt: skip
 
     def run(
-        self, ids: Sequence[int], layers: int, rows: Sequence[int] | None = None
-    ) -> list[npt.NDArray[np.float64]]:
+        self, ids: Sequence[int], layers: int, rows: Sequence[int] | None = None, *,
+        task: str | None = None,
+    ) -> list[npt.NDArray[np.float64]]:  # fmt: skip
         """The attention probabilities ``[heads, n, n]`` of each of the first ``layers``
         layers (only query ``rows``, where given: every layer's n × n weights of a long
-        sentence would be large). X of a layer is :meth:`layer_input`."""
+        sentence would be large). X of a layer is :meth:`layer_input`. The layers are
+        reported as progress, described as ``task`` (default: the model's name)."""
         ids = self.checked_ids(ids)
         layers = self._checked_count("layers", layers, 0, self.spec.layers)
         if rows is not None:
@@ -133,9 +138,11 @@ class Transformer(ABC):
                                      f"from 0 to {len(ids) - 1}", found=str(row))  # fmt: skip
         hidden = self.embed(ids)
         probabilities = []
-        for index in range(layers):
-            hidden, weights = self.layer(index, hidden)
-            probabilities.append(weights if rows is None else weights[:, list(rows)])
+        with progress.task(task or f"{self.spec.name}: {layers} layers", layers, "layers") as run:
+            for index in range(layers):
+                hidden, weights = self.layer(index, hidden)
+                probabilities.append(weights if rows is None else weights[:, list(rows)])
+                run.advance()
         return probabilities
 
 

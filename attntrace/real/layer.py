@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 
-from attntrace import arguments
+from attntrace import arguments, progress
 from attntrace.attention import trace_block
 from attntrace.errors import InputError
 from attntrace.real.catalog import CATALOG, RealModel, find_model
@@ -53,13 +53,14 @@ def opened(name: str) -> Transformer:
     """:func:`open_model` for a catalogue name, unchecked (``__wrapped__``: uncached)."""
     spec = find_model(name)
     path = spec.verified_weights()
-    if spec.architecture == "bert":
-        from attntrace.real.bert import Bert
+    with progress.task(f"opening {spec.name}"):
+        if spec.architecture == "bert":
+            from attntrace.real.bert import Bert
 
-        return Bert.load(path)
-    from attntrace.real.llama import Llama
+            return Bert.load(path)
+        from attntrace.real.llama import Llama
 
-    return Llama.load(path)
+        return Llama.load(path)
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ def layer_trace(
 ) -> Trace:
     """:func:`trace_layer` without its type checks; messages name ``names``."""
     model, tokens = layer_spec(name, sentence, layer, head, names)
-    trace = trace_block(model, tokens)
+    with progress.task(f"tracing {model.name}"):
+        trace = trace_block(model, tokens)
     return trace if head is None else trace.only_heads([head])
 
 
@@ -228,7 +230,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
             expected=f"a token at or before {tokens.labels[q]!r} (position {q})",
             found=f"{tokens.labels[k]!r} at position {k}",
         )
-    probabilities = model.run(tokens.ids, spec.layers, rows=(q,))
+    task = f"ranking {spec.layers * spec.heads} heads"
+    probabilities = model.run(tokens.ids, spec.layers, rows=(q,), task=task)
     rows = [
         HeadWeight(layer, head, float(p[head, 0, k]), int(np.argmax(p[head, 0])))
         for layer, p in enumerate(probabilities)
