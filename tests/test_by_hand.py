@@ -1,18 +1,19 @@
-"""The arithmetic by hand adds up: what --focus writes is parsed back and redone exactly
-(in fractions), as a reader with pencil and paper would.
+"""The arithmetic by hand adds up: what --focus and `softmax` write is parsed back and
+redone exactly (in fractions), as a reader with pencil and paper would.
 
 The promise (attntrace/render/by_hand.py): a line redone from its written operands gives
 its written result to within one unit of the result's last digit; a line that adds up
-written *rounded results* (the output rows, the exp column, scaled − max in fixed point) may
-also be off by half a unit of each of them. Nothing here pins the last bits of a float:
-every tolerance is the written digits' own, plus float64's rounding (``EPS`` of the sizes
-involved), far below them.
+written *rounded results* (the output rows, the exp column, a difference in fixed point)
+may also be off by half a unit of each of them. Nothing here pins the last bits of a
+float: every tolerance is the written digits' own, plus float64's rounding (``EPS`` of
+the sizes involved), far below them.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from collections.abc import Iterable
 from fractions import Fraction
@@ -28,7 +29,9 @@ from rich.console import Console
 from attntrace.attention import trace_block
 from attntrace.focus import focus_row
 from attntrace.render.focus import focus_panel
+from attntrace.render.softmax_walk import walkthrough
 from attntrace.render.tables import View
+from attntrace.softmax_walk import walk
 from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
@@ -262,3 +265,71 @@ def test_every_written_line_adds_up(
         text = panel_text(trace, token, precision)
         assert Panel(text, precision).check().checked == 3 * n + 1  # every line written
         assert max(len(x) for x in NUMBER.findall(text)) <= 32
+
+
+def walk_text(xs: list[float], precision: int, width: int = 400) -> str:
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(walkthrough(walk(xs), precision))
+    return console.export_text()
+
+
+def check_walk(xs: list[float], precision: int) -> list[list[str]]:
+    """Each x − max, exp(x − max) / sum and (where shown) exp(x) / sum, redone."""
+    text = walk_text(xs, precision)
+    rows = [line.replace("◀", "").split() for line in text.splitlines()]
+    rows, total = (
+        [r for r in rows if r and r[0].isdigit()],
+        next(r for r in rows if r[:1] == ["sum"]),
+    )
+    prose = " ".join(text.split())
+    row_max = re.findall(r"Subtracting the max \((\S+)\) first", prose)[0]
+
+    def unit_of(text: str) -> Fraction:
+        return unit(text, Fraction(10) ** -precision)
+
+    for _, x, _, shifted, exp, share, _ in rows:
+        # x and the max have the digits the difference needs
+        difference = exactly(x) - exactly(row_max)
+        allowed = 3 * unit_of(shifted) / 2 + EPS * size(map(exactly, (x, row_max)))
+        assert abs(difference - exactly(shifted)) <= allowed, (x, row_max, shifted)
+        # exp(x − max) and its sum are rounded results with the share's digits
+        top, bottom = exactly(exp), exactly(total[-3])
+        rounding = (unit_of(exp) + top / bottom * unit_of(total[-3])) / bottom / 2
+        assert abs(top / bottom - exactly(share)) <= unit_of(share) / 2 + rounding + EPS
+    steps = walk(xs)
+    if not steps.overflows and not steps.underflows:
+        divisor = re.findall(r"share = exp\(x\) / (\S+)\. Subtracting", prose)[0]
+        assert divisor == total[1]
+        assert exactly(divisor) != 0, f"share = exp(x) / {divisor}"
+        for row in rows:
+            quotient = exactly(row[2]) / exactly(divisor)
+            assert abs(quotient - exactly(row[5])) <= unit_of(row[5]) + EPS, (row, divisor)
+    return rows
+
+
+def test_the_walk_subtracts_what_it_writes() -> None:
+    """1.00e+08 − 1.00e+08 was written as -5.00."""
+    rows = check_walk([1e8, 1e8 + 5, 1.0], 2)
+    assert [row[1] for row in rows] == ["1.00000000e+08", "1.00000005e+08", "1.00"]
+
+
+def test_the_walks_naive_shares_divide_out() -> None:
+    """exp(-5) was written 0.01, so 0.01 / 1.01 gave 0.0099 for a share of 0.0067."""
+    rows = check_walk([-5.0, 0.0, -8.0], 2)
+    assert [row[2] for row in rows] == ["0.0067", "1.0000", "0.0003"]
+    rows = check_walk([-20.0, -21.0], 2)  # was "share = exp(x) / 0.00"
+    assert [row[2] for row in rows] == ["2.0612e-09", "7.5826e-10"]
+    rows = check_walk([3.2, 4.0, 1.0, 6.2, 8.0], 2)  # the article's: 2 digits are enough
+    assert [row[2] for row in rows] == ["24.53", "54.60", "2.72", "492.75", "2980.96"]
+
+
+walk_values = st.one_of(
+    st.floats(-50, 50, allow_nan=False),
+    st.builds(lambda m, e: m * 10.0**e, st.floats(-9.99, 9.99), st.integers(-300, 300)),
+)
+
+
+@given(xs=st.lists(walk_values, min_size=1, max_size=6), precision=st.integers(0, 15))
+def test_every_walk_adds_up(xs: list[float], precision: int) -> None:
+    if math.isfinite(max(xs) - min(xs)):
+        check_walk(xs, precision)
