@@ -145,10 +145,14 @@ class Form:
 
 
 def relative_error(text: str, value: float) -> float:
-    """How far ``text`` is from ``value``, exactly, relative to it (relative, since an
-    error far below 1e-308, times a partner near 1e300, still counts)."""
+    """How far ``text`` is from ``value``, relative to it (relative, since an error far
+    below 1e-308, times a partner near 1e300, still counts): at most this much."""
     if value == 0:
         return 0.0 if Fraction(text) == 0 else math.inf
+    read, normal = float(text), sys.float_info.min
+    if abs(value) >= normal and (read == 0 or abs(read) >= normal):
+        # a decimal reads back within half a unit in the last place of itself
+        return (abs(read - value) + abs(read) * 2.0**-53) / abs(value)
     return float(abs(Fraction(text) - Fraction(value)) / abs(Fraction(value)))
 
 
