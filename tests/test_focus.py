@@ -15,7 +15,8 @@ from tolerances import FLOAT64, FLOAT64_APPROX
 from attntrace import InputError, trace_attention
 from attntrace.attention import trace_block
 from attntrace.focus import focus_row, resolve_focus, resolve_position
-from attntrace.render.focus import products, short, vector
+from attntrace.render.by_hand import Form
+from attntrace.render.focus import products, vector
 from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
@@ -103,7 +104,9 @@ def test_the_fish_row_by_hand() -> None:
     out = invoke("run", "cat eats fish", "--focus", "fish").stdout
     assert "fish·cat  = [2, 4]·[1, 2] = 2×1 + 4×2 = 10" in out
     assert "fish·fish = [2, 4]·[2, 4] = 2×2 + 4×4 = 20" in out
-    assert "fish·cat : 10 / 1.4142 = 7.0711" in out
+    # √2 carries two more digits, so 20 / 1.414214 gives 14.1421 by hand (1.4142: 14.1423)
+    assert "fish·cat : 10 / 1.414214 = 7.0711" in out
+    assert "fish·fish: 20 / 1.414214 = 14.1421" in out
     assert "cat       7.0711   -7.0711   0.000849   0.0008     0.08%" in out
     assert "fish ◀   14.1421    0.0000   1.000000   0.9983    99.83%" in out
     # the weight carries two more digits, so 0.998304 × 4 = 3.9932 checks by hand
@@ -122,15 +125,20 @@ def test_step_mode_puts_each_section_under_its_stage() -> None:
     assert "fish·" not in first
 
 
+PLAIN = Form(precision=4, operand_digits=6)
+
+
 def test_long_sums_keep_their_largest_terms_and_never_the_result() -> None:
     left = [float(i) for i in range(1, 11)]
-    assert vector(left, 4) == "[1, 2, 3, …, 8, 9, 10]"
-    assert products(left, left, 4) == "… + 5×5 + 6×6 + 7×7 + 8×8 + 9×9 + 10×10"
+    assert vector(left, PLAIN) == "[1, 2, 3, …, 8, 9, 10]"
+    assert products(left, left, PLAIN) == "… + 5×5 + 6×6 + 7×7 + 8×8 + 9×9 + 10×10"
     # it·street of it-animal: the one non-zero term is the one kept
-    assert products([4.64, 3.47, 2.77, 0.0], [0.0, 2.0, 0.0, 0.0], 4, 1) == "… + 3.47×2 + …"
-    assert products([-1.5], [2.0], 4) == "(-1.5)×2"
-    assert short(-1e-9, 4) == "0"
-    assert short(7.0710678, 4) == "7.0711"
+    terms = products([4.64, 3.47, 2.77, 0.0], [0.0, 2.0, 0.0, 0.0], PLAIN, 1)
+    assert terms == "… + 3.47×2 + …"
+    assert products([-1.5], [2.0], PLAIN) == "(-1.5)×2"
+    assert PLAIN.short(-1e-9) == "0"
+    assert PLAIN.short(7.0710678) == "7.0711"
+    assert PLAIN.given(7.0710678) == "7.071068"  # an operand carries two more digits
 
 
 @pytest.mark.parametrize("columns", [40, 80])
@@ -178,4 +186,4 @@ def test_a_dot_product_keeps_its_largest_term_when_two_do_not_fit() -> None:
     lines = console.export_text().splitlines()[1:]
     assert all("×" in line for line in lines), lines
     assert all(len(line) <= 90 for line in lines)
-    assert products([1.0, -5.0, 0.5], [1.0, 4.0, 0.1], 4, 1) == "… + (-5)×4 + …"
+    assert products([1.0, -5.0, 0.5], [1.0, 4.0, 0.1], PLAIN, 1) == "… + (-5)×4 + …"

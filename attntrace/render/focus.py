@@ -4,20 +4,41 @@
 
 Each section explains one stage, so step mode can show the section under its stage.
 A long sum keeps its largest terms (``4.64×2 + … + 2.77×2``), so what is written out
-explains the result; a result is never cut. Inputs are written as a person writes them
-(``2×1``), computed results at the table's precision, so they match the tables.
+explains the result; a result is never cut.
+
+Every number is written by one :class:`~attntrace.render.by_hand.Form` for the whole
+panel (the rule is in that module), chosen from the numbers of the keys written out
+(:func:`hand_form`), so step mode's screens agree. Results (scores, scaled scores,
+shares, weighted rows, the output) have the tables' digits; operands (the Q, K and V
+entries, √d_k, the score divided, the weights, the exps) two more, or as many more as
+it takes for every line redone by hand from what is written to give its written result
+to within one unit of the last digit. Numbers that are exactly shorter are written as
+people write them (``2×1``). Where the magnitudes differ too much for fixed point
+(``1e8 × 2.5e-7``, 1e150), the whole panel is in scientific form; there, softmax's
+inputs and the row max are written as operands too, so that ``scaled − max`` checks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.focus import Focus
+from attntrace.render.by_hand import (
+    Form,
+    choose,
+    difference_error,
+    product_error,
+    quotient_error,
+    relative_error,
+    within,
+)
 from attntrace.render.fitted import Fitted
-from attntrace.render.numbers import format_number, visible_indices
+from attntrace.render.numbers import visible_indices
 from attntrace.render.split_table import SplitTable
 from attntrace.render.tables import View
 from attntrace.trace import Trace
@@ -26,29 +47,20 @@ from attntrace.trace import Trace
 TERMS_SHOWN = 6
 
 
-def short(value: float, precision: int) -> str:
-    """A number as a person writes it: ``10``, ``0.5``, ``7.0711``, ``-2`` (never ``-0``)."""
-    text = f"{value:.{precision}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def fixed_vector(values: Sequence[float], precision: int) -> str:
+def result_vector(values: Sequence[float], form: Form) -> str:
     """A computed vector, digits as in the tables: ``[3.9958, 2.0000]``."""
     shown = visible_indices(len(values), TERMS_SHOWN)
-    cells = ("…" if i is None else format_number(values[i], precision) for i in shown)
-    return "[" + ", ".join(cells) + "]"
+    return "[" + ", ".join("…" if i is None else form.result(values[i]) for i in shown) + "]"
 
 
-def vector(values: Sequence[float], precision: int) -> str:
+def vector(values: Sequence[float], form: Form) -> str:
     """``[2, 4]``; a long vector keeps its first and last entries around ``…``."""
     shown = visible_indices(len(values), TERMS_SHOWN)
-    return "[" + ", ".join("…" if i is None else short(values[i], precision) for i in shown) + "]"
+    return "[" + ", ".join("…" if i is None else form.given(values[i]) for i in shown) + "]"
 
 
-def _factor(value: float, precision: int) -> str:
-    text = short(value, precision)
+def _factor(value: float, form: Form) -> str:
+    text = form.given(value)
     return f"({text})" if text.startswith("-") else text
 
 
@@ -68,14 +80,80 @@ def largest_terms(terms: Sequence[float], shown: int) -> list[int | None]:
 
 
 def products(
-    left: Sequence[float], right: Sequence[float], precision: int, shown: int = TERMS_SHOWN
+    left: Sequence[float], right: Sequence[float], form: Form, shown: int = TERMS_SHOWN
 ) -> str:
     """``2×1 + 4×2``: the terms of a dot product; a long one keeps its largest terms."""
     terms = [a * b for a, b in zip(left, right, strict=True)]
     return " + ".join(
-        "…" if i is None else f"{_factor(left[i], precision)}×{_factor(right[i], precision)}"
+        "…" if i is None else f"{_factor(left[i], form)}×{_factor(right[i], form)}"
         for i in largest_terms(terms, shown)
     )
+
+
+def hand_form(focus: Focus, view: View) -> Form:
+    """The form every section of ``focus``'s panel writes its numbers in."""
+    return _hand_form(focus, view.precision, view.max_rows)
+
+
+@lru_cache(maxsize=64)
+def _hand_form(focus: Focus, precision: int, max_rows: int) -> Form:
+    keys = tuple(shown_keys(focus, View(precision=precision, max_rows=max_rows)))
+    return choose(precision, _written(focus, keys), lambda form: _adds_up(focus, keys, form))
+
+
+def _written(focus: Focus, keys: Sequence[int]) -> Iterator[float]:
+    """Every number the panel writes for ``keys`` (the masked −∞ too: it is skipped)."""
+    yield from focus.dots[0].query_row
+    yield from (focus.sqrt_dk, focus.row_max, focus.exp_sum, *focus.output)
+    for j in keys:
+        dot, row, term = focus.dots[j], focus.softmax[j], focus.terms[j]
+        yield from dot.key_row
+        yield from (dot.score, dot.score / focus.sqrt_dk, row.scaled, row.shifted, row.exp)
+        yield from (row.weight, *term.value_row, *term.product)
+
+
+def _adds_up(focus: Focus, keys: Sequence[int], form: Form) -> bool:
+    """Whether every line of the panel, redone from what ``form`` writes, gives what it
+    writes for the result: each operand's rounding moves a result by at most half a unit
+    of its last digit (all the terms of a sum together, where every term is written)."""
+    errors: dict[tuple[float, bool], float] = {}
+
+    def off(value: float, *, carried: bool = False) -> float:
+        """How far, relatively, the operand ``value`` is written from itself."""
+        if (value, carried) not in errors:
+            text = form.carried(value) if carried else form.given(value)
+            errors[value, carried] = relative_error(text, value)
+        return errors[value, carried]
+
+    root, exp_sum, row_max = focus.sqrt_dk, focus.exp_sum, focus.row_max
+    for j in keys:
+        dot, row, term = focus.dots[j], focus.softmax[j], focus.terms[j]
+        terms = dot.products
+        written = [i for i in largest_terms(terms, TERMS_SHOWN) if i is not None]
+        moves = [product_error(terms[i], off(dot.query_row[i]), off(dot.key_row[i]))
+                 for i in written]  # fmt: skip
+        error = math.fsum(moves) if len(written) == len(terms) else max(moves, default=0.0)
+        size = math.fsum(abs(t) for t in terms) + abs(dot.score)
+        if not within(error, form.unit(dot.score), size):
+            return False
+        scaled = dot.score / root
+        error = quotient_error(scaled, off(dot.score), off(root))
+        if not within(error, form.unit(scaled), abs(scaled)):
+            return False
+        for i in (i for i in visible_indices(len(term.value_row), TERMS_SHOWN) if i is not None):
+            product = term.product[i]
+            error = product_error(product, off(term.weight, carried=True), off(term.value_row[i]))
+            if not within(error, form.unit(product), abs(product)):
+                return False
+        share = row.exp / exp_sum
+        error = quotient_error(share, off(row.exp, carried=True), off(exp_sum, carried=True))
+        if not within(error, form.unit(share), share):
+            return False
+        if form.scientific and not row.masked:  # there the inputs are operands, too
+            error = difference_error(form.carried, row.scaled, row_max)
+            if not within(error, form.unit(row.shifted), abs(row.scaled) + abs(row_max)):
+                return False
+    return True
 
 
 def heading(number: str, text: str) -> Text:
@@ -84,7 +162,7 @@ def heading(number: str, text: str) -> Text:
 
 def dot_section(focus: Focus, view: View) -> Group:
     """scores: one dot product of the query row with each key row."""
-    precision, keys = view.precision, shown_keys(focus, view)
+    form, keys = hand_form(focus, view), shown_keys(focus, view)
     width = max(len(focus.dots[j].key) for j in keys)
     q, k = focus.score_inputs
     turned = " turned" if q != "Q" else ""
@@ -93,17 +171,17 @@ def dot_section(focus: Focus, view: View) -> Group:
     for j in keys:
         dot = focus.dots[j]
         name = f"  {focus.label}·{dot.key:<{width}} = "
-        vectors = f"{vector(dot.query_row, precision)}·{vector(dot.key_row, precision)} = "
+        vectors = f"{vector(dot.query_row, form)}·{vector(dot.key_row, form)} = "
         masked = "  (masked: comes later)" if focus.softmax[j].masked else ""
-        result = f" = {short(dot.score, precision)}{masked}"
+        result = f" = {form.short(dot.score)}{masked}"
         # the largest terms that fit: six, two, or at least the one that weighs most
-        terms = [products(dot.query_row, dot.key_row, precision, n) for n in (TERMS_SHOWN, 2, 1)]
+        terms = [products(dot.query_row, dot.key_row, form, n) for n in (TERMS_SHOWN, 2, 1)]
         lines.append(
             Fitted(
                 (
                     name + vectors + terms[0] + result,
                     *(name + written + result for written in terms),
-                    name + short(dot.score, precision) + masked,
+                    name + form.short(dot.score) + masked,
                 )
             )
         )
@@ -112,8 +190,8 @@ def dot_section(focus: Focus, view: View) -> Group:
 
 def scale_section(focus: Focus, view: View) -> Group:
     """scaled: each score divided by √d_k."""
-    precision, keys = view.precision, shown_keys(focus, view)
-    root = short(focus.sqrt_dk, precision)
+    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    root = form.given(focus.sqrt_dk)
     lines: list[RenderableType] = [
         heading("scaled", f"= scores / √d_k, with √{focus.d_k} = {root}")
     ]
@@ -123,8 +201,8 @@ def scale_section(focus: Focus, view: View) -> Group:
         masked = "  → masked: −∞" if row.masked else ""
         lines.append(
             Text(
-                f"  {focus.label}·{dot.key:<{width}}: {short(dot.score, precision)} / {root}"
-                f" = {format_number(scaled, precision)}{masked}"
+                f"  {focus.label}·{dot.key:<{width}}: {form.given(dot.score)} / {root}"
+                f" = {form.result(scaled)}{masked}"
             )
         )
     return Group(*lines)
@@ -132,7 +210,10 @@ def scale_section(focus: Focus, view: View) -> Group:
 
 def softmax_section(focus: Focus, view: View) -> Group:
     """softmax: the exp / sum / share table, the row max subtracted first."""
-    precision, keys = view.precision, shown_keys(focus, view)
+    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    # In fixed point the inputs are the scale lines' results; in scientific form,
+    # operands, with the digits the differences need.
+    softmax_input = form.carried if form.scientific else form.result
     source = focus.softmax_source
     heaviest = max(row.weight for row in focus.softmax)
     rows: list[tuple[RenderableType, ...]] = []
@@ -140,24 +221,24 @@ def softmax_section(focus: Focus, view: View) -> Group:
         mark = " ◀" if row.weight == heaviest else ""
         rows.append((
             Text(row.key + mark, style="bold" if mark else ""),
-            format_number(row.scaled, precision),
-            format_number(row.shifted, precision),
-            format_number(row.exp, precision + 2),
-            format_number(row.weight, precision),
+            softmax_input(row.scaled),
+            form.result(row.shifted),
+            form.carried(row.exp),
+            form.result(row.weight),
             f"{100 * row.weight:.2f}%",
         ))  # fmt: skip
     total = sum(row.weight for row in focus.softmax)
     rows.append((
-        Text("sum", style="dim"), "", "", format_number(focus.exp_sum, precision + 2),
-        format_number(total, precision), f"{100 * total:.2f}%",
+        Text("sum", style="dim"), "", "", form.carried(focus.exp_sum),
+        form.result(total), f"{100 * total:.2f}%",
     ))  # fmt: skip
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     table = SplitTable(("key", source, "− max", "exp", "share", "%"),
                        ("left", "right", "right", "right", "right", "right"), rows)  # fmt: skip
     explain = Text(
-        f"  the row max {format_number(focus.row_max, precision)} is subtracted first: every "
+        f"  the row max {softmax_input(focus.row_max)} is subtracted first: every "
         f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "
-        f"{format_number(focus.exp_sum, precision + 2)}",
+        f"{form.carried(focus.exp_sum)}",
         style="dim",
     )
     title = heading("softmax", f"= exp({source} − max) / sum, for {focus.label!r}")
@@ -166,27 +247,29 @@ def softmax_section(focus: Focus, view: View) -> Group:
 
 def output_section(focus: Focus, view: View) -> Group:
     """output: the value rows, weighted by the softmax row, added up."""
-    precision, keys = view.precision, shown_keys(focus, view)
+    form, keys = hand_form(focus, view), shown_keys(focus, view)
     width = max(len(focus.terms[j].key) for j in keys)
     lines: list[RenderableType] = [
         heading("output", f"= Σ softmax × V: the value rows mixed by {focus.label!r}")
     ]
-    for term in (focus.terms[j] for j in keys):
-        # two more digits than the tables, so weight × value reproduces the product shown
-        weight = format_number(term.weight, precision + 2)
-        name = f"  {weight} × V[{term.key}]{' ' * (width - len(term.key))}"
+    # an operand's digits, so that weight × value reproduces the product shown; in
+    # scientific form an exact 0 is shorter than the others, so they are lined up
+    weights = [form.carried(focus.terms[j].weight) for j in keys]
+    column = max(len(weight) for weight in weights)
+    for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
+        name = f"  {weight:>{column}} × V[{term.key}]{' ' * (width - len(term.key))}"
         lines.append(
             Fitted(
                 (
-                    f"{name} = {weight} × {vector(term.value_row, precision)}"
-                    f" = {fixed_vector(term.product, precision)}",
-                    f"{name} = {fixed_vector(term.product, precision)}",
+                    f"{name} = {weight} × {vector(term.value_row, form)}"
+                    f" = {result_vector(term.product, form)}",
+                    f"{name} = {result_vector(term.product, form)}",
                 )
             )
         )
     lines.append(
         Text.assemble(
-            "  sum = ", (fixed_vector(focus.output, precision), "bold"),
+            "  sum = ", (result_vector(focus.output, form), "bold"),
             f" = output[{focus.label}]",
         )
     )  # fmt: skip

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 # Above this magnitude fixed-point gets too wide to scan; switch to scientific notation.
-_FIXED_LIMIT = 1e8
+FIXED_LIMIT = 1e8
 # Shown in place of a masked (−∞) cell.
 MASKED = "−∞"
 ELLIPSIS = "…"
@@ -20,7 +20,7 @@ def format_number(value: float, precision: int) -> str:
     """``3.995761`` at precision 4 -> ``3.9958``; never ``-0.0000``; huge values in e-notation."""
     if value == -math.inf:
         return MASKED
-    if abs(value) >= _FIXED_LIMIT:
+    if abs(value) >= FIXED_LIMIT:
         return f"{value:.{precision}e}"
     text = f"{value:.{precision}f}"
     if text.startswith("-") and not any(ch in "123456789" for ch in text):
@@ -60,7 +60,7 @@ def _widths(values: npt.NDArray[np.float64], precision: int) -> npt.NDArray[np.i
     scientific = (
         sign + 1 + fraction + 2 + np.maximum(2, np.floor(np.log10(np.maximum(exponent, 1))) + 1)
     )
-    widths: npt.NDArray[np.int64] = np.where(magnitude >= _FIXED_LIMIT, scientific, fixed).astype(
+    widths: npt.NDArray[np.int64] = np.where(magnitude >= FIXED_LIMIT, scientific, fixed).astype(
         np.int64
     )
     return widths

@@ -2,20 +2,39 @@
 
 When nothing overflows, the article's way (exp of each value, divided by their sum) is
 shown first; the stable way (the row max subtracted) always, with the reason.
+
+The cells follow the tables' rule (fixed point, scientific from 1e8), and the columns
+a reader does arithmetic with carry the digits it needs (the rule of
+:mod:`attntrace.render.by_hand`): x, and the max in the text, have the digits that
+make each x − max check (``1.00000005e+08`` beside ``1.00000000e+08`` for ``-5.00``,
+where ``1.00e+08`` twice would not); where the naive shares are shown, exp(x) and its
+sum have the digits that make exp(x) / sum give the share column to its last digit
+(more than ``precision`` only where needed: exp(−5) is 0.0067 in a sum of 1.0071, as
+0.01 / 1.01 would not give 0.0067).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from rich.console import Group, JustifyMethod, RenderableType
 from rich.text import Text
 
-from attntrace.render.numbers import format_number
+from attntrace.render.by_hand import (
+    EXACT_MANTISSA,
+    FIXED_EXTRA,
+    FLOAT_SLACK,
+    fixed,
+    scientific,
+)
+from attntrace.render.numbers import FIXED_LIMIT, format_number
 from attntrace.render.split_table import SplitTable
 from attntrace.softmax_walk import SoftmaxWalk
 
 FLOAT64_MAX = "1.8e308"
+
+Writer = Callable[[float], str]
 
 
 def _number(value: float, precision: int) -> str:
@@ -26,16 +45,72 @@ def _number(value: float, precision: int) -> str:
     return format_number(value, precision)
 
 
+def _cells(decimals: int, mantissa: int, limit: float = FIXED_LIMIT) -> Writer:
+    """Fixed point with ``decimals`` below ``limit`` in size, else ``mantissa`` digits."""
+
+    def write(value: float) -> str:
+        if not math.isfinite(value):
+            return _number(value, decimals)
+        if abs(value) < limit:
+            return fixed(value, decimals)
+        return scientific(value, mantissa) if value else fixed(value, decimals)
+
+    return write
+
+
+def _unit(text: str) -> float:
+    """The unit of the last digit of a written number: ``-5.00`` -> 0.01."""
+    mantissa, _, exponent = text.partition("e")
+    return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+
+
+def _x_writer(steps: SoftmaxWalk, precision: int) -> Writer:
+    """x and the max with the fewest digits (``precision`` at least) for which each
+    x − max, redone from them, is within a unit of its written last digit."""
+    for mantissa in range(precision, max(precision, EXACT_MANTISSA) + 1):
+        write = _cells(precision, mantissa)
+        top = float(write(steps.max))
+        if all(
+            abs(float(write(x)) - top - shifted)
+            <= _unit(_number(shifted, precision)) + FLOAT_SLACK * (abs(x) + abs(steps.max))
+            for x, shifted in zip(steps.values, steps.shifted, strict=True)
+        ):
+            return write
+    return _cells(precision, max(precision, EXACT_MANTISSA))
+
+
+def _exp_writer(steps: SoftmaxWalk, precision: int) -> Writer:
+    """exp(x) and its sum: where the naive shares are claimed, with the digits that make
+    exp(x) / sum give each share to within half a unit of its last digit."""
+    if steps.overflows or steps.underflows:
+        return _cells(precision, precision)
+    unit = 10.0 ** -(precision + 2)  # the share column's
+    exact = max(precision, EXACT_MANTISSA)
+    extras = range(FIXED_EXTRA[-1] + 1)  # as many more digits as needed, from none
+    candidates = [_cells(precision + extra, min(precision + extra, exact)) for extra in extras]
+    scientific_digits = range(min(precision + 2, exact), exact + 1)
+    candidates += [_cells(0, digits, limit=0.0) for digits in scientific_digits]
+    for write in candidates:
+        total = float(write(steps.naive_sum))
+        if total > 0 and all(
+            abs(float(write(e)) / total - e / steps.naive_sum) <= unit / 2 + FLOAT_SLACK
+            for e in steps.naive_exp
+        ):
+            return write
+    return candidates[-1]
+
+
 def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     """Table of x, exp(x), x − max, exp(x − max), share and %, then what it shows."""
     heaviest = max(steps.weights)
+    x_text, exp_text = _x_writer(steps, precision), _exp_writer(steps, precision)
     rows: list[tuple[RenderableType, ...]] = []
     for i, x in enumerate(steps.values):
         mark = steps.weights[i] == heaviest
         rows.append((
             Text(f"◀ {i + 1}" if mark else str(i + 1), style="bold" if mark else ""),
-            _number(x, precision),
-            _number(steps.naive_exp[i], precision),
+            x_text(x),
+            exp_text(steps.naive_exp[i]),
             _number(steps.shifted[i], precision),
             _number(steps.exp_shifted[i], precision + 2),
             _number(steps.weights[i], precision + 2),
@@ -44,7 +119,7 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     rows.append((
         Text("sum", style="dim"),
         "",
-        _number(steps.naive_sum, precision),
+        exp_text(steps.naive_sum),
         "",
         _number(steps.sum_exp_shifted, precision + 2),
         _number(math.fsum(steps.weights), precision + 2),
@@ -59,12 +134,12 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
         table,
         Text(""),
     ]
-    top = _number(steps.max, precision)
+    top = x_text(steps.max)
     if steps.overflows:
         big = next(x for x, e in zip(steps.values, steps.naive_exp, strict=True) if math.isinf(e))
         parts.append(
             Text(
-                f"exp({_number(big, precision)}) overflows float64 (its largest value is about "
+                f"exp({x_text(big)}) overflows float64 (its largest value is about "
                 f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan. Subtracting the "
                 f"max ({top}) first gives the same weights in exact arithmetic with every exp "
                 f"at most 1, so nothing overflows: share = exp(x − max) / "
@@ -83,7 +158,7 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     else:
         parts.append(
             Text(
-                f"share = exp(x) / {_number(steps.naive_sum, precision)}. Subtracting the max "
+                f"share = exp(x) / {exp_text(steps.naive_sum)}. Subtracting the max "
                 f"({top}) first divides top and bottom by exp({top}): the same shares, and "
                 "every exp is at most 1, so large scores (like 800) cannot overflow.",
             )
