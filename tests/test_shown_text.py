@@ -238,6 +238,17 @@ def test_the_map_of_wide_tokens_lines_up(tmp_path: Path) -> None:
     assert len(arrows) == 1, lines
 
 
+def test_the_focus_panel_of_wide_tokens_lines_up(tmp_path: Path) -> None:
+    result = invoke("run", "--config", str(wide_model(tmp_path)), "--focus", "0")
+    lines = result.output.splitlines()
+    dots = [line for line in lines if line.startswith("  猫·") and " = [" in line]
+    scales = [line for line in lines if line.startswith("  猫·") and ": " in line]
+    terms = [line for line in lines if " × V[" in line]
+    assert (len(dots), len(scales), len(terms)) == (7, 7, 7)
+    for group, mark in ((dots, " = "), (scales, ": "), (terms, " = ")):
+        assert len({cell_len(line[: line.index(mark, 4)]) for line in group}) == 1, group
+
+
 def test_decode_costs_of_wide_tokens_line_up(tmp_path: Path) -> None:
     result = invoke("decode", "--config", str(wide_model(tmp_path)))
     start = result.output.index("  t token")

@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
@@ -39,6 +40,7 @@ from attntrace.render.by_hand import (
 )
 from attntrace.render.fitted import Fitted
 from attntrace.render.numbers import visible_indices
+from attntrace.render.shown import pad
 from attntrace.render.split_table import SplitTable
 from attntrace.render.tables import View
 from attntrace.trace import Trace
@@ -163,14 +165,14 @@ def heading(number: str, text: str) -> Text:
 def dot_section(focus: Focus, view: View) -> Group:
     """scores: one dot product of the query row with each key row."""
     form, keys = hand_form(focus, view), shown_keys(focus, view)
-    width = max(len(focus.dots[j].key) for j in keys)
+    width = max(cell_len(focus.dots[j].key) for j in keys)
     q, k = focus.score_inputs
     turned = " turned" if q != "Q" else ""
-    about = f"the{turned} query of {focus.label!r} times each{turned} key"
+    about = f"the{turned} query of '{focus.label}' times each{turned} key"
     lines: list[RenderableType] = [heading("scores", f"= {q} · {k}ᵀ: {about}")]
     for j in keys:
         dot = focus.dots[j]
-        name = f"  {focus.label}·{dot.key:<{width}} = "
+        name = f"  {focus.label}·{pad(dot.key, width)} = "
         vectors = f"{vector(dot.query_row, form)}·{vector(dot.key_row, form)} = "
         masked = "  (masked: comes later)" if focus.softmax[j].masked else ""
         result = f" = {form.short(dot.score)}{masked}"
@@ -195,13 +197,13 @@ def scale_section(focus: Focus, view: View) -> Group:
     lines: list[RenderableType] = [
         heading("scaled", f"= scores / √d_k, with √{focus.d_k} = {root}")
     ]
-    width = max(len(focus.dots[j].key) for j in keys)
+    width = max(cell_len(focus.dots[j].key) for j in keys)
     for dot, row in ((focus.dots[j], focus.softmax[j]) for j in keys):
         scaled = dot.score / focus.sqrt_dk
         masked = "  → masked: −∞" if row.masked else ""
         lines.append(
             Text(
-                f"  {focus.label}·{dot.key:<{width}}: {form.given(dot.score)} / {root}"
+                f"  {focus.label}·{pad(dot.key, width)}: {form.given(dot.score)} / {root}"
                 f" = {form.result(scaled)}{masked}"
             )
         )
@@ -241,23 +243,23 @@ def softmax_section(focus: Focus, view: View) -> Group:
         f"{form.carried(focus.exp_sum)}",
         style="dim",
     )
-    title = heading("softmax", f"= exp({source} − max) / sum, for {focus.label!r}")
+    title = heading("softmax", f"= exp({source} − max) / sum, for '{focus.label}'")
     return Group(title, table, explain, *_hidden(focus, keys))
 
 
 def output_section(focus: Focus, view: View) -> Group:
     """output: the value rows, weighted by the softmax row, added up."""
     form, keys = hand_form(focus, view), shown_keys(focus, view)
-    width = max(len(focus.terms[j].key) for j in keys)
+    width = max(cell_len(focus.terms[j].key) for j in keys)
     lines: list[RenderableType] = [
-        heading("output", f"= Σ softmax × V: the value rows mixed by {focus.label!r}")
+        heading("output", f"= Σ softmax × V: the value rows mixed by '{focus.label}'")
     ]
     # an operand's digits, so that weight × value reproduces the product shown; in
     # scientific form an exact 0 is shorter than the others, so they are lined up
     weights = [form.carried(focus.terms[j].weight) for j in keys]
     column = max(len(weight) for weight in weights)
     for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
-        name = f"  {weight:>{column}} × V[{term.key}]{' ' * (width - len(term.key))}"
+        name = f"  {weight:>{column}} × V[{term.key}]{' ' * (width - cell_len(term.key))}"
         lines.append(
             Fitted(
                 (
