@@ -456,9 +456,12 @@ def test_numpy_numbers_and_integer_arrays_are_numbers() -> None:
     """np.int64 heads, np.True_, integer matrices: what numpy code hands over works, and
     traces as the float64 model does."""
     floats = trace_attention("a b", model=tiny_spec(causal=True))
+    # integer arrays and numpy scalars on purpose (numpy 1.24's stubs see the int arrays)
+    integers: list[Any] = [np.array(w) * k for w, k in ((WQ, 2), (WK, 4), (WV, 1))]
+    wq, wk, wv = integers
     ints = trace_attention("a b", model=ModelSpec(
-        {"a": np.array([2, 1]), "b": np.array([-1, 4])}, np.array(WQ) * 2, np.array(WK) * 4,
-        np.array(WV) * 1, heads=np.int64(1), causal=np.True_))  # type: ignore[arg-type]  # fmt: skip
+        {"a": np.array([2, 1]), "b": np.array([-1, 4])}, wq, wk, wv,
+        heads=np.int64(1), causal=np.True_))  # type: ignore[arg-type]  # fmt: skip
     assert ints.model.causal is True
     assert ints.model.heads == 1
     assert all(data.dtype == np.float64 for _, data in arrays_of(ints))
