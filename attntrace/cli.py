@@ -535,7 +535,7 @@ def render(
     export: Export = None,
 ) -> None:
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
-    from attntrace.model_file import read_text
+    from attntrace.reading import read_stdin, read_text
     from attntrace.replay import SAVED_TRACE, load_trace
 
     how = presentation(
@@ -546,7 +546,7 @@ def render(
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
     name = "stdin" if source == "-" else source
     with bad_input_fails(name):
-        text = _read_stdin() if source == "-" else read_text(Path(source), SAVED_TRACE)
+        text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
         trace = load_trace(text, name)
     show(trace, how)
 
@@ -755,15 +755,6 @@ def _prompt_console() -> Console | None:
     from rich.console import Console
 
     return Console(stderr=True) if sys.stdin.isatty() and not sys.stdout.isatty() else None
-
-
-def _read_stdin() -> str:
-    """All of stdin, refused past the file size limit without reading it all."""
-    from attntrace.model_file import check_size, max_file_bytes
-
-    text = sys.stdin.read(max_file_bytes() + 1)
-    check_size(len(text), stream=True)
-    return text
 
 
 def _read_line() -> str | None:

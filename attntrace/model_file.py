@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from attntrace import arguments
 from attntrace.errors import InputError, describe
 from attntrace.frozen import freeze
 from attntrace.parse import parse_document
+from attntrace.reading import check_size, read_text
 from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 
 # The fields of SPEC.md section 3.
@@ -66,65 +66,6 @@ def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
 
 def _is_json(path: Path) -> bool:
     return path.suffix.lower() == ".json"
-
-
-DEFAULT_MAX_MB = 256
-MAX_MB_VARIABLE = "ATTNTRACE_MAX_FILE_MB"
-
-
-def max_file_bytes() -> int:
-    """The largest model or trace file read: 256 MiB, or ATTNTRACE_MAX_FILE_MB (MiB)."""
-    value = os.environ.get(MAX_MB_VARIABLE, "").strip() or str(DEFAULT_MAX_MB)
-    try:
-        megabytes = float(value)
-    except ValueError:
-        megabytes = -1.0
-    if not megabytes > 0:
-        raise InputError(field=MAX_MB_VARIABLE, expected="a positive number of MiB",
-                         found=repr(value))  # fmt: skip
-    return int(megabytes * 1024 * 1024)
-
-
-def check_size(size: int, *, stream: bool = False) -> None:
-    """Refuse ``size`` bytes over the limit; a stream is only read to just past it."""
-    limit = max_file_bytes()
-    if size > limit:
-        found = (f"more than {limit / 2**20:g} MiB" if stream
-                 else f"the file is {size / 2**20:.1f} MiB")  # fmt: skip
-        raise InputError(
-            f"{found}, over the limit of {limit / 2**20:g} MiB "
-            f"(set {MAX_MB_VARIABLE} to read larger files)"
-        )
-
-
-def read_text(path: Path, holding: str | None = None) -> str:
-    """The file's text, or an :class:`InputError` that says why it cannot be had.
-
-    The error names no file: the caller knows what to call it (``with_source``). A file
-    over the size limit is refused before it is read. ``holding`` says what the file
-    should hold, for the messages; by default a model file.
-    """
-    try:
-        if path.is_file():
-            check_size(path.stat().st_size)
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"is a directory, expected {holding or 'a model file'}") from None
-    except OSError as error:
-        raise InputError(f"cannot read the file: {error.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"not UTF-8 text (byte {error.start}): expected "
-            f"{holding or 'a YAML or JSON model file'}"
-        ) from None
-    if not text.strip():
-        raise InputError("the file is empty",
-                         expected=holding or "a model (embeddings and weights)")  # fmt: skip
-    return text
 
 
 # ---------------------------------------------------------------------- validation

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -70,3 +73,25 @@ def raw_controls(text: str) -> list[str]:
             or unicodedata.category(ch) == "Cf"
         }
     )
+
+
+class Overtime(Exception):
+    """A block ran past its :func:`time_limit` (not an OSError, as TimeoutError is: a
+    reader that catches OSError cannot swallow it)."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`Overtime` in the block after ``seconds``: a read that blocks (a FIFO
+    with no writer) or never ends fails the test instead of hanging the suite."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise Overtime(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -15,11 +15,19 @@ the contract today; it asserts what the message should say, so the row fails (an
 passes as xfail) until the bug is fixed, and then XPASS fails loudly: drop the mark.
 A ``...-contract`` row beside it checks that today's output still keeps the rest of
 the contract (exit 2, one line on stderr, no traceback).
+
+A row may give the command (``render``, ``decode``) and what stdin holds. Every row runs
+under a time limit, so a read that would block (a FIFO with no writer) fails instead of
+hanging. Devices and endless pipes (``/dev/zero``, ``<(yes)``) are in ``NOT_FILES``: each
+runs as its own process under a memory cap, so a reader that ignores the limit fails
+fast instead of filling the machine's memory.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,7 +35,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from helpers import load_valid_trace
+from helpers import load_valid_trace, time_limit
 from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
@@ -79,6 +87,8 @@ class Case(NamedTuple):
     args: tuple[str, ...]
     message: str | None  # the exact text after "attntrace: error: ", if stable
     contains: tuple[str, ...]  # substrings the text must hold, where it is not exact
+    command: str = "run"
+    stdin: bytes | None = None
 
 
 def with_file(
@@ -98,11 +108,15 @@ def case(
     args: tuple[str, ...] | None = None,
     contains: tuple[str, ...] = (),
     bug: str | None = None,
+    command: str = "run",
+    stdin: bytes | None = None,
 ) -> object:
     marks = [pytest.mark.xfail(strict=True, reason=f"BUG: {bug}")] if bug else []
     if args is None:
         args = with_file(suffix=suffix)
-    return pytest.param(Case(make, suffix, args, message, contains), id=id, marks=marks)
+    return pytest.param(
+        Case(make, suffix, args, message, contains, command, stdin), id=id, marks=marks
+    )
 
 
 # ------------------------------------------------------------------- file makers
@@ -131,6 +145,15 @@ def symlink_loop(path: Path) -> None:
 
 def plain_file(path: Path) -> None:
     path.write_text(GOOD, encoding="utf-8")
+
+
+def fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def unix_socket(path: Path) -> None:
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path.name)  # relative: the test runs in the file's folder
 
 
 def nested(depth: int) -> str:
@@ -196,6 +219,68 @@ REJECTED = [
         "utf16-file",
         GOOD.encode("utf-16"),
         "model.yaml: not UTF-8 text (byte 0): expected a YAML or JSON model file",
+    ),
+    # --- not text: a NUL byte (no YAML or JSON text holds one) ends the reading at once;
+    # the first problem in the file is named, whichever it is
+    case(
+        "nul-byte-in-yaml",
+        GOOD[:20] + "\x00" + GOOD[20:],
+        "model.yaml: binary data (a NUL byte at byte 20): expected a YAML or JSON model file",
+    ),
+    case(
+        "nul-byte-in-json",
+        '{"embeddings": \x00}',
+        "model.json: binary data (a NUL byte at byte 15): expected a YAML or JSON model file",
+        suffix=".json",
+    ),
+    case(
+        "utf16-without-bom",
+        GOOD.encode("utf-16-le"),
+        "model.yaml: binary data (a NUL byte at byte 1): expected a YAML or JSON model file",
+    ),
+    case(
+        "non-utf8-before-a-nul",
+        b"name: caf\xe9\x00" + GOOD.encode(),
+        "model.yaml: not UTF-8 text (byte 9): expected a YAML or JSON model file",
+    ),
+    case(
+        "non-utf8-counts-the-bom",  # the byte in the file, from its start
+        b"\xef\xbb\xbfname: caf\xe9\n" + GOOD.encode(),
+        "model.yaml: not UTF-8 text (byte 12): expected a YAML or JSON model file",
+    ),
+    # --- not a regular file: read within the limit or refused, never waited on forever
+    case(
+        "fifo-without-writer",
+        fifo,
+        "model.yaml: nothing came through the pipe (no writer within 2 s, or it wrote "
+        "nothing): expected a model (embeddings and weights)",
+    ),
+    case(
+        "render-fifo-without-writer",
+        fifo,
+        "model.json: nothing came through the pipe (no writer within 2 s, or it wrote "
+        "nothing): expected a saved trace (from attntrace run --json)",
+        suffix=".json",
+        command="render",
+        args=("model.json",),
+    ),
+    case("socket", unix_socket, "model.yaml: is a socket, expected a model file"),
+    case(
+        "render-stdin-nul",
+        None,
+        "stdin: binary data (a NUL byte at byte 0): expected a saved trace (from attntrace "
+        "run --json)",
+        command="render",
+        args=("-",),
+        stdin=b"\x00{}",
+    ),
+    case(
+        "render-stdin-not-utf8",  # bytes, not the locale's characters
+        None,
+        "stdin: not UTF-8 text (byte 1): expected a saved trace (from attntrace run --json)",
+        command="render",
+        args=("-",),
+        stdin=b"{\xe9}",
     ),
     # --- syntax
     case(
@@ -1024,8 +1109,9 @@ def materialize(make: Make, path: Path) -> None:
         make(path)
 
 
-def invoke(args: tuple[str, ...]) -> Result:
-    return CliRunner().invoke(app, ["run", *args])
+def invoke(args: tuple[str, ...], command: str = "run", stdin: bytes | None = None) -> Result:
+    with time_limit(20):  # a read that blocks fails the test, not the suite
+        return CliRunner().invoke(app, [command, *args], input=stdin)
 
 
 def assert_no_traceback(result: Result) -> None:
@@ -1042,7 +1128,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(
     monkeypatch.chdir(tmp_path)
     materialize(case.make, Path(f"model{case.suffix}"))
 
-    result = invoke(case.args)
+    result = invoke(case.args, case.command, case.stdin)
 
     assert_no_traceback(result)
     assert result.stdout == "", "bad input must leave stdout empty"
@@ -1109,6 +1195,110 @@ def test_no_arguments_prints_the_help() -> None:
 
     assert result.returncode == 2
     assert "Usage: attntrace [OPTIONS] COMMAND [ARGS]..." in result.stdout
+
+
+# ---------------------------------------- devices and endless pipes, each its own process
+
+# A reader that ignores the size limit fills this quickly and dies with MemoryError (exit 1,
+# a traceback) instead of taking the machine's memory; a plain run needs about 300 MB of it.
+MEMORY_CAP_KB = 1 << 20
+MODEL_TEXT = "expected a YAML or JSON model file"
+TRACE_TEXT = "expected a saved trace (from attntrace run --json)"
+# /dev/urandom: whichever comes first, a NUL byte or a byte that is not UTF-8
+RANDOM_MODEL = r"(binary data \(a NUL byte at byte \d+\)|not UTF-8 text \(byte \d+\)): " + (
+    re.escape(MODEL_TEXT)
+)
+RANDOM_TRACE = RANDOM_MODEL.removesuffix(re.escape(MODEL_TEXT)) + re.escape(TRACE_TEXT)
+OVER_1_MIB = re.escape(
+    "more than 1 MiB, over the limit of 1 MiB (set ATTNTRACE_MAX_FILE_MB to read larger files)"
+)
+
+NOT_FILES = [
+    pytest.param("attntrace run cat -c /dev/zero",
+                 re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+                 id="config-dev-zero"),
+    pytest.param("attntrace run cat -c /dev/urandom", f"/dev/urandom: {RANDOM_MODEL}",
+                 id="config-dev-urandom"),
+    pytest.param("attntrace decode cat -c /dev/zero",
+                 re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+                 id="decode-config-dev-zero"),
+    pytest.param("ln -s /dev/zero model.yaml && attntrace run cat -c model.yaml",
+                 re.escape(f"model.yaml: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+                 id="config-link-to-dev-zero"),
+    pytest.param("attntrace render /dev/zero",
+                 re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {TRACE_TEXT}"),
+                 id="render-dev-zero"),
+    pytest.param("attntrace render /dev/urandom", f"/dev/urandom: {RANDOM_TRACE}",
+                 id="render-dev-urandom"),
+    pytest.param("attntrace render - < /dev/urandom", f"stdin: {RANDOM_TRACE}",
+                 id="render-stdin-dev-urandom"),
+    pytest.param("ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c <(yes)",
+                 rf"/dev/fd/\d+: {OVER_1_MIB}", id="config-endless-pipe"),
+    pytest.param("mkfifo f && { yes > f & } && ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c f",
+                 rf"f: {OVER_1_MIB}", id="config-endless-fifo"),
+    pytest.param("yes | ATTNTRACE_MAX_FILE_MB=1 attntrace render -", rf"stdin: {OVER_1_MIB}",
+                 id="render-endless-stdin"),
+    pytest.param("yes x | head -c 2000000 > big && ATTNTRACE_MAX_FILE_MB=1 attntrace render - "
+                 "< big", re.escape("stdin: the file is 1.9 MiB, over the limit of 1 MiB (set "
+                                    "ATTNTRACE_MAX_FILE_MB to read larger files)"),
+                 id="render-stdin-regular-file-by-its-size"),
+    pytest.param("attntrace render - <&-", re.escape("stdin: is closed, nothing to read"),
+                 id="render-stdin-closed"),
+]  # fmt: skip
+
+
+def run_capped(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` in bash, with the installed attntrace first on PATH, under the cap; a
+    writer left in the background (blocked on a FIFO nobody opened) is ended with it."""
+    path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    env = {**os.environ, "COLUMNS": "80", "PATH": path}
+    script = f"trap 'kill $(jobs -p) 2>/dev/null' EXIT; ulimit -v {MEMORY_CAP_KB} && {command}"
+    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "pattern"), NOT_FILES)
+def test_a_device_or_endless_pipe_is_one_line_and_exit_2(
+    command: str, pattern: str, tmp_path: Path
+) -> None:
+    """Every reader stops at the size limit while reading, whatever ``stat`` says (0 for a
+    device or a pipe): /dev/zero is refused at its first byte, an endless text stream
+    just past the limit, and never with a MemoryError."""
+    result = run_capped(command, tmp_path)
+
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stdout == ""
+    line, newline, rest = result.stderr.partition("\n")
+    assert (newline, rest) == ("\n", ""), result.stderr[-2000:]
+    assert re.fullmatch(PREFIX + pattern, line), line
+
+
+SAMPLE = "attntrace samples cat-eats-fish"
+PIPED = [
+    pytest.param(f"attntrace run cat -c <({SAMPLE}) --json", id="process-substitution"),
+    pytest.param(f"mkfifo f && {{ {SAMPLE} > f & }} && attntrace run cat -c f --json",
+                 id="fifo-with-a-writer"),
+    pytest.param(f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE}; }} > f & }} && "
+                 "attntrace run cat -c f --json", id="fifo-writer-silent-at-first"),
+    pytest.param(f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE} > f; }} & }} && "
+                 "attntrace run cat -c f --json", id="fifo-writer-comes-late"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", PIPED)
+def test_a_model_through_a_pipe_traces(command: str, tmp_path: Path) -> None:
+    """Pipes are legitimate model files: ``<(...)``, a named FIFO whose writer is slow,
+    silent at first, or a moment late."""
+    result = run_capped(command, tmp_path)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert load_valid_trace(result.stdout)["tokens"] == ["cat"]
+
+
+def test_render_reads_a_trace_from_stdin(tmp_path: Path) -> None:
+    shown = run_capped(f"attntrace run cat -c <({SAMPLE}) --json | attntrace render -", tmp_path)
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert "softmax" in shown.stdout
 
 
 # -------------------------------------------------------- accepted: the same contract

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from attntrace.errors import InputError
 from attntrace.model_file import load_model
+from attntrace.reading import decode_limited, max_file_bytes
 
 FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
           "causal", "positions", "context", "biases", "rope_base", "WQ", "", "ŵ",
@@ -87,6 +89,108 @@ def test_any_text_as_a_model_file(text: str, tmp_path_factory: Any) -> None:
     folder = tmp_path_factory.mktemp("text")
     load(text, ".yaml", folder)
     load(text, ".json", folder)
+
+
+SPIKES = st.sampled_from([b"", b"\x00", b"\xff", b"\xef\xbb\xbf", "é".encode()[:1]])
+
+
+@given(data=st.one_of(st.binary(max_size=200), st.text(max_size=100).map(str.encode)),
+       at=st.floats(0, 1), spike=SPIKES)  # fmt: skip
+def test_any_bytes_as_a_model_file(
+    data: bytes, at: float, spike: bytes, tmp_path_factory: Any
+) -> None:
+    """Bytes, not text: a NUL byte or a byte that is not UTF-8 is named by its offset,
+    whichever comes first."""
+    where = int(at * len(data))
+    data = data[:where] + spike + data[where:]
+    path = tmp_path_factory.mktemp("bytes") / "model.yaml"
+    path.write_bytes(data)
+    expected = first_problem(data)
+    for result in (invoke("run", "cat", "-c", str(path)),):
+        assert result.exit_code in (0, 2), result.output
+        assert "Traceback" not in result.output
+        if expected is not None:
+            assert result.exit_code == 2
+            assert result.stderr.endswith(f": {expected}: expected a YAML or JSON model file\n")
+
+
+def first_problem(data: bytes) -> str | None:
+    """What reading ``data`` as a model file must refuse first, by a one-shot decode."""
+    nul = data.find(b"\0")
+    try:
+        data.decode("utf-8")
+        bad = None
+    except UnicodeDecodeError as error:
+        bad = error.start
+    if nul >= 0 and (bad is None or nul < bad):
+        return f"binary data (a NUL byte at byte {nul})"
+    return None if bad is None else f"not UTF-8 text (byte {bad})"
+
+
+@given(data=st.binary(max_size=300) | st.text(max_size=100).map(str.encode),
+       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8))  # fmt: skip
+def test_text_read_in_any_chunks_is_the_text_read_at_once(data: bytes, sizes: list[int]) -> None:
+    """However a pipe cuts the bytes (a character split across two reads), the chunked
+    reader gives what one decode of the whole gives, and names the same first byte."""
+    pieces = iter(cut(data, sizes))
+    expected = first_problem(data)
+    if expected is not None:
+        with pytest.raises(InputError) as refused:
+            decode_limited(lambda n: next(pieces, b"")[:n], None)
+        assert refused.value.message == f"{expected}: expected a YAML or JSON model file"
+        return
+    text, size = decode_limited(lambda n: next(pieces, b"")[:n], None)
+    assert (text, size) == (data.decode("utf-8").removeprefix("\ufeff"), len(data))
+
+
+def cut(data: bytes, sizes: list[int]) -> list[bytes]:
+    pieces, at, turn = [], 0, 0
+    while at < len(data):
+        pieces.append(data[at : at + sizes[turn % len(sizes)]])
+        at += len(pieces[-1])
+        turn += 1
+    return pieces
+
+
+@given(size=st.integers(0, 3000), chunk=st.integers(1, 700), endless=st.booleans())
+def test_a_stream_is_read_to_just_past_the_limit(size: int, chunk: int, endless: bool) -> None:
+    """Never a byte more than limit + 1 is asked for, however long (or endless) the
+    stream; past the limit it is refused."""
+    asked = 0
+
+    def read(n: int) -> bytes:
+        nonlocal asked
+        give = min(n, chunk) if endless else max(0, min(n, chunk, size - asked))
+        asked += give
+        return b"y" * give
+
+    with mock.patch.dict(os.environ, {"ATTNTRACE_MAX_FILE_MB": str(1000 / 2**20)}):
+        limit = max_file_bytes()
+        if endless or size > limit:
+            with pytest.raises(InputError, match=r"^more than 0\.000953674 MiB, over the limit"):
+                decode_limited(read, None)
+        else:
+            assert decode_limited(read, None) == ("y" * size, size)
+    assert asked <= limit + 1
+
+
+@pytest.mark.parametrize("written", [b"", b'{"schema": '], ids=["nothing-yet", "half"])
+def test_stdin_left_non_blocking_is_refused_not_cut_short(written: bytes, tmp_path: Path) -> None:
+    """A pipe on stdin left O_NONBLOCK by whoever opened it: nothing there yet is no end
+    of input, so the text is refused, never parsed half-read (nor a traceback)."""
+    reader, writer = os.pipe()
+    os.set_blocking(reader, False)
+    os.write(writer, written)
+    try:
+        done = subprocess.run([sys.executable, "-m", "attntrace", "render", "-"], stdin=reader,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+    finally:
+        os.close(reader)
+        os.close(writer)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "attntrace: error: stdin: cannot read it: Resource temporarily unavailable\n"
+    )
 
 
 def test_a_fuzzed_file_through_the_cli_is_exit_2(tmp_path: Path) -> None:

@@ -1,0 +1,230 @@
+"""Files and streams from strangers, read within a bound whatever ``stat`` says.
+
+A name on the command line can point at anything: a regular file, a pipe
+(``--config <(...)``, a FIFO), a terminal, ``/dev/zero``, a /proc file whose size reads 0.
+``stat`` is no bound for those, so text (model files, saved traces, stdin) is read in
+chunks, never past the size limit (:func:`max_file_bytes`), and decoded as it comes: a NUL
+byte (which no YAML or JSON text holds) or a byte that is not UTF-8 ends the reading at
+once. Nothing is opened in a way that can block: a FIFO is opened without waiting for a
+writer, and read once one has come (or refused when none comes within
+:data:`FIFO_WAIT_SECONDS`).
+
+Every failure is an :class:`InputError` without a source: the caller names the file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import select
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from attntrace.errors import InputError
+
+DEFAULT_MAX_MB = 256
+MAX_MB_VARIABLE = "ATTNTRACE_MAX_FILE_MB"
+CHUNK_BYTES = 1 << 20  # read a stream 1 MiB at a time
+#: How long a FIFO with no writer is waited for before it is refused as empty: a writer
+#: started just before attntrace (``cat m.yaml > fifo & attntrace run -c fifo``) may
+#: open its end a moment later.
+FIFO_WAIT_SECONDS = 2.0
+
+# Opening with O_NONBLOCK never waits for a FIFO's writer (nor a serial line's carrier);
+# reads are made blocking again once the file is open.
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+MODEL_TEXT = "a YAML or JSON model file"  # what a model file holds, in messages
+MODEL_CONTENT = "a model (embeddings and weights)"
+
+
+def max_file_bytes() -> int:
+    """The largest model or trace file read: 256 MiB, or ATTNTRACE_MAX_FILE_MB (MiB)."""
+    value = os.environ.get(MAX_MB_VARIABLE, "").strip() or str(DEFAULT_MAX_MB)
+    try:
+        megabytes = float(value)
+    except ValueError:
+        megabytes = -1.0
+    if not megabytes > 0:
+        raise InputError(field=MAX_MB_VARIABLE, expected="a positive number of MiB",
+                         found=repr(value))  # fmt: skip
+    return int(megabytes * 1024 * 1024)
+
+
+def check_size(size: int, *, stream: bool = False) -> None:
+    """Refuse ``size`` bytes over the limit; a stream is only read to just past it."""
+    limit = max_file_bytes()
+    if size > limit:
+        found = (f"more than {limit / 2**20:g} MiB" if stream
+                 else f"the file is {size / 2**20:.1f} MiB")  # fmt: skip
+        raise InputError(
+            f"{found}, over the limit of {limit / 2**20:g} MiB "
+            f"(set {MAX_MB_VARIABLE} to read larger files)"
+        )
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for messages: ``a named pipe (FIFO)``."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+# ------------------------------------------------------------------------------ text
+
+
+def read_text(path: Path, holding: str | None = None) -> str:
+    """The text of the file at ``path``, or an :class:`InputError` that says why not.
+
+    The error names no file: the caller knows what to call it (``with_source``). A
+    regular file over the size limit is refused before it is read; anything else is
+    read to just past the limit. ``holding`` says what the file should hold, for the
+    messages; by default a model file.
+    """
+    fd = _open_text(path, holding)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"is a directory, expected {holding or 'a model file'}")
+        if stat.S_ISREG(info.st_mode):
+            check_size(info.st_size)
+        fifo = stat.S_ISFIFO(info.st_mode)
+        text, size = decode_limited(_fifo_reader(fd) if fifo else _reader(fd), holding)
+    except IsADirectoryError:  # a system where a directory opens, but does not read
+        raise InputError(f"is a directory, expected {holding or 'a model file'}") from None
+    except OSError as error:
+        raise InputError(f"cannot read the file: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+    if size == 0 and fifo:
+        raise InputError(f"nothing came through the pipe (no writer within "
+                         f"{FIFO_WAIT_SECONDS:g} s, or it wrote nothing)",
+                         expected=holding or MODEL_CONTENT)  # fmt: skip
+    if not text.strip():
+        raise InputError("the file is empty", expected=holding or MODEL_CONTENT)
+    return text
+
+
+def read_stdin(holding: str | None = None) -> str:
+    """All of stdin as UTF-8 text, read as bytes to just past the size limit.
+
+    A terminal is waited on, as ``cat`` does (Ctrl-D ends the input).
+    """
+    if sys.stdin is None:  # started with stdin closed (<&-)
+        raise InputError("is closed, nothing to read")
+    stream = sys.stdin.buffer
+    try:  # < file: refused by its size (what is left of it) before it is read
+        fd = stream.fileno()
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            check_size(os.fstat(fd).st_size - os.lseek(fd, 0, os.SEEK_CUR))
+    except (OSError, ValueError):  # no descriptor (a test's stream)
+        pass
+    try:
+        text, _ = decode_limited(stream.read, holding)
+    except OSError as error:
+        raise InputError(f"cannot read it: {error.strerror or error}") from None
+    if not text.strip():
+        raise InputError("the input is empty", expected=holding or MODEL_CONTENT)
+    return text
+
+
+def decode_limited(read: Callable[[int], bytes], holding: str | None) -> tuple[str, int]:
+    """The UTF-8 text ``read(n)`` gives until it returns ``b""``, and its size in bytes.
+
+    Reading stops just past the size limit, at a NUL byte, or at a byte that is not
+    UTF-8, whichever comes first; each is an :class:`InputError` naming the byte. A
+    leading byte order mark is dropped.
+    """
+    limit = max_file_bytes()
+    expected = holding or MODEL_TEXT
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    pieces: list[str] = []
+    size = 0
+
+    def decode(data: bytes, final: bool) -> None:
+        held = len(decoder.getstate()[0])  # the start of a character cut by the last chunk
+        try:
+            pieces.append(decoder.decode(data, final))
+        except UnicodeDecodeError as error:
+            at = size - held + error.start
+            raise InputError(f"not UTF-8 text (byte {at}): expected {expected}") from None
+
+    while size <= limit:
+        chunk = read(min(CHUNK_BYTES, limit + 1 - size))
+        if chunk is None:  # a stream left non-blocking, with nothing in it yet: no EOF
+            raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        if not chunk:
+            break
+        nul = chunk.find(b"\0")
+        if nul >= 0:  # a byte that is not UTF-8 before it is named first
+            decode(chunk[:nul], final=True)
+            raise InputError(f"binary data (a NUL byte at byte {size + nul}): "
+                             f"expected {expected}")  # fmt: skip
+        decode(chunk, final=False)
+        size += len(chunk)
+    check_size(size, stream=True)
+    decode(b"", final=True)
+    return "".join(pieces).removeprefix("\ufeff"), size
+
+
+def _open_text(path: Path, holding: str | None) -> int:
+    """A descriptor to read ``path`` from, opened without waiting (a FIFO's writer)."""
+    try:
+        return os.open(path, os.O_RDONLY | NONBLOCK)
+    except FileNotFoundError:
+        raise InputError("no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"is a directory, expected {holding or 'a model file'}") from None
+    except OSError as error:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            mode = 0
+        if stat.S_ISSOCK(mode):  # a socket does not open as a file (ENXIO)
+            raise InputError(f"is a socket, expected {holding or 'a model file'}") from None
+        raise InputError(f"cannot read the file: {error.strerror or error}") from None
+
+
+def _reader(fd: int) -> Callable[[int], bytes]:
+    """``read(n)`` on a descriptor that waits for its data (a terminal, a device)."""
+    _set_blocking(fd)
+    return lambda n: os.read(fd, n)
+
+
+def _set_blocking(fd: int) -> None:
+    """Undo the O_NONBLOCK a descriptor was opened with (POSIX only has it)."""
+    if NONBLOCK:
+        os.set_blocking(fd, True)
+
+
+def _fifo_reader(fd: int) -> Callable[[int], bytes]:
+    """``read(n)`` on a FIFO opened without waiting: once a writer has come, its data.
+
+    A writer that has written (or come and gone) makes the FIFO readable; one that has
+    its end open but has not written yet makes a read fail with EAGAIN, and is then
+    waited on as ``cat`` would. With no writer within :data:`FIFO_WAIT_SECONDS`, the
+    FIFO reads as empty.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.poll(int(FIFO_WAIT_SECONDS * 1000))
+    try:
+        first: bytes | None = os.read(fd, CHUNK_BYTES)
+    except BlockingIOError:  # a writer, nothing written yet
+        first = None
+    _set_blocking(fd)
+
+    def read(n: int) -> bytes:
+        nonlocal first
+        if first is None:
+            return os.read(fd, n)
+        head, first = first, None
+        if len(head) > n:  # never read past the limit: keep the rest for the next read
+            head, first = head[:n], head[n:]
+        return head
+
+    return read
