@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from attntrace import arguments
 from attntrace.errors import InputError, describe
 from attntrace.frozen import freeze
 from attntrace.parse import parse_document
-from attntrace.reading import check_size, read_text
+from attntrace.reading import check_size, open_regular, read_text
 from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 
 # The fields of SPEC.md section 3.
@@ -309,14 +310,18 @@ class _NpyReader:
                              "relative to)", found=repr(name))  # fmt: skip
         path = self.folder / name
         try:
-            check_size(path.stat().st_size)
-            with path.open("rb") as head:
+            # A regular file only (it is memory-mapped), opened without waiting: a FIFO
+            # or a device is refused before a read that could block or never end.
+            with self._open(path, field) as head:
+                check_size(os.fstat(head.fileno()).st_size)
                 if head.read(6) != b"\x93NUMPY":
                     raise ValueError("it does not start as a .npy file does")
             # Memory-mapped first: a header that claims more than the file holds fails
             # here, instead of allocating what it claims.
             array = np.load(path, allow_pickle=False, mmap_mode="r")
         except InputError as error:
+            if error.source is not None:  # from _open: complete
+                raise
             raise InputError(error.message, source=self.source, field=field) from None
         except FileNotFoundError:
             raise InputError(
@@ -348,6 +353,14 @@ class _NpyReader:
                 found=repr(float(matrix[i, j])),
             )
         return freeze(matrix, finite=True)  # the spec keeps it as it is (attntrace.frozen)
+
+    def _open(self, path: Path, field: str) -> BinaryIO:
+        try:
+            return open_regular(path, "a .npy array file")
+        except InputError as error:  # a FIFO, a device, a directory
+            raise InputError(source=self.source, field=field, expected="a .npy array file",
+                             found=f"{str(path)!r}: {error.message} (.npy files are "
+                             "memory-mapped)") from None  # fmt: skip
 
 
 def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, Matrix]:

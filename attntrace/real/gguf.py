@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
+from attntrace.reading import open_regular
 from attntrace.real.text import first_overlap, shown
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]
@@ -320,7 +321,8 @@ class GGUFFile:
 
 def _map_file(path: Path, source: str) -> mmap.mmap:
     try:
-        with open(path, "rb") as handle:  # noqa: PTH123 (path may be any os.PathLike)
+        # a regular file only (it is mapped): a FIFO or a device is refused before a read
+        with open_regular(path, "a GGUF weight file (it is memory-mapped)") as handle:
             handle.seek(0, 2)
             size = handle.tell()
             if size < 24:
@@ -331,6 +333,8 @@ def _map_file(path: Path, source: str) -> mmap.mmap:
                     found=f"{size} byte{'s' if size != 1 else ''}",
                 )
             return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except InputError as error:
+        raise error.with_source(source) from None
     except OSError as error:
         raise InputError(
             f"cannot read the file: {error.strerror or error}", source=source

@@ -18,6 +18,7 @@ reference keeps it whole; neither form is in any BERT vocabulary, so the ids agr
 from __future__ import annotations
 
 import functools
+import os
 import re
 import unicodedata
 from bisect import bisect_right
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from attntrace import arguments
 from attntrace.errors import InputError
+from attntrace.reading import check_size, open_regular
 from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
 __all__ = [
@@ -268,8 +270,14 @@ class WordPiece:
     def from_vocab_file(cls, path: str | Path, *, lowercase: bool = True) -> WordPiece:
         """Read ``vocab.txt``: one token per line, the id is the line number (from 0)."""
         source = str(path)
-        try:
-            data = Path(path).read_bytes()
+        try:  # a regular file (it is hashed too), within the size limit
+            with open_regular(path, "a vocabulary file (UTF-8 text, one token per line)") as file:
+                size = os.fstat(file.fileno()).st_size
+                check_size(size)
+                data = file.read(size + 1)
+            check_size(len(data), stream=True)  # it grew while being read
+        except InputError as error:
+            raise error.with_source(source) from None
         except OSError as error:
             raise InputError(
                 f"cannot read the vocabulary: {error.strerror or error}", source=source
