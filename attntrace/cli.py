@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from attntrace.errors import InputError
     from attntrace.focus import Focus
     from attntrace.render.present import Presentation
+    from attntrace.spec import ModelSpec
     from attntrace.trace import Trace
 
 EXIT_INPUT = 2
@@ -43,7 +44,8 @@ app = typer.Typer(
 
 # The model, for `run` and `decode`.
 Config = Annotated[
-    str | None, typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file.")
+    str | None,
+    typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file (- for stdin)."),
 ]
 Sample = Annotated[
     str | None,
@@ -450,6 +452,8 @@ def run(
         max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
     refuse_two_models(config, sample, real_model, layer, head)
+    if step and config == "-":
+        usage("--step reads its keys from stdin, so the model cannot come from stdin too")
     if head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     if real_model is not None and (causal is not None or context is not None):
@@ -462,7 +466,9 @@ def run(
             with progress_shown():
                 trace = layer_trace(real_model, sentence, layer or 0, head)
         else:
-            trace = traced(sentence, config=config, sample=sample, causal=causal, context=context)
+            model = stdin_model(config)
+            trace = traced(sentence, config=None if model is not None else config,
+                           sample=sample, model=model, causal=causal, context=context)  # fmt: skip
     if how is None:
         from attntrace.serialize import dump_bytes
 
@@ -473,6 +479,15 @@ def run(
             sys.stdout.buffer.write(dump_bytes(trace, stages=stages, heads=heads) + b"\n")
         return
     show(trace, how)
+
+
+def stdin_model(config: str | None) -> ModelSpec | None:
+    """The model file on stdin for ``--config -``; None for any other --config."""
+    if config != "-":
+        return None
+    from attntrace.model_file import load_model_stdin
+
+    return load_model_stdin()
 
 
 def refuse_two_models(
@@ -625,6 +640,8 @@ def decode(
     if head is not None and as_json:
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
     refuse_two_models(config, sample, real_model, layer, head)
+    if step and config == "-":
+        usage("--step reads its keys from stdin, so the model cannot come from stdin too")
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:
@@ -634,7 +651,8 @@ def decode(
                 model, tokens = decoder_layer(real_model, sentence, layer or 0, head)
                 result = run_decode(model, tokens)
         else:
-            model = choose_model(config, sample, None)
+            piped = stdin_model(config)
+            model = choose_model(None if piped is not None else config, sample, piped)
             tokens = tuple(sentence_tokens(sentence, model))
             result = run_decode(model, tokens)
     if as_json:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -20,7 +21,7 @@ from attntrace import arguments
 from attntrace.errors import InputError, describe
 from attntrace.frozen import freeze
 from attntrace.parse import parse_document
-from attntrace.reading import check_size, open_regular, read_text
+from attntrace.reading import check_size, open_regular, read_stdin, read_text
 from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 
 # The fields of SPEC.md section 3.
@@ -63,6 +64,22 @@ def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
     except InputError as error:
         raise error.with_source(source) from None
     return model_from_document(document, source, folder=Path(path).parent)
+
+
+def load_model_stdin() -> ModelSpec:
+    """Read and validate the model file on stdin (``--config -``), named ``stdin``.
+
+    It is JSON if its first non-blank character is ``{``, YAML otherwise (a YAML file
+    that starts with a flow mapping ``{`` is read as JSON: give it as a file). A ``.npy``
+    matrix is named relative to the current folder.
+    """
+    source = "stdin"
+    try:
+        text = read_stdin()
+        document = parse_document(text, source, is_json=re.match(r"\s*\{", text) is not None)
+    except InputError as error:
+        raise error.with_source(source) from None
+    return model_from_document(document, source, folder=Path())
 
 
 def _is_json(path: Path) -> bool:

@@ -25,6 +25,7 @@ fast instead of filling the machine's memory.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -278,6 +279,58 @@ REJECTED = [
         ),
         "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': a character "
         "device, not a regular file (.npy files are memory-mapped)",
+    ),
+    # --- --config - reads the model from stdin: JSON if it starts with {, else YAML
+    case(
+        "config-stdin-empty",
+        None,
+        "stdin: the input is empty: expected a model (embeddings and weights)",
+        args=("cat", "--config", "-"),
+        stdin=b"",
+    ),
+    case(
+        "config-stdin-nul",
+        None,
+        "stdin: binary data (a NUL byte at byte 11): expected a YAML or JSON model file",
+        args=("cat", "--config", "-"),
+        stdin=b"embeddings:\x00",
+    ),
+    case(
+        "config-stdin-not-utf8",
+        None,
+        "stdin: not UTF-8 text (byte 6): expected a YAML or JSON model file",
+        args=("cat", "--config", "-"),
+        stdin=b"name: \xff\n",
+    ),
+    case(
+        "config-stdin-yaml-checked",
+        None,
+        "stdin: missing required field 'weights'",
+        args=("cat", "--config", "-"),
+        stdin=EMB.encode(),
+    ),
+    case(
+        "config-stdin-json-by-its-brace",
+        None,
+        "stdin: line 2, column 31: malformed JSON: "
+        "Expecting property name enclosed in double quotes (a trailing comma?)",
+        args=("cat", "--config", "-"),
+        stdin=b' \n{"embeddings": {"cat": [1, 2],}}',
+    ),
+    case(
+        "config-stdin-with-step",
+        None,
+        "--step reads its keys from stdin, so the model cannot come from stdin too",
+        args=("cat", "--config", "-", "--step"),
+        stdin=GOOD.encode(),
+    ),
+    case(
+        "decode-config-stdin-with-step",
+        None,
+        "--step reads its keys from stdin, so the model cannot come from stdin too",
+        command="decode",
+        args=("cat", "--config", "-", "--step"),
+        stdin=GOOD.encode(),
     ),
     case(
         "render-stdin-nul",
@@ -1244,18 +1297,25 @@ NOT_FILES = [
                  id="render-dev-zero"),
     pytest.param("attntrace render /dev/urandom", f"/dev/urandom: {RANDOM_TRACE}",
                  id="render-dev-urandom"),
+    pytest.param("attntrace run cat -c - < /dev/zero",
+                 re.escape(f"stdin: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+                 id="config-stdin-dev-zero"),
     pytest.param("attntrace render - < /dev/urandom", f"stdin: {RANDOM_TRACE}",
                  id="render-stdin-dev-urandom"),
     pytest.param("ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c <(yes)",
                  rf"/dev/fd/\d+: {OVER_1_MIB}", id="config-endless-pipe"),
     pytest.param("mkfifo f && { yes > f & } && ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c f",
                  rf"f: {OVER_1_MIB}", id="config-endless-fifo"),
+    pytest.param("yes | ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c -", rf"stdin: {OVER_1_MIB}",
+                 id="config-endless-stdin"),
     pytest.param("yes | ATTNTRACE_MAX_FILE_MB=1 attntrace render -", rf"stdin: {OVER_1_MIB}",
                  id="render-endless-stdin"),
     pytest.param("yes x | head -c 2000000 > big && ATTNTRACE_MAX_FILE_MB=1 attntrace render - "
                  "< big", re.escape("stdin: the file is 1.9 MiB, over the limit of 1 MiB (set "
                                     "ATTNTRACE_MAX_FILE_MB to read larger files)"),
                  id="render-stdin-regular-file-by-its-size"),
+    pytest.param("attntrace run cat -c - <&-", re.escape("stdin: is closed, nothing to read"),
+                 id="config-stdin-closed"),
     pytest.param("attntrace render - <&-", re.escape("stdin: is closed, nothing to read"),
                  id="render-stdin-closed"),
 ]  # fmt: skip
@@ -1290,26 +1350,33 @@ def test_a_device_or_endless_pipe_is_one_line_and_exit_2(
 SAMPLE = "attntrace samples cat-eats-fish"
 PIPED = [
     pytest.param(f"attntrace run cat -c <({SAMPLE}) --json", id="process-substitution"),
+    pytest.param(f"{SAMPLE} | attntrace run cat -c - --json", id="config-stdin-yaml"),
+    pytest.param(f"{SAMPLE}.json | attntrace run cat -c - --json", id="config-stdin-json"),
     pytest.param(f"mkfifo f && {{ {SAMPLE} > f & }} && attntrace run cat -c f --json",
                  id="fifo-with-a-writer"),
     pytest.param(f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE}; }} > f & }} && "
                  "attntrace run cat -c f --json", id="fifo-writer-silent-at-first"),
     pytest.param(f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE} > f; }} & }} && "
                  "attntrace run cat -c f --json", id="fifo-writer-comes-late"),
+    pytest.param(f"{SAMPLE} | while IFS= read -r line; do printf '%s\\n' \"$line\"; sleep 0.02; "
+                 "done | attntrace run cat -c - --json", id="stdin-fed-slowly"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", PIPED)
 def test_a_model_through_a_pipe_traces(command: str, tmp_path: Path) -> None:
-    """Pipes are legitimate model files: ``<(...)``, a named FIFO whose writer is slow,
-    silent at first, or a moment late."""
+    """Pipes are legitimate model files: ``<(...)``, ``--config -``, a named FIFO whose
+    writer is slow, silent at first, or a moment late."""
     result = run_capped(command, tmp_path)
 
     assert (result.returncode, result.stderr) == (0, "")
     assert load_valid_trace(result.stdout)["tokens"] == ["cat"]
 
 
-def test_render_reads_a_trace_from_stdin(tmp_path: Path) -> None:
+def test_decode_and_render_read_stdin_too(tmp_path: Path) -> None:
+    decoded = run_capped(f"{SAMPLE} | attntrace decode cat eats -c - --json", tmp_path)
+    assert (decoded.returncode, decoded.stderr) == (0, "")
+    assert json.loads(decoded.stdout)["tokens"] == ["cat", "eats"]
     shown = run_capped(f"attntrace run cat -c <({SAMPLE}) --json | attntrace render -", tmp_path)
     assert (shown.returncode, shown.stderr) == (0, "")
     assert "softmax" in shown.stdout

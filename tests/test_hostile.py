@@ -100,13 +100,14 @@ def test_any_bytes_as_a_model_file(
     data: bytes, at: float, spike: bytes, tmp_path_factory: Any
 ) -> None:
     """Bytes, not text: a NUL byte or a byte that is not UTF-8 is named by its offset,
-    whichever comes first."""
+    whichever comes first, as a file and on stdin alike."""
     where = int(at * len(data))
     data = data[:where] + spike + data[where:]
     path = tmp_path_factory.mktemp("bytes") / "model.yaml"
     path.write_bytes(data)
     expected = first_problem(data)
-    for result in (invoke("run", "cat", "-c", str(path)),):
+    for result in (invoke("run", "cat", "-c", str(path)), invoke_bytes("run", "cat", "-c", "-",
+                                                                       stdin=data)):  # fmt: skip
         assert result.exit_code in (0, 2), result.output
         assert "Traceback" not in result.output
         if expected is not None:
@@ -125,6 +126,14 @@ def first_problem(data: bytes) -> str | None:
     if nul >= 0 and (bad is None or nul < bad):
         return f"binary data (a NUL byte at byte {nul})"
     return None if bad is None else f"not UTF-8 text (byte {bad})"
+
+
+def invoke_bytes(*args: str, stdin: bytes) -> Any:
+    from typer.testing import CliRunner
+
+    from attntrace.cli import app
+
+    return CliRunner().invoke(app, list(args), input=stdin)
 
 
 @given(data=st.binary(max_size=300) | st.text(max_size=100).map(str.encode),
