@@ -76,6 +76,7 @@ OVERFLOW = (
 )
 BAD_KEY = "a mapping key must be a plain string"
 HUGE_INT = "1" + "0" * 400  # 10**400, written out: an integer no float64 can hold
+FIFO_WAIT = 0.25  # seconds a FIFO's writer is waited for, in this table
 
 # A file's content: text (written as UTF-8), raw bytes, a function that makes whatever is
 # at the path (a directory, a symlink loop, ...), or None for no file at all.
@@ -253,14 +254,14 @@ REJECTED = [
     case(
         "fifo-without-writer",
         fifo,
-        "model.yaml: nothing came through the pipe (no writer within 2 s, or it wrote "
-        "nothing): expected a model (embeddings and weights)",
+        f"model.yaml: nothing came through the pipe (no writer within {FIFO_WAIT} s, or it "
+        "wrote nothing): expected a model (embeddings and weights)",
     ),
     case(
         "render-fifo-without-writer",
         fifo,
-        "model.json: nothing came through the pipe (no writer within 2 s, or it wrote "
-        "nothing): expected a saved trace (from attntrace run --json)",
+        f"model.json: nothing came through the pipe (no writer within {FIFO_WAIT} s, or it "
+        "wrote nothing): expected a saved trace (from attntrace run --json)",
         suffix=".json",
         command="render",
         args=("model.json",),
@@ -1194,6 +1195,8 @@ def test_bad_input_is_one_clear_line_and_exit_2(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     materialize(case.make, Path(f"model{case.suffix}"))
+    if case.make is fifo:  # the wait for a writer, made short (the default is 2 s)
+        monkeypatch.setattr("attntrace.reading.FIFO_WAIT_SECONDS", FIFO_WAIT)
 
     result = invoke(case.args, case.command, case.stdin)
 
