@@ -13,10 +13,19 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+from hypothesis import settings
 from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
 from attntrace.serialize import schema_text
+
+# A property that runs the whole CLI (or draws a whole panel) for each example costs some
+# 30 ms an example; under the ci profile it runs 300, not the 1000 of the cheap ones, so
+# the deeper run stays minutes. Under dev (100) nothing changes.
+WHOLE_RUN_EXAMPLES = 300
+_PROFILE = settings.default  # conftest.py loaded the profile before any test module
+assert _PROFILE is not None
+whole_runs = settings(max_examples=min(_PROFILE.max_examples, WHOLE_RUN_EXAMPLES))
 
 
 def invoke(*args: str, input: str | None = None, columns: int = 80) -> Result:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke
+from helpers import invoke, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -254,6 +254,7 @@ values = st.one_of(
     precision=st.integers(0, 15),
     causal=st.booleans(),
 )
+@whole_runs
 def test_every_written_line_adds_up(
     d: int, n: int, data: st.DataObject, precision: int, causal: bool
 ) -> None:
@@ -330,6 +331,7 @@ walk_values = st.one_of(
 
 
 @given(xs=st.lists(walk_values, min_size=1, max_size=6), precision=st.integers(0, 15))
+@whole_runs
 def test_every_walk_adds_up(xs: list[float], precision: int) -> None:
     if math.isfinite(max(xs) - min(xs)):
         check_walk(xs, precision)

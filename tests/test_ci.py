@@ -22,5 +22,5 @@ def test_every_run_time_dependency_is_pinned_at_its_floor_for_the_lowest_run() -
     assert {name for name, _ in named} == {"numpy", "typer", "rich", "PyYAML", "orjson"}
     assert lowest.floors(ROOT / "pyproject.toml") == [f"{n}=={v}" for n, v in named]
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert 'pip install -c "$floors"' in run
-    assert "python3 .ci/lowest.py" in run
+    assert 'pip install -q -c "$logs/floors.txt"' in run
+    assert 'python3 .ci/lowest.py > "$logs/floors.txt"' in run

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import invoke, raw_controls
+from helpers import invoke, raw_controls, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import Result  # type: ignore[attr-defined, unused-ignore]  # typer 0.26
@@ -29,18 +29,21 @@ def ended_cleanly(result: Result) -> None:
 
 
 @given(st.text(max_size=12))
+@whole_runs
 def test_any_focus(which: str) -> None:
     ended_cleanly(invoke("run", "the cat sat", "-s", "the-cat-sat", "--focus", which))
 
 
 @given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=8),
                 max_size=12))  # fmt: skip
+@whole_runs
 def test_any_step_keys(keys: list[str]) -> None:
     typed = "".join(key.replace("\n", " ") + "\n" for key in keys)
     ended_cleanly(invoke("run", "--step", "--focus", "eats", input=typed))
 
 
 @given(st.lists(st.text(max_size=6), min_size=1, max_size=6))
+@whole_runs
 def test_any_softmax_values(values: list[str]) -> None:
     ended_cleanly(invoke("softmax", "--", *values))
 
@@ -65,6 +68,7 @@ def mutate(document: Any, path: list[int], value: Any) -> Any:
 
 
 @given(st.lists(st.integers(0, 50), max_size=6), JSON_VALUES)
+@whole_runs
 def test_any_damaged_trace(path: list[int], value: Any) -> None:
     damaged = mutate(SAVED, path, value)
     ended_cleanly(invoke("render", "-", input=json.dumps(damaged)))
@@ -77,6 +81,7 @@ WHOLE_FILES = {name: (SAMPLES / name).read_text(encoding="utf-8")
 
 
 @given(st.sampled_from(sorted(WHOLE_FILES)), st.floats(0, 1))
+@whole_runs
 def test_any_cut_off_model_file(tmp_path_factory: pytest.TempPathFactory, name: str,
                                 where: float) -> None:  # fmt: skip
     """A model file cut off anywhere (a copy interrupted, a download stopped short)."""
@@ -87,12 +92,14 @@ def test_any_cut_off_model_file(tmp_path_factory: pytest.TempPathFactory, name: 
 
 
 @given(st.floats(0, 1))
+@whole_runs
 def test_any_cut_off_saved_trace(where: float) -> None:
     text = json.dumps(SAVED)
     ended_cleanly(invoke("render", "-", input=text[: int(where * len(text))]))
 
 
 @given(st.sampled_from(sorted(WHOLE_FILES)), st.floats(0, 1), st.characters())
+@whole_runs
 def test_any_character_anywhere_in_a_model_file(
     tmp_path_factory: pytest.TempPathFactory, name: str, where: float, character: str
 ) -> None:

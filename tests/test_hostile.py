@@ -13,7 +13,7 @@ from unittest import mock
 
 import pytest
 import yaml
-from helpers import invoke
+from helpers import invoke, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -74,6 +74,7 @@ def load(text: str, suffix: str, tmp_path: Path) -> None:
 
 
 @given(document=documents())
+@whole_runs
 def test_fuzzed_documents_as_json_and_yaml(document: dict[str, Any], tmp_path_factory: Any) -> None:
     folder = tmp_path_factory.mktemp("fuzz")
     try:
@@ -96,6 +97,7 @@ SPIKES = st.sampled_from([b"", b"\x00", b"\xff", b"\xef\xbb\xbf", "é".encode()[
 
 @given(data=st.one_of(st.binary(max_size=200), st.text(max_size=100).map(str.encode)),
        at=st.floats(0, 1), spike=SPIKES)  # fmt: skip
+@whole_runs
 def test_any_bytes_as_a_model_file(
     data: bytes, at: float, spike: bytes, tmp_path_factory: Any
 ) -> None:

@@ -14,7 +14,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from helpers import invoke, raw_controls
+from helpers import invoke, raw_controls, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -159,6 +159,7 @@ FUZZED_VIEWS = [(), ("--map",), ("--overview",), ("--focus", "0"), ("--step",)]
     tokens=st.lists(TOKEN, min_size=1, max_size=4, unique=True),
     view=st.sampled_from(FUZZED_VIEWS),
 )
+@whole_runs
 def test_any_text_in_any_string_field_is_shown_safely(
     name: str, description: str, tokens: list[str], view: tuple[str, ...],
     tmp_path_factory: pytest.TempPathFactory,
