@@ -25,6 +25,7 @@ from helpers import invoke, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
+from tolerances import HAND_ROUNDING
 
 from attntrace.attention import trace_block
 from attntrace.focus import focus_row
@@ -36,9 +37,7 @@ from attntrace.spec import ModelSpec
 from attntrace.trace import Trace
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?")
-# float64's rounding, relative to the sizes in a line: a dot product of 6 terms rounds
-# by at most 6 units of 2**-53, the check that chose the digits allows 2 more
-EPS = Fraction(2) ** -49
+EPS = HAND_ROUNDING
 UNDERFLOW = Fraction(10) ** -300  # below float64's normal range a result is rounded coarsely
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from naive import naive_attention
 from rich.console import Console
+from tolerances import FLOAT64
 
 import attntrace
 from attntrace import InputError, ModelSpec, Stage, Trace, load_model, trace_attention
@@ -106,11 +107,11 @@ def test_a_notebook_session(model_file: Path, capsys: pytest.CaptureFixture[str]
         assert trace.tokens == ("a", "b", "c")
         assert trace.names == list(expected)
         for name, rows in expected.items():
-            np.testing.assert_allclose(trace[name].data, rows, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(trace[name].data, rows, **FLOAT64)
         assert all(not data.flags.writeable for _, data in arrays_of(trace))
 
     trace = by_spec
-    np.testing.assert_allclose(trace["softmax"].data.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(trace["softmax"].data.sum(axis=1), 1.0, **FLOAT64)
     assert trace.weight_for(trace["Q"]) is trace.weight("WQ", head=0)
     assert repr(trace["output"]) == "<Stage output head=0 3×2: output = softmax · V>"
 
@@ -497,9 +498,9 @@ def test_a_real_layer_from_python_is_a_read_only_trace() -> None:
     model = open_model("MiniLM")  # case-insensitive, as --model
     assert model is open_model("minilm")
     ids = model.tokenizer.encode("The cat sat")
-    np.testing.assert_allclose(trace["X"].data, model.layer_input(ids, 1), rtol=1e-12)
+    np.testing.assert_allclose(trace["X"].data, model.layer_input(ids, 1), **FLOAT64)
     whole = model.run(ids, 2)[1][2]  # layer 1, head 2: [n, n]
-    np.testing.assert_allclose(trace["softmax", 2].data, whole, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(trace["softmax", 2].data, whole, **FLOAT64)
 
 
 def _layer(*args: Any, **kwargs: Any) -> object:

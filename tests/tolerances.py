@@ -10,6 +10,7 @@ names one of these.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import TypedDict
 
 
@@ -37,6 +38,12 @@ FLOAT64_APPROX = Approx(rel=1e-12, abs=1e-12)
 # offset of 1e4 turning by big angles): rounding the sum costs that many digits.
 OFFSET = AllClose(rtol=1e-9, atol=1e-9)
 OFFSET_APPROX = Approx(rel=1e-9, abs=1e-9)
+
+# A line of hand arithmetic redone exactly (in fractions) from its printed digits differs
+# from what float64 computed by float64's rounding, relative to the sizes in the line: a
+# dot product of 6 terms rounds by at most 6 units of 2**-53; the check that chose the
+# digits allows 2 more.
+HAND_ROUNDING = Fraction(2) ** -49
 
 # attntrace computes in float64 from float32 weights; transformers and torch compute in
 # float32, so their attention probabilities agree to float32's ~1e-7, with room.
