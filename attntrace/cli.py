@@ -136,7 +136,10 @@ def _main(
     ] = False,
 ) -> None:
     """attntrace: softmax(Q·Kᵀ/√d_k)·V, one stage at a time."""
+    # main() has done it for a process; a test runs the app without main()
     sane_terminal_size()
+    with bad_input_fails():  # a bad ATTNTRACE_PROGRESS_AFTER is refused by every command
+        progress_after()
 
 
 # COLUMNS and LINES, where set: within these, or ignored (the terminal's own size, or
@@ -911,6 +914,7 @@ def main() -> None:
 
 
 _FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)  # writes that cannot go on
+USAGE_LIMIT = 500  # characters of a usage error's message: it may quote a whole argument
 
 
 def _exit_now(code: int) -> NoReturn:
@@ -953,8 +957,11 @@ def _run_app() -> int:
         # some errors (an option missing its value) carry no context: name the command
         named = [a for a in sys.argv[1:] if a in getattr(command, "commands", {})][:1]
         where = context.command_path if context is not None else " ".join(["attntrace", *named])
-        message = " ".join(error.format_message().split())
-        sys.stderr.write(f"attntrace: error: {message} (try '{where} -h')\n")
+        # it may quote what was typed (typer 0.26's click does not escape it): made visible
+        from attntrace.visible import visible
+
+        message = visible(" ".join(error.format_message().split()), USAGE_LIMIT)
+        sys.stderr.write(f"attntrace: error: {message} (try '{visible(where)} -h')\n")
         return int(getattr(error, "exit_code", 2))
     return code if isinstance(code, int) else 0
 

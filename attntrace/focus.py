@@ -20,7 +20,7 @@ import numpy.typing as npt
 from attntrace.errors import InputError
 from attntrace.labels import unique_labels
 from attntrace.trace import Trace
-from attntrace.visible import visible
+from attntrace.visible import quoted
 
 
 @dataclass(frozen=True)
@@ -153,13 +153,13 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     if matches:
         positions = ", ".join(map(str, matches))
         return matches[0], (
-            f"'{visible(which)}' is at positions {positions}: this is position {matches[0]} "
+            f"{quoted(which)} is at positions {positions}: this is position {matches[0]} "
             f"({flag} {matches[1]} for the next)"
         )
     raise InputError(
         field=flag,
         expected="a token of the sentence or its 0-based index",
-        found=f"'{which}' (tokens: {listing})",  # shown made visible, as every error
+        found=f"{quoted(which)} (tokens: {listing})",
     )
 
 

@@ -23,7 +23,7 @@ from attntrace.errors import InputError, describe
 from attntrace.frozen import is_frozen, known_finite, read_only
 from attntrace.ops import head_columns
 from attntrace.tokenize import EDGE_PUNCTUATION
-from attntrace.visible import code_points, lookalikes
+from attntrace.visible import code_points, lookalikes, quoted
 
 Matrix = npt.NDArray[np.float64]
 
@@ -446,14 +446,14 @@ class ModelSpec:
         if unknown:
             punctuation = [t for t in unknown if t in EDGE_PUNCTUATION]
             hint = (
-                f"; {', '.join(repr(t) for t in punctuation)}: punctuation at a word's edge "
+                f"; {', '.join(quoted(t) for t in punctuation)}: punctuation at a word's edge "
                 "is a token of its own, so the embeddings need it too"
                 if punctuation
                 else ""
             ) + _lookalikes(unknown, tuple(self.embeddings))
             raise InputError(
                 f"unknown token{'s' if len(unknown) > 1 else ''} "
-                + ", ".join(repr(t) for t in unknown)
+                + ", ".join(quoted(t) for t in unknown)
                 + f" (vocabulary: {_describe_vocabulary(list(self.embeddings))}){hint}",
                 source=self.source,
                 field=field_name,
@@ -465,7 +465,7 @@ def _lookalikes(unknown: list[str], vocabulary: tuple[str, ...]) -> str:
     """``; 'é' (U+0065 U+0301) looks like the vocabulary's 'é' (U+00E9) but is spelled
     with other code points``, for each unknown token that reads as a known one."""
     return "".join(
-        f"; {token!r} ({code_points(token)}) looks like the vocabulary's {twin!r} "
+        f"; {quoted(token)} ({code_points(token)}) looks like the vocabulary's {quoted(twin)} "
         f"({code_points(twin)}) but is spelled with other code points"
         for token, twin in lookalikes(unknown, vocabulary).items()
     )

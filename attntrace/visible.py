@@ -4,7 +4,8 @@ A token, a model's name or a sentence is the user's data: ``"\\x1b[2J"`` as a to
 clear the screen when a table shows it, ``"\\u202e"`` would turn the rest of the line
 around, a zero-width space would make two tokens look the same. So every such string
 is shown through :func:`visible`, which writes each character a terminal would act on,
-or would not show, as its escape (``\\x1b``, ``\\u202e``, ``\\u200b``): control
+or would not show, as its escape (``\\x1b``, ``\\u202e``, ``\\u200b``; a tab, a newline
+and a carriage return as ``\\t``, ``\\n``, ``\\r``): control
 characters (C0, DEL, C1), format characters (bidirectional overrides and isolates,
 zero-width ones), line and paragraph separators, spaces other than the plain space,
 private-use and unassigned code points, the blank Hangul fillers, and a combining mark
@@ -52,13 +53,25 @@ def _shown(ch: str, *, at_start: bool) -> str:
     return _escape(ch)
 
 
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}  # as Python and C write them
+
+
 def _escape(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
     code = ord(ch)
     if code < 0x100:
         return f"\\x{code:02x}"
     if code < 0x10000:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+def quoted(text: str, limit: int | None = None) -> str:
+    """``'fish'``: a token or a typed value named in a message or a heading, in single
+    quotes, as :func:`visible` shows it (``repr`` would double an escape's backslash and
+    switch to double quotes for ``don't``, so one token would read two ways)."""
+    return f"'{visible(text, limit)}'"
 
 
 def is_visible(text: str) -> bool:

@@ -69,14 +69,14 @@ def fresh(*args: str) -> float:
 
 def minilm() -> None:
     whole = fresh("run", "--model", "minilm", SENTENCE, "--layer", "3", "--head", "1")
-    opened = median(lambda: opened.__wrapped__("minilm"))
+    open_time = median(lambda: opened.__wrapped__("minilm"))
     model = open_model("minilm")
     ids = model.tokenizer.encode(SENTENCE)
     forward = median(lambda: model.layer_input(ids, 3))
     traced = median(lambda: trace_layer("minilm", SENTENCE, 3, 1))
     print(f"minilm   run --layer 3 --head 1 (fresh process)  {1000 * whole:6.0f} ms   "
           f"[{len(ids)} tokens]")  # fmt: skip
-    print(f"         open (SHA-256, map, vocab) {1000 * opened:5.0f} ms · forward to layer 3 "
+    print(f"         open (SHA-256, map, vocab) {1000 * open_time:5.0f} ms · forward to layer 3 "
           f"{1000 * forward:4.0f} ms · layer_spec + trace {1000 * traced:4.0f} ms")  # fmt: skip
 
 

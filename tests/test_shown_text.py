@@ -9,7 +9,9 @@ written as escapes, in every view, with colour and without. Tokens of any width 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import unicodedata
 from pathlib import Path
 
@@ -270,7 +272,7 @@ def test_visible_text_holds_nothing_a_terminal_acts_on(text: str) -> None:
     shown = visible(text)
     assert raw_controls(shown) == []
     assert visible(shown) == shown  # shown twice reads the same
-    plain = raw_controls(text) == [] and "\n" not in text  # visible writes a newline as \x0a
+    plain = raw_controls(text) == [] and "\n" not in text  # visible writes a newline as \n
     if plain and not (text and unicodedata.category(text[0]) in ("Mn", "Me")):
         assert shown == text or any(ch in text for ch in "\u115f\u1160\u3164\uffa0")
 
@@ -293,3 +295,19 @@ def test_visible_spells_each_kind_of_character_as_its_escape() -> None:
     assert visible("\u0301x") == "\\u0301x"  # an accent with nothing under it
     assert visible("e\u0301 猫 🐟 ﬁ") == "e\u0301 猫 🐟 ﬁ"
     assert visible("\U000e0041") == "\\U000e0041"  # a tag character (Cf)
+
+
+@whole_runs
+@given(st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
+               min_size=1, max_size=12))  # fmt: skip
+def test_the_heads_next_command_gives_bash_back_the_sentence(sentence: str) -> None:
+    """`heads` ends with a command to paste; its sentence, quoted for bash (``$'...'``
+    where it holds what a terminal acts on), reads back as exactly the sentence."""
+    from attntrace.render.real import _quoted
+
+    quoted = _quoted(sentence)
+    assert raw_controls(quoted) == []
+    echoed = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True,
+                            env={"LC_ALL": "C.UTF-8", "PATH": os.environ["PATH"]},
+                            timeout=10, check=True).stdout  # fmt: skip
+    assert echoed.decode("utf-8") == sentence

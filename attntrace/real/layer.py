@@ -21,6 +21,7 @@ from attntrace.real.catalog import CATALOG, RealModel, find_model
 from attntrace.real.forward import Transformer
 from attntrace.spec import GivenInputs, ModelSpec
 from attntrace.trace import Trace
+from attntrace.visible import quoted
 
 # The classic question of attention: what does "it" refer to?
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was tired."
@@ -80,9 +81,8 @@ def tokenize(model: Transformer, sentence: str | None, field: str = "SENTENCE") 
         # SmolLM2's vocabulary has no symbol for a few bytes (\x04, \xff, ...) and BERT
         # drops control characters: a sentence of only those has no token of its own
         why = "empty sentence" if not text.strip() else f"{name}'s vocabulary spells none of it"
-        shown = repr(text[:40]) + ("…" if len(text) > 40 else "")
         raise InputError(why, field=field, expected="at least one token",
-                         found=f"none from {shown}")  # fmt: skip
+                         found=f"none from {quoted(text, 40)}")  # fmt: skip
     if len(ids) > limit:
         raise InputError(field=field, expected=f"at most {limit} tokens for {name}",
                          found=f"{len(ids)} tokens")  # fmt: skip
@@ -227,8 +227,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
         raise InputError(
             f"{spec.name} is causal: a token attends only to itself and earlier tokens",
             field="--to",
-            expected=f"a token at or before {tokens.labels[q]!r} (position {q})",
-            found=f"{tokens.labels[k]!r} at position {k}",
+            expected=f"a token at or before {quoted(tokens.labels[q])} (position {q})",
+            found=f"{quoted(tokens.labels[k])} at position {k}",
         )
     task = f"ranking {spec.layers * spec.heads} heads"
     probabilities = model.run(tokens.ids, spec.layers, rows=(q,), task=task)

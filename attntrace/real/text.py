@@ -13,14 +13,13 @@ import re
 from collections.abc import Iterable
 
 from attntrace.errors import InputError
+from attntrace.visible import visible
 
 
 def shown(name: str) -> str:
-    """A name as it appears in a one-line message: control characters escaped, a hostile
-    file's megabyte-long key cut."""
-    if not name.isprintable():
-        name = name.encode("unicode_escape").decode("ascii")
-    return name if len(name) <= 80 else name[:77] + "..."
+    """A weight file's key as a one-line message names it: made visible, a hostile
+    file's megabyte-long key cut (:func:`attntrace.visible.visible`)."""
+    return visible(name, 80)
 
 
 def parse_ranges(table: str) -> tuple[list[int], list[tuple[int, int, str]]]:

@@ -13,7 +13,6 @@ import numpy.typing as npt
 FIXED_LIMIT = 1e8
 # Shown in place of a masked (−∞) cell.
 MASKED = "−∞"
-ELLIPSIS = "…"
 
 
 def format_number(value: float, precision: int) -> str:

@@ -12,7 +12,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.labels import unique_labels
-from attntrace.render.shown import labels, model_name
+from attntrace.render.shown import labels, model_name, quoted
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import is_visible, visible
 
@@ -73,8 +73,8 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped]:
     tokens, q, k = unique_labels(labels(ranking.tokens)), ranking.query, ranking.key
     heads = len(ranking.rows)
     yield Wrapped(Text.assemble(
-        "How much ", (f"'{tokens[q]}'", "bold"), f" (position {q}) attends to ",
-        (f"'{tokens[k]}'", "bold"), f" (position {k}), in each of the {heads} heads of "
+        "How much ", (quoted(tokens[q]), "bold"), f" (position {q}) attends to ",
+        (quoted(tokens[k]), "bold"), f" (position {k}), in each of the {heads} heads of "
         f"{model_name(ranking.model.name)}, heaviest first:",
     ))  # fmt: skip
     yield Text()
@@ -106,13 +106,26 @@ def next_command(ranking: HeadRanking) -> str:
     return "next: " + " ".join(words)
 
 
+def _bash_escaped(ch: str) -> str:
+    """One character inside bash's ``$'...'``: as :func:`visible` shows it, except that
+    bash reads ``\\xNN`` as a byte, so anything from U+0080 on is ``\\uNNNN``."""
+    if ch in "\\'":
+        return "\\" + ch
+    if is_visible(ch):
+        return ch
+    code = ord(ch)
+    if code < 0x80:
+        return visible(ch)  # \t, \n, \x1b
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def _quoted(sentence: str) -> str:
     """The sentence as a shell reads it back: in double quotes where only an apostrophe
     needs quoting (didn't), as people write it, else shlex's single quotes; a sentence
     holding characters a terminal would act on, in bash's ``$'...'``, which spells them
     as escapes (``$'\\x1b[2J'``) and reads them back as they were."""
     if not is_visible(sentence):
-        return "$'" + visible(sentence.replace("\\", "\\\\").replace("'", "\\'")) + "'"
+        return "$'" + "".join(_bash_escaped(ch) for ch in sentence) + "'"
     if "'" in sentence and not any(c in sentence for c in '"$`\\!'):
         return f'"{sentence}"'
     return shlex.quote(sentence)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rich.cells import cell_len
 
 from attntrace.visible import folded, visible
+from attntrace.visible import quoted as visible_quoted
 
 if TYPE_CHECKING:  # `attntrace models` lists names without loading numpy
     from attntrace.trace import Stage, Trace
@@ -59,9 +60,8 @@ def labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def quoted(token: str) -> str:
-    """``'fish'``: a token named in a sentence of text (``repr`` would double the
-    backslash of an escape, ``'\\x1b'``)."""
-    return f"'{label(token)}'"
+    """``'fish'``: a token named in a heading, cut as a table's label is."""
+    return visible_quoted(token, LABEL_LIMIT)
 
 
 def shown_trace(trace: Trace) -> Trace:

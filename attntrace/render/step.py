@@ -28,7 +28,7 @@ from attntrace.render.tables import (
 )
 from attntrace.render.wrap import Wrapped
 from attntrace.trace import Trace
-from attntrace.visible import visible
+from attntrace.visible import quoted, visible
 
 HELP = "Enter or n: next {noun} · b: back · {jump}: jump · q: quit · ?: this help"
 HEAD_HELP = " · h: the same stage of the next head · h N: of head N ({heads})"
@@ -91,7 +91,7 @@ def interpret(line: str, current: int, trace: Trace) -> Move:
     if len({names[i] for i in matches}) == 1:
         same_head = [i for i in matches if stages[i].head == here.head]
         return Move(index=(same_head or matches)[0])
-    return Move(error=f"unknown key '{visible(key, KEY_LIMIT)}': type ? for help")
+    return Move(error=f"unknown key {quoted(key, KEY_LIMIT)}: type ? for help")
 
 
 def basic_move(key: str, current: int, count: int, noun: str) -> Move | None:
@@ -216,8 +216,8 @@ def page_through(
 
     def move(line: str, index: int) -> Move:
         found = basic_move(line.strip(), index, len(screens), "page")
-        return found or Move(error=f"unknown key '{visible(line.strip(), KEY_LIMIT)}': "
-                                   "type ? for help")  # fmt: skip
+        return found or Move(error=f"unknown key {quoted(line.strip(), KEY_LIMIT)}: type ? "
+                                   "for help")  # fmt: skip
 
     usage = HELP.format(noun="page", jump=f"1-{len(screens)}")
     walk(console, len(screens), show, move, read_line, usage, noun="page", echo=echo,

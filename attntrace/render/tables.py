@@ -24,7 +24,6 @@ from attntrace.labels import unique_labels
 from attntrace.render.fitted import Fitted
 from attntrace.render.heatmap import weight_style
 from attntrace.render.numbers import (
-    ELLIPSIS,
     column_widths,
     columns_that_fit,
     format_number,
@@ -33,6 +32,7 @@ from attntrace.render.numbers import (
 from attntrace.render.shown import pad, shown_trace
 from attntrace.render.wrap import Wrapped
 from attntrace.trace import ModelInfo, Stage, Trace
+from attntrace.visible import ELLIPSIS
 
 DEFAULT_PRECISION = 4
 DEFAULT_MAX_ROWS = 20
