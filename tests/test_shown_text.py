@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -117,11 +118,21 @@ def test_an_error_quoting_a_hostile_token_is_one_safe_line(tmp_path: Path) -> No
     assert "'dog'" in result.stderr
 
 
-def test_a_usage_error_quoting_an_argument_is_safe() -> None:
-    result = invoke("run", "--precision", f"9{CLEAR}")
-    assert result.exit_code == 2
+@pytest.mark.parametrize(
+    "args",
+    [("run", "--precision", f"9{CLEAR}"), ("run", f"--{ESC_RED}"), ("kv-cache", f"extra{CLEAR}"),
+     (f"nope{CLEAR}",)],
+    ids=["bad-value", "unknown-option", "extra-argument", "unknown-command"],
+)  # fmt: skip
+def test_a_usage_error_quoting_an_argument_is_safe(args: tuple[str, ...]) -> None:
+    """typer's messages quote what was typed; typer 0.26's click does not escape it. (The
+    one line is the console script's, so it runs as a process.)"""
+    result = subprocess.run([sys.executable, "-m", "attntrace", *args], capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
     assert raw_controls(result.stderr) == []
-    assert "\\x1b[2J" in result.stderr
+    assert "\\x1b[" in result.stderr
 
 
 def test_a_five_megabyte_name_is_cut_on_screen(tmp_path: Path) -> None:
