@@ -45,6 +45,10 @@ OFFSET_APPROX = Approx(rel=1e-9, abs=1e-9)
 # digits allows 2 more.
 HAND_ROUNDING = Fraction(2) ** -49
 
+# decode's rounding bound (attntrace/rounding.py) is a worst case; for numbers near 1 it
+# must stay below this part of the values, or it could hide a mistake.
+UNIT_SCALE_BOUND = 1e-10
+
 # attntrace computes in float64 from float32 weights; transformers and torch compute in
 # float32, so their attention probabilities agree to float32's ~1e-7, with room.
 FLOAT32_REFERENCE = 1e-5
