@@ -265,3 +265,13 @@ def test_two_of_everything_is_plural() -> None:
     out = "\n".join(lines("--layers", "2", "--heads", "2", "--head-dim", "1", "--tokens", "2"))
     assert "your model · 2 layers · 2 query heads · 2 K/V heads (MHA) · head dim 1" in out
     assert "KV cache of 2 tokens × batch 1" in out
+
+
+@pytest.mark.parametrize("columns", range(20, 31))
+def test_at_the_narrowest_no_header_line_runs_past_the_edge(columns: int) -> None:
+    """A term that fits a line of its own with its indent, but not with the '·' that may
+    end it, goes to words, so the '·' never runs past the edge or sits alone."""
+    out = lines("--preset", "gemma-7b", columns=columns)
+    top = out[: out.index("")]
+    assert all(len(line) <= columns for line in top), top
+    assert all(line.strip() not in ("·", "×") for line in top), top

@@ -259,7 +259,7 @@ def output_section(focus: Focus, view: View) -> Group:
     weights = [form.carried(focus.terms[j].weight) for j in keys]
     column = max(len(weight) for weight in weights)
     for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
-        name = f"  {weight:>{column}} × V[{term.key}]{' ' * (width - cell_len(term.key))}"
+        name = f"  {weight:>{column}} × V[{pad(term.key + ']', width + 1)}"
         lines.append(
             Fitted(
                 (

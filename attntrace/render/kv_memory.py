@@ -19,6 +19,7 @@ from rich.text import Text
 
 from attntrace.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
 from attntrace.render.fitted import Fitted
+from attntrace.render.shown import pad
 
 INDENT = "  "  # of a continued line, and of a row's later lines
 
@@ -38,8 +39,10 @@ class Terms:
 
     def lines(self, width: int) -> list[Text]:
         terms: list[tuple[str, Text, bool]] = []  # (joiner, term or word, starts a line)
-        for joiner, term in self.terms:
-            if cell_len(INDENT + term.plain) <= width:
+        for index, (joiner, term) in enumerate(self.terms):
+            # on a line of its own, a term may still have to end with the next one's '·'
+            following = self.terms[index + 1][0] if index + 1 < len(self.terms) else ""
+            if cell_len(INDENT + term.plain + following.rstrip()) <= width:
                 terms.append((joiner, term, False))
                 continue
             # too wide: on lines of its own, broken between words, an operator kept with
@@ -69,7 +72,7 @@ class Terms:
 def _column(cells: Sequence[str], right: bool = False) -> list[str]:
     """``cells`` padded to the widest of them."""
     width = max(cell_len(cell) for cell in cells)
-    return [cell.rjust(width) if right else cell.ljust(width) for cell in cells]
+    return [pad(cell, width, right=right) for cell in cells]
 
 
 def _rows(layouts: Sequence[Sequence[Text]]) -> Fitted:

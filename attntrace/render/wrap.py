@@ -17,9 +17,9 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-# What a line is never broken inside: a shape or a bracketed size, [3 × 2], [n × d_k],
-# and a short aside, (position 2), (K/V head 1).
-UNBROKEN = re.compile(r"\[[^\[\]\n]{1,40}?\]|\([^()\n]{1,20}?\)")
+# What a line is never broken inside: a shape or a bracketed size, [3 × 2], [n × d_k], a
+# short aside, (position 2), (K/V head 1), and a size with its unit, 3.50 GiB, 512 B.
+UNBROKEN = re.compile(r"\[[^\[\]\n]{1,40}?\]|\([^()\n]{1,20}?\)|\d[\d,.]* (?:[KMGTPEZY]iB|B)\b")
 
 
 @dataclass(frozen=True)
