@@ -25,7 +25,7 @@ from helpers import invoke, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
-from tolerances import HAND_ROUNDING
+from tolerances import HAND_ROUNDING, HAND_UNDERFLOW
 
 from attntrace.attention import trace_block
 from attntrace.focus import focus_row
@@ -38,7 +38,6 @@ from attntrace.trace import Trace
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?")
 EPS = HAND_ROUNDING
-UNDERFLOW = Fraction(10) ** -300  # below float64's normal range a result is rounded coarsely
 
 
 def exactly(text: str) -> Fraction:
@@ -106,7 +105,7 @@ class Panel:
         if len(parts) < 3 or "…" in parts[-2]:
             return  # the result alone, or a long sum's largest terms only
         terms = [exactly(a) * exactly(b) for a, b in (t.split("×") for t in parts[-2].split(" + "))]
-        allowed = self.nominal(parts[-1]) + EPS * size(terms) + len(terms) * UNDERFLOW
+        allowed = self.nominal(parts[-1]) + EPS * size(terms) + len(terms) * HAND_UNDERFLOW
         assert abs(sum(terms) - exactly(parts[-1])) <= allowed, line
         self.checked += 1
 
@@ -116,7 +115,7 @@ class Panel:
             return
         left, result = line.split(": ", 1)[1].split("  →")[0].split(" = ")
         score, root = (exactly(x) for x in left.split(" / "))
-        allowed = self.unit(result) + EPS * abs(score / root) + UNDERFLOW
+        allowed = self.unit(result) + EPS * abs(score / root) + HAND_UNDERFLOW
         assert abs(score / root - exactly(result)) <= allowed, line
         self.checked += 1
 
@@ -155,7 +154,7 @@ class Panel:
                     continue  # too narrow for the value row
                 for v, p in zip(NUMBER.findall(rest[0])[1:], products[-1], strict=True):
                     product = exactly(weight) * exactly(v)
-                    allowed = self.unit(p) + EPS * abs(product) + UNDERFLOW
+                    allowed = self.unit(p) + EPS * abs(product) + HAND_UNDERFLOW
                     assert abs(product - exactly(p)) <= allowed, (line, v, p)
                 self.checked += 1
             elif line.startswith("sum = ") and "largest of" not in text:

@@ -3,6 +3,7 @@ and lines that wrap between words, never inside a shape such as [3 × 2]."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -59,14 +60,27 @@ def test_an_export_is_written_whole_when_the_reader_stops_early(
     suffix: str, tmp_path: Path
 ) -> None:
     """``run --export x.svg | head -1``: the reader leaves after a line; the file is
-    written all the same, and the command ends quietly."""
+    written all the same, and the command ends quietly. The tables (400 tokens, every
+    row) are some 200 KB, far more than a pipe holds, so the writer does meet the closed
+    end: that takes no luck of timing."""
+    tokens = [f"t{i}" for i in range(400)]
+    model = tmp_path / "long.json"
+    model.write_text(json.dumps({
+        "sentence": " ".join(tokens),
+        "embeddings": {t: [float(i % 7), float(i % 5), 1.0] for i, t in enumerate(tokens)},
+        "weights": {"WQ": [[1, 0], [0, 1], [1, 1]], "WK": [[1, 0], [0, 1], [0, 1]],
+                    "WV": [[0, 1], [1, 0], [1, 1]]},
+    }), encoding="utf-8")  # fmt: skip
     target = tmp_path / f"x{suffix}"
-    command = f"{sys.executable} -m attntrace run -s it-animal --export {target} | head -1"
+    command = (f"{sys.executable} -m attntrace run -c {model} --max-rows 0 --export {target}"
+               " | head -1")  # fmt: skip
     result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
                             text=True, timeout=60, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("it-animal")
+    assert result.stdout.startswith("long")
     text = target.read_text(encoding="utf-8")
+    if suffix == ".txt":
+        assert len(text) > 150_000  # far more than a pipe's 64 KB
     ending = {".svg": "</svg>\n", ".html": "</html>\n", ".txt": "token i's new vector.\n"}
     assert text.endswith(ending[suffix])
     assert f"attntrace: saved {target}" in result.stderr

@@ -41,9 +41,11 @@ OFFSET_APPROX = Approx(rel=1e-9, abs=1e-9)
 
 # A line of hand arithmetic redone exactly (in fractions) from its printed digits differs
 # from what float64 computed by float64's rounding, relative to the sizes in the line: a
-# dot product of 6 terms rounds by at most 6 units of 2**-53; the check that chose the
-# digits allows 2 more.
+# dot product of 6 terms rounds by at most 6 units of 2**-53, the operands' own rounding
+# adds a few; 16 units (2**-49) covers both.
 HAND_ROUNDING = Fraction(2) ** -49
+# Below float64's normal range (1e-308) a result is rounded coarsely: an absolute slack.
+HAND_UNDERFLOW = Fraction(10) ** -300
 
 # decode's rounding bound (attntrace/rounding.py) is a worst case; for numbers near 1 it
 # must stay below this part of the values, or it could hide a mistake.
