@@ -316,16 +316,19 @@ def show(trace: Trace, how: Presentation) -> None:
     from attntrace.render.present import renderables
 
     console = stdout_console()
-    if how.export is not None:
-        # drawn for the file first, apart from stdout: a reader that stops early
-        # (| head) or a full disk must not cost the export
-        recorder = recording_console(console)
-        for renderable in renderables(trace, how, focus):
-            recorder.print(renderable, crop=False)
-        save_export(recorder, how.export)
+    if how.export is None:
+        with quiet_pipe():
+            for renderable in renderables(trace, how, focus):
+                console.print(renderable, crop=False)  # a number is never cut
+        return
+    # drawn once, into memory, as stdout would get it; saved to the file first, so a
+    # reader that stops early (| head) or a full disk cannot cost the export
+    recorder = recording_console(console)
+    for renderable in renderables(trace, how, focus):
+        recorder.print(renderable, crop=False)
+    save_export(recorder, how.export)
     with quiet_pipe():
-        for renderable in renderables(trace, how, focus):
-            console.print(renderable, crop=False)  # a number is never cut
+        sys.stdout.write(recorder.file.getvalue())  # type: ignore[attr-defined]
 
 
 def walk_steps(
