@@ -4,7 +4,7 @@ Tokens, names, descriptions, formulas of a saved trace: all of it came from a fi
 an argument, so none of it reaches the terminal raw. :func:`shown_trace` turns a trace
 into the one the views draw (the same numbers, the labels and names through
 :func:`attntrace.visible.visible`); the views of other results (decode, the head
-ranking) call :func:`label` and :func:`name` on what they print. Columns line up by
+ranking) call :func:`label` and :func:`model_name` on what they print. Columns line up by
 display width, as Rich measures a cell (猫 takes two), never by ``len``: :func:`pad`.
 """
 
