@@ -337,7 +337,7 @@ def walk_steps(
     from attntrace.render.step import run_steps
 
     with _interrupted():
-        run_steps(console, trace, _read_line, how.view, echo=not sys.stdin.isatty(),
+        run_steps(console, trace, _read_line, how.view, echo=not stdin_is_terminal(),
                   prompt_console=_prompt_console(), focus=focus)  # fmt: skip
 
 
@@ -682,7 +682,7 @@ def decode(
         from attntrace.render.step import page_through
 
         with _interrupted():
-            page_through(console, pages, _read_line, echo=not sys.stdin.isatty(),
+            page_through(console, pages, _read_line, echo=not stdin_is_terminal(),
                          prompt_console=_prompt_console())  # fmt: skip
 
 
@@ -778,11 +778,18 @@ def _prompt_console() -> Console | None:
     """stderr for prompts when the screens go to a file but a person types the keys."""
     from rich.console import Console
 
-    return Console(stderr=True) if sys.stdin.isatty() and not sys.stdout.isatty() else None
+    return Console(stderr=True) if stdin_is_terminal() and not sys.stdout.isatty() else None
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person types the keys (stdin a terminal); False with stdin closed."""
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 def _read_line() -> str | None:
-    """One line of stdin without its newline, or None at end of input."""
+    """One line of stdin without its newline, or None at end of input (or no stdin)."""
+    if sys.stdin is None:  # started with stdin closed (<&-): nothing will come
+        return None
     line = sys.stdin.readline()
     return line.rstrip("\r\n") if line else None
 
@@ -896,6 +903,8 @@ def samples_command(
 
 def main() -> None:
     """Console-script entry point."""
+    if not _streams_open():
+        _exit_now(1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
     try:
         code = _run_app()
@@ -917,7 +926,21 @@ def main() -> None:
 
 
 _FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)  # writes that cannot go on
-USAGE_LIMIT = 500  # characters of a usage error's message: it may quote a whole argument
+USAGE_LIMIT = 300  # characters of a usage error's message: it may quote a whole argument
+
+
+def _streams_open() -> bool:
+    """Python starts with ``sys.stdin``, ``sys.stdout`` or ``sys.stderr`` None where that
+    file descriptor was closed (``>&-``, ``<&-``, ``2>&-``). A closed stderr becomes
+    /dev/null (a message then goes nowhere, but the exit code still tells), a closed
+    stdin an empty one (step mode ends at once; ``-`` says stdin is closed); a closed
+    stdout leaves nowhere to write the output at all: one line, and False."""
+    if sys.stderr is None:
+        sys.stderr = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115  # for good
+    if sys.stdout is None:
+        sys.stderr.write("attntrace: error: cannot write the output: stdout is closed\n")
+        return False
+    return True
 
 
 def _exit_now(code: int) -> NoReturn:
@@ -932,7 +955,7 @@ def _exit_now(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         # a reader that left early, or a closed stream: nothing more to say, either way
         # (a failed write of the output itself was reported in quiet_pipe)
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # None: never open
             stream.flush()
     os._exit(code)
 

@@ -50,21 +50,32 @@ def max_file_bytes() -> int:
         megabytes = float(value)
     except ValueError:
         megabytes = -1.0
-    if not megabytes > 0:
-        raise InputError(field=MAX_MB_VARIABLE, expected="a positive number of MiB",
-                         found=repr(value))  # fmt: skip
+    # at least a byte, and a limit a file can have (inf or 1e400 would be no limit at all)
+    if not 1 / 2**20 <= megabytes <= MAX_LIMIT_MB:
+        raise InputError(field=MAX_MB_VARIABLE, expected="a positive number of MiB (from 1e-6, "
+                         "about a byte, to 2**30)", found=repr(value))  # fmt: skip
     return int(megabytes * 1024 * 1024)
+
+
+MAX_LIMIT_MB = 2**30  # 1 PiB: far past any file a model needs
+
+
+def sized(count: int, *, limit: bool = False) -> str:
+    """``2.9 MiB`` (a file), ``256 MiB`` (a limit), or ``512 bytes`` under 64 KiB, where
+    a MiB figure would read as 0.0 or 9.91821e-05."""
+    if count < 2**16:
+        return f"{count:,} bytes"
+    return f"{count / 2**20:g} MiB" if limit else f"{count / 2**20:.1f} MiB"
 
 
 def check_size(size: int, *, stream: bool = False) -> None:
     """Refuse ``size`` bytes over the limit; a stream is only read to just past it."""
     limit = max_file_bytes()
     if size > limit:
-        found = (f"more than {limit / 2**20:g} MiB" if stream
-                 else f"the file is {size / 2**20:.1f} MiB")  # fmt: skip
+        shown = sized(limit, limit=True)
+        found = f"more than {shown}" if stream else f"the file is {sized(size)}"
         raise InputError(
-            f"{found}, over the limit of {limit / 2**20:g} MiB "
-            f"(set {MAX_MB_VARIABLE} to read larger files)"
+            f"{found}, over the limit of {shown} (set {MAX_MB_VARIABLE} to read larger files)"
         )
 
 

@@ -184,7 +184,7 @@ def test_a_stream_is_read_to_just_past_the_limit(size: int, chunk: int, endless:
     with mock.patch.dict(os.environ, {"ATTNTRACE_MAX_FILE_MB": str(1000 / 2**20)}):
         limit = max_file_bytes()
         if endless or size > limit:
-            with pytest.raises(InputError, match=r"^more than 0\.000953674 MiB, over the limit"):
+            with pytest.raises(InputError, match=r"^more than 1,000 bytes, over the limit"):
                 decode_limited(read, None)
         else:
             assert decode_limited(read, None) == ("y" * size, size)
@@ -327,7 +327,7 @@ def test_ctrl_c_at_a_step_prompt_exits_130_quietly(command: list[str], tmp_path:
         assert "Traceback" not in process.stderr.read()
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "many"])
+@pytest.mark.parametrize("value", ["0", "-1", "many", "inf", "1e400", "nan", "1e-300", "1e10"])
 def test_a_size_limit_must_be_a_positive_number(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -336,7 +336,8 @@ def test_a_size_limit_must_be_a_positive_number(
                                               "samples" / "cat-eats-fish.json"))  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.endswith(
-        f"ATTNTRACE_MAX_FILE_MB: expected a positive number of MiB, got {value!r}\n"
+        "ATTNTRACE_MAX_FILE_MB: expected a positive number of MiB (from 1e-6, about a byte, "
+        f"to 2**30), got {value!r}\n"
     )
 
 
@@ -346,3 +347,33 @@ def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
         assert process.stdout is not None
         process.stdout.close()
         assert process.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize(
+    ("redirect", "args", "code", "stderr"),
+    [
+        (">&-", "run", 1, "attntrace: error: cannot write the output: stdout is closed\n"),
+        (">&-", "--help", 1, "attntrace: error: cannot write the output: stdout is closed\n"),
+        (">&-", "samples cat-eats-fish", 1,
+         "attntrace: error: cannot write the output: stdout is closed\n"),
+        ("<&- >/dev/null", "run --step", 0, ""),
+        ("<&- >/dev/null", "decode --step", 0, ""),
+        ("2>&-", "run 'cat dog'", 2, None),
+        ("2>&- >/dev/null", "run", 0, None),
+    ],
+    ids=["stdout-run", "stdout-help", "stdout-samples", "stdin-step", "stdin-decode-step",
+         "stderr-bad-input", "stderr-run"],
+)  # fmt: skip
+def test_a_closed_stream_is_no_traceback(
+    redirect: str, args: str, code: int, stderr: str | None, tmp_path: Path
+) -> None:
+    """Started with stdout, stdin or stderr closed (Python then has None for it): a
+    closed stdout is one line and exit 1, a closed stdin is end of input, a closed
+    stderr keeps the exit code the message would have come with."""
+    command = f"{sys.executable} -m attntrace {args} {redirect}"
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    if stderr is not None:
+        assert result.stderr == stderr
