@@ -77,8 +77,26 @@ _PART_LIMIT = 300
 _MESSAGE_LIMIT = 2000
 
 
+class LongInteger:
+    """An integer written with more digits than Python turns into an int (4,300: its
+    guard against slow conversions), kept as its length: no model holds such a number,
+    and the parser must not fail on it (a ValueError) before validation can say so."""
+
+    MAX_DIGITS = 4000
+
+    def __init__(self, digits: str) -> None:
+        self.digits = len(digits.lstrip("+-"))
+
+
+def parsed_integer(digits: str) -> int | LongInteger:
+    """``int(digits)``, or a :class:`LongInteger` where that has too many digits."""
+    return int(digits) if len(digits) <= LongInteger.MAX_DIGITS else LongInteger(digits)
+
+
 def describe(value: Any) -> str:
     """How a found value reads in an error message: ``a string 'abc'``, ``3 numbers``..."""
+    if isinstance(value, LongInteger):
+        return f"an integer of {value.digits:,} digits (too large for float64)"
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):

@@ -55,8 +55,8 @@ def _trace(document: Any) -> Trace:
         d_model=_count(model.get("d_model"), "model.d_model"),
         d_k=_count(model.get("d_k"), "model.d_k"),
         d_v=_count(model.get("d_v"), "model.d_v"),
-        heads=_count(model.get("heads", 1), "model.heads"),
-        kv_heads=_count(model.get("kv_heads", 1), "model.kv_heads"),
+        heads=_count(model.get("heads", 1), "model.heads", MAX_HEADS),
+        kv_heads=_count(model.get("kv_heads", 1), "model.kv_heads", MAX_HEADS),
         causal=_flag(model.get("causal", False), "model.causal"),
         positions=_position_kind(model.get("positions", "none")),
         rope_base=_rope_base(model),
@@ -234,6 +234,11 @@ def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
     rows = _texts(stage.get("rows"), f"{field}.rows")
     cols = _texts(stage.get("cols"), f"{field}.cols")
     data = _matrix(stage.get("data"), f"{field}.data", len(rows), len(cols))
+    shape = stage.get("shape")
+    if shape is not None and shape != [len(rows), len(cols)]:  # written by run --json
+        raise InputError(field=f"{field}.shape", expected=f"[{len(rows)}, {len(cols)}] (its "
+                         "rows and cols)", found=repr(shape) if isinstance(shape, list)
+                         and len(shape) <= 4 else describe(shape))  # fmt: skip
     head = _index(stage.get("head"), f"{field}.head")
     kv_head = _index(stage.get("kv_head"), f"{field}.kv_head")
     formula = weight_title(name) if weight else _text(stage.get("formula"), f"{field}.formula")
@@ -297,10 +302,17 @@ def _texts(value: Any, field: str) -> tuple[str, ...]:
     return tuple(_text(v, f"{field}[{i}]") for i, v in enumerate(_list(value, field)))
 
 
-def _count(value: Any, field: str) -> int:
+def _count(value: Any, field: str, most: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(field=field, expected="a whole number ≥ 1", found=describe(value))
+    if most is not None and value > most:
+        raise InputError(field=field, expected=f"at most {most:,}", found=f"{value:,}")
     return value
+
+
+# A trace's heads are listed, checked and looped over: a file claiming 10**30 of them
+# must be refused before that (no model has more than a few hundred).
+MAX_HEADS = 4096
 
 
 def _index(value: Any, field: str) -> int | None:

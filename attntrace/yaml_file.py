@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from attntrace.errors import InputError
+from attntrace.errors import InputError, LongInteger, parsed_integer
 from attntrace.parse import ParsedMapping
 
 _CORE = "tag:yaml.org,2002:"
@@ -63,12 +63,15 @@ _ModelLoader.add_implicit_resolver(
 )
 
 
-def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
-    """YAML 1.2 integers: decimal (leading zeros too), 0o octal, 0x hexadecimal."""
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> int | LongInteger:
+    """YAML 1.2 integers: decimal (leading zeros too), 0o octal, 0x hexadecimal; one of
+    thousands of digits is a LongInteger (Python refuses to convert it)."""
     text = str(node.value)
     if text.startswith(("0o", "0x")):
+        if len(text) > LongInteger.MAX_DIGITS:
+            return LongInteger(text[2:])
         return int(text[2:], 8 if text[1] == "o" else 16)
-    return int(text, 10)
+    return parsed_integer(text)
 
 
 def _construct_mapping(loader: Any, node: yaml.MappingNode) -> ParsedMapping:

@@ -377,3 +377,50 @@ def test_a_closed_stream_is_no_traceback(
     assert "Traceback" not in result.stderr
     if stderr is not None:
         assert result.stderr == stderr
+
+
+SAVED_TRACE = json.loads(invoke("run", "--json").stdout)
+
+
+def _saved(change: Any) -> str:
+    document = json.loads(json.dumps(SAVED_TRACE))
+    change(document)
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "text", "message"),
+    [
+        ("run", "model.json",
+         '{"embeddings": {"a": [' + "9" * 5000 + ', 1]}, "weights": {"WQ": [[1, 0], [0, 1]], '
+         '"WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]}}',
+         "model.json: embeddings.a[0]: expected a number, got an integer of 5,000 digits "
+         "(too large for float64)"),
+        ("run", "model.yaml",
+         "embeddings:\n  a: [" + "9" * 5000 + ", 1]\n"
+         "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n",
+         "model.yaml: embeddings.a[0]: expected a number, got an integer of 5,000 digits "
+         "(too large for float64)"),
+        ("render", "trace.json", _saved(lambda d: d["model"].update(heads=10**30)),
+         "trace.json: model.heads: expected at most 4,096, got "
+         "1,000,000,000,000,000,000,000,000,000,000"),
+        ("render", "trace.json", _saved(lambda d: d["model"].update(heads=10**8, kv_heads=1)),
+         "trace.json: model.heads: expected at most 4,096, got 100,000,000"),
+        ("render", "trace.json", _saved(lambda d: d["stages"][4].update(shape=[2, 3])),
+         "trace.json: stages[4].shape: expected [3, 3] (its rows and cols), got [2, 3]"),
+    ],
+    ids=["json-5000-digits", "yaml-5000-digits", "render-heads-1e30", "render-heads-1e8",
+         "render-shape-not-its-data"],
+)  # fmt: skip
+def test_numbers_and_counts_no_model_holds_are_one_line(
+    command: str, name: str, text: str, message: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """An integer of thousands of digits (Python will not convert it) and a saved trace
+    claiming 10**30 heads (looped over, listed) are refused before any work."""
+    monkeypatch.chdir(tmp_path)
+    Path(name).write_text(text, encoding="utf-8")
+    args = ["a", "--config", name] if command == "run" else [name]
+    result = invoke(command, *args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"attntrace: error: {message}\n"
