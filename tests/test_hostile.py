@@ -424,3 +424,24 @@ def test_numbers_and_counts_no_model_holds_are_one_line(
     result = invoke(command, *args)
     assert result.exit_code == 2, result.output
     assert result.stderr == f"attntrace: error: {message}\n"
+
+
+def test_a_trace_too_big_to_hold_is_refused_before_it_is_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """20,000 tokens: one head's scores alone would be 3.2 GB (it took 95 s and 15.7 GB
+    with --map); refused at once, with what it would take and how to allow it."""
+    result = invoke("run", " ".join(["cat"] * 20_000), "--map")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "attntrace: error: sample cat-eats-fish: a trace of 20,000 tokens × 20,000 keys would "
+        "hold about 9,158 MiB, over the limit of 2048 MiB: a trace keeps every n × n matrix "
+        "(shorten the sentence, or set ATTNTRACE_MAX_TRACE_MB)\n"
+    )
+    monkeypatch.setenv("ATTNTRACE_MAX_TRACE_MB", "10000")
+    assert invoke("run", " ".join(["cat"] * 300), "--json").exit_code == 0
+    monkeypatch.setenv("ATTNTRACE_MAX_TRACE_MB", "0")
+    assert invoke("run", "--json").stderr == (
+        "attntrace: error: sample cat-eats-fish: ATTNTRACE_MAX_TRACE_MB: expected a number "
+        "of MiB from 1 to 2**30, got '0'\n"
+    )
