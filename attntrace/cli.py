@@ -293,14 +293,21 @@ def show(trace: Trace, how: Presentation) -> None:
     """
     from attntrace.render.shown import label, shown_trace
 
-    trace = shown_trace(trace)
+    typed, trace = trace, shown_trace(trace)
     focus = None
     if how.focus is not None:
-        from attntrace.focus import focus_row
+        from dataclasses import replace
 
-        which = label(how.focus)
+        from attntrace.errors import InputError
+        from attntrace.focus import focus_row, resolve_focus
+
         with bad_input_fails():  # a bad token is an input error before anything prints
-            focus = tuple(focus_row(trace, which, head=h) for h in trace.traced_heads)
+            try:  # the token as typed (é, \x1b[2J from a script), by the file's tokens
+                index, note = resolve_focus(typed, how.focus)
+            except InputError:  # or as the tables show it: é#4, \x1b[2J in a terminal
+                index, note = resolve_focus(trace, label(how.focus))
+            focus = tuple(replace(focus_row(trace, str(index), head=h), note=note)
+                          for h in trace.traced_heads)  # fmt: skip
     if how.step:
         console = stdout_console(record=how.export is not None)
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,11 @@ def _exactly(token: str, which: str) -> bool:
     return token == which
 
 
+def _canonically(token: str, which: str) -> bool:
+    """The same letters however spelled: é composed, or e and a combining accent (NFC)."""
+    return unicodedata.normalize("NFC", token) == unicodedata.normalize("NFC", which)
+
+
 def _as_a_word(token: str, which: str) -> bool:
     return token.removeprefix("Ġ") == which  # a byte-level BPE token is spelled Ġanimal
 
@@ -113,7 +119,7 @@ def _as_a_word_without_case(token: str, which: str) -> bool:
 
 # How a token given by name is matched, first rule with a match first.
 _MATCHING_RULES: tuple[Callable[[str, str], bool], ...] = (
-    _exactly, _as_a_word, _without_case, _as_a_word_without_case
+    _exactly, _canonically, _as_a_word, _without_case, _as_a_word_without_case
 )  # fmt: skip
 
 
@@ -127,8 +133,10 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     token was meant (``flag`` names the option in errors).
 
     ``which`` is a 0-based index (``2``), a table label (``the#4``) or a token, matched
-    exactly, then without a BPE space mark (``Ġ``), then both again without case; a
-    token that repeats means its first occurrence.
+    exactly, then spelled otherwise (NFC: é either way), then without a BPE space mark
+    (``Ġ``), then both again without case; a token that repeats means its first
+    occurrence. A label exactly as the tables show it wins, then a token exactly as
+    written (``fish#2`` may be a token itself), then a label read as token and position.
     """
     tokens = list(tokens)
     listing = ", ".join(f"{i}:{t}" for i, t in enumerate(unique_labels(tokens)))
@@ -142,12 +150,20 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
             )
         return index, ""
     rules = _MATCHING_RULES
-    token, _, position = which.rpartition("#")  # ##ing#4: the last # numbers it
-    at = int(position) if re.fullmatch(r"[0-9]+", position) else None
-    if at is not None and at < len(tokens) and any(rule(tokens[at], token) for rule in rules):
-        return at, ""  # a table label: the#7
-    candidates = ([i for i, t in enumerate(tokens) if rule(t, which)] for rule in rules)
-    matches = next((found for found in candidates if found), [])
+    labels = unique_labels(tokens)  # one per position: at most one matches
+    for rule in rules[:2]:  # exactly as the tables label it, or the same spelled otherwise
+        shown = [i for i, label in enumerate(labels) if rule(label, which)]
+        if shown:
+            return shown[0], ""
+    matches = [i for i, t in enumerate(tokens) if t == which]  # a token as written
+    if not matches:
+        token, _, position = which.rpartition("#")  # ##ing#4: the last # numbers it
+        at = int(position) if re.fullmatch(r"[0-9]+", position) else None
+        if at is not None and at < len(tokens) and any(rule(tokens[at], token)
+                                                       for rule in rules):  # fmt: skip
+            return at, ""  # a table label, typed otherwise: The#7
+        candidates = ([i for i, t in enumerate(tokens) if rule(t, which)] for rule in rules)
+        matches = next((found for found in candidates if found), [])
     if len(matches) == 1:
         return matches[0], ""
     if matches:

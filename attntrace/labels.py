@@ -14,9 +14,20 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
 
 @lru_cache(maxsize=256)
 def _unique(labels: tuple[str, ...]) -> tuple[str, ...]:
-    """Cached: every stage of a trace shares the same token tuple."""
-    counts = Counter(labels)
-    return tuple(f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(labels))
+    """Cached: every stage of a trace shares the same token tuple.
+
+    A label made so may itself be a token of the sentence (``fish#2`` written beside
+    ``fish`` twice): a label that still repeats takes its position once more, until none
+    repeats (``fish#2#1`` for the written one, ``fish#2#2`` for the third fish)."""
+    shown = list(labels)
+    for _ in range(8):  # each pass parts what repeats; written tokens rarely need two
+        counts = Counter(shown)
+        if len(counts) == len(shown):
+            break
+        shown = [f"{label}#{i}" if counts[label] > 1 else label for i, label in enumerate(shown)]
+    else:  # an adversarial sentence: the position alone tells them apart
+        shown = [f"{label}@{i}" for i, label in enumerate(shown)]
+    return tuple(shown)
 
 
 def dims(width: int, start: int = 0) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from tolerances import FLOAT64, FLOAT64_APPROX
 from attntrace import InputError, trace_attention
 from attntrace.attention import trace_block
 from attntrace.focus import focus_row, resolve_focus, resolve_position
+from attntrace.labels import unique_labels
 from attntrace.render.by_hand import Form
 from attntrace.render.focus import products, vector
 from attntrace.spec import ModelSpec
@@ -187,3 +188,28 @@ def test_a_dot_product_keeps_its_largest_term_when_two_do_not_fit() -> None:
     assert all("×" in line for line in lines), lines
     assert all(len(line) <= 90 for line in lines)
     assert products([1.0, -5.0, 0.5], [1.0, 4.0, 0.1], PLAIN, 1) == "… + (-5)×4 + …"
+
+
+def test_labels_stay_apart_when_a_token_is_written_like_a_label() -> None:
+    """'fish#2' written as a token beside fish twice: labels never collide, and --focus
+    finds the token as written, or each label as the tables show it."""
+    assert unique_labels(["fish", "fish#2", "fish"]) == ["fish#0", "fish#2#1", "fish#2#2"]
+    assert len(set(unique_labels(["a#1", "a", "a", "a#1#1", "a#1"]))) == 5
+    tokens = ("fish", "fish#2", "fish")
+    assert resolve_position(tokens, "fish#2", "--focus") == (1, "")
+    assert resolve_position(tokens, "fish#2#2", "--focus") == (2, "")
+    assert resolve_position(tokens, "fish#0", "--focus") == (0, "")
+
+
+def test_a_token_is_found_however_its_accent_is_spelled(tmp_path: Path) -> None:
+    """é composed (U+00E9) and e + U+0301 are two tokens, labelled é#0 and é#1; --focus
+    finds each as typed, and a label typed with the other spelling of é."""
+    model = tmp_path / "accents.json"
+    model.write_text(json.dumps({
+        "sentence": "\u00e9 e\u0301 cat",
+        "embeddings": {"\u00e9": [1.0, 0.0], "e\u0301": [0.0, 1.0], "cat": [1.0, 1.0]},
+        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+    }), encoding="utf-8")  # fmt: skip
+    for typed, position in (("\u00e9", 0), ("e\u0301", 1), ("\u00e9#1", 1), ("e\u0301#0", 0)):
+        out = invoke("run", "--config", str(model), "--focus", typed).stdout
+        assert f", position {position} (counting from 0)" in out.splitlines()[0], typed
