@@ -43,6 +43,7 @@ from attntrace.render.numbers import visible_indices
 from attntrace.render.shown import pad
 from attntrace.render.split_table import SplitTable
 from attntrace.render.tables import View
+from attntrace.render.wrap import Wrapped
 from attntrace.trace import Trace
 
 # How many terms of a long sum are written out (the largest ones).
@@ -260,15 +261,9 @@ def output_section(focus: Focus, view: View) -> Group:
     column = max(len(weight) for weight in weights)
     for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
         name = f"  {weight:>{column}} × V[{pad(term.key + ']', width + 1)}"
-        lines.append(
-            Fitted(
-                (
-                    f"{name} = {weight} × {vector(term.value_row, form)}"
-                    f" = {result_vector(term.product, form)}",
-                    f"{name} = {result_vector(term.product, form)}",
-                )
-            )
-        )
+        # never without the V row it multiplies: a line too long wraps, between numbers
+        lines.append(Wrapped(Text(f"{name} = {weight} × {vector(term.value_row, form)}"
+                                  f" = {result_vector(term.product, form)}")))  # fmt: skip
     lines.append(
         Text.assemble(
             "  sum = ", (result_vector(focus.output, form), "bold"),

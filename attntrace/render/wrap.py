@@ -17,9 +17,12 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-# What a line is never broken inside: a shape or a bracketed size, [3 × 2], [n × d_k], a
-# short aside, (position 2), (K/V head 1), and a size with its unit, 3.50 GiB, 512 B.
-UNBROKEN = re.compile(r"\[[^\[\]\n]{1,40}?\]|\([^()\n]{1,20}?\)|\d[\d,.]* (?:[KMGTPEZY]iB|B)\b")
+# What a line is never broken inside: a shape, [3 × 2], [n × d_k], a short aside,
+# (position 2), (K/V head 1), and a size with its unit, 3.50 GiB, 512 B. (A vector,
+# [0.5, 0.25, …], breaks after its commas: kept whole it would be folded mid-number.)
+UNBROKEN = re.compile(
+    r"\[[^\[\]\s]+ × [^\[\]\s]+\]|\([^()\n]{1,20}?\)|\d[\d,.]* (?:[KMGTPEZY]iB|B)\b"
+)
 
 
 @dataclass(frozen=True)
