@@ -123,3 +123,22 @@ def test_step_mode_paragraphs_keep_their_shapes_whole(columns: int) -> None:
     assert len(re.findall(r"\[\d+ × \d+\]", output)) > 30  # the paragraphs name shapes
     for line in output.splitlines():
         assert not SPLIT_SHAPE.search(line), line
+
+
+@pytest.mark.parametrize("columns", [20, 24, 30, 40, 80])
+def test_a_map_never_cuts_a_weight(columns: int, tmp_path: Path) -> None:
+    """However narrow, or however long the tokens: each query's line shows its top key's
+    weight whole (the bars go first, then the labels give up their middles)."""
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps({
+        "sentence": f"{'x' * 100} {'y' * 100} cat",
+        "embeddings": {"x" * 100: [1, 0], "y" * 100: [0, 1], "cat": [1, 1]},
+        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+    }), encoding="utf-8")  # fmt: skip
+    for args in (("-s", "it-animal"), ("--config", str(long))):
+        output = invoke("run", *args, "--map", columns=columns).stdout
+        lines = [line for line in output.splitlines() if " → " in line]
+        assert lines, output
+        for line in lines:
+            assert re.search(r" → .* [01]\.\d\d\b", line), line
+            assert len(line) <= max(columns, 20), line

@@ -19,7 +19,7 @@ from rich.measure import Measurement
 from rich.text import Text
 
 from attntrace.labels import unique_labels
-from attntrace.render.shown import pad
+from attntrace.render.shown import pad, shortened
 from attntrace.trace import Stage
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -93,16 +93,22 @@ class AttentionMap:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         data, queries, keys = self.weights.data, self.queries, self.keys
         asked = self._asked()
+        width = options.max_width
         # As many of the asked-for keys as fit; the map says when some had to go.
-        top = next(
-            (t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= options.max_width),
-            1,
-        )
+        top = next((t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= width),
+                   1)  # fmt: skip
         fixed, key_width = self._fixed_width(top)
         query_width = max(cell_len(q) for q in queries)
-        full = max(_MIN_BAR, min(_MAX_BAR, (options.max_width - fixed) // top))
+        full = max(_MIN_BAR, min(_MAX_BAR, (width - fixed) // top))
+        if fixed + top * full > width:  # not even one key with a short bar: no bar, then
+            full = 0  # labels shortened in their middle; a weight is never cut
+            room = width - len(f" → {1:.{self.precision}f}") - 1
+            if query_width + key_width > room:
+                query_width = key_width = max(4, room // 2)
+                queries = [shortened(q, query_width) for q in queries]
+                keys = [shortened(k, key_width) for k in keys]
         for i, query in enumerate(queries):
-            line = Text(no_wrap=True, overflow="ellipsis")
+            line = Text(no_wrap=True, overflow="ignore")
             line.append(pad(query, query_width), style="bold")
             line.append(" → ")
             shown = self._visible(i, top)

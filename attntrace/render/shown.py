@@ -99,6 +99,23 @@ def _stage(stage: Stage, shown: Callable[[tuple[str, ...]], tuple[str, ...]]) ->
     )
 
 
+def shortened(label: str, cells: int) -> str:
+    """``label`` in at most ``cells`` display cells: its middle given up for ``…``, its
+    start and its ``#N`` (the position that tells repeats apart) kept."""
+    if cell_len(label) <= cells:
+        return label
+    stem, mark, position = label.rpartition("#")
+    suffix = mark + position if mark and position.isdecimal() else ""
+    stem = stem if suffix else label
+    room = max(1, cells - cell_len(suffix) - 1)
+    kept = ""
+    for ch in stem:
+        if cell_len(kept + ch) > room:
+            break
+        kept += ch
+    return kept + "…" + suffix
+
+
 def pad(text: str, width: int, *, right: bool = False) -> str:
     """``text`` padded with spaces to ``width`` display cells: on the right (left-aligned,
     the default) or on the left (``right=True``, right-aligned)."""
