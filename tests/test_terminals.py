@@ -142,3 +142,20 @@ def test_a_map_never_cuts_a_weight(columns: int, tmp_path: Path) -> None:
         for line in lines:
             assert re.search(r" → .* [01]\.\d\d\b", line), line
             assert len(line) <= max(columns, 20), line
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80])
+def test_the_head_ranking_fits_the_terminal(columns: int) -> None:
+    """Its bars as wide as the width leaves them (none where too narrow), every line
+    but the next: command (which pastes as one line) within the width."""
+    from attntrace.real.catalog import find_model
+
+    if not find_model("minilm").installed:
+        pytest.skip("MiniLM's weights are not installed")
+    output = invoke("heads", "-m", "minilm", "--top", "5", columns=columns).stdout
+    lines = output.splitlines()
+    table = [line for line in lines if re.match(r"^ +\d+ +\d+ +\d+  0\.\d{4}", line)]
+    assert len(table) == 5
+    for line in lines:
+        if not line.startswith("next: "):
+            assert len(line) <= columns, line

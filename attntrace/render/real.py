@@ -7,12 +7,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.labels import unique_labels
-from attntrace.render.shown import labels, model_name, quoted
+from attntrace.render.shown import labels, model_name, quoted, shortened
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import is_visible, visible
 
@@ -67,7 +68,46 @@ def model_table(catalog: Sequence[RealModel]) -> Table:
     return table
 
 
-def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped]:
+_BAR = 20  # cells of a weight of 1 in the ranking, where the terminal has them
+_FIXED = len("rank  layer  head  0.6953 ")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The ranking's table: its bars as wide as the terminal leaves them (none below 4
+    cells); where even so a key does not fit, the key asked about is marked ``◀`` (said
+    under the table) rather than ``(this key)``, and a long key gives up its middle."""
+
+    rows: tuple[tuple[int, int, int, float, str, bool], ...]  # rank, layer, head, weight,
+    # the row's heaviest key, and whether that is the key asked about
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        marks = (" (this key)", " ◀")
+        mark = next((m for m in marks if _FIXED + 2 + self._keys(m) <= width), marks[-1])
+        keys = self._keys(mark)
+        bar = min(_BAR, width - _FIXED - 3 - keys)
+        bar = bar if bar >= 4 else 0
+        gap = "   " if bar else "  "
+        head = f"rank  layer  head  {'weight':<{7 + bar}}{gap}"
+        named = "heaviest key of the row" if len(head) + 23 <= width else "heaviest key"
+        yield Text(head + named, style="bold")
+        room = max(4, width - _FIXED - len(gap) - cell_len(mark))
+        for rank, layer, number, weight, key, asked in self.rows:
+            line = Text(f"{rank:>4}  {layer:>5}  {number:>4}  {weight:.4f} ")
+            if bar:
+                line.append(f"{'█' * round(weight * bar):<{bar}}", style="cyan")
+            line.append(f"{gap}{shortened(key, room)}{mark if asked else ''}")
+            yield line
+        if mark == marks[-1] and any(row[5] for row in self.rows):
+            yield Text("◀: the key asked about", style="dim")
+
+    def _keys(self, mark: str) -> int:
+        """The widest key column with ``mark`` after the key asked about."""
+        return max(cell_len(row[4]) + (cell_len(mark) if row[5] else 0) for row in self.rows)
+
+
+def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped | Ranked]:
     """A heading (wrapped between words), then one line per head: rank, layer, head,
     weight as a number and a bar; last the next command, on one line to paste whole."""
     tokens, q, k = unique_labels(labels(ranking.tokens)), ranking.query, ranking.key
@@ -78,16 +118,11 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped]:
         f"{model_name(ranking.model.name)}, heaviest first:",
     ))  # fmt: skip
     yield Text()
-    yield Text(f"rank  layer  head  {'weight':<28}  heaviest key of the row", style="bold")
     shown = ranking.rows if top == 0 else ranking.rows[:top]
-    for rank, row in enumerate(shown, 1):
-        bar = "█" * round(row.weight * 20)
-        top_key = tokens[row.top_key] + ("" if row.top_key != k else " (this key)")
-        yield Text.assemble(
-            f"{rank:>4}  {row.layer:>5}  {row.head:>4}  {row.weight:.4f} ",
-            (f"{bar:<20}", "cyan"),
-            f"   {top_key}",
-        )
+    yield Ranked(tuple(
+        (rank, row.layer, row.head, row.weight, tokens[row.top_key], row.top_key == k)
+        for rank, row in enumerate(shown, 1)
+    ))  # fmt: skip
     if len(shown) < heads:
         yield Text(f"… {heads - len(shown)} more (--top 0 lists them all)", style="dim")
     yield Text()
