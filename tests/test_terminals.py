@@ -159,3 +159,14 @@ def test_the_head_ranking_fits_the_terminal(columns: int) -> None:
     for line in lines:
         if not line.startswith("next: "):
             assert len(line) <= columns, line
+
+
+@pytest.mark.parametrize("columns", [30, 36, 40, 60])
+def test_decode_costs_fit_the_terminal(columns: int) -> None:
+    """The cost table's rows never wrap: its bars as wide as the width leaves (none
+    under 4 cells), its heading shortened to fit."""
+    output = invoke("decode", "-s", "gqa", columns=columns).stdout
+    rows = output[output.index("  t token") :].splitlines()
+    table = rows[: 1 + 4]  # the heading and the four steps
+    assert all(len(line) <= columns for line in table), table
+    assert all(re.match(r"^ +\d+ \S+ +[\d,]+ +[\d,]+", line) for line in table[1:]), table

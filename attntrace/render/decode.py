@@ -186,17 +186,22 @@ class CostTable:
         labels = unique_labels(shown_labels(run.tokens))
         label_width = max(5, *(cell_len(label) for label in labels))
         numbers = max(len(f"{int(totals[-1, 1]):,}"), 7)
-        fixed = 4 + label_width + 1 + 2 * (numbers + 1) + 1
-        full = max(4, min(_BAR, (options.max_width - fixed - 1) // 2))
-        yield Text(f"{'t':>3} {'token':<{label_width}} {'cached':>{numbers}} "
-                   f"{'recomp.':>{numbers}} running totals", style="bold")  # fmt: skip
+        fixed = 4 + label_width + 1 + 2 * (numbers + 1)
+        full = min(_BAR, (options.max_width - fixed - 1) // 2)
+        full = full if full >= 4 else 0  # bars of fewer cells say nothing: the numbers do
+        heading = f"{'t':>3} {'token':<{label_width}} {'cached':>{numbers}} {'recomp.':>{numbers}}"
+        named = next((n for n in (" running totals", " totals")
+                      if len(heading) + len(n) <= options.max_width), "")  # fmt: skip
+        yield Text(heading + (named if full else ""), style="bold")
         for step, (cached, recomputed) in zip(run.steps, totals, strict=True):
             line = Text()
             line.append(f"{step.t:>3} {pad(labels[step.t], label_width)} ", style="bold")
-            line.append(f"{step.costs.cached:>{numbers},} {step.costs.recomputed:>{numbers},} ")
-            line.append(bar(cached / widest, full).ljust(full), style="green")
-            line.append(" ")
-            line.append(bar(recomputed / widest, full), style="red")
+            line.append(f"{step.costs.cached:>{numbers},} {step.costs.recomputed:>{numbers},}")
+            if full:
+                line.append(" ")
+                line.append(bar(cached / widest, full).ljust(full), style="green")
+                line.append(" ")
+                line.append(bar(recomputed / widest, full), style="red")
             yield line
         yield Text.assemble(
             ("total", "bold"), f"  {run.total_cached:,} with the cache, {run.total_recomputed:,} "
