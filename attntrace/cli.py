@@ -374,9 +374,11 @@ def save_export(console: Console, path: Path) -> None:
     try:
         partial.write_text(text, encoding="utf-8")
         partial.replace(path)
-    except OSError as error:
+    except OSError as error:  # a full disk, a read-only folder: output not written, exit 1
         partial.unlink(missing_ok=True)
-        fail(InputError(f"cannot write the file: {error.strerror}", source=str(path)))
+        message = InputError(f"cannot write the file: {error.strerror}", source=str(path))
+        sys.stderr.write(f"attntrace: error: {message}\n")
+        raise typer.Exit(1) from None
     from attntrace.visible import visible
 
     sys.stderr.write(f"attntrace: saved {visible(str(path))}\n")

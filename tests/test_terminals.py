@@ -170,3 +170,23 @@ def test_decode_costs_fit_the_terminal(columns: int) -> None:
     table = rows[: 1 + 4]  # the heading and the four steps
     assert all(len(line) <= columns for line in table), table
     assert all(re.match(r"^ +\d+ \S+ +[\d,]+ +[\d,]+", line) for line in table[1:]), table
+
+
+def test_an_export_that_cannot_be_written_is_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under the export: output that could not be written, exit 1 as for
+    stdout, one line, and no half file left behind."""
+    import errno
+
+    def full(self: Path, *args: object, **kwargs: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    target = tmp_path / "x.svg"
+    result = invoke("run", "--export", str(target))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"attntrace: error: {target}: cannot write the file: No space left on device\n"
+    )
+    assert list(tmp_path.iterdir()) == []
