@@ -112,8 +112,8 @@ def describe(value: Any) -> str:
         return "binary data (!!binary)"
     if isinstance(value, set):
         return "a set (!!set)"
-    if isinstance(value, tuple):
-        return "a key-value pair (!!pairs or !!omap)"
+    if isinstance(value, tuple):  # from YAML, a !!pairs or !!omap entry
+        return "a tuple (a key-value pair, in YAML: !!pairs or !!omap)"
     if isinstance(value, Mapping):
         return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
     if isinstance(value, list):

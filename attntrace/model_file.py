@@ -349,7 +349,7 @@ class _NpyReader:
             ) from None
         except (OSError, ValueError) as error:  # not .npy, truncated, or pickled objects
             raise InputError(source=self.source, field=field, expected="a .npy array file",
-                             found=f"{str(path)!r}: {error}") from None  # fmt: skip
+                             found=f"{str(path)!r}: {_npy_problem(error)}") from None  # fmt: skip
         if array.ndim != 2 or not (
             np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
         ):
@@ -380,6 +380,15 @@ class _NpyReader:
                              "memory-mapped)") from None  # fmt: skip
 
 
+def _npy_problem(error: Exception) -> str:
+    """numpy's reason a .npy file would not load, without the Python internals a garbled
+    header brings up (``malformed node or string ...: <ast.Name object at 0x7fa7...>``)."""
+    text = str(error)
+    if "malformed node" in text or " object at 0x" in text:
+        return "its header is not the Python dictionary a .npy header is"
+    return text
+
+
 def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, Matrix]:
     value = _mapping(value, "weights", "a mapping with WQ, WK, WV", source)
     for key in value:
@@ -401,10 +410,15 @@ def _weights(value: Any, source: str | None, arrays: _NpyReader) -> dict[str, Ma
 
 
 def _number(value: Any, field: str, source: str | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A finite number: an int or float (or, from Python, a numpy one: np.float32(1)); a
+    bool is no number here."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, int | float | np.integer | np.floating
+    ):
         raise InputError(source=source, field=field, expected="a number", found=describe(value))
     try:
-        number = float(value)
+        with np.errstate(over="ignore"):  # a longdouble past float64's range: inf, refused
+            number = float(value)
     except OverflowError:
         number = math.inf
     if not math.isfinite(number):

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from attntrace import arguments
 from attntrace.errors import InputError, describe
-from attntrace.frozen import is_frozen, known_finite, read_only
+from attntrace.frozen import freeze, is_frozen, known_finite, read_only
 from attntrace.ops import head_columns
 from attntrace.tokenize import EDGE_PUNCTUATION
 from attntrace.visible import code_points, lookalikes, quoted
@@ -65,10 +65,12 @@ def checked_array(
     if value.size == 0:
         raise InputError(field=field_path, expected="at least one number",
                          found=" × ".join(str(n) for n in value.shape))  # fmt: skip
-    if finite and not known_finite(value):
-        require_finite(field_path, value)
-        return read_only(value, finite=True)
-    return read_only(value)
+    with np.errstate(over="ignore"):  # a longdouble past float64's range becomes inf
+        converted = read_only(value)
+    if finite and not known_finite(converted):
+        require_finite(field_path, converted)  # the float64 numbers the trace will use
+        freeze(converted, finite=True)
+    return converted
 
 
 def require_finite(field_path: str, array: npt.NDArray[np.floating[Any] | np.integer[Any]]) -> None:

@@ -574,3 +574,19 @@ def test_the_real_layer_functions_check_their_arguments(
         call()
     assert type(caught.value) is kind, f"{what}: {caught.value!r}"
     assert one_line(caught.value) == message
+
+
+def test_numpy_scalars_in_a_model_dict_are_numbers_and_a_longdouble_past_float64_is_refused(
+) -> None:  # fmt: skip
+    """A dict built by numpy code holds np.float32 and np.int64, not Python floats; a
+    longdouble of 1e400 is finite in its own type but not in float64, which the trace
+    computes in: refused when the spec is made, with no overflow warning."""
+    weights = {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]}
+    embeddings = {"a": [np.float32(1), np.float32(2)], "b": [np.int64(3), 1]}
+    trace = trace_attention("a b", model={"embeddings": embeddings, "weights": weights})
+    np.testing.assert_allclose(trace["X"].data, [[1.0, 2.0], [3.0, 1.0]], **FLOAT64)
+    huge = np.eye(2, dtype=np.longdouble) * np.longdouble("1e400")
+    if not np.isfinite(huge).all():  # a platform whose longdouble is float64 holds no 1e400
+        pytest.skip("longdouble is float64 here")
+    with pytest.raises(InputError, match=r"^weights\.WQ\[0\]\[0\]: expected a finite number"):
+        ModelSpec({"a": np.ones(2)}, huge, np.eye(2), np.eye(2))
