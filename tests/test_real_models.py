@@ -406,6 +406,39 @@ def test_a_hashed_file_is_remembered_until_it_changes(
     assert not verified_before(weights, sha)  # a damaged note is no note
 
 
+def test_an_edit_whose_mtime_was_set_back_is_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, the old mtime restored (touch -r): the change time still tells."""
+    import os
+    import time
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    sha = hashlib.sha256(b"weights").hexdigest()
+    remember_verified(weights, sha)
+    before = weights.stat()
+    time.sleep(0.01)  # a later change time than the remembered one
+    weights.write_bytes(b"WEIGHTS")  # the same size
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert weights.stat().st_mtime_ns == before.st_mtime_ns
+    assert not verified_before(weights, sha)
+
+
+def test_a_relative_cache_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """XDG: a relative XDG_CACHE_HOME is invalid; the note goes under ~/.cache instead of
+    into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    weights = tmp_path / "w.bin"
+    weights.write_bytes(b"weights")
+    remember_verified(weights, hashlib.sha256(b"weights").hexdigest())
+    assert not (tmp_path / "relative").exists()
+    assert (tmp_path / "home" / ".cache" / "attntrace" / "verified.json").exists()
+
+
 def test_hashing_reads_regular_files_only(tmp_path: Path) -> None:
     """A FIFO would block the hash and /dev/zero would never end it: both are refused."""
     fifo, zero = tmp_path / "fifo", tmp_path / "zero"

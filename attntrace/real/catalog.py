@@ -179,21 +179,29 @@ CACHE_BYTES = 1 << 16  # 21 fingerprints take about 3 KB; a larger cache is not 
 
 
 def _cache_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "attntrace" / "verified.json"
+    """$XDG_CACHE_HOME/attntrace/verified.json, or ~/.cache/...; a relative
+    XDG_CACHE_HOME is ignored, as the XDG spec says (it would land in the current folder)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "attntrace" / "verified.json"
 
 
 def _fingerprint(path: Path, sha256: str) -> str:
-    """What a verified file looked like: its hash, path, size and modification time."""
+    """What a verified file looked like: its hash, path, inode, size, modification time
+    and change time. ``touch -r`` can set an edited file's mtime back, but not its ctime
+    (the kernel sets it on every write), so an edit is always hashed again."""
     stat = path.stat()
-    return f"{sha256}:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return (f"{sha256}:{path.resolve()}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}:"
+            f"{stat.st_ctime_ns}")  # fmt: skip
 
 
 def verified_before(path: Path, sha256: str) -> bool:
-    """Whether this very file (same path, size and mtime) was hashed before and matched.
+    """Whether this very file (same path, inode, size, mtime and ctime) was hashed before
+    and matched.
 
     Hashing MiniLM's 90 MB costs about a quarter of a second; a run repeated many times a
-    minute pays it once. A changed file gets a new mtime and is hashed again.
+    minute pays it once. A changed file gets a new ctime (whatever its mtime is set back
+    to) and is hashed again.
     """
     try:
         known = json.loads(read_small(_cache_file(), CACHE_BYTES))
