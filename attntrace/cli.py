@@ -114,8 +114,8 @@ MaxHeads = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
 ]
-Export = Annotated[
-    Path | None,
+Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
+    str | None,
     typer.Option(
         metavar="FILE", help="Also save what is shown as .svg, .html or .txt.", show_default=False
     ),

@@ -1158,6 +1158,18 @@ REJECTED = [
     ),
     # --- flags that do not go together, named before the model file is read
     case(
+        "export-a-folder-name",
+        plain_file,
+        "--export: expected a .svg, .html or .txt file, got 'x.svg/'",
+        args=with_file("--export", "x.svg/"),
+    ),
+    case(
+        "export-no-name",
+        plain_file,
+        "--export: expected a .svg, .html or .txt file, got ''",
+        args=with_file("--export", ""),
+    ),
+    case(
         "heads-without-json",
         plain_file,
         "--heads chooses what --json writes: add --json",

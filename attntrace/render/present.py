@@ -30,6 +30,7 @@ from attntrace.render.tables import (
     render_trace,
 )
 from attntrace.trace import Trace
+from attntrace.visible import quoted
 
 if TYPE_CHECKING:
     from attntrace.focus import Focus
@@ -67,7 +68,7 @@ class Presentation:
         max_cols: int | None = None,
         max_heads: int = DEFAULT_MAX_HEADS,
         step: bool = False,
-        export: Path | None = None,
+        export: str | Path | None = None,
     ) -> Presentation:
         """Check the flags against each other; InputError names what does not mix.
 
@@ -82,12 +83,7 @@ class Presentation:
             raise InputError("--top goes with --map (how many keys each token's line shows)")
         if step and (map_view or overview):
             raise InputError(f"--step walks the stage tables: it does not mix with {views[0]}")
-        if export is not None and export.suffix.lower() not in EXPORT_SUFFIXES:
-            raise InputError(
-                field="--export", expected="a .svg, .html or .txt file", found=repr(str(export))
-            )
-        if export is not None and not export.resolve().parent.is_dir():
-            raise InputError("no such folder to save into", source=str(export))
+        target = None if export is None else _export_path(str(export))
         view = View(
             precision=DEFAULT_PRECISION if precision is None else precision,
             max_rows=SHOW_ALL if max_rows == 0 else max_rows,
@@ -102,8 +98,20 @@ class Presentation:
             map_precision=MAP_PRECISION if precision is None else precision,
             overview=overview,
             step=step,
-            export=export,
+            export=target,
         )
+
+
+def _export_path(given: str) -> Path:
+    """``--export FILE`` as a path to write: a .svg, .html or .txt file in a folder that
+    exists (a name ending in / is a folder's, and '' no name at all)."""
+    if given.endswith(("/", "\\")) or Path(given).suffix.lower() not in EXPORT_SUFFIXES:
+        raise InputError(field="--export", expected="a .svg, .html or .txt file",
+                         found=quoted(given))  # fmt: skip
+    path = Path(given)
+    if not path.resolve().parent.is_dir():
+        raise InputError("no such folder to save into", source=given)
+    return path
 
 
 def renderables(
