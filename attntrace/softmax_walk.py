@@ -10,6 +10,7 @@ become inf / inf = NaN, while the stable ones are exact.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from attntrace.errors import InputError
 from attntrace.ops import softmax
+from attntrace.visible import quoted
 
 
 @dataclass(frozen=True)
@@ -81,24 +83,28 @@ def walk(values: Sequence[float]) -> SoftmaxWalk:
     )
 
 
+# A number as a model file writes one (JSON's and YAML 1.2's form, ASCII digits): not
+# Python's float() alone, which also takes 1_000, ' 1' and Arabic-Indic digits.
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:inf|nan)",
+                     re.IGNORECASE)  # fmt: skip
+
+
 def parse_values(words: Sequence[str]) -> list[float]:
     """Command-line words -> finite floats, or an InputError naming the bad word."""
     numbers = []
     for position, word in enumerate(words):
-        if word.startswith("--"):
+        if word.startswith("--") and not _NUMBER.fullmatch(word[1:]):
             raise InputError(
-                f"unknown option {word!r} (softmax takes V1 V2 ..., --json and --precision N)"
+                f"{quoted(word)} is no number and no option of softmax (V1 V2 ..., --json, "
+                "--precision N; after --, every word is a value)"
             )
-        try:
-            number = float(word)
-        except ValueError:
-            raise InputError(
-                field=f"value {position + 1}", expected="a number", found=repr(word)
-            ) from None
+        if not _NUMBER.fullmatch(word):
+            raise InputError(field=f"value {position + 1}", expected="a number",
+                             found=quoted(word))  # fmt: skip
+        number = float(word)
         if not math.isfinite(number):
-            raise InputError(
-                field=f"value {position + 1}", expected="a finite number", found=repr(word)
-            )
+            raise InputError(field=f"value {position + 1}", expected="a finite number",
+                             found=quoted(word))  # fmt: skip
         numbers.append(number)
     if not numbers:
         raise InputError(expected="at least one number (the scores of one row)", found="none")

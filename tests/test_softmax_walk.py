@@ -151,3 +151,20 @@ def test_the_focus_softmax_table_splits_at_a_narrow_width() -> None:
     rows = [line.split() for line in section.splitlines() if line.startswith("animal")]
     assert rows == [["animal", "◀", "4.6400", "0.0000", "1.000000"], ["animal", "◀", "0.6486",
                                                                      "64.86%"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("word", ["1_000", " 1", "1 ", "\u0661", "0x10", "1e"])
+def test_a_value_is_a_number_as_a_model_file_writes_one(word: str) -> None:
+    """Python's float() takes 1_000, ' 1' and Arabic-Indic digits; a model file does not,
+    and neither does softmax."""
+    result = invoke("softmax", "--", "2", word)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("attntrace: error: value 2: expected a number, got '")
+
+
+def test_an_option_after_the_values_end_is_named_as_no_number() -> None:
+    result = invoke("softmax", "--", "-800", "-900", "--json")
+    assert result.stderr == (
+        "attntrace: error: '--json' is no number and no option of softmax (V1 V2 ..., "
+        "--json, --precision N; after --, every word is a value)\n"
+    )
