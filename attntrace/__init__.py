@@ -28,18 +28,18 @@ __all__ = [
 
 if TYPE_CHECKING:
     from attntrace.api import trace_attention
+    from attntrace.core.spec import ModelSpec
+    from attntrace.core.trace import Stage, Trace
     from attntrace.errors import InputError
-    from attntrace.model_file import load_model
-    from attntrace.spec import ModelSpec
-    from attntrace.trace import Stage, Trace
+    from attntrace.files.model_file import load_model
 
 _LAZY = {
     "trace_attention": "attntrace.api",
     "InputError": "attntrace.errors",
-    "load_model": "attntrace.model_file",
-    "ModelSpec": "attntrace.spec",
-    "Stage": "attntrace.trace",
-    "Trace": "attntrace.trace",
+    "load_model": "attntrace.files.model_file",
+    "ModelSpec": "attntrace.core.spec",
+    "Stage": "attntrace.core.trace",
+    "Trace": "attntrace.core.trace",
 }
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from attntrace import arguments
-from attntrace.attention import trace_block
+from attntrace.core.attention import trace_block
+from attntrace.core.spec import ModelSpec
+from attntrace.core.tokenize import tokenize
+from attntrace.core.trace import Trace
 from attntrace.errors import InputError
-from attntrace.spec import ModelSpec
-from attntrace.tokenize import tokenize
-from attntrace.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,8 @@ def choose_model(
     model: ModelSpec | Mapping[str, Any] | None,
     names: Names = CLI_NAMES,
 ) -> ModelSpec:
-    from attntrace.model_file import load_model, model_from_document
-    from attntrace.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
+    from attntrace.files.model_file import load_model, model_from_document
+    from attntrace.files.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
     chosen = [n for n, x in (("model", model), ("config", config), ("sample", sample))
               if x is not None]  # fmt: skip

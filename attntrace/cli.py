@@ -24,11 +24,11 @@ from attntrace import __version__
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from attntrace.core.focus import Focus
+    from attntrace.core.spec import ModelSpec
+    from attntrace.core.trace import Trace
     from attntrace.errors import InputError
-    from attntrace.focus import Focus
     from attntrace.render.present import Presentation
-    from attntrace.spec import ModelSpec
-    from attntrace.trace import Trace
 
 EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -262,7 +262,7 @@ def progress_shown() -> Iterator[None]:
     if not _is_terminal(sys.stderr):
         yield  # not even the display's module is imported
         return
-    from attntrace.progress import reporting_to
+    from attntrace.core.progress import reporting_to
     from attntrace.render.progress import StderrProgress
 
     with StderrProgress(after) as display, reporting_to(display):
@@ -298,8 +298,8 @@ def show(trace: Trace, how: Presentation) -> None:
     if how.focus is not None:
         from dataclasses import replace
 
+        from attntrace.core.focus import focus_row, resolve_focus
         from attntrace.errors import InputError
-        from attntrace.focus import focus_row, resolve_focus
 
         with bad_input_fails():  # a bad token is an input error before anything prints
             try:  # the token as typed (é, \x1b[2J from a script), by the file's tokens
@@ -485,7 +485,7 @@ def run(
             trace = traced(sentence, config=None if model is not None else config,
                            sample=sample, model=model, causal=causal, context=context)  # fmt: skip
     if how is None:
-        from attntrace.serialize import dump_bytes
+        from attntrace.files.serialize import dump_bytes
 
         with bad_input_fails():
             stages, heads = json_filters(trace, only_stages, only_heads)
@@ -500,7 +500,7 @@ def stdin_model(config: str | None) -> ModelSpec | None:
     """The model file on stdin for ``--config -``; None for any other --config."""
     if config != "-":
         return None
-    from attntrace.model_file import load_model_stdin
+    from attntrace.files.model_file import load_model_stdin
 
     return load_model_stdin()
 
@@ -565,8 +565,8 @@ def render(
     export: Export = None,
 ) -> None:
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
-    from attntrace.reading import read_stdin, read_text
-    from attntrace.replay import SAVED_TRACE, load_trace
+    from attntrace.files.reading import read_stdin, read_text
+    from attntrace.files.replay import SAVED_TRACE, load_trace
 
     how = presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
@@ -595,13 +595,13 @@ def softmax(
     ] = 2,
 ) -> None:
     """The softmax walkthrough of one row: exp, sum, shares, and why the max is subtracted."""
-    from attntrace.softmax_walk import parse_values, walk
+    from attntrace.core.softmax_walk import parse_values, walk
 
     with bad_input_fails():
         steps = walk(parse_values(values))
     with quiet_pipe():
         if as_json:
-            from attntrace.serialize import walk_dumps
+            from attntrace.files.serialize import walk_dumps
 
             sys.stdout.write(walk_dumps(steps) + "\n")
             return
@@ -648,7 +648,7 @@ def decode(
 
     With --model, a layer of a real decoder (smollm2) replays its own KV cache."""
     from attntrace.api import choose_model, sentence_tokens
-    from attntrace.kvcache import decode as run_decode
+    from attntrace.core.kvcache import decode as run_decode
 
     if step and as_json:
         usage("--json writes every step for programs: it does not mix with --step")
@@ -671,7 +671,7 @@ def decode(
             tokens = tuple(sentence_tokens(sentence, model))
             result = run_decode(model, tokens)
     if as_json:
-        from attntrace.serialize import decode_to_dict, plain_dumps
+        from attntrace.files.serialize import decode_to_dict, plain_dumps
 
         with quiet_pipe():
             sys.stdout.write(plain_dumps(decode_to_dict(result)) + "\n")
@@ -724,9 +724,9 @@ def kv_cache(
     ] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
+    from attntrace.core.kv_memory import BYTES_PER_VALUE, explicit_shape, variants
+    from attntrace.core.kv_memory import preset as preset_shape
     from attntrace.errors import InputError
-    from attntrace.kv_memory import BYTES_PER_VALUE, explicit_shape, variants
-    from attntrace.kv_memory import preset as preset_shape
 
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
     with bad_input_fails():
@@ -738,7 +738,7 @@ def kv_cache(
                 )
             with quiet_pipe():
                 if as_json:
-                    from attntrace.serialize import plain_dumps, presets_to_dict
+                    from attntrace.files.serialize import plain_dumps, presets_to_dict
 
                     sys.stdout.write(plain_dumps(presets_to_dict()) + "\n")
                     return
@@ -763,7 +763,7 @@ def kv_cache(
     name = preset or "your model"
     with quiet_pipe():
         if as_json:
-            from attntrace.serialize import kv_memory_to_dict, plain_dumps
+            from attntrace.files.serialize import kv_memory_to_dict, plain_dumps
 
             document = kv_memory_to_dict(name, shape, found, count, batch, dtype)
             sys.stdout.write(plain_dumps(document) + "\n")
@@ -814,7 +814,7 @@ def models_command(
 
     with quiet_pipe():
         if as_json:
-            from attntrace.serialize import models_to_dict, plain_dumps
+            from attntrace.files.serialize import models_to_dict, plain_dumps
 
             sys.stdout.write(plain_dumps(models_to_dict(CATALOG)) + "\n")
             return
@@ -870,7 +870,7 @@ def heads_command(
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
     with quiet_pipe():
         if as_json:
-            from attntrace.serialize import plain_dumps, ranking_to_dict
+            from attntrace.files.serialize import plain_dumps, ranking_to_dict
 
             sys.stdout.write(plain_dumps(ranking_to_dict(ranking)) + "\n")
             return
@@ -893,7 +893,7 @@ def samples_command(
     ] = None,
 ) -> None:
     """List the sample models that ship with attntrace, or print one of them."""
-    from attntrace.samples import sample_text, summaries
+    from attntrace.files.samples import sample_text, summaries
 
     if name is not None:
         with bad_input_fails():

@@ -24,8 +24,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from attntrace.kvcache import KVCache
-from attntrace.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
+from attntrace.core.kvcache import KVCache
+from attntrace.core.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
 
 T = TypeVar("T")
 D_MODEL, HEADS, TOKENS, REPEATS = 512, 8, 1024, 5

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.kvcache import KVCache, decode
-from attntrace.ops import kv_head_of, rope, softmax
+from attntrace.core.kvcache import KVCache, decode
+from attntrace.core.ops import kv_head_of, rope, softmax
 from attntrace.real.catalog import MINILM, SMOLLM2
 from attntrace.real.forward import LayerAttention
 from attntrace.real.gguf import GGUFFile

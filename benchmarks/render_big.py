@@ -22,7 +22,7 @@ import numpy as np
 from rich.console import Console
 
 from attntrace import trace_attention
-from attntrace.focus import focus_row
+from attntrace.core.focus import focus_row
 from attntrace.render.present import Presentation, renderables
 from attntrace.render.tables import View, cached_column_widths
 

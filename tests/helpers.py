@@ -17,7 +17,7 @@ from hypothesis import settings
 from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
-from attntrace.serialize import schema_text
+from attntrace.files.serialize import schema_text
 
 # A property that runs the whole CLI (or draws a whole panel) for each example costs some
 # 30 ms an example; under the ci profile it runs 300, not the 1000 of the cheap ones, so

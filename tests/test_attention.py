@@ -10,9 +10,9 @@ from naive import naive_attention
 from tolerances import FLOAT64, printed
 
 from attntrace import trace_attention
-from attntrace.attention import trace_block
+from attntrace.core.attention import trace_block
+from attntrace.core.spec import ModelSpec
 from attntrace.errors import InputError
-from attntrace.spec import ModelSpec
 
 STAGES = ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]
 
@@ -187,7 +187,7 @@ def test_print_and_repr_are_readable() -> None:
 def test_large_finite_stages_are_not_mistaken_for_overflow() -> None:
     """The finite check sums a stage first; cells near float64's limit sum to inf, and
     must then be checked one by one, not refused."""
-    from attntrace.attention import _require_finite
+    from attntrace.core.attention import _require_finite
 
     tokens, cols = ("a", "b"), ("d0", "d1")
     _require_finite("X", np.array([[1e308, 1e308], [1e308, 1e308]]), tokens, cols)

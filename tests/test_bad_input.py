@@ -1208,7 +1208,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(
     monkeypatch.chdir(tmp_path)
     materialize(case.make, Path(f"model{case.suffix}"))
     if case.make is fifo:  # the wait for a writer, made short (the default is 2 s)
-        monkeypatch.setattr("attntrace.reading.FIFO_WAIT_SECONDS", FIFO_WAIT)
+        monkeypatch.setattr("attntrace.files.reading.FIFO_WAIT_SECONDS", FIFO_WAIT)
 
     result = invoke(case.args, case.command, case.stdin)
 

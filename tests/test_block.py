@@ -19,10 +19,10 @@ from naive import naive_block
 from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace import InputError, trace_attention
-from attntrace.attention import trace_block
-from attntrace.ops import sinusoidal_positions
-from attntrace.spec import ModelSpec
-from attntrace.trace import Trace
+from attntrace.core.attention import trace_block
+from attntrace.core.ops import sinusoidal_positions
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
 
 PER_HEAD = ["Q", "K", "V", "scores", "scaled", "softmax", "output"]
 

@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 from rich.console import Console
 from tolerances import HAND_ROUNDING, HAND_UNDERFLOW
 
-from attntrace.attention import trace_block
-from attntrace.focus import focus_row
+from attntrace.core.attention import trace_block
+from attntrace.core.focus import focus_row
+from attntrace.core.softmax_walk import walk
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
 from attntrace.render.focus import focus_panel
 from attntrace.render.softmax_walk import walkthrough
 from attntrace.render.tables import View
-from attntrace.softmax_walk import walk
-from attntrace.spec import ModelSpec
-from attntrace.trace import Trace
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?")
 EPS = HAND_ROUNDING

@@ -15,9 +15,9 @@ from test_block import random_block
 from tolerances import FLOAT64, UNIT_SCALE_BOUND, significant
 
 from attntrace import InputError
-from attntrace.kv_memory import PRESETS, kv_cache_bytes, variants
-from attntrace.kvcache import KVCache, decode, step_costs
-from attntrace.model_file import model_from_document
+from attntrace.core.kv_memory import PRESETS, kv_cache_bytes, variants
+from attntrace.core.kvcache import KVCache, decode, step_costs
+from attntrace.files.model_file import model_from_document
 
 
 @pytest.mark.parametrize("seed", range(30))

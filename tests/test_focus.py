@@ -13,13 +13,13 @@ from naive import naive_attention
 from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace import InputError, trace_attention
-from attntrace.attention import trace_block
-from attntrace.focus import focus_row, resolve_focus, resolve_position
-from attntrace.labels import unique_labels
+from attntrace.core.attention import trace_block
+from attntrace.core.focus import focus_row, resolve_focus, resolve_position
+from attntrace.core.labels import unique_labels
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
 from attntrace.render.by_hand import Form
 from attntrace.render.focus import products, vector
-from attntrace.spec import ModelSpec
-from attntrace.trace import Trace
 
 
 def random_trace(seed: int) -> tuple[Trace, dict[str, list[list[float]]]]:

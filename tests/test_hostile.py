@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attntrace.errors import InputError
-from attntrace.model_file import load_model
-from attntrace.reading import decode_limited, max_file_bytes
+from attntrace.files.model_file import load_model
+from attntrace.files.reading import decode_limited, max_file_bytes
 
 FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
           "causal", "positions", "context", "biases", "rope_base", "WQ", "", "ŵ",

@@ -16,7 +16,7 @@ from helpers import invoke, schema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attntrace.kv_memory import PRESETS, human_bytes
+from attntrace.core.kv_memory import PRESETS, human_bytes
 
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")  # IEC 80000-13
 LIMIT = 1024 * 2**80  # 1024 YiB: the first cache the calculator refuses

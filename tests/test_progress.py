@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from helpers import invoke
 
-from attntrace import progress
+from attntrace.core import progress
 from attntrace.real.catalog import MINILM, SMOLLM2, RealModel, file_sha256
 
 ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -245,7 +245,7 @@ def test_a_progress_delay_must_be_a_number_of_seconds(
 def test_the_worked_example_and_work_within_the_delay_import_no_display() -> None:
     # stderr a terminal in both; -X importtime lists every module imported
     need(MINILM)
-    for args, delay, absent in ((["run", "cat eats fish", "--json"], {}, "attntrace.progress"),
+    for args, delay, absent in ((["run", "cat eats fish", "--json"], {}, "attntrace.core.progress"),
                                 (["heads", "--json"], {"ATTNTRACE_PROGRESS_AFTER": "30"},
                                  "rich.progress")):  # fmt: skip
         screen = Terminal()

@@ -23,12 +23,12 @@ from tolerances import FLOAT64
 
 import attntrace
 from attntrace import InputError, ModelSpec, Stage, Trace, load_model, trace_attention
+from attntrace.core.spec import GivenInputs
+from attntrace.core.trace import ModelInfo
+from attntrace.files.replay import load_trace
+from attntrace.files.samples import list_samples
+from attntrace.files.serialize import dump_bytes
 from attntrace.real.catalog import CATALOG
-from attntrace.replay import load_trace
-from attntrace.samples import list_samples
-from attntrace.serialize import dump_bytes
-from attntrace.spec import GivenInputs
-from attntrace.trace import ModelInfo
 
 MODEL_FILE = """\
 name: tiny
@@ -244,7 +244,7 @@ def test_a_frozen_array_is_still_checked_for_what_it_holds() -> None:
 
 
 def test_showing_a_trace_in_every_view_changes_no_number() -> None:
-    from attntrace.focus import focus_row
+    from attntrace.core.focus import focus_row
     from attntrace.render.present import Presentation, renderables
 
     trace = trace_attention(sample="it-animal")

@@ -27,9 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tolerances import FLOAT32_REFERENCE, FLOAT64, printed
 
+from attntrace.core.kvcache import decode
+from attntrace.core.ops import kv_head_of
 from attntrace.errors import InputError
-from attntrace.kvcache import decode
-from attntrace.ops import kv_head_of
 from attntrace.real.catalog import (
     CATALOG,
     MINILM,

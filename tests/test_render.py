@@ -13,10 +13,10 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from attntrace.labels import unique_labels
+from attntrace.core.labels import unique_labels
+from attntrace.core.trace import Stage
 from attntrace.render.numbers import column_widths, format_number, visible_indices
 from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
-from attntrace.trace import Stage
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from tolerances import FLOAT64, FLOAT64_APPROX, OFFSET_APPROX
 
 from attntrace import InputError, trace_attention
-from attntrace.kvcache import decode
-from attntrace.model_file import load_model, model_from_document
-from attntrace.ops import rope
-from attntrace.samples import sample_path
+from attntrace.core.kvcache import decode
+from attntrace.core.ops import rope
+from attntrace.files.model_file import load_model, model_from_document
+from attntrace.files.samples import sample_path
 
 finite = st.floats(-10, 10, allow_nan=False)
 

@@ -14,12 +14,12 @@ from naive import naive_block
 from test_block import random_block
 from tolerances import FLOAT64_APPROX, UNIT_SCALE_BOUND
 
-import attntrace.kvcache
-from attntrace.attention import trace_block
-from attntrace.kvcache import decode
-from attntrace.ops import softmax
-from attntrace.rounding import UNIT_ROUNDOFF, decode_bounds, gamma
-from attntrace.spec import ModelSpec
+import attntrace.core.kvcache
+from attntrace.core.attention import trace_block
+from attntrace.core.kvcache import decode
+from attntrace.core.ops import softmax
+from attntrace.core.rounding import UNIT_ROUNDOFF, decode_bounds, gamma
+from attntrace.core.spec import ModelSpec
 
 
 def scaled(model: ModelSpec, factor: float) -> ModelSpec:
@@ -90,7 +90,7 @@ def test_a_decode_off_by_a_part_in_a_billion_is_caught(
     def slightly_off(scores: Any) -> Any:
         return softmax(scores) * (1 + 1e-9)
 
-    monkeypatch.setattr(attntrace.kvcache, "softmax", slightly_off)
+    monkeypatch.setattr(attntrace.core.kvcache, "softmax", slightly_off)
     run = decode(model, tokens)
     assert not run.matches
     assert run.max_delta > run.bound

@@ -13,9 +13,9 @@ from hypothesis.extra.numpy import arrays
 from naive import naive_softmax_row
 from tolerances import FLOAT64, OFFSET
 
-from attntrace.attention import trace_block
-from attntrace.ops import softmax
-from attntrace.spec import ModelSpec
+from attntrace.core.attention import trace_block
+from attntrace.core.ops import softmax
+from attntrace.core.spec import ModelSpec
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 
@@ -85,7 +85,7 @@ def test_attention_output_rows_are_convex_combinations_of_values(
 
 
 def test_integer_scores_are_taken_as_floats() -> None:
-    from attntrace.ops import softmax
+    from attntrace.core.ops import softmax
 
     weights = softmax(np.array([[1, 2, 3]]))
     e = np.exp([-2.0, -1.0, 0.0])

@@ -12,7 +12,7 @@ import pytest
 from helpers import invoke
 from tolerances import FLOAT64_APPROX
 
-from attntrace.softmax_walk import walk
+from attntrace.core.softmax_walk import walk
 
 ARTICLE = ["3.2", "4.0", "1.0", "6.2", "8.0"]
 

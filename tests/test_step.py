@@ -120,9 +120,9 @@ def test_decode_pages_take_the_same_keys_and_complaints_as_stages() -> None:
 def test_shape_equations_name_each_bias_also_in_a_saved_cut_trace(tmp_path: Path) -> None:
     """'+ bQ [2]' after Q's product, '+ bO [4]' after projected's (it once looked for
     '+ bprojected'); a saved trace cut to one head keeps its bias slices."""
-    from attntrace.explain import shape_equation
-    from attntrace.replay import load_trace
-    from attntrace.serialize import dump_bytes
+    from attntrace.files.replay import load_trace
+    from attntrace.files.serialize import dump_bytes
+    from attntrace.render.explain import shape_equation
 
     identity = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     path = tmp_path / "biased.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attntrace.tokenize import tokenize
+from attntrace.core.tokenize import tokenize
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ HAND_ROUNDING = Fraction(2) ** -49
 # Below float64's normal range (1e-308) a result is rounded coarsely: an absolute slack.
 HAND_UNDERFLOW = Fraction(10) ** -300
 
-# decode's rounding bound (attntrace/rounding.py) is a worst case; for numbers near 1 it
+# decode's rounding bound (attntrace/core/rounding.py) is a worst case; for numbers near 1 it
 # must stay below this part of the values, or it could hide a mistake.
 UNIT_SCALE_BOUND = 1e-10
 

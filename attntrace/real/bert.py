@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.ops import Matrix
+from attntrace.core.ops import Matrix
 from attntrace.real.catalog import MINILM, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, gelu, layer_norm
 from attntrace.real.safetensors import read_safetensors

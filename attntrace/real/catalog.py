@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from attntrace import progress
+from attntrace.core import progress
 from attntrace.errors import InputError
-from attntrace.reading import open_regular, read_small
+from attntrace.files.reading import open_regular, read_small
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from attntrace import arguments, progress
+from attntrace import arguments
+from attntrace.core import progress
+from attntrace.core.ops import Matrix, apply_mask, causal_mask, rope, softmax
 from attntrace.errors import InputError
-from attntrace.ops import Matrix, apply_mask, causal_mask, rope, softmax
 from attntrace.real.catalog import RealModel
 from attntrace.real.text import checked_ids
 

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
-from attntrace.reading import open_regular
+from attntrace.files.reading import open_regular
 from attntrace.real.text import first_overlap, shown
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]

@@ -14,13 +14,14 @@ from functools import cache
 
 import numpy as np
 
-from attntrace import arguments, progress
-from attntrace.attention import trace_block
+from attntrace import arguments
+from attntrace.core import progress
+from attntrace.core.attention import trace_block
+from attntrace.core.spec import GivenInputs, ModelSpec
+from attntrace.core.trace import Trace
 from attntrace.errors import InputError
 from attntrace.real.catalog import CATALOG, RealModel, find_model
 from attntrace.real.forward import Transformer
-from attntrace.spec import GivenInputs, ModelSpec
-from attntrace.trace import Trace
 from attntrace.visible import quoted
 
 # The classic question of attention: what does "it" refer to?
@@ -210,7 +211,7 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     only. Under a causal mask a query sees no later key, so a key after the query is
     refused rather than ranked at 0 everywhere.
     """
-    from attntrace.focus import resolve_position
+    from attntrace.core.focus import resolve_position
 
     spec = find_model(name)
     model = opened(spec.name)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.ops import Matrix
+from attntrace.core.ops import Matrix
 from attntrace.real.bpe import ByteLevelBPE
 from attntrace.real.catalog import SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, rms_norm, silu

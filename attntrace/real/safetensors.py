@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
-from attntrace.reading import open_regular
+from attntrace.files.reading import open_regular
 from attntrace.real.text import first_overlap, shown
 
 __all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]

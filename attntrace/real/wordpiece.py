@@ -27,7 +27,7 @@ from pathlib import Path
 
 from attntrace import arguments
 from attntrace.errors import InputError
-from attntrace.reading import check_size, open_regular
+from attntrace.files.reading import check_size, open_regular
 from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
 __all__ = [

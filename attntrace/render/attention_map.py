@@ -18,9 +18,9 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 
-from attntrace.labels import unique_labels
+from attntrace.core.labels import unique_labels
+from attntrace.core.trace import Stage
 from attntrace.render.shown import pad, shortened
-from attntrace.trace import Stage
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _MAX_BAR = 24

@@ -16,16 +16,16 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.kvcache import Decode, DecodeStep
-from attntrace.labels import dims, unique_labels
-from attntrace.ops import kv_head_of
+from attntrace.core.kvcache import Decode, DecodeStep
+from attntrace.core.labels import dims, unique_labels
+from attntrace.core.ops import kv_head_of
+from attntrace.core.trace import Stage
 from attntrace.render.attention_map import bar
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
 from attntrace.render.tables import Facts, StageTable, View
 from attntrace.render.wrap import Wrapped
-from attntrace.trace import Stage
 
 _BAR = 30
 

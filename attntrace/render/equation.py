@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 
+from attntrace.core.trace import Stage, Trace
 from attntrace.render.tables import StageTable, View
-from attntrace.trace import Stage, Trace
 
 _UNLIMITED = 10**6
 

@@ -28,7 +28,8 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attntrace.focus import Focus
+from attntrace.core.focus import Focus
+from attntrace.core.trace import Trace
 from attntrace.render.by_hand import (
     Form,
     choose,
@@ -44,7 +45,6 @@ from attntrace.render.shown import pad
 from attntrace.render.split_table import SplitTable
 from attntrace.render.tables import View
 from attntrace.render.wrap import Wrapped
-from attntrace.trace import Trace
 
 # How many terms of a long sum are written out (the largest ones).
 TERMS_SHOWN = 6

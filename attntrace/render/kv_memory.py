@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.measure import Measurement
 from rich.text import Text
 
-from attntrace.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
+from attntrace.core.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
 from attntrace.render.fitted import Fitted
 from attntrace.render.shown import pad
 

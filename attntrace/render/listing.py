@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 from rich.text import Text
 
-from attntrace.samples import SampleSummary
+from attntrace.files.samples import SampleSummary
 
 
 def sample_lines(summaries: Sequence[SampleSummary]) -> Iterator[Text]:

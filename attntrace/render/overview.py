@@ -18,8 +18,8 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.segment import Segment
 from rich.text import Text
 
+from attntrace.core.trace import ModelInfo, Stage, Trace
 from attntrace.render.tables import StageTable, View, block_notes, head_label, header
-from attntrace.trace import ModelInfo, Stage, Trace
 
 _GAP = 3
 

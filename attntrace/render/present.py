@@ -20,6 +20,7 @@ import numpy as np
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from attntrace.core.trace import Trace
 from attntrace.errors import InputError
 from attntrace.render.tables import (
     DEFAULT_MAX_HEADS,
@@ -29,11 +30,10 @@ from attntrace.render.tables import (
     header,
     render_trace,
 )
-from attntrace.trace import Trace
 from attntrace.visible import quoted
 
 if TYPE_CHECKING:
-    from attntrace.focus import Focus
+    from attntrace.core.focus import Focus
 
 DEFAULT_TOP = 3  # keys per token in --map (the views below load only when chosen)
 

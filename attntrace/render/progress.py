@@ -1,6 +1,6 @@
 """Long work drawn on stderr while a person waits: hashing, layers, decoding.
 
-:class:`StderrProgress` is an :class:`attntrace.progress.Listener`. For its first
+:class:`StderrProgress` is an :class:`attntrace.core.progress.Listener`. For its first
 ``after`` seconds it only takes notes, so work that ends sooner never flashes a bar
 and never imports Rich's progress machinery (``progress_bars``); from then on, at each
 report, it draws a Rich Progress on stderr: per task a description, a bar, the count
@@ -44,7 +44,7 @@ class Work:
 class StderrProgress:
     """A Rich progress display on stderr, shown once the work has run ``after`` seconds.
 
-    Use it as a context manager around the work (and :func:`attntrace.progress.reporting_to`
+    Use it as a context manager around the work (and :func:`attntrace.core.progress.reporting_to`
     inside it); leaving the block clears the display. The caller decides that stderr is
     a terminal; one Rich cannot redraw in place (TERM=dumb) gets no display.
     """

@@ -12,7 +12,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.segment import Segment
 from rich.text import Text
 
-from attntrace.labels import unique_labels
+from attntrace.core.labels import unique_labels
 from attntrace.render.shown import labels, model_name, quoted, shortened
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import is_visible, visible

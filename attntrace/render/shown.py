@@ -20,7 +20,7 @@ from attntrace.visible import folded, visible
 from attntrace.visible import quoted as visible_quoted
 
 if TYPE_CHECKING:  # `attntrace models` lists names without loading numpy
-    from attntrace.trace import Stage, Trace
+    from attntrace.core.trace import Stage, Trace
 
 # How many characters of each are shown: a table's label column must leave room for
 # numbers, a header must stay a line; the JSON keeps every character.
@@ -48,7 +48,7 @@ def description(text: str) -> str:
 def labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """Each token's :func:`label`; tokens that differ but read the same (é composed and
     e + U+0301) are told apart by their position, ``é#3`` and ``é#4``, as a repeated
-    token is (:func:`attntrace.labels.unique_labels`)."""
+    token is (:func:`attntrace.core.labels.unique_labels`)."""
     shown = [label(token) for token in tokens]
     spellings: dict[str, set[str]] = {}
     for token in tokens:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from rich.console import Group, JustifyMethod, RenderableType
 from rich.text import Text
 
+from attntrace.core.softmax_walk import SoftmaxWalk
 from attntrace.render.by_hand import (
     EXACT_MANTISSA,
     FIXED_EXTRA,
@@ -30,7 +31,6 @@ from attntrace.render.by_hand import (
 )
 from attntrace.render.numbers import FIXED_LIMIT, format_number
 from attntrace.render.split_table import SplitTable
-from attntrace.softmax_walk import SoftmaxWalk
 
 FLOAT64_MAX = "1.8e308"
 

@@ -15,8 +15,9 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from attntrace.explain import paragraph, shape_equation
-from attntrace.focus import Focus
+from attntrace.core.focus import Focus
+from attntrace.core.trace import Trace
+from attntrace.render.explain import paragraph, shape_equation
 from attntrace.render.focus import SECTION_OF_STAGE
 from attntrace.render.tables import (
     DEFAULT_VIEW,
@@ -27,7 +28,6 @@ from attntrace.render.tables import (
     stage_body,
 )
 from attntrace.render.wrap import Wrapped
-from attntrace.trace import Trace
 from attntrace.visible import quoted, visible
 
 HELP = "Enter or n: next {noun} · b: back · {jump}: jump · q: quit · ?: this help"

@@ -19,8 +19,9 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
-from attntrace.explain import one_line
-from attntrace.labels import unique_labels
+from attntrace.core.labels import unique_labels
+from attntrace.core.trace import ModelInfo, Stage, Trace
+from attntrace.render.explain import one_line
 from attntrace.render.fitted import Fitted
 from attntrace.render.heatmap import weight_style
 from attntrace.render.numbers import (
@@ -31,7 +32,6 @@ from attntrace.render.numbers import (
 )
 from attntrace.render.shown import pad, shown_trace
 from attntrace.render.wrap import Wrapped
-from attntrace.trace import ModelInfo, Stage, Trace
 from attntrace.visible import ELLIPSIS
 
 DEFAULT_PRECISION = 4

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from attntrace.trace import Stage, Trace
+from attntrace.core.trace import Stage, Trace
 
 _ONE_LINE = {
     "embeddings": "One row per token: its vector from the embedding table.",

@@ -5,7 +5,7 @@ cache (one entry per K/V head: the cache of a GQA model holds kv_heads heads, no
 heads), and q attends over the t+1 cached keys, which is causal attention by
 construction. The outputs are then compared with the full causal trace of the same
 sentence: they must agree to rounding, cell by cell within the float64 bound of
-:mod:`attntrace.rounding` (a few times 1e-16 of the values for small models).
+:mod:`attntrace.core.rounding` (a few times 1e-16 of the values for small models).
 
 Costs are counted in multiply-adds (one a·b added to a sum), the unit matmul costs are
 quoted in, for one step t (t+1 tokens so far, h heads, k K/V heads):
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from attntrace import progress
-from attntrace.attention import trace_block
+from attntrace.core import progress
+from attntrace.core.attention import trace_block
+from attntrace.core.frozen import freeze
+from attntrace.core.ops import Matrix, kv_head_of, rope, softmax
+from attntrace.core.rounding import decode_bounds
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
 from attntrace.errors import InputError
-from attntrace.frozen import freeze
-from attntrace.ops import Matrix, kv_head_of, rope, softmax
-from attntrace.rounding import decode_bounds
-from attntrace.spec import ModelSpec
-from attntrace.trace import Trace
 
 BYTES_PER_NUMBER = 8  # float64
 
@@ -181,7 +181,7 @@ class Decode:
     steps: tuple[DecodeStep, ...]
     full: Trace  # the same sentence traced at once, causally
     max_delta: float  # max |decode − full| over every head's output (and projected)
-    bound: float  # the largest of the cells' float64 rounding bounds (attntrace.rounding)
+    bound: float  # the largest of the cells' float64 rounding bounds (attntrace.core.rounding)
     matches: bool  # every cell's |decode − full| within its own bound
 
     @property

@@ -15,10 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attntrace.errors import InputError
-from attntrace.frozen import computed
-from attntrace.labels import dims
-from attntrace.ops import (
+from attntrace.core.frozen import computed
+from attntrace.core.labels import dims
+from attntrace.core.ops import (
     Matrix,
     apply_mask,
     causal_mask,
@@ -28,8 +27,9 @@ from attntrace.ops import (
     sinusoidal_positions,
     softmax,
 )
-from attntrace.spec import ModelSpec
-from attntrace.trace import ModelInfo, Stage, Trace, weight_title
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
+from attntrace.errors import InputError
 
 
 class _Recorder:

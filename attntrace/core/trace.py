@@ -15,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.core.frozen import read_only
+from attntrace.core.ops import kv_head_of
 from attntrace.errors import InputError
-from attntrace.frozen import read_only
-from attntrace.ops import kv_head_of
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,7 +122,7 @@ class ModelInfo:
         return self.heads // self.kv_heads
 
     def kv_head_of(self, head: int) -> int:
-        """The K/V head query head ``head`` reads (:func:`attntrace.ops.kv_head_of`)."""
+        """The K/V head query head ``head`` reads (:func:`attntrace.core.ops.kv_head_of`)."""
         return kv_head_of(head, self.heads, self.kv_heads)
 
     @property

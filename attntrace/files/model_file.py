@@ -1,6 +1,6 @@
 """Model file (YAML or JSON) -> validated :class:`ModelSpec`. Every check lives here.
 
-:mod:`attntrace.parse` turns the text into plain data; this module checks that data
+:mod:`attntrace.files.parse` turns the text into plain data; this module checks that data
 against SPEC.md section 3. Every failure is one :class:`InputError` naming the file, the
 field path, what was expected and what was found.
 """
@@ -18,11 +18,11 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from attntrace import arguments
+from attntrace.core.frozen import freeze
+from attntrace.core.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
 from attntrace.errors import InputError, describe
-from attntrace.frozen import freeze
-from attntrace.parse import parse_document
-from attntrace.reading import check_size, open_regular, read_stdin, read_text
-from attntrace.spec import BIAS_OF_WEIGHT, Matrix, ModelSpec
+from attntrace.files.parse import parse_document
+from attntrace.files.reading import check_size, open_regular, read_stdin, read_text
 
 # The fields of SPEC.md section 3.
 KNOWN_FIELDS = (
@@ -369,7 +369,7 @@ class _NpyReader:
                 expected="a finite number",
                 found=repr(float(matrix[i, j])),
             )
-        return freeze(matrix, finite=True)  # the spec keeps it as it is (attntrace.frozen)
+        return freeze(matrix, finite=True)  # the spec keeps it as it is (attntrace.core.frozen)
 
     def _open(self, path: Path, field: str) -> BinaryIO:
         try:

@@ -1,6 +1,6 @@
 """A validated model: what attention needs, with nothing left to check.
 
-:mod:`attntrace.model_file` turns a file into typed values (matrices, numbers, strings);
+:mod:`attntrace.files.model_file` turns a file into typed values (matrices, numbers, strings);
 :class:`ModelSpec` checks that they fit together (the shapes of SPEC.md section 3) in
 ``__post_init__``, so a spec built from Python is held to the same rules as one from a
 file. Tokens are looked up here, because the lookup rule (exact, then lower-case) is
@@ -19,10 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.core.frozen import freeze, is_frozen, known_finite, read_only
+from attntrace.core.ops import head_columns
+from attntrace.core.tokenize import EDGE_PUNCTUATION
 from attntrace.errors import InputError, describe
-from attntrace.frozen import freeze, is_frozen, known_finite, read_only
-from attntrace.ops import head_columns
-from attntrace.tokenize import EDGE_PUNCTUATION
 from attntrace.visible import code_points, lookalikes, quoted
 
 Matrix = npt.NDArray[np.float64]

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need no numpy
-    from attntrace.kv_memory import Shape, Variant
-    from attntrace.kvcache import Decode
-    from attntrace.ops import Matrix
+    from attntrace.core.kv_memory import Shape, Variant
+    from attntrace.core.kvcache import Decode
+    from attntrace.core.ops import Matrix
+    from attntrace.core.softmax_walk import SoftmaxWalk
+    from attntrace.core.trace import ModelInfo, Stage, Trace
     from attntrace.real.catalog import RealModel
     from attntrace.real.layer import HeadRanking
-    from attntrace.softmax_walk import SoftmaxWalk
-    from attntrace.trace import ModelInfo, Stage, Trace
 
 SCHEMA_ID = "attntrace/trace/v1"
 SCHEMA_FILE = "trace-v1.schema.json"
@@ -113,7 +113,7 @@ def dump_bytes(
 
 def schema_text() -> str:
     """The JSON Schema document for :data:`SCHEMA_ID`, as shipped in the package."""
-    return (Path(__file__).parent / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")
+    return (Path(__file__).parent.parent / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")
 
 
 WALK_SCHEMA_ID = "attntrace/softmax/v1"
@@ -209,7 +209,7 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
 def kv_memory_to_dict(
     name: str, shape: Shape, variants: list[Variant], tokens: int, batch: int, dtype: str
 ) -> dict[str, Any]:
-    from attntrace.kv_memory import BYTES_PER_VALUE, human_bytes
+    from attntrace.core.kv_memory import BYTES_PER_VALUE, human_bytes
 
     return {
         "schema": KV_MEMORY_SCHEMA_ID,
@@ -246,7 +246,7 @@ def plain_dumps(document: Any) -> str:
 
 def presets_to_dict() -> dict[str, Any]:
     """``kv-cache --json`` without a model: every preset's shape."""
-    from attntrace.kv_memory import PRESETS
+    from attntrace.core.kv_memory import PRESETS
 
     return {
         "schema": "attntrace/kv-cache-presets/v1",

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core.labels import unique_labels
+from attntrace.core.trace import Trace
 from attntrace.errors import InputError
-from attntrace.labels import unique_labels
-from attntrace.trace import Trace
 from attntrace.visible import quoted
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from attntrace.errors import InputError, LongInteger, parsed_integer
-from attntrace.parse import ParsedMapping
+from attntrace.files.parse import ParsedMapping
 
 _CORE = "tag:yaml.org,2002:"
 _BOOL_TAG, _INT_TAG, _FLOAT_TAG, _MERGE_TAG = (

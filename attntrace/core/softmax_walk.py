@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attntrace.core.ops import softmax
 from attntrace.errors import InputError
-from attntrace.ops import softmax
 from attntrace.visible import quoted
 
 

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core.frozen import freeze
+from attntrace.core.spec import POSITION_KINDS, is_rope_base
+from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.errors import InputError, describe
-from attntrace.frozen import freeze
-from attntrace.parse import parse_document
-from attntrace.serialize import SCHEMA_ID
-from attntrace.spec import POSITION_KINDS, is_rope_base
-from attntrace.trace import ModelInfo, Stage, Trace, weight_title
+from attntrace.files.parse import parse_document
+from attntrace.files.serialize import SCHEMA_ID
 
 SAVED_TRACE = "a saved trace (from attntrace run --json)"  # what render reads, in messages
 
@@ -270,7 +270,7 @@ def _matrix(value: Any, field: str, rows: int, cols: int) -> npt.NDArray[Any]:
                                  found=describe(cell))  # fmt: skip
             else:
                 out[i, j] = cell
-    return freeze(out)  # the stage keeps it as it is (see attntrace.frozen)
+    return freeze(out)  # the stage keeps it as it is (see attntrace.core.frozen)
 
 
 def _as_float(number: int | float) -> float:

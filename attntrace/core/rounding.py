@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from attntrace.ops import Matrix, head_columns
-from attntrace.spec import ModelSpec
-from attntrace.trace import Trace
+from attntrace.core.ops import Matrix, head_columns
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
 
 UNIT_ROUNDOFF = 2.0**-53  # u: the largest relative error of one rounded float64 operation
 # numpy's SIMD exp, sin and cos are within a few ulps, not half of one like a rounded

@@ -29,7 +29,7 @@ class Sample:
 def samples_dir() -> Path:
     """The samples folder inside the installed package (a plain path: the package is
     installed as files, and importlib.resources costs start-up time)."""
-    return Path(__file__).parent / "samples"
+    return Path(__file__).parent.parent / "samples"
 
 
 def list_samples() -> list[Sample]:
@@ -74,7 +74,7 @@ class SampleSummary:
 
 
 def summarize(sample: Sample) -> SampleSummary:
-    from attntrace.model_file import load_model
+    from attntrace.files.model_file import load_model
 
     model = load_model(sample.path, source=f"sample {sample.name}")
     # the first sentence: a full stop ends it, but not one of "et al." or "e.g."

@@ -1,6 +1,6 @@
 """Model-file text -> plain data (dicts, lists, str, int, float, bool, None).
 
-JSON is parsed here; YAML in :mod:`attntrace.yaml_file` (imported only for YAML, so
+JSON is parsed here; YAML in :mod:`attntrace.files.yaml_file` (imported only for YAML, so
 JSON model files and saved traces never load PyYAML). A key given twice is recorded in
 :class:`ParsedMapping` and reported by validation, which knows the field path. Every
 failure is an :class:`InputError`.
@@ -37,7 +37,7 @@ def parse_document(text: str, source: str, *, is_json: bool) -> Any:
     """Parse YAML or JSON text into plain Python data (PyYAML is loaded only for YAML)."""
     if is_json:
         return _parse_json(text, source)
-    from attntrace.yaml_file import parse_yaml
+    from attntrace.files.yaml_file import parse_yaml
 
     return parse_yaml(text, source)
 
