@@ -10,8 +10,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-PACKAGE = Path(__file__).resolve().parent.parent / "attntrace"
+PACKAGE = ROOT / "attntrace"
 
 # The top-level modules everything may use: the error type, safe text, argument checks
 # (and the package's __version__).

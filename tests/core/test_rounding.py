@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from naive import naive_block
-from test_block import random_block
+from randoms import random_block
 from tolerances import FLOAT64_APPROX, UNIT_SCALE_BOUND
 
 import attntrace.core.kvcache

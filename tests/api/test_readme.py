@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from attntrace.real.catalog import CATALOG
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
 CONSOLE_BLOCK = re.compile(r"```console\n\$ (?P<command>[^\n]*)\n(?P<output>.*?)```", re.DOTALL)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import invoke, schema
 from naive import naive_block
-from test_block import random_block
+from randoms import random_block
 from tolerances import FLOAT64, UNIT_SCALE_BOUND, significant
 
 from attntrace import InputError

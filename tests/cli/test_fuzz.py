@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import invoke, raw_controls, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
+from paths import SAMPLES
 from typer.testing import Result  # type: ignore[attr-defined, unused-ignore]  # typer 0.26
 
 SAVED = json.loads(invoke("run", "the cat sat", "-s", "the-cat-sat", "--json").stdout)
@@ -75,7 +75,6 @@ def test_any_damaged_trace(path: list[int], value: Any) -> None:
     ended_cleanly(invoke("render", "-", "--focus", "cat", input=json.dumps(damaged)))
 
 
-SAMPLES = Path(__file__).resolve().parent.parent / "attntrace" / "samples"
 WHOLE_FILES = {name: (SAMPLES / name).read_text(encoding="utf-8")
                for name in ("the-cat-sat.yaml", "cat-eats-fish.json")}  # fmt: skip
 

@@ -16,6 +16,7 @@ import yaml
 from helpers import invoke, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
+from paths import ROOT
 
 from attntrace.errors import InputError
 from attntrace.files.model_file import load_model
@@ -332,7 +333,7 @@ def test_a_size_limit_must_be_a_positive_number(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", value)
-    result = invoke("run", "--json", "-c", str(Path(__file__).parent.parent / "attntrace" /
+    result = invoke("run", "--json", "-c", str(ROOT / "attntrace" /
                                               "samples" / "cat-eats-fish.json"))  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.endswith(

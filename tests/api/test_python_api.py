@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from naive import naive_attention
+from paths import ROOT
 from rich.console import Console
 from tolerances import FLOAT64
 
@@ -88,7 +89,7 @@ def test_the_exported_names_are_the_documented_ones() -> None:
     assert dir(attntrace) == expected == sorted(attntrace.__all__)
     for name in expected:
         assert getattr(attntrace, name) is not None
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### What `attntrace` exports", 1)[1].split("\n## ", 1)[0]
     for name in expected:
         assert f"**`{name}" in section, f"{name} is exported but not documented"

@@ -16,8 +16,6 @@ from typer.testing import CliRunner
 
 from attntrace.cli import app
 
-SAMPLES = Path(__file__).resolve().parent.parent / "attntrace" / "samples"
-
 
 def run_with_columns(columns: str | None, *args: str) -> str:
     env = {"NO_COLOR": "1", "TERM": "dumb"}
