@@ -21,7 +21,8 @@ import os
 import select
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -277,3 +278,21 @@ def read_small(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise InputError(f"over {limit} bytes")
     return data
+
+
+@contextmanager
+def naming(source: str, reading: str = "the file") -> Iterator[None]:
+    """Errors inside, named for ``source``: an :class:`InputError` gets the source, and an
+    :class:`OSError` (no such file, permission, ...) becomes "cannot read ``reading``: why".
+
+    The readers of weight and vocabulary files open and check their file in this block,
+    so every way it can fail is one line naming the file.
+    """
+    try:
+        yield
+    except InputError as error:
+        raise error.with_source(source) from None
+    except OSError as error:
+        raise InputError(
+            f"cannot read {reading}: {error.strerror or error}", source=source
+        ) from None

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
-from attntrace.files.reading import open_regular
+from attntrace.files.reading import naming, open_regular
 from attntrace.real.text import first_overlap, shown
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]
@@ -320,25 +320,18 @@ class GGUFFile:
 
 
 def _map_file(path: Path, source: str) -> mmap.mmap:
-    try:
-        # a regular file only (it is mapped): a FIFO or a device is refused before a read
-        with open_regular(path, "a GGUF weight file (it is memory-mapped)") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            if size < 24:
-                raise InputError(
-                    "file too short for a GGUF header",
-                    source=source,
-                    expected="at least 24 bytes (magic, version, counts)",
-                    found=f"{size} byte{'s' if size != 1 else ''}",
-                )
-            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except InputError as error:
-        raise error.with_source(source) from None
-    except OSError as error:
-        raise InputError(
-            f"cannot read the file: {error.strerror or error}", source=source
-        ) from None
+    # a regular file only (it is mapped): a FIFO or a device is refused before a read
+    with naming(source), open_regular(path, "a GGUF weight file (it is memory-mapped)") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        if size < 24:
+            raise InputError(
+                "file too short for a GGUF header",
+                source=source,
+                expected="at least 24 bytes (magic, version, counts)",
+                found=f"{size} byte{'s' if size != 1 else ''}",
+            )
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class _Parser:

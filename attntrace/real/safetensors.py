@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
-from attntrace.files.reading import open_regular
+from attntrace.files.reading import naming, open_regular
 from attntrace.real.text import first_overlap, shown
 
 __all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]
@@ -125,14 +125,8 @@ def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
 def _open(path: Path, source: str) -> BinaryIO:
     """The file, if it is a regular one (it is mapped): a FIFO or a device is refused
     before a read that could block or never end."""
-    try:
+    with naming(source):
         return open_regular(path, "a .safetensors weight file (it is memory-mapped)")
-    except InputError as error:
-        raise error.with_source(source) from None
-    except OSError as error:
-        raise InputError(
-            f"cannot read the file: {error.strerror or error}", source=source
-        ) from None
 
 
 def _parse_header(raw: bytes, source: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from attntrace import arguments
 from attntrace.errors import InputError
-from attntrace.files.reading import check_size, open_regular
+from attntrace.files.reading import check_size, naming, open_regular
 from attntrace.real.text import checked_ids, parse_ranges, special_pattern, split_specials
 
 __all__ = [
@@ -270,18 +270,12 @@ class WordPiece:
     def from_vocab_file(cls, path: str | Path, *, lowercase: bool = True) -> WordPiece:
         """Read ``vocab.txt``: one token per line, the id is the line number (from 0)."""
         source = str(path)
-        try:  # a regular file (it is hashed too), within the size limit
+        with naming(source, "the vocabulary"):  # a regular file (it is hashed too), in bounds
             with open_regular(path, "a vocabulary file (UTF-8 text, one token per line)") as file:
                 size = os.fstat(file.fileno()).st_size
                 check_size(size)
                 data = file.read(size + 1)
             check_size(len(data), stream=True)  # it grew while being read
-        except InputError as error:
-            raise error.with_source(source) from None
-        except OSError as error:
-            raise InputError(
-                f"cannot read the vocabulary: {error.strerror or error}", source=source
-            ) from None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
