@@ -702,25 +702,25 @@ REJECTED = [
         "token-with-space",
         "embeddings:\n  big cat: [1, 2]\n" + W,
         "model.yaml: embeddings: expected tokens without spaces "
-        "(a sentence is split on whitespace), got 'big cat'",
+        "(a sentence is split on whitespace), got a string 'big cat'",
     ),
     case(
         "json-token-with-tab",
         '{"embeddings": {"a\\tb": [1, 2]}, ' + J_W + "}",
         "model.json: embeddings: expected tokens without spaces "
-        "(a sentence is split on whitespace), got 'a\\tb'",
+        "(a sentence is split on whitespace), got a string 'a\\tb'",
         suffix=".json",
     ),
     case(
         "json-empty-token",
         '{"embeddings": {"": [1, 2]}, ' + J_W + "}",
-        "model.json: embeddings: expected a non-empty token, got ''",
+        "model.json: embeddings: expected a non-empty token, got a string ''",
         suffix=".json",
     ),
     case(
         "yaml-empty-token",
         "embeddings:\n  '': [1, 2]\n" + W,
-        "model.yaml: embeddings: expected a non-empty token, got ''",
+        "model.yaml: embeddings: expected a non-empty token, got a string ''",
     ),
     # --- duplicate keys: the mapping's field path, and the line where YAML has one
     case(
@@ -1044,7 +1044,7 @@ REJECTED = [
             EMB + "weights:\n  WQ: wq.npy\n" + WK + WV,
             {"wq.npy": [[1.0, float("inf")], [0.0, 1.0]]},
         ),
-        "model.yaml: weights.WQ[0][1]: expected a finite number, got inf",
+        "model.yaml: weights.WQ[0][1]: expected a finite number, got a non-finite number (inf)",
     ),
     case(
         "npy-vocabulary-length",
