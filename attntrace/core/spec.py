@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.core.fields import counted, is_token, shape_text, whole
 from attntrace.core.frozen import freeze, is_frozen, known_finite, read_only
 from attntrace.core.ops import head_columns
 from attntrace.core.tokenize import EDGE_PUNCTUATION
@@ -59,12 +60,12 @@ def checked_array(
         raise arguments.wrong_type(name, f"a numpy array of real numbers ({kind})", value)
     if value.ndim != ndim:
         expected = "a matrix (2-D array)" if ndim == 2 else "a vector (1-D array)"
-        shape = " × ".join(str(n) for n in value.shape)
+        shape = shape_text(value.shape)
         found = f"a {value.ndim}-D array" + (f" of {shape}" if shape else "")
         raise InputError(field=field_path, expected=expected, found=found)
     if value.size == 0:
         raise InputError(field=field_path, expected="at least one number",
-                         found=" × ".join(str(n) for n in value.shape))  # fmt: skip
+                         found=shape_text(value.shape))  # fmt: skip
     with np.errstate(over="ignore"):  # a longdouble past float64's range becomes inf
         converted = read_only(value)
     if finite and not known_finite(converted):
@@ -189,7 +190,7 @@ class ModelSpec:
         if isinstance(self.positions, str) and self.positions not in ("sinusoidal", "rope"):
             raise InputError(source=self.source, field="positions",
                              expected="none, sinusoidal, rope or a list of vectors",
-                             found=repr(self.positions))  # fmt: skip
+                             found=describe(self.positions))  # fmt: skip
         self._check_rope()
         self._check_biases()
         if self.given is not None and (self.given.X.ndim != 2 or self.given.X.shape[1] != d_model):
@@ -278,10 +279,10 @@ class ModelSpec:
         for key, vector in given.items():
             if not isinstance(key, str):
                 raise arguments.wrong_type(f"ModelSpec.{name} keys", "str", key)
-            if name == "embeddings" and key.split() != [key]:  # empty, or holds a space
+            if name == "embeddings" and not is_token(key):
                 raise InputError(source=self.source, field="embeddings",
                                  expected="non-empty tokens without spaces (a sentence is "
-                                 "split on whitespace)", found=repr(key))  # fmt: skip
+                                 "split on whitespace)", found=describe(key))  # fmt: skip
             if (isinstance(vector, np.ndarray) and vector.dtype == np.float64
                     and vector.ndim == 1 and vector.size and not vector.flags.writeable
                     and (vector.base is shared or is_frozen(vector))):  # fmt: skip
@@ -300,11 +301,10 @@ class ModelSpec:
             if width is None:
                 width = len(row)
             elif len(row) != width:
-                first, count = next(iter(vectors)), len(row)
                 raise InputError(source=self.source, field=f"embeddings.{key}",
                                  expected=f"a vector of {width} numbers "
-                                 f"(d_model, the length of {first!r})",
-                                 found=f"{count} number{'s' if count != 1 else ''}")  # fmt: skip
+                                 f"(d_model, the length of {next(iter(vectors))!r})",
+                                 found=counted(len(row), "number"))  # fmt: skip
         # one NaN check for all: a vocabulary of thousands costs one pass, not thousands
         if unchecked and not np.isfinite(np.concatenate(unchecked)).all():
             for key, row in vectors.items():
@@ -316,9 +316,7 @@ class ModelSpec:
 
     def _check_heads(self) -> None:
         for name, value in (("heads", self.heads), ("kv_heads", self.n_kv_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(source=self.source, field=name, expected="a whole number ≥ 1",
-                                 found=repr(value))  # fmt: skip
+            whole(value, name, source=self.source)
         if self.heads % self.n_kv_heads:
             divisors = [k for k in range(1, self.heads + 1) if self.heads % k == 0]
             raise InputError(
@@ -338,7 +336,7 @@ class ModelSpec:
         if not is_rope_base(base):
             raise InputError(source=self.source, field="rope_base",
                              expected="a number > 1 (10000 in RoFormer and LLaMA)",
-                             found=repr(base))  # fmt: skip
+                             found=describe(base))  # fmt: skip
         if self.d_k % 2:
             raise InputError(
                 "RoPE rotates pairs of dimensions",
@@ -353,7 +351,8 @@ class ModelSpec:
             weight = BIAS_OF_WEIGHT.get(name)
             if weight is None:
                 raise InputError(source=self.source, field=f"biases.{name}",
-                                 expected="one of bQ, bK, bV, bO", found=repr(name))  # fmt: skip
+                                 expected="one of bQ, bK, bV, bO",
+                                 found=describe(name))  # fmt: skip
             matrix = getattr(self, weight)
             if matrix is None:
                 raise InputError(
@@ -365,16 +364,15 @@ class ModelSpec:
                 )
             width = int(matrix.shape[1])
             if vector.ndim != 1 or vector.shape[0] != width:
-                count = int(vector.shape[0]) if vector.ndim == 1 else 0
-                found = (f"{count} number{'s' if count != 1 else ''}" if vector.ndim == 1
-                         else " × ".join(str(n) for n in vector.shape))  # fmt: skip
+                found = (counted(int(vector.shape[0]), "number") if vector.ndim == 1
+                         else shape_text(vector.shape))  # fmt: skip
                 raise InputError(source=self.source, field=f"biases.{name}",
                                  expected=f"{width} numbers (one per column of {weight})",
                                  found=found)  # fmt: skip
 
     def _shape_error(self, field_name: str, expected: str, matrix: Matrix) -> None:
-        found = " × ".join(str(n) for n in matrix.shape)
-        raise InputError(source=self.source, field=field_name, expected=expected, found=found)
+        raise InputError(source=self.source, field=field_name, expected=expected,
+                         found=shape_text(matrix.shape))  # fmt: skip
 
     @property
     def n_kv_heads(self) -> int:

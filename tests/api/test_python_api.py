@@ -414,7 +414,7 @@ BAD_VALUES: list[tuple[str, Callable[[], object], str]] = [
      "weights.WQ: expected at least one number, got 2 × 0"),
     ("token with a space", lambda: tiny_spec(embeddings={"a b": np.ones(2)}),
      "embeddings: expected non-empty tokens without spaces (a sentence is split on "
-     "whitespace), got 'a b'"),
+     "whitespace), got a string 'a b'"),
     ("ragged embeddings", lambda: tiny_spec(embeddings={"a": np.ones(2), "b": np.ones(3)}),
      "embeddings.b: expected a vector of 2 numbers (d_model, the length of 'a'), got 3 "
      "numbers"),
@@ -423,7 +423,8 @@ BAD_VALUES: list[tuple[str, Callable[[], object], str]] = [
     ("heads 0", lambda: tiny_spec(heads=0),
      "heads: expected a whole number ≥ 1, got 0"),
     ("rope base inf", lambda: tiny_spec(positions="rope", rope_base=float("inf")),
-     "rope_base: expected a number > 1 (10000 in RoFormer and LLaMA), got inf"),
+     "rope_base: expected a number > 1 (10000 in RoFormer and LLaMA), got a non-finite "
+     "number (inf)"),
     ("a head the trace does not hold", lambda: _trace().only_heads([5]),
      "heads: expected heads this trace holds (0), got 5"),
     ("a head cut away", lambda: _cut().only_heads([0]),

@@ -138,7 +138,7 @@ def test_render_steps_and_stdin(tmp_path: Path) -> None:
     [
         (lambda d: d.update(schema="attntrace/trace/v9"),
          "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
-         "got 'attntrace/trace/v9'"),
+         "got a string 'attntrace/trace/v9'"),
         (lambda d: d.pop("schema"),
          "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
          "got no schema field"),

@@ -1,0 +1,147 @@
+"""A saved trace's stages, checked to fit together as one computation.
+
+:mod:`attntrace.files.replay` reads each field of a trace file; a file edited by hand
+can still hold stages that no run could have written: a head's softmax missing, a
+``masked`` stage in a trace that is not causal, a K/V head no query head reads, rows
+that do not match the tokens, attention weights that do not sum to 1. The views would
+misread such a trace, so each is one :class:`InputError` here, before anything is shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from attntrace.core.trace import Trace
+from attntrace.errors import InputError, describe
+
+# The stages every head of a trace has (masked only under a causal mask).
+PER_HEAD_STAGES = ("Q", "K", "V", "scores", "scaled", "masked", "softmax", "output")
+
+
+def check_layout(trace: Trace, heads: list[int]) -> None:
+    """Refuse a trace whose stages do not fit together; ``heads`` are the heads it holds."""
+    _check_stages_present(trace, heads)
+    _check_consistent(trace)
+
+
+def _check_stages_present(trace: Trace, heads: list[int]) -> None:
+    """Each stage once; X (and X_context for cross-attention); every head's stages from Q
+    to output, with masked exactly when the model is causal; concat with several heads."""
+    model = trace.model
+    if model.kv_heads > model.heads or model.heads % model.kv_heads:
+        raise InputError(field="model.kv_heads", expected=f"a divisor of heads ({model.heads})",
+                         found=describe(model.kv_heads))  # fmt: skip
+    seen: set[tuple[str, int | None]] = set()
+    for index, stage in enumerate(trace.stages):
+        key = (stage.name, stage.head)
+        if key in seen:
+            raise InputError(
+                field=f"stages[{index}]",
+                expected="each stage once per head",
+                found=f"a second {stage.name!r}"
+                + (f" for head {stage.head}" if stage.head is not None else ""),
+            )
+        seen.add(key)
+        if stage.head is not None and stage.kv_head != model.kv_head_of(stage.head):
+            raise InputError(
+                field=f"stages[{index}].kv_head",
+                expected=f"{model.kv_head_of(stage.head)} (head {stage.head} reads "
+                f"K/V head head // {model.group})",
+                found=describe(stage.kv_head),
+            )
+    per_head = [n for n in PER_HEAD_STAGES if n != "masked" or trace.model.causal]
+    rotary = ["Q_rope", "K_rope"]
+    if model.positions == "rope":
+        per_head[3:3] = rotary  # after Q, K, V, as computed
+    elif any(name in rotary for name, _ in seen):
+        raise InputError(field="model.positions", expected="rope (the trace has Q_rope and "
+                         "K_rope stages)", found=describe(model.positions))  # fmt: skip
+    if not model.causal and any(name == "masked" for name, _ in seen):
+        raise InputError(field="model.causal", expected="true (the trace has masked stages)",
+                         found="false")  # fmt: skip
+    cut = len(heads) < model.heads
+    shared = (
+        ["X"]
+        + (["X_context"] if trace.context_tokens is not None else [])
+        + (["concat"] if model.heads > 1 and not cut else [])
+    )
+    for name in shared:
+        if (name, None) not in seen:
+            raise InputError(field="stages", expected=f"the stage {name}", found="none")
+    # weights too: a WQ slice of a head left out, or a WK of a K/V head no traced head reads
+    kv_read = {model.kv_head_of(h) for h in heads}
+    named = {h for _, h in seen if h is not None} | {
+        w.head for w in trace.weights if w.head is not None
+    }
+    unread = {w.kv_head for w in trace.weights if w.head is None and w.kv_head is not None
+              and w.kv_head not in kv_read}  # fmt: skip
+    if unread:
+        raise InputError(field="weights", expected=f"K/V heads the traced heads read "
+                         f"({sorted(kv_read)})", found=f"K/V head {min(unread)}")  # fmt: skip
+    stray = sorted(named - set(heads))
+    if stray:
+        raise InputError(field="stages", expected=f"stages of the heads traced ({heads})",
+                         found=f"stages of head {stray[0]}")  # fmt: skip
+    for head in heads:
+        missing = [name for name in per_head if (name, head) not in seen]
+        if missing:
+            where = f" of head {head}" if trace.model.heads > 1 else ""
+            raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",
+                             found=f"no {', '.join(missing)}")  # fmt: skip
+
+
+# Which labels each stage's rows and columns must carry: the query tokens, the key
+# tokens (the context's, for cross-attention), or a width of the model.
+_QUERY_ROWS = ("embeddings", "positions", "X", "Q", "Q_rope", "scores", "scaled", "masked",
+               "softmax", "output", "concat", "projected")  # fmt: skip
+_KEY_ROWS = ("embeddings_context", "positions_context", "X_context", "K", "K_rope", "V")
+_KEY_COLS = ("scores", "scaled", "masked", "softmax")
+
+
+def _check_consistent(trace: Trace) -> None:
+    """Stages must fit together as one computation, or the views would misread them."""
+    keys = trace.context_tokens or trace.tokens
+    model = trace.model
+    widths = {"embeddings": model.d_model, "positions": model.d_model, "X": model.d_model,
+              "X_context": model.d_model, "Q": model.d_k, "K": model.d_k, "V": model.d_v,
+              "Q_rope": model.d_k, "K_rope": model.d_k,
+              "output": model.d_v, "concat": model.heads * model.d_v,
+              "projected": model.d_model}  # fmt: skip
+    for index, stage in enumerate(trace.stages):
+        field = f"stages[{index}] ({stage.name})"
+        rows = (
+            trace.tokens if stage.name in _QUERY_ROWS else keys if stage.name in _KEY_ROWS else None
+        )
+        # labels compared with the labels expected are shown as a list, as those are
+        if rows is not None and stage.rows != rows:
+            raise InputError(field=f"{field}.rows", expected=f"the tokens {list(rows)}",
+                             found=repr(list(stage.rows)))  # fmt: skip
+        if stage.name in _KEY_COLS and stage.cols != keys:
+            raise InputError(field=f"{field}.cols", expected=f"the key tokens {list(keys)}",
+                             found=repr(list(stage.cols)))  # fmt: skip
+        if stage.name in widths and stage.shape[1] != widths[stage.name]:
+            raise InputError(field=f"{field}.cols", expected=f"{widths[stage.name]} columns "
+                             "(from model)", found=describe(stage.shape[1]))  # fmt: skip
+        masked = np.isneginf(stage.data)
+        if stage.name != "masked" and masked.any():
+            raise InputError(field=f"{field}.data", expected="numbers (null marks a masked "
+                             "cell, only in the masked stage)", found="null")  # fmt: skip
+        if masked.all(axis=1).any():
+            raise InputError(field=f"{field}.data", expected="at least one unmasked cell a row",
+                             found="a row of nulls")  # fmt: skip
+        if stage.name == "softmax":
+            _check_weights(stage.data, field)
+
+
+def _check_weights(weights: npt.NDArray[Any], field: str) -> None:
+    """Attention weights are probabilities: each row in [0, 1] and summing to 1."""
+    sums = weights.sum(axis=1)
+    bad = np.nonzero((np.abs(sums - 1) > 1e-9) | (weights < 0).any(axis=1)
+                     | (weights > 1).any(axis=1))[0]  # fmt: skip
+    if bad.size:
+        row = int(bad[0])
+        raise InputError(field=f"{field}.data[{row}]", expected="weights in [0, 1] that sum to 1",
+                         found=f"a row summing to {float(sums[row])!r}")  # fmt: skip
