@@ -8,30 +8,30 @@ imported inside the commands, so ``--help`` and ``--version`` stay fast.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from attntrace import __version__
+from attntrace.cli.exits import bad_input_fails, flags_choose, usage
+from attntrace.cli.pipes import drop_stdout, quiet_pipe, stdout_console
+from attntrace.cli.process import (
+    FULL,
+    exit_now,
+    run_app,
+    sane_terminal_size,
+    stdout_is_devnull,
+    streams_open,
+)
+from attntrace.cli.progress import progress_after, progress_shown
+from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+from attntrace.cli.show import presentation, show
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from attntrace.core.focus import Focus
     from attntrace.core.spec import ModelSpec
     from attntrace.core.trace import Trace
-    from attntrace.errors import InputError
-    from attntrace.render.present import Presentation
-
-EXIT_INPUT = 2
-EXIT_INTERRUPTED = 130
 
 app = typer.Typer(
     name="attntrace",
@@ -140,248 +140,6 @@ def _main(
     sane_terminal_size()
     with bad_input_fails():  # a bad ATTNTRACE_PROGRESS_AFTER is refused by every command
         progress_after()
-
-
-# COLUMNS and LINES, where set: within these, or ignored (the terminal's own size, or
-# 80 columns where there is no terminal).
-_SANE_SIZES = {"COLUMNS": (20, 1000), "LINES": (5, 1000)}
-
-
-def sane_terminal_size() -> None:
-    """Keep ``COLUMNS`` and ``LINES`` to sizes a table can be drawn in, before Rich or
-    typer read them: ``COLUMNS=0`` drew every view zero cells wide (nothing at all,
-    exit 0, and an empty export "saved"), ``COLUMNS=-1`` or ``abc`` is no size, and
-    ``COLUMNS=100000000`` would pad a rule to a hundred million cells. A value below
-    or above the range is taken to its end; one that is no positive number is dropped."""
-    for name, (low, high) in _SANE_SIZES.items():
-        value = os.environ.get(name)
-        if value is None:
-            continue
-        try:
-            number = int(value.strip())
-        except ValueError:
-            number = 0
-        if number < 1:
-            del os.environ[name]
-        else:
-            os.environ[name] = str(min(max(number, low), high))
-
-
-def fail(error: InputError) -> NoReturn:
-    """Report bad input as one line on stderr and exit 2."""
-    sys.stderr.write(f"attntrace: error: {error}\n")
-    raise typer.Exit(EXIT_INPUT)
-
-
-def usage(message: str) -> NoReturn:
-    from attntrace.errors import InputError
-
-    fail(InputError(message))
-
-
-def flags_choose(flags: list[str]) -> str:
-    """``--heads chooses`` or ``--stages and --heads choose``: the flags given, named."""
-    return f"{' and '.join(flags)} {'choose' if len(flags) > 1 else 'chooses'}"
-
-
-@contextmanager
-def bad_input_fails(source: str | None = None) -> Iterator[None]:
-    """An InputError raised inside is :func:`fail`: one line on stderr, exit 2 (named
-    after ``source`` where the error does not name its own)."""
-    from attntrace.errors import InputError
-
-    try:
-        yield
-    except InputError as error:
-        fail(error if source is None else error.with_source(source))
-
-
-@contextmanager
-def quiet_pipe() -> Iterator[None]:
-    """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does; a
-    write that fails otherwise (a full disk) is one line on stderr and exit 1."""
-    try:
-        yield
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _drop_stdout()
-        raise typer.Exit(0) from None
-    except OSError as error:
-        _drop_stdout()
-        sys.stderr.write(f"attntrace: error: cannot write the output: {error.strerror}\n")
-        raise typer.Exit(1) from None
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so the final flush cannot fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
-
-def stdout_console(*, record: bool = False) -> Console:
-    """A Console on stdout whose broken pipe ends in :func:`quiet_pipe` (Rich would exit 1)."""
-    from rich.console import Console
-
-    class PipeQuietConsole(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            raise BrokenPipeError
-
-    return PipeQuietConsole(highlight=False, record=record)
-
-
-PROGRESS_AFTER_VARIABLE = "ATTNTRACE_PROGRESS_AFTER"
-PROGRESS_AFTER = 1.0  # seconds of work before a progress display appears
-
-
-def progress_after() -> float:
-    """Seconds of work before the progress display appears: 1, or ATTNTRACE_PROGRESS_AFTER
-    (0: at once; inf: never)."""
-    from attntrace.errors import InputError
-
-    value = os.environ.get(PROGRESS_AFTER_VARIABLE, "").strip()
-    if not value:
-        return PROGRESS_AFTER
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # NaN too
-        raise InputError(field=PROGRESS_AFTER_VARIABLE, expected="a number of seconds ≥ 0",
-                         found=repr(value))  # fmt: skip
-    return seconds
-
-
-@contextmanager
-def progress_shown() -> Iterator[None]:
-    """Long work inside (a real model's hashing, layers, decoding) drawn on stderr when
-    stderr is a terminal, cleared before anything is printed; never on a pipe or a file,
-    so it cannot mix with --json or a saved log. Must be inside bad_input_fails, so an
-    error's line comes after the display is gone."""
-    after = progress_after()
-    if not _is_terminal(sys.stderr):
-        yield  # not even the display's module is imported
-        return
-    from attntrace.core.progress import reporting_to
-    from attntrace.render.progress import StderrProgress
-
-    with StderrProgress(after) as display, reporting_to(display):
-        yield
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return os.isatty(stream.fileno())
-    except (AttributeError, OSError, ValueError):  # no file behind it (a test's capture)
-        return False
-
-
-def presentation(**flags: Any) -> Presentation:
-    """The display flags, checked against each other (exit 2 where they do not mix)."""
-    from attntrace.render.present import Presentation
-
-    with bad_input_fails():
-        return Presentation.from_flags(**flags)
-
-
-def show(trace: Trace, how: Presentation) -> None:
-    """Print the chosen view of ``trace`` (or walk it in step mode), and export it.
-
-    The views draw the trace as shown: its tokens, names and formulas made visible
-    (:func:`attntrace.render.shown.shown_trace`), so no text from a file reaches the
-    terminal raw; a --focus token is matched as it is shown.
-    """
-    from attntrace.render.shown import label, shown_trace
-
-    typed, trace = trace, shown_trace(trace)
-    focus = None
-    if how.focus is not None:
-        from dataclasses import replace
-
-        from attntrace.core.focus import focus_row, resolve_focus
-        from attntrace.errors import InputError
-
-        with bad_input_fails():  # a bad token is an input error before anything prints
-            try:  # the token as typed (é, \x1b[2J from a script), by the file's tokens
-                index, note = resolve_focus(typed, how.focus)
-            except InputError:  # or as the tables show it: é#4, \x1b[2J in a terminal
-                index, note = resolve_focus(trace, label(how.focus))
-            focus = tuple(replace(focus_row(trace, str(index), head=h), note=note)
-                          for h in trace.traced_heads)  # fmt: skip
-    if how.step:
-        console = stdout_console(record=how.export is not None)
-        try:
-            with quiet_pipe():
-                walk_steps(console, trace, how, focus)
-        except typer.Exit as done:  # the walk ended: a closed pipe ends it too (exit 0)
-            if done.exit_code == 0 and how.export is not None:
-                save_export(console, how.export)  # the screens the walk showed
-            raise
-        if how.export is not None:
-            save_export(console, how.export)
-        return
-    from attntrace.render.present import renderables
-
-    console = stdout_console()
-    if how.export is None:
-        with quiet_pipe():
-            for renderable in renderables(trace, how, focus):
-                console.print(renderable, crop=False)  # a number is never cut
-        return
-    # drawn once, into memory, as stdout would get it; saved to the file first, so a
-    # reader that stops early (| head) or a full disk cannot cost the export
-    recorder = recording_console(console)
-    for renderable in renderables(trace, how, focus):
-        recorder.print(renderable, crop=False)
-    save_export(recorder, how.export)
-    with quiet_pipe():
-        sys.stdout.write(recorder.file.getvalue())  # type: ignore[attr-defined]
-
-
-def walk_steps(
-    console: Console, trace: Trace, how: Presentation, focus: tuple[Focus, ...] | None
-) -> None:
-    from attntrace.render.step import run_steps
-
-    with _interrupted():
-        run_steps(console, trace, _read_line, how.view, echo=not stdin_is_terminal(),
-                  prompt_console=_prompt_console(), focus=focus)  # fmt: skip
-
-
-def recording_console(like: Console) -> Console:
-    """A console drawing as ``like`` does (width, colours) into memory, recording."""
-    from io import StringIO
-
-    from rich.console import Console
-
-    return Console(file=StringIO(), record=True, width=like.width, highlight=False,
-                   color_system=like.color_system, no_color=like.no_color,  # type: ignore[arg-type]
-                   force_terminal=like.is_terminal)  # fmt: skip
-
-
-def save_export(console: Console, path: Path) -> None:
-    """Write what ``console`` recorded to ``path``, whole or not at all."""
-    from attntrace.errors import InputError
-
-    suffix = path.suffix.lower()
-    if suffix == ".svg":
-        text = console.export_svg(title="attntrace")
-    elif suffix == ".html":
-        text = console.export_html(inline_styles=True)
-    else:
-        text = console.export_text()
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:  # a full disk, a read-only folder: output not written, exit 1
-        partial.unlink(missing_ok=True)
-        message = InputError(f"cannot write the file: {error.strerror}", source=str(path))
-        sys.stderr.write(f"attntrace: error: {message}\n")
-        raise typer.Exit(1) from None
-    from attntrace.visible import visible
-
-    sys.stderr.write(f"attntrace: saved {visible(str(path))}\n")
 
 
 @app.command()
@@ -690,9 +448,9 @@ def decode(
             return
         from attntrace.render.step import page_through
 
-        with _interrupted():
-            page_through(console, pages, _read_line, echo=not stdin_is_terminal(),
-                         prompt_console=_prompt_console())  # fmt: skip
+        with interrupted():
+            page_through(console, pages, read_line, echo=not stdin_is_terminal(),
+                         prompt_console=prompt_console())  # fmt: skip
 
 
 @app.command("kv-cache")
@@ -771,36 +529,6 @@ def kv_cache(
         from attntrace.render.kv_memory import memory_view
 
         stdout_console().print(memory_view(name, shape, found, count, batch, dtype))
-
-
-@contextmanager
-def _interrupted() -> Iterator[None]:
-    """Ctrl-C at a step prompt: end the prompt's line and exit 130, no traceback."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        sys.stdout.write("\n")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-def _prompt_console() -> Console | None:
-    """stderr for prompts when the screens go to a file but a person types the keys."""
-    from rich.console import Console
-
-    return Console(stderr=True) if stdin_is_terminal() and not sys.stdout.isatty() else None
-
-
-def stdin_is_terminal() -> bool:
-    """Whether a person types the keys (stdin a terminal); False with stdin closed."""
-    return sys.stdin is not None and sys.stdin.isatty()
-
-
-def _read_line() -> str | None:
-    """One line of stdin without its newline, or None at end of input (or no stdin)."""
-    if sys.stdin is None:  # started with stdin closed (<&-): nothing will come
-        return None
-    line = sys.stdin.readline()
-    return line.rstrip("\r\n") if line else None
 
 
 @app.command("models")
@@ -912,98 +640,23 @@ def samples_command(
 
 def main() -> None:
     """Console-script entry point."""
-    if not _streams_open():
-        _exit_now(1)
+    if not streams_open():
+        exit_now(1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
     try:
-        code = _run_app()
+        code = run_app(app)
     except SystemExit as done:
         # Rich (printing --help) answers a closed pipe by pointing stdout at /dev/null and
         # exiting 1; a reader that left early is no failure: exit 0, as everywhere else.
         # Only Rich's own exit is read this way, not a code attntrace returned.
-        if done.code == 1 and _stdout_is_devnull():
+        if done.code == 1 and stdout_is_devnull():
             raise SystemExit(0) from None
         raise
     except OSError as error:
-        if error.errno not in _FULL:  # not the output's fault: a bug, with its traceback
+        if error.errno not in FULL:  # not the output's fault: a bug, with its traceback
             raise
         # the commands' output is guarded by quiet_pipe; this is typer's --help, --version
-        _drop_stdout()
+        drop_stdout()
         sys.stderr.write(f"attntrace: error: cannot write the output: {error.strerror}\n")
         code = 1
-    _exit_now(code)
-
-
-_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)  # writes that cannot go on
-USAGE_LIMIT = 300  # characters of a usage error's message: it may quote a whole argument
-
-
-def _streams_open() -> bool:
-    """Python starts with ``sys.stdin``, ``sys.stdout`` or ``sys.stderr`` None where that
-    file descriptor was closed (``>&-``, ``<&-``, ``2>&-``). A closed stderr becomes
-    /dev/null (a message then goes nowhere, but the exit code still tells), a closed
-    stdin an empty one (step mode ends at once; ``-`` says stdin is closed); a closed
-    stdout leaves nowhere to write the output at all: one line, and False."""
-    if sys.stderr is None:
-        sys.stderr = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115  # for good
-    if sys.stdout is None:
-        sys.stderr.write("attntrace: error: cannot write the output: stdout is closed\n")
-        return False
-    return True
-
-
-def _exit_now(code: int) -> NoReturn:
-    """Flush and leave without tearing the interpreter down.
-
-    Teardown frees every array one by one: after a GPT-2-sized trace (110 MB of stages)
-    that is some 35 ms of waiting for nothing, a tenth of the whole command. attntrace
-    holds no resource that needs a finalizer (files are written and closed before this).
-    """
-    if sys.flags.inspect:  # python -i: the user wants the interpreter afterwards
-        raise SystemExit(code)
-    for stream in (sys.stdout, sys.stderr):
-        # a reader that left early, or a closed stream: nothing more to say, either way
-        # (a failed write of the output itself was reported in quiet_pipe)
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # None: never open
-            stream.flush()
-    os._exit(code)
-
-
-def _run_app() -> int:
-    """Run the app and return its exit code; a usage error is one line on stderr, exit 2.
-
-    Typer draws usage errors as a boxed panel after the usage line; attntrace's other
-    errors are one ``attntrace: error: ...`` line that scripts can grep, so usage errors
-    (an unknown flag, ``--precision 99``) are caught here and said the same way.
-    """
-    from typer._click.exceptions import ClickException  # vendored click, typer 0.26-0.28
-    from typer.main import get_command
-
-    command = get_command(app)
-    try:
-        code = command.main(prog_name="attntrace", standalone_mode=False)
-    except typer.Abort:
-        sys.stderr.write("Aborted!\n")
-        return 1
-    except ClickException as error:  # usage errors; typer.TyperException only from 0.28
-        if type(error).__name__ == "NoArgsIsHelpError":  # the help is already printed
-            return 2
-        context = getattr(error, "ctx", None)
-        # some errors (an option missing its value) carry no context: name the command
-        named = [a for a in sys.argv[1:] if a in getattr(command, "commands", {})][:1]
-        where = context.command_path if context is not None else " ".join(["attntrace", *named])
-        # it may quote what was typed (typer 0.26's click does not escape it): made visible
-        from attntrace.visible import visible
-
-        message = visible(" ".join(error.format_message().split()), USAGE_LIMIT)
-        sys.stderr.write(f"attntrace: error: {message} (try '{visible(where)} -h')\n")
-        return int(getattr(error, "exit_code", 2))
-    return code if isinstance(code, int) else 0
-
-
-def _stdout_is_devnull() -> bool:
-    try:
-        out, null = os.fstat(sys.stdout.fileno()), Path(os.devnull).stat()
-    except (OSError, ValueError):
-        return False
-    return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
+    exit_now(code)
