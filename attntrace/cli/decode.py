@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import refuse_two_models, stdin_model
-from attntrace.cli.options import Config, Head, Layer, MaxCols, MaxRows, RealModelName, Sample
-from attntrace.cli.pipes import quiet_pipe, stdout_console
+from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.options import (
+    Config,
+    Head,
+    Layer,
+    MaxCols,
+    MaxRows,
+    RealModelName,
+    Sample,
+    json_flag,
+)
+from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
 from attntrace.cli.show import presentation
@@ -33,9 +42,7 @@ def decode(
     step: Annotated[
         bool, typer.Option("--step", metavar="", help="One decoding step per screen.")
     ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", metavar="", help="Write every step's numbers as JSON.")
-    ] = False,
+    as_json: Annotated[bool, json_flag("Write every step's numbers as JSON.")] = False,
     precision: Annotated[
         int | None,
         typer.Option(
@@ -59,9 +66,7 @@ def decode(
         usage("--json writes every step for programs: it does not mix with --step")
     if head is not None and as_json:
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
-    refuse_two_models(config, sample, real_model, layer, head)
-    if step and config == "-":
-        usage("--step reads its keys from stdin, so the model cannot come from stdin too")
+    check_model_flags(config, sample, real_model, layer, head, step=step)
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:
@@ -75,18 +80,18 @@ def decode(
             model = choose_model(None if piped is not None else config, sample, piped)
             tokens = tuple(sentence_tokens(sentence, model))
             result = run_decode(model, tokens)
-    if as_json:
-        from attntrace.files.serialize import decode_to_dict, plain_dumps
 
-        with quiet_pipe():
-            sys.stdout.write(plain_dumps(decode_to_dict(result)) + "\n")
-        return
-    from attntrace.render.decode import screens
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import decode_to_dict
 
-    view = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
-    pages = screens(result, view, head)
-    console = stdout_console()
-    with quiet_pipe():
+        return decode_to_dict(result)
+
+    def view() -> None:
+        from attntrace.render.decode import screens
+
+        how = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
+        pages = screens(result, how, head)
+        console = stdout_console()
         if not step:
             for index, page in enumerate(pages):
                 if index:
@@ -98,3 +103,5 @@ def decode(
         with interrupted():
             page_through(console, pages, read_line, echo=not stdin_is_terminal(),
                          prompt_console=prompt_console())  # fmt: skip
+
+    emit(as_json, document, view)

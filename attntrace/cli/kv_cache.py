@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.pipes import quiet_pipe, stdout_console
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails, usage
+from attntrace.cli.options import json_flag
+from attntrace.cli.pipes import stdout_console
 
 
 def kv_cache(
@@ -34,9 +35,7 @@ def kv_cache(
     ] = None,
     batch: Annotated[int, typer.Option(metavar="N", help="Sequences at once.")] = 1,
     dtype: Annotated[str, typer.Option(metavar="TYPE", help="fp32, fp16, bf16 or int8.")] = "fp16",
-    as_json: Annotated[
-        bool, typer.Option("--json", metavar="", help="Write the numbers as JSON.")
-    ] = False,
+    as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
     from attntrace.core.kv_memory import BYTES_PER_VALUE, explicit_shape, variants
@@ -44,23 +43,13 @@ def kv_cache(
     from attntrace.errors import InputError
 
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
+    if preset is None and all(flag is None for flag in shape_flags):
+        if tokens is not None or batch != 1 or dtype != "fp16":
+            usage("give --preset NAME or the model's shape (--layers, --heads, --head-dim) "
+                  "for --tokens, --batch and --dtype to apply to")  # fmt: skip
+        emit(as_json, _presets_document, _presets_view)
+        return
     with bad_input_fails():
-        if preset is None and all(flag is None for flag in shape_flags):
-            if tokens is not None or batch != 1 or dtype != "fp16":
-                raise InputError(
-                    "give --preset NAME or the model's shape (--layers, --heads, "
-                    "--head-dim) for --tokens, --batch and --dtype to apply to"
-                )
-            with quiet_pipe():
-                if as_json:
-                    from attntrace.files.serialize import plain_dumps, presets_to_dict
-
-                    sys.stdout.write(plain_dumps(presets_to_dict()) + "\n")
-                    return
-                from attntrace.render.kv_memory import presets_view
-
-                stdout_console().print(presets_view())
-            return
         if preset is not None and any(flag is not None for flag in shape_flags):
             raise InputError("--preset gives the model's shape: drop --layers, --heads, ...")
         if dtype not in BYTES_PER_VALUE:
@@ -76,13 +65,29 @@ def kv_cache(
                 raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
         found = variants(shape, count, batch, dtype)  # refuses 1024 YiB or more
     name = preset or "your model"
-    with quiet_pipe():
-        if as_json:
-            from attntrace.files.serialize import kv_memory_to_dict, plain_dumps
 
-            document = kv_memory_to_dict(name, shape, found, count, batch, dtype)
-            sys.stdout.write(plain_dumps(document) + "\n")
-            return
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import kv_memory_to_dict
+
+        return kv_memory_to_dict(name, shape, found, count, batch, dtype)
+
+    def view() -> None:
         from attntrace.render.kv_memory import memory_view
 
         stdout_console().print(memory_view(name, shape, found, count, batch, dtype))
+
+    emit(as_json, document, view)
+
+
+def _presets_document() -> dict[str, Any]:
+    """Without a model: every preset's shape, for --json."""
+    from attntrace.files.serialize import presets_to_dict
+
+    return presets_to_dict()
+
+
+def _presets_view() -> None:
+    """Without a model: the presets to choose from."""
+    from attntrace.render.kv_memory import presets_view
+
+    stdout_console().print(presets_view())

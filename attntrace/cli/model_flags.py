@@ -23,14 +23,18 @@ def stdin_model(config: str | None) -> ModelSpec | None:
     return load_model_stdin()
 
 
-def refuse_two_models(
+def check_model_flags(
     config: str | None,
     sample: str | None,
-    real_model: str | None = None,
-    layer: int | None = None,
-    head: int | None = None,
+    real_model: str | None,
+    layer: int | None,
+    head: int | None,
+    *,
+    step: bool,
 ) -> None:
-    """A usage error naming the flags (choose_model would name its Python arguments)."""
+    """A usage error naming the flags (choose_model would name its Python arguments):
+    one model at most, --layer and --head only with --model, and stdin not asked for
+    both the model (``--config -``) and step mode's keys."""
     given = [flag for flag, value in (("--config", config), ("--sample", sample),
              ("--model", real_model)) if value is not None]  # fmt: skip
     if len(given) > 1:
@@ -38,3 +42,5 @@ def refuse_two_models(
     parts = [flag for flag, value in (("--layer", layer), ("--head", head)) if value is not None]
     if real_model is None and parts:
         usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
+    if step and config == "-":
+        usage("--step reads its keys from stdin, so the model cannot come from stdin too")

@@ -1,13 +1,15 @@
 """The flags more than one command takes, declared once: the same name, metavar and help.
 
-A flag a single command takes stays in that command's signature. An option without a
-name of its own here (``Layer``, ``Precision``, ...) is named after the parameter that
-takes it (``layer`` -> ``--layer``), so the commands keep these parameter names.
+``--json`` is one flag on six commands, each saying what it writes: :func:`json_flag`
+declares it with that command's help. A flag a single command takes stays in that
+command's signature. An option without a name of its own here (``Layer``,
+``Precision``, ...) is named after the parameter that takes it (``layer`` ->
+``--layer``), so the commands keep these parameter names.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -89,3 +91,9 @@ Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into 
         metavar="FILE", help="Also save what is shown as .svg, .html or .txt.", show_default=False
     ),
 ]
+
+
+def json_flag(help_text: str) -> Any:
+    """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
+    its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
+    return typer.Option("--json", metavar="", help=help_text)

@@ -6,33 +6,34 @@ one layer of them.
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.pipes import quiet_pipe, stdout_console
+from attntrace.cli.options import json_flag
+from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 
 
 def models_command(
-    as_json: Annotated[
-        bool, typer.Option("--json", metavar="", help="Write the list as JSON.")
-    ] = False,
+    as_json: Annotated[bool, json_flag("Write the list as JSON.")] = False,
 ) -> None:
     """List the real trained models attntrace can trace, installed or not."""
     from attntrace.real.catalog import CATALOG
 
-    with quiet_pipe():
-        if as_json:
-            from attntrace.files.serialize import models_to_dict, plain_dumps
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import models_to_dict
 
-            sys.stdout.write(plain_dumps(models_to_dict(CATALOG)) + "\n")
-            return
+        return models_to_dict(CATALOG)
+
+    def view() -> None:
         from attntrace.render.real import RightTrimmed, model_table
 
         stdout_console().print(RightTrimmed(model_table(CATALOG)))
+
+    emit(as_json, document, view)
 
 
 def heads_command(
@@ -68,9 +69,7 @@ def heads_command(
     top: Annotated[
         int, typer.Option(min=0, metavar="N", help="How many heads to list (0: all).")
     ] = 10,
-    as_json: Annotated[
-        bool, typer.Option("--json", metavar="", help="Write every head's weight as JSON.")
-    ] = False,
+    as_json: Annotated[bool, json_flag("Write every head's weight as JSON.")] = False,
 ) -> None:
     """Rank every layer × head by the weight one token puts on another.
 
@@ -79,14 +78,17 @@ def heads_command(
 
     with bad_input_fails(), progress_shown():
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
-    with quiet_pipe():
-        if as_json:
-            from attntrace.files.serialize import plain_dumps, ranking_to_dict
 
-            sys.stdout.write(plain_dumps(ranking_to_dict(ranking)) + "\n")
-            return
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import ranking_to_dict
+
+        return ranking_to_dict(ranking)
+
+    def view() -> None:
         from attntrace.render.real import ranking_lines
 
         console = stdout_console()
         for line in ranking_lines(ranking, top):
             console.print(line, soft_wrap=True)  # the next: line must paste as one line
+
+    emit(as_json, document, view)

@@ -6,14 +6,14 @@ Both draw through :mod:`attntrace.cli.show`; the checks of --json's own flags
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
-from attntrace.cli.model_flags import refuse_two_models, stdin_model
+from attntrace.cli.model_flags import check_model_flags, stdin_model
 from attntrace.cli.options import (
     Config,
     Export,
@@ -30,8 +30,8 @@ from attntrace.cli.options import (
     Sample,
     Step,
     Top,
+    json_flag,
 )
-from attntrace.cli.pipes import quiet_pipe
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.show import presentation, show
 
@@ -69,10 +69,7 @@ def run(
         ),
     ] = None,
     step: Step = False,
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", metavar="", help="Write the whole trace as JSON to stdout."),
-    ] = False,
+    as_json: Annotated[bool, json_flag("Write the whole trace as JSON to stdout.")] = False,
     precision: Precision = None,
     focus: FocusFlag = None,
     map_view: Map = False,
@@ -120,9 +117,7 @@ def run(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
-    refuse_two_models(config, sample, real_model, layer, head)
-    if step and config == "-":
-        usage("--step reads its keys from stdin, so the model cannot come from stdin too")
+    check_model_flags(config, sample, real_model, layer, head, step=step)
     if head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     if real_model is not None and (causal is not None or context is not None):
@@ -138,16 +133,19 @@ def run(
             model = stdin_model(config)
             trace = traced(sentence, config=None if model is not None else config,
                            sample=sample, model=model, causal=causal, context=context)  # fmt: skip
-    if how is None:
+
+    def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
         from attntrace.files.serialize import dump_bytes
 
         with bad_input_fails():
             stages, heads = json_filters(trace, only_stages, only_heads)
-        with quiet_pipe():  # plain dicts to stdout: the renderers are not even imported
-            sys.stdout.flush()
-            sys.stdout.buffer.write(dump_bytes(trace, stages=stages, heads=heads) + b"\n")
-        return
-    show(trace, how)
+        return dump_bytes(trace, stages=stages, heads=heads)
+
+    def view() -> None:
+        assert how is not None  # only --json has no presentation, and it draws nothing
+        show(trace, how)
+
+    emit(as_json, document, view)
 
 
 def json_filters(

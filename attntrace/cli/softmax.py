@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
+from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.pipes import quiet_pipe, stdout_console
+from attntrace.cli.options import json_flag
+from attntrace.cli.pipes import stdout_console
 
 
 def softmax(
@@ -16,9 +17,7 @@ def softmax(
         list[str],
         typer.Argument(metavar="V1 V2 ...", help="One row of scores; negative numbers work."),
     ],
-    as_json: Annotated[
-        bool, typer.Option("--json", metavar="", help="Write the numbers as JSON.")
-    ] = False,
+    as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
     precision: Annotated[
         int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point.")
     ] = 2,
@@ -28,12 +27,15 @@ def softmax(
 
     with bad_input_fails():
         steps = walk(parse_values(values))
-    with quiet_pipe():
-        if as_json:
-            from attntrace.files.serialize import walk_dumps
 
-            sys.stdout.write(walk_dumps(steps) + "\n")
-            return
+    def document() -> str:
+        from attntrace.files.serialize import walk_dumps
+
+        return walk_dumps(steps)
+
+    def view() -> None:
         from attntrace.render.softmax_walk import walkthrough
 
         stdout_console().print(walkthrough(steps, precision), crop=False)  # a number whole
+
+    emit(as_json, document, view)
