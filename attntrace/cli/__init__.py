@@ -4,6 +4,12 @@ Exit codes (SPEC.md section 5): 0 success, 2 bad usage or bad input (one line on
 stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes early
 (``| head``) ends quietly with 0. Heavy modules (numpy, PyYAML, the renderers) are
 imported inside the commands, so ``--help`` and ``--version`` stay fast.
+
+Here: the app, its callback and :func:`main`. Each command family has a module (run,
+softmax, decode, kv_cache, real, samples), registered below in the order ``--help``
+lists them; what they share is in options (flags), model_flags (the model's flags,
+checked), emit (JSON or the view), show (drawing a trace), exits (bad input), pipes
+(stdout), prompts (step mode's keys), progress and process (start and exit).
 """
 
 from __future__ import annotations

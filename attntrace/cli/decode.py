@@ -89,8 +89,8 @@ def decode(
     def view() -> None:
         from attntrace.render.decode import screens
 
-        how = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
-        pages = screens(result, how, head)
+        layout = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
+        pages = screens(result, layout, head)
         console = stdout_console()
         if not step:
             for index, page in enumerate(pages):
