@@ -192,7 +192,7 @@ def test_work_shorter_than_the_delay_shows_nothing(
     assert code == 0
     assert shown == ""
     json.loads(stdout)
-    from attntrace.cli import progress_after
+    from attntrace.cli.progress import progress_after
 
     monkeypatch.delenv("ATTNTRACE_PROGRESS_AFTER", raising=False)
     assert progress_after() == 1.0  # the default: about a second

@@ -1,0 +1,99 @@
+"""The command line: parse flags, load -> compute -> render or serialize, map errors.
+
+Exit codes (SPEC.md section 5): 0 success, 2 bad usage or bad input (one line on
+stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes early
+(``| head``) ends quietly with 0. Heavy modules (numpy, PyYAML, the renderers) are
+imported inside the commands, so ``--help`` and ``--version`` stay fast.
+
+Here: the app, its callback and :func:`main`. Each command family has a module (run,
+softmax, decode, kv_cache, real, samples), registered below in the order ``--help``
+lists them; what they share is in options (flags), model_flags (the model's flags,
+checked), emit (JSON or the view), show (drawing a trace), exits (bad input), pipes
+(stdout), prompts (step mode's keys), progress and process (start and exit).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from attntrace import __version__
+from attntrace.cli import decode, kv_cache, real, run, samples, softmax
+from attntrace.cli.exits import bad_input_fails
+from attntrace.cli.pipes import drop_stdout
+from attntrace.cli.process import (
+    FULL,
+    exit_now,
+    run_app,
+    sane_terminal_size,
+    stdout_is_devnull,
+    streams_open,
+)
+from attntrace.cli.progress import progress_after
+
+app = typer.Typer(
+    name="attntrace",
+    help="Trace scaled dot-product attention stage by stage: every matrix, labelled by token.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"attntrace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """attntrace: softmax(Q·Kᵀ/√d_k)·V, one stage at a time."""
+    # main() has done it for a process; a test runs the app without main()
+    sane_terminal_size()
+    with bad_input_fails():  # a bad ATTNTRACE_PROGRESS_AFTER is refused by every command
+        progress_after()
+
+
+# In the order `attntrace --help` lists them.
+app.command()(run.run)
+app.command()(run.render)
+# softmax: -1 is a value, not an unknown option
+app.command(context_settings={"ignore_unknown_options": True})(softmax.softmax)
+app.command()(decode.decode)
+app.command("kv-cache")(kv_cache.kv_cache)
+app.command("models")(real.models_command)
+app.command("heads")(real.heads_command)
+app.command("samples")(samples.samples_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    if not streams_open():
+        exit_now(1)
+    sane_terminal_size()  # for --help too, which typer draws before any command runs
+    try:
+        code = run_app(app)
+    except SystemExit as done:
+        # Rich (printing --help) answers a closed pipe by pointing stdout at /dev/null and
+        # exiting 1; a reader that left early is no failure: exit 0, as everywhere else.
+        # Only Rich's own exit is read this way, not a code attntrace returned.
+        if done.code == 1 and stdout_is_devnull():
+            raise SystemExit(0) from None
+        raise
+    except OSError as error:
+        if error.errno not in FULL:  # not the output's fault: a bug, with its traceback
+            raise
+        # the commands' output is guarded by quiet_pipe; this is typer's --help, --version
+        drop_stdout()
+        sys.stderr.write(f"attntrace: error: cannot write the output: {error.strerror}\n")
+        code = 1
+    exit_now(code)

@@ -1,0 +1,107 @@
+"""`decode`: a sentence decoded one token at a time through a KV cache, against full attention."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails, usage
+from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.options import (
+    Config,
+    Head,
+    Layer,
+    MaxCols,
+    MaxRows,
+    RealModelName,
+    Sample,
+    json_flag,
+)
+from attntrace.cli.pipes import stdout_console
+from attntrace.cli.progress import progress_shown
+from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+from attntrace.cli.show import presentation
+
+
+def decode(
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE",
+            help="The sentence to decode token by token; default: the model file's.",
+            show_default=False,
+        ),
+    ] = None,
+    config: Config = None,
+    sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Layer = None,
+    head: Head = None,
+    step: Annotated[
+        bool, typer.Option("--step", metavar="", help="One decoding step per screen.")
+    ] = False,
+    as_json: Annotated[bool, json_flag("Write every step's numbers as JSON.")] = False,
+    precision: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=15,
+            metavar="N",
+            help="Digits after the point (default 4).",
+            show_default=False,
+        ),
+    ] = None,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+) -> None:
+    """Decode SENTENCE one token at a time through a KV cache; compare with full attention.
+
+    With --model, a layer of a real decoder (smollm2) replays its own KV cache."""
+    from attntrace.api import choose_model, sentence_tokens
+    from attntrace.core.kvcache import decode as run_decode
+
+    if step and as_json:
+        usage("--json writes every step for programs: it does not mix with --step")
+    if head is not None and as_json:
+        usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
+    check_model_flags(config, sample, real_model, layer, head, step=step)
+    sentence = " ".join(words) if words else None
+    with bad_input_fails():
+        if real_model is not None:
+            from attntrace.real.layer import decoder_layer
+
+            with progress_shown():
+                model, tokens = decoder_layer(real_model, sentence, layer or 0, head)
+                result = run_decode(model, tokens)
+        else:
+            piped = stdin_model(config)
+            model = choose_model(None if piped is not None else config, sample, piped)
+            tokens = tuple(sentence_tokens(sentence, model))
+            result = run_decode(model, tokens)
+
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import decode_to_dict
+
+        return decode_to_dict(result)
+
+    def view() -> None:
+        from attntrace.render.decode import screens
+
+        layout = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
+        pages = screens(result, layout, head)
+        console = stdout_console()
+        if not step:
+            for index, page in enumerate(pages):
+                if index:
+                    console.print()
+                page(console)
+            return
+        from attntrace.render.step import page_through
+
+        with interrupted():
+            page_through(console, pages, read_line, echo=not stdin_is_terminal(),
+                         prompt_console=prompt_console())  # fmt: skip
+
+    emit(as_json, document, view)

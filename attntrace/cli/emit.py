@@ -1,0 +1,39 @@
+"""A command's result on stdout: one JSON document for programs (--json), or a view.
+
+run, softmax, decode, kv-cache, models and heads all end here. Only the side asked for
+is built, so --json never imports the renderers (nor Rich) and a view never builds the
+JSON; both are written inside :func:`quiet_pipe`, so ``| head`` ends quietly.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from attntrace.cli.pipes import quiet_pipe
+
+# A JSON document: plain data (written compactly, as plain_dumps does), or already
+# written: text, or bytes (a trace, from orjson).
+Document = dict[str, Any] | str | bytes
+
+
+def emit(as_json: bool, document: Callable[[], Document], view: Callable[[], None]) -> None:
+    """Write ``document()`` and a newline when ``as_json``, or else draw ``view()``.
+
+    Bytes go straight to stdout's buffer, after whatever was written to stdout as text.
+    """
+    with quiet_pipe():
+        if not as_json:
+            view()
+            return
+        written = document()
+        if isinstance(written, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(written + b"\n")
+            return
+        if isinstance(written, dict):
+            from attntrace.files.serialize import plain_dumps
+
+            written = plain_dumps(written)
+        sys.stdout.write(written + "\n")

@@ -1,0 +1,46 @@
+"""The flags that name a model, shared by `run` and `decode`: --config, --sample, --model.
+
+Checked here with the flags' own names, before any file is read (the Python API's
+choose_model would name its arguments instead).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attntrace.cli.exits import flags_choose, usage
+
+if TYPE_CHECKING:
+    from attntrace.core.spec import ModelSpec
+
+
+def stdin_model(config: str | None) -> ModelSpec | None:
+    """The model file on stdin for ``--config -``; None for any other --config."""
+    if config != "-":
+        return None
+    from attntrace.files.model_file import load_model_stdin
+
+    return load_model_stdin()
+
+
+def check_model_flags(
+    config: str | None,
+    sample: str | None,
+    real_model: str | None,
+    layer: int | None,
+    head: int | None,
+    *,
+    step: bool,
+) -> None:
+    """A usage error naming the flags (choose_model would name its Python arguments):
+    one model at most, --layer and --head only with --model, and stdin not asked for
+    both the model (``--config -``) and step mode's keys."""
+    given = [flag for flag, value in (("--config", config), ("--sample", sample),
+             ("--model", real_model)) if value is not None]  # fmt: skip
+    if len(given) > 1:
+        usage(f"{given[0]} and {given[1]} both name a model: give one of them")
+    parts = [flag for flag, value in (("--layer", layer), ("--head", head)) if value is not None]
+    if real_model is None and parts:
+        usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
+    if step and config == "-":
+        usage("--step reads its keys from stdin, so the model cannot come from stdin too")

@@ -1,0 +1,99 @@
+"""The flags more than one command takes, declared once: the same name, metavar and help.
+
+``--json`` is one flag on six commands, each saying what it writes: :func:`json_flag`
+declares it with that command's help. A flag a single command takes stays in that
+command's signature. An option without a name of its own here (``Layer``,
+``Precision``, ...) is named after the parameter that takes it (``layer`` ->
+``--layer``), so the commands keep these parameter names.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+# The model, for `run` and `decode`.
+Config = Annotated[
+    str | None,
+    typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file (- for stdin)."),
+]
+Sample = Annotated[
+    str | None,
+    typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
+]
+# A real trained model's layer, for `run` and `decode` (issue 7).
+RealModelName = Annotated[
+    str | None,
+    typer.Option("--model", "-m", metavar="NAME",
+                 help="A real trained model (see `attntrace models`).", show_default=False),
+]  # fmt: skip
+Layer = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="L", help="With --model: the layer to trace (default 0).",
+                 show_default=False),
+]  # fmt: skip
+Head = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="H", help="With --model: this head alone (default: all).",
+                 show_default=False),
+]  # fmt: skip
+# Display flags shared by `run` and `render`: none of them changes a number.
+Step = Annotated[
+    bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
+]
+Precision = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        max=15,
+        metavar="N",
+        help="Digits after the point (default: 4 in tables, 2 in --map).",
+        show_default=False,
+    ),
+]
+FocusFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--focus",
+        metavar="TOKEN",
+        help="One token's row by hand (a token, fish#4, or a 0-based index).",
+    ),
+]
+Map = Annotated[
+    bool, typer.Option("--map", metavar="", help="Where each token looks: weights as bars.")
+]
+Top = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="K",
+        help="With --map: how many keys per token (default 3).",
+        show_default=False,
+    ),
+]
+Overview = Annotated[
+    bool, typer.Option("--overview", metavar="", help="Every stage at once, compactly.")
+]
+MaxRows = Annotated[int, typer.Option(min=0, metavar="N", help="Rows shown per table (0: all).")]
+MaxCols = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="N", help="Columns shown per table (0: all; default: fit).",
+                 show_default=False),
+]  # fmt: skip
+MaxHeads = Annotated[
+    int,
+    typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
+]
+Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
+    str | None,
+    typer.Option(
+        metavar="FILE", help="Also save what is shown as .svg, .html or .txt.", show_default=False
+    ),
+]
+
+
+def json_flag(help_text: str) -> Any:
+    """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
+    its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
+    return typer.Option("--json", metavar="", help=help_text)

@@ -1,0 +1,49 @@
+"""Step mode's keys: read from stdin one line at a time, prompts where a person sees them.
+
+``run --step`` and ``decode --step`` page through screens on the Enter key; the keys may
+also come from a pipe or a file (a script, a test), or stdin may be closed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import typer
+
+from attntrace.cli.exits import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@contextmanager
+def interrupted() -> Iterator[None]:
+    """Ctrl-C at a step prompt: end the prompt's line and exit 130, no traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def prompt_console() -> Console | None:
+    """stderr for prompts when the screens go to a file but a person types the keys."""
+    from rich.console import Console
+
+    return Console(stderr=True) if stdin_is_terminal() and not sys.stdout.isatty() else None
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person types the keys (stdin a terminal); False with stdin closed."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def read_line() -> str | None:
+    """One line of stdin without its newline, or None at end of input (or no stdin)."""
+    if sys.stdin is None:  # started with stdin closed (<&-): nothing will come
+        return None
+    line = sys.stdin.readline()
+    return line.rstrip("\r\n") if line else None

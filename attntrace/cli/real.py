@@ -1,0 +1,94 @@
+"""The real trained models: `models` lists them, `heads` ranks a model's heads.
+
+Their numbers come from :mod:`attntrace.real`; `run --model` and `decode --model` trace
+one layer of them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails
+from attntrace.cli.options import json_flag
+from attntrace.cli.pipes import stdout_console
+from attntrace.cli.progress import progress_shown
+
+
+def models_command(
+    as_json: Annotated[bool, json_flag("Write the list as JSON.")] = False,
+) -> None:
+    """List the real trained models attntrace can trace, installed or not."""
+    from attntrace.real.catalog import CATALOG
+
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import models_to_dict
+
+        return models_to_dict(CATALOG)
+
+    def view() -> None:
+        from attntrace.render.real import RightTrimmed, model_table
+
+        stdout_console().print(RightTrimmed(model_table(CATALOG)))
+
+    emit(as_json, document, view)
+
+
+def heads_command(
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE",
+            help="The sentence (default: the animal sentence).",
+            show_default=False,
+        ),
+    ] = None,
+    real_model: Annotated[
+        str, typer.Option("--model", "-m", metavar="NAME", help="A real model (see `models`).")
+    ] = "minilm",
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="TOKEN",
+            show_default=False,
+            help="The query token or its position (default sentence: it).",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="TOKEN",
+            show_default=False,
+            help="The key token or its position (default sentence: animal).",
+        ),
+    ] = None,
+    top: Annotated[
+        int, typer.Option(min=0, metavar="N", help="How many heads to list (0: all).")
+    ] = 10,
+    as_json: Annotated[bool, json_flag("Write every head's weight as JSON.")] = False,
+) -> None:
+    """Rank every layer × head by the weight one token puts on another.
+
+    The heads worth stepping through with `run --model --layer --head`."""
+    from attntrace.real.layer import rank_heads
+
+    with bad_input_fails(), progress_shown():
+        ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
+
+    def document() -> dict[str, Any]:
+        from attntrace.files.serialize import ranking_to_dict
+
+        return ranking_to_dict(ranking)
+
+    def view() -> None:
+        from attntrace.render.real import ranking_lines
+
+        console = stdout_console()
+        for line in ranking_lines(ranking, top):
+            console.print(line, soft_wrap=True)  # the next: line must paste as one line
+
+    emit(as_json, document, view)

@@ -1,0 +1,206 @@
+"""`run` (compute a trace and show it, or write it as JSON) and `render` (show a saved one).
+
+Both draw through :mod:`attntrace.cli.show`; the checks of --json's own flags
+(--stages, --heads) sit here with the command that takes them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails, flags_choose, usage
+from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.options import (
+    Config,
+    Export,
+    FocusFlag,
+    Head,
+    Layer,
+    Map,
+    MaxCols,
+    MaxHeads,
+    MaxRows,
+    Overview,
+    Precision,
+    RealModelName,
+    Sample,
+    Step,
+    Top,
+    json_flag,
+)
+from attntrace.cli.progress import progress_shown
+from attntrace.cli.show import presentation, show
+
+if TYPE_CHECKING:
+    from attntrace.core.trace import Trace
+
+
+def run(
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE",
+            help="The input sentence (quoted or not); default: the model file's `sentence`.",
+            show_default=False,
+        ),
+    ] = None,
+    config: Config = None,
+    sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Layer = None,
+    head: Head = None,
+    causal: Annotated[
+        bool | None,
+        typer.Option(
+            "--causal/--no-causal",
+            help="Mask later tokens (a decoder), overriding the model file.",
+            show_default=False,
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SENTENCE",
+            help="Cross-attention: take K and V from this sentence (overrides the file).",
+        ),
+    ] = None,
+    step: Step = False,
+    as_json: Annotated[bool, json_flag("Write the whole trace as JSON to stdout.")] = False,
+    precision: Precision = None,
+    focus: FocusFlag = None,
+    map_view: Map = False,
+    top: Top = None,
+    overview: Overview = False,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+    max_heads: MaxHeads = 4,
+    export: Export = None,
+    only_stages: Annotated[
+        str | None,
+        typer.Option(
+            "--stages",
+            metavar="NAMES",
+            help="With --json: only these stages, comma-separated (e.g. softmax,output).",
+        ),
+    ] = None,
+    only_heads: Annotated[
+        str | None,
+        typer.Option(
+            "--heads",
+            metavar="LIST",
+            help="With --json: only these heads' stages, comma-separated (e.g. 0,3).",
+        ),
+    ] = None,
+) -> None:
+    """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output.
+
+    The model: a model file (--config), a sample (--sample), the worked
+    example, or a layer of a trained model (--model; see `attntrace models`)."""
+    from attntrace.api import traced
+
+    display = [flag for flag, on in (("--step", step), ("--export", export is not None),
+               ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
+               if on]  # fmt: skip
+    if as_json and display:
+        usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
+    filters = [flag for flag, value in (("--stages", only_stages), ("--heads", only_heads))
+               if value is not None]  # fmt: skip
+    if not as_json and filters:
+        usage(f"{flags_choose(filters)} what --json writes: add --json")
+    # --json never loads the renderers (nor Rich): the display flags are checked only
+    # when something is displayed.
+    how = None if as_json else presentation(
+        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
+        max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
+    )  # fmt: skip
+    check_model_flags(config, sample, real_model, layer, head, step=step)
+    if head is not None and only_heads is not None:
+        usage("--head already cuts the trace to one head: --heads has nothing left to choose")
+    if real_model is not None and (causal is not None or context is not None):
+        usage("--causal and --context change a model file: a real model has its own mask")
+    sentence = " ".join(words) if words else None
+    with bad_input_fails():
+        if real_model is not None:
+            from attntrace.real.layer import layer_trace
+
+            with progress_shown():
+                trace = layer_trace(real_model, sentence, layer or 0, head)
+        else:
+            model = stdin_model(config)
+            trace = traced(sentence, config=None if model is not None else config,
+                           sample=sample, model=model, causal=causal, context=context)  # fmt: skip
+
+    def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
+        from attntrace.files.serialize import dump_bytes
+
+        with bad_input_fails():
+            stages, heads = json_filters(trace, only_stages, only_heads)
+        return dump_bytes(trace, stages=stages, heads=heads)
+
+    def view() -> None:
+        assert how is not None  # only --json has no presentation, and it draws nothing
+        show(trace, how)
+
+    emit(as_json, document, view)
+
+
+def json_filters(
+    trace: Trace, stages: str | None, heads: str | None
+) -> tuple[list[str] | None, list[int] | None]:
+    """--stages NAMES and --heads LIST, checked against the trace."""
+    from attntrace.errors import InputError
+
+    names = None if stages is None else [n.strip() for n in stages.split(",") if n.strip()]
+    known = list(dict.fromkeys(trace.names))
+    if names == []:
+        raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
+                         found=repr(stages))  # fmt: skip
+    for name in names or []:
+        if name not in known:
+            raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
+                             found=repr(name))  # fmt: skip
+    numbers = None
+    if heads is not None:
+        parts = [p.strip() for p in heads.split(",") if p.strip()]
+        last = trace.model.heads - 1
+        if not all(p.isdecimal() and int(p) <= last for p in parts) or not parts:
+            raise InputError(field="--heads", expected=f"head numbers from 0 to {last}, "
+                             "comma-separated", found=repr(heads))  # fmt: skip
+        numbers = sorted({int(p) for p in parts})  # 1,1 is head 1
+    return names, numbers
+
+
+def render(
+    source: Annotated[
+        str, typer.Argument(metavar="TRACE", help="A saved `run --json` trace, or - for stdin.")
+    ],
+    step: Step = False,
+    precision: Precision = None,
+    focus: FocusFlag = None,
+    map_view: Map = False,
+    top: Top = None,
+    overview: Overview = False,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+    max_heads: MaxHeads = 4,
+    export: Export = None,
+) -> None:
+    """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
+    from attntrace.files.reading import read_stdin, read_text
+    from attntrace.files.replay import SAVED_TRACE, load_trace
+
+    how = presentation(
+        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
+        max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
+    )  # fmt: skip
+    if step and source == "-":
+        usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
+    name = "stdin" if source == "-" else source
+    with bad_input_fails(name):
+        text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
+        trace = load_trace(text, name)
+    show(trace, how)

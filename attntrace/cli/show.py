@@ -1,0 +1,132 @@
+"""Drawing a trace for `run` and `render`: the display flags, the views, step mode, --export.
+
+Both commands end here with a checked :class:`Presentation`, so a saved trace is shown
+exactly as the run that made it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from attntrace.cli.exits import bad_input_fails
+from attntrace.cli.pipes import quiet_pipe, stdout_console
+from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from attntrace.core.focus import Focus
+    from attntrace.core.trace import Trace
+    from attntrace.render.present import Presentation
+
+
+def presentation(**flags: Any) -> Presentation:
+    """The display flags, checked against each other (exit 2 where they do not mix)."""
+    from attntrace.render.present import Presentation
+
+    with bad_input_fails():
+        return Presentation.from_flags(**flags)
+
+
+def show(trace: Trace, how: Presentation) -> None:
+    """Print the chosen view of ``trace`` (or walk it in step mode), and export it.
+
+    The views draw the trace as shown: its tokens, names and formulas made visible
+    (:func:`attntrace.render.shown.shown_trace`), so no text from a file reaches the
+    terminal raw; a --focus token is matched as it is shown.
+    """
+    from attntrace.render.shown import label, shown_trace
+
+    typed, trace = trace, shown_trace(trace)
+    focus = None
+    if how.focus is not None:
+        from dataclasses import replace
+
+        from attntrace.core.focus import focus_row, resolve_focus
+        from attntrace.errors import InputError
+
+        with bad_input_fails():  # a bad token is an input error before anything prints
+            try:  # the token as typed (é, \x1b[2J from a script), by the file's tokens
+                index, note = resolve_focus(typed, how.focus)
+            except InputError:  # or as the tables show it: é#4, \x1b[2J in a terminal
+                index, note = resolve_focus(trace, label(how.focus))
+            focus = tuple(replace(focus_row(trace, str(index), head=h), note=note)
+                          for h in trace.traced_heads)  # fmt: skip
+    if how.step:
+        console = stdout_console(record=how.export is not None)
+        try:
+            with quiet_pipe():
+                walk_steps(console, trace, how, focus)
+        except typer.Exit as done:  # the walk ended: a closed pipe ends it too (exit 0)
+            if done.exit_code == 0 and how.export is not None:
+                save_export(console, how.export)  # the screens the walk showed
+            raise
+        if how.export is not None:
+            save_export(console, how.export)
+        return
+    from attntrace.render.present import renderables
+
+    console = stdout_console()
+    if how.export is None:
+        with quiet_pipe():
+            for renderable in renderables(trace, how, focus):
+                console.print(renderable, crop=False)  # a number is never cut
+        return
+    # drawn once, into memory, as stdout would get it; saved to the file first, so a
+    # reader that stops early (| head) or a full disk cannot cost the export
+    recorder = recording_console(console)
+    for renderable in renderables(trace, how, focus):
+        recorder.print(renderable, crop=False)
+    save_export(recorder, how.export)
+    with quiet_pipe():
+        sys.stdout.write(recorder.file.getvalue())  # type: ignore[attr-defined]
+
+
+def walk_steps(
+    console: Console, trace: Trace, how: Presentation, focus: tuple[Focus, ...] | None
+) -> None:
+    from attntrace.render.step import run_steps
+
+    with interrupted():
+        run_steps(console, trace, read_line, how.view, echo=not stdin_is_terminal(),
+                  prompt_console=prompt_console(), focus=focus)  # fmt: skip
+
+
+def recording_console(like: Console) -> Console:
+    """A console drawing as ``like`` does (width, colours) into memory, recording."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    return Console(file=StringIO(), record=True, width=like.width, highlight=False,
+                   color_system=like.color_system, no_color=like.no_color,  # type: ignore[arg-type]
+                   force_terminal=like.is_terminal)  # fmt: skip
+
+
+def save_export(console: Console, path: Path) -> None:
+    """Write what ``console`` recorded to ``path``, whole or not at all."""
+    from attntrace.errors import InputError
+
+    suffix = path.suffix.lower()
+    if suffix == ".svg":
+        text = console.export_svg(title="attntrace")
+    elif suffix == ".html":
+        text = console.export_html(inline_styles=True)
+    else:
+        text = console.export_text()
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)
+    except OSError as error:  # a full disk, a read-only folder: output not written, exit 1
+        partial.unlink(missing_ok=True)
+        message = InputError(f"cannot write the file: {error.strerror}", source=str(path))
+        sys.stderr.write(f"attntrace: error: {message}\n")
+        raise typer.Exit(1) from None
+    from attntrace.visible import visible
+
+    sys.stderr.write(f"attntrace: saved {visible(str(path))}\n")
