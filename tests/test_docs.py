@@ -1,0 +1,52 @@
+"""docs/ holds together: every relative link (and #anchor) in it and in the README
+resolves, docs/README.md names every page, and docs/json.md names every schema file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from paths import ROOT
+
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCED = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+
+
+def anchors(page: Path) -> set[str]:
+    """The #fragments of a page's headings, as GitHub makes them."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#+ (.+)$", FENCED.sub("", page.read_text(encoding="utf-8")),
+                              re.MULTILINE):  # fmt: skip
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug if slug not in found else f"{slug}-1")
+    return found
+
+
+def links(page: Path) -> list[str]:
+    prose = FENCED.sub("", page.read_text(encoding="utf-8"))
+    return [t for t in LINK.findall(prose) if not re.match(r"[a-z]+:", t)]
+
+
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "README.md"], ids=lambda p: p.name)
+def test_every_link_resolves(page: Path) -> None:
+    for target in links(page):
+        path, _, fragment = target.partition("#")
+        destination = (page.parent / path).resolve() if path else page
+        assert destination.exists(), f"{page.name}: {target} leads nowhere"
+        if fragment and destination.suffix == ".md":
+            assert fragment in anchors(destination), f"{page.name}: no heading for {target}"
+
+
+def test_the_index_names_every_page() -> None:
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    assert [p.name for p in PAGES if p.name != "README.md" and p.name not in index] == []
+
+
+def test_json_md_names_every_schema_file() -> None:
+    text = (DOCS / "json.md").read_text(encoding="utf-8")
+    schemas = sorted((ROOT / "attntrace" / "schema").glob("*.schema.json"))
+    assert schemas
+    assert [s.name for s in schemas if s.name not in text] == []
