@@ -17,11 +17,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from helpers import invoke, machine_independent
+from helpers import WEIGHTS_MISSING, invoke, machine_independent
 from paths import GOLDEN, ROOT
 from typer.testing import Result  # type: ignore[attr-defined, unused-ignore]  # typer 0.26
-
-from attntrace.real.catalog import CATALOG
 
 # ---------------------------------------------------------------- tests/golden/NAME.txt
 
@@ -96,10 +94,7 @@ def why_not_run(command: str) -> str | None:
     """Why ``command`` cannot run on this machine (a tool or a model missing), or None."""
     if "| jq" in command and shutil.which("jq") is None:
         return "jq is not installed"
-    missing = [m.install for m in CATALOG if not m.installed]
-    if REAL_MODEL.search(command) and missing:
-        return f"a real model's weights are not installed: {'; '.join(missing)}"
-    return None
+    return WEIGHTS_MISSING if REAL_MODEL.search(command) else None
 
 
 def run_shell(command: str, cwd: Path) -> str:

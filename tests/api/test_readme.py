@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from goldens import README, console_blocks, run_shell, why_not_run
+from helpers import WEIGHTS_MISSING
 from paths import ROOT
-
-from attntrace.real.catalog import CATALOG
 
 
 @pytest.mark.parametrize(("command", "output"), console_blocks(), ids=lambda x: x[:40])
@@ -40,9 +39,8 @@ def pycon_blocks() -> list[str]:
 def test_python_example(index: int) -> None:
     """Each ``pycon`` block is a doctest, run in a fresh namespace as a new session."""
     block = pycon_blocks()[index]
-    missing = [m.install for m in CATALOG if not m.installed]
-    if "attntrace.real" in block and missing:
-        pytest.skip(f"a real model's weights are not installed: {'; '.join(missing)}")
+    if "attntrace.real" in block and WEIGHTS_MISSING is not None:
+        pytest.skip(WEIGHTS_MISSING)
     test = doctest.DocTestParser().get_doctest(block, {}, f"README-{index}", str(README), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
