@@ -13,11 +13,13 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import settings
 from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
 from attntrace.files.serialize import schema_text
+from attntrace.real.catalog import CATALOG
 
 # A property that runs the whole CLI (or draws a whole panel) for each example costs some
 # 30 ms an example; under the ci profile it runs 300, not the 1000 of the cheap ones, so
@@ -26,6 +28,15 @@ WHOLE_RUN_EXAMPLES = 300
 _PROFILE = settings.default  # conftest.py loaded the profile before any test module
 assert _PROFILE is not None
 whole_runs = settings(max_examples=min(_PROFILE.max_examples, WHOLE_RUN_EXAMPLES))
+
+
+# Tests of the real models skip, naming the install commands, unless every real model's
+# weights are installed.
+_MISSING = [m.install for m in CATALOG if not m.installed]
+WEIGHTS_MISSING = (
+    f"a real model's weights are not installed: {'; '.join(_MISSING)}" if _MISSING else None
+)
+needs_weights = pytest.mark.skipif(WEIGHTS_MISSING is not None, reason=WEIGHTS_MISSING or "")
 
 
 def invoke(*args: str, input: str | None = None, columns: int = 80) -> Result:

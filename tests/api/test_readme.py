@@ -1,7 +1,7 @@
 """The README's examples are real: every ``console`` block is run and its output compared.
 
 A block is a ``$ command`` line followed by what it prints (stdout and stderr, at 80
-columns, no colour, run from an empty directory). ``ATTNTRACE_REGENERATE_GOLDEN=1``
+columns, no colour, run from an empty directory); ``tools/regenerate_goldens.py``
 rewrites the outputs from the code. Each ``pycon`` block runs as a doctest, and the first
 lines must be the two set-up commands that ``.ci/run`` uses.
 """
@@ -9,64 +9,21 @@ lines must be the two set-up commands that ``.ci/run`` uses.
 from __future__ import annotations
 
 import doctest
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from goldens import README, console_blocks, run_shell, why_not_run
+from helpers import WEIGHTS_MISSING
 from paths import ROOT
-
-from attntrace.real.catalog import CATALOG
-
-README = ROOT / "README.md"
-REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
-CONSOLE_BLOCK = re.compile(r"```console\n\$ (?P<command>[^\n]*)\n(?P<output>.*?)```", re.DOTALL)
-REAL_MODEL = re.compile(r"attntrace (models|heads)|--model ")
-
-
-def console_blocks() -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    return [(m["command"], m["output"]) for m in CONSOLE_BLOCK.finditer(text)]
-
-
-def run_shell(command: str, cwd: Path) -> str:
-    bin_dir = str(Path(sys.executable).parent)
-    env = {
-        **os.environ,
-        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-        "COLUMNS": "80",
-        "NO_COLOR": "1",
-        "TERM": "dumb",
-    }
-    result = subprocess.run(
-        ["bash", "-c", command],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=60,
-    )
-    return result.stdout
 
 
 @pytest.mark.parametrize(("command", "output"), console_blocks(), ids=lambda x: x[:40])
 def test_console_example(command: str, output: str, tmp_path: Path) -> None:
-    if "| jq" in command and shutil.which("jq") is None:
-        pytest.skip("jq is not installed")
-    missing = [m.install for m in CATALOG if not m.installed]
-    if REAL_MODEL.search(command) and missing:
-        pytest.skip(f"a real model's weights are not installed: {'; '.join(missing)}")
+    reason = why_not_run(command)
+    if reason is not None:
+        pytest.skip(reason)
     actual = run_shell(command, tmp_path)
-    if REGENERATE:
-        text = README.read_text(encoding="utf-8")
-        old = f"```console\n$ {command}\n{output}```"
-        README.write_text(text.replace(old, f"```console\n$ {command}\n{actual}```"))
-        return
     assert actual == output
     assert actual.strip(), "an example that prints nothing shows nothing"
 
@@ -82,9 +39,8 @@ def pycon_blocks() -> list[str]:
 def test_python_example(index: int) -> None:
     """Each ``pycon`` block is a doctest, run in a fresh namespace as a new session."""
     block = pycon_blocks()[index]
-    missing = [m.install for m in CATALOG if not m.installed]
-    if "attntrace.real" in block and missing:
-        pytest.skip(f"a real model's weights are not installed: {'; '.join(missing)}")
+    if "attntrace.real" in block and WEIGHTS_MISSING is not None:
+        pytest.skip(WEIGHTS_MISSING)
     test = doctest.DocTestParser().get_doctest(block, {}, f"README-{index}", str(README), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     runner.run(test)

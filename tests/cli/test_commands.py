@@ -157,12 +157,45 @@ def test_unquoted_words_are_one_sentence() -> None:
     )
 
 
+COMMANDS = {  # each command and the start of its line in --help, in the order listed
+    "run": "Trace attention over SENTENCE: X, Q, K, V, scores, scaled,",
+    "render": "Show a saved trace (from `run --json`) as `run` would, without",
+    "softmax": "The softmax walkthrough of one row: exp, sum, shares, and why the",
+    "decode": "Decode SENTENCE one token at a time through a KV cache; compare",
+    "kv-cache": "How much memory a KV cache takes: the model as MHA, as it is, and",
+    "models": "List the real trained models attntrace can trace, installed or",
+    "heads": "Rank every layer × head by the weight one token puts on another.",
+    "samples": "List the sample models that ship with attntrace, or print one of",
+}
+
+
 def test_version_and_help() -> None:
-    assert invoke("--version").stdout == f"attntrace {__version__}\n"
+    version = invoke("--version")
+    assert (version.exit_code, version.stdout, version.stderr) == (
+        0, f"attntrace {__version__}\n", ""
+    )  # fmt: skip
     result = invoke("--help")
     assert result.exit_code == 0
-    assert "run" in result.stdout
-    assert "samples" in result.stdout
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert lines[1].strip() == "Usage: attntrace [OPTIONS] COMMAND [ARGS]..."
+    assert [line.strip("│ ").split() for line in boxed(lines, "Options")] == [
+        ["--version", "Show", "the", "version."],
+        ["--help", "-h", "Show", "this", "message", "and", "exit."],
+    ]
+    # a command's row starts at the box's edge; the wrapped rest of its help is indented
+    rows = [line.strip("│ ").split(maxsplit=1) for line in boxed(lines, "Commands")
+            if not line.startswith("│  ")]  # fmt: skip
+    assert [name for name, _ in rows] == list(COMMANDS)
+    for name, said in rows:
+        assert said.rstrip() == COMMANDS[name], name
+
+
+def boxed(lines: list[str], title: str) -> list[str]:
+    """The lines inside the box of ``--help`` titled ``title``."""
+    top = next(i for i, line in enumerate(lines) if line.startswith(f"╭─ {title} "))
+    bottom = next(i for i in range(top, len(lines)) if lines[i].startswith("╰"))
+    return lines[top + 1 : bottom]
 
 
 def test_python_api_renders_with_rich_and_in_jupyter() -> None:

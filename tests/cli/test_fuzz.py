@@ -22,10 +22,14 @@ def ended_cleanly(result: Result) -> None:
     )
     assert "Traceback" not in result.output
     assert raw_controls(result.output) == [], result.output  # what was typed, made visible
-    if result.exit_code == 2:
-        assert result.stderr.startswith(("attntrace: error: ", "Usage:", "\n"))
-        if result.stderr.startswith("attntrace: error: "):
-            assert result.stderr.count("\n") == 1, result.stderr  # one line, always
+    if result.exit_code == 0:
+        assert result.stderr == "", result.stderr
+    else:  # errors.py's one line, for scripts to grep: never a usage panel, never blank
+        line, end, rest = result.stderr.partition("\n")
+        assert (end, rest) == ("\n", ""), f"not exactly one line: {result.stderr!r}"
+        said = line.removeprefix("attntrace: error: ")
+        assert said != line, f"not an attntrace error: {line!r}"
+        assert said.strip() == said != "", f"an empty or padded message: {line!r}"
 
 
 @given(st.text(max_size=12))

@@ -13,14 +13,16 @@ from unittest import mock
 
 import pytest
 import yaml
-from helpers import invoke, whole_runs
+from helpers import invoke, raw_controls, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from paths import ROOT
 
+from attntrace.core.spec import ModelSpec
 from attntrace.errors import InputError
 from attntrace.files.model_file import load_model
 from attntrace.files.reading import decode_limited, max_file_bytes
+from attntrace.visible import visible
 
 FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
           "causal", "positions", "context", "biases", "rope_base", "WQ", "", "ŵ",
@@ -64,14 +66,37 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def load(text: str, suffix: str, tmp_path: Path) -> None:
+    """``text`` as a model file loads, or is refused by the one error a bad file may
+    raise, saying where (the file, then the field) and what was expected and found."""
     path = tmp_path / f"model{suffix}"
     path.write_text(text, encoding="utf-8")
-    message = "loaded"
     try:
-        load_model(path)
-    except InputError as error:  # the one error a bad file may raise, with a message
-        message = str(error)
-    assert message
+        spec = load_model(path)
+    except InputError as error:
+        said_on_one_line(error, str(path))
+        return
+    assert isinstance(spec, ModelSpec)
+
+
+def said_on_one_line(error: InputError, source: str) -> None:
+    """``str(error)`` is errors.py's one line: ``source: field: what: expected E, got F``,
+    each part there when the error holds it, each shown safely (fuzzed parts are short,
+    so none is cut)."""
+    line = str(error)
+    assert "\n" not in line, repr(line)
+    assert raw_controls(line) == [], repr(line)
+    assert error.source == source, line
+    where = [source] + ([visible(error.field)] if error.field else [])
+    assert line.startswith(": ".join(where) + ": "), line
+    said = line.removeprefix(": ".join(where) + ": ")
+    assert error.message or error.expected is not None, f"says nothing of what is wrong: {line}"
+    if error.message:
+        assert said.startswith(visible(error.message)), line
+    if error.expected is not None:
+        got = "" if error.found is None else f", got {visible(error.found)}"
+        assert said.endswith(f"expected {visible(error.expected)}{got}"), line
+    elif error.found is not None:
+        assert said.endswith(f"got {visible(error.found)}"), line
 
 
 @given(document=documents())
@@ -113,10 +138,14 @@ def test_any_bytes_as_a_model_file(
         load_model(path)
         message = None
     except InputError as error:  # the one error a bad file may raise, with a message
+        said_on_one_line(error, str(path))
         message = str(error)
     piped = invoke_bytes("run", "cat", "-c", "-", stdin=data)
     assert piped.exit_code in (0, 2), piped.output
     assert "Traceback" not in piped.output
+    if piped.exit_code == 2:
+        assert piped.stderr.startswith("attntrace: error: stdin: "), piped.stderr
+        assert piped.stderr.count("\n") == 1, piped.stderr
     if expected is not None:
         assert message == f"{path}: {expected}: expected a YAML or JSON model file"
         assert piped.stderr == (
@@ -215,7 +244,10 @@ def test_a_fuzzed_file_through_the_cli_is_exit_2(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("embeddings: {cat: [1, .nan]}\nweights: {WQ: 3}\n")
     result = invoke("run", "cat", "-c", str(tmp_path / "m.yaml"))
     assert result.exit_code == 2
-    assert result.stderr.startswith("attntrace: error: ")
+    assert result.stderr == (
+        f"attntrace: error: {tmp_path / 'm.yaml'}: embeddings.cat[1]: expected a finite "
+        "number, got a non-finite number (nan)\n"
+    )
 
 
 BILLION_LAUGHS = """\
@@ -325,7 +357,7 @@ def test_ctrl_c_at_a_step_prompt_exits_130_quietly(command: list[str], tmp_path:
             seen += char
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 130
-        assert "Traceback" not in process.stderr.read()
+        assert process.stderr.read() == ""  # quietly: no traceback, no message
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "many", "inf", "1e400", "nan", "1e-300", "1e10"])
@@ -346,8 +378,10 @@ def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
     with subprocess.Popen([sys.executable, "-m", "attntrace", "run", "--help"], cwd=tmp_path,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:  # fmt: skip
         assert process.stdout is not None
+        assert process.stderr is not None
         process.stdout.close()
         assert process.wait(timeout=60) == 0
+        assert process.stderr.read() == b""
 
 
 @pytest.mark.parametrize(

@@ -206,15 +206,25 @@ def test_run_model_cli_shows_the_real_tokens_and_validates_as_json() -> None:
 
 
 @pytest.mark.parametrize(
-    "args",
-    [["--focus", "it"], ["--map"], ["--overview"], ["--step"]],
+    ("args", "shown"),
+    [
+        (["--focus", "it"], ["Focus: it, position 10 (counting from 0) of the 15 tokens of "
+                             "minilm L3 · head 1", "= output[it]"]),
+        (["--map"], ["minilm L3 · 15 tokens · d_model 384 · head 1 of 12 · d_k 32 · d_v 32",
+                     "it      → animal 0.70"]),  # the head that resolves 'it' (0.6953)
+        (["--overview"], ["minilm L3 · 15 tokens · d_model 384 · head 1 of 12",
+                          "X [15×384]", "bV [1×32]  K/V 1"]),
+        (["--step"], ["Stage 1 of 8 · X   minilm L3: [CLS] the animal didn ' t cross",
+                      "(Enter: next · b back · q quit · ? help) > "]),
+    ],
     ids=["focus", "map", "overview", "step"],
-)
-def test_every_view_works_on_a_real_layer(args: list[str]) -> None:
+)  # fmt: skip
+def test_every_view_works_on_a_real_layer(args: list[str], shown: list[str]) -> None:
     need(MINILM)
     result = invoke("run", "-m", "minilm", "--layer", "3", "--head", "1", *args, input="q\n")
     assert result.exit_code == 0, result.output
-    assert "animal" in result.output
+    for text in shown:
+        assert text in result.output
 
 
 def test_export_of_a_real_layer(tmp_path: Path) -> None:
@@ -386,8 +396,9 @@ def test_models_and_heads_json_follow_their_schemas() -> None:
     need(MINILM)
     for args, name in ((["models", "--json"], "models-v1"),
                        (["heads", "--json", "--top", "3"], "heads-v1")):  # fmt: skip
-        document = json.loads(invoke(*args).output)
-        jsonschema.validate(document, schema(f"{name}.schema.json"))
+        result = invoke(*args)
+        assert (result.exit_code, result.stderr) == (0, ""), result.output
+        jsonschema.validate(json.loads(result.stdout), schema(f"{name}.schema.json"))
 
 
 def test_a_hashed_file_is_remembered_until_it_changes(

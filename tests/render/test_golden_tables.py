@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from io import StringIO
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke, machine_independent
+from goldens import CASES, table_path, table_run, table_text
+from helpers import invoke
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
-from paths import GOLDEN
 from rich.console import Console
 
 from attntrace.core.labels import unique_labels
@@ -19,57 +18,14 @@ from attntrace.core.trace import Stage
 from attntrace.render.numbers import column_widths, format_number, visible_indices
 from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
 
-REGENERATE = os.environ.get("ATTNTRACE_REGENERATE_GOLDEN") == "1"
-
-TRILLION_TOKENS = ("kv-cache", "--preset", "gpt3-175b", "--tokens", "1000000000000")
-ONE_QUERY_HEAD = ("kv-cache", "--heads", "1", "--layers", "2", "--head-dim", "64", "--tokens", "1")
-CASES = {
-    "run-cat-eats-fish-80": (("run", "cat eats fish"), 80, None),
-    "run-cat-eats-fish-40": (("run", "cat eats fish"), 40, None),
-    "run-it-animal-60": (("run", "--sample", "it-animal"), 60, None),
-    "run-it-animal-160": (("run", "--sample", "it-animal"), 160, None),
-    "run-the-cat-sat-precision-2": (("run", "-s", "the-cat-sat", "--precision", "2"), 80, None),
-    "step-softmax-80": (("run", "--step"), 80, "7\nq\n"),
-    "samples-80": (("samples",), 80, None),
-    "run-cat-eats-fish-equations-150": (("run", "cat eats fish"), 150, None),
-    "focus-fish-80": (("run", "cat eats fish", "--focus", "fish"), 80, None),
-    "focus-it-80": (("run", "-s", "it-animal", "--focus", "it"), 80, None),
-    "step-focus-softmax-80": (("run", "--step", "--focus", "fish"), 80, "softmax\nq\n"),
-    "softmax-article-80": (("softmax", "3.2", "4.0", "1.0", "6.2", "8.0"), 80, None),
-    "softmax-overflow-80": (("softmax", "800", "799", "-1.5"), 80, None),
-    "map-it-animal-80": (("run", "-s", "it-animal", "--map"), 80, None),
-    "overview-100": (("run", "--overview"), 100, None),
-    "run-two-heads-80": (("run", "-s", "two-heads"), 80, None),
-    "run-gqa-160": (("run", "-s", "gqa", "--precision", "2"), 160, None),
-    "run-causal-80": (("run", "-s", "causal"), 80, None),
-    "run-cross-100": (("run", "-s", "cross"), 100, None),
-    "run-positions-80": (("run", "-s", "positions"), 80, None),
-    "focus-causal-cat-80": (("run", "-s", "causal", "--focus", "cat"), 80, None),
-    "map-gqa-80": (("run", "-s", "gqa", "--map"), 80, None),
-    "map-two-heads-160": (("run", "-s", "two-heads", "--map"), 160, None),
-    "decode-cat-eats-fish-80": (("decode",), 80, None),
-    "decode-gqa-100": (("decode", "-s", "gqa", "--precision", "2"), 100, None),
-    "kv-cache-llama2-70b-80": (("kv-cache", "--preset", "llama2-70b"), 80, None),
-    "kv-cache-presets-100": (("kv-cache",), 100, None),
-    "kv-cache-presets-80": (("kv-cache",), 80, None),
-    "kv-cache-presets-40": (("kv-cache",), 40, None),
-    "kv-cache-trillion-tokens-40": (TRILLION_TOKENS, 40, None),
-    "kv-cache-one-head-80": (ONE_QUERY_HEAD, 80, None),
-}
-
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_output(name: str) -> None:
-    """Compare with tests/golden/NAME.txt; ATTNTRACE_REGENERATE_GOLDEN=1 rewrites them."""
-    args, columns, keys = CASES[name]
-    result = invoke(*args, input=keys, columns=columns)
+    """Compare with tests/golden/NAME.txt (tools/regenerate_goldens.py rewrites them)."""
+    result = table_run(name)
     assert result.exit_code == 0, result.output
-    path = GOLDEN / f"{name}.txt"
-    shown = machine_independent(result.stdout)
-    if REGENERATE:
-        path.write_text(shown, encoding="utf-8")
-    assert shown == path.read_text(encoding="utf-8")
-    assert max(len(line) for line in result.stdout.splitlines()) <= columns
+    assert table_text(result) == table_path(name).read_text(encoding="utf-8")
+    assert max(len(line) for line in result.stdout.splitlines()) <= CASES[name][1]
 
 
 def render(stage: Stage, width: int, view: View = DEFAULT_VIEW) -> list[str]:

@@ -1,267 +1,27 @@
-"""The Python API as a notebook user meets it: each public name, its errors, its records.
+"""A mistake at the Python API is one line about it: a TypeError naming the argument and
+what it must be, an InputError saying where, what was expected and what was found.
 
-A session imports attntrace, traces a model file, a sample, a dict and a ModelSpec,
-looks at stages, shows the trace (print, Rich, Jupyter), makes mistakes and reads one
-line about each. Every array a trace holds is read-only, and the caller's own arrays
-are neither frozen nor shared behind their back.
+The same for the real models' layer functions (attntrace.real.layer), where their
+weights are installed.
 """
 
 from __future__ import annotations
 
-import copy
-import io
-import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from naive import naive_attention
-from paths import ROOT
-from rich.console import Console
-from tolerances import FLOAT64
+from helpers import needs_weights
+from tiny_model import (
+    WQ,
+    one_line,
+    tiny_spec,
+)
 
-import attntrace
-from attntrace import InputError, ModelSpec, Stage, Trace, load_model, trace_attention
-from attntrace.core.spec import GivenInputs
+from attntrace import InputError, Stage, Trace, load_model, trace_attention
 from attntrace.core.trace import ModelInfo
-from attntrace.files.replay import load_trace
-from attntrace.files.samples import list_samples
-from attntrace.files.serialize import dump_bytes
-from attntrace.real.catalog import CATALOG
-
-MODEL_FILE = """\
-name: tiny
-sentence: a b c
-embeddings:
-  a: [1, 0.5]
-  b: [-0.25, 2]
-  c: [0.75, -1]
-weights:
-  WQ: [[1, 2], [0.5, -1]]
-  WK: [[0, 1], [1, 0.25]]
-  WV: [[2, 0], [1, 3]]
-"""
-EMBEDDINGS: dict[str, list[float]] = {"a": [1.0, 0.5], "b": [-0.25, 2.0], "c": [0.75, -1.0]}
-WQ: list[list[float]] = [[1.0, 2.0], [0.5, -1.0]]
-WK: list[list[float]] = [[0.0, 1.0], [1.0, 0.25]]
-WV: list[list[float]] = [[2.0, 0.0], [1.0, 3.0]]
-
-
-@pytest.fixture
-def model_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tiny.yaml"
-    path.write_text(MODEL_FILE, encoding="utf-8")
-    return path
-
-
-def tiny_spec(**changes: Any) -> ModelSpec:
-    """The tiny model, built from Python with numpy arrays (``changes`` replace fields)."""
-    fields: dict[str, Any] = {
-        "embeddings": {t: np.array(v, dtype=float) for t, v in EMBEDDINGS.items()},
-        "WQ": np.array(WQ, dtype=float),
-        "WK": np.array(WK, dtype=float),
-        "WV": np.array(WV, dtype=float),
-    }
-    return ModelSpec(**{**fields, **changes})
-
-
-def arrays_of(trace: Trace) -> Iterator[tuple[str, np.ndarray[Any, Any]]]:
-    for stage in (*trace.stages, *trace.weights):
-        yield f"{stage.name} head={stage.head} kv={stage.kv_head}", stage.data
-
-
-def one_line(error: BaseException) -> str:
-    text = str(error)
-    assert text, "an empty message"
-    assert "\n" not in text, repr(text)
-    assert text.strip() == text, repr(text)
-    return text
-
-
-# --------------------------------------------------------------------- a session
-
-
-def test_the_exported_names_are_the_documented_ones() -> None:
-    expected = ["InputError", "ModelSpec", "Stage", "Trace", "__version__", "load_model",
-                "trace_attention"]  # fmt: skip
-    assert dir(attntrace) == expected == sorted(attntrace.__all__)
-    for name in expected:
-        assert getattr(attntrace, name) is not None
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### What `attntrace` exports", 1)[1].split("\n## ", 1)[0]
-    for name in expected:
-        assert f"**`{name}" in section, f"{name} is exported but not documented"
-
-
-def test_a_notebook_session(model_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """What a user types in a notebook, checked against an independent computation."""
-    spec = load_model(model_file)
-    by_spec = trace_attention(model=spec)  # the file's own sentence
-    by_path = trace_attention("a b c", config=model_file)
-    by_str = trace_attention("a b c", config=str(model_file))
-    weights = {"WQ": WQ, "WK": WK, "WV": WV}
-    by_dict = trace_attention("a b c", model={"embeddings": EMBEDDINGS, "weights": weights})
-    expected = naive_attention([EMBEDDINGS[t] for t in "abc"], WQ, WK, WV)
-    for trace in (by_spec, by_path, by_str, by_dict):
-        assert trace.tokens == ("a", "b", "c")
-        assert trace.names == list(expected)
-        for name, rows in expected.items():
-            np.testing.assert_allclose(trace[name].data, rows, **FLOAT64)
-        assert all(not data.flags.writeable for _, data in arrays_of(trace))
-
-    trace = by_spec
-    np.testing.assert_allclose(trace["softmax"].data.sum(axis=1), 1.0, **FLOAT64)
-    assert trace.weight_for(trace["Q"]) is trace.weight("WQ", head=0)
-    assert repr(trace["output"]) == "<Stage output head=0 3×2: output = softmax · V>"
-
-    print(trace)
-    printed = capsys.readouterr().out
-    assert "softmax = exp(scaled − row max) / row sum" in printed
-    assert max(len(line) for line in printed.splitlines()) <= 80
-
-    console = Console(file=io.StringIO(), width=100, color_system=None)
-    console.print(trace)  # what rich.print(trace) does
-    shown = console.file.getvalue()  # type: ignore[attr-defined]
-    assert "output = softmax · V" in shown
-
-    bundle = trace._repr_mimebundle_()
-    assert set(bundle) == {"text/plain", "text/html"}
-    assert "output = softmax · V" in bundle["text/plain"]
-    assert "<" in bundle["text/html"]
-    assert "output" in bundle["text/html"]
-
-
-# --------------------------------------------------------------------- read-only records
-
-
-def sample_traces() -> list[tuple[str, Callable[[], Trace]]]:
-    def sample(name: str) -> Callable[[], Trace]:
-        return lambda: trace_attention(sample=name)
-
-    made = [(s.name, sample(s.name)) for s in list_samples()]
-    made += [
-        ("ModelSpec", lambda: trace_attention("a b c", model=tiny_spec())),
-        ("learned positions", lambda: trace_attention("a b", model=tiny_spec(
-            positions=np.array([[0.5, 0.0], [0.0, 0.5]])))),
-        ("biases and WO", lambda: trace_attention("a b", model=tiny_spec(
-            WO=np.eye(2), biases={"bQ": np.ones(2), "bO": np.ones(2)}))),
-        ("given X", lambda: trace_attention("a b", model=tiny_spec(
-            given=GivenInputs(np.array([[1.0, 2.0], [3.0, 4.0]]), "X = given")))),
-        ("saved and read back", lambda: load_trace(
-            dump_bytes(trace_attention(sample="gqa")).decode(), "t.json")),
-        ("cut to heads", lambda: trace_attention(sample="gqa").only_heads([1, 3])),
-    ]  # fmt: skip
-    return made
-
-
-@pytest.mark.parametrize(("what", "make"), sample_traces(), ids=lambda x: x if
-                         isinstance(x, str) else "")  # fmt: skip
-def test_every_array_a_trace_holds_is_read_only(what: str, make: Callable[[], Trace]) -> None:
-    trace = make()
-    assert isinstance(trace.tokens, tuple)
-    assert isinstance(trace.stages, tuple)
-    for label, data in arrays_of(trace):
-        assert not data.flags.writeable, f"{what}: {label} is writeable"
-        with pytest.raises(ValueError, match="read-only"):
-            data[0, 0] = 1.0
-        with pytest.raises(ValueError, match="read-only"):
-            data += 1.0
-    for stage in trace.stages:
-        assert isinstance(stage.rows, tuple)
-        assert isinstance(stage.cols, tuple)
-
-
-def test_a_trace_stays_read_only_when_copied_or_pickled() -> None:
-    trace = trace_attention(sample="two-heads")
-    for other in (copy.deepcopy(trace), pickle.loads(pickle.dumps(trace)), copy.copy(trace)):
-        for (label, data), (_, original) in zip(arrays_of(other), arrays_of(trace), strict=True):
-            assert not data.flags.writeable, label
-            np.testing.assert_array_equal(data, original)
-    spec = pickle.loads(pickle.dumps(tiny_spec()))
-    assert not spec.WQ.flags.writeable
-    assert not spec.embeddings["a"].flags.writeable
-
-
-def test_the_callers_arrays_stay_theirs() -> None:
-    """Arrays given to ModelSpec, model=, GivenInputs and Stage stay writeable, and
-    changing them afterwards changes neither the spec nor the trace made from it."""
-    embeddings = {t: np.array(v, dtype=float) for t, v in EMBEDDINGS.items()}
-    wq, wk, wv = np.array(WQ, float), np.array(WK, float), np.array(WV, float)
-    spec = ModelSpec(embeddings, wq, wk, wv)
-    trace = trace_attention("a b c", model=spec)
-    weights = {"WQ": wq, "WK": wk, "WV": wv}
-    by_dict = trace_attention("a b c", model={"embeddings": embeddings, "weights": weights})
-    before = [data.copy() for _, data in arrays_of(trace)]
-    for array in (wq, wk, wv, *embeddings.values()):
-        assert array.flags.writeable
-    wq[:] = 99.0
-    embeddings["a"][:] = 99.0
-    embeddings["d"] = np.array([1.0, 1.0])
-    assert spec.resolve("d") is None
-    np.testing.assert_array_equal(spec.WQ, WQ)
-    np.testing.assert_array_equal(spec.embeddings["a"], EMBEDDINGS["a"])
-    for check in (trace, by_dict, trace_attention("a b c", model=spec)):
-        for (label, data), old in zip(arrays_of(check), before, strict=True):
-            np.testing.assert_array_equal(data, old, err_msg=label)
-
-    x = np.array([[1.0, 2.0], [3.0, 4.0]])
-    given = GivenInputs(x, "X = given")
-    assert x.flags.writeable
-    assert not np.shares_memory(given.X, x)
-    rows = np.array([[1.0, 2.0]])
-    stage = Stage("X", "X = mine", ["t"], ["d0", "d1"], rows)  # type: ignore[arg-type]
-    assert rows.flags.writeable
-    assert not stage.data.flags.writeable
-    rows[0, 0] = 5.0
-    assert stage.data[0, 0] == 1.0
-    assert stage.rows == ("t",)
-    assert stage.cols == ("d0", "d1")
-
-
-def test_the_package_shares_its_own_frozen_arrays_instead_of_copying() -> None:
-    """Read-only costs no copy where the array is attntrace's own: the weights a trace
-    carries are views of the spec's matrices, and X given is the spec's X."""
-    spec = tiny_spec(given=GivenInputs(np.array([[1.0, 2.0], [3.0, 4.0]]), "X = given"))
-    trace = trace_attention("a b", model=spec)
-    wq = trace.weight("WQ", head=0)
-    assert wq is not None
-    assert np.shares_memory(wq.data, spec.WQ)
-    assert trace["X"].data is spec.given.X  # type: ignore[union-attr]
-    again = Stage("X", "X", trace["X"].rows, trace["X"].cols, trace["X"].data)
-    assert again.data is trace["X"].data
-
-
-def test_a_frozen_array_is_still_checked_for_what_it_holds() -> None:
-    """Sharing the package's arrays skips the copy, not the check: a causal trace's
-    masked stage (read-only, with −∞) is no matrix of positions."""
-    masked = trace_attention("a b", model=tiny_spec(causal=True))["masked"].data
-    with pytest.raises(InputError) as caught:
-        tiny_spec(positions=masked)
-    assert one_line(caught.value) == (
-        "positions[0][1]: expected a finite number, got a non-finite number (-inf)"
-    )
-
-
-def test_showing_a_trace_in_every_view_changes_no_number() -> None:
-    from attntrace.core.focus import focus_row
-    from attntrace.render.present import Presentation, renderables
-
-    trace = trace_attention(sample="it-animal")
-    before = [data.copy() for _, data in arrays_of(trace)]
-    console = Console(file=io.StringIO(), width=120, color_system="truecolor")
-    for how in (Presentation(), Presentation(map=True), Presentation(overview=True),
-                Presentation(focus="it")):  # fmt: skip
-        focus = None if how.focus is None else (focus_row(trace, how.focus),)
-        for renderable in renderables(trace, how, focus):
-            console.print(renderable)
-    dump_bytes(trace)
-    str(trace)
-    trace._repr_mimebundle_()
-    for (label, data), old in zip(arrays_of(trace), before, strict=True):
-        np.testing.assert_array_equal(data, old, err_msg=label)
-
 
 # --------------------------------------------------------------------- wrong types
 
@@ -455,54 +215,7 @@ def test_an_unknown_stage_is_a_key_error_naming_those_there_are() -> None:
         trace["softmax", 3]
 
 
-def test_numpy_numbers_and_integer_arrays_are_numbers() -> None:
-    """np.int64 heads, np.True_, integer matrices: what numpy code hands over works, and
-    traces as the float64 model does."""
-    floats = trace_attention("a b", model=tiny_spec(causal=True))
-    # integer arrays and numpy scalars on purpose (numpy 1.24's stubs see the int arrays)
-    integers: list[Any] = [np.array(w) * k for w, k in ((WQ, 2), (WK, 4), (WV, 1))]
-    wq, wk, wv = integers
-    ints = trace_attention("a b", model=ModelSpec(
-        {"a": np.array([2, 1]), "b": np.array([-1, 4])}, wq, wk, wv,
-        heads=np.int64(1), causal=np.True_))  # type: ignore[arg-type]  # fmt: skip
-    assert ints.model.causal is True
-    assert ints.model.heads == 1
-    assert all(data.dtype == np.float64 for _, data in arrays_of(ints))
-    assert floats.names == ints.names
-    np.testing.assert_allclose(ints["X"].data, [[2.0, 1.0], [-1.0, 4.0]])
-    assert trace_attention("a b", model=tiny_spec(positions="none")).names[0] == "X"
-
-
-def test_a_spec_equals_only_itself() -> None:
-    """A spec holds arrays: equality is identity (as for a Trace), never numpy's
-    'truth value of an array is ambiguous'."""
-    one, two = tiny_spec(), tiny_spec()
-    assert one == one
-    assert one != two
-    assert len({one, two}) == 2
-
-
 # --------------------------------------------------------------------- a real model's layer
-
-missing = [m.install for m in CATALOG if not m.installed]
-needs_weights = pytest.mark.skipif(
-    bool(missing), reason=f"a real model's weights are not installed: {'; '.join(missing)}"
-)
-
-
-@needs_weights
-def test_a_real_layer_from_python_is_a_read_only_trace() -> None:
-    from attntrace.real.layer import open_model, trace_layer
-
-    trace = trace_layer("minilm", "The cat sat", layer=1, head=2)
-    assert trace.traced_heads == [2]
-    assert all(not data.flags.writeable for _, data in arrays_of(trace))
-    model = open_model("MiniLM")  # case-insensitive, as --model
-    assert model is open_model("minilm")
-    ids = model.tokenizer.encode("The cat sat")
-    np.testing.assert_allclose(trace["X"].data, model.layer_input(ids, 1), **FLOAT64)
-    whole = model.run(ids, 2)[1][2]  # layer 1, head 2: [n, n]
-    np.testing.assert_allclose(trace["softmax", 2].data, whole, **FLOAT64)
 
 
 def _layer(*args: Any, **kwargs: Any) -> object:
@@ -576,19 +289,3 @@ def test_the_real_layer_functions_check_their_arguments(
         call()
     assert type(caught.value) is kind, f"{what}: {caught.value!r}"
     assert one_line(caught.value) == message
-
-
-def test_numpy_scalars_in_a_model_dict_are_numbers_and_a_longdouble_past_float64_is_refused(
-) -> None:  # fmt: skip
-    """A dict built by numpy code holds np.float32 and np.int64, not Python floats; a
-    longdouble of 1e400 is finite in its own type but not in float64, which the trace
-    computes in: refused when the spec is made, with no overflow warning."""
-    weights = {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]}
-    embeddings = {"a": [np.float32(1), np.float32(2)], "b": [np.int64(3), 1]}
-    trace = trace_attention("a b", model={"embeddings": embeddings, "weights": weights})
-    np.testing.assert_allclose(trace["X"].data, [[1.0, 2.0], [3.0, 1.0]], **FLOAT64)
-    huge = np.eye(2, dtype=np.longdouble) * np.longdouble("1e400")
-    if not np.isfinite(huge).all():  # a platform whose longdouble is float64 holds no 1e400
-        pytest.skip("longdouble is float64 here")
-    with pytest.raises(InputError, match=r"^weights\.WQ\[0\]\[0\]: expected a finite number"):
-        ModelSpec({"a": np.ones(2)}, huge, np.eye(2), np.eye(2))
