@@ -1,6 +1,6 @@
 """The bad-input catalogue's contract and its tools, shared by the tables of each room.
 
-SPEC.md section 5: bad input is exit 2 with one line on stderr, ``attntrace: error: ...``,
+docs/cli.md#the-error-line: bad input is exit 2 with one line on stderr, ``attntrace: error: ...``,
 that names the file, the field path, what was expected and what was found; no
 traceback, and nothing on stdout. Each room keeps its own table of such inputs, each
 row run through the real CLI (``attntrace run``) with Typer's ``CliRunner`` by
@@ -44,7 +44,7 @@ from attntrace.cli import app
 
 PREFIX = "attntrace: error: "
 
-# The worked example of SPEC.md section 6, as YAML lines: 4 lines of embeddings, then 4 of
+# The worked example of docs/model-file.md, as YAML lines: 4 lines of embeddings, then 4 of
 # weights. Cases splice a broken line into it, so every other field stays valid.
 EMB = "embeddings:\n  cat: [1, 2]\n  eats: [3, 1]\n  fish: [2, 4]\n"
 WQ = "  WQ: [[1, 0], [0, 1]]\n"

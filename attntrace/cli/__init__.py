@@ -1,6 +1,6 @@
 """The command line: parse flags, load -> compute -> render or serialize, map errors.
 
-Exit codes (SPEC.md section 5): 0 success, 2 bad usage or bad input (one line on
+Exit codes (docs/cli.md#exit-codes): 0 success, 2 bad usage or bad input (one line on
 stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes early
 (``| head``) ends quietly with 0. Heavy modules (numpy, PyYAML, the renderers) are
 imported inside the commands, so ``--help`` and ``--version`` stay fast.

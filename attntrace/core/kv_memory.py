@@ -1,4 +1,4 @@
-"""How much memory a KV cache takes, for real models' shapes (../shared/MODEL-FACTS.md).
+"""How much memory a KV cache takes, for real models' shapes (docs/real-models.md).
 
     KV cache bytes = 2 (K and V) × layers × kv_heads × head_dim × bytes per value
                      × tokens × batch

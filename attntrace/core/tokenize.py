@@ -1,4 +1,4 @@
-"""Sentence -> tokens, the way SPEC.md section 3 says.
+"""Sentence -> tokens, as docs/model-file.md#tokens says.
 
 Split on whitespace; punctuation from ``.,!?;:"()`` at either end of a word becomes a
 token of its own, one character at a time; punctuation inside a word stays

@@ -1,7 +1,7 @@
 """Model file (YAML or JSON) -> validated :class:`ModelSpec`: reading, and the top-level keys.
 
 :mod:`attntrace.files.parse` turns the text into plain data; this module checks that data
-against SPEC.md section 3. It reads the file and checks the top level: which keys there
+against docs/model-file.md. It reads the file and checks the top level: which keys there
 are, and the settings (heads, causal, positions, names). The matrices and vectors
 (embeddings, weights, biases, learned positions) are :mod:`attntrace.files.model_matrices`'
 job, .npy files beside the model file :mod:`attntrace.files.npy_files`'. Every failure is
@@ -31,7 +31,7 @@ from attntrace.files.npy_files import NpyReader
 from attntrace.files.parse import parse_document
 from attntrace.files.reading import read_stdin, read_text
 
-# The fields of SPEC.md section 3.
+# The fields of docs/model-file.md#fields.
 KNOWN_FIELDS = (
     "name",
     "description",
@@ -96,7 +96,7 @@ def _is_json(path: Path) -> bool:
 def model_from_document(
     document: Any, source: str | None = None, *, folder: Path | None = None
 ) -> ModelSpec:
-    """Check a parsed document against SPEC.md section 3 and build the :class:`ModelSpec`.
+    """Check a parsed document against docs/model-file.md and build the :class:`ModelSpec`.
 
     A matrix (a weight, the embedding table, learned positions) may be given as the name
     of a ``.npy`` file, relative to ``folder`` (the model file's own folder).

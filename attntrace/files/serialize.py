@@ -1,4 +1,4 @@
-"""Trace -> JSON (SPEC.md section 4). Plain dicts, never through the human renderer.
+"""Trace -> JSON (docs/json.md, the trace document). Plain dicts, never through the human renderer.
 
 Values are full float64: ``json`` writes ``repr(float)``, which reads back exactly.
 Masked cells (−∞ before softmax) are ``null``. The document's shape is described by the

@@ -57,7 +57,7 @@ def test_every_stage_matches_the_loop_implementation(seed: int) -> None:
 
 
 def test_worked_example_exact_numbers() -> None:
-    """SPEC.md section 6: the default model on "cat eats fish"."""
+    """docs/model-file.md#the-worked-example: the default model on "cat eats fish"."""
     trace = trace_attention("cat eats fish")
     assert trace.model.name == "cat-eats-fish"
     np.testing.assert_array_equal(trace["X"].data, [[1, 2], [3, 1], [2, 4]])

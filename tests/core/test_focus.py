@@ -101,7 +101,7 @@ def test_focus_on_a_token_not_in_the_sentence_is_exit_2() -> None:
 
 
 def test_the_fish_row_by_hand() -> None:
-    """SPEC.md sections 2 and 6: the worked example's last row, written out."""
+    """docs/model-file.md#the-worked-example: the worked example's last row, written out."""
     out = invoke("run", "cat eats fish", "--focus", "fish").stdout
     assert "fish·cat  = [2, 4]·[1, 2] = 2×1 + 4×2 = 10" in out
     assert "fish·fish = [2, 4]·[2, 4] = 2×2 + 4×4 = 20" in out

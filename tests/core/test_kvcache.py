@@ -181,7 +181,7 @@ def test_decode_step_mode_pages_through_steps() -> None:
 
 # ------------------------------------------------------------------ kv-cache memory
 
-# MODEL-FACTS.md: 2 × layers × kv heads × head dim × bytes × tokens × batch, by hand.
+# docs/real-models.md: 2 × layers × kv heads × head dim × bytes × tokens × batch, by hand.
 BY_HAND = {
     "gpt2": 2 * 12 * 12 * 64 * 2 * 1024,
     "gpt3-175b": 2 * 96 * 96 * 128 * 2 * 2048,

@@ -15,7 +15,7 @@ import pytest
 from catalogue import EMB, GOOD, WK, WQ, WV, Case, W, case, check_rejected, with_file
 
 REJECTED = [
-    # --- shapes that do not fit together: SPEC.md section 3
+    # --- shapes that do not fit together: docs/model-file.md#shapes
     case(
         "WK-2x3",
         EMB + "weights:\n" + WQ + "  WK: [[1, 0, 0], [0, 1, 0]]\n" + WV,

@@ -1,4 +1,4 @@
-"""Tokenizing (SPEC.md section 3): whitespace, edge punctuation, contractions kept."""
+"""Tokenizing (docs/model-file.md#tokens): whitespace, edge punctuation, contractions kept."""
 
 from __future__ import annotations
 

@@ -484,7 +484,7 @@ REJECTED = [
 def test_a_bad_model_file_is_one_clear_line_and_exit_2(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A model file whose fields do not hold what SPEC.md section 3 says."""
+    """A model file whose fields do not hold what docs/model-file.md says."""
     check_rejected(case, tmp_path, monkeypatch)
 
 

@@ -1,4 +1,4 @@
-"""Step mode: the keys of SPEC.md section 2, fed through stdin as a script would."""
+"""Step mode: the keys of docs/cli.md#step-mode-keys, fed through stdin as a script would."""
 
 from __future__ import annotations
 
