@@ -397,21 +397,18 @@ class ModelSpec:
         """The bias vector ``bQ``, ``bK``, ``bV`` or ``bO``, or None where there is none."""
         return self.biases.get(name)
 
-    def project(self, rows: Matrix, name: str, index: int) -> Matrix:
-        """One head's ``rows · W`` plus its bias, for ``name`` Q, K or V: ``[.., d_model]
-        -> [.., width]``; ``index`` is the query head for Q, the K/V head for K and V."""
-        width = self.d_v if name == "V" else self.d_k
-        product: Matrix = rows @ head_columns(getattr(self, f"W{name}"), index, width)
-        bias = self.bias(f"b{name}")
-        return product if bias is None else product + head_columns(bias[None], index, width)[0]
+    def head_weight(self, name: str, index: int) -> Matrix:
+        """Head ``index``'s block of columns of ``name``, WQ, WK or WV: ``[d_model, d_k]``
+        (``d_v`` for WV). ``index`` is the query head for WQ, the K/V head for WK and WV."""
+        return head_columns(getattr(self, name), index, self._head_width(name))
 
-    def output_projection(self, rows: Matrix) -> Matrix:
-        """``rows · WO`` plus ``bO``: the heads' outputs, side by side, mixed back to
-        d_model (``[.., heads·d_v] -> [.., d_model]``); WO must be present."""
-        assert self.WO is not None
-        product: Matrix = rows @ self.WO
-        bO = self.bias("bO")
-        return product if bO is None else product + bO
+    def head_bias(self, name: str, index: int) -> Matrix | None:
+        """The same block of the bias ``name``, bQ, bK or bV; None where there is none."""
+        bias = self.bias(name)
+        return None if bias is None else head_columns(bias, index, self._head_width(name))
+
+    def _head_width(self, name: str) -> int:
+        return self.d_v if name in ("WV", "bV") else self.d_k
 
     @property
     def d_k(self) -> int:
