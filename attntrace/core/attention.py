@@ -83,10 +83,10 @@ def trace_block(
                 dims(model.heads * model.d_v),
             )
         if model.WO is not None:
-            source = "concat" if model.heads > 1 else "output"
+            block_name = "concat" if model.heads > 1 else "output"
             bO = model.bias("bO")
             # [n, heads·d_v] · [heads·d_v, d_model] + [d_model] -> [n, d_model]
-            record.add("projected", f"projected = {source} · WO{_plus(bO, 'bO')}",
+            record.add("projected", f"projected = {block_name} · WO{_plus(bO, 'bO')}",
                        linear(block, model.WO, bO), query_tokens, dims(model.d_model))  # fmt: skip
 
     return Trace(
@@ -243,7 +243,7 @@ def _head(model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recor
     add("scaled", "scaled = scores / √d_k", head.scaled, queries, keys)
     if head.masked is not None:
         add("masked", "masked = scaled, −∞ after the diagonal", head.masked, queries, keys)
-    add("softmax", f"softmax = exp({info.softmax_source} − row max) / row sum", head.weights,
+    add("softmax", f"softmax = exp({info.softmax_source} − row max) / row sum", head.softmax,
         queries, keys)  # fmt: skip
     # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
     add("output", "output = softmax · V", head.output, queries, dims(d_v, h * d_v))

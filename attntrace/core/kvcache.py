@@ -133,15 +133,9 @@ class Costs:
 
 def step_costs(model: ModelSpec, t: int) -> Costs:
     """The multiply-adds of step ``t`` (t+1 tokens so far), both ways."""
-    heads, kv, d_k, d_v, d_model = (
-        model.heads,
-        model.n_kv_heads,
-        model.d_k,
-        model.d_v,
-        model.d_model,
-    )
-    projections = d_model * (heads * d_k + kv * d_k + kv * d_v)
-    wo = heads * d_v * d_model if model.WO is not None else 0
+    heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
+    projections = model.d_model * (heads * d_k + kv_heads * d_k + kv_heads * d_v)
+    wo = heads * d_v * model.d_model if model.WO is not None else 0
     length = t + 1
     cached = projections + heads * length * (d_k + d_v) + wo
     recomputed = length * projections + heads * length * length * (d_k + d_v) + length * wo
@@ -237,7 +231,7 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
                         for h in range(heads)]  # fmt: skip
             scores = np.concatenate([a.scores for a in attended])  # [heads, t+1]
             scaled = np.concatenate([a.scaled for a in attended])  # [heads, t+1]
-            weights = np.concatenate([a.weights for a in attended])  # [heads, t+1]
+            weights = np.concatenate([a.softmax for a in attended])  # [heads, t+1]
             output = np.concatenate([a.output for a in attended])  # [heads, d_v]
             # [heads·d_v] · [heads·d_v, d_model] + [d_model] -> [d_model], with WO
             projected = (

@@ -23,12 +23,13 @@ def linear(x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix:
 
 
 class Attention(NamedTuple):
-    """Every intermediate of :func:`attention`, in the order it is computed."""
+    """Every intermediate of :func:`attention`, in the order it is computed, named as
+    the stages of a trace are."""
 
     scores: Matrix  # [.., n, m]
     scaled: Matrix  # [.., n, m]
     masked: Matrix | None  # [.., n, m], −∞ after the diagonal; None without a causal mask
-    weights: Matrix  # [.., n, m], each row summing to 1
+    softmax: Matrix  # [.., n, m]: the attention weights, each row summing to 1
     output: Matrix  # [.., n, d_v]
 
 

@@ -80,8 +80,9 @@ class Stage:
         return f"<Stage {self.name}{head} {self.shape[0]}×{self.shape[1]}: {self.formula}>"
 
 
-# The learned matrix each projection stage multiplies by.
+# The learned matrix each projection stage multiplies by, and the bias it adds.
 WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV", "projected": "WO"}
+BIAS_OF_STAGE = {"Q": "bQ", "K": "bK", "V": "bV", "projected": "bO"}
 # How a learned matrix is titled: what it is and its shape in the model's terms.
 WEIGHT_SHAPES = {
     "WQ": "d_model × d_k",
@@ -285,23 +286,22 @@ class Trace:
         """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""
         if not isinstance(stage, Stage):
             raise arguments.wrong_type("stage", "a Stage", stage)
-        return self._learned_for(stage, "W")
+        return self._learned_for(stage, WEIGHT_OF_STAGE.get(stage.name))
 
     def bias_for(self, stage: Stage) -> Stage | None:
         """The bias vector (slice) added after ``stage``'s matrix: bQ for Q, ...; else None."""
         if not isinstance(stage, Stage):
             raise arguments.wrong_type("stage", "a Stage", stage)
-        return self._learned_for(stage, "b")
+        return self._learned_for(stage, BIAS_OF_STAGE.get(stage.name))
 
-    def _learned_for(self, stage: Stage, kind: str) -> Stage | None:
-        """WQ or bQ (``kind`` W or b) of the stage's head; WK, bK... of its K/V head."""
-        weight = WEIGHT_OF_STAGE.get(stage.name)
-        if weight is None:
+    def _learned_for(self, stage: Stage, name: str | None) -> Stage | None:
+        """The learned ``name`` as ``stage`` read it: Q's slice of its head, K's and V's
+        of its K/V head, projected's whole."""
+        if name is None:
             return None
-        name = kind + weight[1]
-        if weight == "WQ":
+        if stage.name == "Q":
             return self.weight(name, head=stage.head)
-        if weight in ("WK", "WV"):
+        if stage.name in ("K", "V"):
             return self.weight(name, kv_head=stage.kv_head)
         return self.weight(name)
 

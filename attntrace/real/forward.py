@@ -179,7 +179,7 @@ def silu(x: Matrix) -> Matrix:
 
 def attend(
     x: Matrix,
-    weights: LayerAttention,
+    learned: LayerAttention,
     heads: int,
     kv_heads: int,
     *,
@@ -191,7 +191,7 @@ def attend(
     Returns the projected output ``[n, d_model]`` (concat · WO + bO) and the attention
     probabilities ``[heads, n, n]``.
     """
-    n, biases = x.shape[0], weights.biases
+    n, biases = x.shape[0], learned.biases
 
     def split(rows: Matrix, count: int) -> Matrix:
         """``[n, count·width] -> [count, n, width]``: head i's columns as its matrix."""
@@ -207,11 +207,11 @@ def attend(
         return rows.reshape(count, n, width)
 
     # every head at once: [n, d_model] · [d_model, heads·d_k] + b -> [heads, n, d_k]
-    Q = turned(split(linear(x, weights.WQ, biases.get("bQ")), heads))
-    K = turned(split(linear(x, weights.WK, biases.get("bK")), kv_heads))
-    V = split(linear(x, weights.WV, biases.get("bV")), kv_heads)
+    Q = turned(split(linear(x, learned.WQ, biases.get("bQ")), heads))
+    K = turned(split(linear(x, learned.WK, biases.get("bK")), kv_heads))
+    V = split(linear(x, learned.WV, biases.get("bV")), kv_heads)
     group = heads // kv_heads  # query heads per K/V head: head h reads K/V head h // group
     K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # [heads, n, d]
     attended = attention(Q, K, V, causal=causal)  # [heads, n, d_v]
     concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
-    return linear(concat, weights.WO, biases.get("bO")), attended.weights
+    return linear(concat, learned.WO, biases.get("bO")), attended.softmax

@@ -89,8 +89,8 @@ def test_a_decode_off_by_a_part_in_a_billion_is_caught(
 
     def slightly_off(Q: Any, K: Any, V: Any, **options: Any) -> Attention:
         """Decode's attention with every weight a part in a billion too big."""
-        weights = attention(Q, K, V, **options).weights * (1 + 1e-9)
-        return attention(Q, K, V, **options)._replace(weights=weights, output=weights @ V)
+        weights = attention(Q, K, V, **options).softmax * (1 + 1e-9)
+        return attention(Q, K, V, **options)._replace(softmax=weights, output=weights @ V)
 
     monkeypatch.setattr(attntrace.core.kvcache, "attention", slightly_off)
     run = decode(model, tokens)
