@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.core import display
 from attntrace.core.frozen import read_only
 from attntrace.core.ops import kv_head_of
 from attntrace.errors import InputError
@@ -309,19 +310,16 @@ class Trace:
         shapes = ", ".join(f"{s.name} {s.shape[0]}×{s.shape[1]}" for s in self.stages)
         return f"<Trace {self.model.name!r} tokens={list(self.tokens)} stages: {shapes}>"
 
+    # print, Rich and Jupyter: shown by the renderer attntrace/__init__.py sets, through
+    # attntrace.core.display (the core imports no renderer)
     def __str__(self) -> str:
         """The tables as plain text, 80 columns wide: ``print(trace)``."""
-        from attntrace.render.tables import trace_text
+        text: str = display.show(self, "text")
+        return text
 
-        return trace_text(self)
-
-    # Rich and Jupyter display: the renderer is imported only when a trace is shown.
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
-        from attntrace.render.tables import shown_renderables
-
-        yield from shown_renderables(self)
+        yield from display.show(self, "rich")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from attntrace.render.tables import trace_mimebundle
-
-        return trace_mimebundle(self)
+        bundle: dict[str, str] = display.show(self, "jupyter")
+        return bundle
