@@ -64,7 +64,7 @@ def trace_block(
     context_tokens = tuple(context) if context is not None else None
     key_tokens = query_tokens if context_tokens is None else context_tokens
     check_trace_size(model, len(query_tokens), len(key_tokens))
-    info = model_info(model)
+    info = _model_info(model)
     record = _Recorder(model.heads)
 
     with np.errstate(over="ignore", invalid="ignore"):
@@ -99,7 +99,7 @@ def trace_block(
     )
 
 
-def model_info(model: ModelSpec) -> ModelInfo:
+def _model_info(model: ModelSpec) -> ModelInfo:
     """The sizes of ``model`` a trace carries (what a reader needs to follow it)."""
     return ModelInfo(
         name=model.name,
