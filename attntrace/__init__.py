@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from attntrace.core import display as _display
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -41,6 +43,17 @@ _LAZY = {
     "Stage": "attntrace.core.trace",
     "Trace": "attntrace.core.trace",
 }
+
+
+def _show_trace(trace: Any, form: _display.Form) -> Any:
+    """How print(trace), Rich and Jupyter show a trace: the renderer's one entry point,
+    imported the first time a trace is shown (the core cannot import it)."""
+    from attntrace.render.display import show
+
+    return show(trace, form)
+
+
+_display.set_show(_show_trace)
 
 
 def __dir__() -> list[str]:

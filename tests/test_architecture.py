@@ -26,14 +26,12 @@ ROOMS: dict[str, set[str]] = {
     "render": {"core", "files", "real"},
     "api": {"core", "files", "real"},
     "cli": {"core", "files", "real", "render", "api"},
-    "package": {"api", "core", "files"},  # attntrace/__init__.py: the public names, lazily
+    # attntrace/__init__.py: the public names, lazily, and the renderer a Trace is shown by
+    "package": {"api", "core", "files", "render"},
     "main": {"cli"},
 }
 # Third-party packages only some rooms may import.
 THIRD_PARTY = {"rich": {"render", "cli"}, "typer": {"cli"}, "yaml": {"files/yaml_file.py"}}
-# The one import that points the other way: trace.py hands a Trace to the renderer for
-# print(trace), Rich and Jupyter display.
-DISPLAY_HOOKS = {"core/trace.py": {"attntrace.render.tables"}}
 
 
 def room_of_module(name: str) -> str:
@@ -74,7 +72,7 @@ def may_import(key: str, room: str, name: str) -> bool:
     top = name.split(".")[0]
     if top in THIRD_PARTY:
         return bool(THIRD_PARTY[top] & {room, key})
-    if top != "attntrace" or name in DISPLAY_HOOKS.get(key, set()):
+    if top != "attntrace":
         return True
     return room_of_module(name) in ROOMS[room] | {room, "base"}
 

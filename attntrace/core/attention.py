@@ -5,30 +5,25 @@
 
 Order of a trace (SPEC.md section 1): the shared stages (embeddings, positions, X, and
 X_context for cross-attention), then head 0's stages, head 1's, ..., then concat and
-projected. Each stage's formula is written once, here, next to the line computing it;
-the tables, step mode and JSON all show this same string.
+projected. A head is computed as the paper writes it, its projections and then
+:func:`attntrace.core.ops.attention`, and then recorded: each stage's formula is written
+once, here, beside the array it names; the tables, step mode and JSON all show this
+same string.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from attntrace.core.frozen import computed
 from attntrace.core.labels import dims
-from attntrace.core.ops import (
-    Matrix,
-    apply_mask,
-    causal_mask,
-    head_columns,
-    kv_head_of,
-    rope,
-    sinusoidal_positions,
-    softmax,
-)
+from attntrace.core.ops import Matrix, attention, linear, rope, sinusoidal_positions
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
+from attntrace.core.trace_size import check_trace_size
 from attntrace.errors import InputError
 
 
@@ -65,19 +60,19 @@ def trace_block(
     (cross-attention). Raises :class:`InputError` for unknown tokens, an empty sentence,
     too few learned positions, or arithmetic that overflows float64.
     """
-    words = tuple(tokens)
-    sources = tuple(context) if context is not None else None
-    keys = sources if sources is not None else words
-    check_trace_size(model, len(words), len(keys))
+    query_tokens = tuple(tokens)
+    context_tokens = tuple(context) if context is not None else None
+    key_tokens = query_tokens if context_tokens is None else context_tokens
+    check_trace_size(model, len(query_tokens), len(key_tokens))
+    info = _model_info(model)
     record = _Recorder(model.heads)
 
     with np.errstate(over="ignore", invalid="ignore"):
-        X = _inputs(model, words, record, context=False)
-        X_keys = X if sources is None else _inputs(model, keys, record, context=True)
-        key_name = "X" if sources is None else "X_context"
-        outputs = [
-            _head(model, h, X, X_keys, key_name, words, keys, record) for h in range(model.heads)
-        ]
+        X = _inputs(model, query_tokens, record, context=False)
+        X_keys = X if context_tokens is None else _inputs(model, key_tokens, record, context=True)
+        rows = _Rows(X, X_keys, "X" if context_tokens is None else "X_context",
+                     query_tokens, key_tokens)  # fmt: skip
+        outputs = [_head(model, info, h, rows, record) for h in range(model.heads)]
         block = outputs[0]
         if model.heads > 1:
             # [n, d_v] x heads -> [n, heads·d_v]
@@ -85,22 +80,28 @@ def trace_block(
                 "concat",
                 f"concat = outputs of heads 0 … {model.heads - 1} side by side",
                 np.concatenate(outputs, axis=1),
-                words,
+                query_tokens,
                 dims(model.heads * model.d_v),
             )
         if model.WO is not None:
-            source = "concat" if model.heads > 1 else "output"
-            plus = " + bO" if model.bias("bO") is not None else ""
-            # [n, heads·d_v] · [heads·d_v, d_model] (+ [d_model]) -> [n, d_model]
-            record.add(
-                "projected",
-                f"projected = {source} · WO{plus}",
-                model.output_projection(block),
-                words,
-                dims(model.d_model),
-            )
+            block_name = "concat" if model.heads > 1 else "output"
+            bO = model.bias("bO")
+            # [n, heads·d_v] · [heads·d_v, d_model] + [d_model] -> [n, d_model]
+            record.add("projected", f"projected = {block_name} · WO{_plus(bO, 'bO')}",
+                       linear(block, model.WO, bO), query_tokens, dims(model.d_model))  # fmt: skip
 
-    info = ModelInfo(
+    return Trace(
+        model=info,
+        tokens=query_tokens,
+        stages=tuple(record.stages),
+        context_tokens=context_tokens,
+        weights=weight_stages(model),
+    )
+
+
+def _model_info(model: ModelSpec) -> ModelInfo:
+    """The sizes of ``model`` a trace carries (what a reader needs to follow it)."""
+    return ModelInfo(
         name=model.name,
         d_model=model.d_model,
         d_k=model.d_k,
@@ -112,52 +113,6 @@ def trace_block(
         positions=model.position_kind,
         rope_base=model.rope_base if model.position_kind == "rope" else None,
     )
-    return Trace(
-        model=info,
-        tokens=words,
-        stages=tuple(record.stages),
-        context_tokens=sources,
-        weights=weight_stages(model),
-    )
-
-
-DEFAULT_MAX_TRACE_MB = 2048
-MAX_TRACE_VARIABLE = "ATTNTRACE_MAX_TRACE_MB"
-
-
-def trace_bytes(model: ModelSpec, n: int, m: int) -> int:
-    """What a trace of ``n`` queries over ``m`` keys holds, in bytes, about: every head's
-    n × m stages (scores, scaled, masked under a causal mask, softmax) and its rows of
-    Q, K, V (and their turned copies under RoPE) and output, float64."""
-    square = 4 if model.causal else 3
-    rows = n * model.d_k + m * (model.d_k + model.d_v) + n * model.d_v
-    if model.position_kind == "rope":
-        rows += (n + m) * model.d_k
-    return 8 * model.heads * (square * n * m + rows) + 8 * (n + m) * model.d_model * 3
-
-
-def check_trace_size(model: ModelSpec, n: int, m: int) -> None:
-    """Refuse a trace bigger than ATTNTRACE_MAX_TRACE_MB (2 GiB) before computing it:
-    a trace keeps every n × n matrix of every head, so 20,000 tokens would take 9 GB of
-    one head's scores alone (and an hour of drawing them)."""
-    import os
-
-    value = os.environ.get(MAX_TRACE_VARIABLE, "").strip() or str(DEFAULT_MAX_TRACE_MB)
-    try:
-        limit = float(value)
-    except ValueError:
-        limit = -1.0
-    if not 1 <= limit <= 2**30:
-        raise InputError(field=MAX_TRACE_VARIABLE, expected="a number of MiB from 1 to 2**30",
-                         found=repr(value))  # fmt: skip
-    size = trace_bytes(model, n, m)
-    if size > limit * 2**20:
-        heads = f" × {model.heads} heads" if model.heads > 1 else ""
-        raise InputError(
-            f"a trace of {n:,} tokens × {m:,} keys{heads} would hold about "
-            f"{size / 2**20:,.0f} MiB, over the limit of {limit:g} MiB: a trace keeps every "
-            f"n × n matrix (shorten the sentence, or set {MAX_TRACE_VARIABLE})"
-        )
 
 
 def _inputs(
@@ -200,60 +155,66 @@ def _positions_for(model: ModelSpec, n: int, context: bool) -> Matrix:
     return sinusoidal_positions(n, model.d_model)
 
 
-def _head(
-    model: ModelSpec,
-    h: int,
-    X: Matrix,
-    X_keys: Matrix,
-    key_name: str,
-    words: tuple[str, ...],
-    keys: tuple[str, ...],
-    record: _Recorder,
-) -> Matrix:
-    """One head's stages, Q through output; returns its output ``[n, d_v]``."""
-    g = kv_head_of(h, model.heads, model.n_kv_heads)
-    d_k, d_v = model.d_k, model.d_v
+@dataclass(frozen=True)
+class _Rows:
+    """What every head reads: X (the queries' rows) and the keys' rows, with the tokens
+    that label them. The keys' rows are X itself, or X_context under cross-attention."""
 
-    def add(
-        name: str, formula: str, data: Matrix, cols: tuple[str, ...], rows: tuple[str, ...] = words
-    ) -> Matrix:
-        return record.add(name, formula, data, rows, cols, head=h, kv_head=g)
+    X: Matrix  # [n, d_model]
+    X_keys: Matrix  # [m, d_model]
+    keys_name: str  # X or X_context: how the formulas of K and V name X_keys
+    query_tokens: tuple[str, ...]  # n
+    key_tokens: tuple[str, ...]  # m
 
-    def project(name: str, source: Matrix, source_name: str, index: int, width: int) -> Matrix:
-        """``source · W`` (+ the bias) for one head: [rows, d_model] -> [rows, width]."""
-        bias = "" if model.bias(f"b{name}") is None else f" + b{name}"
-        return add(name, f"{name} = {source_name} · W{name}{bias}",
-                   model.project(source, name, index), dims(width, index * width),
-                   rows=words if name == "Q" else keys)  # fmt: skip
 
-    # [n, d_model] · [d_model, d_k] -> [n, d_k]
-    Q = project("Q", X, "X", h, d_k)
-    # [m, d_model] · [d_model, d_k] -> [m, d_k]; K/V head g serves query heads of its group
-    K = project("K", X_keys, key_name, g, d_k)
-    V = project("V", X_keys, key_name, g, d_v)
-    q_name, k_name = "Q", "K"
-    if model.position_kind == "rope":
-        # each row rotated by its position's angles: [n, d_k] -> [n, d_k]
-        formula = "{} turned by position (RoPE, base {:g})"
-        Q = add("Q_rope", "Q_rope = " + formula.format("Q", model.rope_base),
-                rope(Q, np.arange(len(words)), model.rope_base), dims(d_k, h * d_k))  # fmt: skip
-        K = add("K_rope", "K_rope = " + formula.format("K", model.rope_base),
-                rope(K, np.arange(len(keys)), model.rope_base), dims(d_k, g * d_k),
-                rows=keys)  # fmt: skip
-        q_name, k_name = "Q_rope", "K_rope"
-    # [n, d_k] · [d_k, m] -> [n, m]
-    scores = add("scores", f"scores = {q_name} · {k_name}ᵀ", Q @ K.T, keys)
-    scaled = add("scaled", "scaled = scores / √d_k", scores / np.sqrt(d_k), keys)
-    if model.causal:
-        mask = causal_mask(len(words), len(keys))
-        scaled = add("masked", "masked = scaled, −∞ after the diagonal",
-                     apply_mask(scaled, mask), keys)  # fmt: skip
-    source = "masked" if model.causal else "scaled"
-    # row-wise, max-shifted: [n, m] -> [n, m]
-    weights = add("softmax", f"softmax = exp({source} − row max) / row sum", softmax(scaled), keys)
-    # [n, m] · [m, d_v] -> [n, d_v]
+def _head(model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recorder) -> Matrix:
+    """Head ``h``: its Q, K and V, then softmax(Q·Kᵀ / √d_k) · V, recorded stage by
+    stage. Returns its output ``[n, d_v]``."""
+    g = info.kv_head_of(h)  # the K/V head it reads: K/V head g serves the heads of its group
+    WQ, bQ = model.head_weight("WQ", h), model.head_bias("bQ", h)
+    WK, bK = model.head_weight("WK", g), model.head_bias("bK", g)
+    WV, bV = model.head_weight("WV", g), model.head_bias("bV", g)
+
+    Q = linear(rows.X, WQ, bQ)  # [n, d_model] · [d_model, d_k] + [d_k] -> [n, d_k]
+    K = linear(rows.X_keys, WK, bK)  # [m, d_model] · [d_model, d_k] + [d_k] -> [m, d_k]
+    V = linear(rows.X_keys, WV, bV)  # [m, d_model] · [d_model, d_v] + [d_v] -> [m, d_v]
+    turned = None
+    if model.position_kind == "rope":  # each row turned by its position's angles
+        turned = (rope(Q, np.arange(len(Q)), model.rope_base),  # [n, d_k] -> [n, d_k]
+                  rope(K, np.arange(len(K)), model.rope_base))  # fmt: skip
+    head = attention(*(turned or (Q, K)), V, causal=model.causal)
+
+    # The stages in trace order, each with its formula. Columns over dimensions are
+    # labelled by where they sit in the model's matrices: d2, d3 for head 1's Q of d_k 2.
+    queries, keys, d_k, d_v = rows.query_tokens, rows.key_tokens, model.d_k, model.d_v
+    q_dims, k_dims, v_dims = dims(d_k, h * d_k), dims(d_k, g * d_k), dims(d_v, g * d_v)
+
+    def add(name: str, formula: str, data: Matrix, on: tuple[str, ...],
+            cols: tuple[str, ...]) -> None:  # fmt: skip
+        record.add(name, formula, data, on, cols, head=h, kv_head=g)
+
+    add("Q", f"Q = X · WQ{_plus(bQ, 'bQ')}", Q, queries, q_dims)
+    add("K", f"K = {rows.keys_name} · WK{_plus(bK, 'bK')}", K, keys, k_dims)
+    add("V", f"V = {rows.keys_name} · WV{_plus(bV, 'bV')}", V, keys, v_dims)
+    if turned:
+        how = f"turned by position (RoPE, base {model.rope_base:g})"
+        add("Q_rope", f"Q_rope = Q {how}", turned[0], queries, q_dims)
+        add("K_rope", f"K_rope = K {how}", turned[1], keys, k_dims)
+    q, k = info.score_inputs
+    add("scores", f"scores = {q} · {k}ᵀ", head.scores, queries, keys)
+    add("scaled", "scaled = scores / √d_k", head.scaled, queries, keys)
+    if head.masked is not None:
+        add("masked", "masked = scaled, −∞ after the diagonal", head.masked, queries, keys)
+    add("softmax", f"softmax = exp({info.softmax_source} − row max) / row sum", head.softmax,
+        queries, keys)  # fmt: skip
     # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
-    return add("output", "output = softmax · V", weights @ V, dims(d_v, h * d_v))
+    add("output", "output = softmax · V", head.output, queries, dims(d_v, h * d_v))
+    return head.output
+
+
+def _plus(bias: Matrix | None, name: str) -> str:
+    """`` + bQ`` in a formula where the bias is there, else nothing."""
+    return "" if bias is None else f" + {name}"
 
 
 def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:
@@ -265,13 +226,13 @@ def weight_stages(model: ModelSpec) -> tuple[Stage, ...]:
     d_model, d_k, d_v = dims(model.d_model), model.d_k, model.d_v
     stages = [
         Stage("WQ", weight_title("WQ"), d_model, dims(d_k, h * d_k),
-              head_columns(model.WQ, h, d_k), head=h)
+              model.head_weight("WQ", h), head=h)
         for h in range(model.heads)
     ]  # fmt: skip
-    for name, matrix, width in (("WK", model.WK, d_k), ("WV", model.WV, d_v)):
+    for name, width in (("WK", d_k), ("WV", d_v)):
         stages += [
             Stage(name, weight_title(name), d_model, dims(width, g * width),
-                  head_columns(matrix, g, width), kv_head=g)
+                  model.head_weight(name, g), kv_head=g)
             for g in range(model.n_kv_heads)
         ]  # fmt: skip
     if model.WO is not None:
@@ -285,14 +246,13 @@ def _bias_stages(model: ModelSpec) -> tuple[Stage, ...]:
     for name, width, count, per_kv in (("bQ", d_k, model.heads, False),
                                        ("bK", d_k, model.n_kv_heads, True),
                                        ("bV", d_v, model.n_kv_heads, True)):  # fmt: skip
-        bias = model.bias(name)
-        if bias is None:
-            continue
         for index in range(count):
-            row = head_columns(bias[None], index, width)
+            bias = model.head_bias(name, index)
+            if bias is None:
+                break
             head, kv_head = (None, index) if per_kv else (index, None)
             stages.append(Stage(name, weight_title(name), (name,), dims(width, index * width),
-                                row, head=head, kv_head=kv_head))  # fmt: skip
+                                bias[None], head=head, kv_head=kv_head))  # fmt: skip
     bO = model.bias("bO")
     if bO is not None:
         stages.append(Stage("bO", weight_title("bO"), ("bO",), dims(model.d_model), bO[None, :]))

@@ -3,7 +3,8 @@
 At step t only the new token's q, k and v are computed; k and v are appended to the
 cache (one entry per K/V head: the cache of a GQA model holds kv_heads heads, not
 heads), and q attends over the t+1 cached keys, which is causal attention by
-construction. The outputs are then compared with the full causal trace of the same
+construction: the same :func:`attntrace.core.ops.attention` as the full trace, given one
+query row. The outputs are then compared with the full causal trace of the same
 sentence: they must agree to rounding, cell by cell within the float64 bound of
 :mod:`attntrace.core.rounding` (a few times 1e-16 of the values for small models).
 
@@ -31,7 +32,7 @@ import numpy as np
 from attntrace.core import progress
 from attntrace.core.attention import trace_block
 from attntrace.core.frozen import freeze
-from attntrace.core.ops import Matrix, kv_head_of, rope, softmax
+from attntrace.core.ops import Matrix, attention, linear, rope
 from attntrace.core.rounding import decode_bounds
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Trace
@@ -132,15 +133,9 @@ class Costs:
 
 def step_costs(model: ModelSpec, t: int) -> Costs:
     """The multiply-adds of step ``t`` (t+1 tokens so far), both ways."""
-    heads, kv, d_k, d_v, d_model = (
-        model.heads,
-        model.n_kv_heads,
-        model.d_k,
-        model.d_v,
-        model.d_model,
-    )
-    projections = d_model * (heads * d_k + kv * d_k + kv * d_v)
-    wo = heads * d_v * d_model if model.WO is not None else 0
+    heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
+    projections = model.d_model * (heads * d_k + kv_heads * d_k + kv_heads * d_v)
+    wo = heads * d_v * model.d_model if model.WO is not None else 0
     length = t + 1
     cached = projections + heads * length * (d_k + d_v) + wo
     recomputed = length * projections + heads * length * length * (d_k + d_v) + length * wo
@@ -205,12 +200,14 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             found=repr(model.context),
         )
     words = tuple(tokens)
-    causal = replace(model, causal=True)
-    full = trace_block(causal, words)  # also checks the tokens, positions and arithmetic
+    full = trace_block(replace(model, causal=True), words)  # checks tokens, positions, overflow
     X = full["X"].data  # [n, d_model]: embeddings (+ positions), row t for step t
-    heads, kv, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
-    cache = KVCache(kv, d_k, d_v)
-    group = [kv_head_of(h, heads, kv) for h in range(heads)]  # the K/V head each query reads
+    heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
+    kv_head_of = full.model.kv_head_of  # the K/V head each query head reads
+    WQ = [(model.head_weight("WQ", h), model.head_bias("bQ", h)) for h in range(heads)]
+    WK = [(model.head_weight("WK", g), model.head_bias("bK", g)) for g in range(kv_heads)]
+    WV = [(model.head_weight("WV", g), model.head_bias("bV", g)) for g in range(kv_heads)]
+    cache = KVCache(kv_heads, d_k, d_v)
     steps = []
     with (
         np.errstate(over="ignore", invalid="ignore"),
@@ -218,25 +215,29 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
     ):
         for t, token in enumerate(words):
             x = X[t]
-            # [d_model] · [d_model, d] (+ bias) -> [d], for each head
-            q = np.stack([model.project(x, "Q", h) for h in range(heads)])
-            k = np.stack([model.project(x, "K", g) for g in range(kv)])
-            v = np.stack([model.project(x, "V", g) for g in range(kv)])
+            # the new token's projections, each head's: [d_model] · [d_model, d] + [d] -> [d]
+            q = np.stack([linear(x, W, b) for W, b in WQ])  # [heads, d_k]
+            k = np.stack([linear(x, W, b) for W, b in WK])  # [kv_heads, d_k]
+            v = np.stack([linear(x, W, b) for W, b in WV])  # [kv_heads, d_v]
             if model.position_kind == "rope":  # rotated once, by position t, then cached as is
                 q = rope(q, np.full(heads, t), model.rope_base)
-                k = rope(k, np.full(kv, t), model.rope_base)
+                k = rope(k, np.full(kv_heads, t), model.rope_base)
             cache.append(k, v)
             # views of the rows so far, kept by the step: later appends write later rows
             keys, values = tuple(cache.keys), tuple(cache.values)
-            # [d_k] · [t+1, d_k]ᵀ -> [t+1] per head: the new query against every cached key
-            scores = np.stack([keys[group[h]] @ q[h] for h in range(heads)])
-            scaled = scores / np.sqrt(d_k)
-            weights = softmax(scaled)
-            # [t+1] · [t+1, d_v] -> [d_v] per head
-            output = np.stack([weights[h] @ values[group[h]] for h in range(heads)])
-            # [heads·d_v] · [heads·d_v, d_model] (+ bO) -> [d_model], with WO
+            # each head's one query row against its K/V head's cache, no mask: the cache
+            # holds no later token. [1, d_k], [t+1, d_k], [t+1, d_v] -> [1, d_v]
+            attended = [attention(q[h : h + 1], keys[kv_head_of(h)], values[kv_head_of(h)])
+                        for h in range(heads)]  # fmt: skip
+            scores = np.concatenate([a.scores for a in attended])  # [heads, t+1]
+            scaled = np.concatenate([a.scaled for a in attended])  # [heads, t+1]
+            weights = np.concatenate([a.softmax for a in attended])  # [heads, t+1]
+            output = np.concatenate([a.output for a in attended])  # [heads, d_v]
+            # [heads·d_v] · [heads·d_v, d_model] + [d_model] -> [d_model], with WO
             projected = (
-                model.output_projection(output.reshape(-1)) if model.WO is not None else None
+                linear(output.reshape(-1), model.WO, model.bias("bO"))
+                if model.WO is not None
+                else None
             )
             steps.append(
                 DecodeStep(

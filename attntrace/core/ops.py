@@ -1,15 +1,52 @@
-"""The small numeric operations attention is built from, numpy only.
+"""Attention and the small numeric operations it is built from, numpy only.
 
 Each function carries the shapes it maps, picoGPT-style: ``[n, m] -> [n, m]``.
+:func:`attention` is the one scaled dot-product attention of the package: the traced
+block, the KV-cache decode and the real models' forward pass all call it.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 Matrix = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
+
+
+def linear(x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix:
+    """``x · w + b`` (no ``+ b`` without a bias): ``[.., d_in] -> [.., d_out]``."""
+    product: Matrix = x @ w
+    return product if b is None else product + b
+
+
+class Attention(NamedTuple):
+    """Every intermediate of :func:`attention`, in the order it is computed, named as
+    the stages of a trace are."""
+
+    scores: Matrix  # [.., n, m]
+    scaled: Matrix  # [.., n, m]
+    masked: Matrix | None  # [.., n, m], −∞ after the diagonal; None without a causal mask
+    softmax: Matrix  # [.., n, m]: the attention weights, each row summing to 1
+    output: Matrix  # [.., n, d_v]
+
+
+def attention(Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention:
+    """``softmax(Q · Kᵀ / √d_k) · V`` (Vaswani et al. 2017, eq. 1), keeping each step.
+
+    picoGPT writes it in one line, ``softmax(q @ k.T / np.sqrt(q.shape[-1]) + mask) @ v``;
+    here each intermediate is named, because a trace shows each one. ``Q`` is
+    ``[.., n, d_k]``, ``K`` ``[.., m, d_k]`` and ``V`` ``[.., m, d_v]``: one head, or
+    heads stacked along the leading axes. ``causal`` hides from query i the keys after it
+    (the last query aligned with the last key).
+    """
+    scores = Q @ K.swapaxes(-1, -2)  # [n, d_k] · [d_k, m] -> [n, m]
+    scaled = scores / np.sqrt(Q.shape[-1])  # [n, m] -> [n, m]
+    masked = apply_mask(scaled, causal_mask(*scaled.shape[-2:])) if causal else None
+    weights = softmax(scaled if masked is None else masked)  # row-wise: [n, m] -> [n, m]
+    return Attention(scores, scaled, masked, weights, weights @ V)  # [n, m]·[m, d_v] -> [n, d_v]
 
 
 def softmax(scores: Matrix) -> Matrix:
@@ -47,9 +84,10 @@ def apply_mask(scaled: Matrix, mask: Mask) -> Matrix:
 
 
 def head_columns(matrix: Matrix, head: int, width: int) -> Matrix:
-    """Columns ``[head·width, (head+1)·width)``: one head's slice of WQ, WK or WV."""
-    # [d_model, heads·width] -> [d_model, width]
-    return matrix[:, head * width : (head + 1) * width]
+    """Columns ``[head·width, (head+1)·width)``: one head's slice of WQ, WK or WV (or of
+    a bias vector, bQ, bK, bV)."""
+    # [d_model, heads·width] -> [d_model, width]; [heads·width] -> [width]
+    return matrix[..., head * width : (head + 1) * width]
 
 
 def kv_head_of(head: int, heads: int, kv_heads: int) -> int:

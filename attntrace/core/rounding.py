@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attntrace.core.ops import Matrix, head_columns
+from attntrace.core.ops import Matrix
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Trace
 
@@ -62,9 +62,9 @@ def decode_bounds(model: ModelSpec, full: Trace) -> tuple[Matrix, Matrix | None]
     for h in range(model.heads):
         g = full.stage("output", head=h).kv_head
         assert g is not None
-        q = _projection(model, X, "Q", h, model.d_k)
-        k = _projection(model, X, "K", g, model.d_k)
-        v = _projection(model, X, "V", g, model.d_v)
+        q = _projection(X, model.head_weight("WQ", h), model.head_bias("bQ", h))
+        k = _projection(X, model.head_weight("WK", g), model.head_bias("bK", g))
+        v = _projection(X, model.head_weight("WV", g), model.head_bias("bV", g))
         if rope:
             q, k = _turned(*q), _turned(*k)
         weights = np.abs(full.stage("softmax", head=h).data)
@@ -85,15 +85,13 @@ def decode_bounds(model: ModelSpec, full: Trace) -> tuple[Matrix, Matrix | None]
     return SAFETY * 2 * heads, projected
 
 
-def _projection(
-    model: ModelSpec, X: Matrix, name: str, index: int, width: int
-) -> tuple[Matrix, Matrix]:
-    """|X|·|W| (+ |b|): the magnitude of one head's Q, K or V, and its rounding error."""
-    terms: Matrix = X @ np.abs(head_columns(getattr(model, f"W{name}"), index, width))
-    bias = model.bias(f"b{name}")
-    if bias is not None:
-        terms = terms + np.abs(head_columns(bias[None], index, width))
-    return terms, gamma(model.d_model + 1) * terms
+def _projection(X: Matrix, W: Matrix, b: Matrix | None) -> tuple[Matrix, Matrix]:
+    """|X|·|W| (+ |b|): the magnitude of one head's Q, K or V (``X`` is |X|, ``W`` and
+    ``b`` the head's columns), and its rounding error."""
+    terms: Matrix = X @ np.abs(W)
+    if b is not None:
+        terms = terms + np.abs(b)
+    return terms, gamma(W.shape[0] + 1) * terms
 
 
 def _turned(magnitude: Matrix, error: Matrix) -> tuple[Matrix, Matrix]:

@@ -4,7 +4,13 @@
 :class:`ModelSpec` checks that they fit together (the shapes of SPEC.md section 3) in
 ``__post_init__``, so a spec built from Python is held to the same rules as one from a
 file. Tokens are looked up here, because the lookup rule (exact, then lower-case) is
-part of the model's contract, not of the file format.
+part of the model's contract, not of the file format; what an unknown token's error
+says is :mod:`attntrace.core.vocabulary`'s. How the block computes with these fields
+(the projections, RoPE, attention) is :mod:`attntrace.core.attention`'s: a spec only
+hands out each head's columns (:meth:`ModelSpec.head_weight`).
+
+It is longer than the package's other modules because its checks are: each of the
+shape rules names its field, what it expected and how to fix it, and they are one job.
 """
 
 from __future__ import annotations
@@ -22,14 +28,11 @@ from attntrace import arguments
 from attntrace.core.fields import counted, is_token, shape_text, whole
 from attntrace.core.frozen import freeze, is_frozen, known_finite, read_only
 from attntrace.core.ops import head_columns
-from attntrace.core.tokenize import EDGE_PUNCTUATION
+from attntrace.core.vocabulary import unknown_tokens
 from attntrace.errors import InputError, describe
-from attntrace.visible import code_points, lookalikes, quoted
 
 Matrix = npt.NDArray[np.float64]
 
-# How many vocabulary entries an "unknown token" message lists before it abbreviates.
-_VOCAB_SHOWN = 20
 POSITION_KINDS = ("none", "sinusoidal", "learned", "rope")
 # Each bias vector and the matrix whose columns it adds to.
 BIAS_OF_WEIGHT = {"bQ": "WQ", "bK": "WK", "bV": "WV", "bO": "WO"}
@@ -395,21 +398,18 @@ class ModelSpec:
         """The bias vector ``bQ``, ``bK``, ``bV`` or ``bO``, or None where there is none."""
         return self.biases.get(name)
 
-    def project(self, rows: Matrix, name: str, index: int) -> Matrix:
-        """One head's ``rows · W`` plus its bias, for ``name`` Q, K or V: ``[.., d_model]
-        -> [.., width]``; ``index`` is the query head for Q, the K/V head for K and V."""
-        width = self.d_v if name == "V" else self.d_k
-        product: Matrix = rows @ head_columns(getattr(self, f"W{name}"), index, width)
-        bias = self.bias(f"b{name}")
-        return product if bias is None else product + head_columns(bias[None], index, width)[0]
+    def head_weight(self, name: str, index: int) -> Matrix:
+        """Head ``index``'s block of columns of ``name``, WQ, WK or WV: ``[d_model, d_k]``
+        (``d_v`` for WV). ``index`` is the query head for WQ, the K/V head for WK and WV."""
+        return head_columns(getattr(self, name), index, self._head_width(name))
 
-    def output_projection(self, rows: Matrix) -> Matrix:
-        """``rows · WO`` plus ``bO``: the heads' outputs, side by side, mixed back to
-        d_model (``[.., heads·d_v] -> [.., d_model]``); WO must be present."""
-        assert self.WO is not None
-        product: Matrix = rows @ self.WO
-        bO = self.bias("bO")
-        return product if bO is None else product + bO
+    def head_bias(self, name: str, index: int) -> Matrix | None:
+        """The same block of the bias ``name``, bQ, bK or bV; None where there is none."""
+        bias = self.bias(name)
+        return None if bias is None else head_columns(bias, index, self._head_width(name))
+
+    def _head_width(self, name: str) -> int:
+        return self.d_v if name in ("WV", "bV") else self.d_k
 
     @property
     def d_k(self) -> int:
@@ -444,34 +444,6 @@ class ModelSpec:
         keys = [self.resolve(t) for t in tokens]
         unknown = list(dict.fromkeys(t for t, k in zip(tokens, keys, strict=True) if k is None))
         if unknown:
-            punctuation = [t for t in unknown if t in EDGE_PUNCTUATION]
-            hint = (
-                f"; {', '.join(quoted(t) for t in punctuation)}: punctuation at a word's edge "
-                "is a token of its own, so the embeddings need it too"
-                if punctuation
-                else ""
-            ) + _lookalikes(unknown, tuple(self.embeddings))
-            raise InputError(
-                f"unknown token{'s' if len(unknown) > 1 else ''} "
-                + ", ".join(quoted(t) for t in unknown)
-                + f" (vocabulary: {_describe_vocabulary(list(self.embeddings))}){hint}",
-                source=self.source,
-                field=field_name,
-            )
+            raise InputError(unknown_tokens(unknown, tuple(self.embeddings)),
+                             source=self.source, field=field_name)  # fmt: skip
         return np.stack([self.embeddings[k] for k in keys if k is not None])
-
-
-def _lookalikes(unknown: list[str], vocabulary: tuple[str, ...]) -> str:
-    """``; 'é' (U+0065 U+0301) looks like the vocabulary's 'é' (U+00E9) but is spelled
-    with other code points``, for each unknown token that reads as a known one."""
-    return "".join(
-        f"; {quoted(token)} ({code_points(token)}) looks like the vocabulary's {quoted(twin)} "
-        f"({code_points(twin)}) but is spelled with other code points"
-        for token, twin in lookalikes(unknown, vocabulary).items()
-    )
-
-
-def _describe_vocabulary(vocabulary: list[str]) -> str:
-    shown = ", ".join(vocabulary[:_VOCAB_SHOWN])
-    hidden = len(vocabulary) - _VOCAB_SHOWN
-    return f"{shown}, … and {hidden} more" if hidden > 0 else shown

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.core import display
 from attntrace.core.frozen import read_only
 from attntrace.core.ops import kv_head_of
 from attntrace.errors import InputError
@@ -80,8 +81,9 @@ class Stage:
         return f"<Stage {self.name}{head} {self.shape[0]}×{self.shape[1]}: {self.formula}>"
 
 
-# The learned matrix each projection stage multiplies by.
+# The learned matrix each projection stage multiplies by, and the bias it adds.
 WEIGHT_OF_STAGE = {"Q": "WQ", "K": "WK", "V": "WV", "projected": "WO"}
+BIAS_OF_STAGE = {"Q": "bQ", "K": "bK", "V": "bV", "projected": "bO"}
 # How a learned matrix is titled: what it is and its shape in the model's terms.
 WEIGHT_SHAPES = {
     "WQ": "d_model × d_k",
@@ -285,23 +287,22 @@ class Trace:
         """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""
         if not isinstance(stage, Stage):
             raise arguments.wrong_type("stage", "a Stage", stage)
-        return self._learned_for(stage, "W")
+        return self._learned_for(stage, WEIGHT_OF_STAGE.get(stage.name))
 
     def bias_for(self, stage: Stage) -> Stage | None:
         """The bias vector (slice) added after ``stage``'s matrix: bQ for Q, ...; else None."""
         if not isinstance(stage, Stage):
             raise arguments.wrong_type("stage", "a Stage", stage)
-        return self._learned_for(stage, "b")
+        return self._learned_for(stage, BIAS_OF_STAGE.get(stage.name))
 
-    def _learned_for(self, stage: Stage, kind: str) -> Stage | None:
-        """WQ or bQ (``kind`` W or b) of the stage's head; WK, bK... of its K/V head."""
-        weight = WEIGHT_OF_STAGE.get(stage.name)
-        if weight is None:
+    def _learned_for(self, stage: Stage, name: str | None) -> Stage | None:
+        """The learned ``name`` as ``stage`` read it: Q's slice of its head, K's and V's
+        of its K/V head, projected's whole."""
+        if name is None:
             return None
-        name = kind + weight[1]
-        if weight == "WQ":
+        if stage.name == "Q":
             return self.weight(name, head=stage.head)
-        if weight in ("WK", "WV"):
+        if stage.name in ("K", "V"):
             return self.weight(name, kv_head=stage.kv_head)
         return self.weight(name)
 
@@ -309,19 +310,16 @@ class Trace:
         shapes = ", ".join(f"{s.name} {s.shape[0]}×{s.shape[1]}" for s in self.stages)
         return f"<Trace {self.model.name!r} tokens={list(self.tokens)} stages: {shapes}>"
 
+    # print, Rich and Jupyter: shown by the renderer attntrace/__init__.py sets, through
+    # attntrace.core.display (the core imports no renderer)
     def __str__(self) -> str:
         """The tables as plain text, 80 columns wide: ``print(trace)``."""
-        from attntrace.render.tables import trace_text
+        text: str = display.show(self, "text")
+        return text
 
-        return trace_text(self)
-
-    # Rich and Jupyter display: the renderer is imported only when a trace is shown.
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
-        from attntrace.render.tables import shown_renderables
-
-        yield from shown_renderables(self)
+        yield from display.show(self, "rich")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from attntrace.render.tables import trace_mimebundle
-
-        return trace_mimebundle(self)
+        bundle: dict[str, str] = display.show(self, "jupyter")
+        return bundle

@@ -3,9 +3,11 @@
 A real model's layer L reads the hidden state that layers 0 … L−1 made, so tracing it
 means running those layers first. These are the textbook formulas (the references are
 Hugging Face transformers' BertModel and LlamaModel, which the golden tests compare
-with); attention itself is computed here in one batch for every head, because a full
-forward pass needs all of them, and attntrace's stage-by-stage trace then recomputes
-the one layer the user asked for.
+with). Attention is the core's own (:func:`attntrace.core.ops.attention`), given every
+head at once: the projections here multiply all of a layer's heads in one product each
+and split the result into heads, because a forward pass needs every head of every layer
+before the traced one; attntrace's stage-by-stage trace then recomputes the one layer
+the user asked for, a head at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy.typing as npt
 
 from attntrace import arguments
 from attntrace.core import progress
-from attntrace.core.ops import Matrix, apply_mask, causal_mask, rope, softmax
+from attntrace.core.ops import Matrix, attention, linear, rope
 from attntrace.errors import InputError
 from attntrace.real.catalog import RealModel
 from attntrace.real.text import checked_ids
@@ -177,7 +179,7 @@ def silu(x: Matrix) -> Matrix:
 
 def attend(
     x: Matrix,
-    weights: LayerAttention,
+    learned: LayerAttention,
     heads: int,
     kv_heads: int,
     *,
@@ -189,28 +191,27 @@ def attend(
     Returns the projected output ``[n, d_model]`` (concat · WO + bO) and the attention
     probabilities ``[heads, n, n]``.
     """
-    n = x.shape[0]
-    d_k = weights.WQ.shape[1] // heads
-    biases = weights.biases
+    n, biases = x.shape[0], learned.biases
 
-    def project(name: str, count: int) -> npt.NDArray[np.float64]:
-        rows = x @ getattr(weights, f"W{name}")
-        if f"b{name}" in biases:
-            rows = rows + biases[f"b{name}"]
-        per_head: npt.NDArray[np.float64] = rows.reshape(n, count, -1).transpose(1, 0, 2)
-        if rope_base is not None and name != "V":  # every head's row p turned by p
-            width = per_head.shape[2]
-            turned = rope(per_head.reshape(-1, width), np.tile(np.arange(n), count), rope_base)
-            per_head = turned.reshape(count, n, width)
-        return per_head  # [count, n, width]
+    def split(rows: Matrix, count: int) -> Matrix:
+        """``[n, count·width] -> [count, n, width]``: head i's columns as its matrix."""
+        per_head: Matrix = rows.reshape(n, count, -1).transpose(1, 0, 2)
+        return per_head
 
-    q, k, v = project("Q", heads), project("K", kv_heads), project("V", kv_heads)
-    group = heads // kv_heads
-    k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # K/V head h // group
-    scores = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [heads, n, n]
-    probabilities = softmax(apply_mask(scores, causal_mask(n)) if causal else scores)
-    context = (probabilities @ v).transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
-    output: Matrix = context @ weights.WO
-    if "bO" in biases:
-        output = output + biases["bO"]
-    return output, probabilities
+    def turned(per_head: Matrix) -> Matrix:
+        """Under RoPE, every head's row p turned by position p; else as it is."""
+        if rope_base is None:
+            return per_head
+        count, _, width = per_head.shape
+        rows = rope(per_head.reshape(-1, width), np.tile(np.arange(n), count), rope_base)
+        return rows.reshape(count, n, width)
+
+    # every head at once: [n, d_model] · [d_model, heads·d_k] + b -> [heads, n, d_k]
+    Q = turned(split(linear(x, learned.WQ, biases.get("bQ")), heads))
+    K = turned(split(linear(x, learned.WK, biases.get("bK")), kv_heads))
+    V = split(linear(x, learned.WV, biases.get("bV")), kv_heads)
+    group = heads // kv_heads  # query heads per K/V head: head h reads K/V head h // group
+    K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # [heads, n, d]
+    attended = attention(Q, K, V, causal=causal)  # [heads, n, d_v]
+    concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
+    return linear(concat, learned.WO, biases.get("bO")), attended.softmax

@@ -17,7 +17,7 @@ from tolerances import FLOAT64_APPROX, UNIT_SCALE_BOUND
 import attntrace.core.kvcache
 from attntrace.core.attention import trace_block
 from attntrace.core.kvcache import decode
-from attntrace.core.ops import softmax
+from attntrace.core.ops import Attention, attention
 from attntrace.core.rounding import UNIT_ROUNDOFF, decode_bounds, gamma
 from attntrace.core.spec import ModelSpec
 
@@ -87,10 +87,12 @@ def test_a_decode_off_by_a_part_in_a_billion_is_caught(
     if np.abs(full_v).max() < 1e-3:  # a value row near 0 hides any weight's error
         pytest.skip("values too small to show a wrong weight")
 
-    def slightly_off(scores: Any) -> Any:
-        return softmax(scores) * (1 + 1e-9)
+    def slightly_off(Q: Any, K: Any, V: Any, **options: Any) -> Attention:
+        """Decode's attention with every weight a part in a billion too big."""
+        weights = attention(Q, K, V, **options).softmax * (1 + 1e-9)
+        return attention(Q, K, V, **options)._replace(softmax=weights, output=weights @ V)
 
-    monkeypatch.setattr(attntrace.core.kvcache, "softmax", slightly_off)
+    monkeypatch.setattr(attntrace.core.kvcache, "attention", slightly_off)
     run = decode(model, tokens)
     assert not run.matches
     assert run.max_delta > run.bound

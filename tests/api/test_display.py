@@ -1,0 +1,36 @@
+"""A trace shows itself (print, Rich, Jupyter) after any import of attntrace, though the
+core imports no renderer: attntrace/__init__.py sets the one attntrace.core.display uses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from paths import ROOT
+
+PROBE = """
+import io, sys
+from attntrace import trace_attention
+trace = trace_attention("cat eats fish")
+print("RENDERER", "attntrace.render.tables" in sys.modules)
+text = str(trace)
+print("TEXT", "output = softmax · V" in text, max(map(len, text.splitlines())) <= 80)
+bundle = trace._repr_mimebundle_()
+print("JUPYTER", sorted(bundle), "output" in bundle["text/html"])
+from rich.console import Console
+console = Console(file=io.StringIO(), width=100, color_system=None)
+console.print(trace)
+print("RICH", "output = softmax · V" in console.file.getvalue())
+"""
+
+
+def test_a_trace_shows_itself_in_a_process_that_imported_only_trace_attention() -> None:
+    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                            cwd=ROOT, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "RENDERER False",  # nothing of the renderer until a trace is shown
+        "TEXT True True",
+        "JUPYTER ['text/html', 'text/plain'] True",
+        "RICH True",
+    ]
