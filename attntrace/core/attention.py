@@ -3,12 +3,12 @@
     Attention(Q, K, V) = softmax(Q · Kᵀ / √d_k) · V          (Vaswani et al. 2017, eq. 1)
     MultiHead(X) = Concat(head_0, ..., head_h-1) · WO           (eq. 4, section 3.2.2)
 
-Order of a trace (SPEC.md section 1): the shared stages (embeddings, positions, X, and
-X_context for cross-attention), then head 0's stages, head 1's, ..., then concat and
-projected. A head is computed as the paper writes it, its projections and then
-:func:`attntrace.core.ops.attention`, and then recorded: each stage's formula is written
-once, here, beside the array it names; the tables, step mode and JSON all show this
-same string.
+Order of a trace (docs/model-file.md, "What the options compute"): the shared stages
+(embeddings, positions, X, and X_context for cross-attention), then head 0's stages,
+head 1's, ..., then concat and projected. A head is computed as the paper writes it,
+its projections and then :func:`attntrace.core.ops.attention`, and then recorded: each
+stage's formula is written once, here, beside the array it names; the tables, step mode
+and JSON all show this same string.
 """
 
 from __future__ import annotations

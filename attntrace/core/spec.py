@@ -1,7 +1,7 @@
 """A validated model: what attention needs, with nothing left to check.
 
 :mod:`attntrace.files.model_file` turns a file into typed values (matrices, numbers, strings);
-:class:`ModelSpec` checks that they fit together (the shapes of SPEC.md section 3) in
+:class:`ModelSpec` checks that they fit together (the shapes of docs/model-file.md#shapes) in
 ``__post_init__``, so a spec built from Python is held to the same rules as one from a
 file. Tokens are looked up here, because the lookup rule (exact, then lower-case) is
 part of the model's contract, not of the file format; what an unknown token's error
@@ -142,7 +142,7 @@ class ModelSpec:
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        """The shape rules of SPEC.md section 3; the first broken one is an InputError."""
+        """The shape rules of docs/model-file.md#shapes; the first broken one is an InputError."""
         self._check_types()
         self._check_heads()
         d_model, heads, kv_heads = self.d_model, self.heads, self.n_kv_heads

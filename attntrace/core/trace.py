@@ -1,8 +1,8 @@
 """A trace: every intermediate matrix of attention, named, labelled and in order.
 
 The compute core returns a :class:`Trace`; renderers and the JSON serializer only read
-it. Stage names are a contract (SPEC.md section 1): ``X``, ``Q``, ``K``, ``V``,
-``scores``, ``scaled``, ``softmax``, ``output``.
+it. Stage names are a contract (docs/model-file.md, "What the options compute"): ``X``,
+``Q``, ``K``, ``V``, ``scores``, ``scaled``, ``softmax``, ``output``.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def weight_title(name: str) -> str:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """The sizes a reader needs to follow the trace (SPEC.md section 4, ``model``)."""
+    """The sizes a reader needs to follow the trace (docs/json.md, the trace's ``model``)."""
 
     name: str
     d_model: int
