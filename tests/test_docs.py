@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from goldens import console_blocks, run_shell, why_not_run
 from paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -50,3 +51,27 @@ def test_json_md_names_every_schema_file() -> None:
     schemas = sorted((ROOT / "attntrace" / "schema").glob("*.schema.json"))
     assert schemas
     assert [s.name for s in schemas if s.name not in text] == []
+
+
+def docs_examples() -> list[tuple[str, str, str]]:
+    """Each ``console`` block of docs/ as (page, command, what it prints)."""
+    return [(page.name, command, output) for page in PAGES
+            for command, output in console_blocks(page.read_text(encoding="utf-8"))]  # fmt: skip
+
+
+@pytest.mark.parametrize(("page", "command", "output"), docs_examples(),
+                         ids=lambda x: x[:40])  # fmt: skip
+def test_docs_console_example(page: str, command: str, output: str) -> None:
+    """docs/ shows real output: each block is run from the repository's root (its
+    commands name docs/examples/ files), as the README's are, and compared."""
+    reason = why_not_run(command)
+    if reason is not None:
+        pytest.skip(reason)
+    assert run_shell(command, ROOT) == output, f"{page}: {command}"
+
+
+def test_docs_show_examples() -> None:
+    """The pages that promise examples have them (a regex gone wrong would find none)."""
+    pages = {page for page, _, _ in docs_examples()}
+    assert {"cli.md", "json.md", "model-file.md"} <= pages
+    assert len(docs_examples()) >= 20
