@@ -33,7 +33,7 @@ ROOMS: dict[str, set[str]] = {
 THIRD_PARTY = {"rich": {"render", "cli"}, "typer": {"cli"}, "yaml": {"files/yaml_file.py"}}
 # The one import that points the other way: trace.py hands a Trace to the renderer for
 # print(trace), Rich and Jupyter display.
-DISPLAY_HOOKS = {"core/trace.py": {"attntrace.render.tables"}}
+DISPLAY_HOOKS = {"core/trace.py": {"attntrace.render.display"}}
 
 
 def room_of_module(name: str) -> str:
@@ -106,4 +106,4 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     assert not may_import("core/bad.py", "core", "rich.table")
     assert not may_import("files/model_file.py", "files", "yaml")
     assert may_import("files/yaml_file.py", "files", "yaml")
-    assert may_import("render/tables.py", "render", "attntrace.core.trace")
+    assert may_import("render/stage_table.py", "render", "attntrace.core.trace")

@@ -311,17 +311,17 @@ class Trace:
 
     def __str__(self) -> str:
         """The tables as plain text, 80 columns wide: ``print(trace)``."""
-        from attntrace.render.tables import trace_text
+        from attntrace.render.display import trace_text
 
         return trace_text(self)
 
     # Rich and Jupyter display: the renderer is imported only when a trace is shown.
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
-        from attntrace.render.tables import shown_renderables
+        from attntrace.render.display import shown_renderables
 
         yield from shown_renderables(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from attntrace.render.tables import trace_mimebundle
+        from attntrace.render.display import trace_mimebundle
 
         return trace_mimebundle(self)

@@ -43,7 +43,7 @@ from attntrace.render.fitted import Fitted
 from attntrace.render.numbers import visible_indices
 from attntrace.render.shown import pad
 from attntrace.render.split_table import SplitTable
-from attntrace.render.tables import View
+from attntrace.render.view import View
 from attntrace.render.wrap import Wrapped
 
 # How many terms of a long sum are written out (the largest ones).

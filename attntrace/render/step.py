@@ -17,16 +17,12 @@ from rich.text import Text
 
 from attntrace.core.focus import Focus
 from attntrace.core.trace import Trace
+from attntrace.render.document import sentence_line
 from attntrace.render.explain import paragraph, shape_equation
 from attntrace.render.focus import SECTION_OF_STAGE
-from attntrace.render.tables import (
-    DEFAULT_VIEW,
-    View,
-    fitted_title,
-    head_label,
-    sentence_line,
-    stage_body,
-)
+from attntrace.render.stage_block import stage_body
+from attntrace.render.titles import fitted_title, head_label
+from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import quoted, visible
 
