@@ -21,13 +21,12 @@ from attntrace.core.labels import dims, unique_labels
 from attntrace.core.ops import kv_head_of
 from attntrace.core.trace import Stage
 from attntrace.render.attention_map import bar
-from attntrace.render.document import Facts
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
 from attntrace.render.stage_table import StageTable
 from attntrace.render.view import View
-from attntrace.render.wrap import Wrapped
+from attntrace.render.wrap import Facts, Wrapped
 
 _BAR = 30
 

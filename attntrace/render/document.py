@@ -9,37 +9,16 @@ table's middle rows do.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import RenderableType
 from rich.text import Text
 
 from attntrace.core.trace import Trace
 from attntrace.render.numbers import visible_indices
 from attntrace.render.stage_block import stage_block
 from attntrace.render.view import DEFAULT_VIEW, View
+from attntrace.render.wrap import Facts
 from attntrace.visible import ELLIPSIS
-
-
-@dataclass(frozen=True)
-class Facts:
-    """``name · fact · fact``, wrapped between facts, never inside one (``3 K/V heads``
-    split over two lines reads as nonsense)."""
-
-    name: str
-    facts: tuple[str, ...]
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        line = Text(self.name, style="bold magenta")
-        for fact in self.facts:
-            piece = " · " + fact
-            if line.cell_len + cell_len(piece) > options.max_width and line.plain.strip():
-                yield line
-                line = Text(fact, style="dim")
-            else:
-                line.append(piece, style="dim")
-        yield line
 
 
 def header(trace: Trace) -> Facts:
