@@ -41,7 +41,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TypeVar
 
-from attntrace.render.numbers import FIXED_LIMIT, MASKED
+from attntrace.render.numbers import FIXED_LIMIT, MASKED, unsigned_zero
 
 # How many more digits than the results an operand may carry in fixed point.
 FIXED_EXTRA = (2, 3, 4)
@@ -84,9 +84,7 @@ def fixed(value: float, decimals: int, *, short: bool = False) -> str:
     text = f"{value:.{decimals}f}"
     if short and "." in text:
         text = text.rstrip("0").rstrip(".")
-    if text.startswith("-") and not any(ch in "123456789" for ch in text):
-        text = text[1:]
-    return text
+    return unsigned_zero(text)
 
 
 def scientific(value: float, decimals: int, *, short: bool = False) -> str:

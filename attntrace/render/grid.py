@@ -14,9 +14,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from attntrace.render.numbers import COLUMN_GAP
 from attntrace.render.shown import pad
-
-GAP = 3  # spaces between columns
 
 _BOLD = Style(bold=True)
 
@@ -39,7 +38,7 @@ class Grid:
 
     @property
     def width(self) -> int:
-        return self.widths[0] + sum(w + GAP for w in self.widths[1:])
+        return self.widths[0] + sum(w + COLUMN_GAP for w in self.widths[1:])
 
     def text(self) -> Text:
         """The lines of :meth:`segments` as one Text, never wrapped or cut: for placing
@@ -60,7 +59,7 @@ class Grid:
         a GPT-2 layer's tables are otherwise some 50,000 of them.
         """
         label_width, widths = self.widths[0], self.widths[1:]
-        gap = " " * GAP
+        gap = " " * COLUMN_GAP
         yield Segment(" " * label_width)
         for label, width in zip(self.header, widths, strict=True):
             yield Segment(gap)

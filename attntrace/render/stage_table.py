@@ -19,9 +19,10 @@ from rich.text import Text
 
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
-from attntrace.render.grid import GAP, Grid
+from attntrace.render.grid import Grid
 from attntrace.render.heatmap import weight_style
 from attntrace.render.numbers import (
+    COLUMN_GAP,
     column_widths,
     columns_that_fit,
     format_number,
@@ -64,8 +65,9 @@ class StageTable:
         stage = self.stage
         labels = unique_labels(stage.cols)
         cells = cached_column_widths(stage, self.view.precision, tuple(range(len(labels))))
+        columns = zip(cells, labels, strict=True)
         return max(cell_len(label) for label in unique_labels(stage.rows)) + sum(
-            max(cell, cell_len(label)) + GAP for cell, label in zip(cells, labels, strict=True)
+            max(cell, cell_len(label)) + COLUMN_GAP for cell, label in columns
         )
 
     def table(self, width: int) -> Text:
@@ -81,7 +83,7 @@ class StageTable:
         n_cols = len(col_labels)
         # Each column costs its width + 3 (the gap), so at most width // 4 can ever show,
         # from the two ends: only those columns are measured (a 768-wide X: 20 of them).
-        reach = max(1, width // 4)
+        reach = max(1, width // (1 + COLUMN_GAP))
         if self.view.max_cols is not None or n_cols <= 2 * reach:
             edges = tuple(range(n_cols))
         else:
@@ -97,7 +99,8 @@ class StageTable:
             fits = self.view.max_cols
         elif fits < n_cols:
             # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
-            fits = max(1, columns_that_fit(sorted(widths.values(), reverse=True), budget - 4))
+            widest_first = sorted(widths.values(), reverse=True)
+            fits = max(1, columns_that_fit(widest_first, budget - (1 + COLUMN_GAP)))
         rows = visible_indices(len(row_labels), self.view.max_rows)
         grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
         # The budget is an estimate from each column's extremes; where the drawn table
