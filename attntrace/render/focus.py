@@ -32,14 +32,17 @@ from attntrace.render.wrap import Wrapped
 
 def result_vector(values: Sequence[float], form: Form) -> str:
     """A computed vector, digits as in the tables: ``[3.9958, 2.0000]``."""
-    shown = visible_indices(len(values), TERMS_SHOWN)
-    return "[" + ", ".join("…" if i is None else form.result(values[i]) for i in shown) + "]"
+    return _written_vector(values, form.result)
 
 
 def vector(values: Sequence[float], form: Form) -> str:
     """``[2, 4]``; a long vector keeps its first and last entries around ``…``."""
+    return _written_vector(values, form.given)
+
+
+def _written_vector(values: Sequence[float], write: Callable[[float], str]) -> str:
     shown = visible_indices(len(values), TERMS_SHOWN)
-    return "[" + ", ".join("…" if i is None else form.given(values[i]) for i in shown) + "]"
+    return "[" + ", ".join("…" if i is None else write(values[i]) for i in shown) + "]"
 
 
 def _factor(value: float, form: Form) -> str:
