@@ -24,7 +24,7 @@ def shown_renderables(trace: Trace) -> Iterator[RenderableType]:
 def trace_text(trace: Trace, width: int = 80) -> str:
     """The rendered trace as plain text, for ``print(trace)``."""
     console = Console(file=StringIO(), width=width, color_system=None, highlight=False)
-    for renderable in render_trace(shown_trace(trace)):
+    for renderable in shown_renderables(trace):
         console.print(renderable)
     return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
 
@@ -32,7 +32,7 @@ def trace_text(trace: Trace, width: int = 80) -> str:
 def trace_mimebundle(trace: Trace) -> dict[str, str]:
     """Plain text and HTML of the rendered trace, for Jupyter's rich display."""
     console = Console(record=True, file=StringIO(), width=100, color_system="truecolor")
-    for renderable in render_trace(shown_trace(trace)):
+    for renderable in shown_renderables(trace):
         console.print(renderable)
     return {
         "text/plain": console.export_text(clear=False),

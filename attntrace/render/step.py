@@ -130,6 +130,15 @@ def _other_head(key: str, current: int, trace: Trace) -> Move:
     return Move(error=f"head {target} has no {here.name} stage")
 
 
+def new_screen(console: Console) -> None:
+    """Clear a terminal for the next screen; in a transcript (a pipe, a file), draw a
+    rule between screens instead."""
+    if console.is_terminal:
+        console.clear()
+    else:
+        console.rule(style="dim")
+
+
 def show_stage(
     console: Console,
     trace: Trace,
@@ -138,10 +147,7 @@ def show_stage(
     focus: tuple[Focus, ...] | None = None,
 ) -> None:
     stage = trace.stages[index]
-    if console.is_terminal:
-        console.clear()
-    else:
-        console.rule(style="dim")
+    new_screen(console)
     context = trace.context_tokens
     console.print(
         Text.assemble(
@@ -204,10 +210,7 @@ def page_through(
     input ends the walk."""
 
     def show(index: int) -> None:
-        if console.is_terminal:
-            console.clear()
-        else:
-            console.rule(style="dim")
+        new_screen(console)
         screens[index](console)
 
     def move(line: str, index: int) -> Move:
