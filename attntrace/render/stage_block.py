@@ -1,8 +1,7 @@
 """One stage as the tables show it: its title, its table (or equation), its meaning.
 
-Where the operands fit beside the result (``X · WQ = Q``), the stage reads as the
-textbook writes it; otherwise its table follows the weight (and bias) it was computed
-with. Step mode shows the same body under its own heading.
+The document (:mod:`attntrace.render.document`) draws a block per stage; step mode
+draws the same body (:func:`stage_body`) under a heading and a paragraph of its own.
 """
 
 from __future__ import annotations
