@@ -24,7 +24,8 @@ from rich.console import Console
 from attntrace import trace_attention
 from attntrace.core.focus import focus_row
 from attntrace.render.present import Presentation, renderables
-from attntrace.render.tables import View, cached_column_widths
+from attntrace.render.stage_table import cached_column_widths
+from attntrace.render.view import View
 
 TOKENS, D_MODEL, D_HEAD, REPEATS = 200, 256, 64, 7
 

@@ -104,4 +104,4 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     assert not may_import("core/bad.py", "core", "rich.table")
     assert not may_import("files/model_file.py", "files", "yaml")
     assert may_import("files/yaml_file.py", "files", "yaml")
-    assert may_import("render/tables.py", "render", "attntrace.core.trace")
+    assert may_import("render/stage_table.py", "render", "attntrace.core.trace")

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import TypeVar
 
-from attntrace.render.numbers import FIXED_LIMIT, MASKED
+from attntrace.render.numbers import FIXED_LIMIT, MASKED, unsigned_zero
 
 # How many more digits than the results an operand may carry in fixed point.
 FIXED_EXTRA = (2, 3, 4)
@@ -49,6 +50,8 @@ EXACT_MANTISSA = 16
 # float64's rounding of the check itself, relative to the sizes in a line (two units in
 # the last place): below every digit written, save at precision 15.
 FLOAT_SLACK = 2.0**-52
+
+Choice = TypeVar("Choice")
 
 
 def _short_exactly(value: float) -> bool:
@@ -81,9 +84,7 @@ def fixed(value: float, decimals: int, *, short: bool = False) -> str:
     text = f"{value:.{decimals}f}"
     if short and "." in text:
         text = text.rstrip("0").rstrip(".")
-    if text.startswith("-") and not any(ch in "123456789" for ch in text):
-        text = text[1:]
-    return text
+    return unsigned_zero(text)
 
 
 def scientific(value: float, decimals: int, *, short: bool = False) -> str:
@@ -178,20 +179,33 @@ def within(error: float, unit: float, size: float) -> bool:
     return error <= unit / 2 + FLOAT_SLACK * size
 
 
+def exact_mantissa(precision: int) -> int:
+    """The mantissa digits that write any float64 exactly (more would write no other),
+    or a result's own, where those are more."""
+    return max(precision, EXACT_MANTISSA)
+
+
+def scientific_digits(precision: int) -> range:
+    """The mantissa digits an operand may carry in scientific form, fewest first: two
+    more than a result's, up to :func:`exact_mantissa`."""
+    exact = exact_mantissa(precision)
+    return range(min(precision + FIXED_EXTRA[0], exact), exact + 1)
+
+
+def first_that(adds_up: Callable[[Choice], bool], choices: Sequence[Choice]) -> Choice:
+    """The first of ``choices`` (fewest digits first) for which ``adds_up``, else the
+    last, which is not tried: it carries every digit a float64 has, so only float64's
+    own rounding is left."""
+    return next((choice for choice in choices[:-1] if adds_up(choice)), choices[-1])
+
+
 def choose(precision: int, numbers: Iterable[float], adds_up: Callable[[Form], bool]) -> Form:
     """The first form in the rule's order for which ``adds_up``: fixed point with two,
     three or four more digits for operands if every finite number is below 1e8, then
     scientific with two or more, up to 17 significant digits (which always add up: they
     write each float64 exactly, so only float64's own rounding is left)."""
     largest = max((abs(x) for x in numbers if math.isfinite(x)), default=0.0)
-    if largest < FIXED_LIMIT:
-        for extra in FIXED_EXTRA:
-            form = Form(precision, precision + extra)
-            if adds_up(form):
-                return form
-    exact = max(precision, EXACT_MANTISSA)  # more digits would write no other float64
-    for digits in range(min(precision + FIXED_EXTRA[0], exact), exact):
-        form = Form(precision, digits, scientific=True)
-        if adds_up(form):
-            return form
-    return Form(precision, exact, scientific=True)
+    fixed_forms = [Form(precision, precision + extra) for extra in FIXED_EXTRA]
+    forms = fixed_forms if largest < FIXED_LIMIT else []
+    forms += [Form(precision, digits, scientific=True) for digits in scientific_digits(precision)]
+    return first_that(adds_up, forms)

@@ -24,8 +24,9 @@ from attntrace.render.attention_map import bar
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
-from attntrace.render.tables import Facts, StageTable, View
-from attntrace.render.wrap import Wrapped
+from attntrace.render.stage_table import StageTable
+from attntrace.render.view import View
+from attntrace.render.wrap import Facts, Wrapped
 
 _BAR = 30
 

@@ -1,16 +1,47 @@
-"""The renderer's one entry point for a Trace shown outside the CLI.
+"""A Trace's own display: ``print(trace)``, ``rich.print(trace)`` and Jupyter's.
 
-``print(trace)``, ``rich.print(trace)`` and Jupyter ask :mod:`attntrace.core.display`,
-which ``attntrace/__init__.py`` points here: the core names no renderer.
+:class:`attntrace.core.trace.Trace` asks :mod:`attntrace.core.display`, which
+``attntrace/__init__.py`` points at :func:`show` here: the core names no renderer. Each
+form is the whole document as the tables draw it, of the trace as shown (its text made
+visible), at a fixed width.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from io import StringIO
 from typing import Any
+
+from rich.console import Console, RenderableType
 
 from attntrace.core.display import Form
 from attntrace.core.trace import Trace
-from attntrace.render.tables import shown_renderables, trace_mimebundle, trace_text
+from attntrace.render.document import render_trace
+from attntrace.render.shown import shown_trace
+
+
+def shown_renderables(trace: Trace) -> Iterator[RenderableType]:
+    """The tables of ``trace`` as shown (its text made visible), for ``rich.print``."""
+    yield from render_trace(shown_trace(trace))
+
+
+def trace_text(trace: Trace, width: int = 80) -> str:
+    """The rendered trace as plain text, for ``print(trace)``."""
+    console = Console(file=StringIO(), width=width, color_system=None, highlight=False)
+    for renderable in shown_renderables(trace):
+        console.print(renderable)
+    return console.file.getvalue()  # type: ignore[attr-defined, no-any-return]
+
+
+def trace_mimebundle(trace: Trace) -> dict[str, str]:
+    """Plain text and HTML of the rendered trace, for Jupyter's rich display."""
+    console = Console(record=True, file=StringIO(), width=100, color_system="truecolor")
+    for renderable in shown_renderables(trace):
+        console.print(renderable)
+    return {
+        "text/plain": console.export_text(clear=False),
+        "text/html": console.export_html(inline_styles=True),
+    }
 
 
 def show(trace: Trace, form: Form) -> Any:

@@ -18,7 +18,8 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 
 from attntrace.core.trace import Stage, Trace
-from attntrace.render.tables import StageTable, View
+from attntrace.render.stage_table import StageTable
+from attntrace.render.view import View
 
 _UNLIMITED = 10**6
 

@@ -1,6 +1,10 @@
-"""What each stage means, in words: one line for tables, a paragraph for step mode.
+"""What each stage means, in words: the renderers' captions, apart from their layout.
 
-Numbers in these texts (√d_k, shapes) are filled in from the trace, never typed.
+One line under each table (:func:`one_line`, drawn by
+:mod:`attntrace.render.stage_block`); for step mode's panel a paragraph
+(:func:`paragraph`) and the stage as an equation of shapes (:func:`shape_equation`).
+Plain strings, which the renderers style and wrap. Numbers in these texts (√d_k,
+shapes, a head's slice of a weight) are filled in from the trace, never typed.
 """
 
 from __future__ import annotations

@@ -8,65 +8,21 @@ line of its own).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from attntrace.core.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
 from attntrace.render.fitted import Fitted
 from attntrace.render.shown import pad
-
-INDENT = "  "  # of a continued line, and of a row's later lines
+from attntrace.render.wrap import INDENT, Terms  # INDENT: of a row's later lines too
 
 
 def counted(count: int, noun: str) -> str:
     """``1 token``, ``4,096 tokens``."""
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-@dataclass(frozen=True)
-class Terms:
-    """Terms, each after its joiner, as many on a line as fit. A line broken after a
-    ``" · "`` ends with the ``·``; a continued line is indented and starts with its next
-    term whole (a term too wide for a line of its own is broken between its words)."""
-
-    terms: tuple[tuple[str, Text], ...]  # (joiner, term); the first joiner is not shown
-
-    def lines(self, width: int) -> list[Text]:
-        terms: list[tuple[str, Text, bool]] = []  # (joiner, term or word, starts a line)
-        for index, (joiner, term) in enumerate(self.terms):
-            # on a line of its own, a term may still have to end with the next one's '·'
-            following = self.terms[index + 1][0] if index + 1 < len(self.terms) else ""
-            if cell_len(INDENT + term.plain + following.rstrip()) <= width:
-                terms.append((joiner, term, False))
-                continue
-            # too wide: on lines of its own, broken between words, an operator kept with
-            # what follows it ('× 33,581,…,727', then 'tokens')
-            words = re.split(r"(?<=\S\S) ", term.plain)
-            terms += [(joiner if i == 0 else " ", Text(word, style=term.style), i == 0)
-                      for i, word in enumerate(words)]  # fmt: skip
-        lines = [terms[0][1].copy()]
-        for index, (joiner, term, alone) in enumerate(terms[1:], start=1):
-            # room for the '·' that ends this line if the term after it has to go to the next
-            after = terms[index + 1][0].rstrip() if index + 1 < len(terms) else ""
-            if not alone and cell_len(lines[-1].plain + joiner + term.plain + after) <= width:
-                lines[-1].append_text(Text.assemble(joiner, term, style=term.style))
-            else:
-                lines[-1].append(joiner.rstrip(), style=term.style)
-                lines.append(Text.assemble(INDENT, term, style=term.style))
-        return lines
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield from self.lines(options.max_width)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        widest = max(cell_len(line.plain) for line in self.lines(options.max_width))
-        return Measurement(min(widest, options.max_width), min(widest, options.max_width))
 
 
 def _column(cells: Sequence[str], right: bool = False) -> list[str]:

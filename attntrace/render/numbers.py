@@ -13,6 +13,8 @@ import numpy.typing as npt
 FIXED_LIMIT = 1e8
 # Shown in place of a masked (−∞) cell.
 MASKED = "−∞"
+# Spaces between two columns of a stage's table.
+COLUMN_GAP = 3
 
 
 def format_number(value: float, precision: int) -> str:
@@ -21,9 +23,13 @@ def format_number(value: float, precision: int) -> str:
         return MASKED
     if abs(value) >= FIXED_LIMIT:
         return f"{value:.{precision}e}"
-    text = f"{value:.{precision}f}"
+    return unsigned_zero(f"{value:.{precision}f}")
+
+
+def unsigned_zero(text: str) -> str:
+    """``-0.0000`` -> ``0.0000``: a number written as zero has no sign to show."""
     if text.startswith("-") and not any(ch in "123456789" for ch in text):
-        text = text[1:]
+        return text[1:]
     return text
 
 
@@ -82,7 +88,7 @@ def columns_that_fit(widths: Sequence[int], budget: int) -> int:
     """How many columns (each ``width + 3`` cells with padding and rule) fit in ``budget``."""
     used = 0
     for count, width in enumerate(widths):
-        used += width + 3
+        used += width + COLUMN_GAP
         if used > budget:
             return count
     return len(widths)

@@ -19,7 +19,10 @@ from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.core.trace import ModelInfo, Stage, Trace
-from attntrace.render.tables import StageTable, View, block_notes, head_label, header
+from attntrace.render.document import block_notes, header
+from attntrace.render.stage_table import StageTable
+from attntrace.render.titles import head_label
+from attntrace.render.view import View
 
 _GAP = 3
 

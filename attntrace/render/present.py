@@ -22,14 +22,9 @@ from rich.text import Text
 
 from attntrace.core.trace import Trace
 from attntrace.errors import InputError
-from attntrace.render.tables import (
-    DEFAULT_MAX_HEADS,
-    DEFAULT_PRECISION,
-    View,
-    head_label,
-    header,
-    render_trace,
-)
+from attntrace.render.document import header, render_trace
+from attntrace.render.titles import head_label
+from attntrace.render.view import DEFAULT_MAX_HEADS, DEFAULT_PRECISION, View
 from attntrace.visible import quoted
 
 if TYPE_CHECKING:

@@ -23,11 +23,14 @@ from rich.text import Text
 
 from attntrace.core.softmax_walk import SoftmaxWalk
 from attntrace.render.by_hand import (
-    EXACT_MANTISSA,
     FIXED_EXTRA,
     FLOAT_SLACK,
+    exact_mantissa,
+    first_that,
     fixed,
     scientific,
+    scientific_digits,
+    within,
 )
 from attntrace.render.numbers import FIXED_LIMIT, format_number
 from attntrace.render.split_table import SplitTable
@@ -67,16 +70,17 @@ def _unit(text: str) -> float:
 def _x_writer(steps: SoftmaxWalk, precision: int) -> Writer:
     """x and the max with the fewest digits (``precision`` at least) for which each
     x − max, redone from them, is within a unit of its written last digit."""
-    for mantissa in range(precision, max(precision, EXACT_MANTISSA) + 1):
-        write = _cells(precision, mantissa)
+
+    def adds_up(write: Writer) -> bool:
         top = float(write(steps.max))
-        if all(
+        return all(
             abs(float(write(x)) - top - shifted)
             <= _unit(_number(shifted, precision)) + FLOAT_SLACK * (abs(x) + abs(steps.max))
             for x, shifted in zip(steps.values, steps.shifted, strict=True)
-        ):
-            return write
-    return _cells(precision, max(precision, EXACT_MANTISSA))
+        )
+
+    mantissas = range(precision, exact_mantissa(precision) + 1)
+    return first_that(adds_up, [_cells(precision, mantissa) for mantissa in mantissas])
 
 
 def _exp_writer(steps: SoftmaxWalk, precision: int) -> Writer:
@@ -85,19 +89,19 @@ def _exp_writer(steps: SoftmaxWalk, precision: int) -> Writer:
     if steps.overflows or steps.underflows:
         return _cells(precision, precision)
     unit = 10.0 ** -(precision + 2)  # the share column's
-    exact = max(precision, EXACT_MANTISSA)
-    extras = range(FIXED_EXTRA[-1] + 1)  # as many more digits as needed, from none
-    candidates = [_cells(precision + extra, min(precision + extra, exact)) for extra in extras]
-    scientific_digits = range(min(precision + 2, exact), exact + 1)
-    candidates += [_cells(0, digits, limit=0.0) for digits in scientific_digits]
-    for write in candidates:
+
+    def adds_up(write: Writer) -> bool:
         total = float(write(steps.naive_sum))
-        if total > 0 and all(
-            abs(float(write(e)) / total - e / steps.naive_sum) <= unit / 2 + FLOAT_SLACK
+        return total > 0 and all(
+            within(abs(float(write(e)) / total - e / steps.naive_sum), unit, 1.0)
             for e in steps.naive_exp
-        ):
-            return write
-    return candidates[-1]
+        )
+
+    exact = exact_mantissa(precision)
+    extras = range(FIXED_EXTRA[-1] + 1)  # as many more digits as needed, from none
+    writers = [_cells(precision + extra, min(precision + extra, exact)) for extra in extras]
+    writers += [_cells(0, digits, limit=0.0) for digits in scientific_digits(precision)]
+    return first_that(adds_up, writers)
 
 
 def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:

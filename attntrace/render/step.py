@@ -17,16 +17,12 @@ from rich.text import Text
 
 from attntrace.core.focus import Focus
 from attntrace.core.trace import Trace
+from attntrace.render.document import sentence_line
 from attntrace.render.explain import paragraph, shape_equation
 from attntrace.render.focus import SECTION_OF_STAGE
-from attntrace.render.tables import (
-    DEFAULT_VIEW,
-    View,
-    fitted_title,
-    head_label,
-    sentence_line,
-    stage_body,
-)
+from attntrace.render.stage_block import stage_body
+from attntrace.render.titles import fitted_title, head_label
+from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import quoted, visible
 
@@ -134,6 +130,15 @@ def _other_head(key: str, current: int, trace: Trace) -> Move:
     return Move(error=f"head {target} has no {here.name} stage")
 
 
+def new_screen(console: Console) -> None:
+    """Clear a terminal for the next screen; in a transcript (a pipe, a file), draw a
+    rule between screens instead."""
+    if console.is_terminal:
+        console.clear()
+    else:
+        console.rule(style="dim")
+
+
 def show_stage(
     console: Console,
     trace: Trace,
@@ -142,10 +147,7 @@ def show_stage(
     focus: tuple[Focus, ...] | None = None,
 ) -> None:
     stage = trace.stages[index]
-    if console.is_terminal:
-        console.clear()
-    else:
-        console.rule(style="dim")
+    new_screen(console)
     context = trace.context_tokens
     console.print(
         Text.assemble(
@@ -208,10 +210,7 @@ def page_through(
     input ends the walk."""
 
     def show(index: int) -> None:
-        if console.is_terminal:
-            console.clear()
-        else:
-            console.rule(style="dim")
+        new_screen(console)
         screens[index](console)
 
     def move(line: str, index: int) -> Move:

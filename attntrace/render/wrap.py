@@ -1,16 +1,22 @@
-"""Text wrapped at word boundaries, never inside a shape such as ``[3 × 2]``.
+"""Lines broken where a reader expects them: between words or terms, never inside one.
 
 Rich wraps at every space, so at 40 columns a title could end ``[3 ×`` and the next line
-start ``2]``: two halves of one fact. :class:`Wrapped` breaks lines only at spaces
-outside the units that read as one word (a bracketed shape), keeps the styles of the
-text, and folds only a single word wider than the whole line.
+start ``2]``, and a header ``3 K/V`` over ``heads``: two halves of one fact. Here:
+
+- :class:`Wrapped`: text broken only at spaces outside the units that read as one word
+  (a bracketed shape), its styles kept; only a single word wider than the whole line is
+  folded.
+- :class:`Facts` and :class:`Terms`: a line of terms (``name · fact · fact``, a formula's
+  ``× 32 layers``) broken only between its terms, by :func:`between_terms`. A header's
+  facts simply go on on the next line; a formula's broken line ends with its ``·`` and
+  the next is indented, and a term too wide for a line of its own breaks between words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -23,6 +29,7 @@ from rich.text import Text
 UNBROKEN = re.compile(
     r"\[[^\[\]\s]+ × [^\[\]\s]+\]|\([^()\n]{1,20}?\)|\d[\d,.]* (?:[KMGTPEZY]iB|B)\b"
 )
+INDENT = "  "  # of a continued line of terms
 
 
 @dataclass(frozen=True)
@@ -104,3 +111,79 @@ def _inside(index: int, spans: list[tuple[int, int]]) -> bool:
 def _words(line: str) -> Iterator[str]:
     for start, end in _word_spans(line):
         yield line[start:end]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term of a line of terms, in the forms it takes there."""
+
+    joined: Text  # after the term before it, on the same line: ' · 3 tokens'
+    alone: Text  # starting a line: '3 tokens', or indented, '  × 32 layers'
+    mark: Text = field(default_factory=Text)  # ends a line broken before it: '·', or nothing
+    starts: bool = False  # starts a line even where it would fit after the one before
+
+
+def between_terms(first: Text, terms: Sequence[Term], width: int) -> list[Text]:
+    """``first``, then ``terms``, as many on a line as fit ``width`` with room for the
+    mark that ends a line broken after them; a line is never broken while it is blank."""
+    lines = [first.copy()]
+    for index, term in enumerate(terms):
+        after = terms[index + 1].mark.plain if index + 1 < len(terms) else ""
+        fits = cell_len(lines[-1].plain + term.joined.plain + after) <= width
+        if not term.starts and (fits or not lines[-1].plain.strip()):
+            lines[-1].append(term.joined)
+        else:
+            lines[-1].append(term.mark)
+            lines.append(term.alone.copy())
+    return lines
+
+
+@dataclass(frozen=True)
+class Facts:
+    """``name · fact · fact``, wrapped between facts, never inside one (``3 K/V heads``
+    split over two lines reads as nonsense)."""
+
+    name: str
+    facts: tuple[str, ...]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        facts = [Term(Text(" · " + fact, style="dim"), Text(fact, style="dim"))
+                 for fact in self.facts]  # fmt: skip
+        yield from between_terms(Text(self.name, style="bold magenta"), facts, options.max_width)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """Terms, each after its joiner, as many on a line as fit. A line broken after a
+    ``" · "`` ends with the ``·``; a continued line is indented and starts with its next
+    term whole (a term too wide for a line of its own is broken between its words)."""
+
+    terms: tuple[tuple[str, Text], ...]  # (joiner, term); the first joiner is not shown
+
+    def lines(self, width: int) -> list[Text]:
+        pieces: list[tuple[str, Text, bool]] = []  # (joiner, term or word, starts a line)
+        for index, (joiner, term) in enumerate(self.terms):
+            # on a line of its own, a term may still have to end with the next one's '·'
+            following = self.terms[index + 1][0] if index + 1 < len(self.terms) else ""
+            if cell_len(INDENT + term.plain + following.rstrip()) <= width:
+                pieces.append((joiner, term, False))
+                continue
+            # too wide: on lines of its own, broken between words, an operator kept with
+            # what follows it ('× 33,581,…,727', then 'tokens')
+            words = re.split(r"(?<=\S\S) ", term.plain)
+            pieces += [(joiner if i == 0 else " ", Text(word, style=term.style), i == 0)
+                       for i, word in enumerate(words)]  # fmt: skip
+        rest = [
+            Term(Text.assemble(joiner, term, style=term.style),
+                 Text.assemble(INDENT, term, style=term.style),
+                 Text(joiner.rstrip(), style=term.style), starts)
+            for joiner, term, starts in pieces[1:]
+        ]  # fmt: skip
+        return between_terms(pieces[0][1], rest, width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max(cell_len(line.plain) for line in self.lines(options.max_width))
+        return Measurement(min(widest, options.max_width), min(widest, options.max_width))

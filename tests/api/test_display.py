@@ -12,7 +12,7 @@ PROBE = """
 import io, sys
 from attntrace import trace_attention
 trace = trace_attention("cat eats fish")
-print("RENDERER", "attntrace.render.tables" in sys.modules)
+print("RENDERER", any(name.startswith("attntrace.render") for name in sys.modules))
 text = str(trace)
 print("TEXT", "output = softmax · V" in text, max(map(len, text.splitlines())) <= 80)
 bundle = trace._repr_mimebundle_()

@@ -176,7 +176,7 @@ def test_a_dot_product_keeps_its_largest_term_when_two_do_not_fit() -> None:
     from rich.console import Console
 
     from attntrace.render.focus import dot_section
-    from attntrace.render.tables import View
+    from attntrace.render.view import View
 
     eye = np.eye(4) * 10.123
     vectors = {"supercalifragilistic": np.array([-5.9133, 0.1, 0.2, 0.3]),

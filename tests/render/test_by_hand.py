@@ -34,7 +34,7 @@ from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Trace
 from attntrace.render.focus import focus_panel
 from attntrace.render.softmax_walk import walkthrough
-from attntrace.render.tables import View
+from attntrace.render.view import View
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?")
 EPS = HAND_ROUNDING

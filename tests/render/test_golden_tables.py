@@ -16,7 +16,8 @@ from rich.console import Console
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
 from attntrace.render.numbers import column_widths, format_number, visible_indices
-from attntrace.render.tables import DEFAULT_VIEW, StageTable, View
+from attntrace.render.stage_table import StageTable
+from attntrace.render.view import DEFAULT_VIEW, View
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -1,0 +1,46 @@
+"""One stage as the tables show it: its title, its table (or equation), its meaning.
+
+The document (:mod:`attntrace.render.document`) draws a block per stage; step mode
+draws the same body (:func:`stage_body`) under a heading and a paragraph of its own.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from attntrace.core.trace import Stage, Trace
+from attntrace.render.equation import Equation, operands
+from attntrace.render.explain import one_line
+from attntrace.render.stage_table import StageTable
+from attntrace.render.titles import fitted_title
+from attntrace.render.view import DEFAULT_VIEW, View
+from attntrace.render.wrap import Wrapped
+
+
+def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
+    """Title, the stage as an equation of its operands (or its table), and its meaning.
+
+    Where the operands fit beside the result (``X · WQ = Q``), the stage reads as the
+    textbook writes it; otherwise its table follows the weight it used, if any.
+    """
+    caption = Wrapped(Text(one_line(stage, trace), style="italic dim"))
+    return Group(stage_body(stage, trace, view), caption)
+
+
+def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> RenderableType:
+    """The stage's title and table: as an equation of its operands where that fits,
+    else after the weight it was computed with (if any)."""
+    parts: list[RenderableType] = []
+    weight = trace.weight_for(stage)
+    if weight is not None:
+        parts += [fitted_title(weight, trace.model), StageTable(weight, view), Text("")]
+    bias = trace.bias_for(stage)
+    if bias is not None:  # one row, added to every row of the product
+        parts += [fitted_title(bias, trace.model), StageTable(bias, view), Text("")]
+    stacked = Group(*parts, fitted_title(stage, trace.model), StageTable(stage, view))
+    pair = operands(stage, trace)
+    if pair is None:
+        return stacked
+    return Equation(fitted_title(stage, trace.model), pair[0], pair[1], stage, view,
+                    fallback=stacked)  # fmt: skip
