@@ -33,7 +33,7 @@ class SoftmaxWalk:
     weights: tuple[float, ...]  # the softmax, from the stable formula
     naive_exp: tuple[float, ...]  # exp(value): inf where float64 overflows
     naive_sum: float
-    naive_weights: tuple[float, ...]  # exp(value) / Σ exp: NaN where that overflowed
+    naive_weights: tuple[float, ...]  # exp(value) / Σ exp: NaN (inf / inf) or 0 (x / inf)
 
     @property
     def winner(self) -> int:
@@ -41,7 +41,8 @@ class SoftmaxWalk:
 
     @property
     def overflows(self) -> bool:
-        """exp of some value is inf: the naive weights are inf / inf = NaN."""
+        """Σ exp(value) is inf: an exp overflowed (its weight is inf / inf = NaN), or
+        only the sum did (every weight is a finite exp / inf = 0)."""
         return not math.isfinite(self.naive_sum)
 
     @property

@@ -140,11 +140,9 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     ]
     top = x_text(steps.max)
     if steps.overflows:
-        big = next(x for x, e in zip(steps.values, steps.naive_exp, strict=True) if math.isinf(e))
         parts.append(
             Text(
-                f"exp({x_text(big)}) overflows float64 (its largest value is about "
-                f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan. Subtracting the "
+                f"{_what_overflows(steps, x_text)} Subtracting the "
                 f"max ({top}) first gives the same weights in exact arithmetic with every exp "
                 f"at most 1, so nothing overflows: share = exp(x − max) / "
                 f"{_number(steps.sum_exp_shifted, precision + 2)}.",
@@ -168,3 +166,15 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
             )
         )
     return Group(*parts)
+
+
+def _what_overflows(steps: SoftmaxWalk, x_text: Writer) -> str:
+    """Which float64 overflow breaks the naive formula: one exp (inf / inf), or only
+    their sum, each exp finite (a finite exp / inf is 0 for every share)."""
+    big = [x for x, e in zip(steps.values, steps.naive_exp, strict=True) if math.isinf(e)]
+    if big:
+        return (f"exp({x_text(big[0])}) overflows float64 (its largest value is about "
+                f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan.")  # fmt: skip
+    return (f"Each exp(x) fits in float64, but their sum overflows it (its largest value is "
+            f"about {FLOAT64_MAX}), so the naive formula gives exp(x) / inf = 0 for every "
+            f"share.")  # fmt: skip

@@ -69,6 +69,24 @@ def valid_walk(text: str) -> dict[str, Any]:
     return document
 
 
+def test_a_sum_that_overflows_where_no_exp_does_is_explained() -> None:
+    """exp(709.78) ≈ 1.79e308 fits in float64 (largest ≈ 1.80e308); twice it does not."""
+    assert math.isfinite(math.exp(709.78))
+    assert not math.isfinite(2 * math.exp(709.78))
+    result = invoke("softmax", "709.78", "709.78")
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "Each exp(x) fits in float64, but their sum overflows it" in out
+    assert "exp(x) / inf = 0 for every share" in out
+    steps = walk([709.78, 709.78])
+    assert steps.overflows
+    assert steps.naive_weights == (0.0, 0.0)
+    document = valid_walk(invoke("softmax", "709.78", "709.78", "--json").stdout)
+    assert document["naive"]["sum"] is None
+    assert document["naive"]["weights"] == [0.0, 0.0]
+    assert document["weights"] == [0.5, 0.5]
+
+
 def test_underflow_is_explained_too() -> None:
     out = " ".join(invoke("softmax", "--", "-800", "-801").stdout.split())
     assert "the naive formula gives 0 / 0 = nan" in out
