@@ -1,4 +1,4 @@
-"""Step mode: one stage per screen, then a prompt (SPEC.md section 2).
+"""Step mode: one stage per screen, then a prompt (docs/cli.md#step-mode-keys).
 
 Keys, one line each: Enter or ``n`` next, ``b`` back, a stage number or name to jump,
 ``q`` quit, ``?`` help. End of input (a closed or exhausted stdin) ends the walk
