@@ -118,4 +118,9 @@ def describe(value: Any) -> str:
         return f"a mapping with {len(value)} key{'s' if len(value) != 1 else ''}"
     if isinstance(value, list):
         return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and getattr(value, "ndim", None) == 0 and dtype.kind in "iuf":
+        # a numpy number that is no Python int or float (np.float32, np.longdouble): its
+        # dtype's name, which every numpy spells the same (type names changed in 2.0)
+        return f"a {dtype.name} ({value!s})"  # str, not format(): that goes via float
     return f"a {type(value).__name__}"
