@@ -75,3 +75,26 @@ def test_docs_show_examples() -> None:
     pages = {page for page, _, _ in docs_examples()}
     assert {"cli.md", "json.md", "model-file.md"} <= pages
     assert len(docs_examples()) >= 20
+
+
+def test_the_architecture_note_names_every_module() -> None:
+    """docs/architecture.md's tree names each module of the package under its folder, so
+    it cannot drift from the code as modules are added (names may share a line:
+    ``bert.py, llama.py``)."""
+    note = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    tree = note[note.index("## The rooms") :].split("```")[1]
+    sections: dict[str, str] = {}  # folder ("" for the top) -> its lines of the tree
+    folder = ""
+    for line in tree.splitlines():
+        heading = re.match(r"^  (\w+)/", line)
+        folder = heading[1] if heading else folder
+        sections[folder] = sections.get(folder, "") + line + "\n"
+    package = ROOT / "attntrace"
+    modules = [p for p in package.rglob("*.py") if p.name != "__init__.py" or p.parent == package]
+    assert len(modules) > 50
+    missing = [
+        str(p.relative_to(package))
+        for p in modules
+        if p.name not in sections.get("" if p.parent == package else p.parent.name, "")
+    ]
+    assert missing == [], f"docs/architecture.md's tree does not name {missing}"

@@ -1,4 +1,4 @@
-"""Rewrite the golden outputs from the code: ``tests/golden/*.txt`` and the README's examples.
+"""Rewrite the golden outputs from the code: ``tests/golden/*.txt`` and the examples' outputs.
 
 The golden tests only compare, so they can fail; this is the one way to rewrite what
 they compare with, after a change to the output that is meant. It makes each output
@@ -7,13 +7,16 @@ compare. Review the diff before committing it: every change in it is a change us
 
 Run it from attntrace's own venv (the one the tests run in), from any folder::
 
-    python tools/regenerate_goldens.py            # both
+    python tools/regenerate_goldens.py            # all three
     python tools/regenerate_goldens.py tables     # tests/golden/*.txt only
     python tools/regenerate_goldens.py readme     # README.md's console blocks only
+    python tools/regenerate_goldens.py docs       # docs/*.md's console blocks only
 
-A README example that cannot run here (no ``jq``, a real model's weights not installed)
-is left as it is, and named. The real models' goldens (``tests/golden/real/``) come from
-the reference implementations instead: ``tools/make_goldens.py``.
+The README's examples run from an empty folder, docs/'s from the repository's root
+(they name files in docs/examples/), as their tests run them. An example that cannot
+run here (no ``jq``, a real model's weights not installed) is left as it is, and named.
+The real models' goldens (``tests/golden/real/``) come from the reference
+implementations instead: ``tools/make_goldens.py``.
 """
 
 from __future__ import annotations
@@ -48,9 +51,10 @@ def regenerate_tables() -> list[str]:
     return changed
 
 
-def regenerate_readme() -> tuple[list[str], list[str]]:
-    """Rewrite the output of every console block of README.md that can run here; the
-    commands whose output changed, and those left as they were (with why)."""
+def regenerate_examples(page: Path, cwd: Path | None) -> tuple[list[str], list[str]]:
+    """Rewrite the output of every console block of ``page`` that can run here, each run
+    in ``cwd`` (None: an empty folder of its own); the commands whose output changed,
+    and those left as they were (with why)."""
     skipped: list[str] = []
 
     def output_of(command: str) -> str | None:
@@ -58,14 +62,24 @@ def regenerate_readme() -> tuple[list[str], list[str]]:
         if reason is not None:
             skipped.append(f"{command}  ({reason})")
             return None
-        with tempfile.TemporaryDirectory() as empty:  # each from an empty folder
+        if cwd is not None:
+            return goldens.run_shell(command, cwd)
+        with tempfile.TemporaryDirectory() as empty:
             return goldens.run_shell(command, Path(empty))
 
-    old = goldens.README.read_text(encoding="utf-8")
+    old = page.read_text(encoding="utf-8")
     new = goldens.with_outputs(old, output_of)
-    goldens.README.write_text(new, encoding="utf-8")
+    page.write_text(new, encoding="utf-8")
     pairs = zip(goldens.console_blocks(old), goldens.console_blocks(new), strict=True)
     return [command for (command, was), (_, now) in pairs if was != now], skipped
+
+
+def report(name: str, changed: list[str], skipped: list[str]) -> None:
+    print(f"{name}: {len(changed)} example(s) changed, {len(skipped)} not run")
+    for command in changed:
+        print(f"  changed: $ {command}")
+    for command in skipped:
+        print(f"  not run: $ {command}")
 
 
 def main() -> None:
@@ -73,8 +87,8 @@ def main() -> None:
     parser.add_argument(
         "which",
         nargs="?",
-        choices=["tables", "readme"],
-        help="only the golden tables, or only the README (default: both)",
+        choices=["tables", "readme", "docs"],
+        help="only the golden tables, the README or docs/ (default: all three)",
     )
     which = parser.parse_args().which
     if which in (None, "tables"):
@@ -83,12 +97,10 @@ def main() -> None:
         for name in changed:
             print(f"  changed: {name}")
     if which in (None, "readme"):
-        changed, skipped = regenerate_readme()
-        print(f"README.md: {len(changed)} example(s) changed, {len(skipped)} not run")
-        for command in changed:
-            print(f"  changed: $ {command}")
-        for command in skipped:
-            print(f"  not run: $ {command}")
+        report("README.md", *regenerate_examples(goldens.README, None))
+    if which in (None, "docs"):
+        for page in sorted((goldens.README.parent / "docs").glob("*.md")):
+            report(f"docs/{page.name}", *regenerate_examples(page, goldens.README.parent))
 
 
 if __name__ == "__main__":

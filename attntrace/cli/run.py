@@ -156,10 +156,8 @@ def json_filters(
 
     names = None if stages is None else [n.strip() for n in stages.split(",") if n.strip()]
     known = list(dict.fromkeys(trace.names))
-    if names == []:
-        raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
-                         found=repr(stages))  # fmt: skip
-    for name in names or []:
+    # no name at all (--stages ,) is refused as the whole argument, else the first unknown
+    for name in [stages] if names == [] else names or []:
         if name not in known:
             raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
                              found=repr(name))  # fmt: skip

@@ -4,7 +4,7 @@ The bad-input catalogue's room for :class:`attntrace.core.spec.ModelSpec` (the c
 and the tools are in ``tests/catalogue.py``): each value of the model file is of the
 right kind, but they do not fit together (WK's width is not kv_heads·d_k, a causal mask
 with a context), or the sentence holds a token the vocabulary does not. The same checks
-from Python are in tests/api/test_python_api.py.
+from Python are in tests/api/test_argument_errors.py.
 """
 
 from __future__ import annotations
