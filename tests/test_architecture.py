@@ -16,7 +16,7 @@ PACKAGE = ROOT / "attntrace"
 
 # The top-level modules everything may use: the error type, safe text, argument checks
 # (and the package's __version__).
-BASE = {"errors", "visible", "arguments"}
+BASE = {"errors", "visible", "arguments", "environment"}
 # Each room, and the rooms its modules may import (besides itself, the base and numpy).
 ROOMS: dict[str, set[str]] = {
     "base": set(),

@@ -6,6 +6,7 @@ display goes to stderr when that is a terminal, and its modules are imported onl
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -19,19 +20,10 @@ PROGRESS_AFTER = 1.0  # seconds of work before a progress display appears
 def progress_after() -> float:
     """Seconds of work before the progress display appears: 1, or ATTNTRACE_PROGRESS_AFTER
     (0: at once; inf: never)."""
-    from attntrace.errors import InputError
+    from attntrace.environment import env_number
 
-    value = os.environ.get(PROGRESS_AFTER_VARIABLE, "").strip()
-    if not value:
-        return PROGRESS_AFTER
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:  # NaN too
-        raise InputError(field=PROGRESS_AFTER_VARIABLE, expected="a number of seconds ≥ 0",
-                         found=repr(value))  # fmt: skip
-    return seconds
+    return env_number(PROGRESS_AFTER_VARIABLE, PROGRESS_AFTER, 0, math.inf,
+                      "a number of seconds ≥ 0")  # fmt: skip
 
 
 @contextmanager

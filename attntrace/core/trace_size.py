@@ -7,9 +7,8 @@ filling the memory.
 
 from __future__ import annotations
 
-import os
-
 from attntrace.core.spec import ModelSpec
+from attntrace.environment import env_number
 from attntrace.errors import InputError
 
 DEFAULT_MAX_TRACE_MB = 2048
@@ -31,14 +30,8 @@ def check_trace_size(model: ModelSpec, n: int, m: int) -> None:
     """Refuse a trace bigger than ATTNTRACE_MAX_TRACE_MB (2 GiB) before computing it:
     a trace keeps every n × n matrix of every head, so 20,000 tokens would take 9 GB of
     one head's scores alone (and an hour of drawing them)."""
-    value = os.environ.get(MAX_TRACE_VARIABLE, "").strip() or str(DEFAULT_MAX_TRACE_MB)
-    try:
-        limit = float(value)
-    except ValueError:
-        limit = -1.0
-    if not 1 <= limit <= 2**30:
-        raise InputError(field=MAX_TRACE_VARIABLE, expected="a number of MiB from 1 to 2**30",
-                         found=repr(value))  # fmt: skip
+    limit = env_number(MAX_TRACE_VARIABLE, DEFAULT_MAX_TRACE_MB, 1, 2**30,
+                       "a number of MiB from 1 to 2**30")  # fmt: skip
     size = trace_bytes(model, n, m)
     if size > limit * 2**20:
         heads = f" × {model.heads} heads" if model.heads > 1 else ""

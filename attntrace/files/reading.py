@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from attntrace.environment import env_number
 from attntrace.errors import InputError
 
 DEFAULT_MAX_MB = 256
@@ -46,15 +47,9 @@ MODEL_CONTENT = "a model (embeddings and weights)"
 
 def max_file_bytes() -> int:
     """The largest model or trace file read: 256 MiB, or ATTNTRACE_MAX_FILE_MB (MiB)."""
-    value = os.environ.get(MAX_MB_VARIABLE, "").strip() or str(DEFAULT_MAX_MB)
-    try:
-        megabytes = float(value)
-    except ValueError:
-        megabytes = -1.0
     # at least a byte, and a limit a file can have (inf or 1e400 would be no limit at all)
-    if not 1 / 2**20 <= megabytes <= MAX_LIMIT_MB:
-        raise InputError(field=MAX_MB_VARIABLE, expected="a positive number of MiB (from 1e-6, "
-                         "about a byte, to 2**30)", found=repr(value))  # fmt: skip
+    expected = "a positive number of MiB (from 1e-6, about a byte, to 2**30)"
+    megabytes = env_number(MAX_MB_VARIABLE, DEFAULT_MAX_MB, 1 / 2**20, MAX_LIMIT_MB, expected)
     return int(megabytes * 1024 * 1024)
 
 
