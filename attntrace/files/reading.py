@@ -94,17 +94,19 @@ def read_text(path: Path, holding: str | None = None) -> str:
     read to just past the limit. ``holding`` says what the file should hold, for the
     messages; by default a model file.
     """
-    fd = _open_text(path, holding)
+    kind = holding or "a model file"  # what the file should be, in "is a directory, ..."
+    content = holding or MODEL_CONTENT  # what it should hold, in "the file is empty"
+    fd = _open_text(path, kind)
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise InputError(f"is a directory, expected {holding or 'a model file'}")
+            raise InputError(f"is a directory, expected {kind}")
         if stat.S_ISREG(info.st_mode):
             check_size(info.st_size)
         fifo = stat.S_ISFIFO(info.st_mode)
         text, size = decode_limited(_fifo_reader(fd) if fifo else _reader(fd), holding)
     except IsADirectoryError:  # a system where a directory opens, but does not read
-        raise InputError(f"is a directory, expected {holding or 'a model file'}") from None
+        raise InputError(f"is a directory, expected {kind}") from None
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror or error}") from None
     finally:
@@ -112,9 +114,9 @@ def read_text(path: Path, holding: str | None = None) -> str:
     if size == 0 and fifo:
         raise InputError(f"nothing came through the pipe (no writer within "
                          f"{FIFO_WAIT_SECONDS:g} s, or it wrote nothing)",
-                         expected=holding or MODEL_CONTENT)  # fmt: skip
+                         expected=content)  # fmt: skip
     if not text.strip():
-        raise InputError("the file is empty", expected=holding or MODEL_CONTENT)
+        raise InputError("the file is empty", expected=content)
     return text
 
 
@@ -128,8 +130,9 @@ def read_stdin(holding: str | None = None) -> str:
     stream = sys.stdin.buffer
     try:  # < file: refused by its size (what is left of it) before it is read
         fd = stream.fileno()
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            check_size(os.fstat(fd).st_size - os.lseek(fd, 0, os.SEEK_CUR))
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            check_size(info.st_size - os.lseek(fd, 0, os.SEEK_CUR))
     except (OSError, ValueError):  # no descriptor (a test's stream)
         pass
     try:
@@ -180,21 +183,22 @@ def decode_limited(read: Callable[[int], bytes], holding: str | None) -> tuple[s
     return "".join(pieces).removeprefix("\ufeff"), size
 
 
-def _open_text(path: Path, holding: str | None) -> int:
-    """A descriptor to read ``path`` from, opened without waiting (a FIFO's writer)."""
+def _open_text(path: Path, expected: str) -> int:
+    """A descriptor to read ``path`` (which should be ``expected``) from, opened without
+    waiting (a FIFO's writer)."""
     try:
         return os.open(path, os.O_RDONLY | NONBLOCK)
     except FileNotFoundError:
         raise InputError("no such file") from None
     except IsADirectoryError:
-        raise InputError(f"is a directory, expected {holding or 'a model file'}") from None
+        raise InputError(f"is a directory, expected {expected}") from None
     except OSError as error:
         try:
             mode = path.stat().st_mode
         except OSError:
             mode = 0
         if stat.S_ISSOCK(mode):  # a socket does not open as a file (ENXIO)
-            raise InputError(f"is a socket, expected {holding or 'a model file'}") from None
+            raise InputError(f"is a socket, expected {expected}") from None
         raise InputError(f"cannot read the file: {error.strerror or error}") from None
 
 
