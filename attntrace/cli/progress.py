@@ -7,11 +7,11 @@ display goes to stderr when that is a terminal, and its modules are imported onl
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+
+from attntrace.cli.prompts import is_terminal
 
 PROGRESS_AFTER_VARIABLE = "ATTNTRACE_PROGRESS_AFTER"
 PROGRESS_AFTER = 1.0  # seconds of work before a progress display appears
@@ -33,7 +33,7 @@ def progress_shown() -> Iterator[None]:
     so it cannot mix with --json or a saved log. Must be inside bad_input_fails, so an
     error's line comes after the display is gone."""
     after = progress_after()
-    if not _is_terminal(sys.stderr):
+    if not is_terminal(sys.stderr):
         yield  # not even the display's module is imported
         return
     from attntrace.core.progress import reporting_to
@@ -41,10 +41,3 @@ def progress_shown() -> Iterator[None]:
 
     with StderrProgress(after) as display, reporting_to(display):
         yield
-
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return os.isatty(stream.fileno())
-    except (AttributeError, OSError, ValueError):  # no file behind it (a test's capture)
-        return False

@@ -6,10 +6,11 @@ also come from a pipe or a file (a script, a test), or stdin may be closed.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -36,9 +37,18 @@ def prompt_console() -> Console | None:
     return Console(stderr=True) if stdin_is_terminal() and not sys.stdout.isatty() else None
 
 
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal; False with it closed (None) or with no file
+    behind it (a test's capture)."""
+    try:
+        return os.isatty(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 def stdin_is_terminal() -> bool:
     """Whether a person types the keys (stdin a terminal); False with stdin closed."""
-    return sys.stdin is not None and sys.stdin.isatty()
+    return is_terminal(sys.stdin)
 
 
 def read_line() -> str | None:

@@ -156,11 +156,10 @@ def json_filters(
 
     names = None if stages is None else [n.strip() for n in stages.split(",") if n.strip()]
     known = list(dict.fromkeys(trace.names))
-    # no name at all (--stages ,) is refused as the whole argument, else the first unknown
-    for name in [stages] if names == [] else names or []:
-        if name not in known:
-            raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
-                             found=repr(name))  # fmt: skip
+    unknown = [name for name in names or [] if name not in known]
+    if names == [] or unknown:  # no name at all (--stages ,) is quoted whole
+        raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
+                         found=repr(unknown[0] if unknown else stages))  # fmt: skip
     numbers = None
     if heads is not None:
         parts = [p.strip() for p in heads.split(",") if p.strip()]
