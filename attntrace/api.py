@@ -121,7 +121,7 @@ def traced(
         if context is not None and error.field == "context":
             # a token of --context, not of the model file, is what is unknown
             raise InputError(error.message, field=names.context) from None
-        raise error.with_source(spec.source) if spec.source else error from None
+        raise error.with_source(spec.source or None) from None
 
 
 def _override(spec: ModelSpec, overrides: dict[str, Any], names: Names) -> ModelSpec:

@@ -37,9 +37,10 @@ class InputError(Exception):
         self.found = found
         super().__init__(str(self))
 
-    def with_source(self, source: str) -> InputError:
-        """Return the same error, located in ``source`` (a file name) if it had none."""
-        if self.source is not None:
+    def with_source(self, source: str | None) -> InputError:
+        """Return the same error, located in ``source`` (a file name) if it had none;
+        ``None`` (no file: a model made in Python) leaves it as it is."""
+        if self.source is not None or source is None:
             return self
         return InputError(
             self.message,

@@ -37,15 +37,13 @@ _NUMBERS = (int, float, np.integer, np.floating)
 _BOOLS = (bool, np.bool_)
 
 
-def whole(
-    value: Any, field: str, *, least: int = 1, most: int | None = None, source: str | None = None
-) -> int:
+def whole(value: Any, field: str, *, least: int = 1, most: int | None = None) -> int:
     """A whole number ≥ ``least`` (and ≤ ``most``, where given): heads, d_k, a count."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InputError(source=source, field=field, expected=f"a whole number ≥ {least}",
+        raise InputError(field=field, expected=f"a whole number ≥ {least}",
                          found=describe(value))  # fmt: skip
     if most is not None and value > most:
-        raise InputError(source=source, field=field, expected=f"at most {most:,}",
+        raise InputError(field=field, expected=f"at most {most:,}",
                          found=f"{value:,}")  # fmt: skip
     return value
 
@@ -60,18 +58,18 @@ def optional_whole(value: Any, field: str, *, least: int = 0) -> int | None:
     return value
 
 
-def flag(value: Any, field: str, *, source: str | None = None) -> bool:
+def flag(value: Any, field: str) -> bool:
     """``true`` or ``false``: no ``yes``, no 1 (YAML 1.2 reads ``yes`` as a string)."""
     if not isinstance(value, bool):
-        raise InputError(source=source, field=field, expected="true or false",
+        raise InputError(field=field, expected="true or false",
                          found=describe(value))  # fmt: skip
     return value
 
 
-def text(value: Any, field: str, *, expected: str = "a string", source: str | None = None) -> str:
+def text(value: Any, field: str, *, expected: str = "a string") -> str:
     """A string (a name, a formula, a label, a token)."""
     if not isinstance(value, str):
-        raise InputError(source=source, field=field, expected=expected, found=describe(value))
+        raise InputError(field=field, expected=expected, found=describe(value))
     return value
 
 
@@ -81,11 +79,10 @@ def items(
     *,
     expected: str = "a non-empty list",
     empty: bool = False,
-    source: str | None = None,
 ) -> list[Any]:
     """A list (non-empty unless ``empty``): the rows of a matrix, the stages of a trace."""
     if not isinstance(value, list) or (not value and not empty):
-        raise InputError(source=source, field=field, expected=expected, found=describe(value))
+        raise InputError(field=field, expected=expected, found=describe(value))
     return value
 
 
@@ -96,22 +93,20 @@ def texts(
     expected: str = "a non-empty list",
     item: str = "a string",
     empty: bool = False,
-    source: str | None = None,
 ) -> tuple[str, ...]:
     """A list of strings (tokens, labels), each checked at ``field[i]``."""
-    listed = items(value, field, expected=expected, empty=empty, source=source)
+    listed = items(value, field, expected=expected, empty=empty)
     return tuple(
-        text(entry, f"{field}[{index}]", expected=item, source=source)
-        for index, entry in enumerate(listed)
+        text(entry, f"{field}[{index}]", expected=item) for index, entry in enumerate(listed)
     )
 
 
 def mapping(
-    value: Any, field: str | None, expected: str, *, empty: bool = True, source: str | None = None
+    value: Any, field: str | None, expected: str, *, empty: bool = True
 ) -> Mapping[str, Any]:
     """A mapping (non-empty unless ``empty``): the top level, ``weights``, a stage."""
     if not isinstance(value, Mapping) or (not value and not empty):
-        raise InputError(source=source, field=field, expected=expected, found=describe(value))
+        raise InputError(field=field, expected=expected, found=describe(value))
     return value
 
 
@@ -123,7 +118,6 @@ def known_keys(
     noun: str,
     listing: str = "known",
     every: bool = False,
-    source: str | None = None,
 ) -> None:
     """Refuse a key not in ``known``: ``unknown weight matrix 'WX' (known: WQ, WK, WV,
     WO)``, with a near miss suggested (``'Weights' (did you mean 'weights'?)``).
@@ -138,7 +132,7 @@ def known_keys(
     names = ", ".join(repr(key) + did_you_mean(key, known) for key in named)
     nouns = noun + ("s" if len(named) > 1 else "")
     raise InputError(f"unknown {nouns} {names} ({listing}: {', '.join(known)})",
-                     source=source, field=field)  # fmt: skip
+                     field=field)  # fmt: skip
 
 
 def required_keys(
@@ -147,12 +141,11 @@ def required_keys(
     field: str | None,
     *,
     noun: str,
-    source: str | None = None,
 ) -> None:
     """Refuse a mapping without one of ``required``: ``missing required matrix 'WQ'``."""
     for key in required:
         if key not in value:
-            raise InputError(f"missing required {noun} {key!r}", source=source, field=field)
+            raise InputError(f"missing required {noun} {key!r}", field=field)
 
 
 def did_you_mean(key: str, known: Sequence[str]) -> str:
@@ -162,18 +155,14 @@ def did_you_mean(key: str, known: Sequence[str]) -> str:
     return f" (did you mean {folded[close[0]]!r}?)" if close else ""
 
 
-def choice(
-    value: Any, field: str, choices: Sequence[str], expected: str, *, source: str | None = None
-) -> str:
+def choice(value: Any, field: str, choices: Sequence[str], expected: str) -> str:
     """One of the strings ``choices`` (a kind of positions)."""
     if not isinstance(value, str) or value not in choices:
-        raise InputError(source=source, field=field, expected=expected, found=describe(value))
+        raise InputError(field=field, expected=expected, found=describe(value))
     return value
 
 
-def number(
-    value: Any, field: str, *, expected: str = "a number", source: str | None = None
-) -> float:
+def number(value: Any, field: str, *, expected: str = "a number") -> float:
     """A finite number, as a float: an int or a float, or numpy's (np.float32(1)).
 
     Not a number (a bool, a string, null) is ``expected`` (``a number``); a number that
@@ -183,22 +172,22 @@ def number(
     if type(value) is float and math.isfinite(value):  # the common case, checked at once
         return value
     if isinstance(value, _BOOLS) or not isinstance(value, _NUMBERS):
-        raise InputError(source=source, field=field, expected=expected, found=describe(value))
+        raise InputError(field=field, expected=expected, found=describe(value))
     try:
         with np.errstate(over="ignore"):  # a longdouble past float64's range: inf, refused
             converted = float(value)
     except OverflowError:  # an integer beyond float64
         converted = math.inf
     if not math.isfinite(converted):
-        raise InputError(source=source, field=field, expected="a finite number",
+        raise InputError(field=field, expected="a finite number",
                          found=describe(value))  # fmt: skip
     return converted
 
 
-def numbers(value: Any, field: str, *, source: str | None = None) -> list[float]:
+def numbers(value: Any, field: str) -> list[float]:
     """A non-empty list of finite numbers (a vector), each checked at ``field[i]``."""
-    listed = items(value, field, expected="a non-empty list of numbers", source=source)
-    return [number(entry, f"{field}[{index}]", source=source) for index, entry in enumerate(listed)]
+    listed = items(value, field, expected="a non-empty list of numbers")
+    return [number(entry, f"{field}[{index}]") for index, entry in enumerate(listed)]
 
 
 def is_token(key: str) -> bool:

@@ -142,7 +142,14 @@ class ModelSpec:
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        """The shape rules of docs/model-file.md#shapes; the first broken one is an InputError."""
+        """The shape rules of docs/model-file.md#shapes; the first broken one is an
+        InputError, located in the model's ``source`` (its file) here, once."""
+        try:
+            self._check()
+        except InputError as error:
+            raise error.with_source(self.source) from None
+
+    def _check(self) -> None:
         self._check_types()
         self._check_heads()
         d_model, heads, kv_heads = self.d_model, self.heads, self.n_kv_heads
@@ -191,7 +198,7 @@ class ModelSpec:
                 "positions", f"vectors of {d_model} numbers (d_model)", self.positions
             )
         if isinstance(self.positions, str) and self.positions not in ("sinusoidal", "rope"):
-            raise InputError(source=self.source, field="positions",
+            raise InputError(field="positions",
                              expected="none, sinusoidal, rope or a list of vectors",
                              found=describe(self.positions))  # fmt: skip
         self._check_rope()
@@ -202,7 +209,6 @@ class ModelSpec:
             raise InputError(
                 "RoPE turns queries and keys by their positions in one sequence; a context "
                 "is another sequence, and offsets between the two mean nothing",
-                source=self.source,
                 field="positions",
                 expected="none, sinusoidal or learned with a context",
                 found="rope",
@@ -211,7 +217,6 @@ class ModelSpec:
             raise InputError(
                 "a causal mask hides later tokens of the same sequence; with a context "
                 "(cross-attention) every query sees every context token",
-                source=self.source,
                 field="causal",
                 expected="false with context",
                 found="true",
@@ -232,7 +237,8 @@ class ModelSpec:
         for name in ("WQ", "WK", "WV", "WO"):
             matrix = getattr(self, name)
             if matrix is not None or name != "WO":
-                set_field(self, name, self._array(f"ModelSpec.{name}", f"weights.{name}", matrix))
+                checked = checked_array(f"ModelSpec.{name}", f"weights.{name}", matrix, 2)
+                set_field(self, name, checked)
         positions: Any = self.positions
         if isinstance(positions, str) and positions == "none":
             positions = None
@@ -243,14 +249,14 @@ class ModelSpec:
                     "None, 'sinusoidal', 'rope' or a numpy array of position vectors",
                     positions,
                 )
-            positions = self._array("ModelSpec.positions", "positions", positions)
+            positions = checked_array("ModelSpec.positions", "positions", positions, 2)
         set_field(self, "positions", positions)
         if self.given is not None and not isinstance(self.given, GivenInputs):
             raise arguments.wrong_type("ModelSpec.given", "a GivenInputs or None", self.given)
         set_field(self, "embeddings", self._vectors("embeddings", self.embeddings))
         set_field(self, "biases", self._vectors("biases", self.biases))
         if not self.embeddings and self.given is None:
-            raise InputError(source=self.source, field="embeddings",
+            raise InputError(field="embeddings",
                              expected="a non-empty mapping of token -> vector",
                              found="an empty mapping")  # fmt: skip
 
@@ -259,14 +265,6 @@ class ModelSpec:
         as the original was."""
         values = [getattr(self, f.name) for f in fields(self)]
         return (ModelSpec, tuple(dict(v) if isinstance(v, Mapping) else v for v in values))
-
-    def _array(
-        self, name: str, field_path: str, value: object, ndim: int = 2, *, finite: bool = True
-    ) -> Matrix:
-        try:
-            return checked_array(name, field_path, value, ndim, finite=finite)
-        except InputError as error:
-            raise error.with_source(self.source) if self.source else error from None
 
     def _vectors(self, name: str, given: object) -> Mapping[str, Matrix]:
         """``embeddings`` or ``biases``: str keys to vectors, copied read-only, the
@@ -283,7 +281,7 @@ class ModelSpec:
             if not isinstance(key, str):
                 raise arguments.wrong_type(f"ModelSpec.{name} keys", "str", key)
             if name == "embeddings" and not is_token(key):
-                raise InputError(source=self.source, field="embeddings",
+                raise InputError(field="embeddings",
                                  expected="non-empty tokens without spaces (a sentence is "
                                  "split on whitespace)", found=describe(key))  # fmt: skip
             if (isinstance(vector, np.ndarray) and vector.dtype == np.float64
@@ -295,7 +293,7 @@ class ModelSpec:
                 if not shared_finite:
                     unchecked.append(row)
             else:
-                row = self._array(f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", vector, 1,
+                row = checked_array(f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", vector, 1,
                                   finite=False)  # fmt: skip
                 unchecked.append(row)
             vectors[key] = row
@@ -304,27 +302,23 @@ class ModelSpec:
             if width is None:
                 width = len(row)
             elif len(row) != width:
-                raise InputError(source=self.source, field=f"embeddings.{key}",
+                raise InputError(field=f"embeddings.{key}",
                                  expected=f"a vector of {width} numbers "
                                  f"(d_model, the length of {next(iter(vectors))!r})",
                                  found=counted(len(row), "number"))  # fmt: skip
         # one NaN check for all: a vocabulary of thousands costs one pass, not thousands
         if unchecked and not np.isfinite(np.concatenate(unchecked)).all():
             for key, row in vectors.items():
-                try:
-                    require_finite(f"{name}.{key}", row)
-                except InputError as error:
-                    raise error.with_source(self.source) if self.source else error from None
+                require_finite(f"{name}.{key}", row)
         return MappingProxyType(vectors)
 
     def _check_heads(self) -> None:
         for name, value in (("heads", self.heads), ("kv_heads", self.n_kv_heads)):
-            whole(value, name, source=self.source)
+            whole(value, name)
         if self.heads % self.n_kv_heads:
             divisors = [k for k in range(1, self.heads + 1) if self.heads % k == 0]
             raise InputError(
                 "each K/V head serves the same number of query heads",
-                source=self.source,
                 field="kv_heads",
                 expected=f"a divisor of heads ({self.heads}): "
                 + ", ".join(str(k) for k in divisors),
@@ -337,13 +331,12 @@ class ModelSpec:
             return
         base = self.rope_base
         if not is_rope_base(base):
-            raise InputError(source=self.source, field="rope_base",
+            raise InputError(field="rope_base",
                              expected="a number > 1 (10000 in RoFormer and LLaMA)",
                              found=describe(base))  # fmt: skip
         if self.d_k % 2:
             raise InputError(
                 "RoPE rotates pairs of dimensions",
-                source=self.source,
                 field="positions",
                 expected="an even d_k with rope",
                 found=f"d_k = {self.d_k}",
@@ -353,14 +346,13 @@ class ModelSpec:
         for name, vector in self.biases.items():
             weight = BIAS_OF_WEIGHT.get(name)
             if weight is None:
-                raise InputError(source=self.source, field=f"biases.{name}",
+                raise InputError(field=f"biases.{name}",
                                  expected="one of bQ, bK, bV, bO",
                                  found=describe(name))  # fmt: skip
             matrix = getattr(self, weight)
             if matrix is None:
                 raise InputError(
                     f"{name} is added after {weight}",
-                    source=self.source,
                     field=f"biases.{name}",
                     expected=f"weights.{weight} with {name}",
                     found=f"no {weight}",
@@ -369,12 +361,12 @@ class ModelSpec:
             if vector.ndim != 1 or vector.shape[0] != width:
                 found = (counted(int(vector.shape[0]), "number") if vector.ndim == 1
                          else shape_text(vector.shape))  # fmt: skip
-                raise InputError(source=self.source, field=f"biases.{name}",
+                raise InputError(field=f"biases.{name}",
                                  expected=f"{width} numbers (one per column of {weight})",
                                  found=found)  # fmt: skip
 
     def _shape_error(self, field_name: str, expected: str, matrix: Matrix) -> None:
-        raise InputError(source=self.source, field=field_name, expected=expected,
+        raise InputError(field=field_name, expected=expected,
                          found=shape_text(matrix.shape))  # fmt: skip
 
     @property

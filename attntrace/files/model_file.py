@@ -104,7 +104,7 @@ def model_from_document(
     try:
         return _model(document, source, NpyReader(folder, source))
     except InputError as error:  # every check's error, located in the file
-        raise error.with_source(source) if source else error from None
+        raise error.with_source(source or None) from None
 
 
 def _model(document: Any, source: str | None, arrays: NpyReader) -> ModelSpec:

@@ -10,9 +10,14 @@ from Python are in tests/api/test_argument_errors.py.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from catalogue import EMB, GOOD, WK, WQ, WV, Case, W, case, check_rejected, with_file
+
+from attntrace.core.spec import ModelSpec
+from attntrace.errors import InputError
 
 REJECTED = [
     # --- shapes that do not fit together: docs/model-file.md#shapes
@@ -167,3 +172,28 @@ def test_a_model_that_does_not_fit_is_one_clear_line_and_exit_2(
 ) -> None:
     """Fields of the right kind that do not fit together, or a token not held."""
     check_rejected(case, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize(("source", "prefix"), [("m.yaml", "m.yaml: "), (None, "")])
+@pytest.mark.parametrize(
+    ("changes", "rest"),
+    [
+        ({"heads": 0}, "heads: expected a whole number ≥ 1, got 0"),
+        ({"WK": np.ones((2, 3))}, "weights.WK: expected 2 × 2"),
+        ({"embeddings": {"a": np.array([1.0, np.nan])}}, "embeddings.a"),
+        ({"positions": "rotary"}, "positions: expected none, sinusoidal, rope"),
+        ({"causal": True, "context": "x"}, "causal: a causal mask hides"),
+    ],
+)
+def test_a_spec_error_names_the_models_file_once_where_it_has_one(
+    source: str | None, prefix: str, changes: dict[str, Any], rest: str
+) -> None:
+    """Every check of ModelSpec is located in its ``source`` by one wrapper, so each
+    message starts with the file (or with the field, for a model made in Python)."""
+    given: dict[str, Any] = {"embeddings": {"a": np.ones(2)}, "WQ": np.eye(2),
+                             "WK": np.eye(2), "WV": np.eye(2)}  # fmt: skip
+    given.update(changes)
+    with pytest.raises(InputError) as caught:
+        ModelSpec(**given, source=source)
+    assert str(caught.value).startswith(prefix + rest), str(caught.value)
+    assert str(caught.value).count("m.yaml") == (source is not None)
