@@ -110,8 +110,10 @@ SPLIT_SHAPE = re.compile(r"\[[\w·]+(?: ×)?\s*$|^\s*(?:× )?[\w·]+\]")
 @pytest.mark.parametrize("columns", [30, 40, 52])
 @pytest.mark.parametrize("args", VIEWS, ids=lambda args: "-".join(args))
 def test_no_shape_is_split_across_lines(args: tuple[str, ...], columns: int) -> None:
-    output = invoke(*args, columns=columns).stdout
-    for line in output.splitlines():
+    result = invoke(*args, columns=columns)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip(), "nothing was drawn, so nothing could be split"
+    for line in result.stdout.splitlines():
         assert not SPLIT_SHAPE.search(line), line
 
 
