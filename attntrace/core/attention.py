@@ -25,6 +25,7 @@ from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.core.trace_size import check_trace_size
 from attntrace.errors import InputError
+from attntrace.visible import quoted
 
 
 class _Recorder:
@@ -282,7 +283,7 @@ def _require_finite(
         bad_rows, bad_cols = np.nonzero(bad)
         i, j = int(bad_rows[0]), int(bad_cols[0])
         raise InputError(
-            f"float64 overflowed to {data[i, j]} at row {rows[i]!r}, column {cols[j]!r}; "
-            "scale the embeddings or weights down",
+            f"float64 overflowed to {data[i, j]} at row {quoted(rows[i])}, "
+            f"column {quoted(cols[j])}; scale the embeddings or weights down",
             field=f"stage {name}",
         )

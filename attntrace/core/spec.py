@@ -155,7 +155,7 @@ class ModelSpec:
         d_model, heads, kv_heads = self.d_model, self.heads, self.n_kv_heads
         rows_of = {"WQ": self.WQ, "WK": self.WK, "WV": self.WV}
         for name, matrix in rows_of.items():
-            if matrix.ndim != 2 or matrix.shape[0] != d_model:
+            if matrix.shape[0] != d_model:  # 2-D: _check_types made them matrices
                 self._shape_error(
                     f"weights.{name}", f"{d_model} rows (d_model, the embeddings' length)", matrix
                 )
@@ -191,9 +191,7 @@ class ModelSpec:
                 f"{d_model})",
                 self.WO,
             )
-        if isinstance(self.positions, np.ndarray) and (
-            self.positions.ndim != 2 or self.positions.shape[1] != d_model
-        ):
+        if isinstance(self.positions, np.ndarray) and self.positions.shape[1] != d_model:
             self._shape_error(
                 "positions", f"vectors of {d_model} numbers (d_model)", self.positions
             )
@@ -203,7 +201,7 @@ class ModelSpec:
                              found=describe(self.positions))  # fmt: skip
         self._check_rope()
         self._check_biases()
-        if self.given is not None and (self.given.X.ndim != 2 or self.given.X.shape[1] != d_model):
+        if self.given is not None and self.given.X.shape[1] != d_model:
             self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
         if self.position_kind == "rope" and self.context is not None:
             raise InputError(
@@ -358,12 +356,10 @@ class ModelSpec:
                     found=f"no {weight}",
                 )
             width = int(matrix.shape[1])
-            if vector.ndim != 1 or vector.shape[0] != width:
-                found = (counted(int(vector.shape[0]), "number") if vector.ndim == 1
-                         else shape_text(vector.shape))  # fmt: skip
+            if vector.shape[0] != width:  # a vector: _vectors admits no other shape
                 raise InputError(field=f"biases.{name}",
                                  expected=f"{width} numbers (one per column of {weight})",
-                                 found=found)  # fmt: skip
+                                 found=counted(int(vector.shape[0]), "number"))  # fmt: skip
 
     def _shape_error(self, field_name: str, expected: str, matrix: Matrix) -> None:
         raise InputError(field=field_name, expected=expected,

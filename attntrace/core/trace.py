@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from attntrace import arguments
 from attntrace.core import display
+from attntrace.core.fields import shape_text
 from attntrace.core.frozen import read_only
 from attntrace.core.ops import kv_head_of
 from attntrace.errors import InputError
@@ -66,7 +67,7 @@ class Stage:
             raise InputError(
                 field="Stage.data",
                 expected=f"{expected[0]} × {expected[1]} (len(rows) × len(cols))",
-                found=" × ".join(str(n) for n in data.shape) or "a scalar",
+                found=shape_text(data.shape) or "a scalar",
             )
         set_field(self, "data", read_only(data))
 

@@ -34,11 +34,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core.fields import counted
 from attntrace.errors import InputError
 from attntrace.files.reading import naming, open_regular
 from attntrace.real.ggml import DEQUANTIZABLE, GGML_TYPES, READERS
 from attntrace.real.gguf_header import DEFAULT_ALIGNMENT, Parser
 from attntrace.real.text import first_overlap, shown
+from attntrace.visible import quoted
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]
 
@@ -174,7 +176,7 @@ def _map_file(path: Path, source: str) -> mmap.mmap:
                 "file too short for a GGUF header",
                 source=source,
                 expected="at least 24 bytes (magic, version, counts)",
-                found=f"{size} byte{'s' if size != 1 else ''}",
+                found=counted(size, "byte"),
             )
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
@@ -261,7 +263,7 @@ def place_tensors(
             "tensors overlap",
             source=source,
             field=shown(name),
-            expected=f"data from byte {end} on (where {shown(before)!r} ends)",
+            expected=f"data from byte {end} on (where {quoted(before, 80)} ends)",
             found=f"data from byte {start}",
         )
     return placed

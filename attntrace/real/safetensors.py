@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core.fields import counted
 from attntrace.errors import InputError
 from attntrace.files.reading import naming, open_regular
 from attntrace.real.text import first_overlap, shown
@@ -74,7 +75,7 @@ def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
                 "file too short for a safetensors header length",
                 source=source,
                 expected=f"at least {_LENGTH_BYTES} bytes",
-                found=f"{size} byte{'s' if size != 1 else ''}",
+                found=counted(size, "byte"),
             )
         header_len = int.from_bytes(handle.read(_LENGTH_BYTES), "little")
         room = size - _LENGTH_BYTES
