@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -10,6 +10,9 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.options import json_flag
 from attntrace.cli.pipes import stdout_console
+
+if TYPE_CHECKING:
+    from attntrace.core.kv_memory import Shape
 
 
 def kv_cache(
@@ -38,8 +41,7 @@ def kv_cache(
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
-    from attntrace.core.kv_memory import BYTES_PER_VALUE, explicit_shape, variants
-    from attntrace.core.kv_memory import preset as preset_shape
+    from attntrace.core.kv_memory import BYTES_PER_VALUE, variants
     from attntrace.errors import InputError
 
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
@@ -91,3 +93,49 @@ def _presets_view() -> None:
     from attntrace.render.kv_memory import presets_view
 
     stdout_console().print(presets_view())
+
+
+def preset_shape(name: str) -> Shape:
+    """The shape of the published model ``name`` (--preset)."""
+    from attntrace.core.kv_memory import PRESETS
+    from attntrace.errors import InputError
+
+    if name not in PRESETS:
+        raise InputError(field="--preset", expected=f"one of {', '.join(PRESETS)}",
+                         found=repr(name))  # fmt: skip
+    return PRESETS[name]
+
+
+def explicit_shape(
+    layers: int | None, heads: int | None, kv_heads: int | None, head_dim: int | None,
+    d_model: int | None,
+) -> Shape:  # fmt: skip
+    """A shape from flags: layers and heads, with head_dim or d_model (head_dim = d_model /
+    heads); kv_heads defaults to heads."""
+    from attntrace.core.kv_memory import Shape
+    from attntrace.errors import InputError
+
+    if layers is None or heads is None or (head_dim is None and d_model is None):
+        missing = [flag for flag, value in (("--layers", layers), ("--heads", heads)) if value
+                   is None] + (["--head-dim (or --d-model)"] if head_dim is d_model is None
+                               else [])  # fmt: skip
+        raise InputError(f"give --preset NAME, or the model's shape: missing {', '.join(missing)}")
+    kv = heads if kv_heads is None else kv_heads
+    for flag, value in (("--layers", layers), ("--heads", heads), ("--kv-heads", kv),
+                        ("--head-dim", head_dim), ("--d-model", d_model)):  # fmt: skip
+        if value is not None and value < 1:
+            raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
+    if heads % kv:
+        raise InputError(field="--kv-heads", expected=f"a divisor of --heads ({heads})",
+                         found=str(kv))  # fmt: skip
+    if head_dim is not None and d_model is not None and d_model != heads * head_dim:
+        raise InputError(field="--d-model", expected=f"--heads × --head-dim = {heads} × "
+                         f"{head_dim} = {heads * head_dim}, or only one of the two",
+                         found=str(d_model))  # fmt: skip
+    if head_dim is None:
+        d_model = d_model or 0  # given: the first check refused neither
+        if d_model % heads:
+            raise InputError(field="--d-model", expected=f"a multiple of --heads ({heads}), so "
+                             "head_dim = d_model / heads is whole", found=str(d_model))  # fmt: skip
+        head_dim = d_model // heads
+    return Shape(layers, heads, kv, head_dim, d_model)

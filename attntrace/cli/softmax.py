@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -10,6 +13,8 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.options import json_flag
 from attntrace.cli.pipes import stdout_console
+from attntrace.errors import InputError
+from attntrace.visible import quoted
 
 
 def softmax(
@@ -23,7 +28,7 @@ def softmax(
     ] = 2,
 ) -> None:
     """The softmax walkthrough of one row: exp, sum, shares, and why the max is subtracted."""
-    from attntrace.core.softmax_walk import parse_values, walk
+    from attntrace.core.softmax_walk import walk
 
     with bad_input_fails():
         steps = walk(parse_values(values))
@@ -39,3 +44,32 @@ def softmax(
         stdout_console().print(walkthrough(steps, precision), crop=False)  # a number whole
 
     emit(as_json, document, view)
+
+
+# A number as a model file writes one (JSON's and YAML 1.2's form, ASCII digits): not
+# Python's float() alone, which also takes 1_000, ' 1' and Arabic-Indic digits.
+_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:inf|nan)",
+                     re.IGNORECASE)  # fmt: skip
+
+
+def parse_values(words: Sequence[str]) -> list[float]:
+    """Command-line words -> finite floats, or an InputError naming the bad word (its
+    messages name softmax's own options: this is the command line's, not the core's)."""
+    numbers = []
+    for position, word in enumerate(words):
+        if word.startswith("--") and not _NUMBER.fullmatch(word[1:]):
+            raise InputError(
+                f"{quoted(word)} is no number and no option of softmax (V1 V2 ..., --json, "
+                "--precision N; after --, every word is a value)"
+            )
+        if not _NUMBER.fullmatch(word):
+            raise InputError(field=f"value {position + 1}", expected="a number",
+                             found=quoted(word))  # fmt: skip
+        number = float(word)
+        if not math.isfinite(number):
+            raise InputError(field=f"value {position + 1}", expected="a finite number",
+                             found=quoted(word))  # fmt: skip
+        numbers.append(number)
+    if not numbers:
+        raise InputError(expected="at least one number (the scores of one row)", found="none")
+    return numbers

@@ -10,7 +10,6 @@ become inf / inf = NaN, while the stable ones are exact.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,6 @@ import numpy as np
 
 from attntrace.core.ops import softmax
 from attntrace.errors import InputError
-from attntrace.visible import quoted
 
 
 @dataclass(frozen=True)
@@ -82,31 +80,3 @@ def walk(values: Sequence[float]) -> SoftmaxWalk:
         naive_sum=naive_sum,
         naive_weights=tuple(float(v) for v in naive_weights),
     )
-
-
-# A number as a model file writes one (JSON's and YAML 1.2's form, ASCII digits): not
-# Python's float() alone, which also takes 1_000, ' 1' and Arabic-Indic digits.
-_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:inf|nan)",
-                     re.IGNORECASE)  # fmt: skip
-
-
-def parse_values(words: Sequence[str]) -> list[float]:
-    """Command-line words -> finite floats, or an InputError naming the bad word."""
-    numbers = []
-    for position, word in enumerate(words):
-        if word.startswith("--") and not _NUMBER.fullmatch(word[1:]):
-            raise InputError(
-                f"{quoted(word)} is no number and no option of softmax (V1 V2 ..., --json, "
-                "--precision N; after --, every word is a value)"
-            )
-        if not _NUMBER.fullmatch(word):
-            raise InputError(field=f"value {position + 1}", expected="a number",
-                             found=quoted(word))  # fmt: skip
-        number = float(word)
-        if not math.isfinite(number):
-            raise InputError(field=f"value {position + 1}", expected="a finite number",
-                             found=quoted(word))  # fmt: skip
-        numbers.append(number)
-    if not numbers:
-        raise InputError(expected="at least one number (the scores of one row)", found="none")
-    return numbers
