@@ -83,6 +83,18 @@ def table_text(result: Result) -> str:
 # ---------------------------------------------------------------- the README's examples
 
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def example_folder(folder: Path, page: Path) -> Path:
+    """``folder`` (empty) made ready for ``page``'s examples: docs/'s name files in
+    docs/examples/, so a ``docs`` link to the repository's is put in; an example that
+    writes a file writes it here, never into the checkout."""
+    if page.parent == DOCS:
+        (folder / "docs").symlink_to(DOCS, target_is_directory=True)
+    return folder
+
+
 CONSOLE_BLOCK = re.compile(r"```console\n\$ (?P<command>[^\n]*)\n(?P<output>.*?)```", re.DOTALL)
 REAL_MODEL = re.compile(r"attntrace (models|heads)|--model ")
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from goldens import console_blocks, run_shell, why_not_run
+from goldens import console_blocks, example_folder, run_shell, why_not_run
 from paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -61,13 +61,14 @@ def docs_examples() -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize(("page", "command", "output"), docs_examples(),
                          ids=lambda x: x[:40])  # fmt: skip
-def test_docs_console_example(page: str, command: str, output: str) -> None:
-    """docs/ shows real output: each block is run from the repository's root (its
-    commands name docs/examples/ files), as the README's are, and compared."""
+def test_docs_console_example(page: str, command: str, output: str, tmp_path: Path) -> None:
+    """docs/ shows real output: each block is run in an empty folder with a ``docs`` link
+    (its commands name docs/examples/ files), as the README's are, and compared."""
     reason = why_not_run(command)
     if reason is not None:
         pytest.skip(reason)
-    assert run_shell(command, ROOT) == output, f"{page}: {command}"
+    folder = example_folder(tmp_path, DOCS / page)
+    assert run_shell(command, folder) == output, f"{page}: {command}"
 
 
 def test_docs_show_examples() -> None:

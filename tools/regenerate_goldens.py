@@ -12,8 +12,8 @@ Run it from attntrace's own venv (the one the tests run in), from any folder::
     python tools/regenerate_goldens.py readme     # README.md's console blocks only
     python tools/regenerate_goldens.py docs       # docs/*.md's console blocks only
 
-The README's examples run from an empty folder, docs/'s from the repository's root
-(they name files in docs/examples/), as their tests run them. An example that cannot
+Each example runs in an empty folder of its own, as its test runs it (docs/'s with a
+``docs`` link to the repository's, for the files of docs/examples/). An example that cannot
 run here (no ``jq``, a real model's weights not installed) is left as it is, and named.
 The real models' goldens (``tests/golden/real/``) come from the reference
 implementations instead: ``tools/make_goldens.py``.
@@ -51,9 +51,9 @@ def regenerate_tables() -> list[str]:
     return changed
 
 
-def regenerate_examples(page: Path, cwd: Path | None) -> tuple[list[str], list[str]]:
-    """Rewrite the output of every console block of ``page`` that can run here, each run
-    in ``cwd`` (None: an empty folder of its own); the commands whose output changed,
+def regenerate_examples(page: Path) -> tuple[list[str], list[str]]:
+    """Rewrite the output of every console block of ``page`` that can run here, each in
+    a folder of its own (``goldens.example_folder``); the commands whose output changed,
     and those left as they were (with why)."""
     skipped: list[str] = []
 
@@ -62,10 +62,8 @@ def regenerate_examples(page: Path, cwd: Path | None) -> tuple[list[str], list[s
         if reason is not None:
             skipped.append(f"{command}  ({reason})")
             return None
-        if cwd is not None:
-            return goldens.run_shell(command, cwd)
         with tempfile.TemporaryDirectory() as empty:
-            return goldens.run_shell(command, Path(empty))
+            return goldens.run_shell(command, goldens.example_folder(Path(empty), page))
 
     old = page.read_text(encoding="utf-8")
     new = goldens.with_outputs(old, output_of)
@@ -97,10 +95,10 @@ def main() -> None:
         for name in changed:
             print(f"  changed: {name}")
     if which in (None, "readme"):
-        report("README.md", *regenerate_examples(goldens.README, None))
+        report("README.md", *regenerate_examples(goldens.README))
     if which in (None, "docs"):
-        for page in sorted((goldens.README.parent / "docs").glob("*.md")):
-            report(f"docs/{page.name}", *regenerate_examples(page, goldens.README.parent))
+        for page in sorted(goldens.DOCS.glob("*.md")):
+            report(f"docs/{page.name}", *regenerate_examples(page))
 
 
 if __name__ == "__main__":
