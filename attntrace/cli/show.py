@@ -44,9 +44,7 @@ def show(trace: Trace, how: Presentation) -> None:
     typed, trace = trace, shown_trace(trace)
     focus = None
     if how.focus is not None:
-        from dataclasses import replace
-
-        from attntrace.core.focus import focus_row, resolve_focus
+        from attntrace.core.focus import focus_at, resolve_focus
         from attntrace.errors import InputError
 
         with bad_input_fails():  # a bad token is an input error before anything prints
@@ -54,8 +52,7 @@ def show(trace: Trace, how: Presentation) -> None:
                 index, note = resolve_focus(typed, how.focus)
             except InputError:  # or as the tables show it: é#4, \x1b[2J in a terminal
                 index, note = resolve_focus(trace, label(how.focus))
-            focus = tuple(replace(focus_row(trace, str(index), head=h), note=note)
-                          for h in trace.traced_heads)  # fmt: skip
+            focus = tuple(focus_at(trace, index, h, note) for h in trace.traced_heads)
     if how.step:
         console = stdout_console(record=how.export is not None)
         try:

@@ -180,12 +180,18 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
 
 
 def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
-    """Break row ``which`` of ``head`` (see :func:`resolve_focus`) into hand arithmetic.
+    """Break row ``which`` of ``head`` (see :func:`resolve_focus`) into hand arithmetic."""
+    index, note = resolve_focus(trace, which)
+    return focus_at(trace, index, head, note)
+
+
+def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
+    """Break row ``index`` of ``head`` into hand arithmetic, for a caller that resolved
+    the row already (``note`` says which of a repeated token it is).
 
     Softmax's input is what it was really applied to: the masked row under a causal
     mask, where a later key's −∞ gives exp 0 and weight 0.
     """
-    index, note = resolve_focus(trace, which)
 
     def row(name: str) -> npt.NDArray[Any]:
         return trace.stage(name, head=head).data
