@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Annotated
@@ -13,8 +12,6 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.options import json_flag
 from attntrace.cli.pipes import stdout_console
-from attntrace.errors import InputError
-from attntrace.visible import quoted
 
 
 def softmax(
@@ -55,6 +52,11 @@ _NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+
 def parse_values(words: Sequence[str]) -> list[float]:
     """Command-line words -> finite floats, or an InputError naming the bad word (its
     messages name softmax's own options: this is the command line's, not the core's)."""
+    import math
+
+    from attntrace.errors import InputError  # here, not above: --help stays light
+    from attntrace.visible import quoted
+
     numbers = []
     for position, word in enumerate(words):
         if word.startswith("--") and not _NUMBER.fullmatch(word[1:]):
