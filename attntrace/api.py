@@ -103,6 +103,41 @@ def traced(
     names: Names = CLI_NAMES,
 ) -> Trace:
     """:func:`trace_attention` without its type checks; messages name ``names``."""
+    inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
+                      context=context, names=names)  # fmt: skip
+    return inputs.trace(context_given=context is not None, names=names)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a trace is computed from: the model (overrides applied) and the tokens.
+    `check` needs them as well as the trace, to recompute the model with a mistake."""
+
+    spec: ModelSpec
+    tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...] | None  # the context's, under cross-attention
+
+    def trace(self, *, context_given: bool = False, names: Names = CLI_NAMES) -> Trace:
+        try:
+            return trace_block(self.spec, self.tokens, self.key_tokens)
+        except InputError as error:
+            if context_given and error.field == "context":
+                # a token of --context, not of the model file, is what is unknown
+                raise InputError(error.message, field=names.context) from None
+            raise error.with_source(self.spec.source or None) from None
+
+
+def prepared(
+    sentence: str | None,
+    *,
+    config: str | Path | None = None,
+    sample: str | None = None,
+    model: ModelSpec | Mapping[str, Any] | None = None,
+    causal: bool | None = None,
+    context: str | None = None,
+    names: Names = CLI_NAMES,
+) -> Prepared:
+    """The model chosen, ``causal`` and ``context`` applied, and the sentence's tokens."""
     spec = choose_model(config, sample, model, names)
     overrides: dict[str, Any] = {}
     if causal is not None:
@@ -115,13 +150,7 @@ def traced(
     keys = None
     if spec.context is not None:  # --context, or else the file's own
         keys = _tokens(context, spec.context, spec.source, names.context, "context")
-    try:
-        return trace_block(spec, tokens, keys)
-    except InputError as error:
-        if context is not None and error.field == "context":
-            # a token of --context, not of the model file, is what is unknown
-            raise InputError(error.message, field=names.context) from None
-        raise error.with_source(spec.source or None) from None
+    return Prepared(spec, tuple(tokens), None if keys is None else tuple(keys))
 
 
 def _override(spec: ModelSpec, overrides: dict[str, Any], names: Names) -> ModelSpec:

@@ -125,16 +125,27 @@ def rope_angles(positions: npt.NDArray[np.int64], width: int, base: float) -> Ma
     return angles
 
 
-def rope(rows: Matrix, positions: npt.NDArray[np.int64], base: float) -> Matrix:
-    """Rotate each row's pairs (i, i + d/2) by the angle of its position: ``[n, d] -> [n, d]``.
+def rope(
+    rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+) -> Matrix:
+    """Rotate each row's pairs by the angle of its position: ``[n, d] -> [n, d]``.
 
-    ``x'_i = x_i·cos θ_i − x_{i+d/2}·sin θ_i`` and ``x'_{i+d/2} = x_{i+d/2}·cos θ_i +
-    x_i·sin θ_i``. Rotating q at position m and k at position n by their own angles makes
-    q'·k' depend on m − n only: the position enters the score as an offset.
+    ``pairing="half"`` (LLaMA in Hugging Face transformers, ``rotate_half``) pairs
+    dimension i with i + d/2: ``x'_i = x_i·cos θ_i − x_{i+d/2}·sin θ_i`` and
+    ``x'_{i+d/2} = x_{i+d/2}·cos θ_i + x_i·sin θ_i``. ``pairing="interleaved"`` (RoFormer,
+    GPT-J, Meta's LLaMA) pairs neighbours 2i and 2i+1 with the same angles θ_i. Rotating q
+    at position m and k at position n by their own angles makes q'·k' depend on m − n
+    only: the position enters the score as an offset.
     """
     half = rows.shape[1] // 2
     angles = rope_angles(positions, rows.shape[1], base)  # [n, d/2]
     cos, sin = np.cos(angles), np.sin(angles)
+    if pairing == "interleaved":
+        first, second = rows[:, 0::2], rows[:, 1::2]
+        turned: Matrix = np.empty_like(rows, dtype=np.float64)
+        turned[:, 0::2] = first * cos - second * sin
+        turned[:, 1::2] = second * cos + first * sin
+        return turned
     first, second = rows[:, :half], rows[:, half:]
     rotated: Matrix = np.concatenate([first * cos - second * sin, second * cos + first * sin], 1)
     return rotated
