@@ -57,7 +57,7 @@ def same_numbers(array: GivenArray, expected: list[Any]) -> None:
 def test_npz_round_trip_in_the_saved_order_and_dtypes(
     save: Callable[..., None], tmp_path: Path
 ) -> None:
-    arrays = {
+    arrays: dict[str, np.ndarray[Any, Any]] = {
         "V": np.array([[0.1, -2.5], [NAN, INF]], dtype=np.float32),
         "Q": np.array([[[1 / 3]], [[-0.0]]], dtype=np.float64),
         "attn": np.array([0.1, 65504, -INF], dtype=np.float16),
@@ -109,12 +109,12 @@ def _savez(**arrays: Any) -> Callable[[Path], None]:
     return lambda path: np.savez(path, **arrays)
 
 
-def _bytes(data: bytes) -> Callable[[Path], None]:
-    return lambda path: path.write_bytes(data) and None
+def _bytes(data: bytes) -> Callable[[Path], object]:
+    return lambda path: path.write_bytes(data)
 
 
-def _members(*members: tuple[str, bytes], compress: int = 0) -> Callable[[Path], None]:
-    return lambda path: write_zip(path, list(members), compress) and None
+def _members(*members: tuple[str, bytes], compress: int = 0) -> Callable[[Path], object]:
+    return lambda path: write_zip(path, list(members), compress)
 
 
 F8 = {"descr": "<f8", "fortran_order": False}
@@ -211,7 +211,7 @@ def _bad_checksum(path: Path) -> None:
         ),
     ],
 )
-def test_a_bad_npz_is_one_line(write: Callable[[Path], None], said: str, tmp_path: Path) -> None:
+def test_a_bad_npz_is_one_line(write: Callable[[Path], object], said: str, tmp_path: Path) -> None:
     path = tmp_path / "mine.npz"
     write(path)
     message = refused(path)
