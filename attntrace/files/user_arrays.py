@@ -195,7 +195,7 @@ def _npz_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Gi
         _check_shape(shape, name)
         size = math.prod(shape) * dtype.itemsize
         room = info.file_size - member.tell()  # what the zip says follows the header
-        if size > room:  # checked before read() is asked for the bytes
+        if size > room:  # said plainly (read() would stop at the member's end anyway)
             raise InputError("its header declares more numbers than the member holds",
                              field=name, expected=f"at most {sized(room)}",
                              found=f"{shape_text(shape)} {dtype.name} ({sized(size)})")  # fmt: skip
