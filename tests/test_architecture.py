@@ -21,7 +21,9 @@ BASE = {"errors", "visible", "arguments", "environment"}
 ROOMS: dict[str, set[str]] = {
     "base": set(),
     "core": set(),
-    "files": {"core", "real"},  # serialize writes the real models' `models`/`heads` documents
+    # serialize writes the real models' `models`/`heads` documents; user_arrays reads
+    # a person's .safetensors with real's reader
+    "files": {"core", "real"},
     "real": {"core", "files"},
     "render": {"core", "files", "real"},
     "api": {"core", "files", "real"},
