@@ -27,6 +27,8 @@ ROOMS: dict[str, set[str]] = {
     "real": {"core", "files"},
     "render": {"core", "files", "real"},
     "api": {"core", "files", "real"},
+    # attntrace/testing.py: check's report as an AssertionError, drawn by the renderer
+    "testing": {"api", "core", "render"},
     "cli": {"core", "files", "real", "render", "api"},
     # attntrace/__init__.py: the public names, lazily, and the renderer a Trace is shown by
     "package": {"api", "core", "files", "render"},

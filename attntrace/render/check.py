@@ -340,3 +340,13 @@ def verdict(report: CheckReport) -> Text:
         f"{len(wrong)} of {count} given stages differ")  # fmt: skip
     return Text.assemble((DIFFERS, _STYLES[DIFFERS]), " ", (said, _STYLES[DIFFERS]),
                          f"; the first is {label(wrong[0].stage)}")  # fmt: skip
+
+
+def check_text(report: CheckReport, width: int = 100) -> str:
+    """The report as plain text, for :func:`attntrace.testing.assert_attention_matches`'s
+    AssertionError: no terminal, no colour."""
+    from io import StringIO
+
+    console = Console(file=StringIO(), width=width, color_system=None, highlight=False)
+    console.print(check_view(report), crop=False)
+    return console.file.getvalue().rstrip()  # type: ignore[attr-defined, no-any-return]

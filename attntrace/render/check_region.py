@@ -91,13 +91,8 @@ def axis_labels(report: CheckReport, first: Divergence, axis: str) -> Labels:
     if at is None or not is_tokens or at >= len(tokens) or tokens[at] != raw:
         return Labels(label(raw), plain)
     told_apart = unique_labels(shown_labels(tokens))
-    # the window holds the worst row: where it sits, unless a repeated run of tokens
-    # leaves two places it could (then the plain tokens, without positions)
-    starts = [start for start in range(max(0, at - len(window) + 1), at + 1)
-              if tokens[start:start + len(window)] == window]  # fmt: skip
-    if len(starts) != 1:
-        return Labels(f"'{told_apart[at]}'", plain)
-    placed = told_apart[starts[0] : starts[0] + len(window)]
+    start = first.region.row_start if axis == "rows" else first.region.col_start
+    placed = told_apart[start : start + len(window)]
     return Labels(f"'{told_apart[at]}'", tuple(shortened(x, REGION_LABEL) for x in placed))
 
 
