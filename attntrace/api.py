@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ class Names:
     causal_on: str
     causal_off: str
     context_given: str  # formatted with the context's repr
+    edits: str = "--set"  # an edit's errors: ``--set WQ[0][9]: ...``, ``edits WQ[0][9]: ...``
 
     def given_context(self, context: str) -> str:
         return self.context_given.format(repr(context))
@@ -34,7 +35,7 @@ class Names:
 CLI_NAMES = Names("SENTENCE", "--config", "--causal", "--context", "--causal", "--no-causal",
                   "--context {}")  # fmt: skip
 PYTHON_NAMES = Names("sentence", "config", "causal", "context", "causal=True", "causal=False",
-                     "context={}")  # fmt: skip
+                     "context={}", "edits")  # fmt: skip
 
 
 def trace_attention(
@@ -45,6 +46,7 @@ def trace_attention(
     model: ModelSpec | Mapping[str, Any] | None = None,
     causal: bool | None = None,
     context: str | None = None,
+    edits: Sequence[str] = (),
 ) -> Trace:
     """Trace attention over ``sentence`` and return every stage.
 
@@ -54,6 +56,9 @@ def trace_attention(
     (cat-eats-fish). ``sentence`` defaults to the model's own; ``causal`` and ``context``
     override the model's (as ``--causal`` and ``--context`` do). A model file is
     ``config=``, never ``model=`` (in the CLI, ``--model`` names a trained model).
+    ``edits`` are ``PATH=VALUE`` strings, as ``--set`` takes (``["WQ[0][1]=0.5"]``),
+    made in order to the model file, sample or mapping before it is checked and before
+    ``causal`` and ``context`` apply (docs/check.md); a :class:`ModelSpec` takes none.
 
     An argument of the wrong Python type is a :class:`TypeError` naming it; bad input
     (an unknown token, a file that does not parse) is an :class:`InputError` with the
@@ -70,8 +75,9 @@ def trace_attention(
     _check_model_argument(model)
     causal = arguments.optional_flag("causal", causal)
     arguments.optional_text("context", context)
+    edits = arguments.labels("edits", edits)
     return traced(sentence, config=config, sample=sample, model=model, causal=causal,
-                  context=context, names=PYTHON_NAMES)  # fmt: skip
+                  context=context, edits=edits, names=PYTHON_NAMES)  # fmt: skip
 
 
 def _check_model_argument(model: object) -> None:
@@ -100,11 +106,12 @@ def traced(
     model: ModelSpec | Mapping[str, Any] | None = None,
     causal: bool | None = None,
     context: str | None = None,
+    edits: Sequence[str] = (),
     names: Names = CLI_NAMES,
 ) -> Trace:
     """:func:`trace_attention` without its type checks; messages name ``names``."""
     inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
-                      context=context, names=names)  # fmt: skip
+                      context=context, edits=edits, names=names)  # fmt: skip
     return inputs.trace(context_given=context is not None, names=names)
 
 
@@ -135,10 +142,12 @@ def prepared(
     model: ModelSpec | Mapping[str, Any] | None = None,
     causal: bool | None = None,
     context: str | None = None,
+    edits: Sequence[str] = (),
     names: Names = CLI_NAMES,
 ) -> Prepared:
-    """The model chosen, ``causal`` and ``context`` applied, and the sentence's tokens."""
-    spec = choose_model(config, sample, model, names)
+    """The model chosen and ``edits`` made to it (``--set``'s ``PATH=VALUE`` strings),
+    then ``causal`` and ``context`` applied, and the sentence's tokens."""
+    spec = choose_model(config, sample, model, names, edits=edits)
     overrides: dict[str, Any] = {}
     if causal is not None:
         overrides["causal"] = causal
@@ -181,8 +190,13 @@ def choose_model(
     sample: str | None,
     model: ModelSpec | Mapping[str, Any] | None,
     names: Names = CLI_NAMES,
+    *,
+    edits: Sequence[str] = (),
 ) -> ModelSpec:
-    from attntrace.files.model_file import load_model, model_from_document
+    """The model named by one of ``model``, ``config`` and ``sample`` (else the worked
+    example), with ``edits`` (``PATH=VALUE`` strings) made to it before it is checked."""
+    from attntrace.files.edits import parse_edit
+    from attntrace.files.model_file import model_from_document, read_model
     from attntrace.files.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
     chosen = [n for n, x in (("model", model), ("config", config), ("sample", sample))
@@ -191,14 +205,20 @@ def choose_model(
         raise InputError(f"give one of model, config and sample, not {' and '.join(chosen)}")
     if config is not None and not str(config).strip():
         raise InputError(field=names.config, expected="a file name", found=repr(str(config)))
+    if edits and isinstance(model, ModelSpec):
+        raise InputError("edits change a model file, a sample or a mapping before it is "
+                         "checked, not a ModelSpec: give the model as a mapping of model "
+                         "fields (or change the spec with dataclasses.replace)",
+                         field=names.edits)  # fmt: skip
+    parsed = [parse_edit(edit, flag=names.edits) for edit in edits]  # before any file is read
     if isinstance(model, Mapping):
-        return model_from_document(model, source="model")
+        return model_from_document(model, source="model", edits=parsed)
     if model is not None:
         return model
     if config is not None:
-        return load_model(config)
+        return read_model(config, edits=parsed)
     name = sample or DEFAULT_SAMPLE
-    return load_model(fastest_twin(sample_path(name)), source=f"sample {name}")
+    return read_model(fastest_twin(sample_path(name)), source=f"sample {name}", edits=parsed)
 
 
 def sentence_tokens(sentence: str | None, model: ModelSpec, names: Names = CLI_NAMES) -> list[str]:
