@@ -206,10 +206,9 @@ def choose_model(
     if config is not None and not str(config).strip():
         raise InputError(field=names.config, expected="a file name", found=repr(str(config)))
     if edits and isinstance(model, ModelSpec):
-        raise InputError("edits change a model file, a sample or a mapping before it is "
-                         "checked, not a ModelSpec: give the model as a mapping of model "
-                         "fields (or change the spec with dataclasses.replace)",
-                         field=names.edits)  # fmt: skip
+        raise InputError("a ModelSpec is already checked: edits change a model file, a "
+                         "sample or a mapping of model fields before it is (or change the "
+                         "spec with dataclasses.replace)", field=names.edits)  # fmt: skip
     parsed = [parse_edit(edit, flag=names.edits) for edit in edits]  # before any file is read
     if isinstance(model, Mapping):
         return model_from_document(model, source="model", edits=parsed)
