@@ -20,7 +20,8 @@ from catalogue import EMB, GOOD, Case, case, check_rejected, with_npy
 from helpers import invoke, load_valid_trace
 
 from attntrace.errors import InputError
-from attntrace.files.edits import Edit, apply_edits, parse_edit, spelled
+from attntrace.files.edit_syntax import spelled
+from attntrace.files.edits import Edit, apply_edits, parse_edit
 from attntrace.files.model_file import model_from_document
 from attntrace.files.parse import parse_document
 
