@@ -13,7 +13,7 @@ import typer
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.model_flags import check_model_flags, stdin_model
-from attntrace.cli.options import Config, Precision, RealModelName, Sample, json_flag
+from attntrace.cli.options import Config, Edits, Precision, RealModelName, Sample, json_flag
 
 EXIT_DIFFERS = 1
 
@@ -80,6 +80,7 @@ def check(
             show_default=False,
         ),
     ] = None,
+    edits: Edits = None,
     precision: Precision = None,
     as_json: Annotated[bool, json_flag("Write the report as JSON to stdout.")] = False,
 ) -> None:
@@ -89,18 +90,19 @@ def check(
     from attntrace.api import checked
     from attntrace.cli.exits import usage
 
-    check_model_flags(config, sample, real_model, layer, None, step=False)
+    check_model_flags(config, sample, real_model, layer, None, step=False, edits=edits or ())
     if real_model is not None and (causal is not None or context is not None):
         usage("--causal and --context change a model file: a real model has its own mask")
     sentence = " ".join(words) if words else None
+    changes = () if config == "-" else edits or ()  # stdin's model took its edits already
     with bad_input_fails():
         from attntrace.files.user_arrays import read_user_arrays
 
         given = read_user_arrays(file)
         report = checked(given, sentence, config=None if config == "-" else config,
-                         sample=sample, model=stdin_model(config), trained=real_model,
+                         sample=sample, model=stdin_model(config, edits or ()), trained=real_model,
                          layer=layer, causal=causal, context=context, head=head, rtol=rtol,
-                         atol=atol, layout=layout)  # fmt: skip
+                         atol=atol, layout=layout, edits=changes)  # fmt: skip
 
     def document() -> dict[str, object]:
         from attntrace.files.serialize import check_to_dict
