@@ -3,6 +3,9 @@
 Values are full float64: ``json`` writes ``repr(float)``, which reads back exactly.
 Masked cells (−∞ before softmax) are ``null``. The document's shape is described by the
 JSON Schema shipped as ``attntrace/schema/trace-v1.schema.json``.
+
+Every command's document is written here, one short function each (the trace, softmax,
+decode, kv-cache, models, heads, diff): one job, which is why it runs past 300 lines.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need
     from attntrace.core.ops import Matrix
     from attntrace.core.softmax_walk import SoftmaxWalk
     from attntrace.core.trace import ModelInfo, Stage, Trace
+    from attntrace.core.trace_diff import Cell, StageDiff, TraceDiff
     from attntrace.real.catalog import RealModel
     from attntrace.real.layer import HeadRanking
 
@@ -378,3 +382,61 @@ def _number(value: float | None) -> float | str | None:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+DIFF_SCHEMA_ID = "attntrace/diff/v1"
+
+
+def diff_to_dict(
+    diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str] = ()
+) -> dict[str, Any]:
+    """`attntrace diff --json`: each stage compared, the first changed one, what else
+    differs. ``sources`` names A and B (file names, or the model traced); ``edits`` are
+    the ``--set`` edits B was traced with."""
+    from attntrace.core.trace_diff import ATOL, RTOL
+
+    def side(trace: Trace, source: str, made_with: Sequence[str]) -> dict[str, Any]:
+        context = trace.context_tokens
+        return {"source": source, "edits": list(made_with), "model": model_to_dict(trace.model),
+                "tokens": list(trace.tokens),
+                "context_tokens": None if context is None else list(context)}  # fmt: skip
+
+    first = diff.first_changed
+    return {
+        "schema": DIFF_SCHEMA_ID,
+        "changed": diff.changed,
+        "tolerance": {"rtol": RTOL, "atol": ATOL},
+        "a": side(diff.a, sources[0], ()),
+        "b": side(diff.b, sources[1], edits),
+        "model_changes": [{"field": c.field, "a": c.a, "b": c.b} for c in diff.model_changes],
+        "tokens_differ": diff.tokens_differ,
+        "context_differs": diff.context_differs,
+        "stages": [stage_diff_to_dict(s) for s in diff.stages],
+        "weights": [stage_diff_to_dict(w) for w in diff.weights] if diff.weights_compared else None,
+        "first_changed": None if first is None else stage_diff_to_dict(first),
+    }
+
+
+def stage_diff_to_dict(stage: StageDiff) -> dict[str, Any]:
+    """One stage compared; |Δ| and values that are not finite numbers are null."""
+    return {
+        "name": stage.name,
+        "head": stage.head,
+        "kv_head": stage.kv_head,
+        "status": stage.status,
+        "shape_a": None if stage.a is None else list(stage.a.shape),
+        "shape_b": None if stage.b is None else list(stage.b.shape),
+        "cells": stage.cells,
+        "changed_cells": stage.changed_cells,
+        "max_abs_delta": _finite(stage.max_abs_delta),
+        "notes": list(stage.notes),
+        "largest": None if stage.largest is None else _cell_to_dict(stage.largest),
+    }
+
+
+def _cell_to_dict(cell: Cell) -> dict[str, Any]:
+    return {"row": cell.row, "column": cell.col, "row_label": cell.row_label,
+            "column_label": cell.col_label, "a": _finite(cell.a), "b": _finite(cell.b),
+            "delta": _finite(cell.delta)}  # fmt: skip
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
