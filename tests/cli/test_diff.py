@@ -200,7 +200,7 @@ def test_the_view_fits_the_width(columns: int, traces: tuple[Path, Path, Path]) 
 
 def test_text_from_the_files_is_shown_escaped_with_colour_on_and_off(tmp_path: Path) -> None:
     """Tokens, names and formulas holding control characters, and file names too."""
-    document = {
+    document: dict[str, Any] = {
         "name": f"evil{CLEAR}",
         "sentence": f"cat {CLEAR} \u202eevil",
         "embeddings": {"cat": [1.0, 2.0], CLEAR: [0.5, 1.0], "\u202eevil": [2.0, 0.0]},

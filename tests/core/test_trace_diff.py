@@ -143,8 +143,9 @@ def test_the_same_cells_change_either_way_round() -> None:
         assert other.changed is not None
         np.testing.assert_array_equal(one.changed, other.changed)
     # where B alone holds the stage's largest value, its scale is B's both ways round
-    a, b = np.array([[1.0, 0.0]]), np.array([[1.0 + 5e-4, 1e6]])
-    assert cell_changes(a, b)[0].tolist() == cell_changes(b, a)[0].tolist() == [[False, True]]
+    small, large = np.array([[1.0, 0.0]]), np.array([[1.0 + 5e-4, 1e6]])
+    assert cell_changes(small, large)[0].tolist() == [[False, True]]
+    assert cell_changes(large, small)[0].tolist() == [[False, True]]
 
 
 def matrix_stage(values: list[list[float]], name: str = "scores") -> Stage:
