@@ -242,10 +242,17 @@ def first_change_line(stage: StageDiff, precision: int, many_heads: bool = False
         )
         text.append(f": {reason}")
         return text
+    digits = telling_digits(cell.a, cell.b, precision)
     text.append(f"\n  largest at row {quoted(cell.row_label)}, column {quoted(cell.col_label)}: "
-                f"A {_value(cell.a, precision)}, B {_value(cell.b, precision)}, "
-                f"Δ {signed(cell.delta, precision)}")  # fmt: skip
+                f"A {_value(cell.a, digits)}, B {_value(cell.b, digits)}, "
+                f"Δ {signed(cell.delta, digits)}")  # fmt: skip
     return text
+
+
+def telling_digits(a: float, b: float, precision: int) -> int:
+    """``precision``, or as many more digits (up to 15) as make A's and B's values read
+    differently: a change in the sixth digit is not shown as 0.5000 and 0.5000."""
+    return next((p for p in range(precision, 16) if _value(a, p) != _value(b, p)), 15)
 
 
 def _value(value: float, precision: int) -> str:

@@ -226,3 +226,20 @@ def test_text_from_the_files_is_shown_escaped_with_colour_on_and_off(tmp_path: P
     assert "\x1b[" in coloured.stdout  # colour is on
     assert raw_controls(_SGR.sub("", coloured.stdout)) == []
     assert "*" in _SGR.sub("", coloured.stdout)  # the marks stay with colour on
+
+
+def test_a_change_below_the_shown_digits_is_shown_with_more(tmp_path: Path) -> None:
+    """WQ[0][0] 1 → 1.000001: Q changes in its sixth decimal, which the first change's
+    values show (not 3.0000 twice), and the table's mark still says which cells."""
+    a = saved(tmp_path, model_file(tmp_path, "cat-eats-fish"))
+    b = saved(tmp_path, model_file(tmp_path, "cat-eats-fish", ("WQ", 0, 0, 1.000001)))
+    result = invoke("diff", str(a), str(b))
+    assert result.exit_code == 1, result.output
+    found = re.search(r"column 'd0': A (\S+), B (\S+), Δ (\S+)", result.stdout)
+    assert found is not None, result.stdout
+    assert found[1] != found[2]
+    assert float(found[2]) - float(found[1]) == pytest.approx(float(found[3]), abs=1e-12)
+    table = result.stdout.split("B's values, * where they changed\n")[1].split("\n\n")[0]
+    assert [line.split()[1] for line in table.splitlines()[2:]] == [
+        "1.0000*", "3.0000*", "2.0000*"
+    ]  # fmt: skip
