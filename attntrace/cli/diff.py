@@ -4,8 +4,8 @@ something did, 2 on bad input (as ``cmp`` and ``diff`` use them).
 A and B are saved traces (``run --json``; either may be ``-`` for stdin), or one model
 traced twice: as it is, and with the ``--set`` edits. Which form is meant is told by the
 flags: a model flag (``--config``, ``--sample``, ``--set``) makes the words a SENTENCE;
-without one they must be two saved traces. A saved trace's name beside a model flag is
-a usage error, not a sentence.
+without one they must be two saved traces. A word that reads as a saved trace (``-``,
+``*.json``) beside a model flag is a usage error, not a sentence.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.options import Config, Sample, json_flag
+from attntrace.cli.model_flags import check_model_flags
+from attntrace.cli.options import Config, Edits, Sample, json_flag
 
 if TYPE_CHECKING:
     from attntrace.core.trace import Trace
@@ -37,6 +38,7 @@ def diff(
     ] = None,
     config: Config = None,
     sample: Sample = None,
+    edits: Edits = None,
     as_json: Annotated[bool, json_flag("Write the comparison as JSON.")] = False,
     precision: Annotated[
         int,
@@ -46,20 +48,56 @@ def diff(
         int, typer.Option(min=0, metavar="N", help="Rows shown per table (0: all).")
     ] = 20,
 ) -> None:
-    """Compare two traces stage by stage: what changed, by how much, and where first."""
-    edits: list[str] = []
+    """Compare two traces stage by stage: what changed, by how much, and where first.
+
+    A and B are saved traces; or, with --set, the model traced as it is (A) and
+    edited (B). Exit 0 when nothing changed, 1 when something did, 2 on bad input."""
+    words = words or []
+    edits = edits or []
     given = [flag for flag, value in (("--config", config), ("--sample", sample),
              ("--set", edits or None)) if value is not None]  # fmt: skip
-    words = words or []
     if given:
-        usage(f"{given[0]} traces a model, which diff does with --set edits only: not yet")
-    if len(words) != 2:
-        usage("give two saved traces, A B (from `attntrace run --json`; - for stdin)")
-    if words == ["-", "-"]:
-        usage("A and B cannot both come from stdin: give at least one as a file")
-    sources = ("stdin" if words[0] == "-" else words[0], "stdin" if words[1] == "-" else words[1])
-    a, b = (_saved(word, source) for word, source in zip(words, sources, strict=True))
+        sources, a, b = _traced_twice(words, config, sample, edits, given[0])
+    else:
+        if len(words) != 2:
+            usage("give two saved traces, A B (from `attntrace run --json`; - for stdin), or "
+                  "a model and the --set edits to trace it with")  # fmt: skip
+        if words == ["-", "-"]:
+            usage("A and B cannot both come from stdin: give at least one as a file")
+        sources = ("stdin" if words[0] == "-" else words[0],
+                   "stdin" if words[1] == "-" else words[1])  # fmt: skip
+        a, b = (_saved(word, source) for word, source in zip(words, sources, strict=True))
     _compare(a, b, sources, edits, as_json=as_json, precision=precision, max_rows=max_rows)
+
+
+def _traced_twice(
+    words: list[str], config: str | None, sample: str | None, edits: list[str], flag: str
+) -> tuple[tuple[str, str], Trace, Trace]:
+    """The model traced as it is (A) and with ``edits`` (B): their names and traces."""
+    from attntrace.api import traced
+    from attntrace.visible import quoted
+
+    saved = [w for w in words if w == "-" or w.lower().endswith(".json")]
+    if saved:
+        usage(f"{quoted(saved[0])} reads as a saved trace, but {flag} traces a model: give "
+              "A B alone, or a SENTENCE with --set")  # fmt: skip
+    if not edits:
+        usage(f"{flag} names the model diff traces twice: add --set PATH=VALUE, the edit "
+              "B is traced with")  # fmt: skip
+    check_model_flags(config, sample, None, None, None, step=False, edits=edits)
+    if config == "-":
+        usage("diff traces the model twice, and stdin can be read once: give --config a file")
+    sentence = " ".join(words) if words else None
+    with bad_input_fails():
+        a = traced(sentence, config=config, sample=sample)
+        b = traced(sentence, config=config, sample=sample, edits=edits)
+    if config is not None:
+        model = config
+    else:
+        from attntrace.files.samples import DEFAULT_SAMPLE
+
+        model = f"sample {sample or DEFAULT_SAMPLE}"
+    return (model, f"{model} with --set {' --set '.join(edits)}"), a, b
 
 
 def _saved(word: str, source: str) -> Trace:

@@ -382,6 +382,8 @@ def _number(value: float | None) -> float | str | None:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
 DIFF_SCHEMA_ID = "attntrace/diff/v1"
 
 

@@ -47,13 +47,20 @@ from attntrace.render.view import DEFAULT_MAX_ROWS, DEFAULT_PRECISION
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import ELLIPSIS, visible
 
+
+def _exponent(value: float) -> str:
+    """``1e-9``, as a person writes it (Python writes ``1e-09``)."""
+    mantissa, _, power = f"{value:.0e}".partition("e")
+    return f"{mantissa}e{int(power)}"
+
+
 MARK = "*"  # beside a changed cell and a changed stage: readable without colour
 GAP = 2  # spaces between two columns (the mark of a changed cell makes a third)
 HEADER_LIMIT = 12  # cells of a column's label: a 40-character token would make it wide
 SIDE_LIMIT = 200  # characters of a side's name (a file name, the --set edits)
 _CHANGED_VALUE = Style(bold=True, color="yellow")
 _BOLD = Style(bold=True)
-TOLERANCE = f"|Δ| > {ATOL:g}·max(1, the stage's largest |value|) + {RTOL:g}·|value|"
+TOLERANCE = f"|Δ| ≤ {_exponent(ATOL)}·max(1, the stage's max |value|) + {_exponent(RTOL)}·|value|"
 
 
 def diff_view(
@@ -76,7 +83,7 @@ def diff_view(
     parts.append(Text(""))
     first = diff.first_changed
     if not diff.changed:
-        parts.append(Wrapped(Text(f"nothing changed: no cell has {TOLERANCE}")))
+        parts.append(Wrapped(Text(f"nothing changed: each {TOLERANCE}")))
         return Group(*parts)
     if first is None:
         parts.append(Wrapped(Text("every stage is the same; what differs is said above")))

@@ -243,3 +243,68 @@ def test_a_change_below_the_shown_digits_is_shown_with_more(tmp_path: Path) -> N
     assert [line.split()[1] for line in table.splitlines()[2:]] == [
         "1.0000*", "3.0000*", "2.0000*"
     ]  # fmt: skip
+
+
+# ------------------------------------------------------------ one model traced twice
+
+
+def test_a_model_traced_with_and_without_its_edits(tmp_path: Path) -> None:
+    """--set WQ[3][1]=0.5 on it-animal: "it"'s query for places, so the stages after Q
+    change and X, K, V do not; the same report as the two traces saved apart."""
+    result = invoke("diff", "--sample", "it-animal", "--set", "WQ[3][1]=0.5", "--json")
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, schema("diff-v1.schema.json"))
+    changed = [s["name"] for s in document["stages"] if s["status"] != "same"]
+    assert changed == ["Q", "scores", "scaled", "softmax", "output"]
+    assert (document["a"]["source"], document["a"]["edits"]) == ("sample it-animal", [])
+    assert document["b"]["edits"] == ["WQ[3][1]=0.5"]
+    a = saved(tmp_path, model_file(tmp_path, "it-animal"))
+    b = saved(tmp_path, model_file(tmp_path, "it-animal", ("WQ", 3, 1, 0.5)))
+    apart = json.loads(invoke("diff", str(a), str(b), "--json").stdout)
+    assert apart["stages"] == document["stages"]
+    view = invoke("diff", "--sample", "it-animal", "--set", "WQ[3][1]=0.5")
+    assert view.stdout.splitlines()[:2] == [
+        "A: sample it-animal", "B: sample it-animal with --set WQ[3][1]=0.5"
+    ]  # fmt: skip
+    assert "it       4.6400   0.5000*  2.7700   0.0000" in view.stdout
+
+
+def test_edits_that_change_nothing_and_a_sentence_of_ones_own(tmp_path: Path) -> None:
+    same = invoke("diff", "--set", "WQ[0][0]=1")  # the worked example's WQ is the identity
+    assert same.exit_code == 0, same.output
+    assert "nothing changed" in same.stdout
+    masked = invoke("diff", "cat", "fish", "--set", "causal=true", "--json")
+    assert masked.exit_code == 1
+    document = json.loads(masked.stdout)
+    assert document["a"]["tokens"] == document["b"]["tokens"] == ["cat", "fish"]
+    assert document["first_changed"]["name"] == "masked"
+    assert document["model_changes"] == [{"field": "causal", "a": False, "b": True}]
+    model = model_file(tmp_path, "two-heads")
+    config = invoke("diff", "--config", str(model), "--set", "WK[0][0]=3", "--json")
+    assert config.exit_code == 1
+    assert json.loads(config.stdout)["a"]["source"] == str(model)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--sample", "it-animal"], "--sample names the model diff traces twice: add --set"),
+        (["a.json", "b.json", "--set", "WQ[0][0]=2"], "'a.json' reads as a saved trace"),
+        (["-", "--sample", "gqa", "--set", "WQ[0][0]=2"], "'-' reads as a saved trace"),
+        (["--config", "-", "--set", "WQ[0][0]=2"], "stdin can be read once"),
+        (["--set", "WQ[0][9]=1"], "--set WQ[0][9]: expected an index from 0 to 1"),
+        (["--set", "WQ[0][0]=x"], "(with --set WQ[0][0]): weights.WQ[0][0]: expected a number"),
+        (["dog", "--set", "WQ[0][0]=2"], "unknown token 'dog'"),
+        (["--sample", "gqa", "--config", "m.yaml", "--set", "a=1"], "both name a model"),
+    ],
+    ids=["no-edits", "files-and-set", "stdin-and-sample", "config-stdin", "bad-path",
+         "bad-value", "unknown-token", "two-models"],
+)  # fmt: skip
+def test_the_model_form_refuses_in_one_line(args: list[str], said: str) -> None:
+    result = invoke("diff", *args, input="")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("attntrace: error: ")
+    assert said in result.stderr
