@@ -67,14 +67,17 @@ def naive_block(
     wo: Rows | None = None,
     biases: dict[str, list[float]] | None = None,
     rope_base: float | None = None,
+    rope_pairing: str = "half",
 ) -> dict[str, Any]:
     """A whole attention block by the paper's formulas, head by head, with loops.
 
     Returns per-head lists under "Q", "K", ..., "masked", "softmax", "output" (index =
     head), and "concat" / "projected". Masked cells are -inf before softmax, 0 after.
     ``biases`` (bQ, bK, bV, bO) are added after their matrices; with ``rope_base``, Q and
-    K are rotated (RoFormer, pairs i and i + d_k/2 as in LLaMA) into "Q_rope", "K_rope".
+    K are rotated (RoFormer, pairs i and i + d_k/2 as in LLaMA, or neighbours 2i and 2i+1
+    with ``rope_pairing="interleaved"``) into "Q_rope", "K_rope".
     """
+    turn = rotate_interleaved if rope_pairing == "interleaved" else rotate
     biases = biases or {}
     kv_heads = heads if kv_heads is None else kv_heads
     keys_in = x if context is None else context
@@ -94,8 +97,8 @@ def naive_block(
         if rope_base is not None:
             result["Q"].append(q)
             result["K"].append(k)
-            q = [rotate(row, p, rope_base) for p, row in enumerate(q)]
-            k = [rotate(row, p, rope_base) for p, row in enumerate(k)]
+            q = [turn(row, p, rope_base) for p, row in enumerate(q)]
+            k = [turn(row, p, rope_base) for p, row in enumerate(k)]
             result["Q_rope"].append(q)
             result["K_rope"].append(k)
         scores = [
@@ -139,4 +142,18 @@ def rotate(row: list[float], position: int, base: float) -> list[float]:
         a, b = row[i], row[i + half]
         out[i] = a * math.cos(angle) - b * math.sin(angle)
         out[i + half] = b * math.cos(angle) + a * math.sin(angle)
+    return out
+
+
+def rotate_interleaved(row: list[float], position: int, base: float) -> list[float]:
+    """RoPE of one row as RoFormer writes it (eq. 13-15; GPT-J, Meta's LLaMA): each pair of
+    neighbours (x_2i, x_2i+1) turned by position · base^(−2i/d), as a 2 × 2 rotation."""
+    out = list(row)
+    for i in range(len(row) // 2):
+        angle = position * base ** (-2 * i / len(row))
+        c, s = math.cos(angle), math.sin(angle)
+        rotation = [[c, -s], [s, c]]
+        pair = [row[2 * i], row[2 * i + 1]]
+        for r in range(2):
+            out[2 * i + r] = sum(rotation[r][col] * pair[col] for col in range(2))
     return out

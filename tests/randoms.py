@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -45,4 +46,8 @@ def random_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str], list[st
     n, m = (int(x) for x in rng.integers(1, 7, size=2))
     tokens = [f"t{int(i)}" for i in rng.integers(0, 6, size=n)]
     context = [f"t{int(i)}" for i in rng.integers(0, 6, size=m)] if cross else None
+    # drawn last, so that each seed's other draws are what they were before it existed
+    pairing = fixed.get("rope_pairing", str(rng.choice(["half", "interleaved"])))
+    if with_rope and pairing != "half":
+        model = replace(model, rope_pairing=pairing)
     return model, tokens, context

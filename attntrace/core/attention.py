@@ -113,6 +113,7 @@ def _model_info(model: ModelSpec) -> ModelInfo:
         description=model.description,
         positions=model.position_kind,
         rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing if model.position_kind == "rope" else None,
     )
 
 
@@ -181,8 +182,9 @@ def _head(model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recor
     V = linear(rows.X_keys, WV, bV)  # [m, d_model] · [d_model, d_v] + [d_v] -> [m, d_v]
     turned = None
     if model.position_kind == "rope":  # each row turned by its position's angles
-        turned = (rope(Q, np.arange(len(Q)), model.rope_base),  # [n, d_k] -> [n, d_k]
-                  rope(K, np.arange(len(K)), model.rope_base))  # fmt: skip
+        base, pairing = model.rope_base, model.rope_pairing
+        turned = (rope(Q, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
+                  rope(K, np.arange(len(K)), base, pairing))  # fmt: skip
     head = attention(*(turned or (Q, K)), V, causal=model.causal)
 
     # The stages in trace order, each with its formula. Columns over dimensions are
@@ -198,7 +200,9 @@ def _head(model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recor
     add("K", f"K = {rows.keys_name} · WK{_plus(bK, 'bK')}", K, keys, k_dims)
     add("V", f"V = {rows.keys_name} · WV{_plus(bV, 'bV')}", V, keys, v_dims)
     if turned:
-        how = f"turned by position (RoPE, base {model.rope_base:g})"
+        # the default pairing goes unsaid (the formulas read as they always have)
+        neighbours = ", neighbours paired" if model.rope_pairing == "interleaved" else ""
+        how = f"turned by position (RoPE, base {model.rope_base:g}{neighbours})"
         add("Q_rope", f"Q_rope = Q {how}", turned[0], queries, q_dims)
         add("K_rope", f"K_rope = K {how}", turned[1], keys, k_dims)
     q, k = info.score_inputs

@@ -220,8 +220,8 @@ def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             k = np.stack([linear(x, W, b) for W, b in WK])  # [kv_heads, d_k]
             v = np.stack([linear(x, W, b) for W, b in WV])  # [kv_heads, d_v]
             if model.position_kind == "rope":  # rotated once, by position t, then cached as is
-                q = rope(q, np.full(heads, t), model.rope_base)
-                k = rope(k, np.full(kv_heads, t), model.rope_base)
+                q = rope(q, np.full(heads, t), model.rope_base, model.rope_pairing)
+                k = rope(k, np.full(kv_heads, t), model.rope_base, model.rope_pairing)
             cache.append(k, v)
             # views of the rows so far, kept by the step: later appends write later rows
             keys, values = tuple(cache.keys), tuple(cache.values)

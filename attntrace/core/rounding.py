@@ -66,7 +66,7 @@ def decode_bounds(model: ModelSpec, full: Trace) -> tuple[Matrix, Matrix | None]
         k = _projection(X, model.head_weight("WK", g), model.head_bias("bK", g))
         v = _projection(X, model.head_weight("WV", g), model.head_bias("bV", g))
         if rope:
-            q, k = _turned(*q), _turned(*k)
+            q, k = _turned(*q, model.rope_pairing), _turned(*k, model.rope_pairing)
         weights = np.abs(full.stage("softmax", head=h).data)
         scaled = full.softmax_input(h).data  # what the exps were taken of (−∞: masked)
         outputs.append(_attention_error(q, k, v, weights, scaled, model.d_k))
@@ -94,13 +94,18 @@ def _projection(X: Matrix, W: Matrix, b: Matrix | None) -> tuple[Matrix, Matrix]
     return terms, gamma(W.shape[0] + 1) * terms
 
 
-def _turned(magnitude: Matrix, error: Matrix) -> tuple[Matrix, Matrix]:
-    """RoPE mixes columns i and i + d/2 through cos and sin (each at most 1 in size) of
-    the angle p·base^(−2i/d), at most p radians at position p (row p)."""
+def _turned(magnitude: Matrix, error: Matrix, pairing: str) -> tuple[Matrix, Matrix]:
+    """RoPE mixes each column with its partner (i and i + d/2, or 2i and 2i+1 when
+    ``pairing`` is interleaved) through cos and sin (each at most 1 in size) of the angle
+    p·base^(−2i/d), at most p radians at position p (row p)."""
     half = magnitude.shape[1] // 2
 
     def paired(a: Matrix) -> Matrix:
-        swapped: Matrix = a + np.concatenate([a[:, half:], a[:, :half]], axis=1)
+        if pairing == "interleaved":  # neighbours: columns 0 1 2 3 ... read 1 0 3 2 ...
+            partner = a.reshape(len(a), half, 2)[:, :, ::-1].reshape(a.shape)
+        else:
+            partner = np.concatenate([a[:, half:], a[:, :half]], axis=1)
+        swapped: Matrix = a + partner
         return swapped
 
     turned = paired(magnitude)

@@ -34,6 +34,9 @@ from attntrace.errors import InputError, describe
 Matrix = npt.NDArray[np.float64]
 
 POSITION_KINDS = ("none", "sinusoidal", "learned", "rope")
+# How RoPE pairs a head's dimensions (core.ops.rope): i with i + d/2 (Hugging Face's
+# rotate_half), or neighbours 2i and 2i+1 (RoFormer, GPT-J, Meta's LLaMA code).
+ROPE_PAIRINGS = ("half", "interleaved")
 # Each bias vector and the matrix whose columns it adds to.
 BIAS_OF_WEIGHT = {"bQ": "WQ", "bK": "WK", "bV": "WV", "bO": "WO"}
 
@@ -111,7 +114,8 @@ class ModelSpec:
     ``d_model × heads·d_k``, ``WK`` ``d_model × kv_heads·d_k``, ``WV``
     ``d_model × kv_heads·d_v``, and the optional ``WO`` ``heads·d_v × d_model``.
     ``positions`` is None, ``"sinusoidal"``, ``"rope"`` (rotary, applied to Q and K with
-    ``rope_base``), or learned vectors ``[max_len × d_model]``. ``context`` makes it
+    ``rope_base`` and ``rope_pairing``: ``"half"``, i with i + d_k/2, or ``"interleaved"``,
+    2i with 2i+1), or learned vectors ``[max_len × d_model]``. ``context`` makes it
     cross-attention (K, V from it). ``biases`` holds optional vectors ``bQ``, ``bK``,
     ``bV`` (one number per column of WQ, WK, WV) and ``bO`` (d_model, with WO). ``given``
     replaces the embeddings lookup for a real model's layer (see :class:`GivenInputs`).
@@ -140,6 +144,9 @@ class ModelSpec:
     description: str = ""
     sentence: str | None = None
     source: str | None = field(default=None, compare=False)
+    # Last, so that every earlier field keeps its place for positional callers. Checked
+    # always, used with positions "rope" only (as rope_base is).
+    rope_pairing: str = "half"
 
     def __post_init__(self) -> None:
         """The shape rules of docs/model-file.md#shapes; the first broken one is an
@@ -232,6 +239,7 @@ class ModelSpec:
         set_field(self, "kv_heads", arguments.optional_whole("ModelSpec.kv_heads", self.kv_heads))
         set_field(self, "causal", arguments.flag("ModelSpec.causal", self.causal))
         set_field(self, "rope_base", arguments.real("ModelSpec.rope_base", self.rope_base))
+        arguments.text("ModelSpec.rope_pairing", self.rope_pairing)
         for name in ("WQ", "WK", "WV", "WO"):
             matrix = getattr(self, name)
             if matrix is not None or name != "WO":
@@ -325,6 +333,10 @@ class ModelSpec:
 
     def _check_rope(self) -> None:
         """RoPE rotates pairs of Q's and K's columns, so a head's width must be even."""
+        if self.rope_pairing not in ROPE_PAIRINGS:  # a typo is an error with or without rope
+            raise InputError(field="rope_pairing",
+                             expected="half or interleaved",
+                             found=describe(self.rope_pairing))  # fmt: skip
         if self.position_kind != "rope":
             return
         base = self.rope_base

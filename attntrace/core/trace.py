@@ -122,6 +122,7 @@ class ModelInfo:
     description: str = ""
     positions: str = "none"  # none, sinusoidal, learned or rope
     rope_base: float | None = None  # with rope: the base of its angles
+    rope_pairing: str | None = None  # with rope: half (i, i + d_k/2) or interleaved (2i, 2i+1)
 
     @property
     def group(self) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 from attntrace import arguments
 from attntrace.core import fields
-from attntrace.core.spec import Matrix, ModelSpec
+from attntrace.core.spec import ROPE_PAIRINGS, Matrix, ModelSpec
 from attntrace.errors import InputError, describe
 from attntrace.files.model_matrices import (
     bias_vectors,
@@ -46,6 +46,7 @@ KNOWN_FIELDS = (
     "vocabulary",
     "biases",
     "rope_base",
+    "rope_pairing",
 )
 REQUIRED_FIELDS = ("embeddings", "weights")
 
@@ -129,6 +130,7 @@ def _model(document: Any, source: str | None, arrays: NpyReader) -> ModelSpec:
         causal=fields.flag(document.get("causal", False), "causal"),
         positions=_positions(document.get("positions"), arrays),
         rope_base=_rope_base(document),
+        rope_pairing=_rope_pairing(document),
         biases=bias_vectors(document.get("biases")),
         context=_optional_text(document, "context"),
         name=_optional_text(document, "name") or _default_name(source),
@@ -167,11 +169,27 @@ def _rope_base(document: Mapping[str, Any]) -> float:
     """RoPE's base (default 10000, as in RoFormer); meaningful only with ``positions: rope``."""
     if "rope_base" not in document:
         return 10000.0
-    if document.get("positions") != "rope":
-        raise InputError("rope_base sets the angles of rotary positions", field="rope_base",
-                         expected="positions: rope with rope_base",
-                         found=f"positions: {document.get('positions', 'none')}")  # fmt: skip
+    _only_with_rope(document, "rope_base", "sets the angles of rotary positions")
     return fields.number(document["rope_base"], "rope_base")
+
+
+def _rope_pairing(document: Mapping[str, Any]) -> str:
+    """Which dimensions RoPE turns together: ``half`` (i with i + d_k/2, Hugging Face's
+    rotate_half; the default) or ``interleaved`` (2i with 2i+1, RoFormer and GPT-J);
+    meaningful only with ``positions: rope``."""
+    if "rope_pairing" not in document:
+        return "half"
+    _only_with_rope(document, "rope_pairing", "says which dimensions rotary positions turn "
+                    "together")  # fmt: skip
+    return fields.choice(document["rope_pairing"], "rope_pairing", ROPE_PAIRINGS,
+                         "half or interleaved")  # fmt: skip
+
+
+def _only_with_rope(document: Mapping[str, Any], key: str, what: str) -> None:
+    """A setting of rotary positions given without them is an error, not ignored."""
+    if document.get("positions") != "rope":
+        raise InputError(f"{key} {what}", field=key, expected=f"positions: rope with {key}",
+                         found=f"positions: {document.get('positions', 'none')}")  # fmt: skip
 
 
 def _optional_text(document: Mapping[str, Any], key: str) -> str | None:

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from attntrace.core import fields
 from attntrace.core.frozen import freeze
-from attntrace.core.spec import POSITION_KINDS, is_rope_base
+from attntrace.core.spec import POSITION_KINDS, ROPE_PAIRINGS, is_rope_base
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.errors import InputError, describe
 from attntrace.files.parse import parse_document
@@ -66,6 +66,7 @@ def _trace(document: Any) -> Trace:
             model.get("positions", "none"), "model.positions", POSITION_KINDS, KINDS_LISTED
         ),
         rope_base=_rope_base(model),
+        rope_pairing=_rope_pairing(model),
     )
     tokens = fields.texts(document.get("tokens"), "tokens")
     context = document.get("context_tokens")
@@ -92,6 +93,15 @@ def _rope_base(model: Mapping[str, Any]) -> float | None:
     if not is_rope_base(value):
         raise InputError(field="model.rope_base", expected="a number > 1", found=describe(value))
     return float(value)
+
+
+def _rope_pairing(model: Mapping[str, Any]) -> str | None:
+    """RoPE's pairing, which the Q_rope and K_rope formulas already say in words; only a
+    rope trace carries one, and a trace saved before the field existed was ``half``."""
+    if model.get("positions") != "rope":
+        return None
+    return fields.choice(model.get("rope_pairing", "half"), "model.rope_pairing", ROPE_PAIRINGS,
+                         "half or interleaved")  # fmt: skip
 
 
 def _heads_traced(value: Any, model: ModelInfo) -> list[int]:

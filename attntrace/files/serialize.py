@@ -167,6 +167,7 @@ def model_to_dict(model: ModelInfo) -> dict[str, Any]:
         "causal": model.causal,
         "positions": model.positions,
         **({"rope_base": model.rope_base} if model.rope_base is not None else {}),
+        **({"rope_pairing": model.rope_pairing} if model.rope_pairing is not None else {}),
     }
 
 

@@ -203,7 +203,9 @@ def attend(
         if rope_base is None:
             return per_head
         count, _, width = per_head.shape
-        rows = rope(per_head.reshape(-1, width), np.tile(np.arange(n), count), rope_base)
+        rows = rope(
+            per_head.reshape(-1, width), np.tile(np.arange(n), count), rope_base, "half"
+        )  # rotate_half, as Hugging Face's LLaMA computes it
         return rows.reshape(count, n, width)
 
     # every head at once: [n, d_model] · [d_model, heads·d_k] + b -> [heads, n, d_k]

@@ -174,6 +174,7 @@ def layer_spec(
         description=spec.title,
         sentence=" ".join(tokens.labels),
         source=spec.name,
+        rope_pairing="half",  # as Hugging Face's LLaMA turns them (llama.unpermute's layout)
     ), tokens.labels
 
 

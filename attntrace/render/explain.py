@@ -105,7 +105,7 @@ _PARAGRAPH = {
     ),
     "Q_rope": (
         "Rotary positions (RoPE): nothing was added to X, so position enters here. Each "
-        "query row p is cut into pairs of numbers (i, i + {half}) and each pair is turned "
+        "query row p is cut into pairs of numbers {rope_pair} and each pair is turned "
         "like a clock hand by the angle p · {rope_base}^(−2i/{d_k}): large turns in the "
         "first pairs, small ones in the last."
     ),
@@ -142,10 +142,13 @@ def _numbers(trace: Trace) -> dict[str, object]:
         "d_k": model.d_k,
         "d_v": model.d_v,
         "sqrt_dk": f"{math.sqrt(model.d_k):.4f}",
-        "half": model.d_k // 2,
         "q": model.score_inputs[0],
         "k": model.score_inputs[1],
         "rope_base": f"{model.rope_base:g}" if model.rope_base is not None else "",
+        # pair i: columns i and i + d_k/2 (rotate_half), or neighbours 2i and 2i + 1
+        "rope_pair": "(2i, 2i + 1)"
+        if model.rope_pairing == "interleaved"
+        else f"(i, i + {model.d_k // 2})",
     }
 
 

@@ -88,6 +88,8 @@ WRONG_TYPES: list[tuple[str, Callable[[], object], str]] = [
      "vectors, got int"),
     ("ModelSpec rope_base str", lambda: tiny_spec(rope_base="10000"),
      "ModelSpec.rope_base must be a real number (int or float), got str"),
+    ("ModelSpec rope_pairing None", lambda: tiny_spec(rope_pairing=None),
+     "ModelSpec.rope_pairing must be a str, got NoneType"),
     ("ModelSpec biases list", lambda: tiny_spec(biases=[np.ones(2)]),
      "ModelSpec.biases must be a mapping of str to numpy vectors (a dict), got list"),
     ("ModelSpec name int", lambda: tiny_spec(name=5),
@@ -185,6 +187,8 @@ BAD_VALUES: list[tuple[str, Callable[[], object], str]] = [
     ("rope base inf", lambda: tiny_spec(positions="rope", rope_base=float("inf")),
      "rope_base: expected a number > 1 (10000 in RoFormer and LLaMA), got a non-finite "
      "number (inf)"),
+    ("rope pairing misspelt", lambda: tiny_spec(positions="rope", rope_pairing="interleave"),
+     "rope_pairing: expected half or interleaved, got a string 'interleave'"),
     ("a head the trace does not hold", lambda: _trace().only_heads([5]),
      "heads: expected heads this trace holds (0), got 5"),
     ("a head cut away", lambda: _cut().only_heads([0]),

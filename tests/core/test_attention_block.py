@@ -42,6 +42,7 @@ def expected(model: ModelSpec, tokens: list[str], context: list[str] | None) -> 
         wo=model.WO.tolist() if model.WO is not None else None,
         biases={name: list(vector) for name, vector in model.biases.items()},
         rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing,
     )
 
 

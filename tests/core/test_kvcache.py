@@ -31,7 +31,7 @@ def test_decode_matches_full_causal_attention_on_random_models(seed: int) -> Non
                         kv_heads=model.n_kv_heads, causal=True,
                         biases={name: list(b) for name, b in model.biases.items()},
                         rope_base=model.rope_base if model.position_kind == "rope" else None,
-                        )  # fmt: skip
+                        rope_pairing=model.rope_pairing)  # fmt: skip
     for step in run.steps:
         for h in range(model.heads):
             np.testing.assert_allclose(step.output[h], naive["output"][h][step.t], **FLOAT64)
@@ -73,7 +73,7 @@ def test_every_step_keeps_its_own_cache_through_the_buffers_growth() -> None:
     naive = naive_block([list(model.embeddings[t]) for t in tokens], model.WQ.tolist(),
                         model.WK.tolist(), model.WV.tolist(), heads=4, kv_heads=2, causal=True,
                         biases={name: list(b) for name, b in model.biases.items()},
-                        rope_base=model.rope_base)  # fmt: skip
+                        rope_base=model.rope_base, rope_pairing=model.rope_pairing)  # fmt: skip
     for step in run.steps:
         for g, h in ((0, 0), (1, 2)):  # K/V head g is read by query head h
             np.testing.assert_allclose(step.keys[g], naive["K_rope"][h][: step.t + 1],

@@ -22,8 +22,10 @@ from attntrace.core.kvcache import decode
 from attntrace.core.spec import ModelSpec
 from attntrace.real.forward import LayerAttention, attend
 
-KINDS = [{"heads": 1}, {"heads": 4, "kv_heads": 4}, {"heads": 4, "kv_heads": 2},
-         {"heads": 3, "kv_heads": 1}, {"rope": True}, {"biases": True}]  # fmt: skip
+# real.forward turns RoPE's pairs as Hugging Face's LLaMA does (i with i + d/2): half
+KINDS = [{**kind, "rope_pairing": "half"}
+         for kind in ({"heads": 1}, {"heads": 4, "kv_heads": 4}, {"heads": 4, "kv_heads": 2},
+                      {"heads": 3, "kv_heads": 1}, {"rope": True}, {"biases": True})]  # fmt: skip
 
 
 def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
@@ -33,6 +35,7 @@ def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
         model.WV.tolist(), heads=model.heads, kv_heads=model.n_kv_heads, causal=model.causal,
         wo=model.WO.tolist(), biases={name: list(b) for name, b in model.biases.items()},
         rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing,
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from naive import naive_block
+from naive import naive_block, rotate, rotate_interleaved
 from randoms import random_block
 from tolerances import FLOAT64_APPROX, UNIT_SCALE_BOUND
 
@@ -18,7 +18,7 @@ import attntrace.core.kvcache
 from attntrace.core.attention import trace_block
 from attntrace.core.kvcache import decode
 from attntrace.core.ops import Attention, attention
-from attntrace.core.rounding import UNIT_ROUNDOFF, decode_bounds, gamma
+from attntrace.core.rounding import UNIT_ROUNDOFF, _turned, decode_bounds, gamma
 from attntrace.core.spec import ModelSpec
 
 
@@ -35,6 +35,7 @@ def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
         wo=None if model.WO is None else model.WO.tolist(),
         biases={name: list(b) for name, b in model.biases.items()},
         rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing,
     )  # fmt: skip
 
 
@@ -102,3 +103,16 @@ def test_gamma_is_n_units_of_roundoff_to_first_order() -> None:
     assert gamma(1) == pytest.approx(UNIT_ROUNDOFF, **FLOAT64_APPROX)
     assert gamma(1000) == pytest.approx(1000 * UNIT_ROUNDOFF, **FLOAT64_APPROX)
     assert np.finfo(np.float64).eps / 2 == UNIT_ROUNDOFF
+
+
+@pytest.mark.parametrize("pairing", ["half", "interleaved"])
+@pytest.mark.parametrize("seed", range(10))
+def test_the_turned_magnitudes_bound_the_turned_rows(pairing: str, seed: int) -> None:
+    """The bound carries |value| through RoPE as |x| plus |its partner|: each turned cell
+    (turned by tests/naive.py's loops, with the model's pairing) is within it."""
+    rng = np.random.default_rng(seed)
+    rows = rng.normal(size=(6, 8)) * rng.choice([1e-3, 1.0, 1e3], size=(6, 8))
+    turn = rotate_interleaved if pairing == "interleaved" else rotate
+    turned = np.array([turn(list(row), p, 10.0) for p, row in enumerate(rows)])
+    magnitude, _ = _turned(np.abs(rows), np.zeros_like(rows), pairing)
+    assert (np.abs(turned) <= magnitude * (1 + UNIT_SCALE_BOUND)).all()

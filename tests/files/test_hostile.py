@@ -25,8 +25,8 @@ from attntrace.files.reading import decode_limited, max_file_bytes
 from attntrace.visible import visible
 
 FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
-          "causal", "positions", "context", "biases", "rope_base", "WQ", "", "ŵ",
-          "embedding"]  # fmt: skip
+          "causal", "positions", "context", "biases", "rope_base", "rope_pairing", "WQ", "",
+          "ŵ", "embedding"]  # fmt: skip
 TOKENS = st.sampled_from(["cat", "eats", "fish", "", " ", "CAT", "é", "🐈", "no", "1", "x y",
                           "\x1b[2J", "\u202e", "猫", "食べる", "e\u0301", "\u200b",
                           "\x07"])  # fmt: skip
@@ -59,6 +59,8 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):  # the fields of real models, near-valid
         document["positions"] = draw(st.sampled_from(["rope", "sinusoidal", "rotary"]))
         document["rope_base"] = draw(st.one_of(NUMBERS, VALUES))
+        document["rope_pairing"] = draw(st.one_of(
+            st.sampled_from(["half", "interleaved", "Half", "interleave"]), VALUES))  # fmt: skip
         document["biases"] = draw(st.dictionaries(
             st.sampled_from(["bQ", "bK", "bV", "bO", "bq"]),
             st.one_of(st.lists(NUMBERS, max_size=3), VALUES), max_size=4))  # fmt: skip

@@ -1,0 +1,418 @@
+"""A person's saved arrays against the trace: which stages match, where it first goes
+wrong, and which mistake of the catalogue reproduces it (docs/check.md).
+
+:func:`check_arrays` places each given array on the stage and heads it names
+(:mod:`attntrace.core.check_layout`), compares it with the trace in computation order
+(:mod:`attntrace.core.check_tolerance`), and at the first stage that differs recomputes
+the model with each mistake of :mod:`attntrace.core.mistakes` that applies to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from attntrace.core.check_layout import LAYOUTS, Reading, readings
+from attntrace.core.check_tolerance import Comparison, Tolerance, compare, tolerance_for
+from attntrace.core.given import GivenArray
+from attntrace.core.mistakes import Computed, Mistake, catalogue, recompute
+from attntrace.core.ops import Matrix
+from attntrace.core.spec import ModelSpec
+from attntrace.core.stage_names import (
+    ALIASES,
+    DIMENSION_COLUMNS,
+    ORDER,
+    PER_HEAD,
+    PER_KV_HEAD,
+    stage_name,
+)
+from attntrace.core.trace import ModelInfo, Trace
+from attntrace.errors import InputError
+
+#: How many rows and columns of the differing region the report shows at most.
+REGION = 6
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One stage of one head (or of one K/V head, or shared) compared."""
+
+    name: str
+    head: int | None  # the query head; None for a shared stage or one given per K/V head
+    kv_head: int | None  # the K/V head, for K, V, K_rope given per K/V head
+    status: str  # match, differs, missing
+    given_as: str | None = None  # the array's name in the file (None: missing)
+    max_abs_delta: float | None = None  # over the cells finite on both sides
+    cells_differing: int = 0
+    cells: int = 0
+    tolerance: Tolerance | None = None
+    shape_found: tuple[int, ...] | None = None  # set when the shape fits no reading
+    shape_expected: str | None = None
+
+
+@dataclass(frozen=True)
+class Region:
+    """The part of the first differing matrix the report shows: rows × columns around
+    the worst cell, expected and found, and which cells are wrong."""
+
+    rows: tuple[str, ...]
+    cols: tuple[str, ...]
+    expected: Matrix
+    found: Matrix
+    wrong: npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where the person's arrays first go wrong: the stage, the head, the worst cell."""
+
+    stage: str
+    head: int | None
+    kv_head: int | None
+    given_as: str
+    row: int | None  # None when the shape is wrong (no cell to point at)
+    column: int | None
+    row_label: str | None
+    column_label: str | None
+    expected: float | None
+    found: float | None
+    region: Region | None
+    shape_found: tuple[int, ...] | None = None
+    shape_expected: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The mistake that reproduces the first differing stage."""
+
+    cause: str
+    message: str
+    also: tuple[str, ...] = ()  # other ids that reproduce it as well
+
+
+@dataclass(frozen=True, eq=False)
+class CheckReport:
+    """The whole comparison: per stage and head, the first divergence, the diagnosis."""
+
+    model: ModelInfo
+    tokens: tuple[str, ...]
+    context_tokens: tuple[str, ...] | None
+    results: tuple[StageResult, ...]
+    first_divergent: Divergence | None
+    diagnosis: Diagnosis | None
+    head: int | None = None  # --head: only this head was compared
+
+    @property
+    def ok(self) -> bool:
+        return self.first_divergent is None
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every given stage matches, 1 when one differs (as cmp and diff)."""
+        return 0 if self.ok else 1
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A given array placed on a stage: per head (or K/V head), or shared."""
+
+    stage: str
+    given: GivenArray
+    per: str  # shared, head, kv_head
+    indices: tuple[int, ...]  # the heads (or K/V heads) of ``matrices``
+    matrices: tuple[Matrix, ...] | None  # None: the shape fits no reading
+    shape_expected: str = ""
+
+
+def check_arrays(
+    model: ModelSpec,
+    trace: Trace,
+    given: Mapping[str, GivenArray],
+    *,
+    head: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    layout: str | None = None,
+) -> CheckReport:
+    """Compare ``given`` (named as a file names them) with ``trace``, ``model``'s own.
+
+    An unknown name, two names for one stage, a stage the trace lacks or a shape that
+    reads two ways is an :class:`InputError`; a stage whose numbers (or shape) differ
+    is a result, not an error.
+    """
+    if layout is not None and layout not in LAYOUTS:
+        raise InputError(field="--layout", expected=" or ".join(LAYOUTS), found=repr(layout))
+    expected = _expected(trace)
+    check = _Check(trace, expected, head, layout, rtol, atol)
+    placed = {name: check.place(name, array) for name, array in _named(given, expected).items()}
+    results: list[StageResult] = []
+    for name in ORDER:
+        if name in expected.shared or name in expected.heads:
+            results += check.results(name, placed.get(name))
+    first = next((r for r in results if r.status == "differs"), None)
+    divergence = diagnosis = None
+    if first is not None:
+        divergence = check.divergence(first, placed[first.name])
+        diagnosis = check.diagnose(model, placed, first.name)
+    return CheckReport(trace.model, trace.tokens, trace.context_tokens, tuple(results),
+                       divergence, diagnosis, head)  # fmt: skip
+
+
+def _expected(trace: Trace) -> Computed:
+    """The trace's stages as a :class:`Computed`: by head, by K/V head, shared."""
+    out = Computed(shared={}, heads={}, kv={})
+    for stage in trace.stages:
+        if stage.head is None:
+            out.shared[stage.name] = stage.data
+            continue
+        out.heads.setdefault(stage.name, []).append(stage.data)
+        if stage.name in PER_KV_HEAD:
+            kv = out.kv.setdefault(stage.name, [])
+            if stage.kv_head is not None and stage.kv_head == len(kv):
+                kv.append(stage.data)
+    return out
+
+
+def _named(given: Mapping[str, GivenArray], expected: Computed) -> dict[str, GivenArray]:
+    """The given arrays by stage name, aliases resolved; refused: unknown names, two
+    names for one stage, stages this model's trace does not have."""
+    have = [n for n in ORDER if n in expected.shared or n in expected.heads]
+    if not given:
+        raise InputError(field="arrays", expected=f"at least one of {', '.join(have)}",
+                         found="none")  # fmt: skip
+    stages: dict[str, GivenArray] = {}
+    for key, array in given.items():
+        name = stage_name(key)
+        if name is None:
+            raise InputError(
+                "each array is named by the stage it holds",
+                field=key,
+                expected=f"a stage name ({', '.join(have)}) or an alias ({', '.join(ALIASES)})",
+                found=repr(key),
+            )
+        if name in stages:
+            raise InputError(f"{stages[name].name!r} and {key!r} both name the stage {name}",
+                             field=key, expected="one array per stage",
+                             found=f"two names for {name}")  # fmt: skip
+        if name not in have:
+            raise InputError(field=key, expected=f"a stage of this model's trace "
+                             f"({', '.join(have)})", found=f"{name}, which it does not "
+                             "have")  # fmt: skip
+        stages[name] = array
+    return stages
+
+
+Key = tuple[str, int | None, int | None]  # stage, head, K/V head
+
+
+class _Check:
+    """One comparison's settings and what it has found so far."""
+
+    def __init__(self, trace: Trace, expected: Computed, head: int | None, layout: str | None,
+                 rtol: float | None, atol: float | None) -> None:  # fmt: skip
+        self.trace, self.expected, self.head, self.layout = trace, expected, head, layout
+        self.rtol, self.atol = rtol, atol
+        model = trace.model
+        self.heads = list(range(model.heads)) if head is None else [head]
+        self.kv_heads = sorted({model.kv_head_of(h) for h in self.heads})
+        self.compared: dict[Key, tuple[Comparison, Matrix, Matrix]] = {}
+
+    def tolerance(self, array: GivenArray) -> Tolerance:
+        return tolerance_for(array.dtype, self.rtol, self.atol)
+
+    def place(self, name: str, array: GivenArray, computed: Computed | None = None) -> _Placed:
+        """``array`` read as stage ``name``'s heads, as ``computed`` (the trace, or a
+        mistake that changes the stage's shape) has them."""
+        computed = computed or self.expected
+        if name not in PER_HEAD:
+            rows, cols = computed.shared[name].shape
+            found = readings(array.data, [1], rows, cols, side_by_side=False)
+            matrices = (found[0].matrices[0],) if found else None
+            return _Placed(name, array, "shared", (0,), matrices, f"[{rows}, {cols}]")
+        rows, cols = computed.heads[name][0].shape
+        model = self.trace.model
+        counts = [model.heads] + ([model.kv_heads] if name in PER_KV_HEAD else [])
+        if self.head is not None:
+            counts.append(1)  # the one head asked for, alone
+        options = readings(array.data, counts, rows, cols, layout=self.layout,
+                           side_by_side=name in DIMENSION_COLUMNS)  # fmt: skip
+        if not options:
+            return _Placed(name, array, "head", (), None, _shapes(name, counts, rows, cols))
+        placings = [self._on_heads(name, array, option) for option in options]
+        if len(placings) > 1:  # a shape that reads two ways: the one that fits, if one does
+            fitting = [p for p in placings if self._fits(p, computed)]
+            if not fitting:
+                one, two = options[0].describe(rows, cols), options[1].describe(rows, cols)
+                raise InputError(
+                    f"the shape reads two ways, as {one} or as {two}, and neither matches; "
+                    "say which with --layout heads-first or --layout tokens-first",
+                    field=array.name,
+                    expected="a shape with one reading",
+                    found=str(list(array.data.shape)),
+                )
+            return fitting[0]
+        return placings[0]
+
+    def _on_heads(self, name: str, array: GivenArray, reading: Reading) -> _Placed:
+        """Which heads a reading's matrices are: the query heads, the K/V heads, or the
+        one head of --head; cut to the heads compared."""
+        model = self.trace.model
+        if reading.count == model.heads:
+            per, indices = "head", list(range(model.heads))
+        elif reading.count == model.kv_heads and name in PER_KV_HEAD:
+            per, indices = "kv_head", list(range(model.kv_heads))
+        else:  # one head's matrix, under --head
+            assert self.head is not None
+            per, indices = "head", [self.head]
+        wanted = self.kv_heads if per == "kv_head" else self.heads
+        keep = [i for i, index in enumerate(indices) if index in wanted]
+        return _Placed(name, array, per, tuple(indices[i] for i in keep),
+                       tuple(reading.matrices[i] for i in keep))  # fmt: skip
+
+    def results(self, name: str, spot: _Placed | None) -> list[StageResult]:
+        """The stage compared, one result per head (K/V head, or one if shared)."""
+        if name not in PER_HEAD:
+            targets: list[tuple[int | None, int | None]] = [(None, None)]
+        elif spot is not None and spot.per == "kv_head":
+            targets = [(None, g) for g in self.kv_heads]
+        else:
+            targets = [(h, None) for h in self.heads]
+        return [self._result(name, h, g, spot) for h, g in targets]
+
+    def _result(self, name: str, head: int | None, kv_head: int | None,
+                spot: _Placed | None) -> StageResult:  # fmt: skip
+        if spot is None:
+            return StageResult(name, head, kv_head, "missing")
+        tolerance = self.tolerance(spot.given)
+        if spot.matrices is None:
+            return StageResult(name, head, kv_head, "differs", spot.given.name,
+                               tolerance=tolerance, shape_found=tuple(spot.given.data.shape),
+                               shape_expected=spot.shape_expected)  # fmt: skip
+        want = _matrix(self.expected, name, head, kv_head)
+        got = spot.matrices[spot.indices.index(_index(head, kv_head))]
+        result = compare(want, got, tolerance, masked=name == "masked")
+        self.compared[(name, head, kv_head)] = (result, want, got)
+        return StageResult(name, head, kv_head, "match" if result.matches else "differs",
+                           spot.given.name, result.max_abs_delta, int(result.wrong.sum()),
+                           int(want.size), tolerance)  # fmt: skip
+
+    def divergence(self, first: StageResult, spot: _Placed) -> Divergence:
+        """The first differing stage's worst cell and the region around it."""
+        if first.shape_found is not None:
+            return Divergence(first.name, first.head, first.kv_head, spot.given.name,
+                              None, None, None, None, None, None, None,
+                              first.shape_found, first.shape_expected)  # fmt: skip
+        comparison, want, got = self.compared[(first.name, first.head, first.kv_head)]
+        assert comparison.worst is not None
+        i, j = comparison.worst
+        stage = next(s for s in self.trace.stages if s.name == first.name
+                     and (first.head is None or s.head == first.head)
+                     and (first.kv_head is None or s.kv_head == first.kv_head))  # fmt: skip
+        rows = _window(np.any(comparison.wrong, axis=1), i)
+        cols = _window(np.any(comparison.wrong, axis=0), j)
+        region = Region(tuple(stage.rows[r] for r in rows), tuple(stage.cols[c] for c in cols),
+                        want[np.ix_(rows, cols)], got[np.ix_(rows, cols)],
+                        comparison.wrong[np.ix_(rows, cols)])  # fmt: skip
+        return Divergence(first.name, first.head, first.kv_head, spot.given.name, i, j,
+                          stage.rows[i], stage.cols[j], float(want[i, j]), float(got[i, j]),
+                          region)  # fmt: skip
+
+    def diagnose(
+        self, model: ModelSpec, placed: Mapping[str, _Placed], stage: str
+    ) -> Diagnosis | None:
+        """The mistake whose recomputed stage reproduces the given one for every head
+        given; among several, the one that also reproduces the most later stages."""
+        trace = self.trace
+        inputs = {"X": trace.stage("X").data}
+        if trace.context_tokens is not None:
+            inputs["X_keys"] = trace.stage("X_context").data
+        if "embeddings" in trace.names:
+            inputs["embeddings"] = trace.stage("embeddings").data
+        spot = placed[stage]
+        n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
+        later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
+        scored: list[tuple[int, Mistake]] = []
+        for mistake in catalogue(model, n, m, _pairing(model)):
+            computed = recompute(model, inputs, mistake.recipe, pairing=_pairing(model),
+                                 dtype=spot.given.dtype)  # fmt: skip
+            if self._reproduces(spot, computed):
+                scored.append((sum(self._reproduces(p, computed) for p in later), mistake))
+        if not scored:
+            return None
+        best = max(score for score, _ in scored)
+        winners = list(dict.fromkeys(m.cause for score, m in scored if score == best))
+        first = next(m for score, m in scored if score == best)
+        return Diagnosis(first.cause, first.message, tuple(winners[1:]))
+
+    def _reproduces(self, spot: _Placed, computed: Computed) -> bool:
+        """Whether ``computed`` holds the given array's numbers, every head of it."""
+        name = spot.stage
+        if name not in computed.shared and name not in computed.heads:
+            return False
+        try:
+            spot = self.place(name, spot.given, computed)
+        except InputError:  # reads two ways in the mistake's shape: no evidence either way
+            return False
+        return self._fits(spot, computed)
+
+    def _fits(self, spot: _Placed, computed: Computed) -> bool:
+        """Whether every matrix of ``spot`` matches ``computed``'s within the tolerance."""
+        if spot.matrices is None:
+            return False
+        name, tolerance = spot.stage, self.tolerance(spot.given)
+        for index, got in zip(spot.indices, spot.matrices, strict=True):
+            if spot.per == "kv_head":
+                want = computed.kv[name][index]
+            elif spot.per == "head":
+                want = computed.heads[name][index]
+            else:
+                want = computed.shared[name]
+            if want.shape != got.shape:
+                return False
+            if not compare(want, got, tolerance, masked=name == "masked").matches:
+                return False
+        return True
+
+
+def _pairing(model: ModelSpec) -> str:
+    """RoPE's pairing in ``model``: half (rotate_half) unless it says interleaved."""
+    pairing: object = getattr(model, "rope_pairing", "half")
+    return pairing if isinstance(pairing, str) else "half"
+
+
+def _index(head: int | None, kv_head: int | None) -> int:
+    return kv_head if kv_head is not None else head if head is not None else 0
+
+
+def _matrix(computed: Computed, name: str, head: int | None, kv_head: int | None) -> Matrix:
+    if kv_head is not None:
+        return computed.kv[name][kv_head]
+    if head is not None:
+        return computed.heads[name][head]
+    return computed.shared[name]
+
+
+def _window(wrong: npt.NDArray[np.bool_], at: int) -> list[int]:
+    """At most REGION indices from the first to the last wrong one, holding ``at``."""
+    marked = np.nonzero(wrong)[0]
+    low, high = int(marked.min()), int(marked.max())
+    if high - low + 1 > REGION:
+        low = max(low, min(at - REGION // 2, high - REGION + 1))
+        high = low + REGION - 1
+    return list(range(low, high + 1))
+
+
+def _shapes(name: str, counts: list[int], rows: int, cols: int) -> str:
+    """The shapes a per-head stage may have, for the report of one that has none."""
+    shapes = []
+    for count in dict.fromkeys(counts):
+        if count > 1:
+            shapes += [f"[{count}, {rows}, {cols}]", f"[{rows}, {count}, {cols}]"]
+            if name in DIMENSION_COLUMNS:
+                shapes.append(f"[{rows}, {count * cols}]")
+        else:
+            shapes.append(f"[{rows}, {cols}]")
+    return " or ".join(dict.fromkeys(shapes))

@@ -1,0 +1,239 @@
+"""The catalogue of mistakes people make writing attention, each one recomputable.
+
+`check`'s diagnosis is not a guess: it recomputes the model with each mistake that
+applies to it and names the one whose arrays reproduce the person's (docs/check.md,
+"The catalogue of mistakes"; the ids are part of the JSON contract). So each mistake is
+a :class:`Recipe`, the few choices a correct block makes the other way, and
+:func:`recompute` runs the block by a recipe. With the default recipe it computes what
+:func:`attntrace.core.attention.trace_block` does (tests hold it to that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from attntrace.core.ops import Matrix, causal_mask, linear, rope, softmax
+from attntrace.core.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How the block is computed; every default is the correct choice."""
+
+    weights: tuple[str, str, str] = ("WQ", "WK", "WV")  # what Q, K and V are made with
+    without_bias: str | None = None  # bQ, bK, bV or bO left out
+    split: str = "heads-then-dims"  # or dims-then-heads: reshape [n, d, heads]
+    kv_map: str = "group"  # or tiled: query head h reads K/V head h mod kv_heads
+    pairing: str | None = None  # RoPE's pairing; None: the model's own
+    scores_transposed: bool = False
+    scale: str = "sqrt_d_k"  # none, d_k, sqrt_d_model
+    mask: str = "causal"  # none, diagonal, upper, after, zero (causal models only)
+    fill: float = -np.inf  # what hidden cells hold before softmax
+    softmax: str = "stable"  # columns, unstable
+    concat: str = "transposed"  # or reshaped: [heads, n, d_v] -> [n, heads·d_v] as is
+    positions: bool = True  # False: X without the position vectors
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One entry of the catalogue: its id, what the person did, and how to recompute it."""
+
+    cause: str
+    message: str
+    recipe: Recipe = field(default_factory=Recipe)
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A block's stages by head: ``heads[name][h]`` for query head h (K and V as that head
+    reads them), ``kv[name][g]`` for K/V head g (K, V, K_rope), ``shared[name]``."""
+
+    shared: dict[str, Matrix]
+    heads: dict[str, list[Matrix]]
+    kv: dict[str, list[Matrix]]
+
+
+def catalogue(model: ModelSpec, n: int, m: int, pairing: str = "half") -> list[Mistake]:
+    """The mistakes that would change something for ``model`` over n queries and m keys
+    (a mistake that computes the same numbers as the correct block cannot be told apart
+    from it, so it is left out)."""
+    d_k, d_model, heads, kv_heads = model.d_k, model.d_model, model.heads, model.n_kv_heads
+    found: list[Mistake] = []
+
+    def add(cause: str, message: str, **recipe: object) -> None:
+        found.append(Mistake(cause, message, replace(Recipe(), **recipe)))  # type: ignore[arg-type]
+
+    if model.positions is not None and model.position_kind != "rope":
+        add("positions-not-added", "X is the embeddings alone: the position vectors were "
+            "not added", positions=False)  # fmt: skip
+    names = ("WQ", "WK", "WV")
+    for slot, stage in enumerate("QKV"):
+        for other in names:
+            made = list(names)
+            made[slot] = other
+            if (
+                other != names[slot]
+                and getattr(model, other).shape == getattr(model, names[slot]).shape
+                and _bias_shape(model, other) == _bias_shape(model, names[slot])
+            ):
+                add("wrong-projection", f"{stage} was made with {other} instead of "
+                    f"{names[slot]}", weights=tuple(made))  # fmt: skip
+    for bias in ("bQ", "bK", "bV", "bO"):
+        if model.bias(bias) is not None:
+            add("missing-bias", f"the bias {bias} was left out", without_bias=bias)
+    if heads > 1 and max(d_k, model.d_v) > 1:
+        add("heads-split-wrong", "the heads were split with a [n, d, heads] reshape where "
+            "[n, heads, d] was meant", split="dims-then-heads")  # fmt: skip
+    if 1 < kv_heads < heads:
+        add("kv-heads-tiled", f"query head h read K/V head h mod {kv_heads} instead of h // "
+            f"{heads // kv_heads} (repeat where repeat_interleave was meant)",
+            kv_map="tiled")  # fmt: skip
+    if model.position_kind == "rope" and d_k >= 4:
+        if pairing == "half":
+            add("rope-interleaved", "RoPE paired neighbouring dimensions (2i, 2i+1) where "
+                "the model pairs i with i + d/2", pairing="interleaved")  # fmt: skip
+        else:
+            add("rope-half", "RoPE paired i with i + d/2 where the model pairs neighbouring "
+                "dimensions (2i, 2i+1)", pairing="half")  # fmt: skip
+    if n == m:
+        add("scores-transposed", "scores = K·Qᵀ: the product was taken the other way round",
+            scores_transposed=True)  # fmt: skip
+    if d_k > 1:
+        add("no-scaling", "the scores were not divided by √d_k", scale="none")
+        add("scaled-by-d_k", "the scores were divided by d_k instead of √d_k", scale="d_k")
+    if d_model != d_k:
+        add("scaled-by-d_model", "the scores were divided by √d_model instead of √d_k",
+            scale="sqrt_d_model")  # fmt: skip
+    if model.causal:
+        add("no-mask", "the causal mask was not applied: each token saw the tokens after it",
+            mask="none")  # fmt: skip
+        for fill in (-np.inf, -1e9):  # a fully hidden row is NaN with −∞, uniform with −1e9
+            add("mask-hides-diagonal", "the mask also hid the diagonal: a token could not "
+                "see itself", mask="diagonal", fill=fill)  # fmt: skip
+        add("mask-wrong-triangle", "the mask hid the past instead of the future (the wrong "
+            "triangle)", mask="upper")  # fmt: skip
+        add("mask-after-softmax", "the future cells were zeroed after softmax, so rows no "
+            "longer sum to 1", mask="after")  # fmt: skip
+        add("mask-filled-with-zero", "hidden cells were set to 0 instead of −∞ before "
+            "softmax", mask="zero")  # fmt: skip
+    add("softmax-over-columns", "softmax normalised each column instead of each row",
+        softmax="columns")  # fmt: skip
+    add("unstable-softmax", "softmax took exp without subtracting the row max, and exp "
+        "overflowed", softmax="unstable")  # fmt: skip
+    if heads > 1 and n > 1:
+        add("concat-without-transpose", "the heads' outputs [heads, n, d_v] were reshaped "
+            "to [n, heads·d_v] without moving the heads axis", concat="reshaped")  # fmt: skip
+    return found
+
+
+def _bias_shape(model: ModelSpec, weight: str) -> tuple[int, ...] | None:
+    bias = model.bias("b" + weight[1])
+    return None if bias is None else bias.shape
+
+
+def recompute(
+    model: ModelSpec,
+    inputs: dict[str, Matrix],
+    recipe: Recipe,
+    *,
+    pairing: str = "half",
+    dtype: str = "float64",
+) -> Computed:
+    """The block over ``inputs`` (X, X_keys, and embeddings where there are positions),
+    computed by ``recipe``. ``dtype`` is the one an unstable softmax overflows in."""
+    heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
+    X = inputs["X"] if recipe.positions else inputs["embeddings"]
+    X_keys = inputs.get("X_keys", X)
+    made = dict(zip("QKV", recipe.weights, strict=True))
+
+    def project(rows: Matrix, stage: str, count: int, width: int) -> list[Matrix]:
+        weight = made[stage]
+        bias_name = "b" + weight[1]
+        bias = None if recipe.without_bias == bias_name else model.bias(bias_name)
+        full = linear(rows, getattr(model, weight), bias)  # [r, count·width]
+        if recipe.split == "dims-then-heads":
+            return [full.reshape(len(rows), width, count)[:, :, h] for h in range(count)]
+        return [full[:, h * width : (h + 1) * width] for h in range(count)]
+
+    Q = project(X, "Q", heads, d_k)
+    K = project(X_keys, "K", kv_heads, d_k)
+    V = project(X_keys, "V", kv_heads, d_v)
+    group = heads // kv_heads
+
+    def reads(h: int) -> int:
+        return h % kv_heads if recipe.kv_map == "tiled" else h // group
+
+    out = Computed(shared={}, heads={}, kv={"K": K, "V": V})
+    out.heads["Q"] = Q
+    out.heads["K"] = [K[reads(h)] for h in range(heads)]
+    out.heads["V"] = [V[reads(h)] for h in range(heads)]
+    Q_in, K_in = Q, K
+    if model.position_kind == "rope":
+        turn = recipe.pairing or pairing
+        Q_in = [rope(q, np.arange(len(q)), model.rope_base, turn) for q in Q]
+        K_in = [rope(k, np.arange(len(k)), model.rope_base, turn) for k in K]
+        out.heads["Q_rope"] = Q_in
+        out.kv["K_rope"] = K_in
+        out.heads["K_rope"] = [K_in[reads(h)] for h in range(heads)]
+    divisor = {"sqrt_d_k": np.sqrt(d_k), "none": 1.0, "d_k": float(d_k),
+               "sqrt_d_model": np.sqrt(model.d_model)}[recipe.scale]  # fmt: skip
+    outputs = []
+    with np.errstate(all="ignore"):
+        for h in range(heads):
+            q, k, v = Q_in[h], K_in[reads(h)], V[reads(h)]
+            scores = k @ q.T if recipe.scores_transposed else q @ k.T
+            scaled = scores / divisor
+            weights, masked = _masked_softmax(scaled, model.causal, recipe, dtype)
+            output = weights @ v
+            for name, value in (("scores", scores), ("scaled", scaled), ("masked", masked),
+                                ("softmax", weights), ("output", output)):  # fmt: skip
+                if value is not None:
+                    out.heads.setdefault(name, []).append(value)
+            outputs.append(output)
+        block = outputs[0]
+        if heads > 1:
+            if recipe.concat == "reshaped":
+                block = np.stack(outputs).reshape(len(outputs[0]), heads * d_v)
+            else:
+                block = np.concatenate(outputs, axis=1)
+            out.shared["concat"] = block
+        if model.WO is not None:
+            bO = None if recipe.without_bias == "bO" else model.bias("bO")
+            out.shared["projected"] = linear(block, model.WO, bO)
+    return out
+
+
+def _masked_softmax(
+    scaled: Matrix, causal: bool, recipe: Recipe, dtype: str
+) -> tuple[Matrix, Matrix | None]:
+    """softmax's weights, and the masked stage (None without a causal mask)."""
+    if not causal:
+        return _softmax(scaled, recipe.softmax, dtype), None
+    n, m = scaled.shape
+    future = causal_mask(n, m)  # j > i (the last query aligned with the last key)
+    hidden = {"causal": future, "zero": future, "after": future,
+              "diagonal": causal_mask(n, m) | np.eye(n, m, m - n, dtype=bool),
+              "upper": ~future & ~np.eye(n, m, m - n, dtype=bool),
+              "none": np.zeros((n, m), dtype=bool)}[recipe.mask]  # fmt: skip
+    if recipe.mask == "after":
+        weights = np.where(future, 0.0, _softmax(scaled, recipe.softmax, dtype))
+        return weights, scaled
+    fill = 0.0 if recipe.mask == "zero" else recipe.fill
+    masked: Matrix = np.where(hidden, fill, scaled)
+    return _softmax(masked, recipe.softmax, dtype), masked
+
+
+def _softmax(scores: Matrix, how: str, dtype: str) -> Matrix:
+    if how == "columns":
+        by_column: Matrix = softmax(scores.T).T
+        return by_column
+    if how == "unstable":
+        # bfloat16 has float32's exponent range: it overflows where float32 does
+        narrow: npt.DTypeLike = np.float32 if dtype == "bfloat16" else dtype
+        exps = np.exp(scores.astype(narrow))
+        weights: Matrix = (exps / exps.sum(axis=-1, keepdims=True)).astype(np.float64)
+        return weights
+    return softmax(scores)

@@ -1,0 +1,67 @@
+"""The names `check` reads arrays by: the stages in computation order, and their aliases.
+
+docs/check.md ("Names") is the contract; the order is the one a mistake propagates in,
+so the first stage that differs in this order is the earliest a mistake shows.
+"""
+
+from __future__ import annotations
+
+#: Every stage a trace can hold, in computation order (docs/check.md, "What it reports").
+ORDER = (
+    "embeddings",
+    "positions",
+    "X",
+    "embeddings_context",
+    "positions_context",
+    "X_context",
+    "Q",
+    "K",
+    "V",
+    "Q_rope",
+    "K_rope",
+    "scores",
+    "scaled",
+    "masked",
+    "softmax",
+    "output",
+    "concat",
+    "projected",
+)
+
+#: The other names people save a stage under.
+ALIASES = {
+    "x": "X",
+    "q": "Q",
+    "k": "K",
+    "v": "V",
+    "q_rope": "Q_rope",
+    "k_rope": "K_rope",
+    "S": "scores",
+    "weights": "softmax",
+    "attn": "softmax",
+    "attn_weights": "softmax",
+    "probs": "softmax",
+    "P": "softmax",
+    "A": "softmax",
+    "O": "output",
+    "out": "output",
+}
+
+#: Stages computed once per query head (the rest are shared by every head).
+PER_HEAD = frozenset(
+    ("Q", "K", "V", "Q_rope", "K_rope", "scores", "scaled", "masked", "softmax", "output")
+)
+
+#: Per-head stages computed once per K/V head, which a file may also give repeated per
+#: query head (as after PyTorch's ``repeat_kv``).
+PER_KV_HEAD = frozenset(("K", "V", "K_rope"))
+
+#: Per-head stages whose columns are dimensions: they may come side by side, ``[r, H·c]``.
+DIMENSION_COLUMNS = frozenset(("Q", "K", "V", "Q_rope", "K_rope", "output"))
+
+
+def stage_name(name: str) -> str | None:
+    """The stage ``name`` stands for (itself, or through an alias); None if neither."""
+    if name in ORDER:
+        return name
+    return ALIASES.get(name)
