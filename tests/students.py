@@ -166,7 +166,7 @@ def applies(mistake: str, document: Mapping[str, Any]) -> bool:
         "kv-heads-tiled": 1 < s.kv_heads < s.heads,
         "heads-split-wrong": s.heads > 1,
         "concat-without-transpose": s.heads > 1,
-        "rope-interleaved": s.rope,
+        "rope-interleaved": s.rope and document.get("rope_pairing", "half") == "half",
         "wrong-projection": bool(projection_swaps(document)),
         "missing-bias": bool(s.biases),
     }
@@ -292,7 +292,10 @@ def student_attention(
         base = float(document.get("rope_base", 10000))
         inv_freq = 1.0 / base ** (np.arange(0, d_k, 2) / d_k)  # θ_i = base^(-2i/d)
         angles = np.arange(n)[:, None] * inv_freq[None, :]  # [n, d/2]
-        if mistake == "rope-interleaved":  # GPT-J's pairs (2i, 2i+1)
+        interleaved = document.get("rope_pairing", "half") == "interleaved"
+        if mistake == "rope-interleaved":  # the student turns the pairing the model doesn't
+            interleaved = not interleaved
+        if interleaved:  # GPT-J's pairs (2i, 2i+1)
             cos = np.repeat(np.cos(angles), 2, axis=-1).astype(dt)
             sin = np.repeat(np.sin(angles), 2, axis=-1).astype(dt)
 
@@ -495,6 +498,7 @@ def model_document(
     causal: bool = False,
     positions: Any = None,
     rope_base: float | None = None,
+    rope_pairing: str | None = None,
     biases: Sequence[str] = (),
     wo: bool = False,
     context: bool = False,
@@ -525,6 +529,8 @@ def model_document(
         document["positions"] = positions
     if rope_base is not None:
         document["rope_base"] = rope_base
+    if rope_pairing is not None:
+        document["rope_pairing"] = rope_pairing
     widths = {"bQ": heads * d_k, "bK": kv * d_k, "bV": kv * d_v, "bO": d_model}
     if biases:
         document["biases"] = {b: _numbers(rng, widths[b]) for b in biases}
@@ -587,6 +593,19 @@ MODELS: dict[str, dict[str, Any]] = {
     ),
     "gqa-rope": model_document(
         "gqa-rope", heads=4, kv_heads=2, d_model=6, d_k=4, d_v=2, positions="rope", wo=True, seed=6
+    ),
+    "interleaved-rope": model_document(
+        "interleaved-rope",
+        heads=2,
+        d_model=5,
+        d_k=4,
+        d_v=2,
+        positions="rope",
+        rope_pairing="interleaved",
+        rope_base=50.0,
+        wo=True,
+        biases=("bK",),
+        seed=10,
     ),
     "cross": model_document(
         "cross", heads=2, d_model=5, d_k=3, d_v=2, context=True, biases=("bQ",), seed=7

@@ -41,6 +41,7 @@ def loops(document: dict[str, Any]) -> dict[str, Any]:
         wo=document["weights"].get("WO"),
         biases=biases,
         rope_base=float(document.get("rope_base", 10000)) if s.rope else None,
+        rope_pairing=document.get("rope_pairing", "half"),
     )
 
 
