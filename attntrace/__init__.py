@@ -24,12 +24,13 @@ __all__ = [
     "Stage",
     "Trace",
     "__version__",
+    "check",
     "load_model",
     "trace_attention",
 ]
 
 if TYPE_CHECKING:
-    from attntrace.api import trace_attention
+    from attntrace.api import check, trace_attention
     from attntrace.core.spec import ModelSpec
     from attntrace.core.trace import Stage, Trace
     from attntrace.errors import InputError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "trace_attention": "attntrace.api",
+    "check": "attntrace.api",
     "InputError": "attntrace.errors",
     "load_model": "attntrace.files.model_file",
     "ModelSpec": "attntrace.core.spec",

@@ -1,18 +1,24 @@
-"""The Python entry point: a sentence and a model in, a :class:`Trace` out."""
+"""The Python entry point: a sentence and a model in, a :class:`Trace` out; and a person's
+own arrays against that trace (:func:`check`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attntrace import arguments
 from attntrace.core.attention import trace_block
 from attntrace.core.spec import ModelSpec
 from attntrace.core.tokenize import tokenize
 from attntrace.core.trace import Trace
-from attntrace.errors import InputError
+from attntrace.errors import InputError, describe
+
+if TYPE_CHECKING:
+    from attntrace.core.check import CheckReport
+    from attntrace.core.given import GivenArray
 
 
 @dataclass(frozen=True)
@@ -26,15 +32,23 @@ class Names:
     causal_on: str
     causal_off: str
     context_given: str  # formatted with the context's repr
+    edits: str = "--set"  # an edit's errors: ``--set WQ[0][9]: ...``, ``edits WQ[0][9]: ...``
+    flags: bool = False  # options are --flags (the CLI), else keyword arguments
 
     def given_context(self, context: str) -> str:
         return self.context_given.format(repr(context))
 
+    def option(self, name: str) -> str:
+        """How an option is named: ``--head`` or ``head``; ``trained`` is ``--model``."""
+        if not self.flags:
+            return name
+        return "--model" if name == "trained" else f"--{name}"
+
 
 CLI_NAMES = Names("SENTENCE", "--config", "--causal", "--context", "--causal", "--no-causal",
-                  "--context {}")  # fmt: skip
+                  "--context {}", flags=True)  # fmt: skip
 PYTHON_NAMES = Names("sentence", "config", "causal", "context", "causal=True", "causal=False",
-                     "context={}")  # fmt: skip
+                     "context={}", edits="edits")  # fmt: skip
 
 
 def trace_attention(
@@ -45,6 +59,7 @@ def trace_attention(
     model: ModelSpec | Mapping[str, Any] | None = None,
     causal: bool | None = None,
     context: str | None = None,
+    edits: Sequence[str] = (),
 ) -> Trace:
     """Trace attention over ``sentence`` and return every stage.
 
@@ -54,6 +69,9 @@ def trace_attention(
     (cat-eats-fish). ``sentence`` defaults to the model's own; ``causal`` and ``context``
     override the model's (as ``--causal`` and ``--context`` do). A model file is
     ``config=``, never ``model=`` (in the CLI, ``--model`` names a trained model).
+    ``edits`` are ``PATH=VALUE`` strings, as ``--set`` takes (``["WQ[0][1]=0.5"]``),
+    made in order to the model file, sample or mapping before it is checked and before
+    ``causal`` and ``context`` apply (docs/check.md); a :class:`ModelSpec` takes none.
 
     An argument of the wrong Python type is a :class:`TypeError` naming it; bad input
     (an unknown token, a file that does not parse) is an :class:`InputError` with the
@@ -70,8 +88,9 @@ def trace_attention(
     _check_model_argument(model)
     causal = arguments.optional_flag("causal", causal)
     arguments.optional_text("context", context)
+    edits = arguments.labels("edits", edits)
     return traced(sentence, config=config, sample=sample, model=model, causal=causal,
-                  context=context, names=PYTHON_NAMES)  # fmt: skip
+                  context=context, edits=edits, names=PYTHON_NAMES)  # fmt: skip
 
 
 def _check_model_argument(model: object) -> None:
@@ -100,11 +119,12 @@ def traced(
     model: ModelSpec | Mapping[str, Any] | None = None,
     causal: bool | None = None,
     context: str | None = None,
+    edits: Sequence[str] = (),
     names: Names = CLI_NAMES,
 ) -> Trace:
     """:func:`trace_attention` without its type checks; messages name ``names``."""
     inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
-                      context=context, names=names)  # fmt: skip
+                      context=context, edits=edits, names=names)  # fmt: skip
     return inputs.trace(context_given=context is not None, names=names)
 
 
@@ -135,10 +155,12 @@ def prepared(
     model: ModelSpec | Mapping[str, Any] | None = None,
     causal: bool | None = None,
     context: str | None = None,
+    edits: Sequence[str] = (),
     names: Names = CLI_NAMES,
 ) -> Prepared:
-    """The model chosen, ``causal`` and ``context`` applied, and the sentence's tokens."""
-    spec = choose_model(config, sample, model, names)
+    """The model chosen and ``edits`` made to it (``--set``'s ``PATH=VALUE`` strings),
+    then ``causal`` and ``context`` applied, and the sentence's tokens."""
+    spec = choose_model(config, sample, model, names, edits=edits)
     overrides: dict[str, Any] = {}
     if causal is not None:
         overrides["causal"] = causal
@@ -181,8 +203,13 @@ def choose_model(
     sample: str | None,
     model: ModelSpec | Mapping[str, Any] | None,
     names: Names = CLI_NAMES,
+    *,
+    edits: Sequence[str] = (),
 ) -> ModelSpec:
-    from attntrace.files.model_file import load_model, model_from_document
+    """The model named by one of ``model``, ``config`` and ``sample`` (else the worked
+    example), with ``edits`` (``PATH=VALUE`` strings) made to it before it is checked."""
+    from attntrace.files.edits import parse_edit
+    from attntrace.files.model_file import model_from_document, read_model
     from attntrace.files.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
     chosen = [n for n, x in (("model", model), ("config", config), ("sample", sample))
@@ -191,14 +218,19 @@ def choose_model(
         raise InputError(f"give one of model, config and sample, not {' and '.join(chosen)}")
     if config is not None and not str(config).strip():
         raise InputError(field=names.config, expected="a file name", found=repr(str(config)))
+    if edits and isinstance(model, ModelSpec):
+        raise InputError("a ModelSpec is already checked: edits change a model file, a "
+                         "sample or a mapping of model fields before it is (or change the "
+                         "spec with dataclasses.replace)", field=names.edits)  # fmt: skip
+    parsed = [parse_edit(edit, flag=names.edits) for edit in edits]  # before any file is read
     if isinstance(model, Mapping):
-        return model_from_document(model, source="model")
+        return model_from_document(model, source="model", edits=parsed)
     if model is not None:
         return model
     if config is not None:
-        return load_model(config)
+        return read_model(config, edits=parsed)
     name = sample or DEFAULT_SAMPLE
-    return load_model(fastest_twin(sample_path(name)), source=f"sample {name}")
+    return read_model(fastest_twin(sample_path(name)), source=f"sample {name}", edits=parsed)
 
 
 def sentence_tokens(sentence: str | None, model: ModelSpec, names: Names = CLI_NAMES) -> list[str]:
@@ -224,3 +256,110 @@ def _tokens(
             found=repr(text),
         )  # fmt: skip
     return tokens
+
+
+def check(
+    arrays: Mapping[str, Any] | str | Path,
+    *,
+    sentence: str | None = None,
+    config: str | Path | None = None,
+    sample: str | None = None,
+    model: ModelSpec | Mapping[str, Any] | None = None,
+    trained: str | None = None,
+    layer: int | None = None,
+    causal: bool | None = None,
+    context: str | None = None,
+    head: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    layout: str | None = None,
+    edits: Sequence[str] = (),
+) -> CheckReport:
+    """Check a person's own attention against attntrace's trace, stage by stage.
+
+    ``arrays`` maps stage names (or their aliases: ``attn``, ``q``, ...) to arrays
+    (numpy, PyTorch tensors, nested lists), or names a saved file (``.npz``,
+    ``.safetensors``, ``.json``). The model is chosen as in :func:`trace_attention`
+    (``config``, ``sample``, ``model``, ``causal``, ``context``), or ``trained`` and
+    ``layer`` name a trained model's layer. ``head`` compares that head alone; ``rtol``
+    and ``atol`` replace the dtype's tolerance; ``layout`` (``heads-first`` or
+    ``tokens-first``) settles a shape that reads two ways; ``edits`` change the model
+    first, as in :func:`trace_attention`. The rules are docs/check.md's.
+
+    Returns the :class:`~attntrace.core.check.CheckReport`: ``report.ok``,
+    ``report.exit_code`` (0 or 1), ``report.first_divergent``, ``report.diagnosis``. Bad
+    input is an :class:`InputError`, a wrong Python type a :class:`TypeError`.
+    """
+    from attntrace.files.user_arrays import given_arrays, read_user_arrays
+
+    arguments.optional_text("sentence", sentence)
+    if config is not None:
+        config = arguments.path("config", config, "a file name (str or pathlib.Path) or None")
+    arguments.optional_text("sample", sample)
+    _check_model_argument(model)
+    arguments.optional_text("trained", trained)
+    layer = arguments.optional_whole("layer", layer)
+    causal = arguments.optional_flag("causal", causal)
+    arguments.optional_text("context", context)
+    head = arguments.optional_whole("head", head)
+    rtol, atol = arguments.optional_real("rtol", rtol), arguments.optional_real("atol", atol)
+    arguments.optional_text("layout", layout)
+    edits = arguments.labels("edits", edits)
+    if isinstance(arrays, str | Path):
+        given = read_user_arrays(arrays)
+    elif isinstance(arrays, Mapping):
+        given = given_arrays(arrays)
+    else:
+        raise arguments.wrong_type("arrays", "a mapping of stage name to array, or a file name",
+                                   arrays)  # fmt: skip
+    return checked(given, sentence, config=config, sample=sample, model=model, trained=trained,
+                   layer=layer, causal=causal, context=context, head=head, rtol=rtol, atol=atol,
+                   layout=layout, edits=edits, names=PYTHON_NAMES)  # fmt: skip
+
+
+def checked(
+    given: Mapping[str, GivenArray],
+    sentence: str | None,
+    *,
+    config: str | Path | None = None,
+    sample: str | None = None,
+    model: ModelSpec | Mapping[str, Any] | None = None,
+    trained: str | None = None,
+    layer: int | None = None,
+    causal: bool | None = None,
+    context: str | None = None,
+    head: int | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    layout: str | None = None,
+    edits: Sequence[str] = (),
+    names: Names = CLI_NAMES,
+) -> CheckReport:
+    """:func:`check` without its type checks, the arrays already read."""
+    from attntrace.core.check import check_arrays
+
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (value >= 0 and math.isfinite(value)):
+            raise InputError(field=names.option(name), expected="a finite number ≥ 0",
+                             found=describe(value))  # fmt: skip
+    if trained is not None:
+        from attntrace.real import layer as real_layer
+
+        if any(x is not None for x in (config, sample, model, causal, context)) or edits:
+            raise InputError(f"{names.option('trained')} names the model: give no "
+                             "config, sample, model, causal, context or edits with it")  # fmt: skip
+        real_names = real_layer.CLI_NAMES if names is CLI_NAMES else real_layer.PYTHON_NAMES
+        spec, tokens = real_layer.layer_spec(trained, sentence, layer or 0, head, real_names)
+        trace = trace_block(spec, tokens)
+    else:
+        if layer is not None:
+            raise InputError(f"{names.option('layer')} is a layer of a trained model: name "
+                             f"one with {names.option('trained')}")  # fmt: skip
+        inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
+                          context=context, edits=edits, names=names)  # fmt: skip
+        spec, trace = inputs.spec, inputs.trace(context_given=context is not None, names=names)
+    if head is not None and head >= spec.heads:
+        raise InputError(field=names.option("head"), expected=f"a head from 0 to "
+                         f"{spec.heads - 1} ({spec.name} has {spec.heads})",
+                         found=str(head))  # fmt: skip
+    return check_arrays(spec, trace, given, head=head, rtol=rtol, atol=atol, layout=layout)

@@ -82,6 +82,11 @@ def real(name: str, value: object) -> float:
         return float("inf")
 
 
+def optional_real(name: str, value: object) -> float | None:
+    """None, or :func:`real`'s float."""
+    return None if value is None else real(name, value)
+
+
 def path(name: str, value: object, accepts: str) -> str | Path:
     """A file name: a str or a path (``pathlib.Path``, any ``os.PathLike`` of str)."""
     if isinstance(value, str):

@@ -9,6 +9,7 @@ row run through the real CLI (``attntrace run``) with Typer's ``CliRunner`` by
 - tests/files/test_reading.py: files that are not regular files, not text, or too big;
 - tests/files/test_parse.py: YAML and JSON syntax, YAML that is not plain data;
 - tests/files/test_model_file.py: a model file's fields, matrices, tokens, .npy files;
+- tests/files/test_edits.py: ``run --set``'s edits: paths, values, what the model refuses;
 - tests/core/test_spec.py: shapes that do not fit, tokens the vocabulary does not hold;
 - tests/core/test_overflow.py: arithmetic that overflows float64;
 - tests/cli/test_arguments.py: the command line's arguments and flags.

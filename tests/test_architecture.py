@@ -21,10 +21,14 @@ BASE = {"errors", "visible", "arguments", "environment"}
 ROOMS: dict[str, set[str]] = {
     "base": set(),
     "core": set(),
-    "files": {"core", "real"},  # serialize writes the real models' `models`/`heads` documents
+    # serialize writes the real models' `models`/`heads` documents; user_arrays reads
+    # a person's .safetensors with real's reader
+    "files": {"core", "real"},
     "real": {"core", "files"},
     "render": {"core", "files", "real"},
     "api": {"core", "files", "real"},
+    # attntrace/testing.py: check's report as an AssertionError, drawn by the renderer
+    "testing": {"api", "core", "render"},
     "cli": {"core", "files", "real", "render", "api"},
     # attntrace/__init__.py: the public names, lazily, and the renderer a Trace is shown by
     "package": {"api", "core", "files", "render"},

@@ -189,6 +189,21 @@ def safetensors_bytes(
     return struct.pack("<Q", len(text)) + text + bytes(data)
 
 
+def bfloat16(x: float) -> tuple[int, float]:
+    """``x`` as a bfloat16, the way torch rounds: float32 first, then its top 16 bits,
+    rounded to nearest (ties to even). The stored bits, and the value they hold (finite
+    ``x`` only: the rounding carry would make a NaN an infinity)."""
+    bits: int = struct.unpack("<I", struct.pack("<f", x))[0]
+    top = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    value: float = struct.unpack("<f", struct.pack("<I", top << 16))[0]
+    return top, value
+
+
+def bfloat16_bytes(values: list[float]) -> bytes:
+    """A BF16 tensor's stored bytes (little-endian), each value rounded by :func:`bfloat16`."""
+    return struct.pack(f"<{len(values)}H", *(bfloat16(x)[0] for x in values))
+
+
 # ---------------------------------------------------------------------- reading them back
 
 

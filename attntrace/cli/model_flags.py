@@ -6,6 +6,7 @@ choose_model would name its arguments instead).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from attntrace.cli.exits import flags_choose, usage
@@ -14,13 +15,16 @@ if TYPE_CHECKING:
     from attntrace.core.spec import ModelSpec
 
 
-def stdin_model(config: str | None) -> ModelSpec | None:
-    """The model file on stdin for ``--config -``; None for any other --config."""
+def stdin_model(config: str | None, edits: Sequence[str] = ()) -> ModelSpec | None:
+    """The model file on stdin for ``--config -``, with ``--set``'s ``edits`` made to it;
+    None for any other --config."""
     if config != "-":
         return None
+    from attntrace.files.edits import parse_edit
     from attntrace.files.model_file import load_model_stdin
 
-    return load_model_stdin()
+    parsed = [parse_edit(edit) for edit in edits]  # before stdin is read
+    return load_model_stdin(edits=parsed)
 
 
 def check_model_flags(
@@ -31,10 +35,11 @@ def check_model_flags(
     head: int | None,
     *,
     step: bool,
+    edits: Sequence[str] = (),
 ) -> None:
     """A usage error naming the flags (choose_model would name its Python arguments):
-    one model at most, --layer and --head only with --model, and stdin not asked for
-    both the model (``--config -``) and step mode's keys."""
+    one model at most, --layer and --head only with --model, --set not with it, and
+    stdin not asked for both the model (``--config -``) and step mode's keys."""
     given = [flag for flag, value in (("--config", config), ("--sample", sample),
              ("--model", real_model)) if value is not None]  # fmt: skip
     if len(given) > 1:
@@ -42,5 +47,10 @@ def check_model_flags(
     parts = [flag for flag, value in (("--layer", layer), ("--head", head)) if value is not None]
     if real_model is None and parts:
         usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
+    if real_model is not None and edits:
+        usage(
+            "--set edits a model file or a sample: it does not go with --model (a trained "
+            "model's weights)"
+        )
     if step and config == "-":
         usage("--step reads its keys from stdin, so the model cannot come from stdin too")

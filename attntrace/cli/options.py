@@ -28,6 +28,14 @@ RealModelName = Annotated[
     typer.Option("--model", "-m", metavar="NAME",
                  help="A real trained model (see `attntrace models`).", show_default=False),
 ]  # fmt: skip
+# Edits to the model file or sample before it is traced, for `run`, `check` and `diff`
+# (docs/check.md: the paths, the values, the order).
+Edits = Annotated[
+    list[str] | None,
+    typer.Option("--set", metavar="PATH=VALUE", show_default=False,
+                 help="Edit the model first (repeatable): WQ[0][1]=0.5, embeddings.cat=[1,0], "
+                 "causal=true."),
+]  # fmt: skip
 Layer = Annotated[
     int | None,
     typer.Option(min=0, metavar="L", help="With --model: the layer to trace (default 0).",

@@ -16,6 +16,7 @@ from attntrace.cli.exits import bad_input_fails, flags_choose, usage
 from attntrace.cli.model_flags import check_model_flags, stdin_model
 from attntrace.cli.options import (
     Config,
+    Edits,
     Export,
     FocusFlag,
     Head,
@@ -68,6 +69,7 @@ def run(
             help="Cross-attention: take K and V from this sentence (overrides the file).",
         ),
     ] = None,
+    edits: Edits = None,
     step: Step = False,
     as_json: Annotated[bool, json_flag("Write the whole trace as JSON to stdout.")] = False,
     precision: Precision = None,
@@ -117,7 +119,7 @@ def run(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
-    check_model_flags(config, sample, real_model, layer, head, step=step)
+    check_model_flags(config, sample, real_model, layer, head, step=step, edits=edits or ())
     if head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     if real_model is not None and (causal is not None or context is not None):
@@ -130,9 +132,10 @@ def run(
             with progress_shown():
                 trace = layer_trace(real_model, sentence, layer or 0, head)
         else:
-            model = stdin_model(config)
+            model = stdin_model(config, edits or ())
             trace = traced(sentence, config=None if model is not None else config,
-                           sample=sample, model=model, causal=causal, context=context)  # fmt: skip
+                           sample=sample, model=model, causal=causal, context=context,
+                           edits=() if model is not None else edits or ())  # fmt: skip
 
     def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
         from attntrace.files.serialize import dump_bytes

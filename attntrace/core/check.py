@@ -63,6 +63,8 @@ class Region:
     expected: Matrix
     found: Matrix
     wrong: npt.NDArray[np.bool_]
+    row_start: int = 0  # the index of the region's first row in its stage
+    col_start: int = 0
 
 
 @dataclass(frozen=True)
@@ -315,7 +317,7 @@ class _Check:
         cols = _window(np.any(comparison.wrong, axis=0), j)
         region = Region(tuple(stage.rows[r] for r in rows), tuple(stage.cols[c] for c in cols),
                         want[np.ix_(rows, cols)], got[np.ix_(rows, cols)],
-                        comparison.wrong[np.ix_(rows, cols)])  # fmt: skip
+                        comparison.wrong[np.ix_(rows, cols)], rows[0], cols[0])  # fmt: skip
         return Divergence(first.name, first.head, first.kv_head, spot.given.name, i, j,
                           stage.rows[i], stage.cols[j], float(want[i, j]), float(got[i, j]),
                           region)  # fmt: skip
@@ -335,8 +337,8 @@ class _Check:
         n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
         later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
         scored: list[tuple[int, Mistake]] = []
-        for mistake in catalogue(model, n, m, _pairing(model)):
-            computed = recompute(model, inputs, mistake.recipe, pairing=_pairing(model),
+        for mistake in catalogue(model, n, m):
+            computed = recompute(model, inputs, mistake.recipe,
                                  dtype=spot.given.dtype)  # fmt: skip
             if self._reproduces(spot, computed):
                 scored.append((sum(self._reproduces(p, computed) for p in later), mistake))
@@ -375,12 +377,6 @@ class _Check:
             if not compare(want, got, tolerance, masked=name == "masked").matches:
                 return False
         return True
-
-
-def _pairing(model: ModelSpec) -> str:
-    """RoPE's pairing in ``model``: half (rotate_half) unless it says interleaved."""
-    pairing: object = getattr(model, "rope_pairing", "half")
-    return pairing if isinstance(pairing, str) else "half"
 
 
 def _index(head: int | None, kv_head: int | None) -> int:

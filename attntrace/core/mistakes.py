@@ -56,7 +56,7 @@ class Computed:
     kv: dict[str, list[Matrix]]
 
 
-def catalogue(model: ModelSpec, n: int, m: int, pairing: str = "half") -> list[Mistake]:
+def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
     """The mistakes that would change something for ``model`` over n queries and m keys
     (a mistake that computes the same numbers as the correct block cannot be told apart
     from it, so it is left out)."""
@@ -92,7 +92,7 @@ def catalogue(model: ModelSpec, n: int, m: int, pairing: str = "half") -> list[M
             f"{heads // kv_heads} (repeat where repeat_interleave was meant)",
             kv_map="tiled")  # fmt: skip
     if model.position_kind == "rope" and d_k >= 4:
-        if pairing == "half":
+        if model.rope_pairing == "half":
             add("rope-interleaved", "RoPE paired neighbouring dimensions (2i, 2i+1) where "
                 "the model pairs i with i + d/2", pairing="interleaved")  # fmt: skip
         else:
@@ -139,7 +139,6 @@ def recompute(
     inputs: dict[str, Matrix],
     recipe: Recipe,
     *,
-    pairing: str = "half",
     dtype: str = "float64",
 ) -> Computed:
     """The block over ``inputs`` (X, X_keys, and embeddings where there are positions),
@@ -172,7 +171,7 @@ def recompute(
     out.heads["V"] = [V[reads(h)] for h in range(heads)]
     Q_in, K_in = Q, K
     if model.position_kind == "rope":
-        turn = recipe.pairing or pairing
+        turn = recipe.pairing or model.rope_pairing
         Q_in = [rope(q, np.arange(len(q)), model.rope_base, turn) for q in Q]
         K_in = [rope(k, np.arange(len(k)), model.rope_base, turn) for k in K]
         out.heads["Q_rope"] = Q_in
@@ -233,7 +232,8 @@ def _softmax(scores: Matrix, how: str, dtype: str) -> Matrix:
     if how == "unstable":
         # bfloat16 has float32's exponent range: it overflows where float32 does
         narrow: npt.DTypeLike = np.float32 if dtype == "bfloat16" else dtype
-        exps = np.exp(scores.astype(narrow))
-        weights: Matrix = (exps / exps.sum(axis=-1, keepdims=True)).astype(np.float64)
+        with np.errstate(all="ignore"):  # the overflow is the mistake being reproduced
+            exps = np.exp(scores.astype(narrow))
+            weights: Matrix = (exps / exps.sum(axis=-1, keepdims=True)).astype(np.float64)
         return weights
     return softmax(scores)

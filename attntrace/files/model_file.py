@@ -12,7 +12,7 @@ found (spelled as :mod:`attntrace.core.fields` spells it).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from attntrace import arguments
 from attntrace.core import fields
 from attntrace.core.spec import ROPE_PAIRINGS, Matrix, ModelSpec
 from attntrace.errors import InputError, describe
+from attntrace.files.edits import Edit, apply_edits
 from attntrace.files.model_matrices import (
     bias_vectors,
     embeddings_table,
@@ -65,21 +66,29 @@ def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
         # The caller's name for the file, quoted as api.py quotes config=: not a value
         # read from a file, so not spelled by describe().
         raise InputError(field="path", expected="a file name", found=repr(str(path)))
+    return read_model(path, source=source)
+
+
+def read_model(
+    path: str | Path, *, source: str | None = None, edits: Sequence[Edit] = ()
+) -> ModelSpec:
+    """:func:`load_model` without its argument checks, and with ``edits`` (``--set``)
+    made to the parsed file before it is validated (:mod:`attntrace.files.edits`)."""
     source = source or str(path)
     try:
         text = read_text(Path(path))
         document = parse_document(text, source, is_json=_is_json(Path(path)))
     except InputError as error:
         raise error.with_source(source) from None
-    return model_from_document(document, source, folder=Path(path).parent)
+    return model_from_document(document, source, folder=Path(path).parent, edits=edits)
 
 
-def load_model_stdin() -> ModelSpec:
+def load_model_stdin(*, edits: Sequence[Edit] = ()) -> ModelSpec:
     """Read and validate the model file on stdin (``--config -``), named ``stdin``.
 
     It is JSON if its first non-blank character is ``{``, YAML otherwise (a YAML file
     that starts with a flow mapping ``{`` is read as JSON: give it as a file). A ``.npy``
-    matrix is named relative to the current folder.
+    matrix is named relative to the current folder. ``edits`` as for :func:`read_model`.
     """
     source = "stdin"
     try:
@@ -87,7 +96,7 @@ def load_model_stdin() -> ModelSpec:
         document = parse_document(text, source, is_json=re.match(r"\s*\{", text) is not None)
     except InputError as error:
         raise error.with_source(source) from None
-    return model_from_document(document, source, folder=Path())
+    return model_from_document(document, source, folder=Path(), edits=edits)
 
 
 def _is_json(path: Path) -> bool:
@@ -95,20 +104,38 @@ def _is_json(path: Path) -> bool:
 
 
 def model_from_document(
-    document: Any, source: str | None = None, *, folder: Path | None = None
+    document: Any,
+    source: str | None = None,
+    *,
+    folder: Path | None = None,
+    edits: Sequence[Edit] = (),
 ) -> ModelSpec:
     """Check a parsed document against docs/model-file.md and build the :class:`ModelSpec`.
 
     A matrix (a weight, the embedding table, learned positions) may be given as the name
-    of a ``.npy`` file, relative to ``folder`` (the model file's own folder).
+    of a ``.npy`` file, relative to ``folder`` (the model file's own folder). ``edits``
+    are made to the document first (the one given is left as it was); then every error,
+    and the spec, name the source as edited: ``model.yaml (with --set WQ[0][1])``.
     """
+    where = edited_source(source, edits) if edits else source
+    arrays = NpyReader(folder, where)
+    document = apply_edits(document, edits, arrays)
     try:
-        return _model(document, source, NpyReader(folder, source))
+        return _model(document, where, arrays, named=source)
     except InputError as error:  # every check's error, located in the file
-        raise error.with_source(source or None) from None
+        raise error.with_source(where or None) from None
 
 
-def _model(document: Any, source: str | None, arrays: NpyReader) -> ModelSpec:
+def edited_source(source: str | None, edits: Sequence[Edit]) -> str:
+    """How errors name an edited model: the source and the paths edited (the first
+    three), ``model.yaml (with --set WQ[0][1], causal)``, so a message about a value
+    an edit set says where it came from."""
+    paths = ", ".join(edit.path for edit in edits[:3]) + (", ..." if len(edits) > 3 else "")
+    edited = f"with {edits[0].flag} {paths}"
+    return f"{source} ({edited})" if source else edited
+
+
+def _model(document: Any, source: str | None, arrays: NpyReader, *, named: str | None) -> ModelSpec:
     document = fields.mapping(document, None, "a mapping of model fields at the top level "
                               "(embeddings, weights, ...)")  # fmt: skip
     refuse_duplicates(document, None)
@@ -133,7 +160,7 @@ def _model(document: Any, source: str | None, arrays: NpyReader) -> ModelSpec:
         rope_pairing=_rope_pairing(document),
         biases=bias_vectors(document.get("biases")),
         context=_optional_text(document, "context"),
-        name=_optional_text(document, "name") or _default_name(source),
+        name=_optional_text(document, "name") or _default_name(named),
         description=_optional_text(document, "description") or "",
         sentence=_optional_text(document, "sentence"),
         source=source,

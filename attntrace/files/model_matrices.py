@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.core import fields
 from attntrace.core.frozen import freeze
@@ -108,6 +109,9 @@ def _named_rows(rows: Matrix, vocabulary: Any) -> dict[str, Matrix]:
 def vector(value: Any, field: str) -> Matrix:
     """A non-empty list of finite numbers (or, from Python, a numpy vector)."""
     if isinstance(value, np.ndarray):  # from Python: a model given as a mapping of arrays
+        checked = _real_array(value, 1, field)
+        if checked is not None:
+            return checked
         value = value.tolist()
     return freeze(np.array(fields.numbers(value, field), dtype=np.float64), finite=True)
 
@@ -115,6 +119,9 @@ def vector(value: Any, field: str) -> Matrix:
 def matrix(value: Any, field: str) -> Matrix:
     """A non-empty list of rows of finite numbers, the rows of one length."""
     if isinstance(value, np.ndarray):
+        checked = _real_array(value, 2, field)
+        if checked is not None:
+            return checked
         value = value.tolist()
     if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
         raise InputError(field=field,
@@ -127,3 +134,24 @@ def matrix(value: Any, field: str) -> Matrix:
                              expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix "
                              "have one length)", found=describe(len(row)))  # fmt: skip
     return freeze(np.stack(rows), finite=True)
+
+
+# The dtypes whose numbers float64 holds exactly (a longdouble's may not: it goes by lists).
+_REAL_DTYPES = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
+
+
+def _real_array(value: npt.NDArray[Any], ndim: int, field: str) -> Matrix | None:
+    """A non-empty array of real numbers with ``ndim`` axes (a Python caller's, or a .npy
+    matrix ``--set`` edited), checked at numpy's speed with the messages the lists get;
+    None for any other array, which is checked as the lists it holds."""
+    real = value.dtype.kind in "iu" or value.dtype in _REAL_DTYPES
+    if not real or value.ndim != ndim or value.size == 0:
+        return None
+    array = np.array(value, dtype=np.float64)  # a copy: the caller's array stays theirs
+    bad = ~np.isfinite(array)
+    if bad.any():
+        at = tuple(int(axis[0]) for axis in np.nonzero(bad))
+        raise InputError(field=field + "".join(f"[{i}]" for i in at),
+                         expected="a finite number",
+                         found=describe(float(array[at])))  # fmt: skip
+    return freeze(array, finite=True)

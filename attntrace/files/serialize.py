@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need no numpy
+    from attntrace.core.check import CheckReport
     from attntrace.core.kv_memory import Shape, Variant
     from attntrace.core.kvcache import Decode
     from attntrace.core.ops import Matrix
@@ -299,3 +300,81 @@ def ranking_to_dict(ranking: HeadRanking) -> dict[str, Any]:
             for r in ranking.rows
         ],
     }
+
+
+CHECK_SCHEMA_ID = "attntrace/check/v1"
+
+
+def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, Any]:
+    """`check`'s report (docs/check.md): each stage and head compared, the first
+    divergence and the diagnosis. A non-finite number is the string ``NaN``,
+    ``Infinity`` or ``-Infinity``: a found NaN is evidence, not a missing value."""
+    first, diagnosis = report.first_divergent, report.diagnosis
+    return {
+        "schema": CHECK_SCHEMA_ID,
+        "source": source,
+        "model": model_to_dict(report.model),
+        "tokens": list(report.tokens),
+        "context_tokens": list(report.context_tokens) if report.context_tokens else None,
+        "head": report.head,
+        "ok": report.ok,
+        "stages": [
+            {
+                "name": r.name,
+                "head": r.head,
+                "kv_head": r.kv_head,
+                "status": r.status,
+                "given_as": r.given_as,
+                "max_abs_delta": r.max_abs_delta,
+                "cells_differing": r.cells_differing,
+                "cells": r.cells,
+                "tolerance": None
+                if r.tolerance is None
+                else {
+                    "dtype": r.tolerance.dtype,
+                    "rtol": r.tolerance.rtol,
+                    "atol": r.tolerance.atol,
+                },
+                "shape_found": None if r.shape_found is None else list(r.shape_found),
+                "shape_expected": r.shape_expected,
+            }
+            for r in report.results
+        ],
+        "first_divergent": None
+        if first is None
+        else {
+            "stage": first.stage,
+            "head": first.head,
+            "kv_head": first.kv_head,
+            "given_as": first.given_as,
+            "row": first.row,
+            "column": first.column,
+            "row_label": first.row_label,
+            "column_label": first.column_label,
+            "expected": _number(first.expected),
+            "found": _number(first.found),
+            "shape_found": None if first.shape_found is None else list(first.shape_found),
+            "shape_expected": first.shape_expected,
+            "region": None
+            if first.region is None
+            else {
+                "rows": list(first.region.rows),
+                "cols": list(first.region.cols),
+                "expected": [[_number(x) for x in row] for row in first.region.expected.tolist()],
+                "found": [[_number(x) for x in row] for row in first.region.found.tolist()],
+                "wrong": first.region.wrong.tolist(),
+            },
+        },
+        "diagnosis": None
+        if diagnosis is None
+        else {"cause": diagnosis.cause, "message": diagnosis.message, "also": list(diagnosis.also)},
+    }
+
+
+def _number(value: float | None) -> float | str | None:
+    """A finite number as is; NaN and ±∞ spelled as JavaScript spells them."""
+    if value is None or math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"

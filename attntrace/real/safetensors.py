@@ -34,7 +34,7 @@ from attntrace.errors import InputError
 from attntrace.files.reading import naming, open_regular
 from attntrace.real.text import first_overlap, shown
 
-__all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]
+__all__ = ["SAFETENSORS_DTYPES", "read_safetensors", "read_safetensors_with_dtypes"]
 
 #: Safetensors dtype name -> numpy dtype of the stored bytes (little-endian). BF16 is stored
 #: as its raw 16 bits and widened to float32 after reading.
@@ -66,6 +66,16 @@ def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
     Shapes are as stored (row-major); dtypes are the stored ones except BF16, which comes
     back as float32. ``__metadata__`` is validated (a mapping of strings) but not returned.
     Raises :class:`InputError` for anything wrong with the file.
+    """
+    return {name: array for name, (array, _) in read_safetensors_with_dtypes(path).items()}
+
+
+def read_safetensors_with_dtypes(path: Path) -> dict[str, tuple[npt.NDArray[Any], str]]:
+    """As :func:`read_safetensors`, each tensor with the name of the dtype it was stored
+    in: numpy's (``float16``, ``int64``, ``bool``), and ``bfloat16`` for BF16, which comes
+    back as float32. In the order of the data in the file (``attntrace check`` reports
+    a person's arrays in the order they were saved, and needs to know which were BF16:
+    their tolerance is wider).
     """
     source = str(path)
     with _open(path, source) as handle:  # one handle: sized, read and mapped
@@ -111,15 +121,17 @@ def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
     if mapped.size != size:
         raise InputError("file changed size while being read", source=source)
 
-    tensors: dict[str, npt.NDArray[Any]] = {}
+    tensors: dict[str, tuple[npt.NDArray[Any], str]] = {}
     for name, dtype_name, shape, begin in entries:
         stored = SAFETENSORS_DTYPES[dtype_name]
         view: npt.NDArray[Any] = np.ndarray(
             shape=shape, dtype=stored, buffer=mapped, offset=data_start + begin
         )
+        stored_name = stored.name
         if dtype_name == "BF16":
             view = (view.astype(np.uint32) << np.uint32(16)).view(np.float32)
-        tensors[name] = view
+            stored_name = "bfloat16"
+        tensors[name] = (view, stored_name)
     return tensors
 
 

@@ -29,9 +29,12 @@ from rich.text import Text
 
 @dataclass(frozen=True)
 class SplitTable:
-    """``headers[0]`` labels the rows and starts every part; ``justify`` is per column."""
+    """``headers[0]`` labels the rows and starts every part; ``justify`` is per column.
 
-    headers: Sequence[str]
+    A header written as a str is Rich markup, as the fixed headers are; one that came
+    from a file (a token heading a column) comes as Text, shown as it is."""
+
+    headers: Sequence[str | Text]
     justify: Sequence[JustifyMethod]
     rows: Sequence[Sequence[RenderableType]]
 
@@ -48,7 +51,7 @@ class SplitTable:
         """Each column's natural width, from the cells' text: measuring tables of every
         row would be slow for a row of thousands of scores."""
         return [
-            max([cell_len(self.headers[column]),
+            max([_cell_width(console, options, self.headers[column]),
                  *(_cell_width(console, options, row[column]) for row in self.rows)])
             for column in range(len(self.headers))
         ]  # fmt: skip

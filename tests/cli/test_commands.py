@@ -160,6 +160,7 @@ def test_unquoted_words_are_one_sentence() -> None:
 COMMANDS = {  # each command and the start of its line in --help, in the order listed
     "run": "Trace attention over SENTENCE: X, Q, K, V, scores, scaled,",
     "render": "Show a saved trace (from `run --json`) as `run` would, without",
+    "check": "Check your own attention's arrays against the trace; name the",
     "softmax": "The softmax walkthrough of one row: exp, sum, shares, and why the",
     "decode": "Decode SENTENCE one token at a time through a KV cache; compare",
     "kv-cache": "How much memory a KV cache takes: the model as MHA, as it is, and",

@@ -46,7 +46,7 @@ from weight_files import (
 )
 
 from attntrace.real.gguf import GGUFFile
-from attntrace.real.safetensors import read_safetensors
+from attntrace.real.safetensors import read_safetensors, read_safetensors_with_dtypes
 
 # ------------------------------------------------------------- GGUF: dequantization
 
@@ -271,6 +271,9 @@ def test_safetensors_dtypes_shapes_values(tmp_path: Path) -> None:
     assert got["scalar"].tolist() == 42.0
     assert got["empty"].size == 0
     assert not got["f32"].flags.writeable
+    # each tensor's stored dtype, for a reader that must know BF16 from F32 (check's)
+    stored = {name: dtype for name, (_, dtype) in read_safetensors_with_dtypes(path).items()}
+    assert stored == {**expected_dtypes, "bf16": "bfloat16"}
 
 
 def test_safetensors_unaligned_and_unordered(tmp_path: Path) -> None:

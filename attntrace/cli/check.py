@@ -1,0 +1,120 @@
+"""`check`: a person's own saved arrays against the trace, stage by stage (docs/check.md).
+
+Exit codes as `cmp` and `diff` use them: 0 every given stage matches, 1 one differs,
+2 bad input (the arrays' file, the model, the flags).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails
+from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.options import Config, Edits, Precision, RealModelName, Sample, json_flag
+
+EXIT_DIFFERS = 1
+
+
+def check(
+    file: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="Your arrays: .npz, .safetensors or .json, by stage."),
+    ],
+    words: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="SENTENCE", help="The sentence (default: the model's own).", show_default=False
+        ),
+    ] = None,
+    config: Config = None,
+    sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Annotated[
+        int | None,
+        typer.Option(
+            min=0, metavar="L", help="With --model: the layer (default 0).", show_default=False
+        ),
+    ] = None,
+    head: Annotated[
+        int | None,
+        typer.Option(
+            min=0, metavar="H", help="Compare this head alone (default: all).", show_default=False
+        ),
+    ] = None,
+    causal: Annotated[
+        bool | None,
+        typer.Option(
+            "--causal/--no-causal",
+            help="Mask later tokens, overriding the model file.",
+            show_default=False,
+        ),
+    ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(metavar="SENTENCE", help="Cross-attention: K and V from this sentence."),
+    ] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option(
+            metavar="R",
+            help="Relative tolerance (default: by the arrays' dtype).",
+            show_default=False,
+        ),
+    ] = None,
+    atol: Annotated[
+        float | None,
+        typer.Option(
+            metavar="A",
+            help="Absolute tolerance (default: by the arrays' dtype).",
+            show_default=False,
+        ),
+    ] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            metavar="L",
+            help="heads-first or tokens-first, where a shape reads both ways.",
+            show_default=False,
+        ),
+    ] = None,
+    edits: Edits = None,
+    precision: Precision = None,
+    as_json: Annotated[bool, json_flag("Write the report as JSON to stdout.")] = False,
+) -> None:
+    """Check your own attention's arrays against the trace; name the first mistake.
+
+    Exit 0 when every stage you gave matches, 1 when one differs, 2 on bad input."""
+    from attntrace.api import checked
+    from attntrace.cli.exits import usage
+
+    check_model_flags(config, sample, real_model, layer, None, step=False, edits=edits or ())
+    if real_model is not None and (causal is not None or context is not None):
+        usage("--causal and --context change a model file: a real model has its own mask")
+    sentence = " ".join(words) if words else None
+    changes = () if config == "-" else edits or ()  # stdin's model took its edits already
+    with bad_input_fails():
+        from attntrace.files.user_arrays import read_user_arrays
+
+        given = read_user_arrays(file)
+        report = checked(given, sentence, config=None if config == "-" else config,
+                         sample=sample, model=stdin_model(config, edits or ()), trained=real_model,
+                         layer=layer, causal=causal, context=context, head=head, rtol=rtol,
+                         atol=atol, layout=layout, edits=changes)  # fmt: skip
+
+    def document() -> dict[str, object]:
+        from attntrace.files.serialize import check_to_dict
+
+        return check_to_dict(report, file)
+
+    def view() -> None:
+        from attntrace.cli.pipes import stdout_console
+        from attntrace.render.check import check_view
+
+        stdout_console().print(check_view(report, precision, source=file), crop=False)
+
+    emit(as_json, document, view)
+    if not report.ok:
+        raise typer.Exit(EXIT_DIFFERS)

@@ -1,0 +1,37 @@
+"""For test suites: a person's attention checked against attntrace, as an assertion.
+
+A course puts ``assert_attention_matches(student_arrays, sample="two-heads")`` in its
+homework tests; a failure's message is `attntrace check`'s report, the first stage that
+differs and the mistake that reproduces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attntrace.core.check import CheckReport
+
+#: How wide the report in an AssertionError is drawn (no terminal to fit).
+REPORT_WIDTH = 100
+
+
+def assert_attention_matches(arrays: Mapping[str, Any] | str | Path, **model: Any) -> CheckReport:
+    """Raise an :class:`AssertionError` whose message is the check report unless every
+    given stage matches; return the report when they do. ``model`` takes the keywords
+    of :func:`attntrace.check` (``sample=``, ``config=``, ``sentence=``, ``head=``, ...)."""
+    from attntrace.api import check
+
+    report = check(arrays, **model)
+    if not report.ok:
+        raise AssertionError(report_text(report))
+    return report
+
+
+def report_text(report: CheckReport) -> str:
+    """The report as `attntrace check` prints it, without colour."""
+    from attntrace.render.check import check_text
+
+    return check_text(report, width=REPORT_WIDTH)
