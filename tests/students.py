@@ -32,6 +32,7 @@ Array = npt.NDArray[Any]
 #: The catalogue of docs/check.md, in its order (tests/cli/test_check_catalogue.py checks
 #: the two agree).
 MISTAKES = (
+    "positions-not-added",
     "no-scaling",
     "scaled-by-d_k",
     "scaled-by-d_model",
@@ -47,6 +48,7 @@ MISTAKES = (
     "heads-split-wrong",
     "concat-without-transpose",
     "rope-interleaved",
+    "rope-half",
     "wrong-projection",
     "missing-bias",
 )
@@ -71,10 +73,13 @@ ORDER = (
     "projected",
 )
 PER_HEAD = ("Q", "K", "V", "Q_rope", "K_rope", "scores", "scaled", "masked", "softmax", "output")
+#: The stages of n × m cells: heads first in every layout ([r, H, c] is no form of them).
+SQUARE = ("scores", "scaled", "masked", "softmax")
 SHARED = ("embeddings", "positions", "X", "X_context", "concat", "projected")
 
 #: The earliest stage each mistake can change: it affects that stage and every later one.
 FIRST_AFFECTED = {
+    "positions-not-added": "X",
     "no-scaling": "scaled",
     "scaled-by-d_k": "scaled",
     "scaled-by-d_model": "scaled",
@@ -90,6 +95,7 @@ FIRST_AFFECTED = {
     "heads-split-wrong": "Q",
     "concat-without-transpose": "concat",
     "rope-interleaved": "Q_rope",
+    "rope-half": "Q_rope",
     "wrong-projection": "Q",
     "missing-bias": "Q",
 }
@@ -151,7 +157,9 @@ def projection_swaps(document: Mapping[str, Any]) -> list[str]:
 def applies(mistake: str, document: Mapping[str, Any]) -> bool:
     """docs/check.md's "applies when" column, for this model (and one case more)."""
     s = sizes(document)
+    pairing = document.get("rope_pairing", "half")
     rules = {
+        "positions-not-added": document.get("positions") not in (None, "none", "rope"),
         "no-scaling": s.d_k > 1,
         "scaled-by-d_k": s.d_k > 1,
         "scaled-by-d_model": s.d_model != s.d_k,
@@ -166,7 +174,8 @@ def applies(mistake: str, document: Mapping[str, Any]) -> bool:
         "kv-heads-tiled": 1 < s.kv_heads < s.heads,
         "heads-split-wrong": s.heads > 1,
         "concat-without-transpose": s.heads > 1,
-        "rope-interleaved": s.rope and document.get("rope_pairing", "half") == "half",
+        "rope-interleaved": s.rope and s.d_k >= 4 and pairing == "half",
+        "rope-half": s.rope and s.d_k >= 4 and pairing == "interleaved",
         "wrong-projection": bool(projection_swaps(document)),
         "missing-bias": bool(s.biases),
     }
@@ -237,6 +246,8 @@ def student_attention(
             pe = np.array(positions, dtype=dt)[: len(emb)]
         if suffix == "":
             out["embeddings"], out["positions"] = emb, pe
+        if mistake == "positions-not-added":
+            return emb  # the PE computed, and then never added
         return emb + pe
 
     x = inputs(sentence, "")
@@ -257,9 +268,10 @@ def student_attention(
     if mistake == "wrong-projection":
         assert swap is not None
         stage, other = swap.split("<-")
-        weight_of[stage] = other  # the copy-paste slip: k = x @ WQ
+        weight_of[stage] = other  # the copy-paste slip: k = x @ WQ + bQ
 
-    def linear(inp: Array, weight: str, bias: str) -> Array:
+    def linear(inp: Array, weight: str) -> Array:
+        bias = "b" + weight[1]  # the line copied whole: its weight and its bias
         y = inp @ W[weight]
         if bias in b and not (mistake == "missing-bias" and bias == forgot):
             y = y + b[bias]
@@ -278,9 +290,9 @@ def student_attention(
             return np.tile(t, (1, H // KV, 1, 1))
         return np.repeat(t, H // KV, axis=1)
 
-    q_proj = linear(x, weight_of["Q"], "bQ")
-    k_proj = linear(xc, weight_of["K"], "bK")
-    v_proj = linear(xc, weight_of["V"], "bV")
+    q_proj = linear(x, weight_of["Q"])
+    k_proj = linear(xc, weight_of["K"])
+    v_proj = linear(xc, weight_of["V"])
     out["Q_proj"], out["K_proj"], out["V_proj"] = q_proj, k_proj, v_proj
     q = split_heads(q_proj, H, d_k)
     k = split_heads(k_proj, KV, d_k)
@@ -293,7 +305,7 @@ def student_attention(
         inv_freq = 1.0 / base ** (np.arange(0, d_k, 2) / d_k)  # θ_i = base^(-2i/d)
         angles = np.arange(n)[:, None] * inv_freq[None, :]  # [n, d/2]
         interleaved = document.get("rope_pairing", "half") == "interleaved"
-        if mistake == "rope-interleaved":  # the student turns the pairing the model doesn't
+        if mistake in ("rope-interleaved", "rope-half"):  # the pairing the model doesn't use
             interleaved = not interleaved
         if interleaved:  # GPT-J's pairs (2i, 2i+1)
             cos = np.repeat(np.cos(angles), 2, axis=-1).astype(dt)
@@ -428,8 +440,8 @@ def _shaped(native: Mapping[str, Array], stage: str, layout: str) -> Array:
         return a  # [1, H, r, c]
     if layout == "heads":
         return a[0]  # [H, r, c]
-    if layout == "tokens":
-        return a[0].transpose(1, 0, 2)  # [r, H, c]
+    if layout == "tokens":  # [r, H, c] for Q, K, V, the turned ones and output
+        return a[0] if stage in SQUARE else a[0].transpose(1, 0, 2)
     if layout == "flat":
         if stage in ("Q_rope", "K_rope", "output"):
             return _merge(a)  # [r, H·c]

@@ -45,12 +45,14 @@ from students import (
 ALL_MODELS = {**MODELS, **OVERFLOWING}
 DTYPES = ("float32", "float64")
 FILLS = ("-inf", "-1e9", "min")
-# The full product of dtypes and formats, on two models each.
+# The full product of dtypes and formats, on one model each.
 FULL = {
-    "no-scaling": ("single", "gqa-rope"),
-    "kv-heads-tiled": ("gqa-causal", "gqa-rope"),
-    "mask-hides-diagonal": ("single-causal", "mqa-rope"),
+    "no-scaling": ("gqa-rope",),
+    "kv-heads-tiled": ("gqa-causal",),
+    "mask-hides-diagonal": ("mqa-rope",),
 }
+# How many of the models a mistake applies to it is tried on (outside FULL).
+SAMPLED = 5
 # Variants beyond each mistake's default (missing-bias forgets bQ, bV first).
 VARIANTS: list[tuple[str, str, dict[str, str]]] = [
     ("missing-bias", "gqa-causal", {"forgot": "bO"}),
@@ -111,6 +113,8 @@ def catalogue_cases() -> list[Case]:
             combos = list(product(FULL[mistake], DTYPES, FORMATS))
         else:
             models = [name for name, doc in MODELS.items() if applies(mistake, doc)]
+            start = MISTAKES.index(mistake) % len(models)  # five of them, a different five
+            models = (models[start:] + models[:start])[:SAMPLED]
             while len(models) < 3:  # every mistake: each format and each dtype at least once
                 models += models
             combos = [(name, DTYPES[j % 2], FORMATS[j % 3]) for j, name in enumerate(models)]
@@ -194,7 +198,7 @@ def test_check_names_the_mistake(case: Case, tmp_path: Path) -> None:
     assert divergent["stage"] == first, output
     if first in PER_HEAD:
         assert divergent["head"] == lowest_head(wrong, right, first), output
-    assert report["diagnosis"]["cause"] == case.mistake, output
+    assert (report["diagnosis"] or {}).get("cause") == case.mistake, output
     assert status_of(report, first) == "differs"
     for stage in stages[: stages.index(first)]:
         assert status_of(report, stage) == "match", (stage, output)
@@ -206,8 +210,7 @@ CORRECT = [
     (model, dtype, fmt)
     for j, model in enumerate(MODELS)
     for dtype, fmt in [
-        ("float64", FORMATS[j % 3]),
-        ("float32", FORMATS[(j + 1) % 3]),
+        (DTYPES[j % 2], FORMATS[j % 3]),
         ("float16", ("npz", "safetensors")[j % 2]),
         ("bfloat16", "safetensors"),
     ]
@@ -279,27 +282,44 @@ def test_head_checks_one_head_and_its_kv_head(tmp_path: Path) -> None:
         if expected:
             assert report["first_divergent"]["stage"] == "K", output
             assert report["first_divergent"]["head"] == head, output
-            assert report["diagnosis"]["cause"] == "kv-heads-tiled", output
+            assert (report["diagnosis"] or {}).get("cause") == "kv-heads-tiled", output
+
+
+FOUR_TOKENS = "the cat sat on"  # as many as gqa-causal's heads
 
 
 def test_layout_reads_a_shape_that_fits_two_ways(tmp_path: Path) -> None:
-    """Four tokens and four heads: [4, 4, d] is heads-first or tokens-first; without
-    --layout it is bad input, with it the mistake is found."""
+    """Four tokens and four heads: a wrong [4, 4, d] matches the trace in neither
+    reading, so without --layout it is bad input; with it the mistake is found."""
     document = MODELS["gqa-causal"]
-    sentence = "the cat sat on"
     model = str(write_model(tmp_path, document))
-    native = student_attention(document, sentence, dtype="float64", mistake="scores-transposed")
+    native = student_attention(document, FOUR_TOKENS, dtype="float64", mistake="heads-split-wrong")
     for layout, flag in (("heads", "heads-first"), ("tokens", "tokens-first")):
-        path = save(tmp_path, saved(native, layout=layout, subset="attention"), "npz",
-                    stem=layout)  # fmt: skip
-        result = invoke("check", str(path), sentence, "--config", model)
+        arrays = {k: a for k, a in saved(native, layout=layout).items() if k in ("Q", "output")}
+        path = save(tmp_path, arrays, "npz", stem=layout)
+        result = invoke("check", str(path), FOUR_TOKENS, "--config", model)
         assert result.exit_code == 2, result.output
         assert result.stderr.startswith("attntrace: error: "), result.stderr
         assert result.stderr.count("\n") == 1, result.stderr
-        code, report, output = run_check(str(path), sentence, "--config", model, "--layout", flag)
+        code, report, output = run_check(str(path), FOUR_TOKENS, "--config", model,
+                                         "--layout", flag)  # fmt: skip
         assert code == 1, output
-        assert report["first_divergent"]["stage"] == "scores"
-        assert report["diagnosis"]["cause"] == "scores-transposed"
+        assert report["first_divergent"]["stage"] == "Q", output
+        assert (report["diagnosis"] or {}).get("cause") == "heads-split-wrong", output
+
+
+def test_tokens_first_leaves_the_score_stages_heads_first(tmp_path: Path) -> None:
+    """scores, scaled, masked and softmax have no tokens-first form (docs/check.md), so
+    --layout tokens-first, said for the output's sake, cannot turn them."""
+    document = MODELS["gqa-causal"]
+    model = str(write_model(tmp_path, document))
+    native = student_attention(document, FOUR_TOKENS, dtype="float64", mistake="scores-transposed")
+    path = save(tmp_path, saved(native, layout="tokens", subset="attention"), "npz")
+    code, report, output = run_check(str(path), FOUR_TOKENS, "--config", model,
+                                     "--layout", "tokens-first")  # fmt: skip
+    assert code == 1, output
+    assert report["first_divergent"]["stage"] == "scores", output
+    assert (report["diagnosis"] or {}).get("cause") == "scores-transposed", output
 
 
 # ---------------------------------------------------------------------- PyTorch's own

@@ -245,7 +245,7 @@ def test_wrong_projection_and_missing_bias_use_the_weights_they_say() -> None:
     document = MODELS["gqa-causal"]
     x = student_attention(document, dtype="float64")["X"].tolist()
     swapped, _ = native_pair("gqa-causal", "wrong-projection", swap="K<-WV")
-    expected = np.array(matmul(x, document["weights"]["WV"])) + document["biases"]["bK"]
+    expected = np.array(matmul(x, document["weights"]["WV"])) + document["biases"]["bV"]
     np.testing.assert_allclose(swapped["K_proj"], expected, **FLOAT64)
     forgot, _ = native_pair("gqa-causal", "missing-bias", forgot="bO")
     concat = forgot["concat"][0].tolist()
@@ -268,3 +268,25 @@ def test_every_mistake_changes_only_stages_it_affects(mistake: str) -> None:
             assert students.affects(mistake, first), (name, first)
             changed.append(name)
     assert changed, f"{mistake} changed nothing in any model"
+
+
+def test_positions_not_added_leaves_x_the_embeddings() -> None:
+    for name in ("single-causal", "multi"):  # sinusoidal, learned
+        wrong, right = native_pair(name, "positions-not-added")
+        np.testing.assert_array_equal(wrong["X"], right["embeddings"])
+        assert not np.allclose(right["X"], right["embeddings"])
+
+
+def test_rope_half_turns_i_with_i_plus_half_on_an_interleaved_model() -> None:
+    document = MODELS["interleaved-rope"]
+    wrong, right = native_pair("interleaved-rope", "rope-half")
+    base, d = document["rope_base"], 4
+    for p in range(5):
+        row = right["Q"][0, 1, p]
+        turned = list(row)
+        for i in range(d // 2):
+            angle = p * base ** (-2 * i / d)
+            a, b = row[i], row[i + d // 2]
+            turned[i] = a * math.cos(angle) - b * math.sin(angle)
+            turned[i + d // 2] = b * math.cos(angle) + a * math.sin(angle)
+        np.testing.assert_allclose(wrong["Q_rope"][0, 1, p], turned, **FLOAT64)
