@@ -275,14 +275,14 @@ def student_attention(
         y = inp @ W[weight]
         if bias in b and not (mistake == "missing-bias" and bias == forgot):
             y = y + b[bias]
-        return y
+        return np.asarray(y)
 
     def split_heads(t: Array, heads: int, d: int) -> Array:
         # [r, heads·d] -> [1, heads, r, d], as q.view(1, r, heads, d).transpose(1, 2)
         r = t.shape[0]
         if mistake == "heads-split-wrong":
-            return t.reshape(1, r, d, heads).transpose(0, 3, 1, 2)
-        return t.reshape(1, r, heads, d).transpose(0, 2, 1, 3)
+            return np.asarray(t.reshape(1, r, d, heads).transpose(0, 3, 1, 2))
+        return np.asarray(t.reshape(1, r, heads, d).transpose(0, 2, 1, 3))
 
     def repeat_kv(t: Array) -> Array:
         # [1, kv_heads, m, d] -> [1, heads, m, d]: query head h reads K/V head h // group
@@ -425,10 +425,15 @@ def layouts_for(document: Mapping[str, Any]) -> tuple[str, ...]:
 def _merge(t: Array) -> Array:
     """[1, H, r, c] -> [r, H·c]: the heads side by side."""
     _, heads, r, c = t.shape
-    return t.transpose(0, 2, 1, 3).reshape(r, heads * c)
+    return np.asarray(t.transpose(0, 2, 1, 3).reshape(r, heads * c))
 
 
 def _shaped(native: Mapping[str, Array], stage: str, layout: str) -> Array:
+    return np.asarray(_reshaped(native, stage, layout))
+
+
+def _reshaped(native: Mapping[str, Array], stage: str, layout: str) -> Any:
+    """The native array of ``stage`` in ``layout`` (see :data:`LAYOUTS`)."""
     kv_form = stage in ("K", "V", "K_rope") and layout != "batched"
     if stage in SHARED:
         a = native[stage]
@@ -455,6 +460,7 @@ def _shaped(native: Mapping[str, Array], stage: str, layout: str) -> Array:
 def given_stages(native: Mapping[str, Array], subset: str = "all") -> list[str]:
     """The stages of ``native`` handed over, in computation order."""
     present = [s for s in ORDER if s in native]
+    keep: tuple[str, ...]
     if subset == "attention":
         keep = ("scores", "scaled", "masked", "softmax", "output", "concat", "projected")
     elif subset == "ends":
