@@ -87,10 +87,10 @@ DOCS = ROOT / "docs"
 
 
 def example_folder(folder: Path, page: Path) -> Path:
-    """``folder`` (empty) made ready for ``page``'s examples: docs/'s name files in
+    """``folder`` (empty) made ready for ``page``'s examples: they name files in
     docs/examples/, so a ``docs`` link to the repository's is put in; an example that
     writes a file writes it here, never into the checkout."""
-    if page.parent == DOCS:
+    if page.parent == DOCS or page == README:
         (folder / "docs").symlink_to(DOCS, target_is_directory=True)
     return folder
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from goldens import README, console_blocks, run_shell, why_not_run
+from goldens import README, console_blocks, example_folder, run_shell, why_not_run
 from helpers import WEIGHTS_MISSING
 from paths import ROOT
 
@@ -23,7 +23,7 @@ def test_console_example(command: str, output: str, tmp_path: Path) -> None:
     reason = why_not_run(command)
     if reason is not None:
         pytest.skip(reason)
-    actual = run_shell(command, tmp_path)
+    actual = run_shell(command, example_folder(tmp_path, README))
     assert actual == output
     assert actual.strip(), "an example that prints nothing shows nothing"
 

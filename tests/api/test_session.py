@@ -41,8 +41,8 @@ def model_file(tmp_path: Path) -> Path:
 
 
 def test_the_exported_names_are_the_documented_ones() -> None:
-    expected = ["InputError", "ModelSpec", "Stage", "Trace", "__version__", "load_model",
-                "trace_attention"]  # fmt: skip
+    expected = ["InputError", "ModelSpec", "Stage", "Trace", "__version__", "check",
+                "load_model", "trace_attention"]  # fmt: skip
     assert dir(attntrace) == expected == sorted(attntrace.__all__)
     for name in expected:
         assert getattr(attntrace, name) is not None

@@ -243,6 +243,7 @@ def test_one_wrong_cell_is_the_first_divergence_with_its_labels() -> None:
     assert (first.stage, first.head, first.row, first.column) == ("softmax", 1, 2, 0)
     assert first.row_label == trace.tokens[2]
     assert first.column_label == trace.tokens[0]
+    assert first.expected is not None
     assert first.found == pytest.approx(first.expected + 0.25)
     assert first.given_as == "attn"
     assert first.region is not None
