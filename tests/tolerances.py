@@ -68,3 +68,15 @@ def significant(digits: int) -> Approx:
     """A figure printed to ``digits`` significant digits (``4.4e-16``) is within half a
     unit of its last digit of the number, relatively."""
     return Approx(rel=0.5 * 10.0 ** (1 - digits), abs=0.0)
+
+
+# `attntrace check`'s own rule (docs/check.md, "Tolerance"), by the dtype an array was
+# saved in: a cell matches when |found − expected| ≤ atol · scale + rtol · |expected|,
+# scale = max(1, the stage's largest |expected|). The check tests hold a student's correct
+# arrays to it before they hand them over, so a failure there is the student's.
+CHECK_TOLERANCE: dict[str, AllClose] = {
+    "float64": AllClose(rtol=1e-6, atol=1e-8),
+    "float32": AllClose(rtol=1e-4, atol=1e-5),
+    "float16": AllClose(rtol=1e-2, atol=1e-3),
+    "bfloat16": AllClose(rtol=3e-2, atol=1e-2),
+}
