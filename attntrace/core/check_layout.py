@@ -62,8 +62,8 @@ def readings(
         core = data.shape[start:]
         for count in dict.fromkeys(counts):
             for form in _forms(core, count, rows, cols, side_by_side=side_by_side):
-                if layout is not None and form in LAYOUTS and form != layout:
-                    continue
+                if layout is not None and side_by_side and form in LAYOUTS and form != layout:
+                    continue  # scores read heads first whatever --layout says
                 taken = _split(index.reshape(core), form, count, cols)
                 key = np.stack(taken).tobytes()
                 if key in keys:

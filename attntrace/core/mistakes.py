@@ -24,6 +24,7 @@ class Recipe:
     """How the block is computed; every default is the correct choice."""
 
     weights: tuple[str, str, str] = ("WQ", "WK", "WV")  # what Q, K and V are made with
+    biases: tuple[str, str, str] = ("bQ", "bK", "bV")  # and the biases they add
     without_bias: str | None = None  # bQ, bK, bV or bO left out
     split: str = "heads-then-dims"  # or dims-then-heads: reshape [n, d, heads]
     kv_map: str = "group"  # or tiled: query head h reads K/V head h mod kv_heads
@@ -69,18 +70,27 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
     if model.positions is not None and model.position_kind != "rope":
         add("positions-not-added", "X is the embeddings alone: the position vectors were "
             "not added", positions=False)  # fmt: skip
-    names = ("WQ", "WK", "WV")
+    names, bias_names = ("WQ", "WK", "WV"), ("bQ", "bK", "bV")
     for slot, stage in enumerate("QKV"):
-        for other in names:
-            made = list(names)
-            made[slot] = other
+        for other, other_bias in zip(names, bias_names, strict=True):
             if (
-                other != names[slot]
-                and getattr(model, other).shape == getattr(model, names[slot]).shape
-                and _bias_shape(model, other) == _bias_shape(model, names[slot])
+                other == names[slot]
+                or getattr(model, other).shape != getattr(model, names[slot]).shape
             ):
+                continue
+            made, added = list(names), list(bias_names)
+            made[slot] = other
+            # the other's whole layer (its bias too), or its matrix with the right bias
+            for bias in dict.fromkeys((other_bias, bias_names[slot])):
+                if (
+                    bias != bias_names[slot]
+                    and model.bias(bias) is None
+                    and model.bias(bias_names[slot]) is None
+                ):
+                    continue  # no bias either way: the one variant is enough
+                added[slot] = bias
                 add("wrong-projection", f"{stage} was made with {other} instead of "
-                    f"{names[slot]}", weights=tuple(made))  # fmt: skip
+                    f"{names[slot]}", weights=tuple(made), biases=tuple(added))  # fmt: skip
     for bias in ("bQ", "bK", "bV", "bO"):
         if model.bias(bias) is not None:
             add("missing-bias", f"the bias {bias} was left out", without_bias=bias)
@@ -129,11 +139,6 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
     return found
 
 
-def _bias_shape(model: ModelSpec, weight: str) -> tuple[int, ...] | None:
-    bias = model.bias("b" + weight[1])
-    return None if bias is None else bias.shape
-
-
 def recompute(
     model: ModelSpec,
     inputs: dict[str, Matrix],
@@ -150,7 +155,7 @@ def recompute(
 
     def project(rows: Matrix, stage: str, count: int, width: int) -> list[Matrix]:
         weight = made[stage]
-        bias_name = "b" + weight[1]
+        bias_name = recipe.biases["QKV".index(stage)]
         bias = None if recipe.without_bias == bias_name else model.bias(bias_name)
         full = linear(rows, getattr(model, weight), bias)  # [r, count·width]
         if recipe.split == "dims-then-heads":
@@ -165,7 +170,9 @@ def recompute(
     def reads(h: int) -> int:
         return h % kv_heads if recipe.kv_map == "tiled" else h // group
 
-    out = Computed(shared={}, heads={}, kv={"K": K, "V": V})
+    out = Computed(shared={"X": X}, heads={}, kv={"K": K, "V": V})
+    if "X_keys" in inputs:
+        out.shared["X_context"] = X_keys
     out.heads["Q"] = Q
     out.heads["K"] = [K[reads(h)] for h in range(heads)]
     out.heads["V"] = [V[reads(h)] for h in range(heads)]

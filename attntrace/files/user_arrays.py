@@ -282,8 +282,22 @@ def _read_json(path: Path) -> dict[str, GivenArray]:
     if document.duplicates:
         key = document.duplicates[0][0]
         raise InputError(f"duplicate key {key!r}: each array may appear once")
-    return {name: _given(name, nested_numbers(value, name, python=False), "float64")
-            for name, value in document.items()}  # fmt: skip
+    arrays = {name: nested_numbers(value, name, python=False) for name, value in document.items()}
+    return {name: _given(name, array, _json_dtype(array)) for name, array in arrays.items()}
+
+
+def _json_dtype(numbers: npt.NDArray[np.float64]) -> str:
+    """float32 where every number is one, else float64 (docs/check.md, "The file").
+
+    JSON has no dtypes: ``json.dump(a.tolist())`` of a float32 array writes each float32
+    exactly, and holding those numbers to float64's tolerance would fail every float32
+    implementation. A float64 computation whose every result is a float32 is all but
+    impossible unless the numbers are small integers, which match either way.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrowed = numbers.astype(np.float32).astype(np.float64)
+    same = (narrowed == numbers) | (np.isnan(narrowed) & np.isnan(numbers))
+    return "float32" if bool(same.all()) else "float64"
 
 
 # ------------------------------------------------------------------ Python's arrays

@@ -341,7 +341,9 @@ def test_json_round_trip_with_nan_and_infinity(tmp_path: Path) -> None:
     assert "NaN" in path.read_text(encoding="utf-8")
     got = read_user_arrays(path)
     assert list(got) == ["softmax", "Q", "X"]
-    assert {array.dtype for array in got.values()} == {"float64"}
+    # every number but 0.1 is a float32 (docs/check.md: such arrays compare as float32)
+    assert {n: a.dtype for n, a in got.items()} == {"softmax": "float32", "Q": "float32",
+                                                   "X": "float64"}  # fmt: skip
     assert got["Q"].data.shape == (1, 1, 2)
     for name, expected in arrays.items():
         same_numbers(got[name], json.loads(json.dumps(expected), parse_int=float))
@@ -635,3 +637,14 @@ def test_a_bad_python_value_is_one_line(value: Any, said: str) -> None:
 def test_no_arrays_from_python() -> None:
     with pytest.raises(InputError, match=r"^arrays: no arrays: expected at least one named"):
         given_arrays({})
+
+
+def test_json_of_a_float32_array_is_compared_as_float32(tmp_path: Path) -> None:
+    """json.dump(a.tolist()) of float32 writes each float32 exactly; of float64, not."""
+    values = np.array([[0.1, 1 / 3], [2.0, -7.25]])
+    path = tmp_path / "mine.json"
+    for dtype, said in ((np.float32, "float32"), (np.float64, "float64")):
+        path.write_text(json.dumps({"Q": values.astype(dtype).tolist()}), encoding="utf-8")
+        got = read_user_arrays(path)["Q"]
+        assert got.dtype == said
+        np.testing.assert_array_equal(got.data, values.astype(dtype).astype(np.float64))
