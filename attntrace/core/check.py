@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from attntrace.core.check_layout import LAYOUTS, Reading, readings
 from attntrace.core.check_tolerance import Comparison, Tolerance, compare, tolerance_for
+from attntrace.core.fields import shape_text
 from attntrace.core.given import GivenArray
 from attntrace.core.mistakes import Computed, Mistake, catalogue, recompute
 from attntrace.core.ops import Matrix
@@ -149,7 +150,9 @@ def check_arrays(
         raise InputError(field="--layout", expected=" or ".join(LAYOUTS), found=repr(layout))
     expected = _expected(trace)
     check = _Check(trace, expected, head, layout, rtol, atol)
-    placed = {name: check.place(name, array) for name, array in _named(given, expected).items()}
+    named = _named(given, expected, trace.model.name)
+    check.settle(named)
+    placed = {name: check.place(name, named[name]) for name in ORDER if name in named}
     results: list[StageResult] = []
     for name in ORDER:
         if name in expected.shared or name in expected.heads:
@@ -178,9 +181,12 @@ def _expected(trace: Trace) -> Computed:
     return out
 
 
-def _named(given: Mapping[str, GivenArray], expected: Computed) -> dict[str, GivenArray]:
+def _named(
+    given: Mapping[str, GivenArray], expected: Computed, model: str
+) -> dict[str, GivenArray]:
     """The given arrays by stage name, aliases resolved; refused: unknown names, two
-    names for one stage, stages this model's trace does not have."""
+    names for one stage, stages this model's trace does not have. Without positions X
+    is the embeddings, so an array named embeddings is X."""
     have = [n for n in ORDER if n in expected.shared or n in expected.heads]
     if not given:
         raise InputError(field="arrays", expected=f"at least one of {', '.join(have)}",
@@ -188,6 +194,8 @@ def _named(given: Mapping[str, GivenArray], expected: Computed) -> dict[str, Giv
     stages: dict[str, GivenArray] = {}
     for key, array in given.items():
         name = stage_name(key)
+        if name in ("embeddings", "embeddings_context") and name not in have:
+            name = "X" if name == "embeddings" else "X_context"  # X = embeddings here
         if name is None:
             raise InputError(
                 "each array is named by the stage it holds",
@@ -200,9 +208,9 @@ def _named(given: Mapping[str, GivenArray], expected: Computed) -> dict[str, Giv
                              field=key, expected="one array per stage",
                              found=f"two names for {name}")  # fmt: skip
         if name not in have:
-            raise InputError(field=key, expected=f"a stage of this model's trace "
+            raise InputError(field=key, expected=f"a stage of the trace of {model} "
                              f"({', '.join(have)})", found=f"{name}, which it does not "
-                             "have")  # fmt: skip
+                             "have; is it the model you meant?")  # fmt: skip
         stages[name] = array
     return stages
 
@@ -221,6 +229,28 @@ class _Check:
         self.heads = list(range(model.heads)) if head is None else [head]
         self.kv_heads = sorted({model.kv_head_of(h) for h in self.heads})
         self.compared: dict[Key, tuple[Comparison, Matrix, Matrix]] = {}
+        self.settled: str | None = layout  # the layout the person's arrays are in, once known
+
+    def settle(self, named: Mapping[str, GivenArray]) -> None:
+        """The layout (heads first or tokens first) of the arrays whose shape reads one
+        way only: a shape that reads both ways is read the way the others were saved."""
+        if self.settled is not None:
+            return
+        for name, array in named.items():
+            if name not in DIMENSION_COLUMNS:
+                continue
+            rows, cols = self.expected.heads[name][0].shape
+            counts = self._counts(name)
+            options = readings(array.data, counts, rows, cols, side_by_side=True)
+            forms = {o.form for o in options if o.form in LAYOUTS}
+            if len(options) == 1 and len(forms) == 1:
+                self.settled = forms.pop()
+                return
+
+    def _counts(self, name: str) -> list[int]:
+        model = self.trace.model
+        counts = [model.heads] + ([model.kv_heads] if name in PER_KV_HEAD else [])
+        return counts + ([1] if self.head is not None else [])
 
     def tolerance(self, array: GivenArray) -> Tolerance:
         return tolerance_for(array.dtype, self.rtol, self.atol)
@@ -235,10 +265,7 @@ class _Check:
             matrices = (found[0].matrices[0],) if found else None
             return _Placed(name, array, "shared", (0,), matrices, f"[{rows}, {cols}]")
         rows, cols = computed.heads[name][0].shape
-        model = self.trace.model
-        counts = [model.heads] + ([model.kv_heads] if name in PER_KV_HEAD else [])
-        if self.head is not None:
-            counts.append(1)  # the one head asked for, alone
+        counts = self._counts(name)  # the query heads, the K/V heads, or --head's one
         options = readings(array.data, counts, rows, cols, layout=self.layout,
                            side_by_side=name in DIMENSION_COLUMNS)  # fmt: skip
         if not options:
@@ -246,15 +273,20 @@ class _Check:
         placings = [self._on_heads(name, array, option) for option in options]
         if len(placings) > 1:  # a shape that reads two ways: the one that fits, if one does
             fitting = [p for p in placings if self._fits(p, computed)]
+            if not fitting and self.settled is not None:  # as the other arrays were saved
+                fitting = [p for p, o in zip(placings, options, strict=True)
+                           if o.form == self.settled]  # fmt: skip
             if not fitting:
-                one, two = options[0].describe(rows, cols), options[1].describe(rows, cols)
+                one, two = options[0].describe(name), options[1].describe(name)
                 raise InputError(
-                    f"the shape reads two ways, as {one} or as {two}, and neither matches; "
-                    "say which with --layout heads-first or --layout tokens-first",
+                    f"its shape reads two ways, as {one} or as {two}, and neither matches "
+                    "the trace; say which with --layout heads-first or --layout tokens-first",
                     field=array.name,
-                    expected="a shape with one reading",
-                    found=str(list(array.data.shape)),
+                    expected="one reading",
+                    found=shape_text(array.data.shape),
                 )
+            if computed is self.expected and options[placings.index(fitting[0])].form in LAYOUTS:
+                self.settled = self.settled or options[placings.index(fitting[0])].form
             return fitting[0]
         return placings[0]
 
@@ -345,9 +377,12 @@ class _Check:
         if not scored:
             return None
         best = max(score for score, _ in scored)
-        winners = list(dict.fromkeys(m.cause for score, m in scored if score == best))
-        first = next(m for score, m in scored if score == best)
-        return Diagnosis(first.cause, first.message, tuple(winners[1:]))
+        best_ones = [m for score, m in scored if score == best]
+        first = best_ones[0]
+        # one cause by several recipes (Q made with WK or with WV, equal here): say each
+        ways = list(dict.fromkeys(m.message for m in best_ones if m.cause == first.cause))
+        causes = list(dict.fromkeys(m.cause for m in best_ones))
+        return Diagnosis(first.cause, "; or ".join(ways), tuple(causes[1:]))
 
     def _reproduces(self, spot: _Placed, computed: Computed) -> bool:
         """Whether ``computed`` holds the given array's numbers, every head of it."""
@@ -406,9 +441,9 @@ def _shapes(name: str, counts: list[int], rows: int, cols: int) -> str:
     shapes = []
     for count in dict.fromkeys(counts):
         if count > 1:
-            shapes += [f"[{count}, {rows}, {cols}]", f"[{rows}, {count}, {cols}]"]
+            shapes.append(f"[{count}, {rows}, {cols}]")
             if name in DIMENSION_COLUMNS:
-                shapes.append(f"[{rows}, {count * cols}]")
+                shapes += [f"[{rows}, {count}, {cols}]", f"[{rows}, {count * cols}]"]
         else:
             shapes.append(f"[{rows}, {cols}]")
     return " or ".join(dict.fromkeys(shapes))

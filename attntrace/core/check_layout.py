@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.fields import shape_text
+from attntrace.core.stage_names import DIMENSION_COLUMNS
 
 Matrix = npt.NDArray[np.float64]
 
@@ -30,11 +30,16 @@ class Reading:
     count: int  # how many heads the array holds: 1, the K/V heads or the query heads
     matrices: tuple[Matrix, ...]  # [r, c] each, in head order
 
-    def describe(self, rows: int, cols: int) -> str:
-        c = self.count
-        shape = {"heads-first": (c, rows, cols), "tokens-first": (rows, c, cols),
-                 "side-by-side": (rows, c * cols), "one-head": (rows, cols)}[self.form]  # fmt: skip
-        return f"{shape_text(shape)} ({self.form.replace('-', ' ')})"
+    def describe(self, stage: str) -> str:
+        """``heads × n × d`` (heads first): the axes this reading gives the shape."""
+        rows = "m" if stage in ("K", "V", "K_rope") else "n"
+        cols = "d_v" if stage in ("V", "output") else "d_k" if stage in DIMENSION_COLUMNS else "m"
+        heads = "heads"
+        axes = {"heads-first": f"{heads} × {rows} × {cols}",
+                "tokens-first": f"{rows} × {heads} × {cols}",
+                "side-by-side": f"{rows} × {heads}·{cols}",
+                "one-head": f"{rows} × {cols}"}[self.form]  # fmt: skip
+        return f"{axes} ({self.form.replace('-', ' ')})"
 
 
 def readings(

@@ -57,6 +57,8 @@ SAFETENSORS_DTYPES: dict[str, np.dtype[Any]] = {
 # The reference implementation refuses headers above 100 MB; so do we, so a lying length
 # in a multi-gigabyte file cannot make us read gigabytes of "JSON".
 _MAX_HEADER_BYTES = 100_000_000
+#: The most axes a tensor may have (numpy's own limit is 64; no weight has more than a few).
+MAX_AXES = 32
 _LENGTH_BYTES = 8
 
 
@@ -245,6 +247,10 @@ def _check_entries(
                 expected="a list of non-negative integers",
                 found=_short(shape),
             )
+        if len(shape) > MAX_AXES:  # numpy makes no array of more than 64 axes
+            raise InputError(source=source, field=f"{field}.shape",
+                             expected=f"at most {MAX_AXES} axes",
+                             found=f"{len(shape)} axes")  # fmt: skip
         offsets = entry["data_offsets"]
         if not (
             isinstance(offsets, list)

@@ -327,3 +327,48 @@ def test_a_student_who_forgot_the_scaling_is_told_so() -> None:
     assert report.diagnosis.cause == "no-scaling"
     assert report.first_divergent is not None
     assert report.first_divergent.stage == "softmax"
+
+
+def test_an_ambiguous_shape_is_read_the_way_the_other_arrays_were_saved() -> None:
+    """gqa: 4 heads over 4 tokens. Its wrong output [4, 4, 1] matches neither reading, but
+    Q [4, 4, 1] fits the trace heads first, and K per K/V head [2, 4, 1] reads one way."""
+    inputs = prepared(None, sample="gqa")
+    model, trace = inputs.spec, inputs.trace()
+    tiled = next(m for m in catalogue(model, 4, 4) if m.cause == "kv-heads-tiled")
+    wrong = recompute(model, inputs_of(trace), tiled.recipe)
+    for arrays in (
+        {"Q": np.stack(wrong.heads["Q"]), "out": np.stack(wrong.heads["output"])},
+        {"K": np.stack(wrong.kv["K"]), "out": np.stack(wrong.heads["output"])},
+    ):
+        report = check_arrays(model, trace, given64(**arrays))
+        assert report.exit_code == 1
+        assert report.diagnosis is not None
+        assert report.diagnosis.cause == "kv-heads-tiled"
+
+
+def test_embeddings_are_x_in_a_model_without_positions() -> None:
+    inputs = prepared(None)
+    trace = inputs.trace()
+    report = check_arrays(inputs.spec, trace, given64(embeddings=trace.stage("X").data))
+    assert report.ok
+    assert [r.given_as for r in report.results if r.name == "X"] == ["embeddings"]
+
+
+def test_a_stage_the_model_lacks_names_the_model_the_trace_is_of() -> None:
+    inputs = prepared(None)  # the worked example, one head: no concat
+    with pytest.raises(InputError, match=r"the trace of cat-eats-fish .*the model you meant"):
+        check_arrays(inputs.spec, inputs.trace(), given64(concat=np.zeros((3, 4))))
+
+
+def test_one_mistake_by_two_recipes_says_both() -> None:
+    """two-heads: WQ = WK, so V made with WQ is V made with WK."""
+    inputs = prepared(None, sample="two-heads")
+    model, trace = inputs.spec, inputs.trace()
+    np.testing.assert_array_equal(model.WQ, model.WK)
+    made = next(m for m in catalogue(model, 3, 3) if m.cause == "wrong-projection"
+            and m.recipe.weights[2] == "WK")  # fmt: skip
+    V = recompute(model, inputs_of(trace), made.recipe).kv["V"]
+    report = check_arrays(model, trace, given64(V=np.stack(V)))
+    assert report.diagnosis is not None
+    assert "V was made with WQ" in report.diagnosis.message
+    assert "V was made with WK" in report.diagnosis.message

@@ -648,3 +648,12 @@ def test_json_of_a_float32_array_is_compared_as_float32(tmp_path: Path) -> None:
         got = read_user_arrays(path)["Q"]
         assert got.dtype == said
         np.testing.assert_array_equal(got.data, values.astype(dtype).astype(np.float64))
+
+
+def test_a_safetensors_tensor_of_more_axes_than_numpy_makes_is_one_line(tmp_path: Path) -> None:
+    """Found by a fresh pair of eyes: 65 axes of 1 reached numpy, which raised."""
+    header = json.dumps({"Q": {"dtype": "F32", "shape": [1] * 65, "data_offsets": [0, 4]}})
+    path = tmp_path / "deep.safetensors"
+    raw = header.encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0\0\0\0")
+    assert refused(path) == f"{path}: Q.shape: expected at most 32 axes, got 65 axes"
