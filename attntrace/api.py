@@ -337,7 +337,11 @@ def checked(
 ) -> CheckReport:
     """:func:`check` without its type checks, the arrays already read."""
     from attntrace.core.check import check_arrays
+    from attntrace.core.check_layout import LAYOUTS
 
+    if layout is not None and layout not in LAYOUTS:
+        raise InputError(field=names.option("layout"), expected=" or ".join(LAYOUTS),
+                         found=repr(layout))  # fmt: skip
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and not (value >= 0 and math.isfinite(value)):
             raise InputError(field=names.option(name), expected="a finite number ≥ 0",

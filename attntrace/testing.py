@@ -24,6 +24,7 @@ def assert_attention_matches(arrays: Mapping[str, Any] | str | Path, **model: An
     of :func:`attntrace.check` (``sample=``, ``config=``, ``sentence=``, ``head=``, ...)."""
     from attntrace.api import check
 
+    __tracebackhide__ = True  # pytest shows the caller's line, not attntrace's frames
     report = check(arrays, **model)
     if not report.ok:
         raise AssertionError(report_text(report))

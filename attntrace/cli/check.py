@@ -15,8 +15,6 @@ from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.model_flags import check_model_flags, stdin_model
 from attntrace.cli.options import Config, Edits, Precision, RealModelName, Sample, json_flag
 
-EXIT_DIFFERS = 1
-
 
 def check(
     file: Annotated[
@@ -115,6 +113,4 @@ def check(
 
         stdout_console().print(check_view(report, precision, source=file), crop=False)
 
-    emit(as_json, document, view)
-    if not report.ok:
-        raise typer.Exit(EXIT_DIFFERS)
+    emit(as_json, document, view, verdict=report.exit_code)

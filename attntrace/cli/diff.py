@@ -137,6 +137,4 @@ def _compare(
         stdout_console().print(diff_view(result, sources, precision=precision,
                                          max_rows=max_rows))  # fmt: skip
 
-    emit(as_json, document, view)
-    if result.changed:
-        raise typer.Exit(EXIT_CHANGED)
+    emit(as_json, document, view, verdict=EXIT_CHANGED if result.changed else 0)

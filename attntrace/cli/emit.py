@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import typer
+
 from attntrace.cli.pipes import quiet_pipe
 
 # A JSON document: plain data (written compactly, as plain_dumps does), or already
@@ -18,22 +20,37 @@ from attntrace.cli.pipes import quiet_pipe
 Document = dict[str, Any] | str | bytes
 
 
-def emit(as_json: bool, document: Callable[[], Document], view: Callable[[], None]) -> None:
+def emit(
+    as_json: bool,
+    document: Callable[[], Document],
+    view: Callable[[], None],
+    *,
+    verdict: int | None = None,
+) -> None:
     """Write ``document()`` and a newline when ``as_json``, or else draw ``view()``.
 
     Bytes go straight to stdout's buffer, after whatever was written to stdout as text.
+    With a ``verdict`` (check's and diff's exit code: 0 same, 1 different) the command
+    exits with it, even when the reader left early; a failed write is then exit 2, as
+    cmp reports trouble, since 1 is an answer.
     """
-    with quiet_pipe():
-        if not as_json:
-            view()
-            return
-        written = document()
-        if isinstance(written, bytes):
-            sys.stdout.flush()
-            sys.stdout.buffer.write(written + b"\n")
-            return
-        if isinstance(written, dict):
-            from attntrace.files.serialize import plain_dumps
+    with quiet_pipe(verdict or 0, 1 if verdict is None else 2):
+        _written(as_json, document, view)
+    if verdict:
+        raise typer.Exit(verdict)
 
-            written = plain_dumps(written)
-        sys.stdout.write(written + "\n")
+
+def _written(as_json: bool, document: Callable[[], Document], view: Callable[[], None]) -> None:
+    if not as_json:
+        view()
+        return
+    written = document()
+    if isinstance(written, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(written + b"\n")
+        return
+    if isinstance(written, dict):
+        from attntrace.files.serialize import plain_dumps
+
+        written = plain_dumps(written)
+    sys.stdout.write(written + "\n")

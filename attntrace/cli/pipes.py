@@ -20,19 +20,20 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def quiet_pipe() -> Iterator[None]:
-    """End quietly (exit 0) when the reader of stdout goes away, as ``| head`` does; a
-    write that fails otherwise (a full disk) is one line on stderr and exit 1."""
+def quiet_pipe(verdict: int = 0, failed: int = 1) -> Iterator[None]:
+    """End quietly (exit ``verdict``, 0 but for check's and diff's answer) when the reader
+    of stdout goes away, as ``| head`` does; a write that fails otherwise (a full disk) is
+    one line on stderr and exit ``failed`` (1; 2 for check and diff, whose 1 is an answer)."""
     try:
         yield
         sys.stdout.flush()
     except BrokenPipeError:
         drop_stdout()
-        raise typer.Exit(0) from None
+        raise typer.Exit(verdict) from None
     except OSError as error:
         drop_stdout()
         sys.stderr.write(f"attntrace: error: cannot write the output: {error.strerror}\n")
-        raise typer.Exit(1) from None
+        raise typer.Exit(failed) from None
 
 
 def drop_stdout() -> None:
