@@ -49,6 +49,7 @@ class StageResult:
     max_abs_delta: float | None = None  # over the cells finite on both sides
     cells_differing: int = 0
     cells: int = 0
+    cells_nonfinite: int = 0  # of the differing cells, those NaN or ±∞ on one side only
     tolerance: Tolerance | None = None
     shape_found: tuple[int, ...] | None = None  # set when the shape fits no reading
     shape_expected: str | None = None
@@ -329,9 +330,10 @@ class _Check:
         got = spot.matrices[spot.indices.index(_index(head, kv_head))]
         result = compare(want, got, tolerance, masked=name == "masked")
         self.compared[(name, head, kv_head)] = (result, want, got)
+        nonfinite = int((result.wrong & ~(np.isfinite(want) & np.isfinite(got))).sum())
         return StageResult(name, head, kv_head, "match" if result.matches else "differs",
                            spot.given.name, result.max_abs_delta, int(result.wrong.sum()),
-                           int(want.size), tolerance)  # fmt: skip
+                           int(want.size), nonfinite, tolerance)  # fmt: skip
 
     def divergence(self, first: StageResult, spot: _Placed) -> Divergence:
         """The first differing stage's worst cell and the region around it."""

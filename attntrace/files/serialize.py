@@ -332,6 +332,7 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
                 "max_abs_delta": r.max_abs_delta,
                 "cells_differing": r.cells_differing,
                 "cells": r.cells,
+                "cells_nonfinite": r.cells_nonfinite,
                 "tolerance": None
                 if r.tolerance is None
                 else {

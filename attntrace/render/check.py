@@ -157,20 +157,10 @@ def stage_lines(report: CheckReport) -> list[StageLine]:
     by_stage: dict[str, list[StageResult]] = {}
     for result in report.results:
         by_stage.setdefault(result.name, []).append(result)
-    first = report.first_divergent
-    # max |Δ| is over the cells finite on both sides: where the worst cell is NaN or ∞,
-    # a small max |Δ| beside ✗ would read as a contradiction without saying so
-    nonfinite = first.stage if first is not None and not _finite(first) else None
-    return [_stage_line(name, results, report.model, name == nonfinite)
-            for name, results in by_stage.items()]  # fmt: skip
+    return [_stage_line(name, results, report.model) for name, results in by_stage.items()]
 
 
-def _finite(first: Divergence) -> bool:
-    return all(v is not None and math.isfinite(v) for v in (first.expected, first.found))
-
-
-def _stage_line(name: str, results: list[StageResult], model: ModelInfo,
-                nonfinite: bool) -> StageLine:  # fmt: skip
+def _stage_line(name: str, results: list[StageResult], model: ModelInfo) -> StageLine:
     given = [r for r in results if r.status != "missing"]
     if not given:
         return StageLine(MISSING, name, label(name), (("  ", "not given"),))
@@ -183,11 +173,22 @@ def _stage_line(name: str, results: list[StageResult], model: ModelInfo,
         return StageLine(DIFFERS, name, shown,
                          _shape_facts(shape.shape_found, shape.shape_expected))  # fmt: skip
     cells = f"{sum(r.cells_differing for r in given):,} of {sum(r.cells for r in given):,} cells"
-    facts = [fact for fact in (_whose(differing, model), *_delta(given), cells) if fact]
-    joined: list[Fact] = [("  " if i == 0 else "   ", fact) for i, fact in enumerate(facts)]
-    if nonfinite and _delta(given):  # said of max |Δ|, kept with it where the line breaks
-        joined.insert(len(facts) - 1, (" ", "where both are finite"))
+    nonfinite = sum(r.cells_nonfinite for r in given)
+    if not nonfinite:
+        facts = [fact for fact in (_whose(differing, model), *_delta(given), cells) if fact]
+        spaced = tuple(("  " if i == 0 else "   ", fact) for i, fact in enumerate(facts))
+        return StageLine(DIFFERS, name, shown, spaced)
+    # max |Δ| is over the cells finite on both sides: beside cells that are NaN or ∞ on
+    # one side only it would read small, so those lead and it follows as "elsewhere"
+    facts = [fact for fact in (_whose(differing, model), cells) if fact]
+    joined: list[Fact] = [("  " if i == 0 else "   ", f) for i, f in enumerate(facts)]
+    joined.append((", ", f"{nonfinite:,} NaN or ∞ on one side only"))
+    joined += [("   ", f"{delta} elsewhere") for delta in _delta(given)]
     return StageLine(DIFFERS, name, shown, tuple(joined))
+
+
+def _finite(first: Divergence) -> bool:
+    return all(v is not None and math.isfinite(v) for v in (first.expected, first.found))
 
 
 def _named(stage: str, given_as: str | None) -> str:

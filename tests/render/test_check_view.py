@@ -239,9 +239,9 @@ def test_nan_found_reads_as_nan() -> None:
     assert (where, found) == ("softmax (as P), head 1, row 'eats', column 'fish'", "NaN")
     assert float(expected) == pytest.approx(right["softmax"][1][1][2], abs=printed(4))
     assert "NaN✗" in text
-    # max |Δ| leaves the NaN out, and says so rather than look like a match
-    assert "max |Δ|" in stage_line(text, "softmax")
-    assert "where both are finite" in text
+    # max |Δ| leaves the NaN out: the NaN leads, and max |Δ| follows as "elsewhere"
+    assert "1 NaN or ∞ on one side only" in stage_line(text, "softmax")
+    assert "elsewhere" in text
     assert "nan" not in text
     assert "inf" not in text
 
