@@ -9,12 +9,14 @@ the model with each mistake of :mod:`attntrace.core.mistakes` that applies to it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core import display
 from attntrace.core.check_layout import LAYOUTS, Reading, readings
 from attntrace.core.check_tolerance import Comparison, Tolerance, compare, tolerance_for
 from attntrace.core.fields import shape_text
@@ -117,6 +119,15 @@ class CheckReport:
     def exit_code(self) -> int:
         """0 when every given stage matches, 1 when one differs (as cmp and diff)."""
         return 0 if self.ok else 1
+
+    # print and Rich: drawn by the renderer, through attntrace.core.display (as a Trace)
+    def __str__(self) -> str:
+        """The report as `attntrace check` prints it, 80 columns, no colour."""
+        text: str = display.show(self, "text")
+        return text
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        yield from display.show(self, "rich")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
+from attntrace.core.check import CheckReport
 from attntrace.core.display import Form
 from attntrace.core.trace import Trace
 from attntrace.render.document import render_trace
@@ -44,8 +45,13 @@ def trace_mimebundle(trace: Trace) -> dict[str, str]:
     }
 
 
-def show(trace: Trace, form: Form) -> Any:
-    """``trace`` as ``form``: text (80 columns), Rich renderables, or a Jupyter bundle."""
+def show(trace: Trace | CheckReport, form: Form) -> Any:
+    """``trace`` as ``form``: text (80 columns), Rich renderables, or a Jupyter bundle;
+    a check report as its text (``print(report)``) or its view (``rich.print``)."""
+    if isinstance(trace, CheckReport):
+        from attntrace.render.check import check_text, check_view
+
+        return check_text(trace, width=80) if form == "text" else iter([check_view(trace)])
     if form == "text":
         return trace_text(trace)
     if form == "rich":

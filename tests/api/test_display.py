@@ -34,3 +34,21 @@ def test_a_trace_shows_itself_in_a_process_that_imported_only_trace_attention() 
         "JUPYTER ['text/html', 'text/plain'] True",
         "RICH True",
     ]
+
+
+def test_a_check_report_prints_as_the_command_draws_it() -> None:
+    import io
+
+    from rich.console import Console
+
+    import attntrace
+
+    trace = attntrace.trace_attention()
+    report = attntrace.check({"attn": trace["softmax"].data + 0.5})
+    text = str(report)
+    assert "✗ softmax (as attn)" in text
+    assert "first difference: softmax" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(report)
+    assert out.getvalue().rstrip() == text.rstrip()
