@@ -37,6 +37,7 @@ MISTAKES = (
     "scaled-by-d_k",
     "scaled-by-d_model",
     "softmax-over-columns",
+    "softmax-over-heads",
     "scores-transposed",
     "unstable-softmax",
     "mask-hides-diagonal",
@@ -84,6 +85,7 @@ FIRST_AFFECTED = {
     "scaled-by-d_k": "scaled",
     "scaled-by-d_model": "scaled",
     "softmax-over-columns": "softmax",
+    "softmax-over-heads": "softmax",
     "scores-transposed": "scores",
     "unstable-softmax": "softmax",
     "mask-hides-diagonal": "masked",
@@ -173,6 +175,7 @@ def applies(mistake: str, document: Mapping[str, Any]) -> bool:
         "mask-filled-with-zero": s.causal,
         "kv-heads-tiled": 1 < s.kv_heads < s.heads,
         "heads-split-wrong": s.heads > 1,
+        "softmax-over-heads": s.heads > 1,
         "concat-without-transpose": s.heads > 1,
         "rope-interleaved": s.rope and s.d_k >= 4 and pairing == "half",
         "rope-half": s.rope and s.d_k >= 4 and pairing == "interleaved",
@@ -347,7 +350,8 @@ def student_attention(
         if mistake == "unstable-softmax":
             e = np.exp(t)
             return e / e.sum(axis=-1, keepdims=True)  # type: ignore[no-any-return]
-        axis = -2 if mistake == "softmax-over-columns" else -1
+        # [1, heads, n, m]: axis 1 is the heads (a student's softmax(dim=1))
+        axis = {"softmax-over-columns": -2, "softmax-over-heads": 1}.get(mistake or "", -1)
         e = np.exp(t - t.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)  # type: ignore[no-any-return]
 

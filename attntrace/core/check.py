@@ -35,6 +35,9 @@ from attntrace.core.stage_names import (
 from attntrace.core.trace import ModelInfo, Trace
 from attntrace.errors import InputError
 
+#: The diagnosis of a right stage saved with its last two axes swapped.
+SAVED_TRANSPOSED = "saved-transposed"
+
 #: How many rows and columns of the differing region the report shows at most.
 REGION = 6
 
@@ -388,7 +391,7 @@ class _Check:
             if self._reproduces(spot, computed):
                 scored.append((sum(self._reproduces(p, computed) for p in later), mistake))
         if not scored:
-            return None
+            return self._transposed(spot)
         best = max(score for score, _ in scored)
         best_ones = [m for score, m in scored if score == best]
         first = best_ones[0]
@@ -396,6 +399,21 @@ class _Check:
         ways = list(dict.fromkeys(m.message for m in best_ones if m.cause == first.cause))
         causes = list(dict.fromkeys(m.cause for m in best_ones))
         return Diagnosis(first.cause, "; or ".join(ways), tuple(causes[1:]))
+
+    def _transposed(self, spot: _Placed) -> Diagnosis | None:
+        """``saved-transposed``: the stage was right, but saved with its last two axes
+        swapped (``K.transpose(-2, -1)``, ``attn.T``), a mistake of saving, not of
+        computing."""
+        name, expected = spot.stage, self.expected
+        flipped = Computed(
+            shared={k: v.T for k, v in expected.shared.items() if k == name},
+            heads={k: [m.T for m in v] for k, v in expected.heads.items() if k == name},
+            kv={k: [m.T for m in v] for k, v in expected.kv.items() if k == name},
+        )
+        if not self._reproduces(spot, flipped):
+            return None
+        return Diagnosis(SAVED_TRANSPOSED, f"{name} is right but was saved transposed (its "
+                         "last two axes swapped); save the stage itself")  # fmt: skip
 
     def _reproduces(self, spot: _Placed, computed: Computed) -> bool:
         """Whether ``computed`` holds the given array's numbers, every head of it."""

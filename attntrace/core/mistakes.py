@@ -18,6 +18,31 @@ import numpy.typing as npt
 from attntrace.core.ops import Matrix, causal_mask, linear, rope, softmax
 from attntrace.core.spec import ModelSpec
 
+#: Every id of the catalogue, in the order the diagnosis tries them (docs/check.md; the
+#: JSON schema lists the same, with check's ``saved-transposed``).
+CAUSES = (
+    "positions-not-added",
+    "wrong-projection",
+    "missing-bias",
+    "heads-split-wrong",
+    "kv-heads-tiled",
+    "rope-interleaved",
+    "rope-half",
+    "scores-transposed",
+    "no-scaling",
+    "scaled-by-d_k",
+    "scaled-by-d_model",
+    "no-mask",
+    "mask-hides-diagonal",
+    "mask-wrong-triangle",
+    "mask-after-softmax",
+    "mask-filled-with-zero",
+    "softmax-over-columns",
+    "softmax-over-heads",
+    "unstable-softmax",
+    "concat-without-transpose",
+)
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -33,7 +58,7 @@ class Recipe:
     scale: str = "sqrt_d_k"  # none, d_k, sqrt_d_model
     mask: str = "causal"  # none, diagonal, upper, after, zero (causal models only)
     fill: float = -np.inf  # what hidden cells hold before softmax
-    softmax: str = "stable"  # columns, unstable
+    softmax: str = "stable"  # columns, heads (across the heads axis), unstable
     concat: str = "transposed"  # or reshaped: [heads, n, d_v] -> [n, heads·d_v] as is
     positions: bool = True  # False: X without the position vectors
 
@@ -65,6 +90,7 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
     found: list[Mistake] = []
 
     def add(cause: str, message: str, **recipe: object) -> None:
+        assert cause in CAUSES, cause
         found.append(Mistake(cause, message, replace(Recipe(), **recipe)))  # type: ignore[arg-type]
 
     if model.positions is not None and model.position_kind != "rope":
@@ -131,6 +157,10 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
             "softmax", mask="zero")  # fmt: skip
     add("softmax-over-columns", "softmax normalised each column instead of each row",
         softmax="columns")  # fmt: skip
+    if heads > 1:  # a hidden cell of every head: NaN with a −∞ fill, 1/heads with −1e9
+        for fill in (-np.inf, -1e9) if model.causal else (-np.inf,):
+            add("softmax-over-heads", "softmax normalised across the heads (axis 0 of [heads, "
+                "n, m]) instead of along each row", softmax="heads", fill=fill)  # fmt: skip
     add("unstable-softmax", "softmax took exp without subtracting the row max, and exp "
         "overflowed", softmax="unstable")  # fmt: skip
     if heads > 1 and n > 1:
@@ -199,6 +229,12 @@ def recompute(
                 if value is not None:
                     out.heads.setdefault(name, []).append(value)
             outputs.append(output)
+        if recipe.softmax == "heads":  # normalised across the heads axis of [heads, n, m]
+            before = out.heads["masked" if model.causal else "scaled"]
+            across = np.moveaxis(softmax(np.moveaxis(np.stack(before), 0, -1)), -1, 0)
+            out.heads["softmax"] = list(across)
+            outputs = [w @ V[reads(h)] for h, w in enumerate(across)]
+            out.heads["output"] = outputs
         block = outputs[0]
         if heads > 1:
             if recipe.concat == "reshaped":

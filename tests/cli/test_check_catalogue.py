@@ -197,7 +197,12 @@ def test_check_names_the_mistake(case: Case, tmp_path: Path) -> None:
     divergent = report["first_divergent"]
     assert divergent["stage"] == first, output
     if first in PER_HEAD:
-        assert divergent["head"] == lowest_head(wrong, right, first), output
+        lowest = lowest_head(wrong, right, first)
+        if divergent["kv_head"] is None:
+            assert divergent["head"] == lowest, output
+        else:  # K, V given per K/V head: the one the lowest differing query head reads
+            group = report["model"]["heads"] // report["model"]["kv_heads"]
+            assert (divergent["head"], divergent["kv_head"]) == (None, lowest // group), output
     assert (report["diagnosis"] or {}).get("cause") == case.mistake, output
     assert status_of(report, first) == "differs"
     for stage in stages[: stages.index(first)]:

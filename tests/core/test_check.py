@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_block
+from paths import ROOT
 from randoms import random_block
 
 from attntrace.api import prepared
@@ -372,3 +373,38 @@ def test_one_mistake_by_two_recipes_says_both() -> None:
     assert report.diagnosis is not None
     assert "V was made with WQ" in report.diagnosis.message
     assert "V was made with WK" in report.diagnosis.message
+
+
+def test_the_schema_lists_every_cause_the_catalogue_can_name() -> None:
+    from helpers import schema
+
+    from attntrace.core.check import SAVED_TRANSPOSED
+    from attntrace.core.mistakes import CAUSES
+
+    diagnosis = schema("check-v1.schema.json")["properties"]["diagnosis"]["oneOf"][1]
+    ids = [*CAUSES, SAVED_TRANSPOSED]
+    assert diagnosis["properties"]["cause"]["enum"] == ids
+    assert diagnosis["properties"]["also"]["items"]["enum"] == ids
+    documented = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    assert [i for i in ids if f"`{i}`" not in documented] == []
+
+
+def test_softmax_across_the_heads_axis_is_named() -> None:
+    inputs = prepared(None, sample="two-heads")
+    trace = inputs.trace()
+    scaled = np.stack([trace.stage("scaled", head=h).data for h in range(2)])
+    exps = np.exp(scaled - scaled.max(axis=0))  # a numpy student's axis=0
+    report = check_arrays(inputs.spec, trace, given64(attn=exps / exps.sum(axis=0)))
+    assert report.diagnosis is not None
+    assert report.diagnosis.cause == "softmax-over-heads"
+
+
+def test_a_right_stage_saved_transposed_is_named_as_such() -> None:
+    inputs = prepared(None, sample="two-heads")
+    trace = inputs.trace()
+    K = np.stack([trace.stage("K", head=h).data for h in range(2)])  # [2, 3, 2]
+    report = check_arrays(inputs.spec, trace, given64(k=K.transpose(0, 2, 1)))
+    assert report.first_divergent is not None
+    assert report.first_divergent.shape_found == (2, 2, 3)
+    assert report.diagnosis is not None
+    assert report.diagnosis.cause == "saved-transposed"
