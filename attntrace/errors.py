@@ -94,14 +94,21 @@ def parsed_integer(digits: str) -> int | LongInteger:
     return int(digits) if len(digits) <= LongInteger.MAX_DIGITS else LongInteger(digits)
 
 
+def _numpy_bool(value: Any) -> bool:
+    """numpy's bool (``bool_`` before numpy 2, ``bool`` since), known without importing
+    numpy: this module is on every command's start-up path."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool")
+
+
 def describe(value: Any) -> str:
     """How a found value reads in an error message: ``a string 'abc'``, ``3 numbers``..."""
     if isinstance(value, LongInteger):
         return f"an integer of {value.digits:,} digits (too large for float64)"
     if value is None:
         return "nothing (null)"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, bool) or _numpy_bool(value):
+        return f"a boolean ({str(bool(value)).lower()})"
     if isinstance(value, int) and value.bit_length() > 64:
         return f"an integer of {value.bit_length()} bits (too large for float64)"
     if isinstance(value, int | float):

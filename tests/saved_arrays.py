@@ -65,7 +65,7 @@ def save(
     (safetensors only) stores every array in that dtype, ``bfloat16`` among them."""
     path = folder / f"{stem}.{fmt}"
     if fmt == "npz":
-        np.savez(path, **arrays)  # type: ignore[arg-type]
+        np.savez(path, **arrays)  # type: ignore[arg-type, unused-ignore]
     elif fmt == "safetensors":
         path.write_bytes(safetensors_file(arrays, dtype))
     elif fmt == "json":

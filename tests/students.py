@@ -316,7 +316,8 @@ def student_attention(
 
             def rotate(t: Array) -> Array:
                 t1, t2 = t[..., 0::2], t[..., 1::2]
-                return np.stack((-t2, t1), axis=-1).reshape(t.shape)
+                turned: Array = np.stack((-t2, t1), axis=-1).reshape(t.shape)
+                return turned
         else:  # LLaMA's rotate_half: dim i with i + d/2
             emb = np.concatenate((angles, angles), axis=-1)
             cos, sin = np.cos(emb).astype(dt), np.sin(emb).astype(dt)
@@ -330,12 +331,14 @@ def student_attention(
         out["Q_rope"], out["K_rope"], out["K_rope_rep"] = q, k, repeat_kv(k)
 
     k, v = repeat_kv(k), repeat_kv(v)
+    scores: Array
     if mistake == "scores-transposed":
         scores = k @ q.transpose(0, 1, 3, 2)
     else:
         scores = q @ k.transpose(0, 1, 3, 2)
     out["scores"] = scores
 
+    scaled: Array
     if mistake == "no-scaling":
         scaled = scores
     elif mistake == "scaled-by-d_k":

@@ -173,14 +173,14 @@ def _npz_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Gi
     checked: the numbers it declares must be in the member (whose size is bounded)."""
     with archive.open(info) as member:
         try:
-            version = np.lib.format.read_magic(member)
+            version = np.lib.format.read_magic(member)  # type: ignore[no-untyped-call, unused-ignore]
             if version not in ((1, 0), (2, 0), (3, 0)):
                 raise ValueError(f"an unknown .npy version {version[0]}.{version[1]}")
             # 3.0 differs from 2.0 only in its header's encoding (UTF-8, for structured
             # dtypes' field names, which are refused here whatever they read as)
             read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                            else np.lib.format.read_array_header_2_0)  # fmt: skip
-            shape, fortran_order, dtype = read_header(member)
+            shape, fortran_order, dtype = read_header(member)  # type: ignore[no-untyped-call, unused-ignore]
         except (ValueError, TypeError, SyntaxError, TokenError, RecursionError) as error:
             # numpy parses the header as a Python literal (ast), Python 2's via tokenize
             raise InputError(f"not a .npy array ({_header_problem(error)})", field=name) from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,11 +29,11 @@ from attntrace.errors import InputError
 F64 = Tolerance(1e-6, 1e-8, "float64")
 
 
-def given64(**arrays: np.ndarray) -> dict[str, GivenArray]:
+def given64(**arrays: npt.NDArray[np.float64]) -> dict[str, GivenArray]:
     return {k: GivenArray(k, np.asarray(v, dtype=np.float64), "float64") for k, v in arrays.items()}
 
 
-def inputs_of(trace: Trace) -> dict[str, np.ndarray]:
+def inputs_of(trace: Trace) -> dict[str, npt.NDArray[np.float64]]:
     found = {"X": trace.stage("X").data}
     if trace.context_tokens is not None:
         found["X_keys"] = trace.stage("X_context").data
@@ -142,7 +143,7 @@ def _causal_model() -> tuple[ModelSpec, Trace]:
 
 def _computed(
     model: ModelSpec, trace: Trace, cause: str, index: int = 0
-) -> dict[str, list[np.ndarray]]:
+) -> dict[str, list[npt.NDArray[np.float64]]]:
     n = len(trace.tokens)
     mistakes = [m for m in catalogue(model, n, n) if m.cause == cause]
     return recompute(model, inputs_of(trace), mistakes[index].recipe).heads

@@ -85,7 +85,7 @@ def npz_member(header: dict[str, Any], data: bytes, *, version: int = 1) -> byte
     out = io.BytesIO()
     write = np.lib.format.write_array_header_1_0 if version == 1 else \
         np.lib.format.write_array_header_2_0  # fmt: skip
-    write(out, header)
+    write(out, header)  # type: ignore[no-untyped-call, unused-ignore]
     return out.getvalue() + data
 
 
@@ -616,7 +616,7 @@ def test_a_wrong_python_type_is_a_type_error(arrays: Any, said: str) -> None:
             "Q[1]: ragged lists: expected a list of 1 number, as Q[0] is, got a list of 2 items",
         ),
         ([[1.0, "2"]], "Q[0][1]: expected a number, got a string '2'"),
-        ([np.True_], "Q[0]: expected a number, got a bool"),
+        ([np.True_], "Q[0]: expected a number, got a boolean (true)"),
         ([1j], "Q[0]: expected a number, got a complex"),
         ([], "Q: expected a non-empty list, got a list of 0 items"),
         (FakeTensor([1, 2], "int64"), f"Q: {FLOATS}, got int64"),

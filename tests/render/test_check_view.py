@@ -202,11 +202,17 @@ def test_a_shape_that_fits_no_reading() -> None:
     def transposed(stages: dict[str, Any]) -> None:  # [heads, d_v, n]: each head's output.T
         stages["output"] = [[list(c) for c in zip(*head, strict=True)] for head in stages["output"]]
 
+    def cut(stages: dict[str, Any]) -> None:  # [heads, n, 1]: each head's output cut short
+        stages["output"] = [[row[:1] for row in head] for head in stages["output"]]
+
     report, _ = report_of("two-heads", {"Q": "Q", "out": "output"}, transposed)
     text = render(report)
     line = stage_line(text, "output")
     assert line.startswith("✗ output (as out) shape [2, 2, 3], expected [2, 3, 2]")
     assert "first difference: output (as out): shape [2, 2, 3]" in " ".join(text.split())
+    assert "saved-transposed" in text  # the numbers are right, saved the other way round
+    report, _ = report_of("two-heads", {"Q": "Q", "out": "output"}, cut)
+    text = render(report)
     assert "no known mistake reproduces this shape" in text
     assert "where they differ" not in text  # no cells to show
     assert fits(text, 80)
