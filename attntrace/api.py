@@ -314,7 +314,8 @@ def check(
                                    arrays)  # fmt: skip
     return checked(given, sentence, config=config, sample=sample, model=model, trained=trained,
                    layer=layer, causal=causal, context=context, head=head, rtol=rtol, atol=atol,
-                   layout=layout, edits=edits, names=PYTHON_NAMES)  # fmt: skip
+                   layout=layout, edits=edits, names=PYTHON_NAMES,
+                   source=str(arrays) if isinstance(arrays, str | Path) else None)  # fmt: skip
 
 
 def checked(
@@ -333,9 +334,11 @@ def checked(
     atol: float | None = None,
     layout: str | None = None,
     edits: Sequence[str] = (),
+    source: str | None = None,
     names: Names = CLI_NAMES,
 ) -> CheckReport:
-    """:func:`check` without its type checks, the arrays already read."""
+    """:func:`check` without its type checks, the arrays already read (from the file
+    ``source``, if they were)."""
     from attntrace.core.check import check_arrays
     from attntrace.core.check_layout import LAYOUTS
 
@@ -366,4 +369,7 @@ def checked(
         raise InputError(field=names.option("head"), expected=f"a head from 0 to "
                          f"{spec.heads - 1} ({spec.name} has {spec.heads})",
                          found=str(head))  # fmt: skip
-    return check_arrays(spec, trace, given, head=head, rtol=rtol, atol=atol, layout=layout)
+    try:
+        return check_arrays(spec, trace, given, head=head, rtol=rtol, atol=atol, layout=layout)
+    except InputError as error:  # about the arrays (a name, a shape): located in their file
+        raise error.with_source(source) from None

@@ -100,7 +100,7 @@ def check(
         report = checked(given, sentence, config=None if config == "-" else config,
                          sample=sample, model=stdin_model(config, edits or ()), trained=real_model,
                          layer=layer, causal=causal, context=context, head=head, rtol=rtol,
-                         atol=atol, layout=layout, edits=changes)  # fmt: skip
+                         atol=atol, layout=layout, edits=changes, source=file)  # fmt: skip
 
     def document() -> dict[str, object]:
         from attntrace.files.serialize import check_to_dict

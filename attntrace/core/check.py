@@ -10,7 +10,7 @@ the model with each mistake of :mod:`attntrace.core.mistakes` that applies to it
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -133,7 +133,7 @@ class CheckReport:
         yield from display.show(self, "rich")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Placed:
     """A given array placed on a stage: per head (or K/V head), or shared."""
 
@@ -143,6 +143,10 @@ class _Placed:
     indices: tuple[int, ...]  # the heads (or K/V heads) of ``matrices``
     matrices: tuple[Matrix, ...] | None  # None: the shape fits no reading
     shape_expected: str = ""
+    # a shape that reads two ways, neither matching the trace: the other reading, and
+    # how the two read (settled only if the stage is the first to differ)
+    other: _Placed | None = None
+    readings: tuple[str, str] | None = None
 
 
 def check_arrays(
@@ -158,16 +162,39 @@ def check_arrays(
     """Compare ``given`` (named as a file names them) with ``trace``, ``model``'s own.
 
     An unknown name, two names for one stage, a stage the trace lacks or a shape that
-    reads two ways is an :class:`InputError`; a stage whose numbers (or shape) differ
-    is a result, not an error.
+    reads two ways with nothing to settle it is an :class:`InputError`; a stage whose
+    numbers (or shape) differ is a result, not an error. ``layout`` is one of
+    :data:`~attntrace.core.check_layout.LAYOUTS` or None (the caller checks it).
     """
-    if layout is not None and layout not in LAYOUTS:
-        raise InputError(field="--layout", expected=" or ".join(LAYOUTS), found=repr(layout))
     expected = _expected(trace)
     check = _Check(trace, expected, head, layout, rtol, atol)
     named = _named(given, expected, trace.model.name)
     check.settle(named)
     placed = {name: check.place(name, named[name]) for name in ORDER if name in named}
+    report = _report(check, model, placed)
+    first = report.first_divergent
+    spot = None if first is None else placed[first.stage]
+    if spot is None or spot.other is None or report.diagnosis is not None:
+        return report
+    # the first stage to differ reads two ways: the other reading, if a mistake explains it
+    other = _report(_Check(trace, expected, head, layout, rtol, atol), model,
+                    {**placed, spot.stage: spot.other})  # fmt: skip
+    if other.diagnosis is not None:
+        return other
+    assert spot.readings is not None
+    one, two = spot.readings
+    raise InputError(
+        f"its shape reads two ways, as {one} or as {two}, and neither matches the trace "
+        "nor a known mistake; say which with --layout heads-first or --layout tokens-first",
+        field=spot.given.name,
+        expected="one reading",
+        found=shape_text(spot.given.data.shape),
+    )
+
+
+def _report(check: _Check, model: ModelSpec, placed: Mapping[str, _Placed]) -> CheckReport:
+    """Every stage compared, the first that differs, and its diagnosis."""
+    trace, expected = check.trace, check.expected
     results: list[StageResult] = []
     for name in ORDER:
         if name in expected.shared or name in expected.heads:
@@ -178,7 +205,7 @@ def check_arrays(
         divergence = check.divergence(first, placed[first.name])
         diagnosis = check.diagnose(model, placed, first.name)
     return CheckReport(trace.model, trace.tokens, trace.context_tokens, tuple(results),
-                       divergence, diagnosis, head)  # fmt: skip
+                       divergence, diagnosis, check.head)  # fmt: skip
 
 
 def _expected(trace: Trace) -> Computed:
@@ -286,24 +313,23 @@ class _Check:
         if not options:
             return _Placed(name, array, "head", (), None, _shapes(name, counts, rows, cols))
         placings = [self._on_heads(name, array, option) for option in options]
-        if len(placings) > 1:  # a shape that reads two ways: the one that fits, if one does
-            fitting = [p for p in placings if self._fits(p, computed)]
-            if not fitting and self.settled is not None:  # as the other arrays were saved
-                fitting = [p for p, o in zip(placings, options, strict=True)
-                           if o.form == self.settled]  # fmt: skip
-            if not fitting:
-                one, two = options[0].describe(name), options[1].describe(name)
-                raise InputError(
-                    f"its shape reads two ways, as {one} or as {two}, and neither matches "
-                    "the trace; say which with --layout heads-first or --layout tokens-first",
-                    field=array.name,
-                    expected="one reading",
-                    found=shape_text(array.data.shape),
-                )
-            if computed is self.expected and options[placings.index(fitting[0])].form in LAYOUTS:
-                self.settled = self.settled or options[placings.index(fitting[0])].form
-            return fitting[0]
-        return placings[0]
+        if len(placings) == 1:
+            return placings[0]
+        # a shape that reads two ways: the one that fits, or the one the others were saved
+        # in; else the first (heads first, PyTorch's), with the other kept to try
+        for placing, option in zip(placings, options, strict=True):
+            if self._fits(placing, computed):
+                if computed is self.expected and option.form in LAYOUTS:
+                    self.settled = self.settled or option.form
+                return placing
+        for placing, option in zip(placings, options, strict=True):
+            if option.form == self.settled:
+                return placing
+        return replace(
+            placings[0],
+            other=placings[1],
+            readings=(options[0].describe(name), options[1].describe(name)),
+        )
 
     def _on_heads(self, name: str, array: GivenArray, reading: Reading) -> _Placed:
         """Which heads a reading's matrices are: the query heads, the K/V heads, or the
@@ -381,6 +407,8 @@ class _Check:
             inputs["X_keys"] = trace.stage("X_context").data
         if "embeddings" in trace.names:
             inputs["embeddings"] = trace.stage("embeddings").data
+        if "embeddings_context" in trace.names:
+            inputs["embeddings_context"] = trace.stage("embeddings_context").data
         spot = placed[stage]
         n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
         later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
@@ -416,15 +444,27 @@ class _Check:
                          "last two axes swapped); save the stage itself")  # fmt: skip
 
     def _reproduces(self, spot: _Placed, computed: Computed) -> bool:
-        """Whether ``computed`` holds the given array's numbers, every head of it."""
+        """Whether ``computed`` holds the given array's numbers, every head of it: as the
+        array was read, or, where the mistake changes the stage's shape, read anew."""
         name = spot.stage
         if name not in computed.shared and name not in computed.heads:
             return False
+        if spot.matrices is not None and self._same_shapes(spot, computed):
+            return self._fits(spot, computed)
         try:
             spot = self.place(name, spot.given, computed)
-        except InputError:  # reads two ways in the mistake's shape: no evidence either way
+        except InputError:
             return False
         return self._fits(spot, computed)
+
+    def _same_shapes(self, spot: _Placed, computed: Computed) -> bool:
+        assert spot.matrices is not None
+        wanted = (
+            computed.shared[spot.stage]
+            if spot.per == "shared"
+            else (computed.kv if spot.per == "kv_head" else computed.heads)[spot.stage][0]
+        )
+        return all(m.shape == wanted.shape for m in spot.matrices)
 
     def _fits(self, spot: _Placed, computed: Computed) -> bool:
         """Whether every matrix of ``spot`` matches ``computed``'s within the tolerance."""

@@ -176,11 +176,14 @@ def recompute(
     *,
     dtype: str = "float64",
 ) -> Computed:
-    """The block over ``inputs`` (X, X_keys, and embeddings where there are positions),
+    """The block over ``inputs`` (X, X_keys, and embeddings and embeddings_context where
+    there are positions),
     computed by ``recipe``. ``dtype`` is the one an unstable softmax overflows in."""
     heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
     X = inputs["X"] if recipe.positions else inputs["embeddings"]
-    X_keys = inputs.get("X_keys", X)
+    X_keys = inputs.get(
+        "X_keys" if recipe.positions else "embeddings_context", inputs.get("X_keys", X)
+    )  # the context loses its positions too
     made = dict(zip("QKV", recipe.weights, strict=True))
 
     def project(rows: Matrix, stage: str, count: int, width: int) -> list[Matrix]:

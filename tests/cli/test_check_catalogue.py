@@ -295,22 +295,26 @@ FOUR_TOKENS = "the cat sat on"  # as many as gqa-causal's heads
 
 def test_layout_reads_a_shape_that_fits_two_ways(tmp_path: Path) -> None:
     """Four tokens and four heads: a wrong [4, 4, d] matches the trace in neither
-    reading, so without --layout it is bad input; with it the mistake is found."""
+    reading; without --layout the reading a mistake explains is taken, with it the
+    reading named. Numbers no reading and no mistake explain are bad input."""
     document = MODELS["gqa-causal"]
     model = str(write_model(tmp_path, document))
     native = student_attention(document, FOUR_TOKENS, dtype="float64", mistake="heads-split-wrong")
     for layout, flag in (("heads", "heads-first"), ("tokens", "tokens-first")):
         arrays = {k: a for k, a in saved(native, layout=layout).items() if k in ("Q", "output")}
         path = save(tmp_path, arrays, "npz", stem=layout)
-        result = invoke("check", str(path), FOUR_TOKENS, "--config", model)
-        assert result.exit_code == 2, result.output
-        assert result.stderr.startswith("attntrace: error: "), result.stderr
-        assert result.stderr.count("\n") == 1, result.stderr
-        code, report, output = run_check(str(path), FOUR_TOKENS, "--config", model,
-                                         "--layout", flag)  # fmt: skip
-        assert code == 1, output
-        assert report["first_divergent"]["stage"] == "Q", output
-        assert (report["diagnosis"] or {}).get("cause") == "heads-split-wrong", output
+        for flags in ((), ("--layout", flag)):
+            code, report, output = run_check(str(path), FOUR_TOKENS, "--config", model, *flags)
+            assert code == 1, output
+            assert report["first_divergent"]["stage"] == "Q", output
+            assert (report["diagnosis"] or {}).get("cause") == "heads-split-wrong", output
+    noise = {"Q": np.random.default_rng(0).normal(size=native["Q"].shape[1:])}
+    result = invoke("check", str(save(tmp_path, noise, "npz", stem="noise")), FOUR_TOKENS,
+                    "--config", model)  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("attntrace: error: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "reads two ways" in result.stderr
 
 
 def test_tokens_first_leaves_the_score_stages_heads_first(tmp_path: Path) -> None:

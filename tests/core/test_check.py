@@ -409,3 +409,17 @@ def test_a_right_stage_saved_transposed_is_named_as_such() -> None:
     assert report.first_divergent.shape_found == (2, 2, 3)
     assert report.diagnosis is not None
     assert report.diagnosis.cause == "saved-transposed"
+
+
+def test_positions_forgotten_under_cross_attention_are_forgotten_on_both_sides() -> None:
+    inputs = prepared(None, sample="cross", edits=["positions=sinusoidal"])
+    model, trace = inputs.spec, inputs.trace()
+    assert trace.context_tokens is not None
+    # by hand: the queries' and the context's rows are their embeddings alone
+    queries = np.stack([model.embeddings[model.resolve(t) or t] for t in trace.tokens])
+    keys = np.stack([model.embeddings[model.resolve(t) or t] for t in trace.context_tokens])
+    scores = (queries @ model.WQ) @ (keys @ model.WK).T / np.sqrt(model.d_k)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    report = check_arrays(model, trace, given64(attn=weights / weights.sum(axis=1, keepdims=True)))
+    assert report.diagnosis is not None
+    assert report.diagnosis.cause == "positions-not-added"
