@@ -27,12 +27,13 @@ def assert_attention_matches(arrays: Mapping[str, Any] | str | Path, **model: An
     __tracebackhide__ = True  # pytest shows the caller's line, not attntrace's frames
     report = check(arrays, **model)
     if not report.ok:
-        raise AssertionError(report_text(report))
+        source = str(arrays) if isinstance(arrays, str | Path) else None
+        raise AssertionError(report_text(report, source))
     return report
 
 
-def report_text(report: CheckReport) -> str:
-    """The report as `attntrace check` prints it, without colour."""
+def report_text(report: CheckReport, source: str | None = None) -> str:
+    """The report as `attntrace check` prints it (of the file ``source``), no colour."""
     from attntrace.render.check import check_text
 
-    return check_text(report, width=REPORT_WIDTH)
+    return check_text(report, width=REPORT_WIDTH, source=source)

@@ -166,9 +166,9 @@ def check_arrays(
     numbers (or shape) differ is a result, not an error. ``layout`` is one of
     :data:`~attntrace.core.check_layout.LAYOUTS` or None (the caller checks it).
     """
-    expected = _expected(trace)
+    expected = _expected(trace, head)
     check = _Check(trace, expected, head, layout, rtol, atol)
-    named = _named(given, expected, trace.model.name)
+    named = _named(given, expected, trace.model.name, cut=head is not None)
     check.settle(named)
     placed = {name: check.place(name, named[name]) for name in ORDER if name in named}
     report = _report(check, model, placed)
@@ -208,12 +208,14 @@ def _report(check: _Check, model: ModelSpec, placed: Mapping[str, _Placed]) -> C
                        divergence, diagnosis, check.head)  # fmt: skip
 
 
-def _expected(trace: Trace) -> Computed:
-    """The trace's stages as a :class:`Computed`: by head, by K/V head, shared."""
+def _expected(trace: Trace, head: int | None) -> Computed:
+    """The trace's stages as a :class:`Computed`: by head, by K/V head, shared. With
+    ``head`` (``--head``), without concat and projected: they need every head."""
     out = Computed(shared={}, heads={}, kv={})
     for stage in trace.stages:
         if stage.head is None:
-            out.shared[stage.name] = stage.data
+            if head is None or stage.name not in ("concat", "projected"):
+                out.shared[stage.name] = stage.data
             continue
         out.heads.setdefault(stage.name, []).append(stage.data)
         if stage.name in PER_KV_HEAD:
@@ -224,7 +226,7 @@ def _expected(trace: Trace) -> Computed:
 
 
 def _named(
-    given: Mapping[str, GivenArray], expected: Computed, model: str
+    given: Mapping[str, GivenArray], expected: Computed, model: str, *, cut: bool = False
 ) -> dict[str, GivenArray]:
     """The given arrays by stage name, aliases resolved; refused: unknown names, two
     names for one stage, stages this model's trace does not have. Without positions X
@@ -250,9 +252,12 @@ def _named(
                              field=key, expected="one array per stage",
                              found=f"two names for {name}")  # fmt: skip
         if name not in have:
+            why = ("; --head compares one head, and it needs every head"
+                   if cut and name in ("concat", "projected") else
+                   "; is it the model you meant?")  # fmt: skip
             raise InputError(field=key, expected=f"a stage of the trace of {model} "
                              f"({', '.join(have)})", found=f"{name}, which it does not "
-                             "have; is it the model you meant?")  # fmt: skip
+                             f"have{why}")  # fmt: skip
         stages[name] = array
     return stages
 

@@ -343,11 +343,11 @@ def verdict(report: CheckReport) -> Text:
                          f"; the first is {label(wrong[0].stage)}")  # fmt: skip
 
 
-def check_text(report: CheckReport, width: int = 100) -> str:
-    """The report as plain text, for :func:`attntrace.testing.assert_attention_matches`'s
-    AssertionError: no terminal, no colour."""
+def check_text(report: CheckReport, width: int = 100, source: str | None = None) -> str:
+    """The report as plain text (``print(report)``, and the AssertionError of
+    :func:`attntrace.testing.assert_attention_matches`): no terminal, no colour."""
     from io import StringIO
 
     console = Console(file=StringIO(), width=width, color_system=None, highlight=False)
-    console.print(check_view(report), crop=False)
+    console.print(check_view(report, source=source), crop=False)
     return console.file.getvalue().rstrip()  # type: ignore[attr-defined, no-any-return]

@@ -423,3 +423,13 @@ def test_positions_forgotten_under_cross_attention_are_forgotten_on_both_sides()
     report = check_arrays(model, trace, given64(attn=weights / weights.sum(axis=1, keepdims=True)))
     assert report.diagnosis is not None
     assert report.diagnosis.cause == "positions-not-added"
+
+
+def test_head_leaves_out_the_stages_that_need_every_head() -> None:
+    inputs = prepared(None, sample="two-heads")
+    trace = inputs.trace()
+    report = check_arrays(inputs.spec, trace, given64(softmax=trace.stage("softmax", 0).data),
+                          head=0)  # fmt: skip
+    assert {r.name for r in report.results} & {"concat", "projected"} == set()
+    with pytest.raises(InputError, match="--head compares one head"):
+        check_arrays(inputs.spec, trace, given64(concat=trace.stage("concat").data), head=0)
