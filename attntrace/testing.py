@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from attntrace.core.check import CheckReport
+    from attntrace.core.check_report import CheckReport
 
 #: How wide the report in an AssertionError is drawn (no terminal to fit).
 REPORT_WIDTH = 100

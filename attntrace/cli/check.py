@@ -13,7 +13,17 @@ import typer
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.model_flags import check_model_flags, stdin_model
-from attntrace.cli.options import Config, Edits, Precision, RealModelName, Sample, json_flag
+from attntrace.cli.options import (
+    Causal,
+    Config,
+    Context,
+    Edits,
+    Layer,
+    Precision,
+    RealModelName,
+    Sample,
+    json_flag,
+)
 
 
 def check(
@@ -30,30 +40,15 @@ def check(
     config: Config = None,
     sample: Sample = None,
     real_model: RealModelName = None,
-    layer: Annotated[
-        int | None,
-        typer.Option(
-            min=0, metavar="L", help="With --model: the layer (default 0).", show_default=False
-        ),
-    ] = None,
+    layer: Layer = None,
     head: Annotated[
         int | None,
         typer.Option(
             min=0, metavar="H", help="Compare this head alone (default: all).", show_default=False
         ),
     ] = None,
-    causal: Annotated[
-        bool | None,
-        typer.Option(
-            "--causal/--no-causal",
-            help="Mask later tokens, overriding the model file.",
-            show_default=False,
-        ),
-    ] = None,
-    context: Annotated[
-        str | None,
-        typer.Option(metavar="SENTENCE", help="Cross-attention: K and V from this sentence."),
-    ] = None,
+    causal: Causal = None,
+    context: Context = None,
     rtol: Annotated[
         float | None,
         typer.Option(

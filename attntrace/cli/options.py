@@ -46,6 +46,18 @@ Head = Annotated[
     typer.Option(min=0, metavar="H", help="With --model: this head alone (default: all).",
                  show_default=False),
 ]  # fmt: skip
+# A model file's mask and context, overridden, for `run` and `check`.
+Causal = Annotated[
+    bool | None,
+    typer.Option("--causal/--no-causal",
+                 help="Mask later tokens (a decoder), overriding the model file.",
+                 show_default=False),
+]  # fmt: skip
+Context = Annotated[
+    str | None,
+    typer.Option(metavar="SENTENCE",
+                 help="Cross-attention: take K and V from this sentence (overrides the file)."),
+]  # fmt: skip
 # Display flags shared by `run` and `render`: none of them changes a number.
 Step = Annotated[
     bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")

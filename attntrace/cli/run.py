@@ -15,7 +15,9 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
 from attntrace.cli.model_flags import check_model_flags, stdin_model
 from attntrace.cli.options import (
+    Causal,
     Config,
+    Context,
     Edits,
     Export,
     FocusFlag,
@@ -54,21 +56,8 @@ def run(
     real_model: RealModelName = None,
     layer: Layer = None,
     head: Head = None,
-    causal: Annotated[
-        bool | None,
-        typer.Option(
-            "--causal/--no-causal",
-            help="Mask later tokens (a decoder), overriding the model file.",
-            show_default=False,
-        ),
-    ] = None,
-    context: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SENTENCE",
-            help="Cross-attention: take K and V from this sentence (overrides the file).",
-        ),
-    ] = None,
+    causal: Causal = None,
+    context: Context = None,
     edits: Edits = None,
     step: Step = False,
     as_json: Annotated[bool, json_flag("Write the whole trace as JSON to stdout.")] = False,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need no numpy
-    from attntrace.core.check import CheckReport
+    from attntrace.core.check_report import CheckReport
     from attntrace.core.kv_memory import Shape, Variant
     from attntrace.core.kvcache import Decode
     from attntrace.core.ops import Matrix

@@ -10,6 +10,9 @@ Every mark is a character as well as a colour, so the report reads the same with
 files or arguments: they are shown through :mod:`attntrace.render.shown`. A line too
 long for the width is broken between its facts, never inside one (``12 of`` over
 ``18 cells``, ``[2,`` over ``3, 2]``).
+
+It runs past 300 lines because a stage line breaks only between facts, never inside one,
+at any width: one job, the report; the region's table is :mod:`.check_region`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.core.check import CheckReport, Divergence, StageResult
+from attntrace.core.check_report import CheckReport, Divergence, StageResult
 from attntrace.core.check_tolerance import Tolerance
 from attntrace.core.trace import ModelInfo
 from attntrace.render.check_region import WRONG, axis_labels, digits, number, region_table

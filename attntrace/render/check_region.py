@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
-from attntrace.core.check import CheckReport, Divergence, Region
+from attntrace.core.check_report import CheckReport, Divergence, Region
 from attntrace.core.labels import unique_labels
 from attntrace.core.stage_names import DIMENSION_COLUMNS, PER_HEAD
 from attntrace.render.numbers import MASKED, format_number

@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
-from attntrace.core.check import CheckReport
+from attntrace.core.check_report import CheckReport
 from attntrace.core.display import Form
 from attntrace.core.trace import Trace
 from attntrace.render.document import render_trace

@@ -25,7 +25,8 @@ from rich.console import Console
 from tolerances import printed
 
 from attntrace.api import prepared
-from attntrace.core.check import CheckReport, check_arrays
+from attntrace.core.check import check_arrays
+from attntrace.core.check_report import CheckReport
 from attntrace.core.given import GivenArray
 from attntrace.render.check import check_view
 
