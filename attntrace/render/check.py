@@ -29,7 +29,7 @@ from attntrace.core.check_report import CheckReport, Divergence, StageResult
 from attntrace.core.check_tolerance import Tolerance
 from attntrace.core.trace import ModelInfo
 from attntrace.render.check_region import WRONG, axis_labels, digits, number, region_table
-from attntrace.render.document import sentence_line
+from attntrace.render.document import model_facts, sentence_line
 from attntrace.render.shown import NAME_LIMIT, label, model_name, pad
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.view import DEFAULT_PRECISION
@@ -67,23 +67,9 @@ def check_view(
 def header(report: CheckReport) -> Facts:
     """``two-heads · 3 tokens · d_model 4 · 2 heads · d_k 2 · d_v 2``, as run's header."""
     model = report.model
-    count = len(report.tokens)
-    facts = [f"{count} token{'' if count == 1 else 's'}", f"d_model {model.d_model}"]
-    if report.head is not None:
-        facts.append(f"head {report.head} of {model.heads} only")
-    elif model.heads > 1:
-        facts.append(f"{model.heads} heads")
-    facts += [f"d_k {model.d_k}", f"d_v {model.d_v}"]
-    if model.kv_heads != model.heads:
-        kind = "MQA" if model.kv_heads == 1 else "GQA"
-        facts.append(f"{model.kv_heads} K/V head{'s' if model.kv_heads > 1 else ''} ({kind})")
-    if model.causal:
-        facts.append("causal")
-    if model.positions != "none":
-        facts.append(f"{model.positions} positions")
-    if report.context_tokens is not None:
-        facts.append("cross-attention")
-    return Facts(model_name(model.name), tuple(facts))
+    heads = None if report.head is None else f"head {report.head} of {model.heads} only"
+    cross = report.context_tokens is not None
+    return Facts(model_name(model.name), model_facts(model, len(report.tokens), heads, cross=cross))
 
 
 def _sentence(report: CheckReport) -> list[Wrapped]:

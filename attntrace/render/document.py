@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from rich.console import RenderableType
 from rich.text import Text
 
-from attntrace.core.trace import Trace
+from attntrace.core.trace import ModelInfo, Trace
 from attntrace.render.numbers import visible_indices
 from attntrace.render.stage_block import stage_block
 from attntrace.render.view import DEFAULT_VIEW, View
@@ -23,13 +23,20 @@ from attntrace.visible import ELLIPSIS
 
 def header(trace: Trace) -> Facts:
     """The trace's first line: model name, sentence length, sizes and what kind of block."""
-    model = trace.model
-    count = len(trace.tokens)
-    facts = [f"{count} token{'' if count == 1 else 's'}", f"d_model {model.d_model}"]
+    heads = None
     if trace.is_cut:
         shown = ", ".join(str(h) for h in trace.traced_heads)
-        facts.append(f"head{'s' if len(trace.traced_heads) > 1 else ''} {shown} of "
-                     f"{model.heads}")  # fmt: skip
+        heads = f"head{'s' if len(trace.traced_heads) > 1 else ''} {shown} of {trace.model.heads}"
+    return Facts(trace.model.name, model_facts(trace.model, len(trace.tokens), heads,
+                                               cross=trace.context_tokens is not None))  # fmt: skip
+
+
+def model_facts(model: ModelInfo, count: int, heads: str | None, *, cross: bool) -> tuple[str, ...]:
+    """``3 tokens · d_model 4 · 2 heads · d_k 2 · d_v 2 ...``: the sizes and the kind of
+    block, as every header gives them (``heads``: which heads, where not all)."""
+    facts = [f"{count} token{'' if count == 1 else 's'}", f"d_model {model.d_model}"]
+    if heads is not None:
+        facts.append(heads)
     elif model.heads > 1:
         facts.append(f"{model.heads} heads")
     facts += [f"d_k {model.d_k}", f"d_v {model.d_v}"]
@@ -40,9 +47,9 @@ def header(trace: Trace) -> Facts:
         facts.append("causal")
     if model.positions != "none":
         facts.append(f"{model.positions} positions")
-    if trace.context_tokens is not None:
+    if cross:
         facts.append("cross-attention")
-    return Facts(model.name, tuple(facts))
+    return tuple(facts)
 
 
 def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
