@@ -19,9 +19,9 @@ from attntrace.cli.options import (
     Context,
     Edits,
     Layer,
-    Precision,
     RealModelName,
     Sample,
+    TablePrecision,
     json_flag,
 )
 
@@ -74,7 +74,7 @@ def check(
         ),
     ] = None,
     edits: Edits = None,
-    precision: Precision = None,
+    precision: TablePrecision = None,
     as_json: Annotated[bool, json_flag("Write the report as JSON to stdout.")] = False,
 ) -> None:
     """Check your own attention's arrays against the trace; name the first mistake.

@@ -18,12 +18,13 @@ import typer
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import check_model_flags
-from attntrace.cli.options import Config, Edits, Sample, json_flag
+from attntrace.cli.options import Config, Edits, MaxRows, Sample, TablePrecision, json_flag
 
 if TYPE_CHECKING:
     from attntrace.core.trace import Trace
 
 EXIT_CHANGED = 1  # as diff(1) and cmp(1): the inputs differ
+DIGITS = 4  # digits after the point in the tables, without --precision
 
 
 def diff(
@@ -40,13 +41,8 @@ def diff(
     sample: Sample = None,
     edits: Edits = None,
     as_json: Annotated[bool, json_flag("Write the comparison as JSON.")] = False,
-    precision: Annotated[
-        int,
-        typer.Option(min=0, max=15, metavar="N", help="Digits after the point in the tables."),
-    ] = 4,
-    max_rows: Annotated[
-        int, typer.Option(min=0, metavar="N", help="Rows shown per table (0: all).")
-    ] = 20,
+    precision: TablePrecision = None,
+    max_rows: MaxRows = 20,
 ) -> None:
     """Compare two traces stage by stage: what changed, by how much, and where first.
 
@@ -67,7 +63,8 @@ def diff(
         sources = ("stdin" if words[0] == "-" else words[0],
                    "stdin" if words[1] == "-" else words[1])  # fmt: skip
         a, b = (_saved(word, source) for word, source in zip(words, sources, strict=True))
-    _compare(a, b, sources, edits, as_json=as_json, precision=precision, max_rows=max_rows)
+    digits = DIGITS if precision is None else precision
+    _compare(a, b, sources, edits, as_json=as_json, precision=digits, max_rows=max_rows)
 
 
 def _traced_twice(

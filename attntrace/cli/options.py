@@ -72,6 +72,12 @@ Precision = Annotated[
         show_default=False,
     ),
 ]
+# --precision for the commands without --map (check, diff): tables only.
+TablePrecision = Annotated[
+    int | None,
+    typer.Option("--precision", min=0, max=15, metavar="N",
+                 help="Digits after the point in the tables (default 4).", show_default=False),
+]  # fmt: skip
 FocusFlag = Annotated[
     str | None,
     typer.Option(

@@ -44,7 +44,7 @@ from attntrace.core.trace_diff import (
 from attntrace.render.document import header
 from attntrace.render.heatmap import delta_style
 from attntrace.render.numbers import format_number
-from attntrace.render.shown import label, labels, quoted, shortened, shown_trace
+from attntrace.render.shown import label, labels, pad, quoted, shortened, shown_trace
 from attntrace.render.titles import head_label
 from attntrace.render.view import DEFAULT_MAX_ROWS, DEFAULT_PRECISION
 from attntrace.render.wrap import Wrapped
@@ -175,7 +175,7 @@ def group_line(group: list[StageDiff], width: int, many_heads: bool = False) -> 
     changed = [s for s in group if s.status != SAME]
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{MARK if changed else ' '} ", style="bold yellow" if changed else "")
-    line.append(_pad(label(group[0].name), width) + "  ", style="bold")
+    line.append(pad(label(group[0].name), width) + "  ", style="bold")
     compared = [s for s in group if s.changed is not None]
     largest = max((s.max_abs_delta or 0.0 for s in compared), default=0.0)
     if not changed:
@@ -204,10 +204,6 @@ def group_line(group: list[StageDiff], width: int, many_heads: bool = False) -> 
     for note in notes:
         line.append(f"\n    {visible(note)}", style="dim")
     return line
-
-
-def _pad(text: str, width: int) -> str:
-    return text + " " * max(0, width - cell_len(text))
 
 
 def delta_size(value: float) -> str:
@@ -349,12 +345,12 @@ class MarkedTable:
         for i in rows:
             line = Text(no_wrap=True, overflow="crop")
             if i is None:
-                line.append(_pad(ELLIPSIS, label_width))
+                line.append(pad(ELLIPSIS, label_width))
                 for w in widths_shown:
                     line.append(gap + ELLIPSIS.rjust(w))
                 yield line
                 continue
-            line.append(_pad(shortened(row_labels[i], label_width), label_width), style=_BOLD)
+            line.append(pad(shortened(row_labels[i], label_width), label_width), style=_BOLD)
             for j, w in zip(cols, widths_shown, strict=True):
                 if j is None:
                     line.append(gap + ELLIPSIS.rjust(w))
