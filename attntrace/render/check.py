@@ -30,6 +30,7 @@ from attntrace.core.check_tolerance import Tolerance
 from attntrace.core.trace import ModelInfo
 from attntrace.render.check_region import WRONG, axis_labels, digits, number, region_table
 from attntrace.render.document import model_facts, sentence_line
+from attntrace.render.numbers import short_float, significant
 from attntrace.render.shown import NAME_LIMIT, label, model_name, pad
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.view import DEFAULT_PRECISION
@@ -202,7 +203,7 @@ def _delta(results: Sequence[StageResult]) -> list[str]:
 
 def delta_text(delta: float) -> str:
     """A difference to two significant digits: ``5.9``, ``0.073``, ``3.2e-08``, ``0``."""
-    return f"{delta:.2g}"
+    return significant(delta, 2)
 
 
 def _whose(results: Sequence[StageResult], model: ModelInfo) -> str:
@@ -237,22 +238,11 @@ def tolerance_line(report: CheckReport) -> Line | None:
     facts: list[Fact] = []
     for index, (tolerance, stages) in enumerate(by_tolerance.items()):
         whose = "" if len(by_tolerance) == 1 else f" ({', '.join(stages)})"
+        rtol, atol = short_float(tolerance.rtol), short_float(tolerance.atol)
         facts.append(("; " if index else " ", Text(
-            f"{'as ' if index else ''}{tolerance.dtype}{whose}: rtol {short(tolerance.rtol)}, "
-            f"atol {short(tolerance.atol)}", style="dim")))  # fmt: skip
+            f"{'as ' if index else ''}{tolerance.dtype}{whose}: rtol {rtol}, atol {atol}",
+            style="dim")))  # fmt: skip
     return Line(Text("compared as", style="dim"), facts)
-
-
-def short(value: float) -> str:
-    """A tolerance as the docs write it: ``1e-4``, ``3e-2``, ``2.5e-3``, ``0``."""
-    if value == 0 or not math.isfinite(value):
-        return "0" if value == 0 else number(value, 0)
-    for places in range(17):
-        text = f"{value:.{places}e}"
-        if float(text) == value:
-            break
-    mantissa, _, exponent = text.partition("e")
-    return f"{mantissa}e{int(exponent)}" if int(exponent) else mantissa
 
 
 def first_difference(

@@ -23,7 +23,7 @@ from rich.text import Text
 from attntrace.core.check_report import CheckReport, Divergence, Region
 from attntrace.core.labels import unique_labels
 from attntrace.core.stage_names import DIMENSION_COLUMNS, PER_HEAD
-from attntrace.render.numbers import MASKED, format_number
+from attntrace.render.numbers import cell_text
 from attntrace.render.shown import label, shortened
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.split_table import SplitTable
@@ -42,13 +42,7 @@ KEY_COLUMNS = PER_HEAD - DIMENSION_COLUMNS
 
 def number(value: float, precision: int) -> str:
     """A cell as the tables write it, with NaN and ∞ (the tables' −∞ is a masked cell)."""
-    if math.isnan(value):
-        return "NaN"
-    if value == math.inf:
-        return "∞"
-    if value == -math.inf:
-        return MASKED
-    return format_number(value, precision)
+    return cell_text(value, precision)
 
 
 def digits(region: Region, first: Divergence, precision: int) -> int:

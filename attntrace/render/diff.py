@@ -43,19 +43,12 @@ from attntrace.core.trace_diff import (
 )
 from attntrace.render.document import header
 from attntrace.render.heatmap import delta_style
-from attntrace.render.numbers import format_number
+from attntrace.render.numbers import cell_text, format_number, short_float, significant
 from attntrace.render.shown import label, labels, pad, quoted, shortened, shown_trace
 from attntrace.render.titles import head_label
 from attntrace.render.view import DEFAULT_MAX_ROWS, DEFAULT_PRECISION
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import ELLIPSIS, visible
-
-
-def _exponent(value: float) -> str:
-    """``1e-9``, as a person writes it (Python writes ``1e-09``)."""
-    mantissa, _, power = f"{value:.0e}".partition("e")
-    return f"{mantissa}e{int(power)}"
-
 
 MARK = "*"  # beside a changed cell and a changed stage: readable without colour
 GAP = 2  # spaces between two columns (the mark of a changed cell makes a third)
@@ -63,7 +56,9 @@ HEADER_LIMIT = 12  # cells of a column's label: a 40-character token would make 
 SIDE_LIMIT = 200  # characters of a side's name (a file name, the --set edits)
 _CHANGED_VALUE = Style(bold=True, color="yellow")
 _BOLD = Style(bold=True)
-TOLERANCE = f"|Δ| ≤ {_exponent(ATOL)}·max(1, the stage's max |value|) + {_exponent(RTOL)}·|value|"
+TOLERANCE = (
+    f"|Δ| ≤ {short_float(ATOL)}·max(1, the stage's max |value|) + {short_float(RTOL)}·|value|"
+)
 
 
 def diff_view(
@@ -208,11 +203,7 @@ def group_line(group: list[StageDiff], width: int, many_heads: bool = False) -> 
 
 def delta_size(value: float) -> str:
     """A |Δ| in three significant digits: ``2.97``, ``0.189``, ``2.22e-16``, ``∞``."""
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "∞"
-    return f"{value:.3g}"
+    return significant(value, 3)
 
 
 def _weight_lines(diff: TraceDiff, width: int, many_heads: bool) -> Iterator[Text]:
@@ -262,13 +253,13 @@ def telling_digits(a: float, b: float, precision: int) -> int:
 
 
 def _value(value: float, precision: int) -> str:
-    return "nan" if math.isnan(value) else format_number(value, precision)
+    return cell_text(value, precision)
 
 
 def signed(delta: float, precision: int) -> str:
     """A change with its sign: ``+0.5000``, ``-2.9700``, ``+∞``, ``nan``."""
     if math.isnan(delta):
-        return "nan"
+        return cell_text(delta, precision)
     if math.isinf(delta):
         return "+∞" if delta > 0 else "−∞"
     text = format_number(delta, precision)

@@ -92,3 +92,36 @@ def columns_that_fit(widths: Sequence[int], budget: int) -> int:
         if used > budget:
             return count
     return len(widths)
+
+
+def cell_text(value: float, precision: int) -> str:
+    """A cell as the tables write it, not finite ones too: ``NaN``, ``∞``, and ``−∞``
+    (which in a trace is a masked cell)."""
+    if math.isnan(value):
+        return "NaN"
+    if value == math.inf:
+        return "∞"
+    if value == -math.inf:
+        return MASKED
+    return format_number(value, precision)
+
+
+def significant(value: float, digits: int) -> str:
+    """A difference to ``digits`` significant digits: ``5.9``, ``0.073``, ``3.2e-08``,
+    ``∞``, ``NaN`` (the lines above the tables: how large, not every digit)."""
+    if not math.isfinite(value):
+        return cell_text(value, 0)
+    return f"{value:.{digits}g}"
+
+
+def short_float(value: float) -> str:
+    """A tolerance as the docs write it: ``1e-4``, ``3e-2``, ``2.5e-3``, ``0`` (Python
+    writes ``1e-04``)."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else cell_text(value, 0)
+    for places in range(17):
+        text = f"{value:.{places}e}"
+        if float(text) == value:
+            break
+    mantissa, _, exponent = text.partition("e")
+    return f"{mantissa}e{int(exponent)}" if int(exponent) else mantissa
