@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from attntrace import InputError
 from attntrace.core.attention import trace_block
 from attntrace.core.backward import Gradients, block_output_name, grad_block
 from attntrace.core.losses import Loss, attend_loss, mse_loss
-from attntrace.core.spec import ModelSpec
+from attntrace.core.spec import GivenInputs, ModelSpec
 
 Array = npt.NDArray[np.float64]
 Point = tuple[str, int | None]  # where a perturbation is added: ("Q", head), ("concat", None)
@@ -245,6 +246,21 @@ def test_every_kind_of_block_is_among_the_finite_difference_checks() -> None:
         upstream = np.random.default_rng(seed).normal(size=trace[block_output_name(model)].shape)
         grads = grad_block(model, tokens, context, d_output=upstream)
         check_against_finite_differences(model, tokens, context, grads, paired_with(upstream))
+
+
+def test_positions_and_a_given_x_are_differentiated_at_x() -> None:
+    """Sinusoidal or learned positions are added before X, and a real layer hands X over:
+    d_X is the gradient of X itself in each (the embeddings' is the same rows, summed
+    over repeated tokens, and is not the block's to give)."""
+    model, tokens, _ = random_block(11, heads=2, cross=False, rope=False, causal=True, wo=True)
+    learned = np.random.default_rng(11).normal(size=(len(tokens), model.d_model))
+    x = np.random.default_rng(12).normal(size=(len(tokens), model.d_model))
+    for changed in (replace(model, positions="sinusoidal"), replace(model, positions=learned),
+                    replace(model, given=GivenInputs(x, "X = given"))):  # fmt: skip
+        trace = trace_block(changed, tokens)
+        upstream = np.random.default_rng(13).normal(size=trace["projected"].shape)
+        grads = grad_block(changed, tokens, d_output=upstream)
+        check_against_finite_differences(changed, tokens, None, grads, paired_with(upstream))
 
 
 @EXAMPLES
