@@ -80,3 +80,12 @@ CHECK_TOLERANCE: dict[str, AllClose] = {
     "float16": AllClose(rtol=1e-2, atol=1e-3),
     "bfloat16": AllClose(rtol=3e-2, atol=1e-2),
 }
+
+# Central finite differences, (L(p + h) − L(p − h)) / 2h in float64, check the backward
+# pass (tests/core/test_backward.py): the step's truncation error is of order h² (1e-12
+# of the gradient) and its rounding of order 1e-16·|L| / h (1e-10·|L|), both far below
+# the 1e-6 of the largest gradient entry that a wrong formula misses by. atol is per unit
+# of |L| (at least 1): the rounding, some tens of ulps of L over 2h, is all that is left
+# where a gradient is 0 (dL/dbK without RoPE: q·bK adds the same to every key's score).
+FINITE_DIFFERENCE_STEP = 1e-6
+FINITE_DIFFERENCE = AllClose(rtol=1e-6, atol=1e-8)
