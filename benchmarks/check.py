@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 import attntrace
 from attntrace.api import prepared
@@ -43,10 +44,10 @@ def model_document(rng: np.random.Generator, vocabulary: list[str]) -> dict[str,
     }  # fmt: skip
 
 
-def stages_of(trace: attntrace.Trace, scale: float = 1.0) -> dict[str, np.ndarray]:
+def stages_of(trace: attntrace.Trace, scale: float = 1.0) -> dict[str, npt.NDArray[Any]]:
     """Every stage as a student saves it, heads first, in float32; ``scale`` multiplies
     scaled (√d_k: the scaling forgotten) and what follows is recomputed from it."""
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, npt.NDArray[Any]] = {}
     for name in dict.fromkeys(trace.names):
         found = [s.data for s in trace.stages if s.name == name]
         arrays[name] = (found[0] if len(found) == 1 else np.stack(found)).astype(np.float32)
@@ -61,7 +62,9 @@ def stages_of(trace: attntrace.Trace, scale: float = 1.0) -> dict[str, np.ndarra
     return arrays
 
 
-def median_seconds(arrays: dict[str, np.ndarray], document: dict[str, Any], words: str) -> float:
+def median_seconds(
+    arrays: dict[str, npt.NDArray[Any]], document: dict[str, Any], words: str
+) -> float:
     times = []
     for _ in range(REPEATS):
         start = time.perf_counter()
