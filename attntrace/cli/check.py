@@ -23,6 +23,7 @@ from attntrace.cli.options import (
     Sample,
     TablePrecision,
     json_flag,
+    sentence_argument,
 )
 
 
@@ -32,10 +33,7 @@ def check(
         typer.Argument(metavar="FILE", help="Your arrays: .npz, .safetensors or .json, by stage."),
     ],
     words: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="SENTENCE", help="The sentence (default: the model's own).", show_default=False
-        ),
+        list[str] | None, sentence_argument("The sentence (default: the model's own).")
     ] = None,
     config: Config = None,
     sample: Sample = None,

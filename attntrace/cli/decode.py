@@ -18,6 +18,7 @@ from attntrace.cli.options import (
     RealModelName,
     Sample,
     json_flag,
+    sentence_argument,
 )
 from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
@@ -28,11 +29,7 @@ from attntrace.cli.show import presentation
 def decode(
     words: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="SENTENCE",
-            help="The sentence to decode token by token; default: the model file's.",
-            show_default=False,
-        ),
+        sentence_argument("The sentence to decode token by token; default: the model file's."),
     ] = None,
     config: Config = None,
     sample: Sample = None,

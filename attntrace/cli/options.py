@@ -119,6 +119,13 @@ Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into 
 ]
 
 
+def sentence_argument(help_text: str) -> Any:
+    """``SENTENCE``: the words of run, check, decode and heads (quoted or not, joined with
+    spaces); only its help, what the default is, differs
+    (``Annotated[list[str] | None, sentence_argument("...")]``)."""
+    return typer.Argument(metavar="SENTENCE", help=help_text, show_default=False)
+
+
 def json_flag(help_text: str) -> Any:
     """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
     its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""

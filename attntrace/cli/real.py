@@ -12,7 +12,7 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.options import json_flag
+from attntrace.cli.options import json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 
@@ -38,12 +38,7 @@ def models_command(
 
 def heads_command(
     words: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="SENTENCE",
-            help="The sentence (default: the animal sentence).",
-            show_default=False,
-        ),
+        list[str] | None, sentence_argument("The sentence (default: the animal sentence).")
     ] = None,
     real_model: Annotated[
         str, typer.Option("--model", "-m", metavar="NAME", help="A real model (see `models`).")

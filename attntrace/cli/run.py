@@ -34,6 +34,7 @@ from attntrace.cli.options import (
     Step,
     Top,
     json_flag,
+    sentence_argument,
 )
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.show import presentation, show
@@ -45,10 +46,8 @@ if TYPE_CHECKING:
 def run(
     words: Annotated[
         list[str] | None,
-        typer.Argument(
-            metavar="SENTENCE",
-            help="The input sentence (quoted or not); default: the model file's `sentence`.",
-            show_default=False,
+        sentence_argument(
+            "The input sentence (quoted or not); default: the model file's `sentence`."
         ),
     ] = None,
     config: Config = None,
