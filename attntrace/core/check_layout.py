@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.stage_names import DIMENSION_COLUMNS
+from attntrace.core.stage_names import DIMENSION_COLUMNS, KEY_ROWS
 
 Matrix = npt.NDArray[np.float64]
 
@@ -32,7 +32,7 @@ class Reading:
 
     def describe(self, stage: str) -> str:
         """``heads × n × d`` (heads first): the axes this reading gives the shape."""
-        rows = "m" if stage in ("K", "V", "K_rope") else "n"
+        rows = "m" if stage in KEY_ROWS else "n"
         cols = "d_v" if stage in ("V", "output") else "d_k" if stage in DIMENSION_COLUMNS else "m"
         heads = "heads"
         axes = {"heads-first": f"{heads} × {rows} × {cols}",

@@ -60,6 +60,14 @@ PER_KV_HEAD = frozenset(("K", "V", "K_rope"))
 DIMENSION_COLUMNS = frozenset(("Q", "K", "V", "Q_rope", "K_rope", "output"))
 
 
+#: Stages whose rows are the keys' tokens (the context's under cross-attention); the
+#: other stages' rows are the queries' (or, for the learned matrices, dimensions).
+KEY_ROWS = frozenset(("embeddings_context", "positions_context", "X_context", "K", "K_rope", "V"))
+
+#: Stages whose columns are the keys' tokens.
+KEY_COLUMNS = frozenset(("scores", "scaled", "masked", "softmax"))
+
+
 def stage_name(name: str) -> str | None:
     """The stage ``name`` stands for (itself, or through an alias); None if neither."""
     if name in ORDER:

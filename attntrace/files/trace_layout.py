@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core.stage_names import KEY_COLUMNS, KEY_ROWS
 from attntrace.core.trace import Trace
 from attntrace.errors import InputError, describe
 
@@ -97,8 +98,6 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
 # tokens (the context's, for cross-attention), or a width of the model.
 _QUERY_ROWS = ("embeddings", "positions", "X", "Q", "Q_rope", "scores", "scaled", "masked",
                "softmax", "output", "concat", "projected")  # fmt: skip
-_KEY_ROWS = ("embeddings_context", "positions_context", "X_context", "K", "K_rope", "V")
-_KEY_COLS = ("scores", "scaled", "masked", "softmax")
 
 
 def _check_consistent(trace: Trace) -> None:
@@ -113,13 +112,13 @@ def _check_consistent(trace: Trace) -> None:
     for index, stage in enumerate(trace.stages):
         field = f"stages[{index}] ({stage.name})"
         rows = (
-            trace.tokens if stage.name in _QUERY_ROWS else keys if stage.name in _KEY_ROWS else None
+            trace.tokens if stage.name in _QUERY_ROWS else keys if stage.name in KEY_ROWS else None
         )
         # labels compared with the labels expected are shown as a list, as those are
         if rows is not None and stage.rows != rows:
             raise InputError(field=f"{field}.rows", expected=f"the tokens {list(rows)}",
                              found=repr(list(stage.rows)))  # fmt: skip
-        if stage.name in _KEY_COLS and stage.cols != keys:
+        if stage.name in KEY_COLUMNS and stage.cols != keys:
             raise InputError(field=f"{field}.cols", expected=f"the key tokens {list(keys)}",
                              found=repr(list(stage.cols)))  # fmt: skip
         if stage.name in widths and stage.shape[1] != widths[stage.name]:

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from attntrace.core.check_report import CheckReport, Divergence, Region
 from attntrace.core.labels import unique_labels
-from attntrace.core.stage_names import DIMENSION_COLUMNS, PER_HEAD
+from attntrace.core.stage_names import KEY_COLUMNS, KEY_ROWS
 from attntrace.render.numbers import cell_text
 from attntrace.render.shown import label, shortened
 from attntrace.render.shown import labels as shown_labels
@@ -34,10 +34,6 @@ WRONG = "✗"
 REGION_LABEL = 12
 #: How many digits past ``precision`` a wrong cell may take to read unlike the right one.
 MORE_DIGITS = 8
-#: Stages whose rows are the keys' tokens (the context's, under cross-attention).
-KEY_ROWS = frozenset(("K", "V", "K_rope", "X_context", "embeddings_context", "positions_context"))
-#: Stages whose columns are the keys' tokens; every other stage's are dimensions.
-KEY_COLUMNS = PER_HEAD - DIMENSION_COLUMNS
 
 
 def number(value: float, precision: int) -> str:
