@@ -195,6 +195,12 @@ def is_token(key: str) -> bool:
     return key.split() == [key]
 
 
+#: The most axes an array from outside may have (a nested JSON list, a .safetensors
+#: tensor): numpy's limit once was 32, now 64, and no stage or weight has more than a
+#: handful (leading 1s included).
+MAX_AXES = 32
+
+
 def counted(count: int, noun: str) -> str:
     """``1 number``, ``3 numbers``: a count of things found (the plural adds s)."""
     return f"{count} {noun}{'s' if count != 1 else ''}"

@@ -15,12 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.fields import counted
+from attntrace.core.fields import MAX_AXES, counted
 from attntrace.errors import InputError, LongInteger, describe
-
-#: The most axes a nested list may have: numpy's limit once was 32, and no stage has
-#: more than a handful (leading 1s included).
-MAX_AXES = 32
 
 
 def nested_numbers(value: Any, name: str, *, python: bool) -> npt.NDArray[np.float64]:

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.fields import counted
+from attntrace.core.fields import MAX_AXES, counted
 from attntrace.errors import InputError
 from attntrace.files.reading import naming, open_regular
 from attntrace.real.text import first_overlap, shown
@@ -60,8 +60,6 @@ SAFETENSORS_DTYPES: dict[str, np.dtype[Any]] = {
 # The reference implementation refuses headers above 100 MB; so do we, so a lying length
 # in a multi-gigabyte file cannot make us read gigabytes of "JSON".
 _MAX_HEADER_BYTES = 100_000_000
-#: The most axes a tensor may have (numpy's own limit is 64; no weight has more than a few).
-MAX_AXES = 32
 _LENGTH_BYTES = 8
 
 
