@@ -33,6 +33,7 @@ from attntrace.render.document import model_facts, sentence_line
 from attntrace.render.numbers import short_float, significant
 from attntrace.render.shown import NAME_LIMIT, label, model_name, pad
 from attntrace.render.shown import labels as shown_labels
+from attntrace.render.titles import numbered
 from attntrace.render.view import DEFAULT_PRECISION
 from attntrace.render.wrap import Facts, Term, Wrapped, between_terms
 from attntrace.visible import visible
@@ -213,15 +214,6 @@ def _whose(results: Sequence[StageResult], model: ModelInfo) -> str:
         return numbered("K/V head", kv)
     heads = [r.head for r in results if r.head is not None]
     return numbered("head", heads) if heads and model.heads > 1 else ""
-
-
-def numbered(what: str, indices: Sequence[int]) -> str:
-    """``head 1``, ``heads 1, 3``, ``heads 0 to 11`` (a run of three or more)."""
-    if len(indices) == 1:
-        return f"{what} {indices[0]}"
-    if len(indices) > 2 and indices[-1] - indices[0] == len(indices) - 1:
-        return f"{what}s {indices[0]} to {indices[-1]}"
-    return f"{what}s {', '.join(map(str, indices))}"
 
 
 def tolerance_line(report: CheckReport) -> Line | None:

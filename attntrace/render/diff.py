@@ -45,7 +45,7 @@ from attntrace.render.document import header
 from attntrace.render.heatmap import delta_style
 from attntrace.render.numbers import cell_text, format_number, short_float, significant
 from attntrace.render.shown import label, labels, pad, quoted, shortened, shown_trace
-from attntrace.render.titles import head_label
+from attntrace.render.titles import head_label, numbered
 from attntrace.render.view import DEFAULT_MAX_ROWS, DEFAULT_PRECISION
 from attntrace.render.wrap import Wrapped
 from attntrace.visible import ELLIPSIS, visible
@@ -156,12 +156,12 @@ def whose(stage: StageDiff) -> str:
 
 
 def _whose_all(stages: list[StageDiff]) -> str:
-    """``head 1``, ``heads 0, 1``, ``K/V heads 0, 1``: the heads of ``stages``."""
-    named = [whose(s) for s in stages]
-    if len(named) == 1:
-        return named[0]
-    kind, _, _ = named[0].rpartition(" ")
-    return f"{kind}s {', '.join(n.rpartition(' ')[2] for n in named)}"
+    """``head 1``, ``heads 0, 1``, ``K/V heads 0 to 3``: the heads of ``stages``."""
+    heads = [s.head for s in stages if s.head is not None]
+    if heads:
+        return numbered("head", heads)
+    kv_heads = [s.kv_head for s in stages if s.kv_head is not None]
+    return numbered("K/V head", kv_heads) if kv_heads else ""
 
 
 def group_line(group: list[StageDiff], width: int, many_heads: bool = False) -> Text:

@@ -6,6 +6,8 @@ view names a slice the same way.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 
 from attntrace.core.trace import ModelInfo, Stage
@@ -45,3 +47,12 @@ def head_label(stage: Stage, model: ModelInfo | None) -> str:
     if stage.kv_head is not None and (model.group > 1 or stage.head is None):
         parts.append(f"K/V head {stage.kv_head}")
     return "  " + " · ".join(parts) if parts else ""
+
+
+def numbered(what: str, indices: Sequence[int]) -> str:
+    """``head 1``, ``heads 1, 3``, ``heads 0 to 11`` (a run of three or more)."""
+    if len(indices) == 1:
+        return f"{what} {indices[0]}"
+    if len(indices) > 2 and indices[-1] - indices[0] == len(indices) - 1:
+        return f"{what}s {indices[0]} to {indices[-1]}"
+    return f"{what}s {', '.join(map(str, indices))}"
