@@ -147,6 +147,10 @@ class ModelSpec:
     # Last, so that every earlier field keeps its place for positional callers. Checked
     # always, used with positions "rope" only (as rope_base is).
     rope_pairing: str = "half"
+    # What `grad --loss mse` and `train --loss mse` pull the block's output toward: one
+    # row per token, as wide as the block's output (its rows are checked against the
+    # sentence when a loss is computed: the model does not know the sentence's length).
+    target: Matrix | None = None
 
     def __post_init__(self) -> None:
         """The shape rules of docs/model-file.md#shapes; the first broken one is an
@@ -208,6 +212,11 @@ class ModelSpec:
                              found=describe(self.positions))  # fmt: skip
         self._check_rope()
         self._check_biases()
+        width = d_model if self.WO is not None else heads * self.d_v
+        if self.target is not None and self.target.shape[1] != width:
+            self._shape_error("target", f"rows of {width} numbers (the block output's width: "
+                              + ("d_model, with WO)" if self.WO is not None
+                                 else f"heads·d_v = {heads}·{self.d_v})"), self.target)
         if self.given is not None and self.given.X.shape[1] != d_model:
             self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
         if self.position_kind == "rope" and self.context is not None:
@@ -245,6 +254,8 @@ class ModelSpec:
             if matrix is not None or name != "WO":
                 checked = checked_array(f"ModelSpec.{name}", f"weights.{name}", matrix, 2)
                 set_field(self, name, checked)
+        if self.target is not None:
+            set_field(self, "target", checked_array("ModelSpec.target", "target", self.target, 2))
         positions: Any = self.positions
         if isinstance(positions, str) and positions == "none":
             positions = None

@@ -48,6 +48,7 @@ KNOWN_FIELDS = (
     "biases",
     "rope_base",
     "rope_pairing",
+    "target",
 )
 REQUIRED_FIELDS = ("embeddings", "weights")
 
@@ -164,6 +165,7 @@ def _model(document: Any, source: str | None, arrays: NpyReader, *, named: str |
         description=_optional_text(document, "description") or "",
         sentence=_optional_text(document, "sentence"),
         source=source,
+        target=_target(document.get("target"), arrays),
     )
 
 
@@ -190,6 +192,13 @@ def _positions(value: Any, arrays: NpyReader) -> str | Matrix | None:
     raise InputError(field="positions",
                      expected="none, sinusoidal, rope, or a list of position vectors",
                      found=describe(value))  # fmt: skip
+
+
+def _target(value: Any, arrays: NpyReader) -> Matrix | None:
+    """``target``: the block output `--loss mse` pulls toward (rows, or a .npy file)."""
+    if value is None:
+        return None
+    return arrays.load(value, "target") if arrays.names_file(value) else matrix(value, "target")
 
 
 def _rope_base(document: Mapping[str, Any]) -> float:
