@@ -58,6 +58,23 @@ Context = Annotated[
     typer.Option(metavar="SENTENCE",
                  help="Cross-attention: take K and V from this sentence (overrides the file)."),
 ]  # fmt: skip
+# The loss of `grad` and `train` (docs/learning.md#the-losses).
+LossFlag = Annotated[
+    str | None,
+    typer.Option("--loss", metavar="LOSS", show_default=False,
+                 help="attend (−log softmax[from, to]) or mse (against the model's target); "
+                 "default: attend with --from/--to, else mse with a target."),
+]  # fmt: skip
+FromToken = Annotated[
+    str | None,
+    typer.Option("--from", metavar="TOKEN", show_default=False,
+                 help="The attend loss's query token (a token, it#7, or an index)."),
+]  # fmt: skip
+ToToken = Annotated[
+    str | None,
+    typer.Option("--to", metavar="TOKEN", show_default=False,
+                 help="The key token it should look at."),
+]  # fmt: skip
 # Display flags shared by `run` and `render`: none of them changes a number.
 Step = Annotated[
     bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
