@@ -399,7 +399,7 @@ REJECTED = [
         GOOD,
         "model.yaml (with --set kv_head): unknown field 'kv_head' (did you mean 'kv_heads'?) "
         "(known fields: name, description, sentence, embeddings, weights, heads, kv_heads, "
-        "causal, positions, context, vocabulary, biases, rope_base, rope_pairing)",
+        "causal, positions, context, vocabulary, biases, rope_base, rope_pairing, target)",
         args=_set("kv_head=2"),
     ),
     case(

@@ -41,7 +41,7 @@ from helpers import load_valid_trace
 
 KNOWN_FIELDS = (
     "name, description, sentence, embeddings, weights, heads, kv_heads, causal, positions, "
-    "context, vocabulary, biases, rope_base, rope_pairing"
+    "context, vocabulary, biases, rope_base, rope_pairing, target"
 )
 TOP_LEVEL = "expected a mapping of model fields at the top level (embeddings, weights, ...)"
 TOKEN_MAP = "expected a non-empty mapping of token -> vector"
