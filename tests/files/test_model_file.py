@@ -477,6 +477,30 @@ REJECTED = [
         "model.yaml: vocabulary: expected nothing, unless embeddings is a .npy file, got a "
         "list of 1 item",
     ),
+    # --- target: the block output --loss mse pulls toward (its width is checked here)
+    case(
+        "target-too-wide",
+        GOOD + "target: [[1, 2, 3]]\n",
+        "model.yaml: target: expected rows of 2 numbers (the block output's width: "
+        "heads·d_v = 1·2), got 1 × 3",
+    ),
+    case(
+        "target-with-wo-is-d_model-wide",
+        GOOD + "  WO: [[1, 0], [0, 1]]\ntarget: [[1]]\n",
+        "model.yaml: target: expected rows of 2 numbers (the block output's width: "
+        "d_model, with WO), got 1 × 1",
+    ),
+    case(
+        "target-not-a-matrix",
+        GOOD + "target: [1, 2]\n",
+        "model.yaml: target: expected a matrix (a non-empty list of rows, each a list of "
+        "numbers), got a list of 2 items",
+    ),
+    case(
+        "target-nan",
+        GOOD + "target: [[.nan, 1]]\n",
+        "model.yaml: target[0][0]: expected a finite number, got a non-finite number (nan)",
+    ),
 ]
 
 
