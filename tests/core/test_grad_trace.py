@@ -1,0 +1,45 @@
+"""The backward pass as a record (core/grad_trace): each gradient shaped and labelled as
+the forward stage it mirrors, named as docs/learning.md's table, in its order."""
+
+from __future__ import annotations
+
+import pytest
+from randoms import random_block
+
+from attntrace.core.attention import trace_block
+from attntrace.core.grad_trace import GRAD_ORDER, MIRRORS, grad_trace
+from attntrace.core.objective import Objective
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_gradient_has_its_forward_stage_s_shape_and_labels(seed: int) -> None:
+    model, tokens, context = random_block(seed)
+    forward = trace_block(model, tokens, context)
+    keys = tokens if context is None else context
+    grad = grad_trace(model, tokens, context, Objective("attend", "0", str(len(keys) - 1)
+                                                        if not model.causal else "0"))  # fmt: skip
+    for stage in grad.stages:
+        mirror = grad.mirror(stage)
+        if mirror is None:  # a whole-model weight gradient of several heads or K/V heads
+            assert stage.head is None
+            assert stage.name in ("d_WQ", "d_bQ", "d_WK", "d_bK", "d_WV", "d_bV")
+            continue
+        assert mirror.name == MIRRORS[stage.name]
+        assert stage.shape == mirror.shape, stage
+        if stage.name not in ("d_bQ", "d_bK", "d_bV", "d_bO"):
+            assert stage.cols == mirror.cols
+            assert stage.rows == mirror.rows or stage.name.startswith("d_W")
+    shared = [s for s in grad.stages if s.head is None and s.kv_head is None]
+    order = [GRAD_ORDER.index(stage.name) for stage in shared]
+    assert order == sorted(order), "the shared gradients keep the contract's order"
+    assert grad.forward.stage("X").shape == forward.stage("X").shape
+
+
+def test_a_missing_gradient_names_those_held() -> None:
+    model, tokens, context = random_block(
+        3, heads=1, kv_heads=1, cross=False, causal=False, wo=False
+    )
+    grad = grad_trace(model, tokens, context, Objective("attend", "0", "0"))
+    assert grad.stage("d_softmax", head=0).shape == (len(tokens), len(tokens))
+    with pytest.raises(KeyError, match="gradients: d_output, d_V, d_softmax"):
+        grad.stage("d_concat")
