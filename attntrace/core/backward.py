@@ -133,16 +133,19 @@ def grad_block(
     *,
     d_output: Matrix | None = None,
     d_softmax: Sequence[Matrix | None] | None = None,
+    forward: Trace | None = None,
 ) -> Gradients:
     """Every gradient of the block of ``model`` over ``tokens`` (and ``context``).
 
     ``d_output`` is dL/d(block output), shaped as the block's output; ``d_softmax`` holds,
     per query head, a gradient entering at that head's softmax (None for a head without
-    one). Either may be left out; they add where both are given. Raises
-    :class:`InputError` for a gradient of the wrong shape or with a non-finite number,
-    and for arithmetic that overflows float64.
+    one). Either may be left out; they add where both are given. ``forward`` is the
+    block's trace over the same tokens, where the caller has it already (a loss was
+    read from it): it is then not traced again. Raises :class:`InputError` for a
+    gradient of the wrong shape or with a non-finite number, and for arithmetic that
+    overflows float64.
     """
-    trace = trace_block(model, tokens, context)
+    trace = forward if forward is not None else trace_block(model, tokens, context)
     with np.errstate(over="ignore", invalid="ignore"):
         gradients = _backward(model, trace, d_output, d_softmax)
     _require_finite(gradients)

@@ -102,7 +102,7 @@ def grad_trace(
     resolved = resolve(objective, model, forward)
     loss = resolved.loss
     gradients = grad_block(model, tokens, context, d_output=loss.d_output,
-                           d_softmax=loss.d_softmax)  # fmt: skip
+                           d_softmax=loss.d_softmax, forward=forward)  # fmt: skip
     return GradTrace(forward=gradients.trace, objective=objective, loss=resolved,
                      stages=_stages(model, gradients, resolved),
                      summed={kv.kv_head: kv.query_heads for kv in gradients.kv_heads

@@ -214,9 +214,16 @@ class ModelSpec:
         self._check_biases()
         width = d_model if self.WO is not None else heads * self.d_v
         if self.target is not None and self.target.shape[1] != width:
-            self._shape_error("target", f"rows of {width} numbers (the block output's width: "
-                              + ("d_model, with WO)" if self.WO is not None
-                                 else f"heads·d_v = {heads}·{self.d_v})"), self.target)
+            self._shape_error(
+                "target",
+                f"rows of {width} numbers (the block output's width: "
+                + (
+                    "d_model, with WO)"
+                    if self.WO is not None
+                    else f"heads·d_v = {heads}·{self.d_v})"
+                ),
+                self.target,
+            )
         if self.given is not None and self.given.X.shape[1] != d_model:
             self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
         if self.position_kind == "rope" and self.context is not None:
