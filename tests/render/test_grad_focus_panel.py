@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -88,7 +89,7 @@ def unit(precision: int) -> Fraction:
     return Fraction(1, 10**precision)
 
 
-CASES = {
+CASES: dict[str, tuple[Callable[[], GradTrace], int, int]] = {
     "it-animal, attend": (it_animal, 7, 0),
     "it-animal, mse": (lambda: it_animal("mse"), 7, 0),
     "11 dense keys": (lambda: dense(11), 4, 0),
