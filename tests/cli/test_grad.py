@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from helpers import invoke, needs_weights
 from tolerances import FINITE_DIFFERENCE, FINITE_DIFFERENCE_STEP
@@ -123,7 +124,7 @@ def test_the_views_d_wq_is_the_finite_difference_of_the_loss() -> None:
     spec, tokens = ready.spec, list(ready.tokens)
     row, col = tokens.index("it"), tokens.index("animal")
 
-    def loss(WQ: np.ndarray) -> float:  # type: ignore[type-arg]
+    def loss(WQ: npt.NDArray[np.float64]) -> float:
         trace = trace_block(replace(spec, WQ=WQ), tokens, None)
         return float(-np.log(trace.stage("softmax").data[row, col]))
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 import numpy as np
+import numpy.typing as npt
 import pytest
 from helpers import invoke, schema
 from randoms import random_block
@@ -22,6 +23,7 @@ from attntrace.core.objective import Objective
 from attntrace.core.spec import ModelSpec
 from attntrace.files.grad_json import grad_dump_bytes, grad_to_dict
 
+Array = npt.NDArray[np.float64]
 GRAD_SCHEMA = schema("grad-v1.schema.json")
 
 
@@ -47,7 +49,7 @@ def loss_here(model: ModelSpec, tokens: list[str], context: list[str] | None,
 
 def finite_difference(model: ModelSpec, tokens: list[str], context: list[str] | None,
                       objective: Objective, cell: tuple[int, int] | None,
-                      name: str) -> np.ndarray:  # type: ignore[type-arg]  # fmt: skip
+                      name: str) -> Array:  # fmt: skip
     """(L(W + h) − L(W − h)) / 2h for every entry of weight (or bias) ``name``."""
     is_bias = name.startswith("b")
     base = np.array(model.biases[name] if is_bias else getattr(model, name), dtype=float)
@@ -71,7 +73,7 @@ def with_target(model: ModelSpec, tokens: list[str], seed: int) -> ModelSpec:
     return replace(model, target=rng.normal(size=(len(tokens), width)))
 
 
-KINDS = {
+KINDS: dict[str, dict[str, Any]] = {
     "single": {"heads": 1, "kv_heads": 1},
     "multi-head": {"heads": 2, "kv_heads": 2},
     "gqa": {"heads": 4, "kv_heads": 2},
