@@ -165,7 +165,7 @@ def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, 
             ("d_Q", "d_Q = d_Q_rope turned back (RoPE by −θ)" if hg.d_Q_rope is not None
              else "d_Q = d_scores · K", hg.d_Q, tokens, dims(d_k, h * d_k)),
             ("d_K", "d_K = d_K_rope turned back (RoPE by −θ)" if hg.d_K_rope is not None
-             else "d_Kᵀ = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
+             else "d_K = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
         ]  # fmt: skip
         for name, formula, data, rows, cols in per_head:
             add(name, formula, data, rows, cols, h, kv)

@@ -1,0 +1,212 @@
+"""`grad`: the backward pass of the attention block from a loss, every gradient a table
+(docs/learning.md); --step walks it, --focus takes one row through the softmax's
+Jacobian, --json writes ``attntrace/grad/v1``.
+
+The model flags are `run`'s and are checked the same way (cli/model_flags); the loss
+flags are made one Objective by cli/objective_flags, once the model (and so whether it
+has a target) is known.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails, usage
+from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.objective_flags import objective_from_flags
+from attntrace.cli.options import (
+    Causal,
+    Config,
+    Context,
+    Edits,
+    FromToken,
+    Layer,
+    LossFlag,
+    MaxCols,
+    MaxHeads,
+    MaxRows,
+    Precision,
+    RealModelName,
+    Sample,
+    ToToken,
+    json_flag,
+    sentence_argument,
+)
+from attntrace.cli.progress import progress_shown
+
+if TYPE_CHECKING:
+    from attntrace.core.grad_trace import GradTrace
+    from attntrace.render.view import View
+
+GradHead = Annotated[
+    int | None,
+    typer.Option("--head", min=0, metavar="H", show_default=False,
+                 help="The attend loss of head H alone (default: summed over every head)."),
+]  # fmt: skip
+GradStep = Annotated[
+    bool, typer.Option("--step", metavar="", help="One gradient per screen, with a prompt.")
+]
+GradFocus = Annotated[
+    str | None,
+    typer.Option("--focus", metavar="TOKEN", show_default=False,
+                 help="One query row through the softmax backward by hand (e.g. the "
+                 "--from token)."),
+]  # fmt: skip
+
+
+def grad(
+    words: Annotated[
+        list[str] | None,
+        sentence_argument("The input sentence (quoted or not); default: the model's own."),
+    ] = None,
+    config: Config = None,
+    sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Layer = None,
+    causal: Causal = None,
+    context: Context = None,
+    edits: Edits = None,
+    loss: LossFlag = None,
+    from_token: FromToken = None,
+    to_token: ToToken = None,
+    head: GradHead = None,
+    step: GradStep = False,
+    focus: GradFocus = None,
+    as_json: Annotated[
+        bool, json_flag("Write every gradient as JSON (attntrace/grad/v1).")
+    ] = False,
+    precision: Precision = None,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+    max_heads: MaxHeads = 4,
+) -> None:
+    """The backward pass from a loss: every gradient, dL/d output back to dL/d X and the
+    weights, as a table beside the stage it mirrors."""
+    display = [flag for flag, on in (("--step", step), ("--focus", focus is not None)) if on]
+    if as_json and display:
+        usage(f"--json writes the gradients for programs: it does not mix with {display[0]}")
+    if step and focus is not None:
+        usage("--step and --focus are different views: choose one")
+    # --head is the loss's here, not "trace this head alone": not check_model_flags' rule
+    check_model_flags(config, sample, real_model, layer, None, step=step, edits=edits or ())
+    if real_model is not None and (causal is not None or context is not None):
+        usage("--causal and --context change a model file: a real model has its own mask")
+    sentence = " ".join(words) if words else None
+    with bad_input_fails():
+        if real_model is not None:
+            from attntrace.real.layer import layer_spec
+
+            with progress_shown():
+                spec, tokens = layer_spec(real_model, sentence, layer or 0)
+            keys = None
+        else:
+            from attntrace.api import prepared
+
+            model = stdin_model(config, edits or ())
+            ready = prepared(sentence, config=None if model is not None else config,
+                             sample=sample, model=model, causal=causal, context=context,
+                             edits=() if model is not None else edits or ())  # fmt: skip
+            spec, tokens, keys = ready.spec, ready.tokens, ready.key_tokens
+    objective = objective_from_flags(loss, from_token, to_token, head,
+                                     has_target=spec.target is not None)  # fmt: skip
+    with bad_input_fails():
+        if head is not None and head >= spec.heads:
+            from attntrace.errors import InputError
+
+            raise InputError(field="--head", expected=f"a head from 0 to {spec.heads - 1}",
+                             found=str(head))  # fmt: skip
+        from attntrace.core.grad_trace import grad_trace
+
+        with progress_shown():
+            traced = grad_trace(spec, tokens, keys, objective)
+        _check_finite(traced)
+
+    def document() -> bytes:
+        from attntrace.files.grad_json import grad_dump_bytes
+
+        return grad_dump_bytes(traced)
+
+    def view() -> None:
+        shown_view = _view(precision, max_rows, max_cols, max_heads)
+        if step:
+            _walk(traced, shown_view)
+        elif focus is not None:
+            _focus(traced, focus, shown_view)
+        else:
+            _tables(traced, shown_view)
+
+    emit(as_json, document, view)
+
+
+def _check_finite(grad: GradTrace) -> None:
+    """Every gradient a finite float64, or an InputError naming the first that is not."""
+    import math
+
+    from attntrace.errors import InputError
+
+    if not math.isfinite(grad.loss.loss.value):
+        raise InputError("the loss overflows float64", field="loss",
+                         expected="a finite number", found=repr(grad.loss.loss.value))  # fmt: skip
+    for stage in grad.stages:
+        if not bool(abs(stage.data).max(initial=0.0) < math.inf):
+            raise InputError(f"the gradient {stage.name} overflows float64 (the weights or "
+                             "inputs are too large)", field=stage.name,
+                             expected="finite numbers", found="inf or nan")  # fmt: skip
+
+
+def _view(precision: int | None, max_rows: int, max_cols: int | None, max_heads: int) -> View:
+    from attntrace.render.present import SHOW_ALL
+    from attntrace.render.view import DEFAULT_PRECISION, View
+
+    return View(
+        precision=DEFAULT_PRECISION if precision is None else precision,
+        max_rows=SHOW_ALL if max_rows == 0 else max_rows,
+        max_cols=SHOW_ALL if max_cols == 0 else max_cols,
+        max_heads=None if max_heads == 0 else max_heads,
+    )
+
+
+def _tables(grad: GradTrace, view: View) -> None:
+    from attntrace.cli.pipes import stdout_console
+    from attntrace.render.grad import render_grad, shown_grad
+
+    console = stdout_console()
+    for renderable in render_grad(shown_grad(grad), view):
+        console.print(renderable, crop=False)  # a number is never cut
+
+
+def _walk(grad: GradTrace, view: View) -> None:
+    from attntrace.cli.pipes import quiet_pipe, stdout_console
+    from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+    from attntrace.render.grad import shown_grad
+    from attntrace.render.grad_step import run_grad_steps
+
+    console = stdout_console()
+    with quiet_pipe(), interrupted():
+        run_grad_steps(console, shown_grad(grad), read_line, view,
+                       echo=not stdin_is_terminal(), prompt_console=prompt_console())  # fmt: skip
+
+
+def _focus(grad: GradTrace, token: str, view: View) -> None:
+    """--focus TOKEN: that query row of the head (--head, else 0) through the softmax
+    backward, by hand."""
+    from attntrace.cli.pipes import stdout_console
+    from attntrace.render.grad import shown_grad
+    from attntrace.render.grad_focus import (  # type: ignore[import-not-found, unused-ignore]
+        grad_focus_panel,  # written beside this command (issue 15), merged with it
+    )
+
+    row, note = _focus_row(grad, token)
+    head = grad.objective.head if grad.objective.head is not None else 0
+    stdout_console().print(grad_focus_panel(shown_grad(grad), row, head, view, note), crop=False)
+
+
+def _focus_row(grad: GradTrace, token: str) -> tuple[int, str]:
+    """The 0-based query row --focus TOKEN names (as run's --focus names one)."""
+    from attntrace.core.focus import resolve_position
+
+    with bad_input_fails():
+        return resolve_position(grad.forward.tokens, token, "--focus")

@@ -1,0 +1,76 @@
+"""GradTrace -> the ``attntrace/grad/v1`` document (docs/learning.md#attntracegradv1).
+
+Plain dicts, as every document is written (files/serialize): the model as the trace
+gives it, the loss with its cell's tokens, and every gradient stage in backward order
+with the forward stage it mirrors (``of``) and, for a K/V head's sum, the query heads it
+adds (``summed_heads``). The forward stages are not repeated: ``run --json`` writes them.
+Schema: ``attntrace/schema/grad-v1.schema.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attntrace.files.serialize import model_to_dict, plain_dumps, stage_to_dict
+
+if TYPE_CHECKING:
+    from attntrace.core.grad_trace import GradTrace
+    from attntrace.core.trace import Stage
+
+GRAD_SCHEMA_ID = "attntrace/grad/v1"
+GRAD_SCHEMA_FILE = "grad-v1.schema.json"
+
+
+def grad_to_dict(grad: GradTrace, *, raw: bool = False) -> dict[str, Any]:
+    """The backward pass as plain data; ``raw`` leaves the matrices numpy arrays, for a
+    writer that serializes them itself (orjson)."""
+    from attntrace.core.grad_trace import MIRRORS
+
+    trace, resolved = grad.forward, grad.loss
+    keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
+
+    def token(index: int, tokens: tuple[str, ...]) -> dict[str, Any]:
+        return {"index": index, "token": tokens[index]}
+
+    cell = resolved.cell
+
+    def stage(gradient: Stage) -> dict[str, Any]:
+        data = stage_to_dict(gradient, raw=raw)
+        summed = None
+        if gradient.head is None and gradient.kv_head is not None:
+            summed = list(grad.summed.get(gradient.kv_head, ()))
+        labels = {key: data[key] for key in ("name", "head", "kv_head")}
+        rest = {key: data[key] for key in ("formula", "shape", "rows", "cols", "data")}
+        return {**labels, "of": MIRRORS[gradient.name], "summed_heads": summed, **rest}
+
+    return {
+        "schema": GRAD_SCHEMA_ID,
+        "model": model_to_dict(trace.model),
+        "tokens": list(trace.tokens),
+        "context_tokens": None if trace.context_tokens is None else list(trace.context_tokens),
+        "loss": {
+            "kind": grad.objective.kind,
+            "formula": resolved.formula,
+            "value": resolved.loss.value,
+            "from": None if cell is None else token(cell[0], trace.tokens),
+            "to": None if cell is None else token(cell[1], keys),
+            "heads": list(resolved.heads),
+        },
+        "stages": [stage(gradient) for gradient in grad.stages],
+    }
+
+
+def grad_dump_bytes(grad: GradTrace) -> bytes:
+    """The document, compact, as UTF-8 bytes (orjson writes the matrices straight from
+    numpy; every number reads back to the same float64)."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        return plain_dumps(grad_to_dict(grad)).encode()
+    return orjson.dumps(grad_to_dict(grad, raw=True), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def grad_schema_text() -> str:
+    """The JSON Schema of :data:`GRAD_SCHEMA_ID`, as shipped in the package."""
+    return (Path(__file__).parent.parent / "schema" / GRAD_SCHEMA_FILE).read_text(encoding="utf-8")
