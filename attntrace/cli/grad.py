@@ -195,7 +195,7 @@ def _focus(grad: GradTrace, token: str, view: View) -> None:
     backward, by hand."""
     from attntrace.cli.pipes import stdout_console
     from attntrace.render.grad import shown_grad
-    from attntrace.render.grad_focus import (  # type: ignore[import-not-found, unused-ignore]
+    from attntrace.render.grad_focus import (
         grad_focus_panel,  # written beside this command (issue 15), merged with it
     )
 

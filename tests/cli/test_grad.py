@@ -76,8 +76,6 @@ def one_line_error(result: object, *words: str) -> str:
 def test_what_does_not_go_together_is_one_line_and_exit_2(
     args: list[str], words: list[str]
 ) -> None:
-    if "--focus" in args and "zebra" in args:
-        pytest.importorskip("attntrace.render.grad_focus")
     one_line_error(invoke("grad", *args, input=""), *words)
 
 
@@ -261,10 +259,10 @@ def test_step_mode_h_goes_to_the_next_head_and_end_of_input_ends() -> None:
 
 
 def test_focus_calls_the_softmax_backward_panel() -> None:
-    pytest.importorskip("attntrace.render.grad_focus")
     result = invoke("grad", *IT_ANIMAL, "--focus", "it")
     assert result.exit_code == 0, result.stderr
-    assert "it" in result.stdout
+    assert "Softmax backward by hand: it, row 7" in result.stdout
+    assert "✓ the same as the d_scaled stage's row" in result.stdout
     assert "Traceback" not in result.stderr
     by_index = invoke("grad", *IT_ANIMAL, "--focus", "7")
     assert by_index.stdout == result.stdout
