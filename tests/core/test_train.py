@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -61,8 +62,11 @@ def test_a_trained_bias_starts_at_zero_under_random() -> None:
                                     rope=False)  # fmt: skip
     objective = Objective("attend", str(len(tokens) - 1), "0")
     run = train(model, tokens, None, objective, names=["bQ", "WK"], steps=2, init="random")
-    assert np.array_equal(run.initial.bias("bQ"), np.zeros(model.WQ.shape[1]))
-    assert np.array_equal(run.initial.bias("bK"), model.bias("bK"))  # not trained
+    start, given = run.initial.bias("bQ"), model.bias("bK")
+    assert start is not None
+    assert given is not None
+    assert np.array_equal(start, np.zeros(model.WQ.shape[1]))
+    assert run.initial.bias("bK") is given  # not trained: the model's own
 
 
 def test_same_input_same_numbers() -> None:
@@ -88,7 +92,7 @@ def with_target(model: ModelSpec, tokens: list[str], seed: int) -> ModelSpec:
     return replace(model, target=np.random.default_rng(seed).normal(size=(len(tokens), width)))
 
 
-KINDS = {
+KINDS: dict[str, dict[str, Any]] = {
     "single": {"heads": 1, "kv_heads": 1, "cross": False, "causal": False, "rope": False},
     "multi-head": {"heads": 2, "kv_heads": 2, "cross": False, "causal": False},
     "GQA": {"heads": 4, "kv_heads": 2, "cross": False},
@@ -148,10 +152,11 @@ def test_one_step_is_minus_lr_times_a_central_difference(kind: str, loss: str) -
                                    err_msg=change.name)  # fmt: skip
 
 
-def _set(model: ModelSpec, name: str, value: np.ndarray) -> ModelSpec:
+def _set(model: ModelSpec, name: str, value: np.ndarray[Any, Any]) -> ModelSpec:
     if name.startswith("b"):
         return replace(model, biases={**model.biases, name: value[0]})
-    return replace(model, **{name: value})
+    changed: dict[str, Any] = {name: value}
+    return replace(model, **changed)
 
 
 def test_the_change_is_after_minus_before() -> None:

@@ -15,8 +15,9 @@ from rich.console import Console
 
 from attntrace.api import prepared
 from attntrace.core.attention import trace_block
-from attntrace.core.objective import Objective
-from attntrace.core.train import train
+from attntrace.core.objective import Objective, Resolved
+from attntrace.core.trace import Trace
+from attntrace.core.train import StepRecord, train
 from attntrace.files.model_file import load_model
 from attntrace.render.train import shown_steps
 from attntrace.render.train_live import LONGEST, LiveTraining, frame, sparkline
@@ -170,14 +171,15 @@ def test_sparkline_runs_from_the_lowest_to_the_highest_bar() -> None:
 def drawn(width: int, step: int = 100) -> list[str]:
     ready = prepared(None, sample="it-animal")
     objective = Objective("attend", "it", "animal")
-    records: list[object] = []
+    records: list[tuple[StepRecord, Trace, Resolved]] = []
     train(ready.spec, ready.tokens, None, objective, init="random",
           on_step=lambda r, t, loss: records.append((r, t, loss)))  # fmt: skip
-    record, trace, loss = records[step]  # type: ignore[misc]
-    losses = [r.loss for r, _, _ in records[: step + 1]]  # type: ignore[attr-defined]
-    console = Console(file=StringIO(), width=width, color_system=None)
-    console.print(frame(record, 100, losses, trace, loss, View(), width))  # type: ignore[arg-type]
-    return console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    record, trace, loss = records[step]
+    losses = [r.loss for r, _, _ in records[: step + 1]]
+    out = StringIO()
+    console = Console(file=out, width=width, color_system=None)
+    console.print(frame(record, 100, losses, trace, loss, View(), width))
+    return out.getvalue().splitlines()
 
 
 @pytest.mark.parametrize("width", [40, 80, 160])
