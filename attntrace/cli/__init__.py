@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 
 from attntrace import __version__
-from attntrace.cli import check, decode, diff, grad, kv_cache, real, run, samples, softmax
+from attntrace.cli import check, decode, diff, grad, kv_cache, real, run, samples, softmax, train
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.pipes import drop_stdout
 from attntrace.cli.process import (
@@ -69,6 +69,7 @@ app.command()(run.render)
 app.command()(check.check)
 app.command()(diff.diff)
 app.command()(grad.grad)
+app.command()(train.train)
 # softmax: -1 is a value, not an unknown option
 app.command(context_settings={"ignore_unknown_options": True})(softmax.softmax)
 app.command()(decode.decode)

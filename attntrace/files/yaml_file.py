@@ -162,3 +162,42 @@ def _where(mark: Any) -> str:
 def _tag(problem: str) -> str | None:
     match = re.search(r"tag '([^']+)'", problem)
     return match.group(1).replace(_CORE, "!!") if match else None
+
+
+class _ModelDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper for model files: every string value double-quoted (so no
+    token reads back as a number or a boolean under YAML 1.2 or 1.1), every list of
+    numbers on one line, and floats as ``repr`` writes them (exact: they read back to
+    the same float64)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+
+
+def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    flat = all(isinstance(item, int | float) and not isinstance(item, bool) for item in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flat)
+
+
+def _represent_dict(dumper: yaml.SafeDumper, value: dict[str, Any]) -> yaml.MappingNode:
+    """Keys as PyYAML chooses (plain where it can: the loader takes a key as the exact
+    string written, whatever it looks like), values through the representers above."""
+    pairs = [(yaml.SafeDumper.represent_str(dumper, key), dumper.represent_data(item))
+             for key, item in value.items()]  # fmt: skip
+    return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
+
+
+_ModelDumper.add_representer(str, _represent_str)
+_ModelDumper.add_representer(dict, _represent_dict)
+_ModelDumper.add_representer(list, _represent_list)
+
+
+def dump_yaml(document: dict[str, Any]) -> str:
+    """Plain data (mappings, lists, numbers, strings) as YAML text that :func:`parse_yaml`
+    reads back to the same data; keys keep their order. A float is written as Python's
+    ``repr`` (``1.0e-05`` for ``1e-05``: YAML 1.2 needs the dot), so it reads back
+    exactly."""
+    text: str = yaml.dump(document, Dumper=_ModelDumper, sort_keys=False, allow_unicode=True,
+                          width=2**16, default_flow_style=False)  # fmt: skip
+    return text

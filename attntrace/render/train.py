@@ -1,0 +1,186 @@
+"""`train`'s view: the header, the history as a table (piped), and what changed.
+
+The live display (:mod:`attntrace.render.train_live`) draws the steps as they come;
+where there is none (stdout piped, a dumb terminal) the history is a table of step,
+loss and the to-token's weight: every step up to 20, else 21 rows spread evenly
+(step 0 and the last always among them). Both end with :func:`summary`: the loss and
+the weight before → after, and each trained matrix's change as a table (a
+:class:`attntrace.core.trace.Stage` drawn by StageTable, labelled d0, d1, ... like
+the weights).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from rich.console import RenderableType
+from rich.text import Text
+
+from attntrace.core.labels import dims
+from attntrace.core.objective import Resolved
+from attntrace.core.trace import Stage, Trace
+from attntrace.core.train import Change, Training
+from attntrace.render.document import model_facts
+from attntrace.render.numbers import format_number
+from attntrace.render.shown import labels, model_name, pad
+from attntrace.render.stage_table import StageTable
+from attntrace.render.view import View
+from attntrace.render.wrap import Facts
+from attntrace.visible import visible
+
+HISTORY_ROWS = 20  # steps shown besides step 0, at most
+HEAD_COLUMNS = 4  # heads with a weight column of their own; more: min, mean, max
+
+
+def shown_steps(steps: int, rows: int = HISTORY_ROWS) -> list[int]:
+    """The steps the table shows: 0 … ``steps`` when there are at most ``rows``, else 0
+    and ``rows`` steps spread evenly up to the last (which is always among them)."""
+    if steps <= rows:
+        return list(range(steps + 1))
+    return [0, *sorted({round(steps * k / rows) for k in range(1, rows + 1)})]
+
+
+def header(trace: Trace, loss: Resolved, settings: str) -> list[RenderableType]:
+    """The model line (as run's), the loss and the heads it reads, the settings."""
+    cross = trace.context_tokens is not None
+    lines: list[RenderableType] = [
+        Facts(model_name(trace.model.name),
+              model_facts(trace.model, len(trace.tokens), None, cross=cross)),
+        Text(f"{visible(loss.formula)} · {heads_read(trace, loss)}", style="dim"),
+        Text(settings, style="dim"),
+    ]  # fmt: skip
+    lines += [Text(visible(note), style="dim") for note in loss.notes]
+    return lines
+
+
+def heads_read(trace: Trace, loss: Resolved) -> str:
+    """Which heads the loss reads, in words."""
+    if trace.model.heads == 1:
+        return "one head"
+    if len(loss.heads) == 1:
+        return f"head {loss.heads[0]} alone"
+    return f"summed over {len(loss.heads)} heads"
+
+
+def settings_line(names: Sequence[str], steps: int, lr: float, init: str, seed: int) -> str:
+    """``train WQ, WK · 100 steps · lr 0.5 · from random weights (seed 0)``."""
+    start = "the model's own weights" if init == "model" else f"random weights (seed {seed})"
+    return (
+        f"train {', '.join(names)} · {steps} step{'' if steps == 1 else 's'} · "
+        f"lr {lr:g} · from {start}"
+    )
+
+
+def training_header(training: Training) -> list[RenderableType]:
+    settings = settings_line(training.names, training.steps, training.lr, training.init,
+                             training.seed)  # fmt: skip
+    return header(training.before, training.loss, settings)
+
+
+def cell_name(trace: Trace, loss: Resolved) -> str:
+    """``it → animal``: the attend loss's cell, as the views name its weight."""
+    assert loss.cell is not None
+    row, col = loss.cell
+    return f"{labels(trace.tokens)[row]} → {key_labels(trace)[col]}"
+
+
+def key_labels(trace: Trace) -> tuple[str, ...]:
+    """The key tokens' labels: the sentence's, or the context's under cross-attention."""
+    return labels(trace.tokens if trace.context_tokens is None else trace.context_tokens)
+
+
+def weight_columns(training: Training) -> tuple[list[str], list[list[float]]]:
+    """The weight columns of the history (per head read, or min/mean/max of many), and
+    each step's numbers for them."""
+    heads = training.loss.heads
+    history = training.history
+    if training.loss.cell is None:
+        return [], [[] for _ in history]
+    if len(heads) == 1:
+        return [cell_name(training.before, training.loss)], [list(r.to_weights) for r in history]
+    if len(heads) <= HEAD_COLUMNS:
+        return [f"head {h}" for h in heads], [list(r.to_weights) for r in history]
+    return ["min", "mean", "max"], [
+        [min(r.to_weights), float(np.mean(r.to_weights)), max(r.to_weights)] for r in history
+    ]
+
+
+def history_table(training: Training, view: View) -> Text:
+    """Step, loss and the to-weight(s), one line per shown step, right-aligned."""
+    names, values = weight_columns(training)
+    precision = view.precision
+    chosen = shown_steps(training.steps)
+    body = [[str(s), format_number(training.history[s].loss, precision),
+             *(format_number(v, precision) for v in values[s])] for s in chosen]  # fmt: skip
+    head = ["step", "loss", *names]
+    widths = [max(len(head[c]), *(len(row[c]) for row in body)) for c in range(len(head))]
+    text = Text(no_wrap=True, overflow="ignore")
+    text.append("   ".join(pad(h, w, right=True) for h, w in zip(head, widths, strict=True)),
+                style="bold")  # fmt: skip
+    for row in body:
+        text.append("\n" + "   ".join(pad(c, w, right=True) for c, w in
+                                        zip(row, widths, strict=True)))  # fmt: skip
+    if training.loss.cell is not None and len(training.loss.heads) > 1:
+        text.append(
+            f"\nthe weight of {cell_name(training.before, training.loss)} in each head", style="dim"
+        )
+    return text
+
+
+def before_after(training: Training, view: View) -> Text:
+    """``loss 2.3734 → 0.0030 · it → animal 0.0932 → 0.9971``."""
+    first, last = training.first, training.last
+    p = view.precision
+    text = Text()
+    text.append("loss ", style="bold")
+    text.append(f"{format_number(first.loss, p)} → {format_number(last.loss, p)}")
+    if training.loss.cell is not None:
+        text.append(" · ")
+        text.append(cell_name(training.before, training.loss), style="bold")
+        text.append(" " + "; ".join(
+            f"{prefix}{format_number(a, p)} → {format_number(b, p)}"
+            for prefix, a, b in zip(_prefixes(training), first.to_weights, last.to_weights,
+                                    strict=True)))  # fmt: skip
+    return text
+
+
+def _prefixes(training: Training) -> list[str]:
+    heads = training.loss.heads
+    return [""] if len(heads) == 1 else [f"head {h} " for h in heads]
+
+
+def change_stage(training: Training, change: Change) -> Stage:
+    """A trained matrix's Δ as a stage: labelled d0, d1, ... as the weights are (a bias
+    as one row named after it)."""
+    delta = change.delta
+    name = change.name
+    rows: Sequence[str] = (name,) if name.startswith("b") else dims(delta.shape[0])
+    cols = dims(delta.shape[1])
+    return Stage(f"Δ{name}", f"Δ{name} = {name} after − {name} before", tuple(rows),
+                 tuple(cols), delta)  # fmt: skip
+
+
+def summary(training: Training, view: View) -> Iterator[RenderableType]:
+    """What changed: the loss and weight before → after, then each trained matrix's Δ."""
+    yield Text()
+    yield before_after(training, view)
+    for change in training.changes:
+        stage = change_stage(training, change)
+        i, j = change.where
+        yield Text()
+        title = Text()
+        title.append(stage.formula, style="bold")
+        title.append(f"   [{stage.shape[0]} × {stage.shape[1]}]", style="dim")
+        title.append(f" · largest |Δ| {format_number(change.largest, view.precision)} at "
+                     f"{stage.rows[i]}, {stage.cols[j]}", style="dim")  # fmt: skip
+        yield title
+        yield StageTable(stage, view)
+
+
+def piped_view(training: Training, view: View) -> Iterator[RenderableType]:
+    """The whole output where there is no live display: header, history, summary."""
+    yield from training_header(training)
+    yield Text()
+    yield history_table(training, view)
+    yield from summary(training, view)
