@@ -58,11 +58,15 @@ def rope_rotation(width: int, position: int, base: float, pairing: str) -> Rows:
     return rotation
 
 
-def unrotate(gradient: list[float], position: int, base: float, pairing: str) -> list[float]:
-    """The gradient of a row before RoPE from the gradient after it: Rᵀ · gradient."""
+def unrotate(
+    gradient: list[float], position: int, base: float, pairing: str, sign: float = -1.0
+) -> list[float]:
+    """The gradient of a row before RoPE from the gradient after it: Rᵀ · gradient
+    (|R|ᵀ · gradient with ``sign`` +1, for the magnitudes)."""
     rotation = rope_rotation(len(gradient), position, base, pairing)
+    size = abs if sign > 0 else float
     return [
-        sum(rotation[r][c] * gradient[r] for r in range(len(gradient)))
+        sum(size(rotation[r][c]) * gradient[r] for r in range(len(gradient)))
         for c in range(len(gradient))
     ]
 
@@ -83,6 +87,7 @@ def naive_block_backward(
     rope_pairing: str = "half",
     d_block: Rows | None = None,
     d_softmax: list[Rows | None] | None = None,
+    magnitudes: bool = False,
 ) -> dict[str, Any]:
     """Every gradient of the block from dL/d(block output) and/or dL/d softmax per head.
 
@@ -99,15 +104,106 @@ def naive_block_backward(
     "d_X_context" (None without a context), "d_concat", "d_projected", "d_WO", "d_bO"
     (None without WO) and "d_bQ", "d_bK", "d_bV", "d_bO" for the biases given. Also
     "forward", naive_block's result, which the gradients were computed from.
+
+    ``magnitudes=True`` computes instead, for each gradient entry, the sum of the
+    absolute values of every term that reached it, through the whole chain: the same
+    loops on |inputs|, |weights|, |rotation| and the softmax Jacobian with its minus
+    turned plus (a·(δ + a)). Float64 rounding of a computation of the same terms in any
+    order is bounded by a small multiple of 2⁻⁵³ times that (Higham, "Accuracy and
+    Stability of Numerical Algorithms", §3.1), which is what a tolerance scales by.
     """
     biases = biases or {}
+    if magnitudes:
+        return _magnitudes(x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal,
+                           context=context, wo=wo, biases=biases, rope_base=rope_base,
+                           rope_pairing=rope_pairing, d_block=d_block,
+                           d_softmax=d_softmax)  # fmt: skip
+    return _backward(x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal,
+                     context=context, wo=wo, biases=biases, rope_base=rope_base,
+                     rope_pairing=rope_pairing, d_block=d_block, d_softmax=d_softmax,
+                     forward=None, sign=-1.0)  # fmt: skip
+
+
+def _magnitudes(x: Rows, wq: Rows, wk: Rows, wv: Rows, *, biases: dict[str, list[float]],
+                d_block: Rows | None, d_softmax: list[Rows | None] | None,
+                **options: Any) -> dict[str, Any]:  # fmt: skip
+    """The backward pass on absolute values (see :func:`naive_block_backward`)."""
+    forward = naive_block(x, wq, wk, wv, biases=biases, **options)
+
+    def size(rows: Rows | None) -> Rows | None:
+        return None if rows is None else [[abs(v) for v in row] for row in rows]
+
+    context, wo, rope_base = options["context"], options["wo"], options["rope_base"]
+    heads = options["heads"]
+    # |X|·|W| + |b|: the magnitudes of Q, K and V's sums, before RoPE
+    sized = naive_block(
+        size(x) or [], size(wq) or [], size(wk) or [], size(wv) or [],
+        heads=heads, kv_heads=options["kv_heads"], context=size(context),
+        biases={name: [abs(v) for v in b] for name, b in biases.items()},
+    )  # fmt: skip
+    magnitude: dict[str, Any] = {"softmax": forward["softmax"]}  # weights are ≥ 0
+    for name in ("Q", "K", "V"):
+        magnitude[name] = sized[name]
+    if rope_base is not None:
+        for name in ("Q", "K"):
+            magnitude[f"{name}_rope"] = [
+                [
+                    [sum(abs(r) * v for r, v in zip(turn, row, strict=True))
+                     for turn in rope_rotation(len(row), p, rope_base, options["rope_pairing"])]
+                    for p, row in enumerate(rows)
+                ]
+                for rows in sized[name]
+            ]  # fmt: skip
+    outputs = [
+        [[sum(a[i][j] * v[j][c] for j in range(len(v))) for c in range(len(v[0]))]
+         for i in range(len(a))]
+        for a, v in zip(forward["softmax"], sized["V"], strict=True)
+    ]  # fmt: skip
+    magnitude["concat"] = [[c for h in range(heads) for c in outputs[h][i]]
+                           for i in range(len(x))]  # fmt: skip
+    return _backward(
+        size(x) or [],
+        size(wq) or [],
+        size(wk) or [],
+        size(wv) or [],
+        biases=biases,
+        d_block=size(d_block),
+        d_softmax=None if d_softmax is None else [size(d) for d in d_softmax],
+        forward=magnitude,
+        sign=1.0,
+        **{**options, "context": size(context), "wo": size(wo)},
+    )
+
+
+def _backward(
+    x: Rows,
+    wq: Rows,
+    wk: Rows,
+    wv: Rows,
+    *,
+    heads: int,
+    kv_heads: int | None,
+    causal: bool,
+    context: Rows | None,
+    wo: Rows | None,
+    biases: dict[str, list[float]],
+    rope_base: float | None,
+    rope_pairing: str,
+    d_block: Rows | None,
+    d_softmax: list[Rows | None] | None,
+    forward: dict[str, Any] | None,
+    sign: float,
+) -> dict[str, Any]:
+    """The loops of :func:`naive_block_backward`; ``forward`` (None: computed here) and
+    ``sign`` (−1; +1 for the magnitudes) are what the magnitudes replace."""
     kv_heads = heads if kv_heads is None else kv_heads
     group = heads // kv_heads
     keys_in = x if context is None else context
-    forward = naive_block(
-        x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal, context=context,
-        wo=wo, biases=biases, rope_base=rope_base, rope_pairing=rope_pairing,
-    )  # fmt: skip
+    if forward is None:
+        forward = naive_block(
+            x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal, context=context,
+            wo=wo, biases=biases, rope_base=rope_base, rope_pairing=rope_pairing,
+        )  # fmt: skip
     n, m, d_model = len(x), len(keys_in), len(x[0])
     d_k, d_v = len(wq[0]) // heads, len(wv[0]) // kv_heads
     concat = forward["concat"]
@@ -125,7 +221,11 @@ def naive_block_backward(
             [sum(concat[i][c] * d_projected[i][o] for i in range(n)) for o in range(d_model)]
             for c in range(width)
         ]
-        result["d_bO"] = [sum(d_projected[i][o] for i in range(n)) for o in range(d_model)]
+        result["d_bO"] = (
+            [sum(d_projected[i][o] for i in range(n)) for o in range(d_model)]
+            if "bO" in biases
+            else None
+        )
         result["d_projected"] = d_projected
     else:
         d_concat = d_block if d_block is not None else zeros(n, width)
@@ -158,7 +258,8 @@ def naive_block_backward(
             for j in range(m):
                 if causal and j > i + (m - n):
                     continue  # a masked score reaches nothing: 0
-                jacobian_row = [a[i][j] * ((1.0 if k == j else 0.0) - a[i][k]) for k in range(m)]
+                jacobian_row = [a[i][j] * ((1.0 if k == j else 0.0) + sign * a[i][k])
+                                for k in range(m)]  # fmt: skip
                 d_s[i][j] = sum(jacobian_row[k] * d_a[i][k] for k in range(m))
         d_sc = [[d_s[i][j] / scale for j in range(m)] for i in range(n)]
         d_q_used = [[sum(d_sc[i][j] * k_used[j][c] for j in range(m)) for c in range(d_k)]
@@ -168,8 +269,12 @@ def naive_block_backward(
         if rope_base is not None:
             result["d_Q_rope"].append(d_q_used)
             result["d_K_rope"].append(d_k_used)
-            d_q = [unrotate(row, p, rope_base, rope_pairing) for p, row in enumerate(d_q_used)]
-            d_kk = [unrotate(row, p, rope_base, rope_pairing) for p, row in enumerate(d_k_used)]
+            d_q = [
+                unrotate(row, p, rope_base, rope_pairing, sign) for p, row in enumerate(d_q_used)
+            ]
+            d_kk = [
+                unrotate(row, p, rope_base, rope_pairing, sign) for p, row in enumerate(d_k_used)
+            ]
         else:
             d_q, d_kk = d_q_used, d_k_used
         for name, value in zip(per_head, (d_out, d_v_h, d_a, d_s, d_sc, d_q, d_kk), strict=True):
