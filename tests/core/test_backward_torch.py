@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_backward_oracle import (
+from backward_cases import (
     FIXED,
     assert_equal,
     attend_objective,
