@@ -111,20 +111,29 @@ def autograd(
         out.retain_grad()
     loss = loss_of(out, weights)
     loss.backward()
-    grads = {name: tensor.grad.numpy() for name, tensor in leaf.items()}
-    grads.update({f"{name}_full": tensor.grad.numpy() for name, tensor in full.items()})
+    grads = {name: grad_of(tensor) for name, tensor in leaf.items()}
+    grads.update({f"{name}_full": grad_of(tensor) for name, tensor in full.items()})
     for name, tensors in kept.items():
-        grads[name] = [t.grad.numpy() for t in tensors]
-    grads["concat"], grads["out"], grads["loss"] = concat.grad.numpy(), out.grad.numpy(), loss
+        grads[name] = [grad_of(t) for t in tensors]
+    grads["concat"], grads["out"], grads["loss"] = grad_of(concat), grad_of(out), loss.item()
     return grads
+
+
+def grad_of(tensor: Any) -> Any:
+    """A tensor's .grad; zeros where no path reaches the loss (V under the attend loss)."""
+    return np.zeros(tuple(tensor.shape)) if tensor.grad is None else tensor.grad.numpy()
 
 
 def linear_loss(d_block: Any, d_softmax: Any) -> Any:
     def loss_of(out: Any, weights: list[Any]) -> Any:
-        total = (out * torch.tensor(d_block)).sum() if d_block is not None else out.sum() * 0
+        total = (
+            (out * torch.tensor(d_block, dtype=torch.float64)).sum()
+            if d_block is not None
+            else out.sum() * 0
+        )
         for a, d in zip(weights, d_softmax or [None] * len(weights), strict=True):
             if d is not None:
-                total = total + (a * torch.tensor(d)).sum()
+                total = total + (a * torch.tensor(d, dtype=torch.float64)).sum()
         return total
 
     return loss_of
