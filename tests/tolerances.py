@@ -89,3 +89,18 @@ CHECK_TOLERANCE: dict[str, AllClose] = {
 # where a gradient is 0 (dL/dbK without RoPE: q·bK adds the same to every key's score).
 FINITE_DIFFERENCE_STEP = 1e-6
 FINITE_DIFFERENCE = AllClose(rtol=1e-6, atol=1e-8)
+
+# The backward pass against its loop twin (tests/naive_backward.py, test_backward_oracle):
+# both are float64 sums of the same terms, in other orders. A sum of k terms rounds by at
+# most k·2⁻⁵³ times the sum of their absolute values, and an error carried down the chain
+# is multiplied by what multiplies it: bounded, to first order, by the same computation on
+# absolute values (the oracle's magnitudes=True), times some tens of 2⁻⁵³ for the chain
+# of at most a dozen sums of at most a dozen terms the test models have (1e-14). The
+# forward pass's own rounding (a score off by 1e-15 moves a weight by 1e-15 of itself)
+# is of the same order. So |code − oracle| ≤ BACKWARD_ORACLE × that magnitude, entry by
+# entry; 1e-11 leaves three orders of room and is still ten orders below a wrong term.
+# Where the magnitude is 0 (a masked cell, a gradient the loss does not reach) both must
+# be exactly 0.
+BACKWARD_ORACLE = 1e-11
+# PyTorch's autograd (test_backward_torch) is one more order and its own kernels (exp,
+# matmul) of the same float64 terms: held to the same bound, by the same magnitudes.
