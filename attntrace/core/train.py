@@ -241,7 +241,7 @@ def _measure(
             raise InputError("the loss is not finite")
         gradients = None if last else grad_block(
             model, tokens, context, d_output=resolved.loss.d_output,
-            d_softmax=resolved.loss.d_softmax)  # fmt: skip
+            d_softmax=resolved.loss.d_softmax, forward=trace)  # fmt: skip
     except InputError as error:
         if step == 0:
             raise

@@ -74,9 +74,10 @@ PARAGRAPHS: Mapping[str, str] = {
         "every row of d_projected: one column sum per output dimension."
     ),
     "d_concat": (
-        "projected = concat · WO, so the gradient flows back through WO: d_concat = "
-        "d_projected · WOᵀ. Each head owns a block of concat's columns, and takes that "
-        "block as its own d_output next."
+        "With WO, projected = concat · WO, so the gradient flows back through WO: "
+        "d_concat = d_projected · WOᵀ. Without WO, concat is the block's output, and the "
+        "loss's gradient enters here. Each head owns a block of concat's columns, and "
+        "takes that block as its own d_output next."
     ),
     "d_output": (
         "The gradient arriving at this head's output, softmax · V. Under the attend loss "
