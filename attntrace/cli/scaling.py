@@ -19,18 +19,21 @@ def scaling(
     seed: Annotated[
         int, typer.Option(metavar="S", help="The random stream's seed (0 … 2⁶⁴ − 1).")
     ] = 0,
-    keys: Annotated[
-        int, typer.Option(metavar="N", help="Scores per softmax row (2 … 4,096).")
-    ] = 8,
+    keys: Annotated[int, typer.Option(metavar="N", help="Scores per softmax row (2 … 4,096).")] = 8,
     samples: Annotated[
         int, typer.Option(metavar="K", help="Rows drawn per d_k (10 … 100,000).")
     ] = 2000,
     max_dk: Annotated[
         int,
-        typer.Option("--max-dk", metavar="D",
-                     help="The largest d_k, a power of two (2 … 16,384); d_k = 2, 4, …, D."),
+        typer.Option(
+            "--max-dk",
+            metavar="D",
+            help="The largest d_k, a power of two (2 … 16,384); d_k = 2, 4, …, D.",
+        ),
     ] = 1024,
-    as_json: Annotated[bool, json_flag("Write every figure as JSON (attntrace/scaling/v1).")] = False,
+    as_json: Annotated[
+        bool, json_flag("Write every figure as JSON (attntrace/scaling/v1).")
+    ] = False,
 ) -> None:
     """Why ÷√d_k: the softmax of q·k, as it is and divided by √d_k, for d_k = 2 … 1024.
 

@@ -273,24 +273,29 @@ def row_figures(scores: Rows) -> RowFigures:
     return RowFigures(weights, largest, rest, entropy, _jacobian_norms(weights, top, rest))
 
 
-def _jacobian_norms(weights: Rows, top: npt.NDArray[np.intp], rest: Rows | float) -> Rows:
-    """‖diag(a) − a·aᵀ‖_F of each row, as Σᵢ aᵢ²(1 − aᵢ)² + Σᵢ aᵢ² Σ_{j≠i} aⱼ², each term
-    ≥ 0 and each factor computed without cancellation: the top's 1 − a is ``rest``, and
-    Σ_{j≠i} aⱼ² is the others' squares summed without the top's where i is the top."""
+def _jacobian_norms(weights: Rows, top: npt.NDArray[np.intp], rest: Rows) -> Rows:
+    """‖diag(a) − a·aᵀ‖_F of each row, accurate where the row is one-hot to float64's
+    precision (a = 1 − 1e-200, 1e-200): every entry of J is then near the second-largest
+    weight m, whose square underflows, so the norm is m·√(Σ (J/m)²), each entry divided
+    by m before it is squared; ‖J‖² = Σᵢ aᵢ²(1 − aᵢ)² + Σᵢ aᵢ² Σ_{j≠i} aⱼ², with the top's
+    1 − a its ``rest`` and every term ≥ 0 (the shorter Σa² − 2Σa³ + (Σa²)² would cancel
+    to noise). A row whose other weights are all 0 has J = 0."""
     every = np.arange(weights.shape[0])
-    one_minus = 1.0 - weights
-    one_minus[every, top] = rest
-    squares = weights * weights
-    top_square = squares[every, top].copy()
-    squares[every, top] = 0.0
-    but_top = squares.sum(axis=1)  # Σ of the others' squares, without the top's
-    squares[every, top] = top_square
-    all_squares = but_top + top_square
-    others_squares = all_squares[:, None] - squares  # fine where aᵢ is not the top...
-    others_squares[every, top] = but_top  # ...and exact where it is
-    diagonal = (squares * one_minus * one_minus).sum(axis=1)
-    off = (squares * others_squares).sum(axis=1)
-    norms: Rows = np.sqrt(diagonal + off)
+    big = weights[every, top]
+    others = weights.copy()
+    others[every, top] = 0.0
+    second = others.max(axis=1)  # m
+    scale = np.where(second > 0, second, 1.0)
+    b = others / scale[:, None]  # the other weights over m: the largest is 1
+    squares = b * b
+    total = squares.sum(axis=1)
+    diagonal = (big * rest / scale) ** 2 + (squares * (1.0 - others) ** 2).sum(axis=1)
+    # row top against the others, then each other against the top and the rest
+    off = big * big * total
+    off += (squares * (big[:, None] ** 2 + scale[:, None] ** 2 * (total[:, None] - squares))).sum(
+        axis=1
+    )
+    norms: Rows = np.where(second > 0, second * np.sqrt(diagonal + off), 0.0)
     return norms
 
 
