@@ -3,8 +3,9 @@
 Run:  python benchmarks/scaling.py        (about a minute and a half on a 2-core machine)
 
 Times (one run each: the work is a fixed number of draws) and the peak of numpy's
-allocations (tracemalloc sees them) for the default run and for the largest ones the
-bounds allow: samples × keys × max_dk = 2**27 (MAX_WORK) with few keys, with the most
+allocations (tracemalloc sees them, and slows a run some 3 times: the default takes
+about a second without it) for the default run and for the largest ones the bounds
+allow: samples × keys × max_dk = 2**27 (MAX_WORK) with few keys, with the most
 keys, and with the largest d_k. The normals are drawn CHUNK (2**20) at a time, so the
 peak stays near 2 × 8 MiB whatever the size: this script fails if it passes BOUND_MIB.
 """

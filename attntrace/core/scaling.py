@@ -46,7 +46,7 @@ MAX_SAMPLES = 100_000
 MAX_DK = 2**14
 MAX_SEED = 2**64 - 1  # numpy's seeds are any whole number ≥ 0; one of 64 bits is plenty
 # samples × keys × max_dk: the normals drawn for the largest d_k's keys (all d_k together
-# draw about twice that). 2**27 is 8 times the default run: some 15 s on a slow core.
+# draw about twice that). 2**27 is 8 times the default run: under a minute on a slow core.
 MAX_WORK = 2**27
 # At most this many normals are drawn at once (8 MB of float64), and at most
 # SCORES_CHUNK scores are softmaxed at once: the memory a run takes does not grow with it.
