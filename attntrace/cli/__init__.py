@@ -6,8 +6,8 @@ stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes 
 imported inside the commands, so ``--help`` and ``--version`` stay fast.
 
 Here: the app, its callback and :func:`main`. Each command family has a module (run,
-check, diff, grad, softmax, decode, kv_cache, real, samples), registered below in the order
-``--help`` lists them; what they share is in options (flags), model_flags (the model's
+check, diff, grad, scaling, softmax, decode, kv_cache, real, samples), registered below in the
+order ``--help`` lists them; what they share is in options (flags), model_flags (the model's
 flags, checked), emit (JSON or the view), show (drawing a trace), exits (bad input),
 pipes (stdout), prompts (step mode's keys), progress and process (start and exit).
 """
@@ -20,7 +20,19 @@ from typing import Annotated
 import typer
 
 from attntrace import __version__
-from attntrace.cli import check, decode, diff, grad, kv_cache, real, run, samples, softmax, train
+from attntrace.cli import (
+    check,
+    decode,
+    diff,
+    grad,
+    kv_cache,
+    real,
+    run,
+    samples,
+    scaling,
+    softmax,
+    train,
+)
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.pipes import drop_stdout
 from attntrace.cli.process import (
@@ -70,6 +82,7 @@ app.command()(check.check)
 app.command()(diff.diff)
 app.command()(grad.grad)
 app.command()(train.train)
+app.command()(scaling.scaling)
 # softmax: -1 is a value, not an unknown option
 app.command(context_settings={"ignore_unknown_options": True})(softmax.softmax)
 app.command()(decode.decode)

@@ -164,6 +164,7 @@ COMMANDS = {  # each command and the start of its line in --help, in the order l
     "diff": "Compare two traces stage by stage: what changed, by how much, and",
     "grad": "The backward pass from a loss: every gradient, dL/d output back to",
     "train": "Gradient descent on the block's weights toward a loss: watch",
+    "scaling": "Why ÷√d_k: the softmax of q·k, as it is and divided by √d_k, for",
     "softmax": "The softmax walkthrough of one row: exp, sum, shares, and why the",
     "decode": "Decode SENTENCE one token at a time through a KV cache; compare",
     "kv-cache": "How much memory a KV cache takes: the model as MHA, as it is, and",
