@@ -26,7 +26,7 @@ with each query head's share): one job, the chain rule walked back stage by stag
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -337,14 +337,17 @@ def _maybe(array: Matrix | None) -> Matrix | None:
 
 
 def _require_finite(gradients: Gradients) -> None:
-    """Refuse gradients whose float64 arithmetic overflowed, naming the first."""
-    named: list[tuple[str, Matrix | None]] = [
-        ("d_X", gradients.d_X), ("d_X_context", gradients.d_X_context),
-        ("d_WQ", gradients.d_WQ), ("d_WK", gradients.d_WK), ("d_WV", gradients.d_WV),
-        ("d_WO", gradients.d_WO),
-    ]  # fmt: skip
+    """Refuse gradients whose float64 arithmetic overflowed, naming the first (every
+    gradient is checked: the view, the JSON and train read them all)."""
+    named: list[tuple[str, Matrix | None]] = []
     for hg in gradients.heads:
-        named.append((f"d_scaled (head {hg.head})", hg.d_scaled))
+        named += [(f"{f.name} (head {hg.head})", getattr(hg, f.name)) for f in fields(hg)
+                  if f.name.startswith("d_")]  # fmt: skip
+    for kv in gradients.kv_heads:
+        named += [(f"{f.name} (K/V head {kv.kv_head})", getattr(kv, f.name)) for f in fields(kv)
+                  if f.name.startswith("d_")]  # fmt: skip
+    named += [(f.name, getattr(gradients, f.name)) for f in fields(gradients)
+              if f.name.startswith("d_")]  # fmt: skip
     for name, array in named:
         if array is not None and not np.isfinite(array).all():
             raise InputError(

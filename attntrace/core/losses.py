@@ -87,8 +87,13 @@ def mse_loss(block_output: Matrix, target: Matrix) -> Loss:
     goal = goal.astype(np.float64)
     if not np.isfinite(goal).all():
         raise InputError(field="target", expected="finite numbers", found="inf or NaN")
-    difference = out - goal
-    value = float(np.mean(difference**2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        difference = out - goal
+        value = float(np.mean(difference**2))
+    if not np.isfinite(value):
+        raise InputError("the mse loss overflows float64: the output and the target are "
+                         "too far apart", field="target", expected="a finite loss",
+                         found=repr(value))  # fmt: skip
     return Loss("mse", value, d_output=computed(2.0 * difference / difference.size))
 
 
