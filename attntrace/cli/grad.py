@@ -28,9 +28,9 @@ from attntrace.cli.options import (
     MaxCols,
     MaxHeads,
     MaxRows,
-    Precision,
     RealModelName,
     Sample,
+    TablePrecision,
     ToToken,
     json_flag,
     sentence_argument,
@@ -78,7 +78,7 @@ def grad(
     as_json: Annotated[
         bool, json_flag("Write every gradient as JSON (attntrace/grad/v1).")
     ] = False,
-    precision: Precision = None,
+    precision: TablePrecision = None,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
     max_heads: MaxHeads = 4,
@@ -110,7 +110,11 @@ def grad(
                              sample=sample, model=model, causal=causal, context=context,
                              edits=() if model is not None else edits or ())  # fmt: skip
             spec, tokens, keys = ready.spec, ready.tokens, ready.key_tokens
-    objective = objective_from_flags(loss, from_token, to_token, head,
+    # Under mse (which reads every head) --head is only --focus's: the head to take by hand
+    mse = loss == "mse" or (loss is None and from_token is None and to_token is None
+                            and spec.target is not None)  # fmt: skip
+    loss_head = None if mse and focus is not None else head
+    objective = objective_from_flags(loss, from_token, to_token, loss_head,
                                      has_target=spec.target is not None)  # fmt: skip
     with bad_input_fails():
         if head is not None and head >= spec.heads:
@@ -133,7 +137,7 @@ def grad(
         if step:
             _walk(traced, shown_view)
         elif focus is not None:
-            _focus(traced, focus, shown_view)
+            _focus(traced, focus, head, shown_view)
         else:
             _tables(traced, shown_view)
 
@@ -173,7 +177,7 @@ def _walk(grad: GradTrace, view: View) -> None:
                        echo=not stdin_is_terminal(), prompt_console=prompt_console())  # fmt: skip
 
 
-def _focus(grad: GradTrace, token: str, view: View) -> None:
+def _focus(grad: GradTrace, token: str, head: int | None, view: View) -> None:
     """--focus TOKEN: that query row of the head (--head, else 0) through the softmax
     backward, by hand."""
     from attntrace.cli.pipes import stdout_console
@@ -183,8 +187,8 @@ def _focus(grad: GradTrace, token: str, view: View) -> None:
     )
 
     row, note = _focus_row(grad, token)
-    head = grad.objective.head if grad.objective.head is not None else 0
-    stdout_console().print(grad_focus_panel(shown_grad(grad), row, head, view, note), crop=False)
+    shown = 0 if head is None else head
+    stdout_console().print(grad_focus_panel(shown_grad(grad), row, shown, view, note), crop=False)
 
 
 def _focus_row(grad: GradTrace, token: str) -> tuple[int, str]:

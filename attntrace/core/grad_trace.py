@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from attntrace.core.attention import trace_block
 from attntrace.core.backward import Gradients, block_output_name, grad_block
 from attntrace.core.labels import dims
 from attntrace.core.objective import Objective, Resolved, resolve
@@ -96,8 +97,6 @@ def grad_trace(
     """The backward pass of ``model`` over ``tokens`` (and ``context``) from the loss
     ``objective`` names. Raises :class:`attntrace.errors.InputError` for a loss that
     does not fit the trace (see :func:`attntrace.core.objective.resolve`)."""
-    from attntrace.core.attention import trace_block
-
     forward = trace_block(model, tokens, context)
     resolved = resolve(objective, model, forward)
     loss = resolved.loss

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attntrace.core.backward import block_output_name
 from attntrace.core.focus import resolve_position
+from attntrace.core.labels import unique_labels
 from attntrace.core.losses import Loss, attend_loss, mse_loss
 from attntrace.core.ops import Matrix
 from attntrace.core.spec import ModelSpec
@@ -68,12 +70,25 @@ def _attend(objective: Objective, trace: Trace) -> Resolved:
         missing = "--from" if objective.from_token is None else "--to"
         raise InputError("the attend loss needs both tokens: --from TOKEN --to TOKEN",
                          field=missing, expected="a token", found="nothing")  # fmt: skip
-    keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
+    cross = trace.context_tokens is not None
+    keys = trace.context_tokens if trace.context_tokens is not None else trace.tokens
     row, from_note = resolve_position(trace.tokens, objective.from_token, "--from")
-    col, to_note = resolve_position(keys, objective.to_token, "--to")
+    try:
+        col, to_note = resolve_position(keys, objective.to_token, "--to")
+    except InputError as error:
+        if not cross:
+            raise
+        raise InputError(field="--to", found=error.found,
+                         expected="a token of the context (the keys, under cross-attention) "
+                         "or its 0-based index") from None  # fmt: skip
     heads = tuple(range(trace.model.heads)) if objective.head is None else (objective.head,)
-    loss = attend_loss(trace, row, col, objective.head)
-    cell = f"softmax[{trace.tokens[row]}, {keys[col]}]"
+    try:
+        loss = attend_loss(trace, row, col, objective.head)
+    except InputError as error:  # the core's argument names, said as the flags are
+        raise InputError(error.message, field=f"--{error.field}", expected=error.expected,
+                         found=error.found) from None  # fmt: skip
+    # the tables' labels: a repeated token is told apart (the#4), as in every table
+    cell = f"softmax[{unique_labels(trace.tokens)[row]}, {unique_labels(keys)[col]}]"
     if objective.head is not None or trace.model.heads == 1:
         formula = f"L = −log {cell}"
     else:
@@ -83,19 +98,18 @@ def _attend(objective: Objective, trace: Trace) -> Resolved:
 
 
 def _mse(model: ModelSpec, trace: Trace) -> Resolved:
-    from attntrace.core.backward import block_output_name
-
     name = block_output_name(model)
     if model.target is None:
         raise InputError("--loss mse pulls the block's output toward the model file's "
                          "target, and this model has none", field="target",
-                         expected=f"a {name}-shaped matrix (one row per token)",
+                         expected=f"a matrix shaped as {name} (one row per token)",
                          found="no target")  # fmt: skip
     output: Matrix = trace.stage(name).data
     target = np.asarray(model.target)
-    if target.shape[0] != output.shape[0]:
+    rows = target.shape[0]
+    if rows != output.shape[0]:
         raise InputError(field="target",
                          expected=f"{output.shape[0]} rows (one per token of the sentence)",
-                         found=f"{target.shape[0]} rows")  # fmt: skip
+                         found=f"{rows} row{'s' if rows != 1 else ''}")  # fmt: skip
     loss = mse_loss(output, target)
     return Resolved(loss, f"L = mean(({name} − target)²)", None, tuple(range(model.heads)))

@@ -54,10 +54,10 @@ def shown_grad(grad: GradTrace) -> GradTrace:
 
 
 def reached_heads(grad: GradTrace) -> list[int]:
-    """The heads some gradient of which is not exactly 0 (the others: not reached)."""
-    heads = sorted({stage.head for stage in grad.stages if stage.head is not None})
-    return [h for h in heads
-            if any(stage.head == h and stage.data.any() for stage in grad.stages)]  # fmt: skip
+    """The heads the loss reads (the others' gradients are all 0: not reached). Said by
+    the loss, not read off the numbers: a head whose weight is exactly 1 at the attend
+    loss's cell has gradients of 0 and is still one the loss reads."""
+    return sorted(grad.loss.heads)
 
 
 def drawn_stages(grad: GradTrace, view: View = DEFAULT_VIEW) -> list[Stage | None]:
@@ -114,7 +114,8 @@ def header(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[RenderableTyp
         yield Wrapped(Text(f"The attend loss reads the softmax alone: {_listed(zeros)} are "
                            "exactly 0 (shown anyway).", style="dim"))  # fmt: skip
     heads = sorted({s.head for s in grad.stages if s.head is not None})
-    silent = [h for h in heads if h not in reached_heads(grad)]
+    reached = set(reached_heads(grad))
+    silent = [h for h in heads if h not in reached]
     if silent:
         yield Wrapped(Text(f"{numbered('head', silent)}: not reached by the loss (every "
                            "gradient exactly 0), not drawn.", style="dim"))  # fmt: skip
@@ -130,18 +131,20 @@ def render_grad(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[Renderab
     ``console.print`` one after another."""
     yield from header(grad, view)
     attend = grad.objective.kind == "attend"
+    cross = grad.forward.context_tokens is not None
     reached = reached_heads(grad)
-    for stage in drawn_stages(grad, view):
+    stages = drawn_stages(grad, view)
+    drawn = {s.head for s in stages if s is not None}
+    for stage in stages:
         yield Text("")
         if stage is None:
-            drawn = {s.head for s in drawn_stages(grad, view) if s is not None}
             hidden = [h for h in reached if h not in drawn]
             kept = len(reached) - len(hidden)
             yield Text(f"{ELLIPSIS} {numbered('head', hidden)} not shown ({kept} of "
                        f"{len(reached)} heads; --max-heads N, 0 for all)", style="dim")  # fmt: skip
             continue
         yield GradBlock(stage, grad.mirror(stage), grad.forward.model, view,
-                        caption(stage.name, attend=attend))  # fmt: skip
+                        caption(stage.name, attend=attend, cross=cross))  # fmt: skip
 
 
 @dataclass(frozen=True)

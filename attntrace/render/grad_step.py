@@ -108,10 +108,12 @@ def show_gradient(console: Console, grad: GradTrace, stages: list[Stage], index:
     ))  # fmt: skip
     console.print(Wrapped(loss_line(grad, view)))
     console.print(Panel(fitted_title(stage, trace.model), expand=False))
-    console.print(Wrapped(Text(paragraph(stage.name))))
+    cross = trace.context_tokens is not None
+    console.print(Wrapped(Text(paragraph(stage.name, cross=cross))))
     console.print()
     block = GradBlock(stage, grad.mirror(stage), trace.model, view,
-                      caption(stage.name, attend=grad.objective.kind == "attend"))  # fmt: skip
+                      caption(stage.name, attend=grad.objective.kind == "attend",
+                              cross=cross))  # fmt: skip
     console.print(block, crop=False)
     console.print()
 

@@ -150,13 +150,32 @@ PARAGRAPHS: Mapping[str, str] = {
 }
 
 
-def caption(name: str, *, attend: bool) -> str:
-    """The line under gradient ``name``'s table; why it is 0, under the attend loss."""
+# Under cross-attention X feeds the queries alone: its K and V paths are d_X_context's.
+CROSS_CAPTIONS: Mapping[str, str] = {
+    "d_X": "How L changes with each input number: the query path alone (the keys and values "
+    "come from the context: d_X_context).",
+}
+CROSS_PARAGRAPHS: Mapping[str, str] = {
+    "d_X": (
+        "Under cross-attention X feeds only the queries: its gradient is d_Q · WQᵀ, summed "
+        "over the heads. The keys' and values' paths lead to the context's inputs instead "
+        "(d_X_context)."
+    ),
+}
+
+
+def caption(name: str, *, attend: bool, cross: bool = False) -> str:
+    """The line under gradient ``name``'s table; why it is 0, under the attend loss;
+    what d_X sums, under cross-attention (``cross``)."""
     if attend and name in ATTEND_ZEROS:
         return ATTEND_ZERO
+    if cross and name in CROSS_CAPTIONS:
+        return CROSS_CAPTIONS[name]
     return CAPTIONS.get(name, "")
 
 
-def paragraph(name: str) -> str:
-    """Step mode's paragraph on gradient ``name``."""
+def paragraph(name: str, *, cross: bool = False) -> str:
+    """Step mode's paragraph on gradient ``name`` (``cross``: under cross-attention)."""
+    if cross and name in CROSS_PARAGRAPHS:
+        return CROSS_PARAGRAPHS[name]
     return PARAGRAPHS.get(name, "")

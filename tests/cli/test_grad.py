@@ -283,3 +283,26 @@ def test_a_real_models_layer() -> None:
     document = json.loads(result.stdout)
     assert document["loss"]["heads"] == [1]
     assert document["model"]["heads"] == 12
+
+
+TWO_HEADS_WITH_TARGET = """\
+embeddings: {a: [1, 0], b: [0, 1], c: [1, 1]}
+weights:
+  WQ: [[1, 0], [0, 2]]
+  WK: [[0, 1], [1, 0]]
+  WV: [[1, 2], [3, 1]]
+heads: 2
+sentence: a b c
+target: [[1, 0], [0, 1], [1, 1]]
+"""
+
+
+def test_under_mse_head_chooses_the_focus_s_head(tmp_path: Path) -> None:
+    model = tmp_path / "m.yaml"
+    model.write_text(TWO_HEADS_WITH_TARGET)
+    result = invoke("grad", "-c", str(model), "--loss", "mse", "--focus", "b", "--head", "1")
+    assert result.exit_code == 0, result.stderr
+    assert "head 1" in result.stdout.splitlines()[0]
+    assert "✓ the same as the d_scaled stage's row" in result.stdout
+    # without --focus, --head still has nothing to choose under mse
+    one_line_error(invoke("grad", "-c", str(model), "--loss", "mse", "--head", "1"), "--head")

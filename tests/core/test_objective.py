@@ -45,6 +45,24 @@ def test_tokens_are_named_as_focus_names_them_and_a_repeat_is_noted() -> None:
     assert repeated.cell == (7, 4)  # "the" is at 4 (and "The" at 0 differs in case)
     first = resolve(Objective("attend", "it", "The"), spec, trace)
     assert first.cell == (7, 0)
+    # the formula names the cell as the tables label a repeated token: the#3, not the
+    twice = prepared("it the street the animal", sample="it-animal")
+    second = resolve(Objective("attend", "it", "the#3"), twice.spec, twice.trace())
+    assert second.cell == (0, 3)
+    assert second.formula == "L = −log softmax[it, the#3]"
+
+
+def test_under_cross_attention_to_names_a_context_token() -> None:
+    inputs = prepared(None, sample="cross")
+    trace = inputs.trace()
+    assert trace.context_tokens is not None
+    resolved = resolve(Objective("attend", "0", trace.context_tokens[1]), inputs.spec, trace)
+    assert resolved.cell == (0, 1)
+    with pytest.raises(InputError) as raised:
+        resolve(Objective("attend", "0", "zebra"), inputs.spec, trace)
+    assert raised.value.field == "--to"
+    assert "a token of the context" in str(raised.value)
+    assert trace.context_tokens[0] in str(raised.value)  # the keys are listed, not the queries
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -92,7 +110,7 @@ def test_mse_against_the_target_is_the_mean_squared_difference() -> None:
         (Objective("attend", "dog", "animal"), None, "--from", "'dog' (tokens: 0:The"),
         (Objective("attend", "it", "99"), None, "--to", "an index from 0 to 10"),
         (Objective("attend", "it", None), None, "--to", "nothing"),
-        (Objective("attend", "it", "animal", head=1), None, "head", "0 … 0 (a head)"),
+        (Objective("attend", "it", "animal", head=1), None, "--head", "0 … 0 (a head)"),
         (Objective("mse"), None, "target", "no target"),
         (Objective("mse"), 3, "target", "expected 11 rows (one per token of the sentence)"),
         (Objective("hinge"), None, "--loss", "expected attend or mse"),

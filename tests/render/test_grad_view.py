@@ -15,7 +15,7 @@ from attntrace.core.objective import Objective
 from attntrace.core.spec import ModelSpec
 from attntrace.render.grad import GradBlock, drawn_stages, reached_heads, render_grad, shown_grad
 from attntrace.render.grad_step import interpret, walked_stages
-from attntrace.render.grad_words import CAPTIONS, PARAGRAPHS, caption
+from attntrace.render.grad_words import CAPTIONS, PARAGRAPHS, caption, paragraph
 from attntrace.render.stage_table import StageTable
 from attntrace.render.view import View
 
@@ -32,6 +32,16 @@ def test_every_gradient_has_a_caption_and_a_paragraph() -> None:
     assert all(CAPTIONS[name] and PARAGRAPHS[name] for name in GRAD_ORDER)
     assert "0 under the attend loss" in caption("d_V", attend=True)
     assert caption("d_V", attend=False) == CAPTIONS["d_V"]
+
+
+def test_under_cross_attention_d_x_is_said_to_be_the_query_path_alone() -> None:
+    model, tokens, context = random_block(5, cross=True, heads=1, kv_heads=1)
+    traced = grad_trace(model, tokens, context, Objective("attend", "0", "0"))
+    text = drawn(render_grad(shown_grad(traced)), 200)
+    assert "the query path alone" in text
+    assert "the three paths (Q, K, V) summed" not in text
+    assert "d_Q · WQᵀ" in paragraph("d_X", cross=True)
+    assert "d_V · WVᵀ" not in paragraph("d_X", cross=True)
 
 
 def test_tokens_from_a_file_reach_the_terminal_escaped() -> None:
