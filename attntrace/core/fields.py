@@ -58,6 +58,17 @@ def optional_whole(value: Any, field: str, *, least: int = 0) -> int | None:
     return value
 
 
+def index(value: object, field: str, count: int, what: str) -> int:
+    """A 0-based position among ``count`` (a row, a column, a head) from a Python caller:
+    an int (numpy's too, not a bool) from 0 to ``count`` − 1, else one InputError naming
+    the range and ``what`` the position is of."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(field=field, expected=f"a whole number ({what})", found=repr(value))
+    if not 0 <= int(value) < count:
+        raise InputError(field=field, expected=f"0 … {count - 1} ({what})", found=str(value))
+    return int(value)
+
+
 def flag(value: Any, field: str) -> bool:
     """``true`` or ``false``: no ``yes``, no 1 (YAML 1.2 reads ``yes`` as a string)."""
     if not isinstance(value, bool):

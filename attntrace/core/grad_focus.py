@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
 
+from attntrace.core import fields
 from attntrace.core.grad_trace import GradTrace
 from attntrace.core.labels import unique_labels
-from attntrace.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,8 @@ def jacobian_focus(grad: GradTrace, row: int, head: int) -> JacobianFocus:
     """
     trace = grad.forward
     heads = trace.model.heads
-    head = _index("head", head, heads, "a head")
-    row = _index("row", row, len(trace.tokens), "a query token's position")
+    head = fields.index(head, "head", heads, "a head")
+    row = fields.index(row, "row", len(trace.tokens), "a query token's position")
     keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
     a = tuple(float(x) for x in trace.stage("softmax", head=head).data[row])
     d_a = tuple(float(x) for x in grad.stage("d_softmax", head=head).data[row])
@@ -108,12 +107,3 @@ def jacobian_focus(grad: GradTrace, row: int, head: int) -> JacobianFocus:
         stage_d_scaled=tuple(float(x) for x in grad.stage("d_scaled", head=head).data[row]),
         stage_d_scores=tuple(float(x) for x in grad.stage("d_scores", head=head).data[row]),
     )
-
-
-def _index(name: str, value: object, count: int, what: str) -> int:
-    """``value`` as an int from 0 to ``count`` − 1, else one InputError naming the range."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise InputError(field=name, expected=f"a whole number ({what})", found=repr(value))
-    if not 0 <= int(value) < count:
-        raise InputError(field=name, expected=f"0 … {count - 1} ({what})", found=str(value))
-    return int(value)

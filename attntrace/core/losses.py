@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attntrace.core import fields
 from attntrace.core.fields import shape_text
 from attntrace.core.frozen import computed
 from attntrace.core.ops import Matrix
@@ -41,10 +42,10 @@ def attend_loss(trace: Trace, from_row: int, to_col: int, head: int | None = Non
     heads = trace.model.heads
     n = len(trace.tokens)
     m = n if trace.context_tokens is None else len(trace.context_tokens)
-    _index("from", from_row, n, "a row: a query token's position")
-    _index("to", to_col, m, "a column: a key token's position")
+    fields.index(from_row, "from", n, "a row: a query token's position")
+    fields.index(to_col, "to", m, "a column: a key token's position")
     if head is not None:
-        _index("head", head, heads, "a head")
+        fields.index(head, "head", heads, "a head")
     chosen = range(heads) if head is None else (head,)
     if trace.model.causal and to_col > from_row + (m - n):
         raise InputError(
@@ -95,10 +96,3 @@ def mse_loss(block_output: Matrix, target: Matrix) -> Loss:
                          "too far apart", field="target", expected="a finite loss",
                          found=repr(value))  # fmt: skip
     return Loss("mse", value, d_output=computed(2.0 * difference / difference.size))
-
-
-def _index(name: str, value: int, count: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise InputError(field=name, expected=f"a whole number ({what})", found=repr(value))
-    if not 0 <= value < count:
-        raise InputError(field=name, expected=f"0 … {count - 1} ({what})", found=str(value))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attntrace.files.serialize import model_to_dict, plain_dumps, stage_to_dict
+from attntrace.files.serialize import model_to_dict, stage_to_dict
 
 if TYPE_CHECKING:
     from attntrace.core.grad_trace import GradTrace
@@ -64,10 +64,8 @@ def grad_to_dict(grad: GradTrace, *, raw: bool = False) -> dict[str, Any]:
 def grad_dump_bytes(grad: GradTrace) -> bytes:
     """The document, compact, as UTF-8 bytes (orjson writes the matrices straight from
     numpy; every number reads back to the same float64)."""
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - orjson is a dependency
-        return plain_dumps(grad_to_dict(grad)).encode()
+    import orjson
+
     return orjson.dumps(grad_to_dict(grad, raw=True), option=orjson.OPT_SERIALIZE_NUMPY)
 
 
