@@ -113,6 +113,10 @@ def train(
         ready = prepared(sentence, config=None if model is not None else config,
                          sample=sample, model=model, causal=causal, context=context,
                          edits=() if model is not None else edits or ())  # fmt: skip
+        if save is not None:  # refused before training, not after it
+            from attntrace.files.model_writer import check_destination
+
+            check_destination(save)
     objective = objective_from_flags(loss, from_token, to_token, head,
                                      has_target=ready.spec.target is not None)  # fmt: skip
     chosen = [name.strip() for name in names.split(",") if name.strip()]
