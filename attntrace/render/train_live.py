@@ -96,8 +96,9 @@ def frame(
             lines.append(Text(f"head {head}", style="dim"))
         lines.extend(_bars(row, keys, to, p, width))
     if len(loss.heads) > MAX_HEADS:
-        lines.append(Text(f"and {len(loss.heads) - MAX_HEADS} more heads (the table after "
-                          "the run has them all)", style="dim"))  # fmt: skip
+        lines.append(Text(f"and {len(loss.heads) - MAX_HEADS} more heads (the line after "
+                          "the run gives each head's weight, before → after)",
+                          style="dim"))  # fmt: skip
     return Group(*lines)
 
 
