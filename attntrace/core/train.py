@@ -229,7 +229,7 @@ def check_work(model: ModelSpec, n: int, m: int, heads_read: int, steps: int, *,
     if largest == min(MAX_STEPS, MAX_WORK // work):
         why = (f"a step's work on {n:,} tokens × {m:,} keys × {model.heads} "
                f"head{'s' if model.heads > 1 else ''} is {work:,}, and a run's may be at "
-               f"most 2**32 = {MAX_WORK:,}, some half a minute")  # fmt: skip
+               f"most 2**32 = {MAX_WORK:,}, about half a minute at most")  # fmt: skip
     else:
         why = (f"the history keeps each step's {heads_read} × {m:,} weights, at most "
                f"{MAX_HISTORY:,} floats in all")  # fmt: skip
