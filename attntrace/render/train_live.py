@@ -97,8 +97,7 @@ def frame(
         lines.extend(_bars(row, keys, to, p, width))
     if len(loss.heads) > MAX_HEADS:
         lines.append(Text(f"and {len(loss.heads) - MAX_HEADS} more heads (the line after "
-                          "the run gives each head's weight, before → after)",
-                          style="dim"))  # fmt: skip
+                          "the run has every head's weight)", style="dim"))  # fmt: skip
     return Group(*lines)
 
 

@@ -322,7 +322,7 @@ def test_the_live_view_says_what_follows_for_the_heads_it_leaves_out() -> None:
     Console(file=out, width=80, color_system=None).print(
         frame(record, 1, [1.0, 0.5], trace, loss, View(), 80)
     )
-    assert "and 2 more heads (the line after the run gives each head's weight" in out.getvalue()
+    assert "and 2 more heads (the line after the run has every head's weight)" in out.getvalue()
     from attntrace.render.train import before_after
 
     said = before_after(run, View()).plain
