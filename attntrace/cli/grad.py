@@ -16,7 +16,7 @@ import typer
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import check_model_flags, stdin_model
-from attntrace.cli.objective_flags import objective_from_flags
+from attntrace.cli.objective_flags import check_head, objective_from_flags
 from attntrace.cli.options import (
     Causal,
     Config,
@@ -117,11 +117,7 @@ def grad(
     objective = objective_from_flags(loss, from_token, to_token, loss_head,
                                      has_target=spec.target is not None)  # fmt: skip
     with bad_input_fails():
-        if head is not None and head >= spec.heads:
-            from attntrace.errors import InputError
-
-            raise InputError(field="--head", expected=f"a head from 0 to {spec.heads - 1}",
-                             found=str(head))  # fmt: skip
+        check_head(head, spec.heads)
         from attntrace.core.grad_trace import grad_trace
 
         with progress_shown():

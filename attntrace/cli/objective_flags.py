@@ -49,3 +49,14 @@ def objective_from_flags(
     if loss == "mse" and head is not None:
         usage("--head chooses the attend loss's head: --loss mse reads every head")
     return Objective(loss, from_token, to_token, head)
+
+
+def check_head(head: int | None, heads: int) -> None:
+    """--head names one of the model's heads: an :class:`InputError` naming the flag
+    (``--head: expected a head from 0 to 0, got 1``) where it does not, before anything
+    is computed."""
+    from attntrace.errors import InputError
+
+    if head is not None and head >= heads:
+        raise InputError(field="--head", expected=f"a head from 0 to {heads - 1}",
+                         found=str(head))  # fmt: skip

@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def interrupted() -> Iterator[None]:
-    """Ctrl-C at a step prompt: end the prompt's line and exit 130, no traceback."""
+def interrupted(*, end_line: bool = True) -> Iterator[None]:
+    """Ctrl-C at a step prompt: end the prompt's line and exit 130, no traceback.
+    ``end_line=False`` writes nothing (train's output to a file or pipe: a document is
+    written whole or not at all, and a stray newline would be all of it)."""
     try:
         yield
     except KeyboardInterrupt:
-        sys.stdout.write("\n")
+        if end_line:
+            sys.stdout.write("\n")
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 

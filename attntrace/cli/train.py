@@ -8,6 +8,7 @@ the JSON from files/train_json, the saved model file from files/model_writer.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,7 +16,7 @@ import typer
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import check_model_flags, stdin_model
-from attntrace.cli.objective_flags import objective_from_flags
+from attntrace.cli.objective_flags import check_head, objective_from_flags
 from attntrace.cli.options import (
     Causal,
     Config,
@@ -23,8 +24,10 @@ from attntrace.cli.options import (
     Edits,
     FromToken,
     LossFlag,
-    Precision,
+    MaxCols,
+    MaxRows,
     Sample,
+    TablePrecision,
     ToToken,
     json_flag,
     sentence_argument,
@@ -32,7 +35,9 @@ from attntrace.cli.options import (
 
 if TYPE_CHECKING:
     from attntrace.core.train import OnStep, Training
+    from attntrace.render.train import PipedTraining
     from attntrace.render.train_live import LiveTraining
+    from attntrace.render.view import View
 
 LossHead = Annotated[
     int | None,
@@ -79,8 +84,13 @@ def train(
         ),
     ] = "model",
     seed: Annotated[
-        int, typer.Option(metavar="S", help="The seed of --init random (a whole number ≥ 0).")
-    ] = 0,
+        int | None,
+        typer.Option(
+            metavar="S",
+            show_default=False,
+            help="The seed of --init random (a whole number ≥ 0; default 0).",
+        ),
+    ] = None,
     save: Annotated[
         str | None,
         typer.Option(
@@ -92,14 +102,17 @@ def train(
     as_json: Annotated[
         bool, json_flag("Write the run (settings, history, changes) as JSON to stdout.")
     ] = False,
-    precision: Precision = None,
+    precision: TablePrecision = None,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
 ) -> None:
     """Gradient descent on the block's weights toward a loss: watch attention learn.
 
     W ← W − lr·dL/dW for --steps steps, on the matrices --train names, from the loss
     `grad` takes (--from/--to, or --loss mse). Live in a terminal; a table when piped."""
     from attntrace.api import prepared
-    from attntrace.cli.prompts import interrupted
+    from attntrace.cli.pipes import quiet_pipe
+    from attntrace.cli.prompts import interrupted, is_terminal
 
     if real_model is not None:
         usage("--model: train takes model files and samples (--config, --sample), not a "
@@ -107,6 +120,8 @@ def train(
     check_model_flags(config, sample, None, None, None, step=False, edits=edits or ())
     if save is not None and save.strip() == "":
         usage("--save: expected a file name, got ''")
+    if seed is not None and init != "random":
+        usage("--seed draws the random weights: add --init random")
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         model = stdin_model(config, edits or ())
@@ -119,23 +134,29 @@ def train(
             check_destination(save)
     objective = objective_from_flags(loss, from_token, to_token, head,
                                      has_target=ready.spec.target is not None)  # fmt: skip
+    with bad_input_fails():
+        check_head(head, ready.spec.heads)
     chosen = [name.strip() for name in names.split(",") if name.strip()]
-    live = None if as_json else _live_display(steps, lr, init, seed, chosen, precision)
+    drawn = 0 if seed is None else seed
+    shown = _view(precision, max_rows, max_cols)
+    display = None if as_json else _display(steps, lr, init, drawn, chosen, shown)
 
     def run(on_step: OnStep | None) -> Training:
         from attntrace.core.train import train as descend
 
         with bad_input_fails():
             return descend(ready.spec, ready.tokens, ready.key_tokens, objective,
-                           names=chosen, steps=steps, lr=lr, init=init, seed=seed,
-                           on_step=on_step)  # fmt: skip
+                           names=chosen, steps=steps, lr=lr, init=init, seed=drawn,
+                           on_step=on_step, keep_rows=as_json)  # fmt: skip
 
-    with interrupted():
+    # Ctrl-C: the live display's line is ended; piped, nothing more is written (--json
+    # writes its whole document or nothing; the table's lines printed so far stay).
+    with quiet_pipe(), interrupted(end_line=is_terminal(sys.stdout)):
         try:
-            training = run(None if live is None else live.on_step)
+            training = run(None if display is None else display.on_step)
         finally:
-            if live is not None:
-                live.stop()
+            if display is not None:
+                display.stop()
     if save is not None:
         _save(training, sentence, save)
 
@@ -146,12 +167,11 @@ def train(
 
     def view() -> None:
         from attntrace.cli.pipes import stdout_console
-        from attntrace.render.train import piped_view, summary
-        from attntrace.render.view import View
+        from attntrace.render.train import PipedTraining, summary
 
         console = stdout_console()
-        shown = View(precision=4 if precision is None else precision)
-        parts = piped_view(training, shown) if live is None else summary(training, shown)
+        parts = display.finish(training) if isinstance(display, PipedTraining) \
+            else summary(training, shown)  # fmt: skip
         for part in parts:
             console.print(part)
         if save is not None:
@@ -163,21 +183,28 @@ def train(
     emit(as_json, document, view)
 
 
-def _live_display(steps: int, lr: float, init: str, seed: int, names: list[str],
-                  precision: int | None) -> LiveTraining | None:  # fmt: skip
-    """The live display where stdout is a terminal that redraws (not piped, not dumb)."""
+def _view(precision: int | None, max_rows: int, max_cols: int | None) -> View:
+    from attntrace.render.present import SHOW_ALL
+    from attntrace.render.view import DEFAULT_PRECISION, View
+
+    return View(precision=DEFAULT_PRECISION if precision is None else precision,
+                max_rows=SHOW_ALL if max_rows == 0 else max_rows,
+                max_cols=SHOW_ALL if max_cols == 0 else max_cols)  # fmt: skip
+
+
+def _display(steps: int, lr: float, init: str, seed: int, names: list[str],
+             view: View) -> LiveTraining | PipedTraining:  # fmt: skip
+    """The live display where stdout is a terminal that redraws (not piped, not dumb);
+    else the table, printed a line at a time as the steps are reached."""
     from attntrace.cli.pipes import stdout_console
+    from attntrace.render.train import PipedTraining, settings_line
+    from attntrace.render.train_live import LiveTraining
 
     console = stdout_console()
-    if not console.is_interactive:
-        return None
-    from attntrace.render.train import settings_line
-    from attntrace.render.train_live import LiveTraining
-    from attntrace.render.view import View
-
     settings = settings_line(list(dict.fromkeys(names)), steps, lr, init, seed)
-    return LiveTraining(console, steps, settings,
-                        View(precision=4 if precision is None else precision))  # fmt: skip
+    if not console.is_interactive:
+        return PipedTraining(console, steps, settings, view)
+    return LiveTraining(console, steps, settings, view)
 
 
 def _save(training: Training, sentence: str | None, path: str) -> None:

@@ -1,15 +1,23 @@
 """A training run -> ``attntrace/train/v1`` (docs/json.md, ``train --json``).
 
 Plain data, every number full float64 (orjson writes the shortest text that reads back
-to the same float). The schema is ``attntrace/schema/train-v1.schema.json``.
+to the same float). The schema is ``attntrace/schema/train-v1.schema.json``. The bytes
+are written from the history's arrays as they are (orjson reads numpy), so a long run
+is never held as Python floats.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from attntrace.core.train import Training
 from attntrace.files.serialize import model_to_dict
+
+Numbers = Callable[[npt.NDArray[np.float64]], Any]
 
 SCHEMA_ID = "attntrace/train/v1"
 
@@ -17,6 +25,12 @@ SCHEMA_ID = "attntrace/train/v1"
 def training_to_dict(training: Training) -> dict[str, Any]:
     """The settings, the loss, the history (one entry per step, 0 first), the trained
     matrices before and after, and their changes."""
+    return _document(training, lambda array: array.tolist())
+
+
+def _document(training: Training, numbers: Numbers) -> dict[str, Any]:
+    """The document, each array of the history written by ``numbers`` (lists, or the
+    arrays themselves for orjson)."""
     trace = training.before
     loss = training.loss
     keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
@@ -40,10 +54,11 @@ def training_to_dict(training: Training) -> dict[str, Any]:
         "settings": {"train": list(training.names), "steps": training.steps,
                      "lr": training.lr, "init": training.init, "seed": training.seed},
         "history": [
-            {"step": r.step, "loss": r.loss,
-             "to_weights": list(r.to_weights) if cell is not None else None,
-             "rows": [list(row) for row in r.rows] if cell is not None else None}
-            for r in training.history
+            {"step": step, "loss": float(training.losses[step]),
+             "to_weights": numbers(training.weights[step]) if cell is not None else None,
+             "rows": None if cell is None or training.rows is None
+             else numbers(training.rows[step])}
+            for step in range(training.steps + 1)
         ],
         "before": {c.name: c.before.tolist() for c in training.changes},
         "after": {c.name: c.after.tolist() for c in training.changes},
@@ -59,4 +74,12 @@ def training_bytes(training: Training) -> bytes:
     """The document as compact UTF-8 JSON (one line, as every document)."""
     import orjson
 
-    return orjson.dumps(training_to_dict(training))
+    return orjson.dumps(_document(training, lambda array: array),
+                        option=orjson.OPT_SERIALIZE_NUMPY, default=_listed)  # fmt: skip
+
+
+def _listed(value: Any) -> Any:
+    """What orjson cannot write itself (an array that is not C-contiguous): as a list."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(type(value).__name__)

@@ -3,7 +3,8 @@
 The live display (:mod:`attntrace.render.train_live`) draws the steps as they come;
 where there is none (stdout piped, a dumb terminal) the history is a table of step,
 loss and the to-token's weight: every step up to 20, else 21 rows spread evenly
-(step 0 and the last always among them). Both end with :func:`summary`: the loss and
+(step 0 and the last always among them), each line printed as its step is reached
+(:class:`PipedTraining`). Both end with :func:`summary`: the loss and
 the weight before → after, and each trained matrix's change as a table (a
 :class:`attntrace.core.trace.Stage` drawn by StageTable, labelled d0, d1, ... like
 the weights).
@@ -14,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from attntrace.core.labels import dims
 from attntrace.core.objective import Resolved
 from attntrace.core.trace import Stage, Trace
-from attntrace.core.train import Change, Training
+from attntrace.core.train import Change, StepRecord, Training, Vector
 from attntrace.render.document import model_facts
 from attntrace.render.numbers import format_number
 from attntrace.render.shown import labels, model_name, pad
@@ -72,12 +73,6 @@ def settings_line(names: Sequence[str], steps: int, lr: float, init: str, seed: 
     )
 
 
-def training_header(training: Training) -> list[RenderableType]:
-    settings = settings_line(training.names, training.steps, training.lr, training.init,
-                             training.seed)  # fmt: skip
-    return header(training.before, training.loss, settings)
-
-
 def cell_name(trace: Trace, loss: Resolved) -> str:
     """``it → animal``: the attend loss's cell, as the views name its weight."""
     assert loss.cell is not None
@@ -90,42 +85,90 @@ def key_labels(trace: Trace) -> tuple[str, ...]:
     return labels(trace.tokens if trace.context_tokens is None else trace.context_tokens)
 
 
-def weight_columns(training: Training) -> tuple[list[str], list[list[float]]]:
-    """The weight columns of the history (per head read, or min/mean/max of many), and
-    each step's numbers for them."""
-    heads = training.loss.heads
-    history = training.history
-    if training.loss.cell is None:
-        return [], [[] for _ in history]
+def weight_names(trace: Trace, loss: Resolved) -> list[str]:
+    """The history's weight columns: the cell (one head), a column per head read (2-4),
+    or min/mean/max over many; none under mse."""
+    heads = loss.heads
+    if loss.cell is None:
+        return []
     if len(heads) == 1:
-        return [cell_name(training.before, training.loss)], [list(r.to_weights) for r in history]
+        return [cell_name(trace, loss)]
     if len(heads) <= HEAD_COLUMNS:
-        return [f"head {h}" for h in heads], [list(r.to_weights) for r in history]
-    return ["min", "mean", "max"], [
-        [min(r.to_weights), float(np.mean(r.to_weights)), max(r.to_weights)] for r in history
-    ]
+        return [f"head {h}" for h in heads]
+    return ["min", "mean", "max"]
 
 
-def history_table(training: Training, view: View) -> Text:
-    """Step, loss and the to-weight(s), one line per shown step, right-aligned."""
-    names, values = weight_columns(training)
-    precision = view.precision
-    chosen = shown_steps(training.steps)
-    body = [[str(s), format_number(training.history[s].loss, precision),
-             *(format_number(v, precision) for v in values[s])] for s in chosen]  # fmt: skip
-    head = ["step", "loss", *names]
-    widths = [max(len(head[c]), *(len(row[c]) for row in body)) for c in range(len(head))]
-    text = Text(no_wrap=True, overflow="ignore")
-    text.append("   ".join(pad(h, w, right=True) for h, w in zip(head, widths, strict=True)),
-                style="bold")  # fmt: skip
-    for row in body:
-        text.append("\n" + "   ".join(pad(c, w, right=True) for c, w in
-                                        zip(row, widths, strict=True)))  # fmt: skip
-    if training.loss.cell is not None and len(training.loss.heads) > 1:
-        text.append(
-            f"\nthe weight of {cell_name(training.before, training.loss)} in each head", style="dim"
-        )
-    return text
+def weight_values(to_weights: Vector, heads: int) -> list[float]:
+    """A step's numbers for :func:`weight_names`' columns."""
+    if heads <= HEAD_COLUMNS:
+        return [float(w) for w in to_weights]
+    return [float(np.min(to_weights)), float(np.mean(to_weights)), float(np.max(to_weights))]
+
+
+class HistoryTable:
+    """The history table of ``steps`` steps, drawn a line at a time as the steps come
+    (piped output shows each as it is reached): its widths are fixed by step 0 (a
+    weight is at most 1, and the loss of step 0 is mostly the largest; a later loss
+    wider than it pushes its line out by the difference)."""
+
+    def __init__(self, trace: Trace, loss: Resolved, record: StepRecord, steps: int,
+                 view: View) -> None:  # fmt: skip
+        self.heads = len(loss.heads)
+        self.precision = view.precision
+        self.names = ["step", "loss", *weight_names(trace, loss)]
+        weight = len(format_number(1.0, view.precision))
+        self.widths = [max(len("step"), len(str(steps))),
+                       max(len("loss"), len(format_number(record.loss, view.precision))),
+                       *(max(len(name), weight) for name in self.names[2:])]  # fmt: skip
+        self.note = (f"the weight of {cell_name(trace, loss)} in each head"
+                     if loss.cell is not None and self.heads > 1 else None)  # fmt: skip
+
+    def _line(self, cells: Sequence[str]) -> str:
+        return "   ".join(pad(c, w, right=True) for c, w in zip(cells, self.widths, strict=True))
+
+    def head(self) -> Text:
+        return Text(self._line(self.names), style="bold", no_wrap=True, overflow="ignore")
+
+    def row(self, record: StepRecord) -> Text:
+        p = self.precision
+        weights = weight_values(record.to_weights, self.heads)
+        cells = [str(record.step), format_number(record.loss, p),
+                 *(format_number(v, p) for v in weights)]  # fmt: skip
+        return Text(self._line(cells), no_wrap=True, overflow="ignore")
+
+
+class PipedTraining:
+    """The view where there is no live display, as the run goes: :meth:`on_step` is
+    :func:`attntrace.core.train.train`'s callback; it prints the header at step 0 and
+    each shown step's line as that step is reached (flushed, so a pipe sees it), and
+    :meth:`finish` yields the rest (the table's note and the summary)."""
+
+    def __init__(self, console: Console, steps: int, settings: str, view: View) -> None:
+        self.console = console
+        self.steps = steps
+        self.settings = settings
+        self.view = view
+        self.shown = set(shown_steps(steps))
+        self.table: HistoryTable | None = None
+
+    def on_step(self, record: StepRecord, trace: Trace, loss: Resolved) -> None:
+        if self.table is None:
+            for line in header(trace, loss, self.settings):
+                self.console.print(line)
+            self.console.print()
+            self.table = HistoryTable(trace, loss, record, self.steps, self.view)
+            self.console.print(self.table.head())
+        if record.step in self.shown:
+            self.console.print(self.table.row(record))
+            self.console.file.flush()
+
+    def stop(self) -> None:
+        """Nothing to end: the lines printed stay as they are."""
+
+    def finish(self, training: Training) -> Iterator[RenderableType]:
+        if self.table is not None and self.table.note is not None:
+            yield Text(self.table.note, style="dim")
+        yield from summary(training, self.view)
 
 
 def before_after(training: Training, view: View) -> Text:
@@ -176,11 +219,3 @@ def summary(training: Training, view: View) -> Iterator[RenderableType]:
                      f"{stage.rows[i]}, {stage.cols[j]}", style="dim")  # fmt: skip
         yield title
         yield StageTable(stage, view)
-
-
-def piped_view(training: Training, view: View) -> Iterator[RenderableType]:
-    """The whole output where there is no live display: header, history, summary."""
-    yield from training_header(training)
-    yield Text()
-    yield history_table(training, view)
-    yield from summary(training, view)

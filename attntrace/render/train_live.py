@@ -96,8 +96,8 @@ def frame(
             lines.append(Text(f"head {head}", style="dim"))
         lines.extend(_bars(row, keys, to, p, width))
     if len(loss.heads) > MAX_HEADS:
-        lines.append(Text(f"and {len(loss.heads) - MAX_HEADS} more heads (the table after "
-                          "the run has them all)", style="dim"))  # fmt: skip
+        lines.append(Text(f"and {len(loss.heads) - MAX_HEADS} more heads (the line after "
+                          "the run has every head's weight)", style="dim"))  # fmt: skip
     return Group(*lines)
 
 

@@ -120,9 +120,11 @@ REFUSED = [
     (("--lr", "-1"), "--lr"),
     (("--lr", "inf"), "--lr"),
     (("--lr", "nan"), "--lr"),
-    (("--lr", "1e300"), "lower --lr"),
+    (("--steps", "100000"), "--steps: expected at most 16,"),
     (("--init", "zeros"), "--init"),
-    (("--seed", "-1"), "--seed"),
+    (("--seed", "-1", "--init", "random"), "--seed"),
+    (("--seed", "3"), "--seed draws the random weights: add --init random"),
+    (("--head", "1"), "--head: expected a head from 0 to 0, got 1"),
     (("--loss", "mse"), "--from"),
     (("--to", "dog"), "--to"),
     (("--head", "3"), "head"),
@@ -234,3 +236,94 @@ def test_the_live_display_is_paced_and_skips_frames_not_steps(steps: int) -> Non
     assert sum(frames) <= 25 * LONGEST + 2  # at most 25 frames a second, and the last
     assert frames[0]
     assert frames[-1]
+
+
+def test_a_rate_that_diverges_is_one_line_after_the_lines_printed() -> None:
+    result = invoke("train", "-s", "it-animal", "--from", "it", "--to", "animal", "--lr", "1e300")
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1
+    assert "lower --lr" in result.stderr
+    assert "ΔWQ" not in result.stdout  # no summary: the run did not end
+    as_json = invoke("train", "-s", "it-animal", "--from", "it", "--to", "animal", "--lr",
+                     "1e300", "--json")  # fmt: skip
+    assert (as_json.exit_code, as_json.stdout) == (2, "")
+
+
+def test_piped_lines_come_as_their_steps_are_reached() -> None:
+    from attntrace.render.train import PipedTraining
+
+    ready = prepared(None, sample="it-animal")
+    out = StringIO()
+    console = Console(file=out, width=80, color_system=None)
+    piped = PipedTraining(console, 100, "settings", View())
+    seen: dict[int, str] = {}
+
+    def on_step(record: StepRecord, trace: Trace, loss: Resolved) -> None:
+        piped.on_step(record, trace, loss)
+        seen[record.step] = out.getvalue()
+
+    train(ready.spec, ready.tokens, None, Objective("attend", "it", "animal"), on_step=on_step)
+    first = ["it-animal · 11 tokens · d_model 6 · d_k 4 · d_v 3",
+             "L = −log softmax[it, animal] · one head", "settings"]  # fmt: skip
+    assert seen[0].splitlines()[:3] == first
+    assert seen[0].splitlines()[-2:][0] == "step     loss   it → animal"
+    for step in (0, 5, 50, 100):  # a shown step's line is out when the step is reached
+        assert seen[step].splitlines()[-1].split()[0] == str(step)
+    assert seen[4] == seen[1] == seen[0]  # the steps not shown print nothing
+
+
+def test_ctrl_c_piped_writes_nothing_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    import attntrace.core.train as core
+
+    real = core._step
+    calls = []
+
+    def interrupted(*args: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(core, "_step", interrupted)
+    as_json = invoke("train", *IT, "--steps", "8", "--json")
+    assert (as_json.exit_code, as_json.stdout) == (130, "")
+    calls.clear()
+    table = invoke("train", *IT, "--steps", "8")
+    assert table.exit_code == 130
+    lines = table.stdout.split("\n")
+    assert lines[-1] == ""  # the last line ended, and no newline of its own after it
+    assert [line.split()[0] for line in lines[-4:-1]] == ["0", "1", "2"]
+
+
+def test_max_rows_and_max_cols_cut_the_change_tables() -> None:
+    full = invoke("train", *IT, "--steps", "2", "--max-rows", "0", "--max-cols", "0")
+    assert full.exit_code == 0, full.output
+    assert "showing" not in full.stdout
+    cut = invoke("train", *IT, "--steps", "2", "--max-rows", "2", "--max-cols", "2")
+    assert cut.exit_code == 0, cut.output
+    assert cut.stdout.count("showing 2 of 6 rows and 2 of 4 columns (--max-rows/--max-cols") == 2
+    help_text = " ".join(invoke("train", "--help", columns=200).stdout.split())
+    assert "--max-rows" in help_text
+    assert "--map" not in help_text
+
+
+def test_the_live_view_says_what_follows_for_the_heads_it_leaves_out() -> None:
+    from attntrace.core.spec import ModelSpec
+
+    rng = np.random.default_rng(0)
+    square = rng.normal(size=(12, 12)) / np.sqrt(12)
+    model = ModelSpec(embeddings={w: rng.normal(size=12) for w in ("a", "b", "c")},
+                      WQ=square, WK=square, WV=square, heads=6)  # fmt: skip
+    records: list[tuple[StepRecord, Trace, Resolved]] = []
+    run = train(model, ("a", "b", "c"), None, Objective("attend", "a", "b"), steps=1,
+                on_step=lambda r, t, loss: records.append((r, t, loss)))  # fmt: skip
+    record, trace, loss = records[-1]
+    out = StringIO()
+    Console(file=out, width=80, color_system=None).print(
+        frame(record, 1, [1.0, 0.5], trace, loss, View(), 80)
+    )
+    assert "and 2 more heads (the line after the run has every head's weight)" in out.getvalue()
+    from attntrace.render.train import before_after
+
+    said = before_after(run, View()).plain
+    assert all(f"head {h} " in said for h in range(6))

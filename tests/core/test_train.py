@@ -105,6 +105,13 @@ KINDS: dict[str, dict[str, Any]] = {
 }
 
 
+def movable(model: ModelSpec, loss: str) -> list[str]:
+    """What the loss moves: the attend loss not what acts after the softmax, and bK only
+    where RoPE turns it (else it shifts a whole row of scores: the softmax cannot see it)."""
+    return [n for n in has(model) if (loss == "mse" or n in ("WQ", "WK", "bQ", "bK"))
+            and (n != "bK" or model.position_kind == "rope")]  # fmt: skip
+
+
 def objective_for(kind: str, tokens: list[str]) -> Objective:
     # the last query and the first key: visible under a causal mask too
     return Objective("attend", str(len(tokens) - 1), "0") if kind == "attend" else Objective("mse")
@@ -117,7 +124,7 @@ def test_the_loss_falls_step_by_step_for_a_small_rate(kind: str, loss: str, seed
     model, tokens, context = random_block(100 * seed + len(kind), **KINDS[kind])
     if loss == "mse":
         model = with_target(model, tokens, seed)
-    names = [n for n in has(model) if loss == "mse" or n in ("WQ", "WK", "bQ", "bK")]
+    names = movable(model, loss)
     run = train(model, tokens, context, objective_for(loss, tokens), names=names,
                 steps=25, lr=1e-3)  # fmt: skip
     losses = [r.loss for r in run.history]
@@ -133,7 +140,7 @@ def test_one_step_is_minus_lr_times_a_central_difference(kind: str, loss: str) -
     if loss == "mse":
         model = with_target(model, tokens, 1)
     objective = objective_for(loss, tokens)
-    names = [n for n in has(model) if loss == "mse" or n in ("WQ", "WK", "bQ", "bK")]
+    names = movable(model, loss)
     lr = 0.25
     run = train(model, tokens, context, objective, names=names, steps=1, lr=lr)
     h = FINITE_DIFFERENCE_STEP
@@ -228,5 +235,88 @@ def test_mse_reaches_what_the_attend_loss_cannot() -> None:
     run = train(model, tokens, None, Objective("mse"), names=["WV", "WO", "bO"], steps=3,
                 lr=1e-2)  # fmt: skip
     assert all(c.largest > 0 for c in run.changes)
-    assert run.last.to_weights == ()
-    assert run.last.rows == ()
+    assert run.last.to_weights.size == 0
+    assert run.last.rows.size == 0
+
+
+def test_bk_is_refused_without_rope_since_a_row_shift_leaves_the_softmax() -> None:
+    for loss in ("attend", "mse"):
+        model, tokens, _ = random_block(5, heads=2, cross=False, rope=False, biases=True)
+        model = with_target(model, tokens, 0)
+        objective = objective_for(loss, tokens)
+        # independently: moving bK leaves the loss where it was (to rounding)
+        start = model.bias("bK")
+        assert start is not None
+        shifted = loss_of(replace(model, biases={**model.biases, "bK": start + 1.0}), tokens,
+                          None, objective)  # fmt: skip
+        assert shifted == pytest.approx(loss_of(model, tokens, None, objective), rel=1e-9)
+        with pytest.raises(InputError, match="bK adds q·bK to every score") as caught:
+            train(model, tokens, None, objective, names=["WQ", "bK"], steps=1)
+        assert caught.value.field == "--train"
+        roped, words, _ = random_block(6, heads=2, cross=False, rope=True, biases=True)
+        run = train(with_target(roped, words, 0), words, None, objective_for(loss, words),
+                    names=["bK"], steps=1, lr=0.1)  # fmt: skip
+        assert run.changes[0].largest > 0
+
+
+def test_the_wv_refusal_advises_bk_only_with_rope() -> None:
+    model, tokens, _ = random_block(5, heads=1, cross=False, rope=False, biases=True)
+    with pytest.raises(InputError, match=r"\(train WQ, WK, bQ, or use --loss mse\)"):
+        train(model, tokens, None, objective_for("attend", tokens), names=["WV"], steps=1)
+    roped, words, _ = random_block(6, heads=1, cross=False, rope=True, biases=True)
+    with pytest.raises(InputError, match=r"\(train WQ, WK, bQ, bK, or use --loss mse\)"):
+        train(roped, words, None, objective_for("attend", words), names=["WV"], steps=1)
+
+
+def big_model(n: int, heads: int, d_model: int) -> tuple[ModelSpec, list[str]]:
+    rng = np.random.default_rng(0)
+    square = rng.normal(size=(d_model, d_model)) / math.sqrt(d_model)
+    model = ModelSpec(embeddings={f"t{i}": rng.normal(size=d_model) for i in range(20)},
+                      WQ=square, WK=square, WV=square, heads=heads)  # fmt: skip
+    return model, [f"t{i % 20}" for i in range(n)]
+
+
+def test_a_run_over_the_work_bound_is_refused_before_it_starts() -> None:
+    n, heads, d_model = 300, 8, 64
+    model, tokens = big_model(n, heads, d_model)
+    width = 2 * d_model // heads  # d_k + d_v
+    # the bound docs/learning.md states, computed here from its formula
+    largest = 2**32 // (heads * ((width + 8) * n * n + width * d_model * 2 * n + 2**18))
+    objective = Objective("attend", "0", "1")
+    with pytest.raises(InputError) as caught:
+        train(model, tokens, None, objective, steps=largest + 1)
+    assert caught.value.field == "--steps"
+    assert f"at most {largest:,} for this model" in str(caught.value)
+    assert str(caught.value).count("\n") == 0
+    # it-animal: the tiny model's bound comes from a step's fixed cost
+    small, words = it_animal()
+    per_step = (4 + 3 + 8) * 11 * 11 + (4 + 3) * 6 * 22 + 2**18
+    with pytest.raises(InputError, match=f"at most {2**32 // per_step:,} for this model"):
+        train(small, words, None, IT_ANIMAL, steps=100_000)
+
+
+def test_the_rows_kept_are_bounded_too_and_only_where_asked() -> None:
+    model, _ = big_model(1, 1, 2)
+    context = [f"t{i % 20}" for i in range(50_000)]
+    objective = Objective("attend", "0", "1")
+    steps = 2**23 // 50_000  # (steps + 1) × 50,000 keys: just over 2**23 floats
+    with pytest.raises(InputError, match="the history keeps each step's 1 × 50,000 weights"):
+        train(model, ["t0"], context, objective, steps=steps, lr=1e-3)
+    with pytest.raises(InputError, match=f"at most {steps - 1:,}"):
+        train(model, ["t0"], context, objective, steps=steps, lr=1e-3)
+    run = train(model, ["t0"], context[:100], objective, steps=3, lr=1e-3, keep_rows=False)
+    assert run.rows is None
+    assert run.last.rows.size == 0
+
+
+def test_the_history_is_kept_as_arrays() -> None:
+    model, tokens = it_animal()
+    run = train(model, tokens, None, IT_ANIMAL, steps=4)
+    assert isinstance(run.losses, np.ndarray)
+    assert run.losses.shape == (5,)
+    assert run.weights.shape == (5, 1)
+    assert run.rows is not None
+    assert run.rows.shape == (5, 1, len(tokens))
+    for step in range(5):  # the to-weight is the row's weight at the to-token
+        assert run.weights[step, 0] == run.rows[step, 0, tokens.index("animal")]
+        assert run.rows[step, 0].sum() == pytest.approx(1.0)
