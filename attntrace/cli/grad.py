@@ -25,6 +25,7 @@ from attntrace.cli.options import (
     FromToken,
     Layer,
     LossFlag,
+    LossHead,
     MaxCols,
     MaxHeads,
     MaxRows,
@@ -41,11 +42,6 @@ if TYPE_CHECKING:
     from attntrace.core.grad_trace import GradTrace
     from attntrace.render.view import View
 
-GradHead = Annotated[
-    int | None,
-    typer.Option("--head", min=0, metavar="H", show_default=False,
-                 help="The attend loss of head H alone (default: summed over every head)."),
-]  # fmt: skip
 GradStep = Annotated[
     bool, typer.Option("--step", metavar="", help="One gradient per screen, with a prompt.")
 ]
@@ -72,7 +68,7 @@ def grad(
     loss: LossFlag = None,
     from_token: FromToken = None,
     to_token: ToToken = None,
-    head: GradHead = None,
+    head: LossHead = None,
     step: GradStep = False,
     focus: GradFocus = None,
     as_json: Annotated[

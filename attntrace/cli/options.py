@@ -70,6 +70,12 @@ FromToken = Annotated[
     typer.Option("--from", metavar="TOKEN", show_default=False,
                  help="The attend loss's query token (a token, it#7, or an index)."),
 ]  # fmt: skip
+# --head of grad and train: the attend loss's head (not `run --model`'s head to trace).
+LossHead = Annotated[
+    int | None,
+    typer.Option("--head", min=0, metavar="H", show_default=False,
+                 help="The attend loss of head H alone (default: summed over every head)."),
+]  # fmt: skip
 ToToken = Annotated[
     str | None,
     typer.Option("--to", metavar="TOKEN", show_default=False,

@@ -24,6 +24,7 @@ from attntrace.cli.options import (
     Edits,
     FromToken,
     LossFlag,
+    LossHead,
     MaxCols,
     MaxRows,
     Sample,
@@ -39,11 +40,6 @@ if TYPE_CHECKING:
     from attntrace.render.train_live import LiveTraining
     from attntrace.render.view import View
 
-LossHead = Annotated[
-    int | None,
-    typer.Option("--head", min=0, metavar="H", show_default=False,
-                 help="The attend loss of head H alone (default: summed over every head)."),
-]  # fmt: skip
 NotTaken = Annotated[
     str | None,
     typer.Option("--model", "-m", metavar="NAME", hidden=True, show_default=False),

@@ -16,7 +16,8 @@ from attntrace.files.serialize import model_to_dict, stage_to_dict
 
 if TYPE_CHECKING:
     from attntrace.core.grad_trace import GradTrace
-    from attntrace.core.trace import Stage
+    from attntrace.core.objective import Resolved
+    from attntrace.core.trace import Stage, Trace
 
 GRAD_SCHEMA_ID = "attntrace/grad/v1"
 GRAD_SCHEMA_FILE = "grad-v1.schema.json"
@@ -28,12 +29,6 @@ def grad_to_dict(grad: GradTrace, *, raw: bool = False) -> dict[str, Any]:
     from attntrace.core.grad_trace import MIRRORS
 
     trace, resolved = grad.forward, grad.loss
-    keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
-
-    def token(index: int, tokens: tuple[str, ...]) -> dict[str, Any]:
-        return {"index": index, "token": tokens[index]}
-
-    cell = resolved.cell
 
     def stage(gradient: Stage) -> dict[str, Any]:
         data = stage_to_dict(gradient, raw=raw)
@@ -49,16 +44,28 @@ def grad_to_dict(grad: GradTrace, *, raw: bool = False) -> dict[str, Any]:
         "model": model_to_dict(trace.model),
         "tokens": list(trace.tokens),
         "context_tokens": None if trace.context_tokens is None else list(trace.context_tokens),
-        "loss": {
-            "kind": grad.objective.kind,
-            "formula": resolved.formula,
-            "value": resolved.loss.value,
-            "from": None if cell is None else token(cell[0], trace.tokens),
-            "to": None if cell is None else token(cell[1], keys),
-            "heads": list(resolved.heads),
-        },
+        "loss": loss_to_dict(resolved, trace, value=True),
         "stages": [stage(gradient) for gradient in grad.stages],
     }
+
+
+def loss_to_dict(resolved: Resolved, trace: Trace, *, value: bool) -> dict[str, Any]:
+    """A loss as grad/v1 and train/v1 write it: its kind, formula (and ``value``), the
+    attend loss's cell as the from and to tokens (``to`` a context token under
+    cross-attention; both None for mse) and the heads it reads."""
+    keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
+    cell = resolved.cell
+
+    def token(index: int, tokens: tuple[str, ...]) -> dict[str, Any]:
+        return {"index": index, "token": tokens[index]}
+
+    written: dict[str, Any] = {"kind": resolved.loss.name, "formula": resolved.formula}
+    if value:
+        written["value"] = resolved.loss.value
+    written["from"] = None if cell is None else token(cell[0], trace.tokens)
+    written["to"] = None if cell is None else token(cell[1], keys)
+    written["heads"] = list(resolved.heads)
+    return written
 
 
 def grad_dump_bytes(grad: GradTrace) -> bytes:

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.core.train import Training
+from attntrace.files.grad_json import loss_to_dict
 from attntrace.files.serialize import model_to_dict
 
 Numbers = Callable[[npt.NDArray[np.float64]], Any]
@@ -32,25 +33,13 @@ def _document(training: Training, numbers: Numbers) -> dict[str, Any]:
     """The document, each array of the history written by ``numbers`` (lists, or the
     arrays themselves for orjson)."""
     trace = training.before
-    loss = training.loss
-    keys = trace.tokens if trace.context_tokens is None else trace.context_tokens
-
-    def token(index: int, tokens: tuple[str, ...]) -> dict[str, Any]:
-        return {"index": index, "token": tokens[index]}
-
-    cell = loss.cell
+    cell = training.loss.cell
     return {
         "schema": SCHEMA_ID,
         "model": model_to_dict(trace.model),
         "tokens": list(trace.tokens),
         "context_tokens": None if trace.context_tokens is None else list(trace.context_tokens),
-        "loss": {
-            "kind": loss.loss.name,
-            "formula": loss.formula,
-            "from": None if cell is None else token(cell[0], trace.tokens),
-            "to": None if cell is None else token(cell[1], keys),
-            "heads": list(loss.heads),
-        },
+        "loss": loss_to_dict(training.loss, trace, value=False),
         "settings": {"train": list(training.names), "steps": training.steps,
                      "lr": training.lr, "init": training.init, "seed": training.seed},
         "history": [
