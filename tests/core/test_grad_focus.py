@@ -195,4 +195,5 @@ def test_a_row_or_head_out_of_range_is_refused() -> None:
         assert caught.value.field == field
     with pytest.raises(InputError):
         jacobian_focus(grad, True, 0)
-    assert jacobian_focus(grad, np.int64(2), np.int64(0)).index == 2
+    numpy_ints = jacobian_focus(grad, np.int64(2), np.int64(0))  # type: ignore[arg-type, unused-ignore]
+    assert numpy_ints.index == 2

@@ -60,8 +60,9 @@ def finite_difference(model: ModelSpec, tokens: list[str], context: list[str] | 
         for sign in (1, -1):
             bumped = base.copy()
             bumped[index] += sign * h
+            weight: dict[str, Any] = {name: bumped}
             changed = (replace(model, biases={**model.biases, name: bumped}) if is_bias
-                       else replace(model, **{name: bumped}))  # fmt: skip
+                       else replace(model, **weight))  # fmt: skip
             values.append(loss_here(changed, tokens, context, objective, cell))
         out[index] = (values[0] - values[1]) / (2 * h)
     return out
