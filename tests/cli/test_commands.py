@@ -157,20 +157,22 @@ def test_unquoted_words_are_one_sentence() -> None:
     )
 
 
-COMMANDS = {  # each command and the start of its line in --help, in the order listed
-    "run": "Trace attention over SENTENCE: X, Q, K, V, scores, scaled,",
-    "render": "Show a saved trace (from `run --json`) as `run` would, without",
-    "check": "Check your own attention's arrays against the trace; name the",
-    "diff": "Compare two traces stage by stage: what changed, by how much, and",
-    "grad": "The backward pass from a loss: every gradient, dL/d output back to",
-    "train": "Gradient descent on the block's weights toward a loss: watch",
-    "scaling": "Why ÷√d_k: the softmax of q·k, as it is and divided by √d_k, for",
-    "softmax": "The softmax walkthrough of one row: exp, sum, shares, and why the",
-    "decode": "Decode SENTENCE one token at a time through a KV cache; compare",
-    "kv-cache": "How much memory a KV cache takes: the model as MHA, as it is, and",
-    "models": "List the real trained models attntrace can trace, installed or",
-    "heads": "Rank every layer × head by the weight one token puts on another.",
-    "samples": "List the sample models that ship with attntrace, or print one of",
+# Each command and how its line in --help starts, in the order listed (only the start:
+# where Rich wraps a long line differs between its versions, the floor's and the newest).
+COMMANDS = {
+    "run": "Trace attention over SENTENCE: X, Q, K, V,",
+    "render": "Show a saved trace (from `run --json`) as",
+    "check": "Check your own attention's arrays against",
+    "diff": "Compare two traces stage by stage: what",
+    "grad": "The backward pass from a loss: every",
+    "train": "Gradient descent on the block's weights",
+    "scaling": "Why ÷√d_k: the softmax of q·k, as it is and",
+    "softmax": "The softmax walkthrough of one row: exp,",
+    "decode": "Decode SENTENCE one token at a time through",
+    "kv-cache": "How much memory a KV cache takes: the model",
+    "models": "List the real trained models attntrace can",
+    "heads": "Rank every layer × head by the weight one",
+    "samples": "List the sample models that ship with",
 }
 
 
@@ -193,7 +195,7 @@ def test_version_and_help() -> None:
             if not line.startswith("│  ")]  # fmt: skip
     assert [name for name, _ in rows] == list(COMMANDS)
     for name, said in rows:
-        assert said.rstrip() == COMMANDS[name], name
+        assert said.startswith(COMMANDS[name]), name
 
 
 def boxed(lines: list[str], title: str) -> list[str]:
