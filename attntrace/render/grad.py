@@ -24,6 +24,7 @@ from attntrace.core.trace import ModelInfo, Stage
 from attntrace.render.document import block_notes, model_facts
 from attntrace.render.grad_words import ATTEND_ZEROS, caption
 from attntrace.render.numbers import format_number, visible_indices
+from attntrace.render.real import RightTrimmed
 from attntrace.render.shown import FORMULA_LIMIT, label, labels, shown_trace
 from attntrace.render.stage_table import StageTable
 from attntrace.render.titles import fitted_title, numbered, title
@@ -105,7 +106,7 @@ def header(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[RenderableTyp
     trace = grad.forward
     yield Facts(trace.model.name, model_facts(trace.model, len(trace.tokens), None,
                                               cross=trace.context_tokens is not None))  # fmt: skip
-    yield from block_notes(trace, view)
+    yield from (Wrapped(note) for note in block_notes(trace, view))
     yield Wrapped(loss_line(grad, view))
     for note in grad.loss.notes:
         yield Wrapped(Text(note, style="dim"))
@@ -194,7 +195,7 @@ class GradBlock:
         grid.add_column(width=widths[1])
         grid.add_row(forward_title, title)  # a row each: the tables start level
         grid.add_row(forward_table, table)
-        yield Group(grid, *note)
+        yield Group(RightTrimmed(grid), *note)  # the grid pads its lines to its width
 
 
 def _title_width(stage: Stage, model: ModelInfo) -> int:

@@ -141,12 +141,14 @@ def test_the_views_d_wq_is_the_finite_difference_of_the_loss() -> None:
 
 
 @pytest.mark.parametrize("columns", [80, 160])
-def test_no_line_is_wider_than_the_terminal(columns: int) -> None:
+def test_no_line_is_wider_than_the_terminal_or_padded(columns: int) -> None:
     for args in (IT_ANIMAL, ["-s", "gqa", "--from", "the", "--to", "cat"],
                  ["-s", "cross", "--from", "0", "--to", "0"]):  # fmt: skip
         result = invoke("grad", *args, columns=columns)
         assert result.exit_code == 0, result.stderr
-        assert max(len(line.rstrip()) for line in result.stdout.splitlines()) <= columns
+        lines = result.stdout.splitlines()
+        assert max(len(line) for line in lines) <= columns
+        assert [line for line in lines if line != line.rstrip()] == []  # side by side too
         assert "\x1b" not in result.stdout  # NO_COLOR: no escape codes at all
 
 
