@@ -79,11 +79,17 @@ def check(
 
     Exit 0 when every stage you gave matches, 1 when one differs, 2 on bad input."""
     from attntrace.api import checked
-    from attntrace.cli.exits import usage
 
-    check_model_flags(config, sample, real_model, layer, None, step=False, edits=edits or ())
-    if real_model is not None and (causal is not None or context is not None):
-        usage("--causal and --context change a model file: a real model has its own mask")
+    check_model_flags(
+        config,
+        sample,
+        real_model,
+        layer,
+        None,
+        step=False,
+        edits=edits or (),
+        mask_set=causal is not None or context is not None,
+    )
     sentence = " ".join(words) if words else None
     changes = () if config == "-" else edits or ()  # stdin's model took its edits already
     with bad_input_fails():

@@ -87,9 +87,16 @@ def grad(
     if step and focus is not None:
         usage("--step and --focus are different views: choose one")
     # --head is the loss's here, not "trace this head alone": not check_model_flags' rule
-    check_model_flags(config, sample, real_model, layer, None, step=step, edits=edits or ())
-    if real_model is not None and (causal is not None or context is not None):
-        usage("--causal and --context change a model file: a real model has its own mask")
+    check_model_flags(
+        config,
+        sample,
+        real_model,
+        layer,
+        None,
+        step=step,
+        edits=edits or (),
+        mask_set=causal is not None or context is not None,
+    )
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:

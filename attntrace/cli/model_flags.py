@@ -36,10 +36,12 @@ def check_model_flags(
     *,
     step: bool,
     edits: Sequence[str] = (),
+    mask_set: bool = False,
 ) -> None:
     """A usage error naming the flags (choose_model would name its Python arguments):
-    one model at most, --layer and --head only with --model, --set not with it, and
-    stdin not asked for both the model (``--config -``) and step mode's keys."""
+    one model at most, --layer and --head only with --model, --set not with it (nor
+    --causal or --context: ``mask_set``), and stdin not asked for both the model
+    (``--config -``) and step mode's keys."""
     given = [flag for flag, value in (("--config", config), ("--sample", sample),
              ("--model", real_model)) if value is not None]  # fmt: skip
     if len(given) > 1:
@@ -52,5 +54,7 @@ def check_model_flags(
             "--set edits a model file or a sample: it does not go with --model (a trained "
             "model's weights)"
         )
+    if real_model is not None and mask_set:
+        usage("--causal and --context change a model file: a real model has its own mask")
     if step and config == "-":
         usage("--step reads its keys from stdin, so the model cannot come from stdin too")

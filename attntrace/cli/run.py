@@ -107,11 +107,18 @@ def run(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
-    check_model_flags(config, sample, real_model, layer, head, step=step, edits=edits or ())
+    check_model_flags(
+        config,
+        sample,
+        real_model,
+        layer,
+        head,
+        step=step,
+        edits=edits or (),
+        mask_set=causal is not None or context is not None,
+    )
     if head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
-    if real_model is not None and (causal is not None or context is not None):
-        usage("--causal and --context change a model file: a real model has its own mask")
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:
