@@ -104,3 +104,10 @@ FINITE_DIFFERENCE = AllClose(rtol=1e-6, atol=1e-8)
 BACKWARD_ORACLE = 1e-11
 # PyTorch's autograd (test_backward_torch) is one more order and its own kernels (exp,
 # matmul) of the same float64 terms: held to the same bound, by the same magnitudes.
+
+# FlashAttention's tiled pass (attntrace/core/flash.py) against a plain loop: the same
+# exps, summed tile by tile and rescaled by exp(m_old − m_new) at each tile (each factor
+# and product rounding by an ulp), and for variant 1 divided by ℓ at every tile. For the
+# tests' sizes (a dozen keys, scores of order 10) that is some tens of ulps, ~1e-15; a
+# wrong rescale or a lost tile is off by far more than 1e-12.
+FLASH = AllClose(rtol=1e-12, atol=1e-12)
