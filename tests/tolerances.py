@@ -104,3 +104,10 @@ FINITE_DIFFERENCE = AllClose(rtol=1e-6, atol=1e-8)
 BACKWARD_ORACLE = 1e-11
 # PyTorch's autograd (test_backward_torch) is one more order and its own kernels (exp,
 # matmul) of the same float64 terms: held to the same bound, by the same magnitudes.
+
+# A low-precision softmax (attntrace/core/precision.py) rounds a float64 exp to its dtype:
+# numpy's exp may differ from math's by an ulp of float64, which on the rare value beside
+# a tie of the dtype moves the rounded exp, and so a weight, by one spacing of the dtype.
+# Two spacings of the dtype at the value cover it; a wrong rule (no rounding, float64
+# throughout, the wrong dtype) is off by far more.
+LOW_PRECISION_SPACINGS = 2
