@@ -208,12 +208,39 @@ def matmul_in(
                 acc32 = acc32 + x32[:, k : k + 1] * y32[k : k + 1, :]
             acc = acc32.astype(np.float64)
         else:
-            acc = np.zeros((x.shape[0], y.shape[1]))
-            for k in range(x.shape[1]):
-                # products of two values of ≤ 24 bits are exact in float64: one rounding
-                term = round_to(x[:, k : k + 1] * y[k : k + 1, :], into)
-                acc = add_in(acc, term, into)
+            acc = _accumulate_in_dtype(x, y, dtype)
     return round_to(acc, dtype)
+
+
+def _bfloat16_of_float32(values: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """float32 values rounded to bfloat16 on their bits: add 0x7FFF plus the last kept bit,
+    clear the low 16 (round to nearest even; a carry into the exponent reaches inf); NaN
+    kept. One rounding of a float32 value: what round_to computes, some 10 times faster."""
+    bits = values.view(np.uint32)
+    one = np.uint32(1)
+    kept = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & one)) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(values), values, kept.view(np.float32))
+
+
+def _accumulate_in_dtype(x: Array, y: Array, dtype: str) -> Array:
+    """Σ_k x_ik · y_kj with every product and partial sum rounded to float16 or bfloat16.
+
+    Each operation is done in float32 and rounded to the dtype: a product of two values of
+    p ≤ 11 bits is exact in float32, and a sum of two p-bit values rounded first to 24 bits
+    and then to p is rounded as if once, since 24 ≥ 2p + 2 (Figueroa, "When is double
+    rounding innocuous?", 1995). numpy's float16 arithmetic is computed just so."""
+    if dtype == "float16":
+        x16, y16 = x.astype(np.float16), y.astype(np.float16)
+        acc16 = np.zeros((x.shape[0], y.shape[1]), dtype=np.float16)
+        for k in range(x.shape[1]):
+            acc16 = acc16 + x16[:, k : k + 1] * y16[k : k + 1, :]
+        return acc16.astype(np.float64)
+    x32, y32 = x.astype(np.float32), y.astype(np.float32)
+    acc32 = np.zeros((x.shape[0], y.shape[1]), dtype=np.float32)
+    for k in range(x.shape[1]):
+        term = _bfloat16_of_float32(x32[:, k : k + 1] * y32[k : k + 1, :])
+        acc32 = _bfloat16_of_float32(acc32 + term)
+    return acc32.astype(np.float64)
 
 
 def softmax_in(
