@@ -20,8 +20,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.core.precision import matmul_in, round_to, softmax_in
 
@@ -38,18 +40,26 @@ def median_seconds(work: Callable[[], object], runs: int = RUNS) -> float:
     return statistics.median(times)
 
 
-def softmax64(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def softmax64(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    e: npt.NDArray[np.float64] = np.exp(x - x.max(axis=-1, keepdims=True))
+    weights: npt.NDArray[np.float64] = e / e.sum(axis=-1, keepdims=True)
+    return weights
 
 
 def import_cost() -> str:
     if importlib.util.find_spec("ml_dtypes") is None:
         return "ml_dtypes not installed: its import cost not measured"
-    code = "import time, numpy; t = time.perf_counter(); import ml_dtypes; print(time.perf_counter() - t)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(RUNS)]  # fmt: skip
-    return f"import ml_dtypes after numpy: {statistics.median(runs) * 1000:.0f} ms (median of {RUNS})"
+    code = (
+        "import time, numpy; t = time.perf_counter(); import ml_dtypes; "
+        "print(time.perf_counter() - t)"
+    )
+    command = [sys.executable, "-c", code]
+    runs = [
+        float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+        for _ in range(RUNS)
+    ]
+    median_ms = statistics.median(runs) * 1000
+    return f"import ml_dtypes after numpy: {median_ms:.0f} ms (median of {RUNS})"
 
 
 def main() -> None:
@@ -57,20 +67,20 @@ def main() -> None:
     a, b = rng.normal(size=(N, N)), rng.normal(size=(N, N))
     print(f"round_to, {N} × {N}:")
     for dtype in ("float32", "float16", "bfloat16"):
-        print(f"  {dtype:<9} {median_seconds(lambda d=dtype: round_to(a, d)) * 1000:8.1f} ms")
+        print(f"  {dtype:<9} {median_seconds(partial(round_to, a, dtype)) * 1000:8.1f} ms")
     base = median_seconds(lambda: a @ b)
     print(f"matmul {N} × {N} · {N} × {N}: float64 (numpy, BLAS) {base * 1000:.1f} ms")
     for dtype in ("float32", "float16", "bfloat16"):
         for accumulate in ("float32", "dtype"):
             runs = RUNS if accumulate == "float32" else 1
-            took = median_seconds(lambda d=dtype, c=accumulate: matmul_in(a, b, d, c), runs)
+            took = median_seconds(partial(matmul_in, a, b, dtype, accumulate), runs)
             print(f"  matmul_in {dtype:<9} accumulate {accumulate:<8} {took * 1000:8.1f} ms")
     scores = 4 * a
     base = median_seconds(lambda: softmax64(scores))
     print(f"softmax of {N} rows of {N}: float64 {base * 1000:.1f} ms")
     for dtype in ("float32", "float16", "bfloat16"):
         for inner in ("float32", dtype):
-            took = median_seconds(lambda d=dtype, s=inner: softmax_in(scores, d, s))
+            took = median_seconds(partial(softmax_in, scores, dtype, inner))
             print(f"  softmax_in {dtype:<9} in {inner:<9} {took * 1000:8.1f} ms")
     print(import_cost())
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -74,11 +74,10 @@ FORMATS: dict[DTypeName, Format] = {
 
 def format_of(dtype: str) -> Format:
     """The format named ``dtype``, or an :class:`InputError` naming the choices."""
-    if dtype not in FORMATS:
-        raise InputError(
-            field="dtype", expected=f"one of {', '.join(DTYPES)}", found=repr(dtype)
-        )
-    return FORMATS[cast(DTypeName, dtype)]
+    for name, found in FORMATS.items():
+        if name == dtype:
+            return found
+    raise InputError(field="dtype", expected=f"one of {', '.join(DTYPES)}", found=repr(dtype))
 
 
 def largest(dtype: str) -> float:
@@ -172,9 +171,7 @@ def _matmul_shapes(a: Array, b: Array) -> None:
         )
 
 
-def matmul_in(
-    a: npt.ArrayLike, b: npt.ArrayLike, dtype: str, accumulate: str = "float32"
-) -> Array:
+def matmul_in(a: npt.ArrayLike, b: npt.ArrayLike, dtype: str, accumulate: str = "float32") -> Array:
     """a · b as a framework computes it in ``dtype``, as float64 numbers equal to the result.
 
     The rule: a and b are rounded to the dtype; each product a_ik · b_kj is formed and
@@ -197,7 +194,8 @@ def matmul_in(
     y = round_to(b, dtype)
     _matmul_shapes(x, y)
     if dtype == "float64":
-        return cast(Array, x @ y)
+        product: Array = x @ y
+        return product
     into = "float32" if accumulate == "float32" else dtype
     with np.errstate(over="ignore", invalid="ignore"):
         if into == "float32":

@@ -29,12 +29,11 @@ def test_the_articles_row_step_by_step() -> None:
     """The max climbs 3.2 → 4.0 → 6.2 → 8.0, and each climb rescales the sum."""
     result = online_softmax(ARTICLE)
     assert [s.m_new for s in result.steps] == [3.2, 4.0, 4.0, 6.2, 8.0]
-    assert result.steps[0].m_old == -math.inf and result.steps[0].d_old == 0.0
+    assert result.steps[0].m_old == -math.inf
+    assert result.steps[0].d_old == 0.0
     assert result.steps[2].rescale == 1.0  # 1.0 leaves the max at 4.0
     assert result.steps[1].rescale == pytest.approx(math.exp(3.2 - 4.0), **FLOAT64_APPROX)
-    assert result.steps[1].d_new == pytest.approx(
-        math.exp(3.2 - 4.0) + 1.0, **FLOAT64_APPROX
-    )
+    assert result.steps[1].d_new == pytest.approx(math.exp(3.2 - 4.0) + 1.0, **FLOAT64_APPROX)
     for got, want in zip(result.weights, closed_form(ARTICLE), strict=True):
         assert got == pytest.approx(want, **FLOAT64_APPROX)
     assert result.weights[4] == pytest.approx(0.8384, abs=1e-4)
