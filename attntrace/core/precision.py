@@ -29,8 +29,10 @@ rounded to the dtype; a matrix product's terms multiplied and summed in float32 
 result rounded to the dtype once (GPU tensor cores, and PyTorch's float16/bfloat16
 matmul on CPU and CUDA, accumulate in float32), or — the worst case — every product and
 partial sum rounded to the dtype (``accumulate="dtype"``); softmax computed in float32
-from half inputs (PyTorch's CUDA and CPU softmax kernels upcast float16/bfloat16 to a
-float32 accumulator type, ``acc_type``, and round only the result) or in the dtype itself.
+from half inputs, or in the dtype itself. PyTorch's CUDA softmax (``host_softmax`` in
+aten/src/ATen/native/cuda/SoftMax.cu, dispatched for Half and BFloat16) computes with
+``accscalar_t = acc_type<scalar_t, true>``, which ATen/AccumulateType.h makes float for
+both, and rounds only the weights it writes: ``softmax_dtype="float32"``.
 """
 
 from __future__ import annotations
