@@ -111,3 +111,10 @@ BACKWARD_ORACLE = 1e-11
 # tests' sizes (a dozen keys, scores of order 10) that is some tens of ulps, ~1e-15; a
 # wrong rescale or a lost tile is off by far more than 1e-12.
 FLASH = AllClose(rtol=1e-12, atol=1e-12)
+
+# A low-precision softmax (attntrace/core/precision.py) rounds a float64 exp to its dtype:
+# numpy's exp may differ from math's by an ulp of float64, which on the rare value beside
+# a tie of the dtype moves the rounded exp, and so a weight, by one spacing of the dtype.
+# Two spacings of the dtype at the value cover it; a wrong rule (no rounding, float64
+# throughout, the wrong dtype) is off by far more.
+LOW_PRECISION_SPACINGS = 2
