@@ -132,7 +132,9 @@ def grad(
         return grad_dump_bytes(traced)
 
     def view() -> None:
-        shown_view = _view(precision, max_rows, max_cols, max_heads)
+        from attntrace.render.view import view_from_flags
+
+        shown_view = view_from_flags(precision, max_rows, max_cols, max_heads)
         if step:
             _walk(traced, shown_view)
         elif focus is not None:
@@ -141,18 +143,6 @@ def grad(
             _tables(traced, shown_view)
 
     emit(as_json, document, view)
-
-
-def _view(precision: int | None, max_rows: int, max_cols: int | None, max_heads: int) -> View:
-    from attntrace.render.present import SHOW_ALL
-    from attntrace.render.view import DEFAULT_PRECISION, View
-
-    return View(
-        precision=DEFAULT_PRECISION if precision is None else precision,
-        max_rows=SHOW_ALL if max_rows == 0 else max_rows,
-        max_cols=SHOW_ALL if max_cols == 0 else max_cols,
-        max_heads=None if max_heads == 0 else max_heads,
-    )
 
 
 def _tables(grad: GradTrace, view: View) -> None:

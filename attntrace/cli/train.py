@@ -134,7 +134,9 @@ def train(
         check_head(head, ready.spec.heads)
     chosen = [name.strip() for name in names.split(",") if name.strip()]
     drawn = 0 if seed is None else seed
-    shown = _view(precision, max_rows, max_cols)
+    from attntrace.render.view import view_from_flags
+
+    shown = view_from_flags(precision, max_rows, max_cols)
     display = None if as_json else _display(steps, lr, init, drawn, chosen, shown)
 
     def run(on_step: OnStep | None) -> Training:
@@ -177,15 +179,6 @@ def train(
                           f"(attntrace run -c {visible(save)})", style="dim")  # fmt: skip
 
     emit(as_json, document, view)
-
-
-def _view(precision: int | None, max_rows: int, max_cols: int | None) -> View:
-    from attntrace.render.present import SHOW_ALL
-    from attntrace.render.view import DEFAULT_PRECISION, View
-
-    return View(precision=DEFAULT_PRECISION if precision is None else precision,
-                max_rows=SHOW_ALL if max_rows == 0 else max_rows,
-                max_cols=SHOW_ALL if max_cols == 0 else max_cols)  # fmt: skip
 
 
 def _display(steps: int, lr: float, init: str, seed: int, names: list[str],

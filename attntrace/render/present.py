@@ -24,7 +24,7 @@ from attntrace.core.trace import Trace
 from attntrace.errors import InputError
 from attntrace.render.document import header, render_trace
 from attntrace.render.titles import head_label
-from attntrace.render.view import DEFAULT_MAX_HEADS, DEFAULT_PRECISION, View
+from attntrace.render.view import DEFAULT_MAX_HEADS, View, view_from_flags
 from attntrace.visible import quoted
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ DEFAULT_TOP = 3  # keys per token in --map (the views below load only when chose
 
 EXPORT_SUFFIXES = (".svg", ".html", ".txt")
 MAP_PRECISION = 2  # weights as the article writes them: 0.65
-SHOW_ALL = 10**9
 
 
 @dataclass(frozen=True)
@@ -79,12 +78,7 @@ class Presentation:
         if step and (map_view or overview):
             raise InputError(f"--step walks the stage tables: it does not mix with {views[0]}")
         target = None if export is None else _export_path(str(export))
-        view = View(
-            precision=DEFAULT_PRECISION if precision is None else precision,
-            max_rows=SHOW_ALL if max_rows == 0 else max_rows,
-            max_cols=SHOW_ALL if max_cols == 0 else max_cols,
-            max_heads=None if max_heads == 0 else max_heads,
-        )
+        view = view_from_flags(precision, max_rows, max_cols, max_heads)
         return cls(
             view=view,
             focus=focus,

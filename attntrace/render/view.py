@@ -31,3 +31,18 @@ class View:
 
 
 DEFAULT_VIEW = View()
+
+SHOW_ALL = 10**9  # rows or columns: "all" (the flags' 0)
+
+
+def view_from_flags(
+    precision: int | None, max_rows: int, max_cols: int | None, max_heads: int | None = None
+) -> View:
+    """The View the display flags ask for: ``precision`` None is the tables' default, 0
+    rows, columns or heads is all of them (``max_heads`` None: every head)."""
+    return View(
+        precision=DEFAULT_PRECISION if precision is None else precision,
+        max_rows=SHOW_ALL if max_rows == 0 else max_rows,
+        max_cols=SHOW_ALL if max_cols == 0 else max_cols,
+        max_heads=max_heads or None,
+    )
