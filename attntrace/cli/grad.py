@@ -114,11 +114,9 @@ def grad(
                              edits=() if model is not None else edits or ())  # fmt: skip
             spec, tokens, keys = ready.spec, ready.tokens, ready.key_tokens
     # Under mse (which reads every head) --head is only --focus's: the head to take by hand
-    mse = loss == "mse" or (loss is None and from_token is None and to_token is None
-                            and spec.target is not None)  # fmt: skip
-    loss_head = None if mse and focus is not None else head
-    objective = objective_from_flags(loss, from_token, to_token, loss_head,
-                                     has_target=spec.target is not None)  # fmt: skip
+    objective = objective_from_flags(loss, from_token, to_token, head,
+                                     has_target=spec.target is not None,
+                                     head_elsewhere=focus is not None)  # fmt: skip
     with bad_input_fails():
         check_head(head, spec.heads)
         from attntrace.core.grad_trace import grad_trace

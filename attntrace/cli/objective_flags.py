@@ -23,9 +23,12 @@ def objective_from_flags(
     head: int | None,
     *,
     has_target: bool,
+    head_elsewhere: bool = False,
 ) -> Objective:
     """The loss the flags name; a usage error (exit 2) where they name none, or one
-    that does not take them."""
+    that does not take them. ``head_elsewhere``: --head has another use too (grad's
+    --focus), so under mse, which reads every head, it is left to that use rather than
+    refused (the objective then has no head)."""
     from attntrace.core.objective import LOSS_KINDS, Objective
 
     tokens = [flag for flag, value in (("--from", from_token), ("--to", to_token))
@@ -47,7 +50,9 @@ def objective_from_flags(
         usage(f"{' and '.join(tokens)} name the attend loss's tokens: --loss mse reads the "
               "model's target instead")  # fmt: skip
     if loss == "mse" and head is not None:
-        usage("--head chooses the attend loss's head: --loss mse reads every head")
+        if not head_elsewhere:
+            usage("--head chooses the attend loss's head: --loss mse reads every head")
+        head = None
     return Objective(loss, from_token, to_token, head)
 
 

@@ -53,3 +53,12 @@ def test_flags_that_name_no_loss_are_one_usage_line(
     assert stderr.count("\n") == 1
     assert stderr.startswith("attntrace: error: ")
     assert line in stderr
+
+
+def test_a_head_with_another_use_is_left_to_it_under_mse() -> None:
+    # grad --focus --head 1 under mse: the head is the focus's, the loss reads every head
+    objective = objective_from_flags("mse", None, None, 1, has_target=True, head_elsewhere=True)
+    assert objective == Objective("mse")
+    # under the attend loss the head is still the loss's
+    attend = objective_from_flags(None, "it", "animal", 1, has_target=False, head_elsewhere=True)
+    assert attend == Objective("attend", "it", "animal", 1)
