@@ -29,7 +29,8 @@ def models_command(
         return models_to_dict(CATALOG)
 
     def view() -> None:
-        from attntrace.render.real import RightTrimmed, model_table
+        from attntrace.render.fitted import RightTrimmed
+        from attntrace.render.real import model_table
 
         stdout_console().print(RightTrimmed(model_table(CATALOG)))
 

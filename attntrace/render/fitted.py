@@ -1,12 +1,14 @@
-"""A line with shorter fallbacks: the first form that fits the width is shown."""
+"""Fitting output to the width: a line with shorter fallbacks (the first form that fits
+is shown), and lines without the padding a grid adds (:class:`RightTrimmed`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.render.wrap import Wrapped
@@ -43,3 +45,24 @@ def _width(variant: str | Text) -> int:
     """The widest line of ``variant``, trailing spaces not counted (they are pad)."""
     lines = (variant if isinstance(variant, Text) else Text(variant)).split("\n")
     return max(cell_len(line.plain.rstrip()) for line in lines)
+
+
+@dataclass(frozen=True)
+class RightTrimmed:
+    """``renderable``'s lines without the spaces a grid pads them with to its width.
+
+    Trailing spaces go whatever their style: do not wrap text whose background colour
+    should run to the end of the line.
+    """
+
+    renderable: RenderableType
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].text.rstrip():
+                line.pop()
+            if line:
+                last = line.pop()
+                line.append(Segment(last.text.rstrip(), last.style))
+            yield from line
+            yield Segment.line()

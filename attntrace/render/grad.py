@@ -22,9 +22,9 @@ from rich.text import Text
 from attntrace.core.grad_trace import GradTrace
 from attntrace.core.trace import ModelInfo, Stage
 from attntrace.render.document import block_notes, model_facts
+from attntrace.render.fitted import RightTrimmed
 from attntrace.render.grad_words import ATTEND_ZEROS, caption
 from attntrace.render.numbers import format_number, visible_indices
-from attntrace.render.real import RightTrimmed
 from attntrace.render.shown import FORMULA_LIMIT, label, labels, shown_trace
 from attntrace.render.stage_table import StageTable
 from attntrace.render.titles import fitted_title, numbered, title

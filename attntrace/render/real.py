@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
-from rich.segment import Segment
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from attntrace.core.labels import unique_labels
@@ -22,27 +21,6 @@ if TYPE_CHECKING:  # `attntrace models` should not pay for numpy
 
     from attntrace.real.catalog import RealModel
     from attntrace.real.layer import HeadRanking
-
-
-@dataclass(frozen=True)
-class RightTrimmed:
-    """``renderable``'s lines without the spaces a grid pads them with to its width.
-
-    Trailing spaces go whatever their style: do not wrap text whose background colour
-    should run to the end of the line.
-    """
-
-    renderable: RenderableType
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in console.render_lines(self.renderable, options, pad=False):
-            while line and not line[-1].text.rstrip():
-                line.pop()
-            if line:
-                last = line.pop()
-                line.append(Segment(last.text.rstrip(), last.style))
-            yield from line
-            yield Segment.line()
 
 
 def model_table(catalog: Sequence[RealModel]) -> Table:

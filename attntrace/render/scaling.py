@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attntrace.core.scaling import ONE_HOT, Level, Scaling, Softmaxed, WorkedRow
-from attntrace.render.real import RightTrimmed
+from attntrace.render.fitted import RightTrimmed
 from attntrace.render.wrap import Wrapped
 
 UNSCALED, SCALED = "q·k", "÷√d_k"

@@ -8,8 +8,7 @@ import pytest
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from attntrace.render.fitted import Fitted
-from attntrace.render.real import RightTrimmed
+from attntrace.render.fitted import Fitted, RightTrimmed
 from attntrace.render.split_table import SplitTable
 
 
