@@ -225,7 +225,8 @@ def attention(
 
 def rope_angle(position: int, i: int, width: int, base: float) -> float:
     """θ = p · base^(−2i/width), i < width/2 (RoFormer)."""
-    return position * float(base) ** (-(2 * i) / width)
+    frequency: float = math.pow(float(base), -(2 * i) / width)
+    return position * frequency
 
 
 def rope(rows: Rows, positions: list[int], base: float, dtype: str, pairing: str = "half") -> Rows:

@@ -118,3 +118,24 @@ FLASH = AllClose(rtol=1e-12, atol=1e-12)
 # Two spacings of the dtype at the value cover it; a wrong rule (no rounding, float64
 # throughout, the wrong dtype) is off by far more.
 LOW_PRECISION_SPACINGS = 2
+
+# PyTorch in float16 and bfloat16 on the CPU (tests/core/test_lowp_torch.py), against the
+# casting rule's default (softmax in float32, products accumulated in float32), in
+# spacings of the dtype D. One stage at a time: torch.matmul of two D tensors sums in
+# float32 in its own (blocked) order and rounds to D once, so it differs from matmul_in's
+# left-to-right float32 sum by a few float32 spacings of Σ|aᵢₖ·bₖⱼ|, which move the
+# result by at most one spacing of D at that magnitude (seen: 0.5); torch.softmax(x,
+# dtype=float32) rounded to D differs from softmax_in by its own exp and sum order, a
+# float32 ulp, which moves a weight only beside a tie of D (seen: 0). Two spacings of D
+# at the magnitude cover both; a wrong rule (no rounding, the wrong dtype) is off by more.
+TORCH_STAGE_SPACINGS = 2
+# SDPA, end to end. Its CPU math path (and the CPU flash kernel, the same within a
+# spacing) upcasts float16/bfloat16 to float32, multiplies q and k each by √(1/√d_k)
+# before their product (not the scores by 1/√d_k after), keeps the scores and the weights
+# in float32, and rounds only the output to D (an emulation in torch's float32 ops of
+# exactly that agrees to half a spacing). The rule instead rounds the scores, the scaled
+# scores and the weights to D: a score s off by half a spacing of D at s becomes, through
+# exp, a weight off by |s|·2⁻ᵖ of itself, so the output differs by some spacings of D at
+# Σₖ wᵢₖ·|vₖⱼ| times (1 + the row's largest |s|). Seen: at most 1.7 of those units over
+# random heads; 4 leaves room, and a missing 1/√d_k or a softmax in D is off by far more.
+TORCH_SDPA_SPACINGS = 4
