@@ -22,8 +22,10 @@ two values of a format with p significant bits, rounding the exact result to flo
 bits) and then to the format is the same as rounding it once whenever 53 ≥ 2p + 2
 (Figueroa 1995): true for float32 (p = 24), float16 (11) and bfloat16 (8). So the
 element-wise stages below compute in float64 and round once, exactly as the contract
-states. exp and sqrt are float64's (math's), rounded: within an ulp of float64 of the
-true value, which moves a rounded result only beside a tie of the format.
+states. RoPE's x·cos − y·sin is not one operation on two values of the format (it sums
+two products), so it is rounded from the exact fraction. exp and sqrt are float64's
+(math's), rounded: within an ulp of float64 of the true value, which moves a rounded
+result only beside a tie of the format.
 """
 
 from __future__ import annotations
@@ -231,7 +233,11 @@ def rope_angle(position: int, i: int, width: int, base: float) -> float:
 
 def rope(rows: Rows, positions: list[int], base: float, dtype: str, pairing: str = "half") -> Rows:
     """Rule 3 for RoPE: cos θ and sin θ rounded to the dtype first, each turned value
-    x·cos − y·sin (or y·cos + x·sin) computed in float64 and rounded once."""
+    x·cos − y·sin (or y·cos + x·sin) rounded once: the nearest value of the dtype to the
+    exact result, as the contract says. That is exact fractions, not float64: the two
+    products are exact in float64 but their sum is not where they are 2⁵³ apart, and a
+    float64 sum that lands on a tie of the dtype then rounds to even, which the exact
+    value (off the tie) need not (test_lowp_oracle's test_rope_far_apart_terms)."""
     width = len(rows[0])
     half = width // 2
     out: Rows = []
@@ -242,8 +248,9 @@ def rope(rows: Rows, positions: list[int], base: float, dtype: str, pairing: str
             angle = rope_angle(position, i, width, base)
             c, s = round_to(math.cos(angle), dtype), round_to(math.sin(angle), dtype)
             a, b = (2 * i, 2 * i + 1) if pairing == "interleaved" else (i, i + half)
-            turned[a] = round_to(row[a] * c - row[b] * s, dtype)
-            turned[b] = round_to(row[b] * c + row[a] * s, dtype)
+            x, y = Fraction(row[a]), Fraction(row[b])
+            turned[a] = round_fraction(x * Fraction(c) - y * Fraction(s), dtype)
+            turned[b] = round_fraction(y * Fraction(c) + x * Fraction(s), dtype)
         out.append(turned)
     return out
 
