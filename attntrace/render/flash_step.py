@@ -1,0 +1,134 @@
+"""`flash --step`: one computed tile per screen (render/step.py's page_through keys), then
+the summary.
+
+Each screen: where the tile is in the grid of query blocks × key blocks (``■`` this
+tile, ``✓`` done, ``·`` skipped, ``□`` not yet; each block labelled by its tokens), the
+tile's numbers as the full view draws them, and the running m and ℓ of every query row
+after it. Skipped tiles get no screen of their own: the kernel never visits them, and
+the grid shows them as ``·``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.text import Text
+
+from attntrace.core.flash import Tile
+from attntrace.core.flash_report import FlashReport
+from attntrace.core.frozen import Matrix
+from attntrace.core.trace import Stage
+from attntrace.render.flash import Labels, span, summary, tile_block
+from attntrace.render.shown import pad, shortened
+from attntrace.render.stage_table import StageTable
+from attntrace.render.view import DEFAULT_VIEW, View
+from attntrace.render.wrap import Wrapped
+
+CURRENT, DONE, SKIPPED, AHEAD = "■", "✓", "·", "□"
+GRID_ROWS = 12  # query blocks shown at once: a window around the current one
+LABEL_CELLS = 24  # a query block's label in the grid
+CELL = 3  # cells per key block in the grid
+
+
+def _window(count: int, current: int, size: int) -> range:
+    """``size`` indices of ``count`` around ``current``, clipped to the ends."""
+    if count <= size:
+        return range(count)
+    start = min(max(0, current - size // 2), count - size)
+    return range(start, start + size)
+
+
+def _block_label(tokens: tuple[str, ...], bounds: tuple[int, int]) -> str:
+    return shortened(span(tokens, *bounds), LABEL_CELLS - 4)  # room for the block's number
+
+
+class TileGrid:
+    """The grid of query blocks × key blocks at tile ``index``: each block's mark."""
+
+    def __init__(self, report: FlashReport, index: int) -> None:
+        tiles = report.record.tiles
+        self.report, self.index = report, index
+        self.rows = sorted({tile.rows for tile in tiles})
+        self.cols = sorted({tile.cols for tile in tiles})
+        self.marks: dict[tuple[int, int], str] = {}
+        for position, tile in enumerate(tiles):
+            mark = SKIPPED if tile.skipped else (
+                CURRENT if position == index else DONE if position < index else AHEAD)  # fmt: skip
+            self.marks[(tile.i, tile.j)] = mark
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.renderable(options.max_width)
+
+    def renderable(self, width: int) -> RenderableType:
+        """The grid, cut to a window around the current tile where it would not fit."""
+        labels, here = Labels(self.report), self.report.record.tiles[self.index]
+        fit = max(1, (width - LABEL_CELLS - 2) // CELL)
+        rows = _window(len(self.rows), here.i, GRID_ROWS)
+        cols = _window(len(self.cols), here.j, fit)
+        lines = [Text(pad("", LABEL_CELLS + 1) + "".join(f"{j:>{CELL}}" for j in cols),
+                      style="dim")]  # fmt: skip
+        for i in rows:
+            line = Text(pad(f"{i} {_block_label(labels.queries, self.rows[i])}", LABEL_CELLS) + " ")
+            for j in cols:
+                mark = self.marks[(i, j)]
+                style = "bold magenta" if mark == CURRENT else "dim" if mark != DONE else ""
+                line.append(f"{mark:>{CELL}}", style=style)
+            lines.append(line)
+        shown = len(rows) < len(self.rows) or len(cols) < len(self.cols)
+        cut = (f" (query blocks {rows.start}–{rows.stop - 1} of {len(self.rows)}, key blocks "
+               f"{cols.start}–{cols.stop - 1} of {len(self.cols)})") if shown else ""  # fmt: skip
+        keys = " · ".join(f"{j}: {_block_label(labels.keys, self.cols[j])}" for j in cols)
+        legend = (f"{CURRENT} this tile, {DONE} done, {SKIPPED} skipped, {AHEAD} not yet"
+                  f"{cut}")  # fmt: skip
+        return Group(*lines, Wrapped(Text(f"key blocks {keys}", style="dim")),
+                     Wrapped(Text(legend, style="dim")))  # fmt: skip
+
+
+def running_state(report: FlashReport, index: int) -> tuple[Matrix, Matrix]:
+    """Every query row's m and ℓ after tile ``index``: −∞ and 0 for rows not reached."""
+    record = report.record
+    m, ell = np.full(len(record.m), -np.inf), np.zeros(len(record.m))
+    for tile in record.tiles[: index + 1]:
+        r0, r1 = tile.rows
+        m[r0:r1], ell[r0:r1] = tile.m_new, tile.l_new
+    return m, ell
+
+
+def tile_screen(report: FlashReport, index: int, view: View) -> Callable[[Console], None]:
+    """The screen of tile ``index`` (a computed one)."""
+    tiles = report.record.tiles
+    tile: Tile = tiles[index]
+    computed = [k for k, t in enumerate(tiles) if not t.skipped]
+    labels = Labels(report)
+
+    def draw(console: Console) -> None:
+        console.print(Text.assemble(
+            (f"Tile {computed.index(index) + 1} of {len(computed)} computed", "dim"),
+            (f" · ({tile.i}, {tile.j})", "bold magenta"),
+            (f" · head {report.head} · variant {report.record.variant}", "dim"),
+        ))  # fmt: skip
+        console.print(TileGrid(report, index), crop=False)
+        console.print()
+        console.print(tile_block(report, tile, labels, view), crop=False)
+        console.print()
+        m, ell = running_state(report, index)
+        console.print(Text("running m and ℓ of every query row so far", style="bold"))
+        state = Stage("running", "", labels.queries, ("m", "ℓ"), np.column_stack([m, ell]))
+        console.print(StageTable(state, view), crop=False)
+        console.print()
+
+    return draw
+
+
+def screens(report: FlashReport, view: View = DEFAULT_VIEW) -> list[Callable[[Console], None]]:
+    """One screen per computed tile, in the order the variant runs them, then the summary."""
+    pages = [tile_screen(report, index, view)
+             for index, tile in enumerate(report.record.tiles) if not tile.skipped]  # fmt: skip
+
+    def last(console: Console) -> None:
+        for renderable in summary(report, view):
+            console.print(renderable, crop=False)
+
+    return [*pages, last]
