@@ -20,6 +20,7 @@ from attntrace.core.flash import Tile, Traffic
 from attntrace.core.flash_report import GPT2_HEAD, HBM_ITEMSIZE, FlashReport
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
+from attntrace.render.document import sentence_line
 from attntrace.render.numbers import format_number
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
@@ -61,7 +62,7 @@ def span(tokens: Sequence[str], start: int, stop: int) -> str:
     return f"{words} ({where})"
 
 
-def header(report: FlashReport) -> Iterator[RenderableType]:
+def header(report: FlashReport, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
     """The model, the head, the variant, the blocks; the update rule; the tokens."""
     record, model = report.record, report.trace.model
     q_blocks = -(-len(record.m) // record.block_q)
@@ -75,9 +76,9 @@ def header(report: FlashReport) -> Iterator[RenderableType]:
     yield Facts(model_name(model.name), facts)
     yield Wrapped(Text(VARIANT_RULES[record.variant], style="cyan"))
     labels = Labels(report)
-    yield Wrapped(Text(f"queries: {' '.join(labels.queries)}", style="dim"))
+    yield Wrapped(Text(f"queries: {sentence_line(labels.queries, view)}", style="dim"))
     if report.trace.context_tokens is not None:
-        yield Wrapped(Text(f"keys: {' '.join(labels.keys)}", style="dim"))
+        yield Wrapped(Text(f"keys: {sentence_line(labels.keys, view)}", style="dim"))
 
 
 def tile_heading(tile: Tile, labels: Labels) -> Text:
@@ -117,19 +118,26 @@ def tile_block(report: FlashReport, tile: Tile, labels: Labels, view: View) -> R
     )  # fmt: skip
 
 
-def tile_line(tile: Tile, view: View) -> Text:
-    """One line for one tile: where it is, and how far it moved its rows' state."""
-    where = Text.assemble((f"({tile.i}, {tile.j})", "bold magenta"),
-                          f"  q {_range(tile.rows)} × k {_range(tile.cols)}  ")  # fmt: skip
+def tile_line(tile: Tile, view: View, widths: tuple[int, int, int] = (0, 0, 0)) -> Text:
+    """One line for one tile: where it is (padded to ``widths``: the tile, its queries,
+    its keys), and how far it moved its rows' state."""
+    name, rows, cols = f"({tile.i}, {tile.j})", _range(tile.rows), _range(tile.cols)
+    where = Text.assemble((pad(name, widths[0]), "bold magenta"),
+                          f"  q {pad(rows, widths[1])} × k {pad(cols, widths[2])}  ")  # fmt: skip
     if tile.skipped:
         return Text.assemble(where, (SKIPPED, "dim"))
     assert tile.rescale is not None
     assert tile.scores is not None
-    rows = tile.rows[1] - tile.rows[0]
     rose = int(np.count_nonzero(tile.m_new > tile.m_old))
+    parts = [f"m rose {rose}/{tile.rows[1] - tile.rows[0]}"]
+    seen = np.isfinite(tile.m_old)  # rows with something summed to rescale
+    if seen.any():
+        parts.append(
+            f"min rescale {format_number(float(tile.rescale[seen].min()), view.precision)}"
+        )
+    else:
+        parts.append("first keys")
     masked = int(np.count_nonzero(np.isneginf(tile.scores)))
-    smallest = format_number(float(tile.rescale.min()), view.precision)
-    parts = [f"m rose {rose}/{rows}", f"min rescale {smallest}"]
     if masked:
         parts.append(f"{masked:,} masked")
     return Text.assemble(where, "  ".join(parts))
@@ -159,11 +167,13 @@ def tiles_section(
     half = len(tiles) if view.max_rows >= len(tiles) else max(1, view.max_rows // 2)
     shown = list(range(len(tiles))) if half >= len(tiles) else (
         list(range(half)) + list(range(len(tiles) - half, len(tiles))))  # fmt: skip
+    widths = (max(len(f"({t.i}, {t.j})") for t in tiles), max(len(_range(t.rows)) for t in tiles),
+              max(len(_range(t.cols)) for t in tiles))  # fmt: skip
     for index, position in enumerate(shown):
         if index and position != shown[index - 1] + 1:
             left = position - shown[index - 1] - 1
             yield Text(f"… {left:,} tiles more (--max-rows 0 lists them all)", style="dim")
-        yield Wrapped(tile_line(tiles[position], view))
+        yield Wrapped(tile_line(tiles[position], view, widths))
 
 
 def summary(report: FlashReport, view: View) -> Iterator[RenderableType]:
@@ -227,7 +237,7 @@ def render_flash(
     report: FlashReport, view: View = DEFAULT_VIEW, max_tiles: int | None = DEFAULT_MAX_TILES
 ) -> Iterator[RenderableType]:
     """The whole view: header, tiles, summary."""
-    yield from header(report)
+    yield from header(report, view)
     yield from tiles_section(report, view, max_tiles)
     yield Text("")
     yield from summary(report, view)
