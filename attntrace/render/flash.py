@@ -113,6 +113,7 @@ def tile_block(report: FlashReport, tile: Tile, labels: Labels, view: View) -> R
             Group(Text("per row: rescale = exp(m_old − m_new)", style="bold"),
                   StageTable(state, view)),
         ]),
+        Text(""),
         Text(f"O_i after the tile ({normalised})", style="bold"),
         StageTable(output, view),
     )  # fmt: skip
@@ -179,8 +180,9 @@ def tiles_section(
 def summary(report: FlashReport, view: View) -> Iterator[RenderableType]:
     """The count of tiles, the output against standard attention, the memory story."""
     record, labels = report.record, Labels(report)
-    skipped = f", {record.skipped} skipped (every key after every query)" if record.skipped else ""
-    counts = f"{report.computed} computed{skipped}, of {len(record.tiles)}"
+    why = "every key after every query"
+    skipped = f", {record.skipped:,} skipped ({why})" if record.skipped else ""
+    counts = f"{report.computed:,} computed{skipped}, of {len(record.tiles):,}"
     yield Wrapped(Text.assemble(("tiles: ", "bold"), counts))
     yield Text("")
     yield Text("output = O ÷ ℓ", style="bold")

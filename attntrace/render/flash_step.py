@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
@@ -21,7 +22,7 @@ from attntrace.core.flash_report import FlashReport
 from attntrace.core.frozen import Matrix
 from attntrace.core.trace import Stage
 from attntrace.render.flash import Labels, span, summary, tile_block
-from attntrace.render.shown import pad, shortened
+from attntrace.render.shown import pad, quoted, shortened
 from attntrace.render.stage_table import StageTable
 from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.render.wrap import Wrapped
@@ -30,6 +31,7 @@ CURRENT, DONE, SKIPPED, AHEAD = "■", "✓", "·", "□"
 GRID_ROWS = 12  # query blocks shown at once: a window around the current one
 LABEL_CELLS = 24  # a query block's label in the grid
 CELL = 3  # cells per key block in the grid
+KEY_BLOCKS_NAMED = 4  # up to this many key blocks in the grid are named by their tokens
 
 
 def _window(count: int, current: int, size: int) -> range:
@@ -40,8 +42,15 @@ def _window(count: int, current: int, size: int) -> range:
     return range(start, start + size)
 
 
-def _block_label(tokens: tuple[str, ...], bounds: tuple[int, int]) -> str:
-    return shortened(span(tokens, *bounds), LABEL_CELLS - 4)  # room for the block's number
+def _block_label(tokens: tuple[str, ...], bounds: tuple[int, int], cells: int) -> str:
+    """A block by its tokens and range where that fits ``cells``; else its range first
+    (the part that places it), then as much of its first token as fits."""
+    whole = span(tokens, *bounds)
+    if cell_len(whole) <= cells:
+        return whole
+    start, stop = bounds
+    where = f"{start}–{stop - 1}" if stop - start > 1 else f"{start}"
+    return shortened(f"{where} {quoted(tokens[start])} …", cells)
 
 
 class TileGrid:
@@ -70,7 +79,8 @@ class TileGrid:
         lines = [Text(pad("", LABEL_CELLS + 1) + "".join(f"{j:>{CELL}}" for j in cols),
                       style="dim")]  # fmt: skip
         for i in rows:
-            line = Text(pad(f"{i} {_block_label(labels.queries, self.rows[i])}", LABEL_CELLS) + " ")
+            name = _block_label(labels.queries, self.rows[i], LABEL_CELLS - 4)  # 4: "31 "
+            line = Text(pad(f"{i} {name}", LABEL_CELLS) + " ")
             for j in cols:
                 mark = self.marks[(i, j)]
                 style = "bold magenta" if mark == CURRENT else "dim" if mark != DONE else ""
@@ -79,10 +89,15 @@ class TileGrid:
         shown = len(rows) < len(self.rows) or len(cols) < len(self.cols)
         cut = (f" (query blocks {rows.start}–{rows.stop - 1} of {len(self.rows)}, key blocks "
                f"{cols.start}–{cols.stop - 1} of {len(self.cols)})") if shown else ""  # fmt: skip
-        keys = " · ".join(f"{j}: {_block_label(labels.keys, self.cols[j])}" for j in cols)
+        if len(cols) <= KEY_BLOCKS_NAMED:
+            named = [f"{j}: {_block_label(labels.keys, self.cols[j], LABEL_CELLS)}" for j in cols]
+            keys = "key blocks " + " · ".join(named)
+        else:
+            size = self.report.record.block_k
+            keys = f"key block j: keys {size}·j to {size}·j + {size - 1}"
         legend = (f"{CURRENT} this tile, {DONE} done, {SKIPPED} skipped, {AHEAD} not yet"
                   f"{cut}")  # fmt: skip
-        return Group(*lines, Wrapped(Text(f"key blocks {keys}", style="dim")),
+        return Group(*lines, Wrapped(Text(keys, style="dim")),
                      Wrapped(Text(legend, style="dim")))  # fmt: skip
 
 
@@ -96,16 +111,15 @@ def running_state(report: FlashReport, index: int) -> tuple[Matrix, Matrix]:
     return m, ell
 
 
-def tile_screen(report: FlashReport, index: int, view: View) -> Callable[[Console], None]:
-    """The screen of tile ``index`` (a computed one)."""
-    tiles = report.record.tiles
-    tile: Tile = tiles[index]
-    computed = [k for k, t in enumerate(tiles) if not t.skipped]
-    labels = Labels(report)
+def tile_screen(
+    report: FlashReport, index: int, number: int, total: int, labels: Labels, view: View
+) -> Callable[[Console], None]:
+    """The screen of tile ``index``, the ``number``-th (from 1) of ``total`` computed."""
+    tile: Tile = report.record.tiles[index]
 
     def draw(console: Console) -> None:
         console.print(Text.assemble(
-            (f"Tile {computed.index(index) + 1} of {len(computed)} computed", "dim"),
+            (f"Tile {number} of {total} computed", "dim"),
             (f" · ({tile.i}, {tile.j})", "bold magenta"),
             (f" · head {report.head} · variant {report.record.variant}", "dim"),
         ))  # fmt: skip
@@ -123,9 +137,12 @@ def tile_screen(report: FlashReport, index: int, view: View) -> Callable[[Consol
 
 
 def screens(report: FlashReport, view: View = DEFAULT_VIEW) -> list[Callable[[Console], None]]:
-    """One screen per computed tile, in the order the variant runs them, then the summary."""
-    pages = [tile_screen(report, index, view)
-             for index, tile in enumerate(report.record.tiles) if not tile.skipped]  # fmt: skip
+    """One screen per computed tile, in the order the variant runs them, then the summary.
+    Each is drawn only when shown: a long run has tens of thousands."""
+    computed = [index for index, tile in enumerate(report.record.tiles) if not tile.skipped]
+    labels = Labels(report)
+    pages = [tile_screen(report, index, number, len(computed), labels, view)
+             for number, index in enumerate(computed, start=1)]  # fmt: skip
 
     def last(console: Console) -> None:
         for renderable in summary(report, view):

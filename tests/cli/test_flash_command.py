@@ -8,7 +8,9 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import invoke, needs_weights
 from tolerances import FLASH
@@ -162,10 +164,15 @@ def test_step_keys_back_jump_quit_and_help() -> None:
 
 def test_step_grid_marks_done_current_skipped_and_ahead() -> None:
     result = invoke("flash", "-s", "causal", "--step", input="n\nn\nq\n")
-    third = result.stdout.split("Tile 3 of 6")[1].split("Tile 4 of 6")[0]
-    grid = [line.split()[-3:] for line in third.splitlines()[1:5] if "(" in line]
-    # rows: query blocks 0, 1, 2; columns: key blocks 0, 1, 2; now at tile (1, 1)
-    assert grid == [["✓", "·", "·"], ["✓", "■", "·"], ["□", "□", "□"]]
+
+    def grid(screen: str) -> list[list[str]]:
+        page = result.stdout.split(f"Tile {screen} of 6")[1]
+        return [line.split()[-3:] for line in page.splitlines()[1:5] if "(" in line]
+
+    # rows: query blocks 0, 1, 2; columns: key blocks 0, 1, 2
+    assert grid("1") == [["■", "·", "·"], ["□", "□", "·"], ["□", "□", "□"]]  # at (0, 0)
+    assert grid("2") == [["✓", "·", "·"], ["■", "□", "·"], ["□", "□", "□"]]  # at (1, 0)
+    assert grid("3") == [["✓", "·", "·"], ["✓", "■", "·"], ["□", "□", "□"]]  # at (1, 1)
 
 
 def test_step_shows_the_running_state_of_every_row() -> None:
@@ -187,3 +194,23 @@ def test_help_lists_the_flags() -> None:
                  "--precision", "--max-rows", "--max-cols", "--max-tiles"):  # fmt: skip
         assert flag in out, flag
     assert "flash" in invoke("--help", columns=120).stdout
+
+
+def test_step_on_many_blocks_shows_a_window_of_the_grid(tmp_path: Path) -> None:
+    # 512 tokens in blocks of 16: a 32 × 32 grid, cut to 12 query blocks around the tile
+    rng = np.random.default_rng(1)
+    vocab = {f"w{i}": rng.normal(size=8).round(3).tolist() for i in range(512)}
+    weights = {name: rng.normal(size=(8, 8)).round(3).tolist() for name in ("WQ", "WK", "WV")}
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps({"embeddings": vocab, "weights": weights, "causal": True,
+                                "sentence": " ".join(vocab)}))  # fmt: skip
+    result = invoke("flash", "-c", str(path), "--block-q", "16", "--block-k", "16", "--step",
+                    input="300\nq\n", columns=160)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    # 32·33/2 = 528 tiles on or below the diagonal; the 300th, in order, is (23, 23)
+    screen = result.stdout.split("Tile 300 of 528 computed · (23, 23)")[1]
+    rows = re.findall(r"^(\d+) (\d+)–(\d+) 'w\d+' …", screen, flags=re.MULTILINE)
+    assert [int(i) for i, _, _ in rows] == list(range(17, 29))
+    assert rows[0][1:] == ("272", "287")
+    assert "key block j: keys 16·j to 16·j + 15" in screen
+    assert "(query blocks 17–28 of 32, key blocks" in screen
