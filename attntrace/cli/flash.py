@@ -38,15 +38,9 @@ if TYPE_CHECKING:
 DEFAULT_SRAM = 196_608  # core.flash_report.DEFAULT_SRAM_BYTES, without importing numpy
 DEFAULT_TILES = 16  # render.flash.DEFAULT_MAX_TILES, likewise
 
-FlashHead = Annotated[
-    int, typer.Option("--head", min=0, metavar="H", help="The head to tile (default 0).")
-]
-BlockQ = Annotated[
-    int, typer.Option("--block-q", min=1, metavar="N", help="Query rows per block (default 2).")
-]
-BlockK = Annotated[
-    int, typer.Option("--block-k", min=1, metavar="N", help="Keys per block (default 2).")
-]
+FlashHead = Annotated[int, typer.Option("--head", min=0, metavar="H", help="The head to tile.")]
+BlockQ = Annotated[int, typer.Option("--block-q", min=1, metavar="N", help="Query rows per block.")]
+BlockK = Annotated[int, typer.Option("--block-k", min=1, metavar="N", help="Keys per block.")]
 Variant = Annotated[
     int,
     typer.Option("--variant", metavar="1|2",
@@ -56,7 +50,7 @@ Variant = Annotated[
 Sram = Annotated[
     int,
     typer.Option("--sram", metavar="BYTES",
-                 help="The SRAM the HBM traffic is counted for (default: the A100's 192 KiB)."),
+                 help="The SRAM the HBM traffic is counted for (the A100's 192 KiB)."),
 ]  # fmt: skip
 FlashStep = Annotated[
     bool, typer.Option("--step", metavar="", help="One tile per screen, with a prompt.")

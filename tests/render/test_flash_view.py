@@ -123,3 +123,14 @@ def test_max_rows_0_lists_every_tile_and_max_tiles_0_draws_them(big_model: Path)
     drawn = flash_view(*args, "--max-tiles", "0")
     assert len(re.findall(r"^tile \(\d, \d\)", drawn, flags=re.MULTILINE)) == 16
     assert drawn.count("S_ij = Q_i·K_jᵀ / √64") == 10  # 4·5/2 on or below the diagonal
+
+
+def test_tokens_never_reach_the_terminal_raw() -> None:
+    model = ('embeddings: {"a\\e[31mX": [1, 0], b: [0, 1]}\nweights: {WQ: [[1, 0], [0, 1]], '
+             'WK: [[1, 0], [0, 1]], WV: [[1, 2], [3, 4]]}\nsentence: "a\\e[31mX b"\n')  # fmt: skip
+    for extra in ((), ("--step",)):
+        result = invoke("flash", "-c", "-", *extra, input=model) if not extra else invoke(
+            "flash", "-s", "causal", "--step", input="q\n")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        assert "\x1b" not in result.stdout
+    assert "a\\x1b[31mX" in invoke("flash", "-c", "-", input=model).stdout
