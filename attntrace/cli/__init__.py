@@ -6,7 +6,7 @@ stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes 
 imported inside the commands, so ``--help`` and ``--version`` stay fast.
 
 Here: the app, its callback and :func:`main`. Each command family has a module (run,
-check, diff, grad, train, scaling, softmax, decode, kv_cache, real, samples), registered
+check, diff, grad, train, scaling, softmax, decode, flash, kv_cache, real, samples), registered
 below in the order ``--help`` lists them; what they share is in options (flags),
 model_flags (the model's flags, checked), objective_flags (the loss's), emit (JSON or
 the view), show (drawing a trace), exits (bad input), pipes (stdout), prompts (step
@@ -25,6 +25,7 @@ from attntrace.cli import (
     check,
     decode,
     diff,
+    flash,
     grad,
     kv_cache,
     real,
@@ -87,6 +88,7 @@ app.command()(scaling.scaling)
 # softmax: -1 is a value, not an unknown option
 app.command(context_settings={"ignore_unknown_options": True})(softmax.softmax)
 app.command()(decode.decode)
+app.command()(flash.flash)
 app.command("kv-cache")(kv_cache.kv_cache)
 app.command("models")(real.models_command)
 app.command("heads")(real.heads_command)

@@ -1,0 +1,175 @@
+"""`flash`: one head's FlashAttention forward pass tile by tile, against the ordinary
+trace, with the memory it saves (docs/kernels.md, "attntrace flash"); --step walks the
+tiles one per screen, --json writes ``attntrace/flash/v1``.
+
+The model flags are `run`'s and are checked the same way (cli/model_flags); --head
+here is the head to tile, on any model, not `run --model`'s "this head alone".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from attntrace.cli.emit import emit
+from attntrace.cli.exits import bad_input_fails, usage
+from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.options import (
+    Causal,
+    Config,
+    Context,
+    Edits,
+    Layer,
+    MaxCols,
+    MaxRows,
+    RealModelName,
+    Sample,
+    TablePrecision,
+    json_flag,
+    sentence_argument,
+)
+from attntrace.cli.progress import progress_shown
+
+if TYPE_CHECKING:
+    from attntrace.core.flash_report import FlashReport
+    from attntrace.render.view import View
+
+DEFAULT_SRAM = 196_608  # core.flash_report.DEFAULT_SRAM_BYTES, without importing numpy
+DEFAULT_TILES = 16  # render.flash.DEFAULT_MAX_TILES, likewise
+
+FlashHead = Annotated[int, typer.Option("--head", min=0, metavar="H", help="The head to tile.")]
+BlockQ = Annotated[int, typer.Option("--block-q", min=1, metavar="N", help="Query rows per block.")]
+BlockK = Annotated[int, typer.Option("--block-k", min=1, metavar="N", help="Keys per block.")]
+Variant = Annotated[
+    int,
+    typer.Option("--variant", metavar="1|2",
+                 help="2: FlashAttention-2 (O divided by ℓ once, at the end); "
+                 "1: FlashAttention (O rescaled and normalised every tile)."),
+]  # fmt: skip
+Sram = Annotated[
+    int,
+    typer.Option("--sram", metavar="BYTES",
+                 help="The SRAM the HBM traffic is counted for (the A100's 192 KiB)."),
+]  # fmt: skip
+FlashStep = Annotated[
+    bool, typer.Option("--step", metavar="", help="One tile per screen, with a prompt.")
+]
+MaxTiles = Annotated[
+    int,
+    typer.Option("--max-tiles", min=0, metavar="N",
+                 help="Tiles drawn in full; past N, one line each (0: all in full)."),
+]  # fmt: skip
+
+
+def flash(
+    words: Annotated[
+        list[str] | None,
+        sentence_argument("The input sentence (quoted or not); default: the model's own."),
+    ] = None,
+    config: Config = None,
+    sample: Sample = None,
+    real_model: RealModelName = None,
+    layer: Layer = None,
+    causal: Causal = None,
+    context: Context = None,
+    edits: Edits = None,
+    head: FlashHead = 0,
+    block_q: BlockQ = 2,
+    block_k: BlockK = 2,
+    variant: Variant = 2,
+    sram: Sram = DEFAULT_SRAM,
+    step: FlashStep = False,
+    as_json: Annotated[
+        bool, json_flag("Write every tile's m, ℓ and O as JSON (attntrace/flash/v1).")
+    ] = False,
+    precision: TablePrecision = None,
+    max_rows: MaxRows = 20,
+    max_cols: MaxCols = None,
+    max_tiles: MaxTiles = DEFAULT_TILES,
+) -> None:
+    """FlashAttention tile by tile for one head: the running max m, the sum ℓ and the
+    output O after every tile, then that it matches standard attention, and the memory
+    it never used."""
+    if as_json and step:
+        usage("--json writes every tile for programs: it does not mix with --step")
+    if variant not in (1, 2):
+        usage(f"--variant is 1 (FlashAttention) or 2 (FlashAttention-2), not {variant}")
+    if sram < 2:
+        usage(f"--sram is at least 2 bytes (one fp16 element), not {sram}")
+    # --head is the head to tile on every model: not check_model_flags' "with --model"
+    check_model_flags(
+        config,
+        sample,
+        real_model,
+        layer,
+        None,
+        step=step,
+        edits=edits or (),
+        mask_set=causal is not None or context is not None,
+    )
+    sentence = " ".join(words) if words else None
+    with bad_input_fails():
+        if real_model is not None:
+            from attntrace.real.layer import layer_trace
+
+            with progress_shown():  # a head the model lacks is refused, naming its heads
+                trace = layer_trace(real_model, sentence, layer or 0, head)
+        else:
+            from attntrace.api import traced
+
+            model = stdin_model(config, edits or ())
+            trace = traced(sentence, config=None if model is not None else config,
+                           sample=sample, model=model, causal=causal, context=context,
+                           edits=() if model is not None else edits or ())  # fmt: skip
+            _check_head(head, trace.model.heads)
+        from attntrace.core.flash_report import flash_report
+
+        report = flash_report(trace, head, block_q, block_k, variant, sram)
+
+    def document() -> bytes:
+        from attntrace.files.flash_json import flash_dump_bytes
+
+        return flash_dump_bytes(report)
+
+    def view() -> None:
+        from attntrace.render.view import view_from_flags
+
+        shown_view = view_from_flags(precision, max_rows, max_cols)
+        if step:
+            _walk(report, shown_view)
+        else:
+            _tiles(report, shown_view, max_tiles or None)
+
+    emit(as_json, document, view)
+
+
+def _check_head(head: int, heads: int) -> None:
+    """A head the model lacks, named with the ones it has."""
+    if head >= heads:
+        from attntrace.errors import InputError
+
+        raise InputError(field="--head", expected=f"a head of this model, 0 to {heads - 1}"
+                         if heads > 1 else "0, the model's one head",
+                         found=str(head))  # fmt: skip
+
+
+def _tiles(report: FlashReport, view: View, max_tiles: int | None) -> None:
+    from attntrace.cli.pipes import stdout_console
+    from attntrace.render.flash import render_flash
+
+    console = stdout_console()
+    for renderable in render_flash(report, view, max_tiles):
+        console.print(renderable, crop=False)  # a number is never cut
+
+
+def _walk(report: FlashReport, view: View) -> None:
+    from attntrace.cli.pipes import quiet_pipe, stdout_console
+    from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+    from attntrace.render.flash_step import screens
+    from attntrace.render.step import page_through
+
+    console = stdout_console()
+    with quiet_pipe(), interrupted():
+        page_through(console, screens(report, view), read_line, echo=not stdin_is_terminal(),
+                     prompt_console=prompt_console())  # fmt: skip
