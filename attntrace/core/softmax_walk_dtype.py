@@ -32,11 +32,11 @@ from attntrace.errors import InputError
 
 def _sum_in(terms: Array, dtype: str) -> float:
     """Σ terms left to right, each partial sum rounded to ``dtype`` (from 0)."""
-    total = np.float64(0.0)
+    total = 0.0
     with np.errstate(invalid="ignore", over="ignore"):
         for term in terms:
-            total = add_in(total, term, dtype)
-    return float(total)
+            total = float(add_in(total, term, dtype))
+    return total
 
 
 def _first_overflow(
