@@ -157,7 +157,12 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     if steps.dtype != "float64":
         from attntrace.render.softmax_walk_dtype import dtype_header, dtype_story
 
-        parts += [dtype_header(steps), table, Text(""), dtype_story(steps, precision, x_text)]
+        parts += [
+            dtype_header(steps),
+            table,
+            Text(""),
+            dtype_story(steps, precision, x_text, exp_text),
+        ]
         return Group(*parts)
     parts += [table, Text("")]
     top = x_text(steps.max)

@@ -42,7 +42,12 @@ def dtype_header(steps: SoftmaxWalk) -> Text:
     )
 
 
-def dtype_story(steps: SoftmaxWalk, precision: int, x_text: Callable[[float], str]) -> Text:
+def dtype_story(
+    steps: SoftmaxWalk,
+    precision: int,
+    x_text: Callable[[float], str],
+    exp_text: Callable[[float], str],
+) -> Text:
     """Under the table: the first overflow explained, or why nothing overflowed."""
     dtype = steps.dtype
     top = x_text(steps.max)
@@ -71,7 +76,7 @@ def dtype_story(steps: SoftmaxWalk, precision: int, x_text: Callable[[float], st
     threshold = exp_overflow_threshold(dtype)
     return Text(
         f"share = exp(x − max) / {total}, rounded to {dtype}. The naive exp(x) / "
-        f"{format_number(steps.naive_sum, precision)} gives the same shares up to {dtype}'s "
+        f"{exp_text(steps.naive_sum)} gives the same shares up to {dtype}'s "
         f"rounding here, as no score reaches {threshold:.2f}: past it exp overflows {dtype}, "
         "and only the stable way stays finite."
     )
