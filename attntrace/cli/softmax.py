@@ -28,7 +28,7 @@ def softmax(
         typer.Option(
             metavar="D",
             help="Compute the row in float32, float16 or bfloat16 (fp32, fp16, bf16): every "
-            "value and step rounded there. Default float64.",
+            "value and step rounded there.",
         ),
     ] = "float64",
     online: Annotated[
