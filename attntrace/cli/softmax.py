@@ -23,12 +23,39 @@ def softmax(
     precision: Annotated[
         int, typer.Option(min=0, max=15, metavar="N", help="Digits after the point.")
     ] = 2,
+    dtype: Annotated[
+        str,
+        typer.Option(
+            metavar="D",
+            help="Compute the row in float32, float16 or bfloat16 (fp32, fp16, bf16): every "
+            "value and step rounded there.",
+        ),
+    ] = "float64",
+    online: Annotated[
+        bool,
+        typer.Option(
+            "--online",
+            help="The one-pass online softmax (running max, rescaled running sum), element "
+            "by element, beside the two-pass one.",
+        ),
+    ] = False,
 ) -> None:
     """The softmax walkthrough of one row: exp, sum, shares, and why the max is subtracted."""
-    from attntrace.core.softmax_walk import walk
+    from attntrace.cli.exits import usage
+    from attntrace.core.lowp_ops import Cast
 
     with bad_input_fails():
-        steps = walk(parse_values(values))
+        name = Cast.of(dtype).dtype
+        row = parse_values(values)
+    if online and name != "float64":
+        usage("--online is float64's one-pass softmax: it takes no --dtype")
+    if online:
+        _online(row, as_json, precision)
+        return
+    from attntrace.core.softmax_walk_dtype import walk_in
+
+    with bad_input_fails():
+        steps = walk_in(row, name)
 
     def document() -> str:
         from attntrace.files.serialize import walk_dumps
@@ -39,6 +66,26 @@ def softmax(
         from attntrace.render.softmax_walk import walkthrough
 
         stdout_console().print(walkthrough(steps, precision), crop=False)  # a number whole
+
+    emit(as_json, document, view)
+
+
+def _online(row: list[float], as_json: bool, precision: int) -> None:
+    """``softmax --online``: the one-pass pass, step by step, and the two-pass weights."""
+    from attntrace.core.online_softmax import online_softmax
+
+    with bad_input_fails():
+        result = online_softmax(row)
+
+    def document() -> str:
+        from attntrace.files.serialize import online_dumps
+
+        return online_dumps(result)
+
+    def view() -> None:
+        from attntrace.render.online_softmax import online_view
+
+        stdout_console().print(online_view(result, precision), crop=False)
 
     emit(as_json, document, view)
 
@@ -62,7 +109,7 @@ def parse_values(words: Sequence[str]) -> list[float]:
         if word.startswith("--") and not _NUMBER.fullmatch(word[1:]):
             raise InputError(
                 f"{quoted(word)} is no number and no option of softmax (V1 V2 ..., --json, "
-                "--precision N; after --, every word is a value)"
+                "--precision N, --dtype D, --online; after --, every word is a value)"
             )
         if not _NUMBER.fullmatch(word):
             raise InputError(field=f"value {position + 1}", expected="a number",

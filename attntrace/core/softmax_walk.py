@@ -20,6 +20,22 @@ from attntrace.errors import InputError
 
 
 @dataclass(frozen=True)
+class Overflow:
+    """The first value of a low-precision walk that left the dtype's range, in the order
+    the row is computed: a score itself (``"input"``: it rounds to ±inf as it is read),
+    an exp of the naive way (``"exp"``), or the naive sum with every exp finite
+    (``"sum"``). ``value`` is the user's score (input) or the dtype's (exp); ``exact`` is
+    the float64 number that did not fit: the score, float64's exp of it, or the exact
+    sum of the dtype's exps."""
+
+    kind: str
+    index: int  # 0-based position in the row (the sum's: -1)
+    value: float
+    exact: float
+    largest: float
+
+
+@dataclass(frozen=True)
 class SoftmaxWalk:
     """Every intermediate of the softmax of ``values``."""
 
@@ -32,6 +48,10 @@ class SoftmaxWalk:
     naive_exp: tuple[float, ...]  # exp(value): inf where float64 overflows
     naive_sum: float
     naive_weights: tuple[float, ...]  # exp(value) / Σ exp: NaN (inf / inf) or 0 (x / inf)
+    # Where the row was computed (softmax --dtype); values are that dtype's, as float64s.
+    dtype: str = "float64"
+    # Under a narrower dtype, the first value that became ±inf or NaN, and why.
+    overflow: Overflow | None = None
 
     @property
     def winner(self) -> int:
@@ -42,6 +62,12 @@ class SoftmaxWalk:
         """Σ exp(value) is inf: an exp overflowed (its weight is inf / inf = NaN), or
         only the sum did (every weight is a finite exp / inf = 0)."""
         return not math.isfinite(self.naive_sum)
+
+    @property
+    def stable_fails(self) -> bool:
+        """A weight of the stable way is NaN: only where a score rounded to ±inf on input
+        under a narrow dtype (inf − inf), never in float64 (its input is finite)."""
+        return any(math.isnan(w) for w in self.weights)
 
     @property
     def underflows(self) -> bool:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need
     from attntrace.core.check_report import CheckReport
     from attntrace.core.kv_memory import Shape, Variant
     from attntrace.core.kvcache import Decode
+    from attntrace.core.online_softmax import OnlineSoftmax
     from attntrace.core.ops import Matrix
     from attntrace.core.softmax_walk import SoftmaxWalk
     from attntrace.core.trace import ModelInfo, Stage, Trace
@@ -151,7 +152,80 @@ def walk_to_dict(steps: SoftmaxWalk) -> dict[str, Any]:
 
 
 def walk_dumps(steps: SoftmaxWalk) -> str:
-    return json.dumps(walk_to_dict(steps), allow_nan=False)
+    document = walk_to_dict(steps) if steps.dtype == "float64" else walk_in_dtype_to_dict(steps)
+    return json.dumps(document, allow_nan=False)
+
+
+def _held(value: float) -> float | str | None:
+    """A stable-way value under a narrow dtype, as the trace document writes one: the
+    number, ``"inf"``, ``"nan"``, or ``null`` for −∞ (only a score past the dtype's
+    largest reaches these)."""
+    if math.isnan(value):
+        return "nan"
+    if value == math.inf:
+        return "inf"
+    return None if value == -math.inf else value
+
+
+def walk_in_dtype_to_dict(steps: SoftmaxWalk) -> dict[str, Any]:
+    """``softmax --dtype D --json``: float64's document with D's values (the float64
+    numbers they equal), plus ``dtype`` and ``overflow`` (the first value that left D's
+    range, with the explaining sentence's numbers, or null)."""
+    document = walk_to_dict(steps)
+    for key in ("values", "shifted", "exp_shifted", "weights", "percent"):
+        document[key] = [_held(v) for v in document[key]]
+    for key in ("max", "sum_exp_shifted"):
+        document[key] = _held(document[key])
+    document["winner"] = steps.winner if not steps.stable_fails else None
+    found = steps.overflow
+    document["dtype"] = steps.dtype
+    document["overflow"] = (
+        None
+        if found is None
+        else {
+            "kind": found.kind,
+            "index": None if found.index < 0 else found.index,
+            "value": _held(found.value),
+            "exact": _held(found.exact),
+            "largest": found.largest,
+        }
+    )
+    return document
+
+
+def online_to_dict(result: OnlineSoftmax) -> dict[str, Any]:
+    """``softmax --online --json``: the row and the one-pass softmax's every step (−∞,
+    the first ``m_old``, is null), its weights beside the two-pass ones."""
+
+    def number(value: float) -> float | None:
+        return None if value == -math.inf else value
+
+    return {
+        "schema": WALK_SCHEMA_ID,
+        "values": list(result.values),
+        "online": {
+            "steps": [
+                {
+                    "x": step.x,
+                    "m_old": number(step.m_old),
+                    "m_new": number(step.m_new),
+                    "d_old": step.d_old,
+                    "d_new": step.d_new,
+                    "rescale": step.rescale,
+                }
+                for step in result.steps
+            ],
+            "max": result.max,
+            "sum": result.sum,
+            "weights": list(result.weights),
+            "two_pass_weights": list(result.two_pass_weights),
+            "max_difference": result.max_difference,
+        },
+    }
+
+
+def online_dumps(result: OnlineSoftmax) -> str:
+    return json.dumps(online_to_dict(result), allow_nan=False)
 
 
 DECODE_SCHEMA_ID = "attntrace/decode/v1"

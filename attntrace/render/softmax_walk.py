@@ -36,13 +36,15 @@ from attntrace.render.numbers import FIXED_LIMIT, format_number
 from attntrace.render.split_table import SplitTable
 
 FLOAT64_MAX = "1.8e308"
+# An inf or NaN a narrow dtype produced: red, and reverse video so NO_COLOR keeps it.
+OVERFLOWED = "bold red reverse"
 
 Writer = Callable[[float], str]
 
 
 def _number(value: float, precision: int) -> str:
-    if math.isinf(value):
-        return "inf"
+    if math.isinf(value):  # −inf only under a narrow dtype: a score that rounded to it
+        return "inf" if value > 0 else "−inf"
     if math.isnan(value):
         return "nan"
     return format_number(value, precision)
@@ -71,16 +73,31 @@ def _x_writer(steps: SoftmaxWalk, precision: int) -> Writer:
     """x and the max with the fewest digits (``precision`` at least) for which each
     x − max, redone from them, is within a unit of its written last digit."""
 
+    # In a narrow dtype, x − max is itself rounded: by up to half its spacing there.
+    rounding = _half_spacing(steps)
+
     def adds_up(write: Writer) -> bool:
         top = float(write(steps.max))
         return all(
             abs(float(write(x)) - top - shifted)
-            <= _unit(_number(shifted, precision)) + FLOAT_SLACK * (abs(x) + abs(steps.max))
+            <= _unit(_number(shifted, precision))
+            + FLOAT_SLACK * (abs(x) + abs(steps.max))
+            + rounding(shifted)
             for x, shifted in zip(steps.values, steps.shifted, strict=True)
+            if math.isfinite(shifted)  # a score that rounded to ±inf: no arithmetic to check
         )
 
     mantissas = range(precision, exact_mantissa(precision) + 1)
     return first_that(adds_up, [_cells(precision, mantissa) for mantissa in mantissas])
+
+
+def _half_spacing(steps: SoftmaxWalk) -> Callable[[float], float]:
+    """Half the spacing of the walk's dtype at a value: 0 in float64 (nothing rounded)."""
+    if steps.dtype == "float64":
+        return lambda value: 0.0
+    from attntrace.core.precision import spacing
+
+    return lambda value: float(spacing(value, steps.dtype)) / 2
 
 
 def _exp_writer(steps: SoftmaxWalk, precision: int) -> Writer:
@@ -107,37 +124,47 @@ def _exp_writer(steps: SoftmaxWalk, precision: int) -> Writer:
 def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     """Table of x, exp(x), x − max, exp(x − max), share and %, then what it shows."""
     heaviest = max(steps.weights)
+    cell = _marker(steps.dtype)
     x_text, exp_text = _x_writer(steps, precision), _exp_writer(steps, precision)
     rows: list[tuple[RenderableType, ...]] = []
     for i, x in enumerate(steps.values):
         mark = steps.weights[i] == heaviest
         rows.append((
             Text(f"◀ {i + 1}" if mark else str(i + 1), style="bold" if mark else ""),
-            x_text(x),
-            exp_text(steps.naive_exp[i]),
-            _number(steps.shifted[i], precision),
-            _number(steps.exp_shifted[i], precision + 2),
-            _number(steps.weights[i], precision + 2),
-            Text(f"{100 * steps.weights[i]:.2f}%", style="bold" if mark else ""),
+            cell(x, x_text(x)),
+            cell(steps.naive_exp[i], exp_text(steps.naive_exp[i])),
+            cell(steps.shifted[i], _number(steps.shifted[i], precision)),
+            cell(steps.exp_shifted[i], _number(steps.exp_shifted[i], precision + 2)),
+            cell(steps.weights[i], _number(steps.weights[i], precision + 2)),
+            cell(steps.weights[i], Text(f"{100 * steps.weights[i]:.2f}%",
+                                        style="bold" if mark else "")),
         ))  # fmt: skip
+    shares = math.fsum(steps.weights)
     rows.append((
         Text("sum", style="dim"),
         "",
-        exp_text(steps.naive_sum),
+        cell(steps.naive_sum, exp_text(steps.naive_sum)),
         "",
-        _number(steps.sum_exp_shifted, precision + 2),
-        _number(math.fsum(steps.weights), precision + 2),
-        f"{100 * math.fsum(steps.weights):.2f}%",
+        cell(steps.sum_exp_shifted, _number(steps.sum_exp_shifted, precision + 2)),
+        cell(shares, _number(shares, precision + 2)),
+        cell(shares, f"{100 * shares:.2f}%"),
     ))  # fmt: skip
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     headers = ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%")
     right: JustifyMethod = "right"
     table = SplitTable(headers, [right] * len(headers), rows)
-    parts: list[RenderableType] = [
-        Text("softmax(x)ᵢ = exp(xᵢ) / Σ exp(xⱼ)", style="bold"),
-        table,
-        Text(""),
-    ]
+    parts: list[RenderableType] = [Text("softmax(x)ᵢ = exp(xᵢ) / Σ exp(xⱼ)", style="bold")]
+    if steps.dtype != "float64":
+        from attntrace.render.softmax_walk_dtype import dtype_header, dtype_story
+
+        parts += [
+            dtype_header(steps),
+            table,
+            Text(""),
+            dtype_story(steps, precision, x_text, exp_text),
+        ]
+        return Group(*parts)
+    parts += [table, Text("")]
     top = x_text(steps.max)
     if steps.overflows:
         parts.append(
@@ -166,6 +193,18 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
             )
         )
     return Group(*parts)
+
+
+def _marker(dtype: str) -> Callable[[float, str | Text], str | Text]:
+    """A cell's text, marked where a narrow dtype made it ±inf or NaN (float64's own
+    view is left as it always was: its inf is the naive formula's, explained below)."""
+
+    def mark(value: float, text: str | Text) -> str | Text:
+        if dtype == "float64" or math.isfinite(value):
+            return text
+        return Text(str(text), style=OVERFLOWED)
+
+    return mark
 
 
 def _what_overflows(steps: SoftmaxWalk, x_text: Writer) -> str:

@@ -184,5 +184,5 @@ def test_an_option_after_the_values_end_is_named_as_no_number() -> None:
     result = invoke("softmax", "--", "-800", "-900", "--json")
     assert result.stderr == (
         "attntrace: error: '--json' is no number and no option of softmax (V1 V2 ..., "
-        "--json, --precision N; after --, every word is a value)\n"
+        "--json, --precision N, --dtype D, --online; after --, every word is a value)\n"
     )
