@@ -39,8 +39,18 @@ DEFAULT_SRAM = 196_608  # core.flash_report.DEFAULT_SRAM_BYTES, without importin
 DEFAULT_TILES = 16  # render.flash.DEFAULT_MAX_TILES, likewise
 
 FlashHead = Annotated[int, typer.Option("--head", min=0, metavar="H", help="The head to tile.")]
-BlockQ = Annotated[int, typer.Option("--block-q", min=1, metavar="N", help="Query rows per block.")]
-BlockK = Annotated[int, typer.Option("--block-k", min=1, metavar="N", help="Keys per block.")]
+BlockQ = Annotated[
+    int | None,
+    typer.Option("--block-q", min=1, metavar="N",
+                 help="Query rows per block (default 2, or n/8 for long inputs).",
+                 show_default=False),
+]  # fmt: skip
+BlockK = Annotated[
+    int | None,
+    typer.Option("--block-k", min=1, metavar="N",
+                 help="Keys per block (default 2, or m/8 for long inputs).",
+                 show_default=False),
+]  # fmt: skip
 Variant = Annotated[
     int,
     typer.Option("--variant", metavar="1|2",
@@ -75,8 +85,8 @@ def flash(
     context: Context = None,
     edits: Edits = None,
     head: FlashHead = 0,
-    block_q: BlockQ = 2,
-    block_k: BlockK = 2,
+    block_q: BlockQ = None,
+    block_k: BlockK = None,
     variant: Variant = 2,
     sram: Sram = DEFAULT_SRAM,
     step: FlashStep = False,

@@ -48,6 +48,18 @@ from attntrace.core.trace import Trace
 from attntrace.errors import InputError
 
 FLOAT64_BYTES = 8
+# Every tile is recorded (its scores, P̃, m, ℓ and O), some 4 KB of Python objects apart
+# from its arrays: 65,536 tiles (512 tokens in blocks of 2) took 10 s and 240 MB. A trace
+# a reader follows tile by tile has far fewer; past this, larger blocks are asked for.
+MAX_TILES = 4096
+# The default block: 2 (several tiles even for a short sentence), or more so that a long
+# input is cut into at most this many blocks each way.
+DEFAULT_BLOCKS = 8
+
+
+def default_block(length: int) -> int:
+    """The default block size for ``length`` rows: max(2, ⌈length / 8⌉)."""
+    return max(2, -(-length // DEFAULT_BLOCKS))
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +154,12 @@ def flash(
     causal = arguments.flag("causal", causal)
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n, m = len(Q), len(K)
+    tiles_needed = -(-n // block_q) * -(-m // block_k)
+    if tiles_needed > MAX_TILES:
+        raise InputError(field="--block-q/--block-k", expected=f"at most {MAX_TILES:,} tiles "
+                         "(⌈queries / block_q⌉ · ⌈keys / block_k⌉); larger blocks make fewer",
+                         found=f"{tiles_needed:,} ({n} × {m} in blocks of {block_q} × "
+                         f"{block_k})")  # fmt: skip
     scale = 1.0 / math.sqrt(Q.shape[1])
     offset = m - n  # the causal mask's: the last query is aligned with the last key
     q_blocks = [(s, min(s + block_q, n)) for s in range(0, n, block_q)]

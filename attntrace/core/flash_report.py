@@ -15,7 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from attntrace import arguments
-from attntrace.core.flash import FLOAT64_BYTES, FlashRecord, Traffic, flash_head, hbm_traffic
+from attntrace.core.flash import (
+    FLOAT64_BYTES,
+    FlashRecord,
+    Traffic,
+    default_block,
+    flash_head,
+    hbm_traffic,
+)
 from attntrace.core.frozen import Matrix
 from attntrace.core.ops import kv_head_of
 from attntrace.core.trace import Trace
@@ -60,18 +67,22 @@ class FlashReport:
 def flash_report(
     trace: Trace,
     head: int,
-    block_q: int,
-    block_k: int,
+    block_q: int | None = None,
+    block_k: int | None = None,
     variant: int = 2,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
 ) -> FlashReport:
     """Head ``head`` of ``trace`` tile by tile (:func:`flash_head`), compared with its
-    ``output`` stage, with the HBM traffic for an SRAM of ``sram_bytes``. Refuses an SRAM
-    below one element (2 bytes), before any tile is computed."""
+    ``output`` stage, with the HBM traffic for an SRAM of ``sram_bytes``. A block size
+    not given is :func:`default_block` of the queries (keys). Refuses an SRAM below one
+    element (2 bytes), before any tile is computed."""
     sram_bytes = arguments.whole("sram_bytes", sram_bytes)
     if sram_bytes < HBM_ITEMSIZE:
         raise InputError(field="--sram", expected=f"at least {HBM_ITEMSIZE} bytes (one fp16 "
                          "element)", found=str(sram_bytes))  # fmt: skip
+    keys = trace.context_tokens if trace.context_tokens is not None else trace.tokens
+    block_q = default_block(len(trace.tokens)) if block_q is None else block_q
+    block_k = default_block(len(keys)) if block_k is None else block_k
     record = flash_head(trace, head, block_q, block_k, variant)
     standard = trace.stage("output", head=head).data
     gap = float(np.abs(record.output - standard).max()) if standard.size else 0.0

@@ -214,3 +214,17 @@ def test_step_on_many_blocks_shows_a_window_of_the_grid(tmp_path: Path) -> None:
     assert rows[0][1:] == ("272", "287")
     assert "key block j: keys 16·j to 16·j + 15" in screen
     assert "(query blocks 17–28 of 32, key blocks" in screen
+
+
+def test_a_long_input_defaults_to_8_blocks_each_way(tmp_path: Path) -> None:
+    """40 tokens: blocks of ⌈40 / 8⌉ = 5 (not 2, which would make 400 tiles)."""
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(40)]
+    weights = {name: rng.normal(size=(4, 2)).tolist() for name in ("WQ", "WK", "WV")}
+    model = {"embeddings": {w: rng.normal(size=4).tolist() for w in words}, "weights": weights}
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(model))
+    result = invoke("flash", "-c", str(path), "--json", " ".join(words))
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert (document["block_q"], document["block_k"], len(document["tiles"])) == (5, 5, 64)

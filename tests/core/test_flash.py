@@ -287,3 +287,23 @@ def test_hbm_traffic_refuses_sizes_below_one(field: str) -> None:
     with pytest.raises(InputError) as caught:
         hbm_traffic(**sizes)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("length", "block"), [(1, 2), (3, 2), (16, 2), (17, 3), (512, 64), (513, 65)]
+)
+def test_the_default_block_cuts_a_long_input_into_at_most_8_blocks(length: int, block: int) -> None:
+    from attntrace.core.flash import default_block
+
+    assert default_block(length) == block
+    assert math.ceil(length / block) <= max(8, math.ceil(length / 2))
+
+
+def test_more_tiles_than_can_be_recorded_are_refused_before_any_is_computed() -> None:
+    # 65 × 65 rows in blocks of 1: 4,225 tiles > 4,096; blocks of 2 make 33 · 33 = 1,089
+    Q = np.zeros((65, 2))
+    with pytest.raises(InputError) as caught:
+        flash(Q, Q, Q, block_q=1, block_k=1)
+    assert "4,225" in str(caught.value)
+    assert "--block-q" in str(caught.value)
+    assert len(flash(Q, Q, Q, block_q=2, block_k=2).tiles) == 33 * 33
