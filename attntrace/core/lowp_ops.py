@@ -124,7 +124,8 @@ class Cast:
         self, rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
     ) -> Matrix:
         """:func:`attntrace.core.ops.rope` on the dtype's values, with cos and sin rounded
-        to the dtype and each turned value rounded once."""
+        to the dtype and each turned value x·cos ∓ y·sin rounded once from its exact
+        value."""
         x = self.round(rows)
         angles = rope_angles(positions, x.shape[1], base)
         cos, sin = self.round(np.cos(angles)), self.round(np.sin(angles))
@@ -132,13 +133,26 @@ class Cast:
             if pairing == "interleaved":
                 first, second = x[:, 0::2], x[:, 1::2]
                 turned = np.empty_like(x)
-                turned[:, 0::2] = first * cos - second * sin
-                turned[:, 1::2] = second * cos + first * sin
+                turned[:, 0::2] = self._turn(first * cos, -(second * sin))
+                turned[:, 1::2] = self._turn(second * cos, first * sin)
             else:
                 half = x.shape[1] // 2
                 first, second = x[:, :half], x[:, half:]
-                turned = np.concatenate([first * cos - second * sin, second * cos + first * sin], 1)
-        return self.round(turned)
+                turned = np.concatenate(
+                    [
+                        self._turn(first * cos, -(second * sin)),
+                        self._turn(second * cos, first * sin),
+                    ],
+                    1,
+                )
+        return turned
+
+    def _turn(self, a: Matrix, b: Matrix) -> Matrix:
+        """a + b rounded once to the dtype, a and b exact float64 products of two of its
+        values (2p ≤ 48 bits). Not round(a + b): where a and b are more than 2⁵³ apart and
+        a is a tie of the dtype, float64's sum lands on the tie and goes to even, though
+        the exact sum is off it (found by the oracle, tests/core/test_lowp_oracle.py)."""
+        return precision.add_in(a, b, self.dtype)
 
     def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention:
         """:func:`attntrace.core.ops.attention` by the rule, one head ``[n, d]``: scores by
