@@ -210,6 +210,20 @@ class Decode:
     def total_recomputed(self) -> int:
         return sum(step.costs.recomputed for step in self.steps)
 
+    @property
+    def error(self) -> StageError | None:
+        """Every step's heads' output against float64's decode (None in float64)."""
+        if self.reference is None:
+            return None
+        low = np.stack([step.output for step in self.steps])
+        return stage_error(low, np.stack([step.output for step in self.reference.steps]))
+
+    @property
+    def kv_cache_dtype(self) -> str | None:
+        """The ``kv-cache --dtype`` of the same storage (fp32, fp16, bf16), or None for
+        float64, which kv-cache does not price (its entries are twice fp32's)."""
+        return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(self.cast.dtype)
+
 
 @dataclass(frozen=True)
 class StepErrors:
