@@ -432,3 +432,41 @@ def _full_in(model: ModelSpec, X: Matrix, cast: Cast) -> tuple[Matrix, Matrix | 
     if model.WO is not None:
         projected = cast.linear(np.concatenate(outputs, axis=1), model.WO, model.bias("bO"))
     return np.stack(outputs), projected
+
+
+# A step's stages in the order it computes them, as DecodeStep names them.
+STEP_STAGES = ("q", "k", "v", "scores", "scaled", "weights", "output", "projected")
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """The first cell of a low-precision decode that is ±inf or NaN where float64's is
+    not: in step ``t``'s stage ``stage`` (a :data:`STEP_STAGES` name), at ``row`` (a
+    head, or a K/V head for k and v; 0 for projected) and ``col`` (a key for scores,
+    scaled and weights, else a dimension). ``exact`` is float64's value there."""
+
+    t: int
+    stage: str
+    row: int
+    col: int
+    value: float
+    exact: float
+
+
+def first_overflow(run: Decode) -> Overflow | None:
+    """Where a low-precision decode first holds a new ±inf or NaN (None if nowhere,
+    and always None in float64)."""
+    if run.reference is None:
+        return None
+    for step, twin in zip(run.steps, run.reference.steps, strict=True):
+        for name in STEP_STAGES:
+            low, exact = getattr(step, name), getattr(twin, name)
+            if low is None or exact is None:
+                continue
+            low, exact = np.atleast_2d(low), np.atleast_2d(exact)
+            fresh = ~np.isfinite(low) & np.isfinite(exact)
+            if fresh.any():
+                row, col = (int(i) for i in np.argwhere(fresh)[0])
+                return Overflow(step.t, name, row, col, float(low[row, col]),
+                                float(exact[row, col]))  # fmt: skip
+    return None

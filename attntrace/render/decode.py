@@ -8,6 +8,8 @@ compares with full causal attention and shows the two costs diverging.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -16,7 +18,8 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.core.kvcache import Decode, DecodeStep
+from attntrace.core.kvcache import Decode, DecodeStep, Overflow, first_overflow
+from attntrace.core import precision
 from attntrace.core.lowp_ops import StageError
 from attntrace.core.labels import dims, unique_labels
 from attntrace.core.ops import kv_head_of
@@ -53,8 +56,11 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
             (f"  appends its k and v to the cache, then its q attends over {step.t + 1} "
              f"cached key{'s' if step.t else ''}", "dim"),
         ),
-        Text(""),
     ]  # fmt: skip
+    overflow = first_overflow(run) if low else None
+    if overflow is not None and overflow.t == step.t:
+        parts.append(Wrapped(Text(overflow_note(run, overflow), style="bold red")))
+    parts.append(Text(""))
     caches: list[RenderableType] = []
     turned = model.position_kind == "rope"  # a LLaMA cache holds keys already turned
     for g in kv_shown:
@@ -106,6 +112,42 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         ]  # fmt: skip
     parts += [Text(""), cost_line(run, step)]
     return Group(*parts)
+
+
+_FORMULAS = {"q": "x·WQ", "k": "x·WK", "v": "x·WV", "scores": "q·Kᵀ", "scaled": "q·Kᵀ / √d_k",
+             "weights": "softmax", "output": "softmax·V", "projected": "concat·WO"}  # fmt: skip
+_WHAT_FOLLOWS = {
+    "q": "and its scores against every key follow it",
+    "k": "and the cache keeps it for every later step",
+    "v": "and the cache keeps it for every later step",
+    "scores": "and softmax of that row is NaN (inf − inf)",
+    "scaled": "and softmax of that row is NaN (inf − inf)",
+    "output": "and WO carries it into the projected row",
+    "projected": "the layer's output",
+}
+
+
+def overflow_note(run: Decode, where: Overflow) -> str:
+    """One line that says why the first ±inf or NaN appears, in numbers:
+    ``scores: q·Kᵀ = 70,144 at head 0, key 'cat' is past 65,504, the largest float16: it
+    rounds to inf, and softmax of that row is NaN (inf − inf)``."""
+    dtype, model = run.cast.dtype, run.model
+    labels = unique_labels(shown_labels(run.tokens))
+    if where.stage in ("k", "v"):
+        row = f"K/V head {where.row}"
+    else:
+        row = "" if where.stage == "projected" else f"head {where.row}"
+    col = (f"key {quoted(labels[where.col])}" if where.stage in ("scores", "scaled", "weights")
+           else f"d{where.col}")  # fmt: skip
+    at = ", ".join(part for part in (row, col) if part)
+    name = f"{where.stage} of {quoted(run.steps[where.t].token)}: {_FORMULAS[where.stage]}"
+    if where.stage == "weights" or not math.isinf(where.value):
+        return (f"{name} is NaN at {at} (float64: {where.exact:.4g}): it comes from an "
+                f"inf − inf or 0 · inf of the {dtype} values before it")  # fmt: skip
+    largest = precision.largest(dtype)
+    held = "inf" if where.value > 0 else "−inf"
+    return (f"{name} = {where.exact:,.0f} at {at} is past {largest:,.0f}, the largest {dtype}: "
+            f"it rounds to {held}, {_WHAT_FOLLOWS[where.stage]}")  # fmt: skip
 
 
 def error_text(dtype: str, error: StageError) -> str:
