@@ -91,7 +91,7 @@ def test_overflow_is_marked_explained_and_written_as_strings(tmp_path: Path) -> 
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "is past 65,504, the largest float16: it rounds to inf" in out
-    assert "scores of 'a': q·Kᵀ = 90,000 at head 0, key 'a'" in out
+    assert "scores of 'a': q·Kᵀ = 90,000 at head 0, key 'a#0'" in out
     assert "NaN" in out and "· 2 NaN" in out
     assert "decode equals full causal attention in float16 exactly: max |Δ| = 0" in out
     data = document("-c", path, "--dtype", "float16")
