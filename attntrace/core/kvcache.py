@@ -197,7 +197,7 @@ class Decode:
     # the cast's dtype*, which must agree exactly (bound 0: ``differing`` counts the cells
     # that are not the same value, NaN matching NaN); ``reference`` is float64's decode
     # and ``errors`` each step's error against it.
-    cast: Cast = Cast()
+    cast: Cast = field(default_factory=Cast)
     reference: Decode | None = None
     errors: tuple[StepErrors, ...] = ()
     differing: int = 0

@@ -9,7 +9,6 @@ compares with full causal attention and shows the two costs diverging.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -18,10 +17,10 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.core.kvcache import Decode, DecodeStep, Overflow, first_overflow
 from attntrace.core import precision
-from attntrace.core.lowp_ops import StageError
+from attntrace.core.kvcache import Decode, DecodeStep, Overflow, first_overflow
 from attntrace.core.labels import dims, unique_labels
+from attntrace.core.lowp_ops import StageError
 from attntrace.core.ops import kv_head_of
 from attntrace.core.trace import Stage
 from attntrace.render.attention_map import bar
@@ -92,12 +91,12 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view, low),
         Text(""),
         Text.assemble(("softmax", "bold"), f" of each row: where {token} looks"),
-        *_error_lines(run, errors and errors.weights),
+        *_error_lines(run, None if errors is None else errors.weights),
         StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view, low),
         Text(""),
         Wrapped(Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
                               (f"   [{len(shown)} × {model.d_v}]", "cyan"))),
-        *_error_lines(run, errors and errors.output),
+        *_error_lines(run, None if errors is None else errors.output),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
         StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
                          step.output[shown]), view, low),
@@ -106,7 +105,7 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
-            *_error_lines(run, errors and errors.projected),
+            *_error_lines(run, None if errors is None else errors.projected),
             StageTable(Stage("projected", "", (labels[step.t],), dims(model.d_model),
                              step.projected[None, :]), view, low),
         ]  # fmt: skip
@@ -131,7 +130,7 @@ def overflow_note(run: Decode, where: Overflow) -> str:
     """One line that says why the first ±inf or NaN appears, in numbers:
     ``scores: q·Kᵀ = 70,144 at head 0, key 'cat' is past 65,504, the largest float16: it
     rounds to inf, and softmax of that row is NaN (inf − inf)``."""
-    dtype, model = run.cast.dtype, run.model
+    dtype = run.cast.dtype
     labels = unique_labels(shown_labels(run.tokens))
     if where.stage in ("k", "v"):
         row = f"K/V head {where.row}"
@@ -277,9 +276,14 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
                            style="dim"))  # fmt: skip
     else:
         cells = f"{run.differing:,} cell{'s' if run.differing > 1 else ''}"
-        yield Wrapped(Text.assemble(("decode ", "bold"), ("DIFFERS FROM", "bold red"),
-                                    (f" full causal attention in {dtype}", "bold"),
-                                    f": {cells} of {over}, max |Δ| = {run.max_delta:.1e}"))
+        yield Wrapped(
+            Text.assemble(
+                ("decode ", "bold"),
+                ("DIFFERS FROM", "bold red"),
+                (f" full causal attention in {dtype}", "bold"),
+                f": {cells} of {over}, max |Δ| = {run.max_delta:.1e}",
+            )
+        )
         if any(not np.isfinite(step.v).all() for step in run.steps):
             yield Wrapped(Text("a token's v is ±inf or NaN: the full product multiplies it by "
                                "a masked key's weight 0 (0 · inf = NaN), which the cache never "
@@ -289,8 +293,11 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
         style = "bold red" if error.overflowed else ""
         yield Wrapped(Text.assemble(("decoded outputs: ", "dim"),
                                     (error_text(dtype, error), style)))  # fmt: skip
-    yield Wrapped(Text.assemble(("cache at the end: ", "dim"),
-                                (bytes_text(run, run.steps[-1].cache_bytes), "bold")))
+    yield Wrapped(
+        Text.assemble(
+            ("cache at the end: ", "dim"), (bytes_text(run, run.steps[-1].cache_bytes), "bold")
+        )
+    )
     yield kv_cache_note(run)
     yield Text("")
     yield CostTable(run)

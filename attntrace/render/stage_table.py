@@ -9,7 +9,6 @@ what it leaves out.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from functools import lru_cache
 

@@ -103,7 +103,9 @@ class Loops:
             out[b] = self.d(row[b] * c + row[a] * s)
         return out
 
-    def attend(self, q: list[float], keys: list[list[float]], values: list[list[float]]) -> list[float]:
+    def attend(
+        self, q: list[float], keys: list[list[float]], values: list[list[float]]
+    ) -> list[float]:
         scaled = []
         for key in keys:
             acc = 0.0
@@ -138,7 +140,9 @@ def loop_outputs(model: ModelSpec, tokens: list[str], dtype: str) -> list[list[l
         b = model.head_bias(bias, head)
         rows = [loops.linear(x, w, None if b is None else b.tolist()) for x in X]
         if rope and name != "WV":
-            rows = [loops.rope(r, t, model.rope_base, model.rope_pairing) for t, r in enumerate(rows)]
+            rows = [
+                loops.rope(r, t, model.rope_base, model.rope_pairing) for t, r in enumerate(rows)
+            ]
         return rows
 
     heads = []
@@ -176,7 +180,9 @@ def test_decode_agrees_exactly_with_full_attention_in_the_dtype(
         model, tokens, _ = random_block(seed, cross=False, **fixed)
         for soft in {"float32", dtype}:
             run = decode(model, tokens, Cast.of(dtype, soft, accumulate))
-            assert run.matches and run.differing == 0 and run.max_delta == 0.0
+            assert run.matches
+            assert run.differing == 0
+            assert run.max_delta == 0.0
 
 
 @given(
@@ -196,7 +202,8 @@ def test_exact_agreement_holds_through_overflow(
     model = replace(model, embeddings={t: v * scale for t, v in model.embeddings.items()})
     run = decode(model, tokens, Cast.of(dtype, "float32" if wide_softmax else dtype, accumulate))
     if all(np.isfinite(step.v).all() for step in run.steps):
-        assert run.matches and run.differing == 0
+        assert run.matches
+        assert run.differing == 0
     assert run.max_delta == 0.0  # the cells both hold finite never differ
 
 
@@ -211,11 +218,14 @@ def test_a_score_past_65504_is_inf_and_its_row_nan_and_named() -> None:
     big = replace(model, embeddings={t: v * 1.5 for t, v in vocab.items()})
     run = decode(big, ["a", "b", "a"], Cast.of("float16"))
     assert run.steps[0].scores[0, 0] == math.inf
-    assert np.isnan(run.steps[0].weights).all() and np.isnan(run.steps[0].output).all()
+    assert np.isnan(run.steps[0].weights).all()
+    assert np.isnan(run.steps[0].output).all()
     where = first_overflow(run)
-    assert where is not None and (where.t, where.stage, where.row, where.col) == (0, "scores", 0, 0)
+    assert where is not None
+    assert (where.t, where.stage, where.row, where.col) == (0, "scores", 0, 0)
     assert where.exact == pytest.approx(90_000.0)
-    assert run.errors[0].output.nan == 2 and run.matches
+    assert run.errors[0].output.nan == 2
+    assert run.matches
     # bfloat16 holds 90,000 (its range is float32's)
     assert np.isfinite(decode(big, ["a", "b", "a"], Cast.of("bfloat16")).steps[0].output).all()
 
@@ -232,18 +242,29 @@ def test_cache_bytes_at_the_dtype_equal_kv_cache(seed: int, dtype: str, kv: str)
     assert run.kv_cache_dtype == kv
     if model.d_k == model.d_v:
         shape = Shape(1, model.heads, model.n_kv_heads, model.d_k)
-        assert run.steps[-1].cache_bytes == kv_cache_bytes(shape, model.n_kv_heads, len(tokens), 1, kv)
+        assert run.steps[-1].cache_bytes == kv_cache_bytes(
+            shape, model.n_kv_heads, len(tokens), 1, kv
+        )
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_float64_is_the_decode_it_always_was(seed: int) -> None:
     model, tokens, _ = random_block(seed, cross=False)
     plain, cast = decode(model, tokens), decode(model, tokens, Cast.of("float64"))
-    assert cast.reference is None and cast.errors == () and cast.error is None
-    assert (cast.max_delta, cast.bound, cast.matches) == (plain.max_delta, plain.bound, plain.matches)
+    assert cast.reference is None
+    assert cast.errors == ()
+    assert cast.error is None
+    assert (cast.max_delta, cast.bound, cast.matches) == (
+        plain.max_delta,
+        plain.bound,
+        plain.matches,
+    )
     for a, b in zip(plain.steps, cast.steps, strict=True):
-        assert np.array_equal(a.output, b.output) and a.cache_bytes == b.cache_bytes
-    assert plain.steps[-1].cache_bytes == len(tokens) * model.n_kv_heads * (model.d_k + model.d_v) * 8
+        assert np.array_equal(a.output, b.output)
+        assert a.cache_bytes == b.cache_bytes
+    assert (
+        plain.steps[-1].cache_bytes == len(tokens) * model.n_kv_heads * (model.d_k + model.d_v) * 8
+    )
 
 
 def test_errors_against_float64_are_of_the_dtypes_size() -> None:
@@ -254,9 +275,12 @@ def test_errors_against_float64_are_of_the_dtypes_size() -> None:
     for dtype, eps in (("float16", 2.0**-10), ("float32", 2.0**-23)):
         run = decode(model, tokens, Cast.of(dtype))
         error = run.error
-        assert error is not None and error.inf == 0 and error.nan == 0
+        assert error is not None
+        assert error.inf == 0
+        assert error.nan == 0
         biggest = max(float(np.abs(s.output).max()) for s in exact.steps)
-        assert error.max_abs is not None and 0 < error.max_abs < 64 * eps * max(biggest, 1.0)
+        assert error.max_abs is not None
+        assert 0 < error.max_abs < 64 * eps * max(biggest, 1.0)
         for step in run.steps:  # held as the dtype's values
             assert all(rounded(float(v), dtype) == v for v in step.output.ravel())
             assert all(rounded(float(v), dtype) == v for k in step.keys for v in k.ravel())

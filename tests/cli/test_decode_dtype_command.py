@@ -52,10 +52,12 @@ def test_float64_json_and_screens_are_unchanged(sample: str) -> None:
     plain = invoke("decode", "--sample", sample, "--json")
     named = invoke("decode", "--sample", sample, "--json", "--dtype", "float64")
     assert plain.exit_code == named.exit_code == 0
-    assert plain.stdout == named.stdout and "precision" not in json.loads(plain.stdout)
+    assert plain.stdout == named.stdout
+    assert "precision" not in json.loads(plain.stdout)
     text = invoke("decode", "--sample", sample).stdout
     assert text == invoke("decode", "--sample", sample, "--dtype", "fp64").stdout
-    assert "float16" not in text and "decode matches full causal attention" in text
+    assert "float16" not in text
+    assert "decode matches full causal attention" in text
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bf16", "float32"])
@@ -63,10 +65,13 @@ def test_json_carries_precision_and_each_steps_error(dtype: str) -> None:
     data = document("--sample", "gqa", "--dtype", dtype)
     name = {"bf16": "bfloat16"}.get(dtype, dtype)
     precision = data["precision"]
-    assert precision["dtype"] == name and precision["softmax_dtype"] == "float32"
-    assert precision["accumulate"] == "float32" and name in precision["rule"]
+    assert precision["dtype"] == name
+    assert precision["softmax_dtype"] == "float32"
+    assert precision["accumulate"] == "float32"
+    assert name in precision["rule"]
     assert precision["bytes_per_value"] == (4 if name == "float32" else 2)
-    assert data["comparison"]["matches"] is True and data["comparison"]["differing_cells"] == 0
+    assert data["comparison"]["matches"] is True
+    assert data["comparison"]["differing_cells"] == 0
     assert data["comparison"]["max_abs_delta"] == 0
     for step in data["steps"]:
         assert set(step["error"]) == {"max_abs", "max_rel", "inf", "nan"}
@@ -92,12 +97,15 @@ def test_overflow_is_marked_explained_and_written_as_strings(tmp_path: Path) -> 
     out = result.stdout
     assert "is past 65,504, the largest float16: it rounds to inf" in out
     assert "scores of 'a': q·Kᵀ = 90,000 at head 0, key 'a#0'" in out
-    assert "NaN" in out and "· 2 NaN" in out
+    assert "NaN" in out
+    assert "· 2 NaN" in out
     assert "decode equals full causal attention in float16 exactly: max |Δ| = 0" in out
     data = document("-c", path, "--dtype", "float16")
     first = data["steps"][0]
-    assert first["scores"] == [["inf"]] and first["weights"] == [["nan"]]
-    assert first["output"] == [["nan", "nan"]] and first["error"]["nan"] == 2
+    assert first["scores"] == [["inf"]]
+    assert first["weights"] == [["nan"]]
+    assert first["output"] == [["nan", "nan"]]
+    assert first["error"]["nan"] == 2
     assert data["precision"]["error"]["nan"] > 0
 
 
@@ -150,7 +158,8 @@ def test_refusals_are_one_line_exit_2(args: list[str], words: str) -> None:
     result = invoke("decode", "--sample", "gqa", *args)
     assert result.exit_code == 2, result.stdout
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert len(lines) == 1
+    assert "Traceback" not in result.stderr
     assert words in lines[0]
 
 
@@ -165,3 +174,24 @@ def test_no_line_is_wider_than_the_terminal(columns: int, tmp_path: Path) -> Non
     for args in (["--sample", "gqa"], ["-c", big_file(tmp_path)]):
         out = invoke("decode", *args, "--dtype", "float16", columns=columns).stdout
         assert max(len(line.rstrip()) for line in out.splitlines()) <= columns
+
+
+def test_a_real_decoders_layer_decodes_in_float16() -> None:
+    """smollm2's layer input X (from its float64 forward pass below the layer) is
+    rounded to float16 and the layer decoded by the rule; skipped where the weights'
+    package is not installed (never downloaded)."""
+    from attntrace.real.catalog import SMOLLM2
+
+    if not SMOLLM2.installed:
+        pytest.skip(f"{SMOLLM2.name}'s weights are not installed: {SMOLLM2.install}")
+    data = document("-m", "smollm2", "The cat", "--layer", "2", "--dtype", "float16")
+    assert data["comparison"]["matches"] is True
+    assert data["comparison"]["max_abs_delta"] == 0
+    model = data["model"]
+    assert data["steps"][-1]["cache_bytes"] == (
+        len(data["tokens"]) * model["kv_heads"] * (model["d_k"] + model["d_v"]) * 2
+    )
+    err = data["precision"]["error"]
+    assert err["inf"] == 0
+    assert err["nan"] == 0
+    assert 0 < err["max_abs"] < 0.1
