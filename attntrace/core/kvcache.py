@@ -337,19 +337,17 @@ def _decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
     X = _inputs_in(exact.full, cast)  # [n, d_model], the dtype's values
     heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
     kv_head_of = exact.full.model.kv_head_of
-    WQ = [(model.head_weight("WQ", h), model.head_bias("bQ", h)) for h in range(heads)]
-    WK = [(model.head_weight("WK", g), model.head_bias("bK", g)) for g in range(kv_heads)]
-    WV = [(model.head_weight("WV", g), model.head_bias("bV", g)) for g in range(kv_heads)]
     cache = KVCache(kv_heads, d_k, d_v, cast.storage_bytes)
     steps: list[DecodeStep] = []
     errors: list[StepErrors] = []
     with progress.task(f"decoding {model.name} in {cast.dtype}", len(words), "tokens") as task:
         for t, (token, twin) in enumerate(zip(words, exact.steps, strict=True)):
             x = X[t : t + 1]  # [1, d_model]
-            # [1, d_model] · [d_model, d] (+ [d]) -> [1, d], one row per head
-            q = np.concatenate([cast.linear(x, W, b) for W, b in WQ])  # [heads, d_k]
-            k = np.concatenate([cast.linear(x, W, b) for W, b in WK])  # [kv_heads, d_k]
-            v = np.concatenate([cast.linear(x, W, b) for W, b in WV])  # [kv_heads, d_v]
+            # every head's columns at once (each cell its own sum, so the same numbers as
+            # head by head): [1, d_model] · [d_model, heads·d_k] (+ b) -> [heads, d_k]
+            q = cast.linear(x, model.WQ, model.bias("bQ")).reshape(heads, d_k)
+            k = cast.linear(x, model.WK, model.bias("bK")).reshape(kv_heads, d_k)
+            v = cast.linear(x, model.WV, model.bias("bV")).reshape(kv_heads, d_v)
             if model.position_kind == "rope":
                 q = cast.rope(q, np.full(heads, t), model.rope_base, model.rope_pairing)
                 k = cast.rope(k, np.full(kv_heads, t), model.rope_base, model.rope_pairing)
@@ -417,13 +415,16 @@ def _inputs_in(full: Trace, cast: Cast) -> Matrix:
 def _full_in(model: ModelSpec, X: Matrix, cast: Cast) -> tuple[Matrix, Matrix | None]:
     """Each head's full causal output ``[heads, n, d_v]`` in the dtype, and the
     projected ``[n, d_model]`` with WO."""
-    n = X.shape[0]
+    n, d_k, d_v = X.shape[0], model.d_k, model.d_v
+    Q_all = cast.linear(X, model.WQ, model.bias("bQ"))  # [n, heads·d_k]
+    K_all = cast.linear(X, model.WK, model.bias("bK"))  # [n, kv_heads·d_k]
+    V_all = cast.linear(X, model.WV, model.bias("bV"))  # [n, kv_heads·d_v]
     outputs = []
     for h in range(model.heads):
         g = kv_head_of(h, model.heads, model.n_kv_heads)
-        Q = cast.linear(X, model.head_weight("WQ", h), model.head_bias("bQ", h))
-        K = cast.linear(X, model.head_weight("WK", g), model.head_bias("bK", g))
-        V = cast.linear(X, model.head_weight("WV", g), model.head_bias("bV", g))
+        Q = Q_all[:, h * d_k : (h + 1) * d_k]
+        K = K_all[:, g * d_k : (g + 1) * d_k]
+        V = V_all[:, g * d_v : (g + 1) * d_v]
         if model.position_kind == "rope":
             Q = cast.rope(Q, np.arange(n), model.rope_base, model.rope_pairing)
             K = cast.rope(K, np.arange(n), model.rope_base, model.rope_pairing)
