@@ -134,6 +134,22 @@ MaxHeads = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
 ]
+# Low-precision numerics of `run` and `decode` (docs/kernels.md, "The casting rule").
+DTypeFlag = Annotated[
+    str,
+    typer.Option("--dtype", metavar="D",
+                 help="Compute in float64, float32, float16 or bfloat16 (fp32, fp16, bf16)."),
+]  # fmt: skip
+SoftmaxDType = Annotated[
+    str | None,
+    typer.Option("--softmax-dtype", metavar="S", show_default=False,
+                 help="With --dtype: the softmax in float32 (default) or in D itself."),
+]  # fmt: skip
+Accumulate = Annotated[
+    str | None,
+    typer.Option("--accumulate", metavar="A", show_default=False,
+                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
+]  # fmt: skip
 Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
     str | None,
     typer.Option(

@@ -19,7 +19,15 @@ quoted in, for one step t (t+1 tokens so far, h heads, k K/V heads):
 
 Softmax's exps and divisions are left out of both (they are not multiply-adds). The
 cache holds (t+1)·k·(d_k + d_v) numbers after step t; bytes are at float64 (8 each),
-the precision attntrace computes in.
+the precision attntrace computes in, or at the dtype's size under a :class:`Cast`.
+
+**In a low-precision dtype** (``decode(model, tokens, Cast.of("float16"))``, docs/kernels.md
+"decode --dtype D"), each step's q, k and v, its attention over the cache and WO follow
+the casting rule of :mod:`attntrace.core.lowp_ops`, and the cache holds the dtype's
+values. The outputs are then compared with the full causal attention of the sentence in
+the same dtype, which they equal exactly: each cell is the same sequence of rounded
+operations (a masked key adds exp(−∞) = 0 to the softmax's sum and 0 · v = 0 to the
+output's, both exact), and with float64's decode, as each stage's error.
 """
 
 from __future__ import annotations
@@ -28,11 +36,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.core import progress
 from attntrace.core.attention import trace_block
 from attntrace.core.frozen import freeze
-from attntrace.core.ops import Matrix, attention, linear, rope
+from attntrace.core.lowp_ops import Cast, StageError, stage_error
+from attntrace.core.ops import Matrix, attention, kv_head_of, linear, rope
 from attntrace.core.rounding import decode_bounds
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Trace
@@ -61,6 +71,8 @@ class KVCache:
     _keys: Matrix = field(init=False, repr=False)  # [kv_heads, capacity, d_k]
     _values: Matrix = field(init=False, repr=False)  # [kv_heads, capacity, d_v]
 
+    bytes_per_number: int = BYTES_PER_NUMBER  # the dtype's storage size: 8 for float64
+
     def __post_init__(self) -> None:
         self._keys = np.empty((self.kv_heads, 0, self.d_k))
         self._values = np.empty((self.kv_heads, 0, self.d_v))
@@ -75,10 +87,12 @@ class KVCache:
         self.length += 1
 
     @classmethod
-    def holding(cls, keys: Sequence[Matrix], values: Sequence[Matrix]) -> KVCache:
+    def holding(
+        cls, keys: Sequence[Matrix], values: Sequence[Matrix], bytes_per_number: int = 8
+    ) -> KVCache:
         """A cache of ``keys[g]`` [t, d_k] and ``values[g]`` [t, d_v] for each K/V head,
         in buffers of its own (the rows are copied)."""
-        cache = cls(len(keys), keys[0].shape[1], values[0].shape[1])
+        cache = cls(len(keys), keys[0].shape[1], values[0].shape[1], bytes_per_number)
         cache.length = int(keys[0].shape[0])
         # with room to grow, so the next append copies nothing
         cache._keys = _grown(np.asarray(np.stack(keys), dtype=np.float64), cache.length)
@@ -87,7 +101,7 @@ class KVCache:
 
     def copy(self) -> KVCache:
         """A cache to go on from separately: the rows so far, in buffers of its own."""
-        return KVCache.holding(self.keys, self.values)
+        return KVCache.holding(self.keys, self.values, self.bytes_per_number)
 
     @property
     def keys(self) -> list[Matrix]:
@@ -105,7 +119,7 @@ class KVCache:
 
     @property
     def bytes(self) -> int:
-        return self.numbers * BYTES_PER_NUMBER
+        return self.numbers * self.bytes_per_number
 
 
 def _grown(buffer: Matrix, length: int) -> Matrix:
@@ -178,6 +192,15 @@ class Decode:
     max_delta: float  # max |decode − full| over every head's output (and projected)
     bound: float  # the largest of the cells' float64 rounding bounds (attntrace.core.rounding)
     matches: bool  # every cell's |decode − full| within its own bound
+    # Under a low-precision cast (docs/kernels.md "decode --dtype D"): ``full`` stays the
+    # float64 trace, but max_delta and matches compare with the full causal attention *in
+    # the cast's dtype*, which must agree exactly (bound 0: ``differing`` counts the cells
+    # that are not the same value, NaN matching NaN); ``reference`` is float64's decode
+    # and ``errors`` each step's error against it.
+    cast: Cast = field(default_factory=Cast)
+    reference: Decode | None = None
+    errors: tuple[StepErrors, ...] = ()
+    differing: int = 0
 
     @property
     def total_cached(self) -> int:
@@ -187,9 +210,42 @@ class Decode:
     def total_recomputed(self) -> int:
         return sum(step.costs.recomputed for step in self.steps)
 
+    @property
+    def error(self) -> StageError | None:
+        """Every step's heads' output against float64's decode (None in float64)."""
+        if self.reference is None:
+            return None
+        low = np.stack([step.output for step in self.steps])
+        return stage_error(low, np.stack([step.output for step in self.reference.steps]))
 
-def decode(model: ModelSpec, tokens: Sequence[str]) -> Decode:
-    """Decode ``tokens`` one at a time through a KV cache (causal self-attention)."""
+    @property
+    def kv_cache_dtype(self) -> str | None:
+        """The ``kv-cache --dtype`` of the same storage (fp32, fp16, bf16), or None for
+        float64, which kv-cache does not price (its entries are twice fp32's)."""
+        return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(self.cast.dtype)
+
+
+@dataclass(frozen=True)
+class StepErrors:
+    """One low-precision step against float64's: its weights, its heads' output, and
+    the projected row (with WO)."""
+
+    weights: StageError
+    output: StageError
+    projected: StageError | None
+
+
+def decode(model: ModelSpec, tokens: Sequence[str], cast: Cast | None = None) -> Decode:
+    """Decode ``tokens`` one at a time through a KV cache (causal self-attention), in
+    float64, or by ``cast``'s rule in its dtype (then beside float64's decode)."""
+    exact = _decode64(model, tokens)
+    if cast is None or cast.exact:
+        return exact
+    return _decode_in(model, exact, cast)
+
+
+def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:
+    """The float64 decode: numpy's arithmetic, compared with the full trace to rounding."""
     if model.context is not None:
         raise InputError(
             "decoding generates one sequence, attending to its own past: there is no "
@@ -271,3 +327,147 @@ def _compared(
         deltas.append(np.abs(projected - full["projected"].data))
         bounds.append(projected_bounds)
     return deltas, bounds
+
+
+def _decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
+    """``exact`` (float64's decode) redone by ``cast``'s rule: every step's q, k and v
+    by :meth:`Cast.linear` (and :meth:`Cast.rope`), a cache of the dtype's values, the
+    one query row's attention by :meth:`Cast.attention`, WO by :meth:`Cast.linear`."""
+    words = exact.tokens
+    X = _inputs_in(exact.full, cast)  # [n, d_model], the dtype's values
+    heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
+    kv_head_of = exact.full.model.kv_head_of
+    cache = KVCache(kv_heads, d_k, d_v, cast.storage_bytes)
+    steps: list[DecodeStep] = []
+    errors: list[StepErrors] = []
+    with progress.task(f"decoding {model.name} in {cast.dtype}", len(words), "tokens") as task:
+        for t, (token, twin) in enumerate(zip(words, exact.steps, strict=True)):
+            x = X[t : t + 1]  # [1, d_model]
+            # every head's columns at once (each cell its own sum, so the same numbers as
+            # head by head): [1, d_model] · [d_model, heads·d_k] (+ b) -> [heads, d_k]
+            q = cast.linear(x, model.WQ, model.bias("bQ")).reshape(heads, d_k)
+            k = cast.linear(x, model.WK, model.bias("bK")).reshape(kv_heads, d_k)
+            v = cast.linear(x, model.WV, model.bias("bV")).reshape(kv_heads, d_v)
+            if model.position_kind == "rope":
+                q = cast.rope(q, np.full(heads, t), model.rope_base, model.rope_pairing)
+                k = cast.rope(k, np.full(kv_heads, t), model.rope_base, model.rope_pairing)
+            cache.append(k, v)
+            keys, values = tuple(cache.keys), tuple(cache.values)
+            attended = [cast.attention(q[h : h + 1], keys[kv_head_of(h)], values[kv_head_of(h)])
+                        for h in range(heads)]  # fmt: skip
+            weights = np.concatenate([a.softmax for a in attended])  # [heads, t+1]
+            output = np.concatenate([a.output for a in attended])  # [heads, d_v]
+            projected = (
+                cast.linear(output.reshape(1, -1), model.WO, model.bias("bO"))[0]
+                if model.WO is not None
+                else None
+            )
+            steps.append(
+                DecodeStep(
+                    t=t, token=token, x=x[0], q=q, k=k, v=v, keys=keys, values=values,
+                    scores=np.concatenate([a.scores for a in attended]),
+                    scaled=np.concatenate([a.scaled for a in attended]),
+                    weights=weights, output=output, projected=projected,
+                    costs=twin.costs, cache_bytes=cache.bytes,
+                )
+            )  # fmt: skip
+            errors.append(StepErrors(
+                stage_error(weights, twin.weights), stage_error(output, twin.output),
+                None if projected is None or twin.projected is None
+                else stage_error(projected, twin.projected),
+            ))  # fmt: skip
+            task.advance()
+    outputs, full_projected = _full_in(model, X, cast)
+    decoded = [np.stack([s.output for s in steps], axis=1)]  # [heads, n, d_v]
+    whole = [outputs]
+    if full_projected is not None:
+        decoded.append(np.stack([s.projected for s in steps if s.projected is not None]))
+        whole.append(full_projected)
+    same = [_same(a, b) for a, b in zip(decoded, whole, strict=True)]
+    both = [np.isfinite(a) & np.isfinite(b) for a, b in zip(decoded, whole, strict=True)]
+    deltas = [np.abs(a[f] - b[f]) for a, b, f in zip(decoded, whole, both, strict=True)]
+    differing = sum(int(np.count_nonzero(~s)) for s in same)
+    return replace(
+        exact, steps=tuple(steps),
+        max_delta=max((float(d.max()) for d in deltas if d.size), default=0.0),
+        bound=0.0, matches=differing == 0, cast=cast, reference=exact, errors=tuple(errors),
+        differing=differing,
+    )  # fmt: skip
+
+
+def _same(a: Matrix, b: Matrix) -> npt.NDArray[np.bool_]:
+    """Cell by cell, the same value (NaN and NaN too): exact agreement."""
+    return np.asarray((a == b) | (np.isnan(a) & np.isnan(b)))
+
+
+def _inputs_in(full: Trace, cast: Cast) -> Matrix:
+    """X as the dtype holds it: the embeddings and positions (stored matrices) rounded,
+    their sum rounded once; a given X, or embeddings alone, rounded."""
+    names = full.names
+    if "positions" in names and "embeddings" in names:
+        return cast.add(cast.round(full["embeddings"].data), cast.round(full["positions"].data))
+    return cast.round(full["X"].data)
+
+
+# To be replaced by core/lowp_trace (the whole run trace in a dtype) after issue 16's
+# merge: the full causal attention of the sentence by the same Cast methods, for the
+# exact comparison alone.
+def _full_in(model: ModelSpec, X: Matrix, cast: Cast) -> tuple[Matrix, Matrix | None]:
+    """Each head's full causal output ``[heads, n, d_v]`` in the dtype, and the
+    projected ``[n, d_model]`` with WO."""
+    n, d_k, d_v = X.shape[0], model.d_k, model.d_v
+    Q_all = cast.linear(X, model.WQ, model.bias("bQ"))  # [n, heads·d_k]
+    K_all = cast.linear(X, model.WK, model.bias("bK"))  # [n, kv_heads·d_k]
+    V_all = cast.linear(X, model.WV, model.bias("bV"))  # [n, kv_heads·d_v]
+    outputs = []
+    for h in range(model.heads):
+        g = kv_head_of(h, model.heads, model.n_kv_heads)
+        Q = Q_all[:, h * d_k : (h + 1) * d_k]
+        K = K_all[:, g * d_k : (g + 1) * d_k]
+        V = V_all[:, g * d_v : (g + 1) * d_v]
+        if model.position_kind == "rope":
+            Q = cast.rope(Q, np.arange(n), model.rope_base, model.rope_pairing)
+            K = cast.rope(K, np.arange(n), model.rope_base, model.rope_pairing)
+        outputs.append(cast.attention(Q, K, V, causal=True).output)
+    projected = None
+    if model.WO is not None:
+        projected = cast.linear(np.concatenate(outputs, axis=1), model.WO, model.bias("bO"))
+    return np.stack(outputs), projected
+
+
+# A step's stages in the order it computes them, as DecodeStep names them.
+STEP_STAGES = ("q", "k", "v", "scores", "scaled", "weights", "output", "projected")
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """The first cell of a low-precision decode that is ±inf or NaN where float64's is
+    not: in step ``t``'s stage ``stage`` (a :data:`STEP_STAGES` name), at ``row`` (a
+    head, or a K/V head for k and v; 0 for projected) and ``col`` (a key for scores,
+    scaled and weights, else a dimension). ``exact`` is float64's value there."""
+
+    t: int
+    stage: str
+    row: int
+    col: int
+    value: float
+    exact: float
+
+
+def first_overflow(run: Decode) -> Overflow | None:
+    """Where a low-precision decode first holds a new ±inf or NaN (None if nowhere,
+    and always None in float64)."""
+    if run.reference is None:
+        return None
+    for step, twin in zip(run.steps, run.reference.steps, strict=True):
+        for name in STEP_STAGES:
+            low, exact = getattr(step, name), getattr(twin, name)
+            if low is None or exact is None:
+                continue
+            low, exact = np.atleast_2d(low), np.atleast_2d(exact)
+            fresh = ~np.isfinite(low) & np.isfinite(exact)
+            if fresh.any():
+                row, col = (int(i) for i in np.argwhere(fresh)[0])
+                return Overflow(step.t, name, row, col, float(low[row, col]),
+                                float(exact[row, col]))  # fmt: skip
+    return None

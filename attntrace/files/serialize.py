@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need
     from attntrace.core.check_report import CheckReport
     from attntrace.core.kv_memory import Shape, Variant
     from attntrace.core.kvcache import Decode
+    from attntrace.core.lowp_ops import StageError
     from attntrace.core.online_softmax import OnlineSoftmax
     from attntrace.core.ops import Matrix
     from attntrace.core.softmax_walk import SoftmaxWalk
@@ -251,39 +252,97 @@ def model_to_dict(model: ModelInfo) -> dict[str, Any]:
 
 
 def decode_to_dict(run: Decode) -> dict[str, Any]:
-    """Every decode step's numbers, the comparison with full causal attention, the costs."""
+    """Every decode step's numbers, the comparison with full causal attention, the costs.
+
+    Under a low-precision dtype (docs/kernels.md "decode --dtype D"): a top-level
+    ``precision``, each step's ``error`` (its heads' output against float64's decode) and
+    ``projected_error``, and cells written as the float64 numbers the dtype's values
+    equal (``"inf"``, ``"nan"`` and ``null`` for −∞ where they overflowed). A float64
+    document is as it always was."""
+    low = not run.cast.exact
+
+    def cells(matrix: Matrix) -> Any:
+        return _lowp_cells(matrix) if low else matrix.tolist()
+
+    def extra(index: int) -> dict[str, Any]:
+        if not low:
+            return {}
+        errors = run.errors[index]
+        return {"error": _stage_error(errors.output),
+                "projected_error": None if errors.projected is None
+                else _stage_error(errors.projected)}  # fmt: skip
+
     return {
         "schema": DECODE_SCHEMA_ID,
         "model": model_to_dict(run.full.model),
+        **({"precision": _precision(run)} if low else {}),
         "tokens": list(run.tokens),
         "steps": [
             {
                 "t": step.t,
                 "token": step.token,
-                "q": step.q.tolist(),
-                "k": step.k.tolist(),
-                "v": step.v.tolist(),
+                "q": cells(step.q),
+                "k": cells(step.k),
+                "v": cells(step.v),
                 "cache_length": step.t + 1,
-                "scores": step.scores.tolist(),
-                "scaled": step.scaled.tolist(),
-                "weights": step.weights.tolist(),
-                "output": step.output.tolist(),
-                "projected": None if step.projected is None else step.projected.tolist(),
+                "scores": cells(step.scores),
+                "scaled": cells(step.scaled),
+                "weights": cells(step.weights),
+                "output": cells(step.output),
+                "projected": None if step.projected is None else cells(step.projected),
                 "multiply_adds": {
                     "cached": step.costs.cached,
                     "recomputed": step.costs.recomputed,
                 },
                 "cache_bytes": step.cache_bytes,
+                **extra(index),
             }
-            for step in run.steps
+            for index, step in enumerate(run.steps)
         ],
         "comparison": {
             "max_abs_delta": run.max_delta,
             "rounding_bound": run.bound,
             "matches": run.matches,
+            **({"differing_cells": run.differing} if low else {}),
         },
         "totals": {"cached": run.total_cached, "recomputed": run.total_recomputed},
     }
+
+
+def _precision(run: Decode) -> dict[str, Any]:
+    """decode's ``precision``: the cast, its rule, the cache's bytes a value, and the
+    error of every decoded output against float64's decode."""
+    cast, error = run.cast, run.error
+    return {
+        "dtype": cast.dtype,
+        "softmax_dtype": cast.softmax_dtype,
+        "accumulate": cast.accumulate,
+        "rule": cast.rule,
+        "bytes_per_value": cast.storage_bytes,
+        "error": None if error is None else _stage_error(error),
+    }
+
+
+def _stage_error(error: StageError) -> dict[str, Any]:
+    return {"max_abs": error.max_abs, "max_rel": error.max_rel, "inf": error.inf,
+            "nan": error.nan}  # fmt: skip
+
+
+def _lowp_cells(matrix: Matrix) -> Any:
+    """A low-precision matrix's cells as JSON has them: numbers, ``null`` for −∞,
+    ``"inf"`` and ``"nan"`` (JSON has no infinities)."""
+
+    def cell(value: float) -> float | str | None:
+        if math.isnan(value):
+            return "nan"
+        if value == math.inf:
+            return "inf"
+        return None if value == -math.inf else value
+
+    def nested(values: Any) -> Any:
+        return [nested(v) for v in values] if isinstance(values, list) else cell(values)
+
+    return nested(matrix.tolist())
 
 
 def kv_memory_to_dict(

@@ -8,6 +8,7 @@ compares with full causal attention and shows the two costs diverging.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -16,8 +17,10 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.core.kvcache import Decode, DecodeStep
+from attntrace.core import precision
+from attntrace.core.kvcache import Decode, DecodeStep, Overflow, first_overflow
 from attntrace.core.labels import dims, unique_labels
+from attntrace.core.lowp_ops import StageError
 from attntrace.core.ops import kv_head_of
 from attntrace.core.trace import Stage
 from attntrace.render.attention_map import bar
@@ -26,7 +29,7 @@ from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
 from attntrace.render.stage_table import StageTable
 from attntrace.render.view import View
-from attntrace.render.wrap import Facts, Wrapped
+from attntrace.render.wrap import Facts, Terms, Wrapped
 
 _BAR = 30
 
@@ -38,6 +41,8 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
     reads), as ``decode --model --head`` asks; the numbers are the whole layer's.
     """
     model = run.model
+    low = not run.cast.exact
+    errors = run.errors[step.t] if low else None
     shown = list(range(model.heads)) if head is None else [head]
     kv_shown = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in shown})
     labels = unique_labels(shown_labels(run.tokens))[: step.t + 1]
@@ -50,8 +55,11 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
             (f"  appends its k and v to the cache, then its q attends over {step.t + 1} "
              f"cached key{'s' if step.t else ''}", "dim"),
         ),
-        Text(""),
     ]  # fmt: skip
+    overflow = first_overflow(run) if low else None
+    if overflow is not None and overflow.t == step.t:
+        parts.append(Wrapped(Text(overflow_note(run, overflow), style="bold red")))
+    parts.append(Text(""))
     caches: list[RenderableType] = []
     turned = model.position_kind == "rope"  # a LLaMA cache holds keys already turned
     for g in kv_shown:
@@ -64,7 +72,7 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
             note = " (turned by RoPE)" if turned and name == "K" else ""
             heading = Text.assemble((f"{name} cache{whose}", "bold"), (note, "dim"),
                                     (f"   [{matrix.shape[0]} × {width}]", "cyan"))  # fmt: skip
-            caches.append(Group(Wrapped(heading), StageTable(stage, view)))
+            caches.append(Group(Wrapped(heading), StageTable(stage, view, low)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
         f"head {h}"
@@ -80,26 +88,99 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         Wrapped(Text.assemble(
             ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {step.t + 1}]", "cyan")
         )),
-        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
+        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view, low),
         Text(""),
         Text.assemble(("softmax", "bold"), f" of each row: where {token} looks"),
-        StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view),
+        *_error_lines(run, None if errors is None else errors.weights),
+        StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view, low),
         Text(""),
         Wrapped(Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
                               (f"   [{len(shown)} × {model.d_v}]", "cyan"))),
+        *_error_lines(run, None if errors is None else errors.output),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
         StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
-                         step.output[shown]), view),
+                         step.output[shown]), view, low),
     ]  # fmt: skip
     if step.projected is not None and head is None:  # WO mixes every head
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
+            *_error_lines(run, None if errors is None else errors.projected),
             StageTable(Stage("projected", "", (labels[step.t],), dims(model.d_model),
-                             step.projected[None, :]), view),
+                             step.projected[None, :]), view, low),
         ]  # fmt: skip
-    parts += [Text(""), cost_line(step)]
+    parts += [Text(""), cost_line(run, step)]
     return Group(*parts)
+
+
+_FORMULAS = {"q": "x·WQ", "k": "x·WK", "v": "x·WV", "scores": "q·Kᵀ", "scaled": "q·Kᵀ / √d_k",
+             "weights": "softmax", "output": "softmax·V", "projected": "concat·WO"}  # fmt: skip
+_WHAT_FOLLOWS = {
+    "q": "and its scores against every key follow it",
+    "k": "and the cache keeps it for every later step",
+    "v": "and the cache keeps it for every later step",
+    "scores": "and softmax of that row is NaN (inf − inf)",
+    "scaled": "and softmax of that row is NaN (inf − inf)",
+    "output": "and WO carries it into the projected row",
+    "projected": "the layer's output",
+}
+
+
+def overflow_note(run: Decode, where: Overflow) -> str:
+    """One line that says why the first ±inf or NaN appears, in numbers:
+    ``scores: q·Kᵀ = 70,144 at head 0, key 'cat' is past 65,504, the largest float16: it
+    rounds to inf, and softmax of that row is NaN (inf − inf)``."""
+    dtype = run.cast.dtype
+    labels = unique_labels(shown_labels(run.tokens))
+    if where.stage in ("k", "v"):
+        row = f"K/V head {where.row}"
+    else:
+        row = "" if where.stage == "projected" else f"head {where.row}"
+    col = (f"key {quoted(labels[where.col])}" if where.stage in ("scores", "scaled", "weights")
+           else f"d{where.col}")  # fmt: skip
+    at = ", ".join(part for part in (row, col) if part)
+    name = f"{where.stage} of {quoted(run.steps[where.t].token)}: {_FORMULAS[where.stage]}"
+    if where.stage == "weights" or not math.isinf(where.value):
+        return (f"{name} is NaN at {at} (float64: {where.exact:.4g}): it comes from an "
+                f"inf − inf or 0 · inf of the {dtype} values before it")  # fmt: skip
+    largest = precision.largest(dtype)
+    held = "inf" if where.value > 0 else "−inf"
+    return (f"{name} = {where.exact:,.0f} at {at} is past {largest:,.0f}, the largest {dtype}: "
+            f"it rounds to {held}, {_WHAT_FOLLOWS[where.stage]}")  # fmt: skip
+
+
+def error_text(dtype: str, error: StageError) -> str:
+    """``float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN``."""
+
+    def figure(value: float | None) -> str:
+        return "—" if value is None else "0" if value == 0 else f"{value:.1e}"
+
+    text = f"{dtype} · max |Δ| {figure(error.max_abs)} · max rel {figure(error.max_rel)} vs float64"
+    return text + (f" · {error.inf} inf" if error.inf else "") + (
+        f" · {error.nan} NaN" if error.nan else "")  # fmt: skip
+
+
+def _error_lines(run: Decode, error: StageError | None) -> list[RenderableType]:
+    """The line under a stage's title giving its error against float64 (none in float64);
+    red where a cell overflowed."""
+    if error is None:
+        return []
+    style = "bold red" if error.overflowed else "dim"
+    return [Wrapped(Text(error_text(run.cast.dtype, error), style=style))]
+
+
+def precision_line(run: Decode) -> Wrapped | None:
+    """``float16: values rounded to float16; …``: the dtype and its casting rule."""
+    if run.cast.exact:
+        return None
+    return Wrapped(Text.assemble((f"{run.cast.dtype}: ", "bold"), (run.cast.rule, "dim")))
+
+
+def bytes_text(run: Decode, count: int) -> str:
+    """``140 bytes`` in float64, ``70 bytes at float16 (2 each)`` in a narrower dtype."""
+    if run.cast.exact:
+        return f"{count:,} bytes"
+    return f"{count:,} bytes at {run.cast.dtype} ({run.cast.storage_bytes} each)"
 
 
 def decode_header(run: Decode, head: int | None) -> Facts:
@@ -112,17 +193,19 @@ def decode_header(run: Decode, head: int | None) -> Facts:
                      + (f" (K/V head {kv})" if model.group > 1 else ""))  # fmt: skip
     elif model.heads > 1:
         facts.append(f"{model.heads} heads, {model.n_kv_heads} K/V")
+    if not run.cast.exact:
+        facts.append(run.cast.dtype)
     return Facts(model_name(model.name), tuple(facts))
 
 
-def cost_line(step: DecodeStep) -> Text:
+def cost_line(run: Decode, step: DecodeStep) -> Text:
     costs = step.costs
     ratio = costs.recomputed / costs.cached
     return Text.assemble(
         ("cost of this step: ", "dim"),
         (f"{costs.cached:,}", "bold green"), " multiply-adds with the cache, ",
         (f"{costs.recomputed:,}", "bold red"), f" recomputing the prefix ({ratio:.1f}×); ",
-        ("cache now ", "dim"), (f"{step.cache_bytes:,} bytes", "bold"),
+        ("cache now ", "dim"), (bytes_text(run, step.cache_bytes), "bold"),
     )  # fmt: skip
 
 
@@ -134,6 +217,9 @@ def summary(run: Decode) -> Iterator[RenderableType]:
     said to be this machine's: its last bits depend on the CPU's BLAS kernel.
     """
     model = run.model
+    if not run.cast.exact:
+        yield from _low_summary(run)
+        return
     over = (f": {len(run.steps)} step{'s' if len(run.steps) > 1 else ''} × {model.heads} "
             f"head{'s' if model.heads > 1 else ''}")  # fmt: skip
     bound = f"|Δ| ≤ {rounded_up(run.bound)} for these numbers"
@@ -172,6 +258,68 @@ def rounded_up(bound: float) -> str:
     return text
 
 
+def _low_summary(run: Decode) -> Iterator[RenderableType]:
+    """In a low-precision dtype: the exact agreement with the full causal attention in
+    that dtype, the error against float64's decode, the cache's bytes beside kv-cache's."""
+    model, dtype = run.model, run.cast.dtype
+    rule = precision_line(run)
+    if rule is not None:
+        yield rule
+    over = (f"{len(run.steps)} step{'s' if len(run.steps) > 1 else ''} × {model.heads} "
+            f"head{'s' if model.heads > 1 else ''}")  # fmt: skip
+    if run.matches:
+        yield Wrapped(Text.assemble(("decode ", "bold"), ("equals", "bold green"),
+                                    (f" full causal attention in {dtype} exactly", "bold"),
+                                    ": max |Δ| = 0"))  # fmt: skip
+        yield Wrapped(Text(f"{over}, every output cell: the same rounded operations (a masked "
+                           "key adds exp(−∞) = 0 to the sum and 0 · v = 0 to the output)",
+                           style="dim"))  # fmt: skip
+    else:
+        cells = f"{run.differing:,} cell{'s' if run.differing > 1 else ''}"
+        yield Wrapped(
+            Text.assemble(
+                ("decode ", "bold"),
+                ("DIFFERS FROM", "bold red"),
+                (f" full causal attention in {dtype}", "bold"),
+                f": {cells} of {over}, max |Δ| = {run.max_delta:.1e}",
+            )
+        )
+        if any(not np.isfinite(step.v).all() for step in run.steps):
+            yield Wrapped(Text("a token's v is ±inf or NaN: the full product multiplies it by "
+                               "a masked key's weight 0 (0 · inf = NaN), which the cache never "
+                               "computes", style="bold red"))  # fmt: skip
+    error = run.error
+    if error is not None:
+        style = "bold red" if error.overflowed else ""
+        yield Wrapped(Text.assemble(("decoded outputs: ", "dim"),
+                                    (error_text(dtype, error), style)))  # fmt: skip
+    yield Wrapped(
+        Text.assemble(
+            ("cache at the end: ", "dim"), (bytes_text(run, run.steps[-1].cache_bytes), "bold")
+        )
+    )
+    yield kv_cache_note(run)
+    yield Text("")
+    yield CostTable(run)
+
+
+def kv_cache_note(run: Decode) -> RenderableType:
+    """``= kv-cache --layers 1 … --dtype fp16``: the calculator's command for the same
+    bytes (broken only between its flags), where it can price this cache (one head
+    width, a dtype it has)."""
+    model, kv_dtype = run.model, run.kv_cache_dtype
+    if kv_dtype is None:
+        return Wrapped(Text("(kv-cache has no float64: 8 bytes a value, twice its fp32)",
+                            style="dim"))  # fmt: skip
+    if model.d_k != model.d_v:
+        return Wrapped(Text(f"(kv-cache prices one head width: here d_k {model.d_k} ≠ d_v "
+                            f"{model.d_v})", style="dim"))  # fmt: skip
+    flags = ("= kv-cache", "--layers 1", f"--heads {model.heads}",
+             f"--kv-heads {model.n_kv_heads}", f"--head-dim {model.d_k}",
+             f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}")  # fmt: skip
+    return Terms(tuple((" ", Text(flag, style="dim")) for flag in flags))
+
+
 @dataclass(frozen=True)
 class CostTable:
     """Per step: multiply-adds both ways, their running totals as bars, the cache size."""
@@ -207,7 +355,7 @@ class CostTable:
         yield Text.assemble(
             ("total", "bold"), f"  {run.total_cached:,} with the cache, {run.total_recomputed:,} "
             f"recomputing ({run.total_recomputed / run.total_cached:.1f}×); cache at the end "
-            f"{run.steps[-1].cache_bytes:,} bytes",
+            f"{bytes_text(run, run.steps[-1].cache_bytes)}",
         )  # fmt: skip
 
 
@@ -224,6 +372,9 @@ def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
     def step_screen(step: DecodeStep) -> Screen:
         def draw(console: Console) -> None:
             console.print(decode_header(run, head), crop=False)
+            rule = precision_line(run)
+            if rule is not None:
+                console.print(rule, crop=False)
             console.print(step_view(run, step, view, head), crop=False)
 
         return draw

@@ -8,6 +8,7 @@ what it leaves out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,6 +48,9 @@ class StageTable:
 
     stage: Stage
     view: View = DEFAULT_VIEW
+    # A low-precision stage's ±inf and NaN are overflows, not masks: shown as inf, −inf
+    # and NaN, marked in a way NO_COLOR keeps (reverse video) (docs/kernels.md).
+    mark_overflow: bool = False
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         grid = self.layout(options.max_width)
@@ -111,6 +115,14 @@ class StageTable:
                               col_labels)  # fmt: skip
         return grid
 
+    def _overflowed(self, value: float | None) -> bool:
+        return self.mark_overflow and value is not None and not math.isfinite(value)
+
+    def _cell(self, value: float, precision: int) -> str:
+        if self._overflowed(value):
+            return overflow_text(value)
+        return format_number(value, precision)
+
     def _grid(
         self,
         rows: list[int | None],
@@ -131,15 +143,27 @@ class StageTable:
             values = [None if j is None else float(data[i, j]) for j in cols]
             body.append(
                 [row_labels[i]]
-                + [ELLIPSIS if v is None else format_number(v, precision) for v in values]
+                + [ELLIPSIS if v is None else self._cell(v, precision) for v in values]
             )
-            shades.append([weight_style(v) if shade and v is not None else None for v in values])
+            shades.append([_OVERFLOW if self._overflowed(v) else
+                           weight_style(v) if shade and v is not None else None
+                           for v in values])  # fmt: skip
         header = [ELLIPSIS if j is None else col_labels[j] for j in cols]
         # display cells, not characters: 猫 takes two (the numbers are ASCII, one each)
         widths = [max(cell_len(r[0]) for r in body)] + [
             max(cell_len(header[c]), *(len(r[c + 1]) for r in body)) for c in range(len(cols))
         ]
         return Grid(rows, cols, header, body, shades, widths)
+
+
+_OVERFLOW = Style(color="red", bold=True, reverse=True)
+
+
+def overflow_text(value: float) -> str:
+    """``inf``, ``−inf`` or ``NaN``: a cell a low-precision stage could not hold."""
+    if math.isnan(value):
+        return "NaN"
+    return "inf" if value > 0 else "−inf"
 
 
 def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) -> str:
