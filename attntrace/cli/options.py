@@ -153,3 +153,20 @@ def json_flag(help_text: str) -> Any:
     """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
     its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
     return typer.Option("--json", metavar="", help=help_text)
+# The dtype a trace is computed in, for `run` (docs/kernels.md, "The casting rule").
+DType = Annotated[
+    str | None,
+    typer.Option("--dtype", metavar="D", show_default=False,
+                 help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
+                 "rule (default float64)."),
+]  # fmt: skip
+SoftmaxDType = Annotated[
+    str | None,
+    typer.Option("--softmax-dtype", metavar="D", show_default=False,
+                 help="With --dtype: the softmax's dtype, float32 (default) or D itself."),
+]  # fmt: skip
+AccumulateFlag = Annotated[
+    str | None,
+    typer.Option("--accumulate", metavar="WHERE", show_default=False,
+                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
+]  # fmt: skip
