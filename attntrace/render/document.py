@@ -14,6 +14,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from attntrace.core.trace import ModelInfo, Trace
+from attntrace.render.lowp import precision_line
 from attntrace.render.numbers import visible_indices
 from attntrace.render.stage_block import stage_block
 from attntrace.render.view import DEFAULT_VIEW, View
@@ -52,10 +53,13 @@ def model_facts(model: ModelInfo, count: int, heads: str | None, *, cross: bool)
     return tuple(facts)
 
 
-def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
-    """Lines under the header that say how the block is wired: the sentence (and the
-    context), K/V sharing."""
+def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[RenderableType]:
+    """Lines under the header that say how the block is wired: the dtype and its rule
+    (under --dtype), the sentence (and the context), K/V sharing."""
     model, notes = trace.model, []
+    rule = precision_line(trace)
+    if rule is not None:
+        notes.append(rule)
     if trace.context_tokens is not None:
         notes.append(Text.assemble(("queries from: ", "dim"), sentence_line(trace.tokens, view)))
         notes.append(Text.assemble(("keys, values from the context: ", "dim"),

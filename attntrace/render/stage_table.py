@@ -8,6 +8,7 @@ what it leaves out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -25,9 +26,10 @@ from attntrace.render.numbers import (
     COLUMN_GAP,
     column_widths,
     columns_that_fit,
-    format_number,
+    stage_cell,
     visible_indices,
 )
+from attntrace.render.lowp import OVERFLOWED
 from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.visible import ELLIPSIS
 
@@ -38,7 +40,8 @@ def cached_column_widths(stage: Stage, precision: int, columns: tuple[int, ...])
     identity): a stage is laid out several times (measured, fitted, drawn), its widths
     computed once."""
     every = len(columns) == stage.shape[1]  # then columns is 0..n-1: no copy needed
-    return column_widths(stage.data if every else stage.data[:, list(columns)], precision)
+    data = stage.data if every else stage.data[:, list(columns)]
+    return column_widths(data, precision, masked_stage=stage.name == "masked")
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class StageTable:
         """Format the chosen cells and measure each column."""
         data, precision = self.stage.data, self.view.precision
         shade = self.stage.name == "softmax"
+        masked_stage = self.stage.name == "masked"
         body: list[list[str]] = []
         shades: list[list[Style | None]] = []
         for i in rows:
@@ -131,15 +135,25 @@ class StageTable:
             values = [None if j is None else float(data[i, j]) for j in cols]
             body.append(
                 [row_labels[i]]
-                + [ELLIPSIS if v is None else format_number(v, precision) for v in values]
+                + [ELLIPSIS if v is None else stage_cell(v, precision, masked_stage=masked_stage)
+                   for v in values]
             )
-            shades.append([weight_style(v) if shade and v is not None else None for v in values])
+            shades.append([_shade(v, shade, masked_stage) for v in values])
         header = [ELLIPSIS if j is None else col_labels[j] for j in cols]
         # display cells, not characters: 猫 takes two (the numbers are ASCII, one each)
         widths = [max(cell_len(r[0]) for r in body)] + [
             max(cell_len(header[c]), *(len(r[c + 1]) for r in body)) for c in range(len(cols))
         ]
         return Grid(rows, cols, header, body, shades, widths)
+
+
+def _shade(value: float | None, weights: bool, masked_stage: bool) -> Style | None:
+    """A cell's style: a weight's heatmap colour; a --dtype's overflow marked."""
+    if value is None:
+        return None
+    if not math.isfinite(value) and not (masked_stage and value == -math.inf):
+        return OVERFLOWED
+    return weight_style(value) if weights else None
 
 
 def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) -> str:
