@@ -153,6 +153,8 @@ def json_flag(help_text: str) -> Any:
     """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
     its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
     return typer.Option("--json", metavar="", help=help_text)
+
+
 # The dtype a trace is computed in, for `run` (docs/kernels.md, "The casting rule").
 DType = Annotated[
     str | None,

@@ -177,7 +177,11 @@ def _model_info(model: ModelSpec) -> ModelInfo:
 
 
 def _inputs(
-    model: ModelSpec, tokens: tuple[str, ...], record: _Recorder, calc: Arithmetic, *,
+    model: ModelSpec,
+    tokens: tuple[str, ...],
+    record: _Recorder,
+    calc: Arithmetic,
+    *,
     context: bool,
 ) -> Matrix:
     """The rows attention reads: embeddings, plus positions where the model has them."""

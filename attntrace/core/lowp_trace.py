@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace.core import precision
 from attntrace.core.attention import computed_block, weight_stages
 from attntrace.core.lowp_ops import Cast, StageError, stage_error
 from attntrace.core.lowp_record import LowPrecision, Overflow
+from attntrace.core.ops import Matrix
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Stage, Trace
 from attntrace.visible import quoted
@@ -71,12 +73,12 @@ def _rounded(stage: Stage, cast: Cast) -> Stage:
                  head=stage.head, kv_head=stage.kv_head)  # fmt: skip
 
 
-def _fresh(low: np.ndarray, exact: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+def _fresh(low: Matrix, exact: Matrix) -> npt.NDArray[np.bool_]:
     """The cells ``low`` holds as ±inf or NaN where float64 does not (a mask's −∞ in both
     is no overflow): stage_error's count, cell by cell."""
     nonfinite = ~np.isfinite(low)
     same = (low == exact) | (np.isnan(low) & np.isnan(exact))
-    result: np.ndarray = nonfinite & ~same  # type: ignore[type-arg]
+    result: npt.NDArray[np.bool_] = nonfinite & ~same
     return result
 
 

@@ -22,9 +22,9 @@ from attntrace.core import fields
 from attntrace.core.frozen import freeze
 from attntrace.core.spec import POSITION_KINDS, ROPE_PAIRINGS, is_rope_base
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
-from attntrace.files.replay_precision import saved_precision
 from attntrace.errors import InputError, describe
 from attntrace.files.parse import parse_document
+from attntrace.files.replay_precision import saved_precision
 from attntrace.files.serialize import SCHEMA_ID
 from attntrace.files.trace_layout import check_layout
 

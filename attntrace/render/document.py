@@ -53,13 +53,10 @@ def model_facts(model: ModelInfo, count: int, heads: str | None, *, cross: bool)
     return tuple(facts)
 
 
-def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[RenderableType]:
-    """Lines under the header that say how the block is wired: the dtype and its rule
-    (under --dtype), the sentence (and the context), K/V sharing."""
+def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
+    """Lines under the header that say how the block is wired: the sentence (and the
+    context), K/V sharing."""
     model, notes = trace.model, []
-    rule = precision_line(trace)
-    if rule is not None:
-        notes.append(rule)
     if trace.context_tokens is not None:
         notes.append(Text.assemble(("queries from: ", "dim"), sentence_line(trace.tokens, view)))
         notes.append(Text.assemble(("keys, values from the context: ", "dim"),
@@ -122,6 +119,13 @@ def _heads_named(heads: list[int]) -> str:
     return f"heads {', '.join(map(str, heads[:-1]))} and {heads[-1]}"
 
 
+def rule_lines(trace: Trace) -> Iterator[RenderableType]:
+    """Under a --dtype, the line that states the dtype and its casting rule."""
+    rule = precision_line(trace)
+    if rule is not None:
+        yield rule
+
+
 def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
     """Every stage of ``trace``, in order, each a titled table, for ``console.print``;
     beyond ``view.max_heads`` heads, the middle heads' stages give way to one note.
@@ -129,6 +133,7 @@ def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Renderable
     ``trace`` is drawn as it is: give it as shown
     (:func:`~attntrace.render.shown.shown_trace`) where its text came from a file."""
     yield header(trace)
+    yield from rule_lines(trace)
     yield from block_notes(trace, view)
     shown = shown_heads(trace, view)
     noted = False

@@ -19,7 +19,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.core.trace import ModelInfo, Stage, Trace
-from attntrace.render.document import block_notes, header
+from attntrace.render.document import block_notes, header, rule_lines
 from attntrace.render.stage_table import StageTable
 from attntrace.render.titles import head_label
 from attntrace.render.view import View
@@ -74,6 +74,7 @@ class Packed:
 def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
     """The header, then every stage and the weights, packed to the width."""
     yield header(trace)
+    yield from rule_lines(trace)
     yield from block_notes(trace, view)
     yield Text("")
     # shared stages, then each head's, then concat and projected: a new row for each

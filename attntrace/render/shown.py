@@ -20,6 +20,7 @@ from attntrace.visible import folded, visible
 from attntrace.visible import quoted as visible_quoted
 
 if TYPE_CHECKING:  # `attntrace models` lists names without loading numpy
+    from attntrace.core.lowp_record import LowPrecision
     from attntrace.core.trace import Stage, Trace
 
 # How many characters of each are shown: a table's label column must leave room for

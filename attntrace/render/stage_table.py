@@ -22,6 +22,7 @@ from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
 from attntrace.render.grid import Grid
 from attntrace.render.heatmap import weight_style
+from attntrace.render.lowp import OVERFLOWED
 from attntrace.render.numbers import (
     COLUMN_GAP,
     column_widths,
@@ -29,7 +30,6 @@ from attntrace.render.numbers import (
     stage_cell,
     visible_indices,
 )
-from attntrace.render.lowp import OVERFLOWED
 from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.visible import ELLIPSIS
 
@@ -135,8 +135,10 @@ class StageTable:
             values = [None if j is None else float(data[i, j]) for j in cols]
             body.append(
                 [row_labels[i]]
-                + [ELLIPSIS if v is None else stage_cell(v, precision, masked_stage=masked_stage)
-                   for v in values]
+                + [
+                    ELLIPSIS if v is None else stage_cell(v, precision, masked_stage=masked_stage)
+                    for v in values
+                ]
             )
             shades.append([_shade(v, shade, masked_stage) for v in values])
         header = [ELLIPSIS if j is None else col_labels[j] for j in cols]

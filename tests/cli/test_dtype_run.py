@@ -48,7 +48,8 @@ def test_the_overflow_is_shown_not_refused() -> None:
     assert "float16: values rounded to float16; matrix products accumulated in float32" in out
     assert "float16 · max |Δ| 0 · max rel 0 vs float64 · 3 inf" in out  # under scores
     assert "scores: Q · Kᵀ = 70,400 at row 'cat', column 'fish' is past 65,504" in out
-    assert "NaN" in out and " inf" in out
+    assert "NaN" in out
+    assert " inf" in out
     # the explanation sits under the scores' table, before scaled's title
     assert out.index("70,400") < out.index("scaled = scores / √d_k")
 
@@ -58,7 +59,8 @@ def test_json_validates_and_renders_back(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     document = load_valid_trace(result.stdout)
     precision = document["precision"]
-    assert precision["dtype"] == "float16" and precision["softmax_dtype"] == "float32"
+    assert precision["dtype"] == "float16"
+    assert precision["softmax_dtype"] == "float32"
     assert precision["accumulate"] == "float32"
     assert precision["first_overflow"]["stage"] == "scores"
     stages = {s["name"]: s for s in document["stages"]}

@@ -26,9 +26,10 @@ F16, F32, F64 = np.float16, np.float32, np.float64
 def _matmul(a: Any, b: Any, accumulate: str) -> Any:
     """Σ_k a_ik·b_kj left to right: in float16 (each step rounded), or in float32 and
     rounded to float16 once."""
-    into = F16 if accumulate == "dtype" else F32
-    x, y = np.asarray(a, F64).astype(F16).astype(into), np.asarray(b, F64).astype(F16).astype(into)
-    total = np.zeros((x.shape[0], y.shape[1]), into)
+    into: Any = F16 if accumulate == "dtype" else F32
+    x: Any = np.asarray(a, F64).astype(F16).astype(into)
+    y: Any = np.asarray(b, F64).astype(F16).astype(into)
+    total: Any = np.zeros((x.shape[0], y.shape[1]), into)
     for k in range(x.shape[1]):
         total = total + x[:, k : k + 1] * y[k : k + 1, :]
     return total.astype(F16).astype(F64)
@@ -65,7 +66,7 @@ def _by_hand(emb: Any, WQ: Any, WK: Any, WV: Any, softmax_dtype: str, accumulate
     return stages
 
 
-MODEL = {
+MODEL: dict[str, Any] = {
     "name": "small",
     "embeddings": {"cat": [1.3, -0.7, 2.1], "eats": [0.31, 1.7, -1.1], "fish": [-2.2, 0.9, 0.4]},
     "weights": {
@@ -123,16 +124,20 @@ def test_the_first_overflow_is_found_and_explained() -> None:
     trace = trace_attention(config=OVERFLOW, dtype="float16")
     scores = trace["scores"].data
     # cat·fish = 10·24·10·26 + 10·8·10·10 = 70,400 > 65,504: inf, as is fish·fish
-    assert scores[1, 4] == math.inf and scores[4, 4] == math.inf and scores[1, 1] == 64000
+    assert scores[1, 4] == math.inf
+    assert scores[4, 4] == math.inf
+    assert scores[1, 1] == 64000
     assert np.isnan(trace["softmax"].data[1]).all()
     assert trace.precision is not None
     first = trace.precision.overflow
-    assert first is not None and (first.stage, first.head) == ("scores", 0)
+    assert first is not None
+    assert (first.stage, first.head) == ("scores", 0)
     for part in ("70,400", "'cat'", "'fish'", "65,504", "float16", "rounds to inf",
                  "softmax of that row is NaN"):  # fmt: skip
         assert part in first.sentence
     error = trace.precision.error_of("softmax", 0)
-    assert error is not None and error.nan == 10  # rows cat and fish, 5 keys each
+    assert error is not None
+    assert error.nan == 10
     # in float64 nothing overflows: the same file is an ordinary trace
     assert np.isfinite(trace_attention(config=OVERFLOW)["softmax"].data).all()
 
@@ -152,7 +157,8 @@ def test_bfloat16_by_round_to() -> None:
 def test_float64_is_the_ordinary_trace(example: str) -> None:
     path = ROOT / "docs" / "examples" / example
     plain, cast = trace_attention(config=path), trace_attention(config=path, dtype="float64")
-    assert cast.precision is None and plain.names == cast.names
+    assert cast.precision is None
+    assert plain.names == cast.names
     for a, b in zip(plain.stages, cast.stages, strict=True):
         np.testing.assert_array_equal(a.data, b.data)
 

@@ -48,18 +48,23 @@ def test_overflow_is_marked_without_colour() -> None:
     stage = Stage("scores", "scores = Q · Kᵀ", ("a", "b"), ("a", "b"),
                   np.array([[1.0, math.inf], [math.nan, -math.inf]]))  # fmt: skip
     text = drawn(StageTable(stage))
-    assert "\x1b[" in text and "7m" in text  # reverse video survives NO_COLOR
+    assert "\x1b[" in text
+    assert "7m" in text
     assert "31" not in text.split("\x1b[")[1]  # and no red under NO_COLOR
     plain = drawn(StageTable(stage)).replace("\x1b[1;7m", "").replace("\x1b[0m", "")
-    assert "inf" in plain and "NaN" in plain and "−inf" in plain
+    assert "inf" in plain
+    assert "NaN" in plain
+    assert "−inf" in plain
 
 
 def test_error_line_words() -> None:
     error = StageError(1.2e-3, 4.9e-4, 2, 3)
     assert error_text(error, "float16") == (
-        "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN")
+        "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN"
+    )
     assert error_text(StageError(None, None, 0, 0), "bfloat16") == (
-        "bfloat16 · max |Δ| — · max rel — vs float64")
+        "bfloat16 · max |Δ| — · max rel — vs float64"
+    )
 
 
 def test_the_document_fits_80_columns() -> None:
@@ -78,4 +83,5 @@ def test_a_float64_trace_adds_nothing() -> None:
     console = Console(file=out, width=80, no_color=True, color_system=None)
     for part in render_trace(trace_attention()):
         console.print(part)
-    assert "vs float64" not in out.getvalue() and "rounded" not in out.getvalue()
+    assert "vs float64" not in out.getvalue()
+    assert "rounded" not in out.getvalue()
