@@ -61,8 +61,10 @@ def trace_low(
     low = computed_block(model, tokens, context, arithmetic=cast, refuse=False)
     errors = {(s.name, s.head): stage_error(s.data, r.data)
               for s, r in zip(low.stages, reference.stages, strict=True)}  # fmt: skip
+    overflowed = any(error.overflowed for error in errors.values())  # else nothing to find
+    first = first_overflow(low, reference, cast) if overflowed else None
     record = LowPrecision(cast.dtype, cast.softmax_dtype, cast.accumulate, cast.rule, errors,
-                          first_overflow(low, reference, cast))  # fmt: skip
+                          first)  # fmt: skip
     weights = tuple(_rounded(w, cast) for w in weight_stages(model))
     return LowTrace(replace(low, weights=weights, precision=record), reference, cast)
 
