@@ -24,6 +24,7 @@ from attntrace.errors import InputError, describe
 if TYPE_CHECKING:
     from attntrace.core.check_report import CheckReport
     from attntrace.core.given import GivenArray
+    from attntrace.core.lowp_ops import Cast
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ def trace_attention(
     causal: bool | None = None,
     context: str | None = None,
     edits: Sequence[str] = (),
+    dtype: str = "float64",
+    softmax_dtype: str | None = None,
+    accumulate: str | None = None,
 ) -> Trace:
     """Trace attention over ``sentence`` and return every stage.
 
@@ -82,6 +86,11 @@ def trace_attention(
     (an unknown token, a file that does not parse) is an :class:`InputError` with the
     one line the CLI would print. The trace's arrays are read-only.
 
+    ``dtype`` (float32, float16, bfloat16; default float64), with ``softmax_dtype`` and
+    ``accumulate``, computes every stage by the casting rule of ``run --dtype``
+    (docs/kernels.md): the trace's ``precision`` then holds the rule, each stage's error
+    against float64 and the first overflow, which is not refused.
+
     >>> trace = trace_attention("cat eats fish")
     >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
@@ -94,8 +103,36 @@ def trace_attention(
     causal = arguments.optional_flag("causal", causal)
     arguments.optional_text("context", context)
     edits = arguments.labels("edits", edits)
+    arguments.text("dtype", dtype)
+    arguments.optional_text("softmax_dtype", softmax_dtype)
+    arguments.optional_text("accumulate", accumulate)
+    cast = cast_of(dtype, softmax_dtype, accumulate, PYTHON_NAMES)
     return traced(sentence, config=config, sample=sample, model=model, causal=causal,
-                  context=context, edits=edits, names=PYTHON_NAMES)  # fmt: skip
+                  context=context, edits=edits, names=PYTHON_NAMES, cast=cast)  # fmt: skip
+
+
+def cast_of(
+    dtype: str, softmax_dtype: str | None, accumulate: str | None, names: Names = CLI_NAMES
+) -> Cast | None:
+    """The casting rule named (None for float64); softmax_dtype and accumulate need a
+    dtype narrower than float64 (docs/kernels.md, "The casting rule")."""
+    from attntrace.core.lowp_ops import Cast
+
+    try:
+        cast = Cast.of(dtype)
+        if cast.exact and (softmax_dtype is not None or accumulate is not None):
+            given = "softmax_dtype" if softmax_dtype is not None else "accumulate"
+            raise InputError(f"{names.option(given.replace('_', '-') if names.flags else given)}"
+                             f" says how a narrower dtype rounds: add {names.option('dtype')} "
+                             "float32, float16 or bfloat16")  # fmt: skip
+        cast = Cast.of(dtype, softmax_dtype, accumulate)
+    except InputError as error:
+        if error.field is None:
+            raise
+        named = names.option(error.field.replace("_", "-") if names.flags else error.field)
+        raise InputError(error.message, field=named, expected=error.expected,
+                         found=error.found) from None  # fmt: skip
+    return None if cast.exact else cast
 
 
 def _check_model_argument(model: object) -> None:
@@ -126,11 +163,13 @@ def traced(
     context: str | None = None,
     edits: Sequence[str] = (),
     names: Names = CLI_NAMES,
+    cast: Cast | None = None,
 ) -> Trace:
-    """:func:`trace_attention` without its type checks; messages name ``names``."""
+    """:func:`trace_attention` without its type checks; messages name ``names``.
+    ``cast`` (from :func:`cast_of`) computes it in a narrower dtype."""
     inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
                       context=context, edits=edits, names=names)  # fmt: skip
-    return inputs.trace(context_given=context is not None, names=names)
+    return inputs.trace(context_given=context is not None, names=names, cast=cast)
 
 
 @dataclass(frozen=True)
@@ -142,8 +181,14 @@ class Prepared:
     tokens: tuple[str, ...]
     key_tokens: tuple[str, ...] | None  # the context's, under cross-attention
 
-    def trace(self, *, context_given: bool = False, names: Names = CLI_NAMES) -> Trace:
+    def trace(
+        self, *, context_given: bool = False, names: Names = CLI_NAMES, cast: Cast | None = None
+    ) -> Trace:
         try:
+            if cast is not None:
+                from attntrace.core.lowp_trace import trace_low
+
+                return trace_low(self.spec, self.tokens, cast, self.key_tokens).trace
             return trace_block(self.spec, self.tokens, self.key_tokens)
         except InputError as error:
             if context_given and error.field == "context":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -10,9 +10,9 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import check_model_flags, stdin_model
 from attntrace.cli.options import (
-    Accumulate,
+    AccumulateFlag,
     Config,
-    DTypeFlag,
+    DType,
     Head,
     Layer,
     MaxCols,
@@ -27,9 +27,6 @@ from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
 from attntrace.cli.show import presentation
-
-if TYPE_CHECKING:
-    from attntrace.core.lowp_ops import Cast
 
 
 def decode(
@@ -58,15 +55,15 @@ def decode(
     ] = None,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
-    dtype: DTypeFlag = "float64",
+    dtype: DType = None,
     softmax_dtype: SoftmaxDType = None,
-    accumulate: Accumulate = None,
+    accumulate: AccumulateFlag = None,
 ) -> None:
     """Decode SENTENCE one token at a time through a KV cache; compare with full attention.
 
     With --model, a layer of a real decoder (smollm2) replays its own KV cache. With
     --dtype, every step is computed in that dtype (docs/kernels.md)."""
-    from attntrace.api import choose_model, sentence_tokens
+    from attntrace.api import cast_of, choose_model, sentence_tokens
     from attntrace.core.kvcache import decode as run_decode
 
     if step and as_json:
@@ -74,7 +71,8 @@ def decode(
     if head is not None and as_json:
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
     check_model_flags(config, sample, real_model, layer, head, step=step)
-    cast = _cast(dtype, softmax_dtype, accumulate)
+    with bad_input_fails():  # a dtype's flags are checked before anything is read
+        cast = cast_of(dtype or "float64", softmax_dtype, accumulate)
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:
@@ -113,19 +111,3 @@ def decode(
                          prompt_console=prompt_console())  # fmt: skip
 
     emit(as_json, document, view)
-
-
-def _cast(dtype: str, softmax_dtype: str | None, accumulate: str | None) -> Cast:
-    """The casting rule the flags name; --softmax-dtype and --accumulate only with a
-    --dtype narrower than float64 (as run's; the merge with run's keeps one)."""
-    from attntrace.core.lowp_ops import Cast
-
-    with bad_input_fails():
-        wide = Cast.of(dtype).exact
-    if wide and (softmax_dtype is not None or accumulate is not None):
-        given = [f for f, v in (("--softmax-dtype", softmax_dtype), ("--accumulate", accumulate))
-                 if v is not None]  # fmt: skip
-        usage(f"{' and '.join(given)} choose how a narrower dtype rounds: give --dtype float32, "
-              "float16 or bfloat16 too")  # fmt: skip
-    with bad_input_fails():
-        return Cast.of(dtype, softmax_dtype, accumulate)

@@ -134,22 +134,6 @@ MaxHeads = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
 ]
-# Low-precision numerics of `run` and `decode` (docs/kernels.md, "The casting rule").
-DTypeFlag = Annotated[
-    str,
-    typer.Option("--dtype", metavar="D",
-                 help="Compute in float64, float32, float16 or bfloat16 (fp32, fp16, bf16)."),
-]  # fmt: skip
-SoftmaxDType = Annotated[
-    str | None,
-    typer.Option("--softmax-dtype", metavar="S", show_default=False,
-                 help="With --dtype: the softmax in float32 (default) or in D itself."),
-]  # fmt: skip
-Accumulate = Annotated[
-    str | None,
-    typer.Option("--accumulate", metavar="A", show_default=False,
-                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
-]  # fmt: skip
 Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
     str | None,
     typer.Option(
@@ -169,3 +153,22 @@ def json_flag(help_text: str) -> Any:
     """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
     its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
     return typer.Option("--json", metavar="", help=help_text)
+
+
+# The dtype `run` and `decode` compute in (docs/kernels.md, "The casting rule").
+DType = Annotated[
+    str | None,
+    typer.Option("--dtype", metavar="D", show_default=False,
+                 help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
+                 "rule (default float64)."),
+]  # fmt: skip
+SoftmaxDType = Annotated[
+    str | None,
+    typer.Option("--softmax-dtype", metavar="D", show_default=False,
+                 help="With --dtype: the softmax's dtype, float32 (default) or D itself."),
+]  # fmt: skip
+AccumulateFlag = Annotated[
+    str | None,
+    typer.Option("--accumulate", metavar="WHERE", show_default=False,
+                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
+]  # fmt: skip

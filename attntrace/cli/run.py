@@ -15,9 +15,11 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
 from attntrace.cli.model_flags import check_model_flags, stdin_model
 from attntrace.cli.options import (
+    AccumulateFlag,
     Causal,
     Config,
     Context,
+    DType,
     Edits,
     Export,
     FocusFlag,
@@ -31,6 +33,7 @@ from attntrace.cli.options import (
     Precision,
     RealModelName,
     Sample,
+    SoftmaxDType,
     Step,
     Top,
     json_flag,
@@ -85,13 +88,20 @@ def run(
             help="With --json: only these heads' stages, comma-separated (e.g. 0,3).",
         ),
     ] = None,
+    dtype: DType = None,
+    softmax_dtype: SoftmaxDType = None,
+    accumulate: AccumulateFlag = None,
 ) -> None:
     """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output.
 
     The model: a model file (--config), a sample (--sample), the worked
     example, or a layer of a trained model (--model; see `attntrace models`)."""
-    from attntrace.api import traced
+    from attntrace.api import cast_of, traced
 
+    with bad_input_fails():  # a dtype's flags are checked before anything is read
+        cast = cast_of(dtype or "float64", softmax_dtype, accumulate)
+    if cast is not None and focus is not None:
+        usage("--focus is float64's arithmetic by hand: it does not mix with --dtype")
     display = [flag for flag, on in (("--step", step), ("--export", export is not None),
                ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
                if on]  # fmt: skip
@@ -125,12 +135,13 @@ def run(
             from attntrace.real.layer import layer_trace
 
             with progress_shown():
-                trace = layer_trace(real_model, sentence, layer or 0, head)
+                trace = layer_trace(real_model, sentence, layer or 0, head, cast=cast)
         else:
             model = stdin_model(config, edits or ())
             trace = traced(sentence, config=None if model is not None else config,
                            sample=sample, model=model, causal=causal, context=context,
-                           edits=() if model is not None else edits or ())  # fmt: skip
+                           edits=() if model is not None else edits or (),
+                           cast=cast)  # fmt: skip
 
     def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
         from attntrace.files.serialize import dump_bytes

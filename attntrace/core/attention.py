@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from attntrace.core import ops
 from attntrace.core.frozen import computed
 from attntrace.core.labels import dims
-from attntrace.core.ops import Matrix, attention, linear, rope, sinusoidal_positions
+from attntrace.core.ops import Attention, Matrix, sinusoidal_positions
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.core.trace_size import check_trace_size
@@ -28,12 +31,51 @@ from attntrace.errors import InputError
 from attntrace.visible import quoted
 
 
-class _Recorder:
-    """Collects stages in order, refusing any whose float64 arithmetic overflowed."""
+class Arithmetic(Protocol):
+    """How each kind of stage is computed: float64 (:data:`EXACT`), or a low-precision
+    dtype by the casting rule (:class:`attntrace.core.lowp_ops.Cast`). The stages, their
+    order, formulas and labels are written once, below, for both."""
 
-    def __init__(self, heads: int) -> None:
+    def round(self, values: npt.ArrayLike) -> Matrix: ...  # a stored matrix, as held
+    def add(self, a: npt.ArrayLike, b: npt.ArrayLike) -> Matrix: ...
+    def linear(self, x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix: ...
+    def rope(self, rows: Matrix, positions: npt.NDArray[np.int64], base: float,
+             pairing: str = "half") -> Matrix: ...  # fmt: skip
+    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention: ...
+
+
+class _Exact:
+    """float64: numpy's arithmetic, nothing rounded (:mod:`attntrace.core.ops`)."""
+
+    def round(self, values: npt.ArrayLike) -> Matrix:
+        return values  # type: ignore[return-value]  # the model's own float64 arrays
+
+    def add(self, a: npt.ArrayLike, b: npt.ArrayLike) -> Matrix:
+        total: Matrix = np.add(a, b)
+        return total
+
+    def linear(self, x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix:
+        return ops.linear(x, w, b)
+
+    def rope(self, rows: Matrix, positions: npt.NDArray[np.int64], base: float,
+             pairing: str = "half") -> Matrix:  # fmt: skip
+        return ops.rope(rows, positions, base, pairing)
+
+    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention:
+        return ops.attention(Q, K, V, causal=causal)
+
+
+EXACT: Arithmetic = _Exact()
+
+
+class _Recorder:
+    """Collects stages in order, refusing any whose float64 arithmetic overflowed
+    (``refuse``; a low-precision trace keeps them: where it overflows is the point)."""
+
+    def __init__(self, heads: int, refuse: bool = True) -> None:
         self.stages: list[Stage] = []
         self.heads = heads  # errors name the head only where there are several
+        self.refuse = refuse
 
     def add(
         self,
@@ -46,7 +88,8 @@ class _Recorder:
         kv_head: int | None = None,
     ) -> Matrix:
         where = name if head is None or self.heads == 1 else f"{name} (head {head})"
-        _require_finite(where, data, rows, cols, masked_allowed=name == "masked")
+        if self.refuse:
+            _require_finite(where, data, rows, cols, masked_allowed=name == "masked")
         data = computed(data)  # read-only from here on: a trace is a record
         self.stages.append(Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head))
         return data
@@ -61,19 +104,34 @@ def trace_block(
     (cross-attention). Raises :class:`InputError` for unknown tokens, an empty sentence,
     too few learned positions, or arithmetic that overflows float64.
     """
+    return computed_block(model, tokens, context)
+
+
+def computed_block(
+    model: ModelSpec,
+    tokens: Sequence[str],
+    context: Sequence[str] | None = None,
+    *,
+    arithmetic: Arithmetic = EXACT,
+    refuse: bool = True,
+) -> Trace:
+    """:func:`trace_block` by ``arithmetic`` (the stored matrices it reads rounded by it),
+    refusing an overflow only where ``refuse``: the one place the stages are made."""
     query_tokens = tuple(tokens)
     context_tokens = tuple(context) if context is not None else None
     key_tokens = query_tokens if context_tokens is None else context_tokens
     check_trace_size(model, len(query_tokens), len(key_tokens))
     info = _model_info(model)
-    record = _Recorder(model.heads)
+    record = _Recorder(model.heads, refuse)
+    calc = arithmetic
 
     with np.errstate(over="ignore", invalid="ignore"):
-        X = _inputs(model, query_tokens, record, context=False)
-        X_keys = X if context_tokens is None else _inputs(model, key_tokens, record, context=True)
+        X = _inputs(model, query_tokens, record, calc, context=False)
+        X_keys = (X if context_tokens is None
+                  else _inputs(model, key_tokens, record, calc, context=True))  # fmt: skip
         rows = _Rows(X, X_keys, "X" if context_tokens is None else "X_context",
                      query_tokens, key_tokens)  # fmt: skip
-        outputs = [_head(model, info, h, rows, record) for h in range(model.heads)]
+        outputs = [_head(model, info, h, rows, record, calc) for h in range(model.heads)]
         block = outputs[0]
         if model.heads > 1:
             # [n, d_v] x heads -> [n, heads·d_v]
@@ -89,7 +147,8 @@ def trace_block(
             bO = model.bias("bO")
             # [n, heads·d_v] · [heads·d_v, d_model] + [d_model] -> [n, d_model]
             record.add("projected", f"projected = {block_name} · WO{_plus(bO, 'bO')}",
-                       linear(block, model.WO, bO), query_tokens, dims(model.d_model))  # fmt: skip
+                       calc.linear(block, model.WO, bO), query_tokens,
+                       dims(model.d_model))  # fmt: skip
 
     return Trace(
         model=info,
@@ -118,7 +177,12 @@ def _model_info(model: ModelSpec) -> ModelInfo:
 
 
 def _inputs(
-    model: ModelSpec, tokens: tuple[str, ...], record: _Recorder, *, context: bool
+    model: ModelSpec,
+    tokens: tuple[str, ...],
+    record: _Recorder,
+    calc: Arithmetic,
+    *,
+    context: bool,
 ) -> Matrix:
     """The rows attention reads: embeddings, plus positions where the model has them."""
     suffix = "_context" if context else ""
@@ -128,19 +192,19 @@ def _inputs(
         if model.given.X.shape[0] != len(tokens):
             raise InputError(field="X", expected=f"{len(tokens)} rows (one per token)",
                              found=str(model.given.X.shape[0]))  # fmt: skip
-        return record.add("X", model.given.formula, model.given.X, tokens, labels)
-    embedded = model.embed(tokens, field)  # [n, d_model]
+        return record.add("X", model.given.formula, calc.round(model.given.X), tokens, labels)
+    embedded = calc.round(model.embed(tokens, field))  # [n, d_model]
     if model.positions is None or model.position_kind == "rope":  # RoPE acts on Q and K instead
         return record.add(f"X{suffix}", f"X{suffix} = embeddings", embedded, tokens, labels)
-    positions = _positions_for(model, len(tokens), context)
+    positions = calc.round(_positions_for(model, len(tokens), context))
     record.add(f"embeddings{suffix}", f"embeddings{suffix} = rows of the embedding table",
                embedded, tokens, labels)  # fmt: skip
     kind = "sinusoidal" if model.position_kind == "sinusoidal" else "learned"
     record.add(f"positions{suffix}", f"positions{suffix} = {kind} PE, a row per position",
                positions, tokens, labels)  # fmt: skip
     # [n, d_model] + [n, d_model] -> [n, d_model]
-    return record.add(f"X{suffix}", f"X{suffix} = embeddings + positions", embedded + positions,
-                      tokens, labels)  # fmt: skip
+    return record.add(f"X{suffix}", f"X{suffix} = embeddings + positions",
+                      calc.add(embedded, positions), tokens, labels)  # fmt: skip
 
 
 def _positions_for(model: ModelSpec, n: int, context: bool) -> Matrix:
@@ -169,7 +233,9 @@ class _Rows:
     key_tokens: tuple[str, ...]  # m
 
 
-def _head(model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recorder) -> Matrix:
+def _head(
+    model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recorder, calc: Arithmetic
+) -> Matrix:
     """Head ``h``: its Q, K and V, then softmax(Q·Kᵀ / √d_k) · V, recorded stage by
     stage. Returns its output ``[n, d_v]``."""
     g = info.kv_head_of(h)  # the K/V head it reads: K/V head g serves the heads of its group
@@ -177,15 +243,15 @@ def _head(model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recor
     WK, bK = model.head_weight("WK", g), model.head_bias("bK", g)
     WV, bV = model.head_weight("WV", g), model.head_bias("bV", g)
 
-    Q = linear(rows.X, WQ, bQ)  # [n, d_model] · [d_model, d_k] + [d_k] -> [n, d_k]
-    K = linear(rows.X_keys, WK, bK)  # [m, d_model] · [d_model, d_k] + [d_k] -> [m, d_k]
-    V = linear(rows.X_keys, WV, bV)  # [m, d_model] · [d_model, d_v] + [d_v] -> [m, d_v]
+    Q = calc.linear(rows.X, WQ, bQ)  # [n, d_model] · [d_model, d_k] + [d_k] -> [n, d_k]
+    K = calc.linear(rows.X_keys, WK, bK)  # [m, d_model] · [d_model, d_k] + [d_k] -> [m, d_k]
+    V = calc.linear(rows.X_keys, WV, bV)  # [m, d_model] · [d_model, d_v] + [d_v] -> [m, d_v]
     turned = None
     if model.position_kind == "rope":  # each row turned by its position's angles
         base, pairing = model.rope_base, model.rope_pairing
-        turned = (rope(Q, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
-                  rope(K, np.arange(len(K)), base, pairing))  # fmt: skip
-    head = attention(*(turned or (Q, K)), V, causal=model.causal)
+        turned = (calc.rope(Q, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
+                  calc.rope(K, np.arange(len(K)), base, pairing))  # fmt: skip
+    head = calc.attention(*(turned or (Q, K)), V, causal=model.causal)
 
     # The stages in trace order, each with its formula. Columns over dimensions are
     # labelled by where they sit in the model's matrices: d2, d3 for head 1's Q of d_k 2.

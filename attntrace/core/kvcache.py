@@ -39,10 +39,10 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.core import progress
-from attntrace.core.attention import trace_block
+from attntrace.core.attention import computed_block, trace_block
 from attntrace.core.frozen import freeze
 from attntrace.core.lowp_ops import Cast, StageError, stage_error
-from attntrace.core.ops import Matrix, attention, kv_head_of, linear, rope
+from attntrace.core.ops import Matrix, attention, linear, rope
 from attntrace.core.rounding import decode_bounds
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Trace
@@ -377,7 +377,7 @@ def _decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
                 else stage_error(projected, twin.projected),
             ))  # fmt: skip
             task.advance()
-    outputs, full_projected = _full_in(model, X, cast)
+    outputs, full_projected = _full_in(model, words, cast)
     decoded = [np.stack([s.output for s in steps], axis=1)]  # [heads, n, d_v]
     whole = [outputs]
     if full_projected is not None:
@@ -409,30 +409,13 @@ def _inputs_in(full: Trace, cast: Cast) -> Matrix:
     return cast.round(full["X"].data)
 
 
-# To be replaced by core/lowp_trace (the whole run trace in a dtype) after issue 16's
-# merge: the full causal attention of the sentence by the same Cast methods, for the
-# exact comparison alone.
-def _full_in(model: ModelSpec, X: Matrix, cast: Cast) -> tuple[Matrix, Matrix | None]:
+def _full_in(model: ModelSpec, words: Sequence[str], cast: Cast) -> tuple[Matrix, Matrix | None]:
     """Each head's full causal output ``[heads, n, d_v]`` in the dtype, and the
-    projected ``[n, d_model]`` with WO."""
-    n, d_k, d_v = X.shape[0], model.d_k, model.d_v
-    Q_all = cast.linear(X, model.WQ, model.bias("bQ"))  # [n, heads·d_k]
-    K_all = cast.linear(X, model.WK, model.bias("bK"))  # [n, kv_heads·d_k]
-    V_all = cast.linear(X, model.WV, model.bias("bV"))  # [n, kv_heads·d_v]
-    outputs = []
-    for h in range(model.heads):
-        g = kv_head_of(h, model.heads, model.n_kv_heads)
-        Q = Q_all[:, h * d_k : (h + 1) * d_k]
-        K = K_all[:, g * d_k : (g + 1) * d_k]
-        V = V_all[:, g * d_v : (g + 1) * d_v]
-        if model.position_kind == "rope":
-            Q = cast.rope(Q, np.arange(n), model.rope_base, model.rope_pairing)
-            K = cast.rope(K, np.arange(n), model.rope_base, model.rope_pairing)
-        outputs.append(cast.attention(Q, K, V, causal=True).output)
-    projected = None
-    if model.WO is not None:
-        projected = cast.linear(np.concatenate(outputs, axis=1), model.WO, model.bias("bO"))
-    return np.stack(outputs), projected
+    projected ``[n, d_model]`` with WO: the trace `run --dtype` computes, causally."""
+    full = computed_block(replace(model, causal=True), words, arithmetic=cast, refuse=False)
+    outputs = np.stack([full.stage("output", head=h).data for h in range(model.heads)])
+    projected = full["projected"].data if model.WO is not None else None
+    return outputs, projected
 
 
 # A step's stages in the order it computes them, as DecodeStep names them.

@@ -193,14 +193,24 @@ def stage_error(low: npt.ArrayLike, exact: npt.ArrayLike) -> StageError:
     b = np.asarray(exact, dtype=np.float64)
     if a.shape != b.shape:
         raise InputError(field="stage", expected=f"shape {b.shape}", found=str(a.shape))
-    both = np.isfinite(a) & np.isfinite(b)
-    fresh = np.isfinite(b) | (np.isnan(a) & ~np.isnan(b))
-    inf = int(np.count_nonzero(np.isinf(a) & fresh & ~(a == b)))
-    nan = int(np.count_nonzero(np.isnan(a) & fresh))
-    if not both.any():
-        return StageError(None, None, inf, nan)
-    delta = np.abs(a[both] - b[both])
-    ref = np.abs(b[both])
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = np.abs(a - b)  # NaN wherever either is not finite (inf − inf too)
+    if np.isfinite(delta).all():  # every cell finite in both (the usual stage): no masks
+        inf, nan, both = 0, 0, None
+    else:
+        finite_a, finite_b = np.isfinite(a), np.isfinite(b)
+        both = finite_a & finite_b
+        nan_a = np.isnan(a)
+        fresh = finite_b | (nan_a & ~np.isnan(b))
+        inf = int(np.count_nonzero(~finite_a & ~nan_a & fresh & ~(a == b)))
+        nan = int(np.count_nonzero(nan_a & fresh))
+        if not both.any():
+            return StageError(None, None, inf, nan)
+        delta, b = delta[both], b[both]
+    ref = np.abs(b)
     nonzero = ref != 0.0
-    rel = float(np.max(delta[nonzero] / ref[nonzero])) if nonzero.any() else None
+    if nonzero.all():
+        rel: float | None = float(np.max(delta / ref))
+    else:
+        rel = float(np.max(delta[nonzero] / ref[nonzero])) if nonzero.any() else None
     return StageError(float(np.max(delta)), rel, inf, nan)

@@ -22,6 +22,7 @@ from attntrace import arguments
 from attntrace.core import display
 from attntrace.core.fields import shape_text
 from attntrace.core.frozen import read_only
+from attntrace.core.lowp_record import LowPrecision
 from attntrace.core.ops import kv_head_of
 from attntrace.errors import InputError
 
@@ -165,11 +166,15 @@ class Trace:
     stages: tuple[Stage, ...]
     context_tokens: tuple[str, ...] | None = None
     weights: tuple[Stage, ...] = ()
+    precision: LowPrecision | None = None  # run --dtype: the dtype, the errors (None: float64)
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
         if not isinstance(self.model, ModelInfo):
             raise arguments.wrong_type("Trace.model", "a ModelInfo", self.model)
+        if self.precision is not None and not isinstance(self.precision, LowPrecision):
+            raise arguments.wrong_type("Trace.precision", "a LowPrecision or None",
+                                       self.precision)  # fmt: skip
         set_field(self, "tokens", arguments.labels("Trace.tokens", self.tokens))
         if self.context_tokens is not None:
             context = arguments.labels("Trace.context_tokens", self.context_tokens)
@@ -274,6 +279,7 @@ class Trace:
             stages=tuple(s for s in self.stages if kept(s)),
             context_tokens=self.context_tokens,
             weights=tuple(w for w in self.weights if kept(w)),
+            precision=self.precision,
         )
 
     def weight(

@@ -24,6 +24,7 @@ from attntrace.core.spec import POSITION_KINDS, ROPE_PAIRINGS, is_rope_base
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.errors import InputError, describe
 from attntrace.files.parse import parse_document
+from attntrace.files.replay_precision import saved_precision
 from attntrace.files.serialize import SCHEMA_ID
 from attntrace.files.trace_layout import check_layout
 
@@ -71,15 +72,18 @@ def _trace(document: Any) -> Trace:
     tokens = fields.texts(document.get("tokens"), "tokens")
     context = document.get("context_tokens")
     stages = fields.items(document.get("stages"), "stages")
+    low = "precision" in document  # run --dtype: "inf" and "nan" cells, each stage's error
+    read = tuple(_stage(s, f"stages[{i}]", low=low) for i, s in enumerate(stages))
     trace = Trace(
         model=info,
         tokens=tokens,
-        stages=tuple(_stage(s, f"stages[{i}]") for i, s in enumerate(stages)),
+        stages=read,
         context_tokens=None if context is None else fields.texts(context, "context_tokens"),
         weights=tuple(
             _stage(w, f"weights[{i}]", weight=True)
             for i, w in enumerate(fields.items(document.get("weights", []), "weights", empty=True))
         ),
+        precision=saved_precision(document, stages, read) if low else None,
     )
     check_layout(trace, _heads_traced(document.get("heads_traced"), info))
     return trace
@@ -117,12 +121,12 @@ def _heads_traced(value: Any, model: ModelInfo) -> list[int]:
     return sorted(value)
 
 
-def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
+def _stage(value: Any, field: str, *, weight: bool = False, low: bool = False) -> Stage:
     stage = fields.mapping(value, field, "an object with name, shape, rows, cols, data")
     name = fields.text(stage.get("name"), f"{field}.name")
     rows = fields.texts(stage.get("rows"), f"{field}.rows")
     cols = fields.texts(stage.get("cols"), f"{field}.cols")
-    data = _matrix(stage.get("data"), f"{field}.data", len(rows), len(cols))
+    data = _matrix(stage.get("data"), f"{field}.data", len(rows), len(cols), low=low)
     shape = stage.get("shape")
     if shape is not None and shape != [len(rows), len(cols)]:  # written by run --json
         # compared with the list expected, a short list is shown as written: [2, 3]
@@ -136,8 +140,12 @@ def _stage(value: Any, field: str, *, weight: bool = False) -> Stage:
     return Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head)
 
 
-def _matrix(value: Any, field: str, rows: int, cols: int) -> npt.NDArray[Any]:
-    """``rows × cols`` numbers; ``null`` is a masked cell (−∞)."""
+_LOW_CELLS = {"inf": math.inf, "nan": math.nan}  # a --dtype trace's overflowed cells
+
+
+def _matrix(value: Any, field: str, rows: int, cols: int, *, low: bool = False) -> npt.NDArray[Any]:
+    """``rows × cols`` numbers; ``null`` is a masked cell (−∞); in a --dtype trace
+    (``low``), ``"inf"`` and ``"nan"`` are cells that overflowed."""
     matrix = fields.items(value, field)
     if len(matrix) != rows:
         raise InputError(field=field, expected=f"{rows} rows (one per label)",
@@ -150,7 +158,9 @@ def _matrix(value: Any, field: str, rows: int, cols: int) -> npt.NDArray[Any]:
                              found=describe(len(cells)))  # fmt: skip
         out[i] = [
             -math.inf if cell is None
-            else fields.number(cell, f"{field}[{i}][{j}]", expected="a number or null")
+            else _LOW_CELLS[cell] if low and isinstance(cell, str) and cell in _LOW_CELLS
+            else fields.number(cell, f"{field}[{i}][{j}]", expected="a number or null"
+                               + (', "inf" or "nan"' if low else ""))
             for j, cell in enumerate(cells)
         ]  # fmt: skip
     return freeze(out)  # the stage keeps it as it is (see attntrace.core.frozen)

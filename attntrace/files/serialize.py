@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported where used: kv-cache --json and models --json need
     from attntrace.core.kv_memory import Shape, Variant
     from attntrace.core.kvcache import Decode
     from attntrace.core.lowp_ops import StageError
+    from attntrace.core.lowp_record import LowPrecision
     from attntrace.core.online_softmax import OnlineSoftmax
     from attntrace.core.ops import Matrix
     from attntrace.core.softmax_walk import SoftmaxWalk
@@ -52,18 +53,61 @@ def trace_to_dict(
         return stages is None or stage.name in stages
 
     cut = trace.is_cut
+    low = trace.precision
+    stage_dicts = [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)]
+    if low is not None:  # run --dtype: each stage's error, and inf and NaN as strings
+        stage_dicts = [_low_stage(d, stage, low)
+                       for d, stage in zip(stage_dicts, [s for s in trace.stages if kept(s)],
+                                           strict=True)]  # fmt: skip
     return {
         "schema": SCHEMA_ID,
         "model": model_to_dict(trace.model),
+        **({"precision": precision_to_dict(low)} if low is not None else {}),
         # only where some heads were left out (--head, --heads): which ones are here
         **({"heads_traced": traced} if cut else {}),
         "tokens": list(trace.tokens),
         "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
-        "stages": [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)],
+        "stages": stage_dicts,
         "weights": [matrix_to_dict(weight, raw=raw) for weight in trace.weights]
         if stages is None
         else [],
     }
+
+
+def precision_to_dict(low: LowPrecision) -> dict[str, Any]:
+    """``precision``: the dtype and rule a --dtype trace was computed by, and its first
+    overflow (docs/kernels.md, "JSON")."""
+    first = low.overflow
+    return {
+        "dtype": low.dtype,
+        "softmax_dtype": low.softmax_dtype,
+        "accumulate": low.accumulate,
+        "rule": low.rule,
+        "first_overflow": None if first is None else {
+            "stage": first.stage, "head": first.head, "explanation": first.sentence},
+    }  # fmt: skip
+
+
+def _low_stage(data: dict[str, Any], stage: Stage, low: LowPrecision) -> dict[str, Any]:
+    """A --dtype stage: its cells with ``"inf"``/``"nan"`` (null stays −∞), its error."""
+    import numpy as np
+
+    if not np.isfinite(stage.data[~np.isneginf(stage.data)]).all():
+        data["data"] = [[_low_cell(x) for x in row] for row in stage.data.tolist()]
+    error = low.error_of(stage.name, stage.head)
+    if error is not None:
+        data["error"] = {"max_abs": error.max_abs, "max_rel": error.max_rel,
+                         "inf": error.inf, "nan": error.nan}  # fmt: skip
+    return data
+
+
+def _low_cell(value: float) -> float | str | None:
+    """A --dtype cell: the float, null for −∞, ``"inf"`` for +∞, ``"nan"`` for NaN."""
+    if math.isnan(value):
+        return "nan"
+    if value == math.inf:
+        return "inf"
+    return _cell(value)
 
 
 def matrix_to_dict(matrix: Stage, *, raw: bool = False) -> dict[str, Any]:

@@ -125,21 +125,35 @@ def _check_consistent(trace: Trace) -> None:
             raise InputError(field=f"{field}.cols", expected=f"{widths[stage.name]} columns "
                              "(from model)", found=describe(stage.shape[1]))  # fmt: skip
         masked = np.isneginf(stage.data)
-        if stage.name != "masked" and masked.any():
+        # a --dtype trace may hold −∞ anywhere: an overflow (its error line counts it)
+        if stage.name != "masked" and masked.any() and trace.precision is None:
             raise InputError(field=f"{field}.data", expected="numbers (null marks a masked "
                              "cell, only in the masked stage)", found="null")  # fmt: skip
         if masked.all(axis=1).any():
             raise InputError(field=f"{field}.data", expected="at least one unmasked cell a row",
                              found="a row of nulls")  # fmt: skip
         if stage.name == "softmax":
-            _check_weights(stage.data, field)
+            _check_weights(stage.data, field, _weights_tolerance(trace))
 
 
-def _check_weights(weights: npt.NDArray[Any], field: str) -> None:
-    """Attention weights are probabilities: each row in [0, 1] and summing to 1."""
-    sums = weights.sum(axis=1)
-    bad = np.nonzero((np.abs(sums - 1) > 1e-9) | (weights < 0).any(axis=1)
-                     | (weights > 1).any(axis=1))[0]  # fmt: skip
+def _weights_tolerance(trace: Trace) -> float:
+    """How far a row of weights may sum from 1: 1e-9 in float64; under a --dtype, each
+    weight rounded to it (half its epsilon a weight, the row's sum rounded too)."""
+    if trace.precision is None:
+        return 1e-9
+    from attntrace.core.precision import epsilon
+
+    return (len(trace.context_tokens or trace.tokens) + 1) * epsilon(trace.precision.dtype)
+
+
+def _check_weights(weights: npt.NDArray[Any], field: str, tolerance: float = 1e-9) -> None:
+    """Attention weights are probabilities: each row in [0, 1] and summing to 1. A row
+    of NaN (a --dtype's overflow: inf − inf) is what that trace computed."""
+    nan_rows = np.isnan(weights).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        sums = weights.sum(axis=1)
+        bad = np.nonzero(~nan_rows & ((np.abs(sums - 1) > tolerance) | (weights < 0).any(axis=1)
+                         | (weights > 1).any(axis=1)))[0]  # fmt: skip
     if bad.size:
         row = int(bad[0])
         raise InputError(field=f"{field}.data[{row}]", expected="weights in [0, 1] that sum to 1",

@@ -17,6 +17,7 @@ import numpy as np
 from attntrace import arguments
 from attntrace.core import progress
 from attntrace.core.attention import trace_block
+from attntrace.core.lowp_ops import Cast
 from attntrace.core.spec import GivenInputs, ModelSpec
 from attntrace.core.trace import Trace
 from attntrace.errors import InputError
@@ -115,12 +116,24 @@ def trace_layer(
 
 
 def layer_trace(
-    name: str, sentence: str | None, layer: int, head: int | None, names: Names = CLI_NAMES
+    name: str,
+    sentence: str | None,
+    layer: int,
+    head: int | None,
+    names: Names = CLI_NAMES,
+    cast: Cast | None = None,
 ) -> Trace:
-    """:func:`trace_layer` without its type checks; messages name ``names``."""
+    """:func:`trace_layer` without its type checks; messages name ``names``. ``cast``
+    computes the layer's attention in a narrower dtype (its X, the layer's own float64
+    forward pass up to attention, given and rounded to it)."""
     model, tokens = layer_spec(name, sentence, layer, head, names)
     with progress.task(f"tracing {model.name}"):
-        trace = trace_block(model, tokens)
+        if cast is not None:
+            from attntrace.core.lowp_trace import trace_low
+
+            trace = trace_low(model, tokens, cast).trace
+        else:
+            trace = trace_block(model, tokens)
     return trace if head is None else trace.only_heads([head])
 
 

@@ -28,7 +28,7 @@ from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
 from attntrace.render.stage_table import StageTable
-from attntrace.render.view import View
+from attntrace.render.view import View, marking_overflows
 from attntrace.render.wrap import Facts, Terms, Wrapped
 
 _BAR = 30
@@ -72,7 +72,7 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
             note = " (turned by RoPE)" if turned and name == "K" else ""
             heading = Text.assemble((f"{name} cache{whose}", "bold"), (note, "dim"),
                                     (f"   [{matrix.shape[0]} × {width}]", "cyan"))  # fmt: skip
-            caches.append(Group(Wrapped(heading), StageTable(stage, view, low)))
+            caches.append(Group(Wrapped(heading), StageTable(stage, view)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
         f"head {h}"
@@ -88,18 +88,18 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
         Wrapped(Text.assemble(
             ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {step.t + 1}]", "cyan")
         )),
-        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view, low),
+        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
         Text(""),
         Text.assemble(("softmax", "bold"), f" of each row: where {token} looks"),
         *_error_lines(run, None if errors is None else errors.weights),
-        StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view, low),
+        StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view),
         Text(""),
         Wrapped(Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
                               (f"   [{len(shown)} × {model.d_v}]", "cyan"))),
         *_error_lines(run, None if errors is None else errors.output),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
         StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
-                         step.output[shown]), view, low),
+                         step.output[shown]), view),
     ]  # fmt: skip
     if step.projected is not None and head is None:  # WO mixes every head
         parts += [
@@ -107,7 +107,7 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
             *_error_lines(run, None if errors is None else errors.projected),
             StageTable(Stage("projected", "", (labels[step.t],), dims(model.d_model),
-                             step.projected[None, :]), view, low),
+                             step.projected[None, :]), view),
         ]  # fmt: skip
     parts += [Text(""), cost_line(run, step)]
     return Group(*parts)
@@ -368,6 +368,7 @@ def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
     Each step screen opens with the model's name, so a page read alone says whose
     cache it shows.
     """
+    view = marking_overflows(view, not run.cast.exact)
 
     def step_screen(step: DecodeStep) -> Screen:
         def draw(console: Console) -> None:

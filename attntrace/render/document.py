@@ -14,9 +14,10 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from attntrace.core.trace import ModelInfo, Trace
+from attntrace.render.lowp import precision_line
 from attntrace.render.numbers import visible_indices
 from attntrace.render.stage_block import stage_block
-from attntrace.render.view import DEFAULT_VIEW, View
+from attntrace.render.view import DEFAULT_VIEW, View, marking_overflows
 from attntrace.render.wrap import Facts
 from attntrace.visible import ELLIPSIS
 
@@ -118,13 +119,22 @@ def _heads_named(heads: list[int]) -> str:
     return f"heads {', '.join(map(str, heads[:-1]))} and {heads[-1]}"
 
 
+def rule_lines(trace: Trace) -> Iterator[RenderableType]:
+    """Under a --dtype, the line that states the dtype and its casting rule."""
+    rule = precision_line(trace)
+    if rule is not None:
+        yield rule
+
+
 def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[RenderableType]:
     """Every stage of ``trace``, in order, each a titled table, for ``console.print``;
     beyond ``view.max_heads`` heads, the middle heads' stages give way to one note.
 
     ``trace`` is drawn as it is: give it as shown
     (:func:`~attntrace.render.shown.shown_trace`) where its text came from a file."""
+    view = marking_overflows(view, trace.precision is not None)
     yield header(trace)
+    yield from rule_lines(trace)
     yield from block_notes(trace, view)
     shown = shown_heads(trace, view)
     noted = False

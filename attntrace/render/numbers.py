@@ -33,11 +33,27 @@ def unsigned_zero(text: str) -> str:
     return text
 
 
-def column_widths(data: npt.NDArray[np.float64], precision: int) -> list[int]:
+def stage_cell(value: float, precision: int, *, masked_stage: bool) -> str:
+    """A stage's cell: :func:`format_number`, and where a --dtype overflowed, ``inf``,
+    ``−inf`` or ``NaN`` (−∞ is a masked cell only in the masked stage)."""
+    if math.isfinite(value) or (value == -math.inf and masked_stage):
+        return format_number(value, precision)
+    if math.isnan(value):
+        return "NaN"
+    return "inf" if value > 0 else OVERFLOW_NEGATIVE
+
+
+OVERFLOW_NEGATIVE = "−inf"  # a cell that overflowed to −∞ (not a mask)
+
+
+def column_widths(
+    data: npt.NDArray[np.float64], precision: int, *, masked_stage: bool = True
+) -> list[int]:
     """Each column's widest formatted cell, computed from its extremes without formatting.
 
     An estimate good to a cell (rounding at the last digit may differ): the table is
-    drawn from the formatted cells and re-fitted if the estimate fell short.
+    drawn from the formatted cells and re-fitted if the estimate fell short. Outside the
+    masked stage (``masked_stage`` False), −∞ is an overflow, ``−inf``.
     """
     if data.size == 0:
         return [1] * data.shape[1]
@@ -50,6 +66,11 @@ def column_widths(data: npt.NDArray[np.float64], precision: int) -> list[int]:
     best = widths.max(axis=0)
     masked = (~finite_cells).any(axis=0)
     result: list[int] = np.where(masked, np.maximum(best, len(MASKED)), best).astype(int).tolist()
+    if masked.any():  # a --dtype's overflow: inf and NaN are 3 cells, −inf 4
+        wide = (np.isnan(data) | (data == np.inf)).any(axis=0) * 3
+        if not masked_stage:
+            wide = np.maximum(wide, np.isneginf(data).any(axis=0) * len(OVERFLOW_NEGATIVE))
+        result = np.maximum(result, wide).astype(int).tolist()
     return result
 
 

@@ -19,10 +19,10 @@ from rich.segment import Segment
 from rich.text import Text
 
 from attntrace.core.trace import ModelInfo, Stage, Trace
-from attntrace.render.document import block_notes, header
+from attntrace.render.document import block_notes, header, rule_lines
 from attntrace.render.stage_table import StageTable
 from attntrace.render.titles import head_label
-from attntrace.render.view import View
+from attntrace.render.view import View, marking_overflows
 
 _GAP = 3
 
@@ -73,7 +73,9 @@ class Packed:
 
 def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
     """The header, then every stage and the weights, packed to the width."""
+    view = marking_overflows(view, trace.precision is not None)
     yield header(trace)
+    yield from rule_lines(trace)
     yield from block_notes(trace, view)
     yield Text("")
     # shared stages, then each head's, then concat and projected: a new row for each

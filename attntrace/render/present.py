@@ -22,7 +22,7 @@ from rich.text import Text
 
 from attntrace.core.trace import Trace
 from attntrace.errors import InputError
-from attntrace.render.document import header, render_trace
+from attntrace.render.document import header, render_trace, rule_lines
 from attntrace.render.titles import head_label
 from attntrace.render.view import DEFAULT_MAX_HEADS, View, view_from_flags
 from attntrace.visible import quoted
@@ -119,6 +119,7 @@ def renderables(
             yield focus_panel(row, trace, how.view)
     elif how.map:
         yield header(trace)
+        yield from rule_lines(trace)
         yield Text("Where each token looks: its top keys by attention weight", style="dim")
         yield from attention_maps(trace, how)
     elif how.overview:

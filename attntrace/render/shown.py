@@ -20,6 +20,7 @@ from attntrace.visible import folded, visible
 from attntrace.visible import quoted as visible_quoted
 
 if TYPE_CHECKING:  # `attntrace models` lists names without loading numpy
+    from attntrace.core.lowp_record import LowPrecision
     from attntrace.core.trace import Stage, Trace
 
 # How many characters of each are shown: a table's label column must leave room for
@@ -86,7 +87,21 @@ def shown_trace(trace: Trace) -> Trace:
         context_tokens=None if context is None else shown(context),
         stages=tuple(_stage(stage, shown) for stage in trace.stages),
         weights=tuple(_stage(weight, shown) for weight in trace.weights),
+        precision=None if trace.precision is None else _precision(trace.precision),
     )
+
+
+def _precision(record: LowPrecision) -> LowPrecision:
+    """A --dtype trace's lines made visible (from a file, they are a stranger's text)."""
+    first = record.overflow
+    errors = {(label(name), head): error for (name, head), error in record.errors.items()}
+    return replace(
+        record,
+        rule=visible(record.rule, FORMULA_LIMIT),
+        errors=errors,
+        overflow=None if first is None else replace(
+            first, stage=label(first.stage), sentence=visible(first.sentence, 2 * FORMULA_LIMIT)),
+    )  # fmt: skip
 
 
 def _stage(stage: Stage, shown: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Stage:

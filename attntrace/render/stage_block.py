@@ -12,6 +12,7 @@ from rich.text import Text
 from attntrace.core.trace import Stage, Trace
 from attntrace.render.equation import Equation, operands
 from attntrace.render.explain import one_line
+from attntrace.render.lowp import error_line, overflow_line
 from attntrace.render.stage_table import StageTable
 from attntrace.render.titles import fitted_title
 from attntrace.render.view import DEFAULT_VIEW, View
@@ -38,9 +39,18 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     bias = trace.bias_for(stage)
     if bias is not None:  # one row, added to every row of the product
         parts += [fitted_title(bias, trace.model), StageTable(bias, view), Text("")]
-    stacked = Group(*parts, fitted_title(stage, trace.model), StageTable(stage, view))
+    stacked = Group(*parts, heading(stage, trace), StageTable(stage, view))
     pair = operands(stage, trace)
-    if pair is None:
-        return stacked
-    return Equation(fitted_title(stage, trace.model), pair[0], pair[1], stage, view,
-                    fallback=stacked)  # fmt: skip
+    body: RenderableType = stacked
+    if pair is not None:
+        body = Equation(heading(stage, trace), pair[0], pair[1], stage, view,
+                        fallback=stacked)  # fmt: skip
+    overflow = overflow_line(stage, trace)
+    return body if overflow is None else Group(body, overflow)
+
+
+def heading(stage: Stage, trace: Trace) -> RenderableType:
+    """The stage's title, and under a --dtype its error against float64."""
+    error = error_line(stage, trace)
+    title = fitted_title(stage, trace.model)
+    return title if error is None else Group(title, error)

@@ -22,24 +22,34 @@ from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
 from attntrace.render.grid import Grid
 from attntrace.render.heatmap import weight_style
+from attntrace.render.lowp import OVERFLOWED
 from attntrace.render.numbers import (
     COLUMN_GAP,
     column_widths,
     columns_that_fit,
-    format_number,
+    stage_cell,
     visible_indices,
 )
 from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.visible import ELLIPSIS
 
 
+def reads_minus_inf_as_mask(stage: Stage, view: View) -> bool:
+    """Whether −∞ in ``stage`` is a mask (shown ``−∞``, unmarked): always, except in a
+    low-precision view's stages other than ``masked``, where it is an overflow."""
+    return not view.overflows or stage.name == "masked"
+
+
 @lru_cache(maxsize=512)
-def cached_column_widths(stage: Stage, precision: int, columns: tuple[int, ...]) -> list[int]:
+def cached_column_widths(
+    stage: Stage, precision: int, columns: tuple[int, ...], masks: bool = True
+) -> list[int]:
     """column_widths of the given columns, per stage (stages are immutable and hashed by
     identity): a stage is laid out several times (measured, fitted, drawn), its widths
-    computed once."""
+    computed once. ``masks``: :func:`reads_minus_inf_as_mask`."""
     every = len(columns) == stage.shape[1]  # then columns is 0..n-1: no copy needed
-    return column_widths(stage.data if every else stage.data[:, list(columns)], precision)
+    data = stage.data if every else stage.data[:, list(columns)]
+    return column_widths(data, precision, masked_stage=masks)
 
 
 @dataclass(frozen=True)
@@ -48,9 +58,6 @@ class StageTable:
 
     stage: Stage
     view: View = DEFAULT_VIEW
-    # A low-precision stage's ±inf and NaN are overflows, not masks: shown as inf, −inf
-    # and NaN, marked in a way NO_COLOR keeps (reverse video) (docs/kernels.md).
-    mark_overflow: bool = False
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         grid = self.layout(options.max_width)
@@ -68,7 +75,8 @@ class StageTable:
         """The width with every column shown, estimated without formatting every cell."""
         stage = self.stage
         labels = unique_labels(stage.cols)
-        cells = cached_column_widths(stage, self.view.precision, tuple(range(len(labels))))
+        masks = reads_minus_inf_as_mask(stage, self.view)
+        cells = cached_column_widths(stage, self.view.precision, tuple(range(len(labels))), masks)
         columns = zip(cells, labels, strict=True)
         return max(cell_len(label) for label in unique_labels(stage.rows)) + sum(
             max(cell, cell_len(label)) + COLUMN_GAP for cell, label in columns
@@ -92,7 +100,8 @@ class StageTable:
             edges = tuple(range(n_cols))
         else:
             edges = (*range(reach), *range(n_cols - reach, n_cols))
-        cells = cached_column_widths(stage, precision, edges)
+        cells = cached_column_widths(stage, precision, edges,
+                                     reads_minus_inf_as_mask(stage, self.view))  # fmt: skip
         pairs = zip(edges, cells, strict=True)
         widths = {j: max(cell, cell_len(col_labels[j])) for j, cell in pairs}
 
@@ -115,14 +124,6 @@ class StageTable:
                               col_labels)  # fmt: skip
         return grid
 
-    def _overflowed(self, value: float | None) -> bool:
-        return self.mark_overflow and value is not None and not math.isfinite(value)
-
-    def _cell(self, value: float, precision: int) -> str:
-        if self._overflowed(value):
-            return overflow_text(value)
-        return format_number(value, precision)
-
     def _grid(
         self,
         rows: list[int | None],
@@ -133,6 +134,8 @@ class StageTable:
         """Format the chosen cells and measure each column."""
         data, precision = self.stage.data, self.view.precision
         shade = self.stage.name == "softmax"
+        masked_stage = reads_minus_inf_as_mask(self.stage, self.view)
+        marks = self.view.overflows
         body: list[list[str]] = []
         shades: list[list[Style | None]] = []
         for i in rows:
@@ -143,11 +146,12 @@ class StageTable:
             values = [None if j is None else float(data[i, j]) for j in cols]
             body.append(
                 [row_labels[i]]
-                + [ELLIPSIS if v is None else self._cell(v, precision) for v in values]
+                + [
+                    ELLIPSIS if v is None else stage_cell(v, precision, masked_stage=masked_stage)
+                    for v in values
+                ]
             )
-            shades.append([_OVERFLOW if self._overflowed(v) else
-                           weight_style(v) if shade and v is not None else None
-                           for v in values])  # fmt: skip
+            shades.append([_shade(v, shade, masked_stage, marks) for v in values])
         header = [ELLIPSIS if j is None else col_labels[j] for j in cols]
         # display cells, not characters: 猫 takes two (the numbers are ASCII, one each)
         widths = [max(cell_len(r[0]) for r in body)] + [
@@ -156,14 +160,13 @@ class StageTable:
         return Grid(rows, cols, header, body, shades, widths)
 
 
-_OVERFLOW = Style(color="red", bold=True, reverse=True)
-
-
-def overflow_text(value: float) -> str:
-    """``inf``, ``−inf`` or ``NaN``: a cell a low-precision stage could not hold."""
-    if math.isnan(value):
-        return "NaN"
-    return "inf" if value > 0 else "−inf"
+def _shade(value: float | None, weights: bool, masked_stage: bool, marks: bool) -> Style | None:
+    """A cell's style: a weight's heatmap colour; a --dtype's overflow marked."""
+    if value is None:
+        return None
+    if marks and not math.isfinite(value) and not (masked_stage and value == -math.inf):
+        return OVERFLOWED
+    return weight_style(value) if weights else None
 
 
 def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) -> str:

@@ -6,7 +6,7 @@ None of them changes a number; the command line's flags and the Python API fill 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 DEFAULT_PRECISION = 4
 DEFAULT_MAX_ROWS = 20
@@ -22,15 +22,26 @@ class View:
     many-headed trace's tables the same way (the first and last heads, every shared
     stage); None shows every head, as ``print(trace)`` does. The command line's default
     is ``DEFAULT_MAX_HEADS``.
+
+    ``overflows`` is set for a low-precision computation (``--dtype``): there an inf,
+    a NaN, or a −∞ outside the masked stage is an overflow, shown as ``inf``, ``NaN``
+    or ``−inf`` and marked. Elsewhere −∞ is a mask, or a max of no key yet, as always.
     """
 
     precision: int = DEFAULT_PRECISION
     max_rows: int = DEFAULT_MAX_ROWS
     max_cols: int | None = None
     max_heads: int | None = None
+    overflows: bool = False
 
 
 DEFAULT_VIEW = View()
+
+
+def marking_overflows(view: View, low_precision: bool) -> View:
+    """``view``, marking overflows where the numbers are a low-precision dtype's."""
+    return replace(view, overflows=True) if low_precision and not view.overflows else view
+
 
 SHOW_ALL = 10**9  # rows or columns: "all" (the flags' 0)
 

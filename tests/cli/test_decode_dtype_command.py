@@ -146,9 +146,9 @@ def test_float64_bytes_are_twice_kv_caches_fp32() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--softmax-dtype", "float32"], "--softmax-dtype choose how a narrower dtype rounds"),
-        (["--accumulate", "dtype"], "--accumulate choose how a narrower dtype rounds"),
-        (["--dtype", "float64", "--accumulate", "float32"], "give --dtype float32, float16"),
+        (["--softmax-dtype", "float32"], "--softmax-dtype says how a narrower dtype rounds"),
+        (["--accumulate", "dtype"], "--accumulate says how a narrower dtype rounds"),
+        (["--dtype", "float64", "--accumulate", "float32"], "add --dtype float32, float16"),
         (["--dtype", "float8"], "dtype"),
         (["--dtype", "float16", "--softmax-dtype", "bfloat16"], "float32 or float16"),
         (["--dtype", "float16", "--accumulate", "float64"], "accumulate"),

@@ -1,0 +1,41 @@
+"""What a low-precision trace carries beside its numbers: the dtype, the rule, each
+stage's error against float64 and the first overflow, explained.
+
+A :class:`~attntrace.core.trace.Trace` computed by ``run --dtype`` (or read back from
+its JSON) holds one :class:`LowPrecision`: the views and the JSON only read it, so a
+saved trace shows the same lines without the float64 trace it was measured against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from attntrace.core.lowp_ops import StageError
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """The first stage (in trace order) holding a new ±inf or NaN, and why, in numbers."""
+
+    stage: str
+    head: int | None
+    sentence: str
+
+
+@dataclass(frozen=True)
+class LowPrecision:
+    """The cast a trace was computed by, and how far each stage is from float64.
+
+    ``errors`` is keyed by a stage's (name, head): that pair names one stage of a trace.
+    """
+
+    dtype: str
+    softmax_dtype: str
+    accumulate: str
+    rule: str
+    errors: Mapping[tuple[str, int | None], StageError] = field(default_factory=dict)
+    overflow: Overflow | None = None
+
+    def error_of(self, name: str, head: int | None) -> StageError | None:
+        return self.errors.get((name, head))

@@ -1,0 +1,141 @@
+"""``run --dtype``: the whole trace by the casting rule, beside its float64 twin.
+
+:func:`attntrace.core.attention.computed_block` makes the stages (their order, formulas,
+labels, heads) for both; here they are made by a :class:`~attntrace.core.lowp_ops.Cast`
+without refusing an overflow, each stage is measured against float64
+(:func:`~attntrace.core.lowp_ops.stage_error`), and the first stage holding a new ±inf
+or NaN is explained in numbers (docs/kernels.md, "What the views show").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from attntrace.core import precision
+from attntrace.core.attention import computed_block, weight_stages
+from attntrace.core.lowp_ops import Cast, StageError, stage_error
+from attntrace.core.lowp_record import LowPrecision, Overflow
+from attntrace.core.ops import Matrix
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Stage, Trace
+from attntrace.visible import quoted
+
+# Stages before softmax, whose overflow reaches softmax's rows (inf − inf is NaN).
+_BEFORE_SOFTMAX = ("Q", "Q_rope", "K", "K_rope", "scores", "scaled", "masked")
+
+
+@dataclass(frozen=True)
+class LowTrace:
+    """A trace in ``cast.dtype`` (``trace``, its ``precision`` filled in) and the float64
+    ``reference`` it was measured against."""
+
+    trace: Trace
+    reference: Trace
+    cast: Cast
+
+    @property
+    def errors(self) -> tuple[StageError, ...]:
+        """Each stage's error, in trace order."""
+        record = self.trace.precision
+        assert record is not None  # a LowTrace's trace always carries one
+        return tuple(record.errors[(s.name, s.head)] for s in self.trace.stages)
+
+    @property
+    def overflow(self) -> Overflow | None:
+        record = self.trace.precision
+        return None if record is None else record.overflow
+
+
+def trace_low(
+    model: ModelSpec, tokens: Sequence[str], cast: Cast, context: Sequence[str] | None = None
+) -> LowTrace:
+    """The trace of ``model`` over ``tokens`` computed by ``cast``, never refusing inf or
+    NaN, and float64's of the same input (also unrefused: its error is measured too)."""
+    reference = computed_block(model, tokens, context, refuse=False)
+    if cast.exact:
+        return LowTrace(reference, reference, cast)
+    low = computed_block(model, tokens, context, arithmetic=cast, refuse=False)
+    errors = {(s.name, s.head): stage_error(s.data, r.data)
+              for s, r in zip(low.stages, reference.stages, strict=True)}  # fmt: skip
+    overflowed = any(error.overflowed for error in errors.values())  # else nothing to find
+    first = first_overflow(low, reference, cast) if overflowed else None
+    record = LowPrecision(cast.dtype, cast.softmax_dtype, cast.accumulate, cast.rule, errors,
+                          first)  # fmt: skip
+    weights = tuple(_rounded(w, cast) for w in weight_stages(model))
+    return LowTrace(replace(low, weights=weights, precision=record), reference, cast)
+
+
+def _rounded(stage: Stage, cast: Cast) -> Stage:
+    """A learned matrix as the dtype holds it (a checkpoint cast to it)."""
+    return Stage(stage.name, stage.formula, stage.rows, stage.cols, cast.round(stage.data),
+                 head=stage.head, kv_head=stage.kv_head)  # fmt: skip
+
+
+def _fresh(low: Matrix, exact: Matrix) -> npt.NDArray[np.bool_]:
+    """The cells ``low`` holds as ±inf or NaN where float64 does not (a mask's −∞ in both
+    is no overflow): stage_error's count, cell by cell."""
+    nonfinite = ~np.isfinite(low)
+    same = (low == exact) | (np.isnan(low) & np.isnan(exact))
+    result: npt.NDArray[np.bool_] = nonfinite & ~same
+    return result
+
+
+def first_overflow(low: Trace, reference: Trace, cast: Cast) -> Overflow | None:
+    """The first stage, in trace order, with a new ±inf or NaN, said in numbers."""
+    for stage, exact in zip(low.stages, reference.stages, strict=True):
+        fresh = _fresh(stage.data, exact.data)
+        if fresh.any():
+            i, j = (int(k[0]) for k in np.nonzero(fresh))
+            sentence = _explained(stage, i, j, float(exact.data[i, j]), low, cast)
+            return Overflow(stage.name, stage.head, sentence)
+    return None
+
+
+def number(value: float) -> str:
+    """``70,144`` or ``11.09``: how a value reads in a sentence."""
+    if not np.isfinite(value):
+        return "NaN" if np.isnan(value) else ("inf" if value > 0 else "−inf")
+    if abs(value) >= 1000:
+        return f"{value:,.0f}".replace("-", "−")
+    return f"{value:.4g}".replace("-", "−")
+
+
+def _explained(stage: Stage, i: int, j: int, exact: float, trace: Trace, cast: Cast) -> str:
+    """``scores: Q · Kᵀ = 70,144 at row "cat", column "fish" is past 65,504, the largest
+    float16: it rounds to inf, and softmax of that row is NaN (inf − inf)``."""
+    many = trace.model.heads > 1 and stage.head is not None
+    where = f"{stage.name} (head {stage.head})" if many else stage.name
+    rhs = stage.formula.split(" = ", 1)[1] if " = " in stage.formula else stage.formula
+    cell = f"at row {quoted(stage.rows[i])}, column {quoted(stage.cols[j])}"
+    top = number(precision.largest(cast.dtype))
+    value = float(stage.data[i, j])
+    shown = number(exact) if np.isfinite(exact) else "past float64's range"
+    if np.isnan(value):
+        why = (f"is NaN in {cast.dtype}: a running sum passed {top} and met an infinity "
+               "of the other sign (inf − inf)")  # fmt: skip
+    elif value > 0:
+        why = f"is past {top}, the largest {cast.dtype}: it rounds to inf"
+    else:
+        why = f"is below −{top}, the most negative {cast.dtype}: it rounds to −inf"
+    return f"{where}: {rhs} = {shown} {cell} {why}, {_follows(stage, i, trace)}"
+
+
+def _follows(stage: Stage, row: int, trace: Trace) -> str:
+    """What the overflow leads to: softmax's row, or the block's last stage."""
+    if stage.name in _BEFORE_SOFTMAX and stage.head is not None:
+        weights = trace.stage("softmax", head=stage.head).data
+        query_side = stage.name not in ("K", "K_rope")
+        if query_side and np.isnan(weights[row]).any():
+            return "and softmax of that row is NaN (inf − inf)"
+        rows = int(np.count_nonzero(np.isnan(weights).any(axis=1)))
+        if rows:
+            return f"and softmax is NaN in {rows} of its {weights.shape[0]} rows (inf − inf)"
+    last = trace.stages[-1]
+    bad = int(np.count_nonzero(~np.isfinite(last.data)))
+    if bad == 0:
+        return f"and {last.name} stays finite"
+    return f"and {bad} of the {last.data.size} cells of {last.name} are inf or NaN"
