@@ -21,7 +21,7 @@ from attntrace.core.flash_report import GPT2_HEAD, HBM_ITEMSIZE, FlashReport
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
 from attntrace.render.document import sentence_line
-from attntrace.render.numbers import format_number
+from attntrace.render.numbers import difference_bound, format_number
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted, shortened
@@ -189,15 +189,10 @@ def summary(report: FlashReport, view: View) -> Iterator[RenderableType]:
     yield StageTable(Stage("output", "", labels.queries, labels.dims, record.output), view)
     yield Text.assemble(
         ("matches standard attention: ", "bold green"),
-        f"max |Δ| = {difference(report.max_abs_difference)}",
+        f"max |Δ| {difference_bound(report.max_abs_difference)}",
     )
     yield Text("")
     yield from memory_lines(report)
-
-
-def difference(value: float) -> str:
-    """``2.2e-16``; an exact match is ``0``."""
-    return "0" if value == 0 else f"{value:.1e}"
 
 
 def memory_lines(report: FlashReport) -> Iterator[RenderableType]:

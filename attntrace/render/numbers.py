@@ -146,3 +146,22 @@ def short_float(value: float) -> str:
             break
     mantissa, _, exponent = text.partition("e")
     return f"{mantissa}e{int(exponent)}" if int(exponent) else mantissa
+
+
+# Rounding alone stays below this for the rows and tiles shown (each rescale can cost
+# an ulp of the sum, and weights are at most 1): the bound an agreement line states at
+# least, so that no line pins a float's last bits, which depend on the machine's exp.
+ROUNDING_BOUND_EXPONENT = -15
+
+
+def difference_bound(difference: float) -> str:
+    """``≤ 1e-15`` for any difference up to it (0 included), else the power of ten
+    just above it (``≤ 1e-12`` for 3.4e-13): how `softmax --online` and `flash` state
+    an agreement that is rounding alone."""
+    if difference <= 10.0**ROUNDING_BOUND_EXPONENT:
+        exponent = ROUNDING_BOUND_EXPONENT
+    else:
+        exponent = math.ceil(math.log10(difference))
+        if 10.0**exponent < difference:  # log10's own rounding at an exact power
+            exponent += 1
+    return f"≤ 1e{exponent}"

@@ -19,12 +19,9 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.text import Text
 
 from attntrace.core.online_softmax import OnlineSoftmax
-from attntrace.render.numbers import MASKED, format_number
+from attntrace.render.numbers import MASKED, difference_bound, format_number
 from attntrace.render.split_table import SplitTable
 
-# Rounding alone stays below this for rows of a few hundred values (each rescale can
-# cost an ulp of d, and the weights are at most 1): the bound the line states at least.
-ROUNDING_BOUND_EXPONENT = -15
 # A difference past this is not rounding: the line says the two differ.
 AGREEMENT = 1e-9
 
@@ -36,18 +33,6 @@ def _number(value: float, precision: int) -> str:
 def _exp_shifted(x: float, m: float) -> float:
     """The term step i added: exp(xᵢ − m_new), 0 for a masked score."""
     return 0.0 if x == -math.inf else math.exp(x - m)
-
-
-def difference_bound(difference: float) -> str:
-    """``≤ 1e-15`` for any difference up to it (0 included), else the power of ten
-    just above it (``≤ 1e-12`` for 3.4e-13)."""
-    if difference <= 10.0**ROUNDING_BOUND_EXPONENT:
-        exponent = ROUNDING_BOUND_EXPONENT
-    else:
-        exponent = math.ceil(math.log10(difference))
-        if 10.0**exponent < difference:  # log10's own rounding at an exact power
-            exponent += 1
-    return f"≤ 1e{exponent}"
 
 
 def online_view(result: OnlineSoftmax, precision: int) -> Group:

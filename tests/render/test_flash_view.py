@@ -55,8 +55,8 @@ def test_variant_1_says_its_o_is_normalised() -> None:
 def test_the_summary_matches_standard_attention() -> None:
     out = flash_view("-s", "it-animal", "--block-q", "3", "--block-k", "4")
     assert "tiles: 12 computed, of 12" in out  # 12 tokens, not causal: 4 × 3 blocks
-    found = re.search(r"matches standard attention: max \|Δ\| = (\S+)", out)
-    assert found is not None
+    found = re.search(r"matches standard attention: max \|Δ\| ≤ (\S+)", out)
+    assert found is not None  # a power-of-ten bound: no last bits on screen
     assert float(found.group(1)) <= FLASH["atol"]
 
 

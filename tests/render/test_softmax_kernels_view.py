@@ -13,7 +13,8 @@ from rich.console import Console, RenderableType
 from attntrace.core.online_softmax import online_softmax
 from attntrace.core.softmax_walk import walk
 from attntrace.core.softmax_walk_dtype import walk_in
-from attntrace.render.online_softmax import difference_bound, online_view
+from attntrace.render.numbers import difference_bound
+from attntrace.render.online_softmax import online_view
 from attntrace.render.softmax_walk import walkthrough
 from attntrace.render.softmax_walk_dtype import amount
 
