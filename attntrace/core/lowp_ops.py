@@ -91,10 +91,17 @@ class Cast:
         """The casting rule in one sentence, as the views and the JSON state it."""
         if self.exact:
             return "float64 throughout (numpy's arithmetic)"
-        into = "float32" if self.accumulate == "float32" or self.dtype == "float32" else self.dtype
+        into = self.accumulates_in
         return (f"values rounded to {self.dtype}; matrix products accumulated in {into}, "
                 f"rounded to {self.dtype} once; element-wise stages rounded once; "
                 f"softmax in {self.softmax_dtype}")  # fmt: skip
+
+    @property
+    def accumulates_in(self) -> DTypeName:
+        """The dtype a matrix product's running sum is kept in."""
+        if self.exact:
+            return "float64"
+        return "float32" if self.accumulate == "float32" else self.dtype
 
     @property
     def storage_bytes(self) -> int:

@@ -20,6 +20,7 @@ from attntrace.core.attention import computed_block, weight_stages
 from attntrace.core.lowp_ops import Cast, StageError, stage_error
 from attntrace.core.lowp_record import LowPrecision, Overflow
 from attntrace.core.ops import Matrix
+from attntrace.core.overflow_words import amount, why_infinite
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Stage, Trace
 from attntrace.visible import quoted
@@ -95,13 +96,8 @@ def first_overflow(low: Trace, reference: Trace, cast: Cast) -> Overflow | None:
     return None
 
 
-def number(value: float) -> str:
-    """``70,144`` or ``11.09``: how a value reads in a sentence."""
-    if not np.isfinite(value):
-        return "NaN" if np.isnan(value) else ("inf" if value > 0 else "−inf")
-    if abs(value) >= 1000:
-        return f"{value:,.0f}".replace("-", "−")
-    return f"{value:.4g}".replace("-", "−")
+# The stages that are a matrix product: where a partial sum can overflow on the way.
+_PRODUCTS = ("Q", "K", "V", "scores", "output", "projected")
 
 
 def _explained(stage: Stage, i: int, j: int, exact: float, trace: Trace, cast: Cast) -> str:
@@ -111,16 +107,15 @@ def _explained(stage: Stage, i: int, j: int, exact: float, trace: Trace, cast: C
     where = f"{stage.name} (head {stage.head})" if many else stage.name
     rhs = stage.formula.split(" = ", 1)[1] if " = " in stage.formula else stage.formula
     cell = f"at row {quoted(stage.rows[i])}, column {quoted(stage.cols[j])}"
-    top = number(precision.largest(cast.dtype))
     value = float(stage.data[i, j])
-    shown = number(exact) if np.isfinite(exact) else "past float64's range"
+    shown = amount(exact) if np.isfinite(exact) else "past float64's range"
     if np.isnan(value):
+        top = amount(precision.largest(cast.accumulates_in))
         why = (f"is NaN in {cast.dtype}: a running sum passed {top} and met an infinity "
                "of the other sign (inf − inf)")  # fmt: skip
-    elif value > 0:
-        why = f"is past {top}, the largest {cast.dtype}: it rounds to inf"
     else:
-        why = f"is below −{top}, the most negative {cast.dtype}: it rounds to −inf"
+        into = cast.accumulates_in if stage.name in _PRODUCTS else None
+        why = why_infinite(value, exact, cast.dtype, into)
     return f"{where}: {rhs} = {shown} {cell} {why}, {_follows(stage, i, trace)}"
 
 

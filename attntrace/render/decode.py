@@ -17,13 +17,14 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.core import precision
 from attntrace.core.kvcache import Decode, DecodeStep, Overflow, first_overflow
 from attntrace.core.labels import dims, unique_labels
 from attntrace.core.lowp_ops import StageError
 from attntrace.core.ops import kv_head_of
+from attntrace.core.overflow_words import amount, why_infinite
 from attntrace.core.trace import Stage
 from attntrace.render.attention_map import bar
+from attntrace.render.lowp import error_text, rule_line
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
@@ -141,23 +142,15 @@ def overflow_note(run: Decode, where: Overflow) -> str:
     at = ", ".join(part for part in (row, col) if part)
     name = f"{where.stage} of {quoted(run.steps[where.t].token)}: {_FORMULAS[where.stage]}"
     if where.stage == "weights" or not math.isinf(where.value):
-        return (f"{name} is NaN at {at} (float64: {where.exact:.4g}): it comes from an "
+        return (f"{name} is NaN at {at} (float64: {amount(where.exact)}): it comes from an "
                 f"inf − inf or 0 · inf of the {dtype} values before it")  # fmt: skip
-    largest = precision.largest(dtype)
-    held = "inf" if where.value > 0 else "−inf"
-    return (f"{name} = {where.exact:,.0f} at {at} is past {largest:,.0f}, the largest {dtype}: "
-            f"it rounds to {held}, {_WHAT_FOLLOWS[where.stage]}")  # fmt: skip
+    into = run.cast.accumulates_in if where.stage in _PRODUCTS else None
+    why = why_infinite(where.value, where.exact, dtype, into)
+    return f"{name} = {amount(where.exact)} at {at} {why}, {_WHAT_FOLLOWS[where.stage]}"
 
 
-def error_text(dtype: str, error: StageError) -> str:
-    """``float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN``."""
-
-    def figure(value: float | None) -> str:
-        return "—" if value is None else "0" if value == 0 else f"{value:.1e}"
-
-    text = f"{dtype} · max |Δ| {figure(error.max_abs)} · max rel {figure(error.max_rel)} vs float64"
-    return text + (f" · {error.inf} inf" if error.inf else "") + (
-        f" · {error.nan} NaN" if error.nan else "")  # fmt: skip
+# The steps' stages that are a matrix product: where a partial sum can overflow on the way.
+_PRODUCTS = ("q", "k", "v", "scores", "output", "projected")
 
 
 def _error_lines(run: Decode, error: StageError | None) -> list[RenderableType]:
@@ -166,14 +159,13 @@ def _error_lines(run: Decode, error: StageError | None) -> list[RenderableType]:
     if error is None:
         return []
     style = "bold red" if error.overflowed else "dim"
-    return [Wrapped(Text(error_text(run.cast.dtype, error), style=style))]
+    return [Wrapped(Text(error_text(error, run.cast.dtype), style=style))]
 
 
 def precision_line(run: Decode) -> Wrapped | None:
-    """``float16: values rounded to float16; …``: the dtype and its casting rule."""
-    if run.cast.exact:
-        return None
-    return Wrapped(Text.assemble((f"{run.cast.dtype}: ", "bold"), (run.cast.rule, "dim")))
+    """``float16: values rounded to float16; …``: the dtype and its casting rule, as
+    run's header says it."""
+    return None if run.cast.exact else rule_line(run.cast.dtype, run.cast.rule)
 
 
 def bytes_text(run: Decode, count: int) -> str:
@@ -292,7 +284,7 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
     if error is not None:
         style = "bold red" if error.overflowed else ""
         yield Wrapped(Text.assemble(("decoded outputs: ", "dim"),
-                                    (error_text(dtype, error), style)))  # fmt: skip
+                                    (error_text(error, dtype), style)))  # fmt: skip
     yield Wrapped(
         Text.assemble(
             ("cache at the end: ", "dim"), (bytes_text(run, run.steps[-1].cache_bytes), "bold")

@@ -7,24 +7,22 @@ A float64 trace has none of them: every function here returns None for it.
 
 from __future__ import annotations
 
-from rich.style import Style
 from rich.text import Text
 
 from attntrace.core.lowp_ops import StageError
 from attntrace.core.trace import Stage, Trace
 from attntrace.render.wrap import Wrapped
 
-# A cell that overflowed (inf, −inf, NaN): red, and reversed, so that it still stands
-# out where colour is off (NO_COLOR=1 keeps reverse video, drops the red).
-OVERFLOWED = Style(color="red", bold=True, reverse=True)
-
 
 def precision_line(trace: Trace) -> Wrapped | None:
     """``float16: values rounded to float16; matrix products accumulated in float32, ...``."""
     record = trace.precision
-    if record is None:
-        return None
-    return Wrapped(Text.assemble((f"{record.dtype}: ", "bold red"), (record.rule, "dim")))
+    return None if record is None else rule_line(record.dtype, record.rule)
+
+
+def rule_line(dtype: str, rule: str) -> Wrapped:
+    """The dtype and its casting rule, under a header (run's, decode's)."""
+    return Wrapped(Text.assemble((f"{dtype}: ", "bold red"), (rule, "dim")))
 
 
 def delta(value: float | None) -> str:

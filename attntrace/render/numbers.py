@@ -8,11 +8,15 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
+from rich.style import Style
 
 # Above this magnitude fixed-point gets too wide to scan; switch to scientific notation.
 FIXED_LIMIT = 1e8
 # Shown in place of a masked (−∞) cell.
 MASKED = "−∞"
+# A cell that overflowed (inf, −inf, NaN): red, and reversed, so that it still stands
+# out where colour is off (NO_COLOR=1 keeps reverse video, drops the red).
+OVERFLOWED = Style(color="red", bold=True, reverse=True)
 # Spaces between two columns of a stage's table.
 COLUMN_GAP = 3
 

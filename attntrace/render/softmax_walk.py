@@ -32,12 +32,10 @@ from attntrace.render.by_hand import (
     scientific_digits,
     within,
 )
-from attntrace.render.numbers import FIXED_LIMIT, format_number
+from attntrace.render.numbers import FIXED_LIMIT, OVERFLOWED, format_number
 from attntrace.render.split_table import SplitTable
 
 FLOAT64_MAX = "1.8e308"
-# An inf or NaN a narrow dtype produced: red, and reverse video so NO_COLOR keeps it.
-OVERFLOWED = "bold red reverse"
 
 Writer = Callable[[float], str]
 

@@ -14,23 +14,12 @@ from collections.abc import Callable
 
 from rich.text import Text
 
+from attntrace.core.overflow_words import amount
 from attntrace.core.precision import exp_overflow_threshold, smallest_subnormal
 from attntrace.core.softmax_walk import Overflow, SoftmaxWalk
 from attntrace.render.numbers import format_number
 
 FLOAT64_MAX = "1.8e308"
-
-
-def amount(value: float) -> str:
-    """A size in a sentence: ``162,755``, ``65,504``, ``4.49e38``; two decimals below 1000."""
-    if math.isinf(value):
-        return "inf" if value > 0 else "−inf"
-    if abs(value) >= 1e8:
-        mantissa, _, exponent = f"{value:.2e}".partition("e")
-        return f"{mantissa}e{int(exponent)}"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.2f}"
 
 
 def dtype_header(steps: SoftmaxWalk) -> Text:
@@ -120,9 +109,18 @@ def _input_overflow(steps: SoftmaxWalk, found: Overflow) -> str:
     if any(v == math.inf for v in steps.values):
         return (
             start + ", so even the stable way fails: x − max = inf − inf = nan, and no "
-            "share is a number. A score that large needs a wider dtype (float32)."
+            f"share is a number. A score that large needs a wider dtype "
+            f"({_wide_enough(found.value)})."
         )
     return (
         start + ", as does every score, so even the stable way fails: x − max = −inf − "
         "(−inf) = nan."
     )
+
+
+def _wide_enough(value: float) -> str:
+    """The narrowest dtype wider than half precision that holds ``value``: float32
+    below its largest (3.40e38), else float64."""
+    from attntrace.core.precision import largest
+
+    return "float32" if abs(value) < largest("float32") else "float64"

@@ -22,9 +22,9 @@ from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
 from attntrace.render.grid import Grid
 from attntrace.render.heatmap import weight_style
-from attntrace.render.lowp import OVERFLOWED
 from attntrace.render.numbers import (
     COLUMN_GAP,
+    OVERFLOWED,
     column_widths,
     columns_that_fit,
     stage_cell,

@@ -142,6 +142,38 @@ def test_the_first_overflow_is_found_and_explained() -> None:
     assert np.isfinite(trace_attention(config=OVERFLOW)["softmax"].data).all()
 
 
+def test_an_overflow_on_the_way_through_a_sum_is_said_so() -> None:
+    """Q = 60,000 + 10,000 − 10,000 = 60,000 fits float16, but summed in float16 the
+    partial 70,000 is inf, and inf − 10,000 stays inf: not "past 65,504" (the review)."""
+    model = {"embeddings": {"a": [60000.0, 10000.0, -10000.0]},
+             "weights": {"WQ": [[1.0], [1.0], [1.0]], "WK": [[0.0], [0.0], [0.0]],
+                         "WV": [[1.0], [0.0], [0.0]]}}  # fmt: skip
+    trace = trace_attention("a", model=model, dtype="float16", accumulate="dtype")
+    assert trace["Q"].data[0, 0] == math.inf
+    assert trace.precision is not None
+    first = trace.precision.overflow
+    assert first is not None
+    assert first.stage == "Q"
+    assert "= 60,000 at row 'a', column 'd0' fits float16" in first.sentence
+    assert "a partial sum of the product, kept in float16, passed 65,504" in first.sentence
+    assert "is past" not in first.sentence
+    # summed in float32 (the default), the same product is 60,000 exactly
+    assert trace_attention("a", model=model, dtype="float16")["Q"].data[0, 0] == 60000
+
+
+def test_huge_values_read_in_e_notation() -> None:
+    """float32's largest is 3.40e38 in a sentence, not 39 digits."""
+    model = {"embeddings": {"a": [1e30]},
+             "weights": {"WQ": [[1e10]], "WK": [[1.0]], "WV": [[1.0]]}}  # fmt: skip
+    first = trace_attention("a", model=model, dtype="float32").precision
+    assert first is not None
+    assert first.overflow is not None
+    assert (
+        "Q: X · WQ = 1.00e40 at row 'a', column 'd0' is past 3.40e38, the largest "
+        "float32: it rounds to inf" in first.overflow.sentence
+    )
+
+
 def test_bfloat16_by_round_to() -> None:
     """bfloat16 with float32 sums: the float32 loop, then precision's rounding."""
     trace = trace_attention("cat eats fish", model=MODEL, dtype="bfloat16")

@@ -1,0 +1,55 @@
+"""Why a low-precision cell became infinite, in one phrase with its numbers.
+
+`run --dtype`, `decode --dtype` and `softmax --dtype` each explain their first overflow
+(docs/kernels.md). The numbers and the reason are worded here once, so the three say
+the same thing the same way:
+
+- a value whose exact result is past the dtype's rounding boundary (largest + half a
+  spacing: 65,520 for float16) rounds to ±inf;
+- a matrix product whose exact result *fits* can still be inf: a partial sum of the
+  accumulation passed the largest value of the dtype it is kept in (``--accumulate
+  dtype``, or float32's for huge values), and an infinity is never undone.
+"""
+
+from __future__ import annotations
+
+import math
+
+from attntrace.core import precision
+
+
+def amount(value: float) -> str:
+    """A number in a sentence: ``162,755``, ``65,504``, ``3.40e38``, ``11.09``, ``−70,000``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "−inf"
+    if abs(value) >= 1e8:
+        mantissa, _, exponent = f"{value:.2e}".partition("e")
+        text = f"{mantissa}e{int(exponent)}"
+    elif abs(value) >= 1000:
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:.2f}"
+    return text.replace("-", "−")
+
+
+def rounds_to_infinity(value: float, dtype: str) -> bool:
+    """Whether ``value`` (finite) is past the dtype's rounding boundary: held as ±inf."""
+    return math.isinf(float(precision.round_to(value, dtype)))
+
+
+def why_infinite(held: float, exact: float, dtype: str, accumulated_in: str | None) -> str:
+    """Why a cell the dtype holds as ``held`` (±inf) is infinite, when float64 computed
+    ``exact``: ``is past 65,504, the largest float16: it rounds to inf``, or, for a
+    product (``accumulated_in`` names the dtype its sum was kept in) whose exact result
+    fits, that a partial sum overflowed on the way."""
+    sign, word = ("", "inf") if held > 0 else ("−", "−inf")
+    top = amount(precision.largest(dtype))
+    if not math.isfinite(exact) or rounds_to_infinity(exact, dtype) or accumulated_in is None:
+        past = "is past" if held > 0 else "is below"
+        largest = "the largest" if held > 0 else "the most negative"
+        return f"{past} {sign}{top}, {largest} {dtype}: it rounds to {word}"
+    into = amount(precision.largest(accumulated_in))
+    return (f"fits {dtype}, but a partial sum of the product, kept in {accumulated_in}, "
+            f"passed {sign}{into} on the way: the sum became {word}")  # fmt: skip
