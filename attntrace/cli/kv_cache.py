@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from attntrace.core.kv_memory import Shape
 
 
+# run's and decode's names for kv-cache's dtypes.
+LONG_NAMES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+
+
 def kv_cache(
     preset: Annotated[
         str | None,
@@ -37,13 +41,16 @@ def kv_cache(
         typer.Option(metavar="N", help="Tokens cached (default: the preset's context)."),
     ] = None,
     batch: Annotated[int, typer.Option(metavar="N", help="Sequences at once.")] = 1,
-    dtype: Annotated[str, typer.Option(metavar="TYPE", help="fp32, fp16, bf16 or int8.")] = "fp16",
+    dtype: Annotated[
+        str, typer.Option(metavar="TYPE", help="fp32, fp16, bf16 or int8 (or float32, ...).")
+    ] = "fp16",
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
     from attntrace.core.kv_memory import BYTES_PER_VALUE, variants
     from attntrace.errors import InputError
 
+    dtype = LONG_NAMES.get(dtype, dtype)  # the names run --dtype and decode --dtype take
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
     if preset is None and all(flag is None for flag in shape_flags):
         if tokens is not None or batch != 1 or dtype != "fp16":

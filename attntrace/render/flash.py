@@ -205,7 +205,9 @@ def memory_lines(report: FlashReport) -> Iterator[RenderableType]:
         f"float64; the tiled pass holds one {bq} × {bk} tile ({report.tile_bytes:,} bytes), "
         "plus m, ℓ and O"))  # fmt: skip
     elements = report.sram_bytes // HBM_ITEMSIZE
-    source = f", by Theorem 2 of arXiv 2205.14135 (elements of {HBM_ITEMSIZE} bytes: fp16)"
+    source = (f", by Theorem 2 of arXiv 2205.14135: FlashAttention's loop order (its "
+              "Algorithm 1); FlashAttention-2's, over query blocks, moves the same "
+              f"Θ(N²d²/M) (elements of {HBM_ITEMSIZE} bytes: fp16)")  # fmt: skip
     yield Wrapped(Text.assemble(("HBM traffic", "bold"), source))
     yield Text(f"  SRAM {report.sram_bytes:,} bytes: M = {elements:,} elements")
     cases = (("this input", n, report.trace.model.d_k, report.this_input),

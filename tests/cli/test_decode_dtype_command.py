@@ -195,3 +195,13 @@ def test_a_real_decoders_layer_decodes_in_float16() -> None:
     assert err["inf"] == 0
     assert err["nan"] == 0
     assert 0 < err["max_abs"] < 0.1
+
+
+@pytest.mark.parametrize(("long", "short"), [("float16", "fp16"), ("bfloat16", "bf16"),
+                                             ("float32", "fp32"), ("half", "fp16")])  # fmt: skip
+def test_kv_cache_takes_the_names_decode_takes(long: str, short: str) -> None:
+    shape = ["kv-cache", "--layers", "1", "--heads", "4", "--kv-heads", "2", "--head-dim", "8",
+             "--tokens", "5", "--json"]  # fmt: skip
+    given, named = invoke(*shape, "--dtype", long), invoke(*shape, "--dtype", short)
+    assert given.exit_code == named.exit_code == 0, given.stderr
+    assert json.loads(given.stdout) == json.loads(named.stdout)
