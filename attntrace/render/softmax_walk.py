@@ -75,6 +75,8 @@ def _x_writer(steps: SoftmaxWalk, precision: int) -> Writer:
     rounding = _half_spacing(steps)
 
     def adds_up(write: Writer) -> bool:
+        if not math.isfinite(steps.max):  # every score rounded to −inf: nothing to redo
+            return True
         top = float(write(steps.max))
         return all(
             abs(float(write(x)) - top - shifted)
@@ -200,7 +202,8 @@ def _marker(dtype: str) -> Callable[[float, str | Text], str | Text]:
     def mark(value: float, text: str | Text) -> str | Text:
         if dtype == "float64" or math.isfinite(value):
             return text
-        return Text(str(text), style=OVERFLOWED)
+        written = str(text).replace("nan", "NaN")  # as run's tables write it
+        return Text(written, style=OVERFLOWED)
 
     return mark
 

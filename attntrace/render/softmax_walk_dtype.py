@@ -60,7 +60,7 @@ def dtype_story(
         below = math.log(smallest_subnormal(dtype) / 2)
         return Text(
             f"exp of every value rounds to 0 in {dtype} (exp(x) is 0 below about "
-            f"{below:.2f}), so the naive formula gives 0 / 0 = nan." + stable
+            f"{below:.2f}), so the naive formula gives 0 / 0 = NaN." + stable
         )
     threshold = exp_overflow_threshold(dtype)
     return Text(
@@ -80,10 +80,10 @@ def _exp_overflow(steps: SoftmaxWalk, found: Overflow, x_text: Callable[[float],
     )
     infinite = sum(math.isinf(e) for e in steps.naive_exp)
     if infinite == len(steps.naive_exp):
-        shares = "every naive share is inf / inf = nan"
+        shares = "every naive share is inf / inf = NaN"
     else:
         shares = (
-            "its naive shares are inf / inf = nan where exp(x) is inf and "
+            "its naive shares are inf / inf = NaN where exp(x) is inf and "
             "exp(x) / inf = 0 elsewhere"
         )
     return (
@@ -108,13 +108,13 @@ def _input_overflow(steps: SoftmaxWalk, found: Overflow) -> str:
         return start + ", so its exp is 0 both ways and its share 0."
     if any(v == math.inf for v in steps.values):
         return (
-            start + ", so even the stable way fails: x − max = inf − inf = nan, and no "
+            start + ", so even the stable way fails: x − max = inf − inf = NaN, and no "
             f"share is a number. A score that large needs a wider dtype "
             f"({_wide_enough(found.value)})."
         )
     return (
         start + ", as does every score, so even the stable way fails: x − max = −inf − "
-        "(−inf) = nan."
+        "(−inf) = NaN."
     )
 
 

@@ -63,12 +63,26 @@ def test_the_wider_dtypes_overflow_past_88(dtype: str) -> None:
     assert "row overflows" not in flat(invoke("softmax", "--dtype", dtype, "88", "1").stdout)
 
 
+@pytest.mark.parametrize(("dtype", "values"), [("fp16", ["-70000", "-80000"]),
+                                              ("fp16", ["-1e308"]), ("fp32", ["-3.5e38"])])  # fmt: skip
+def test_every_score_below_the_lowest_is_a_nan_row_not_a_traceback(
+    dtype: str, values: list[str]
+) -> None:
+    """Every score rounds to −inf: −inf − (−inf) is NaN both ways (the fresh-eyes crash:
+    the walk redid x − max from a written −inf)."""
+    result = invoke("softmax", "--dtype", dtype, "--", *values)
+    assert result.exit_code == 0, result.stderr
+    out = flat(result.stdout)
+    assert "NaN" in out
+    assert "−inf − (−inf) = NaN" in out
+
+
 def test_a_score_past_float16s_largest_is_explained_not_refused() -> None:
     result = invoke("softmax", "--dtype", "float16", "70000", "1")
     assert result.exit_code == 0
     out = flat(result.stdout)
     assert "70,000 is past 65,504, the largest float16: it rounds to inf as it is read" in out
-    assert "inf − inf = nan" in out
+    assert "inf − inf = NaN" in out
     document = valid(invoke("softmax", "--dtype", "float16", "--json", "70000", "1").stdout)
     assert document["values"] == ["inf", 1.0]
     assert document["shifted"] == ["nan", None]
