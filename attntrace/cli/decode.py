@@ -72,7 +72,7 @@ def decode(
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
     check_model_flags(config, sample, real_model, layer, head, step=step)
     with bad_input_fails():  # a dtype's flags are checked before anything is read
-        cast = cast_of(dtype or "float64", softmax_dtype, accumulate)
+        cast = cast_of("float64" if dtype is None else dtype, softmax_dtype, accumulate)
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         if real_model is not None:

@@ -99,7 +99,7 @@ def run(
     from attntrace.api import cast_of, traced
 
     with bad_input_fails():  # a dtype's flags are checked before anything is read
-        cast = cast_of(dtype or "float64", softmax_dtype, accumulate)
+        cast = cast_of("float64" if dtype is None else dtype, softmax_dtype, accumulate)
     if cast is not None and focus is not None:
         usage("--focus is float64's arithmetic by hand: it does not mix with --dtype")
     display = [flag for flag, on in (("--step", step), ("--export", export is not None),

@@ -69,12 +69,12 @@ class Cast:
         float32, is no framework's); float64 takes no other choice."""
         name = _dtype_name("dtype", dtype)
         wide: DTypeName = "float64" if name == "float64" else "float32"
-        soft = _dtype_name("softmax_dtype", softmax_dtype) if softmax_dtype else wide
+        soft = wide if softmax_dtype is None else _dtype_name("softmax_dtype", softmax_dtype)
         if soft not in (wide, name):
-            choices = "float64" if name == "float64" else f"float32 or {name}"
+            choices = {"float64": "float64", "float32": "float32"}.get(name, f"float32 or {name}")
             raise InputError(field="softmax_dtype", expected=f"{choices} (with dtype {name})",
                              found=repr(soft))  # fmt: skip
-        acc = accumulate or "float32"
+        acc = "float32" if accumulate is None else ALIASES.get(accumulate, accumulate)
         if acc not in ACCUMULATE:
             raise InputError(field="accumulate", expected=f"one of {', '.join(ACCUMULATE)}",
                              found=repr(acc))  # fmt: skip

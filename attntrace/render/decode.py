@@ -24,7 +24,7 @@ from attntrace.core.ops import kv_head_of
 from attntrace.core.overflow_words import amount, why_infinite
 from attntrace.core.trace import Stage
 from attntrace.render.attention_map import bar
-from attntrace.render.lowp import error_text, rule_line
+from attntrace.render.lowp import delta, error_text, rule_line
 from attntrace.render.overview import Packed
 from attntrace.render.shown import labels as shown_labels
 from attntrace.render.shown import model_name, pad, quoted
@@ -273,7 +273,8 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
                 ("decode ", "bold"),
                 ("DIFFERS FROM", "bold red"),
                 (f" full causal attention in {dtype}", "bold"),
-                f": {cells} of {over}, max |Δ| = {run.max_delta:.1e}",
+                f": {cells} of {over}; max |Δ| = {delta(run.max_delta)} over the cells "
+                "both hold finite",
             )
         )
         if any(not np.isfinite(step.v).all() for step in run.steps):

@@ -29,6 +29,9 @@ def test_defaults_are_the_frameworks() -> None:
     ("dtype", "softmax_dtype", "accumulate", "field"),
     [
         ("float8", None, None, "dtype"),
+        ("", None, None, "dtype"),
+        ("float16", "", None, "softmax_dtype"),
+        ("float16", None, "", "accumulate"),
         ("float16", "bfloat16", None, "softmax_dtype"),
         ("float16", "float64", None, "softmax_dtype"),
         ("float64", "float32", None, "softmax_dtype"),
@@ -41,6 +44,13 @@ def test_refused_choices_name_the_field(
     with pytest.raises(InputError) as caught:
         Cast.of(dtype, softmax_dtype, accumulate)
     assert caught.value.field == field
+
+
+def test_a_refused_softmax_dtype_names_each_choice_once() -> None:
+    with pytest.raises(InputError) as caught:
+        Cast.of("float32", "float16")
+    assert caught.value.expected == "float32 (with dtype float32)"
+    assert Cast.of("float16", accumulate="fp32").accumulate == "float32"
 
 
 def test_float64_cast_is_the_ordinary_attention() -> None:
