@@ -8,6 +8,7 @@ alike; the bar of a weight of 1 is as long as the terminal width allows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -20,6 +21,7 @@ from rich.text import Text
 
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
+from attntrace.render.numbers import OVERFLOWED
 from attntrace.render.shown import pad, shortened
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -111,11 +113,22 @@ class AttentionMap:
             line = Text(no_wrap=True, overflow="ignore")
             line.append(pad(query, query_width), style="bold")
             line.append(" → ")
+            if np.isnan(data[i]).all():  # an overflow before softmax (run --dtype)
+                line.append("NaN", style=OVERFLOWED)
+                line.append(" in every weight: an overflow before softmax (see the tables)",
+                            style="dim")  # fmt: skip
+                yield line
+                continue
             shown = self._visible(i, top)
             for rank, j in enumerate(shown):
                 weight = float(data[i, j])
                 line.append(pad(keys[j], key_width) + " ", style="bold" if rank == 0 else "")
-                line.append(f"{weight:.{self.precision}f}", style="cyan")
+                if math.isnan(weight):  # a NaN among numbers: no bar for it
+                    written = "NaN".rjust(len(f"{1:.{self.precision}f}"))
+                    line.append(written, style=OVERFLOWED)
+                    weight = 0.0
+                else:
+                    line.append(f"{weight:.{self.precision}f}", style="cyan")
                 drawn = bar(weight, full)
                 if rank < len(shown) - 1:
                     line.append(" " + drawn.ljust(full) + "  ", style="magenta")

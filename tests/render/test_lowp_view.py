@@ -90,3 +90,17 @@ def test_a_float64_trace_adds_nothing() -> None:
         console.print(part)
     assert "vs float64" not in out.getvalue()
     assert "rounded" not in out.getvalue()
+
+
+def test_the_map_draws_no_bar_for_a_nan_row() -> None:
+    """A row of NaN weights (an overflow before softmax) is said, not drawn full."""
+    from attntrace.render.attention_map import AttentionMap
+
+    weights = Stage("softmax", "softmax", ("a", "b"), ("a", "b"),
+                    np.array([[math.nan, math.nan], [0.25, 0.75]]))  # fmt: skip
+    text = drawn(AttentionMap(weights, top=2)).replace("\x1b[1;7m", "").replace("\x1b[0m", "")
+    first, second = (line for line in text.splitlines() if "→" in line)
+    assert "NaN in every weight" in first
+    assert "█" not in first
+    assert "0.75" in second
+    assert "█" in second
