@@ -63,8 +63,10 @@ def test_the_wider_dtypes_overflow_past_88(dtype: str) -> None:
     assert "row overflows" not in flat(invoke("softmax", "--dtype", dtype, "88", "1").stdout)
 
 
-@pytest.mark.parametrize(("dtype", "values"), [("fp16", ["-70000", "-80000"]),
-                                              ("fp16", ["-1e308"]), ("fp32", ["-3.5e38"])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [("fp16", ["-70000", "-80000"]), ("fp16", ["-1e308"]), ("fp32", ["-3.5e38"])],
+)
 def test_every_score_below_the_lowest_is_a_nan_row_not_a_traceback(
     dtype: str, values: list[str]
 ) -> None:
