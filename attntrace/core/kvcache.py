@@ -41,7 +41,7 @@ import numpy.typing as npt
 from attntrace.core import progress
 from attntrace.core.attention import computed_block, trace_block
 from attntrace.core.frozen import freeze
-from attntrace.core.lowp_ops import Cast, StageError, stage_error
+from attntrace.core.lowp_ops import Cast, StageError, fresh_cells, stage_error
 from attntrace.core.ops import Matrix, attention, linear, rope
 from attntrace.core.rounding import decode_bounds
 from attntrace.core.spec import ModelSpec
@@ -448,7 +448,7 @@ def first_overflow(run: Decode) -> Overflow | None:
             if low is None or exact is None:
                 continue
             low, exact = np.atleast_2d(low), np.atleast_2d(exact)
-            fresh = ~np.isfinite(low) & np.isfinite(exact)
+            fresh = fresh_cells(low, exact)
             if fresh.any():
                 row, col = (int(i) for i in np.argwhere(fresh)[0])
                 return Overflow(step.t, name, row, col, float(low[row, col]),

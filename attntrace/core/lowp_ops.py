@@ -180,9 +180,8 @@ class StageError:
 
     ``max_abs`` and ``max_rel`` are over the cells both hold finite (or both −∞, which
     agree): ``max_rel`` divides by |float64 value| where it is not 0. They are None where
-    no cell compares. ``inf`` and ``nan`` count the cells that overflowed to ±inf or
-    became NaN in the dtype while float64 held them finite (a masked −∞ in both is no
-    overflow)."""
+    no cell compares. ``inf`` and ``nan`` count the :func:`fresh_cells`: ±inf or NaN in
+    the dtype where float64 held something else (a masked −∞ in both is no overflow)."""
 
     max_abs: float | None
     max_rel: float | None
@@ -192,6 +191,18 @@ class StageError:
     @property
     def overflowed(self) -> bool:
         return self.inf > 0 or self.nan > 0
+
+
+def fresh_cells(low: npt.ArrayLike, exact: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+    """The cells the dtype holds as ±inf or NaN where float64 holds something else: a
+    finite value, the other infinity, or an infinity where the dtype made NaN. A cell
+    the same in both (a mask's −∞, a NaN float64 made too) is no overflow of the dtype's.
+    What the stage errors count, the first overflow finds and the views mark as new."""
+    a = np.asarray(low, dtype=np.float64)
+    b = np.asarray(exact, dtype=np.float64)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    fresh: npt.NDArray[np.bool_] = ~np.isfinite(a) & ~same
+    return fresh
 
 
 def stage_error(low: npt.ArrayLike, exact: npt.ArrayLike) -> StageError:
@@ -205,12 +216,10 @@ def stage_error(low: npt.ArrayLike, exact: npt.ArrayLike) -> StageError:
     if np.isfinite(delta).all():  # every cell finite in both (the usual stage): no masks
         inf, nan, both = 0, 0, None
     else:
-        finite_a, finite_b = np.isfinite(a), np.isfinite(b)
-        both = finite_a & finite_b
-        nan_a = np.isnan(a)
-        fresh = finite_b | (nan_a & ~np.isnan(b))
-        inf = int(np.count_nonzero(~finite_a & ~nan_a & fresh & ~(a == b)))
-        nan = int(np.count_nonzero(nan_a & fresh))
+        both = np.isfinite(a) & np.isfinite(b)
+        fresh = fresh_cells(a, b)
+        inf = int(np.count_nonzero(fresh & np.isinf(a)))
+        nan = int(np.count_nonzero(fresh & np.isnan(a)))
         if not both.any():
             return StageError(None, None, inf, nan)
         delta, b = delta[both], b[both]

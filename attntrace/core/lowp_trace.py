@@ -13,13 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import numpy.typing as npt
 
 from attntrace.core import precision
 from attntrace.core.attention import computed_block, weight_stages
-from attntrace.core.lowp_ops import Cast, StageError, stage_error
+from attntrace.core.lowp_ops import Cast, StageError, fresh_cells, stage_error
 from attntrace.core.lowp_record import LowPrecision, Overflow
-from attntrace.core.ops import Matrix
 from attntrace.core.overflow_words import amount, why_infinite
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Stage, Trace
@@ -76,19 +74,10 @@ def _rounded(stage: Stage, cast: Cast) -> Stage:
                  head=stage.head, kv_head=stage.kv_head)  # fmt: skip
 
 
-def _fresh(low: Matrix, exact: Matrix) -> npt.NDArray[np.bool_]:
-    """The cells ``low`` holds as ±inf or NaN where float64 does not (a mask's −∞ in both
-    is no overflow): stage_error's count, cell by cell."""
-    nonfinite = ~np.isfinite(low)
-    same = (low == exact) | (np.isnan(low) & np.isnan(exact))
-    result: npt.NDArray[np.bool_] = nonfinite & ~same
-    return result
-
-
 def first_overflow(low: Trace, reference: Trace, cast: Cast) -> Overflow | None:
     """The first stage, in trace order, with a new ±inf or NaN, said in numbers."""
     for stage, exact in zip(low.stages, reference.stages, strict=True):
-        fresh = _fresh(stage.data, exact.data)
+        fresh = fresh_cells(stage.data, exact.data)
         if fresh.any():
             i, j = (int(k[0]) for k in np.nonzero(fresh))
             sentence = _explained(stage, i, j, float(exact.data[i, j]), low, cast)

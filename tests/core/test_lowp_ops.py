@@ -94,3 +94,18 @@ def test_linear_rounds_the_product_then_the_bias_once() -> None:
     x, w, b = np.array([[1.0]]), np.array([[2049.0]]), np.array([1.0])
     # 2049 rounds to 2048 in float16 (spacing 2 there); 2048 + 1 is a tie, to even: 2048
     assert cast.linear(x, w, b)[0, 0] == 2048.0
+
+
+def test_what_counts_as_a_fresh_overflow() -> None:
+    """±inf or NaN in the dtype where float64 holds anything else; the same value in
+    both (a mask's −∞, a NaN float64 made too, the same infinity) is none."""
+    from attntrace.core.lowp_ops import fresh_cells
+
+    inf, nan = math.inf, math.nan
+    low = np.array([[inf, nan, -inf, inf, nan, nan, -inf, 1.0]])
+    exact = np.array([[1.0, 2.0, -inf, -inf, inf, nan, inf, 1.0]])
+    assert fresh_cells(low, exact).tolist() == [[True, True, False, True, True, False, True,
+                                                  False]]  # fmt: skip
+    error = stage_error(low, exact)
+    assert (error.inf, error.nan) == (3, 2)
+    assert (error.max_abs, error.max_rel) == (0.0, 0.0)  # the one cell both hold finite
