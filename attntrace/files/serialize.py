@@ -364,7 +364,19 @@ def _precision(run: Decode) -> dict[str, Any]:
         "rule": cast.rule,
         "bytes_per_value": cast.storage_bytes,
         "error": None if error is None else _stage_error(error),
+        "first_overflow": _first_overflow(run),
     }
+
+
+def _first_overflow(run: Decode) -> dict[str, Any] | None:
+    """Where decode first holds a new ±inf or NaN (the screens' explained line), or None."""
+    from attntrace.core.kvcache import first_overflow
+
+    found = first_overflow(run)
+    if found is None:
+        return None
+    return {"t": found.t, "stage": found.stage, "row": found.row, "col": found.col,
+            "value": _low_cell(found.value), "exact": _low_cell(found.exact)}  # fmt: skip
 
 
 def _stage_error(error: StageError) -> dict[str, Any]:
@@ -373,18 +385,10 @@ def _stage_error(error: StageError) -> dict[str, Any]:
 
 
 def _lowp_cells(matrix: Matrix) -> Any:
-    """A low-precision matrix's cells as JSON has them: numbers, ``null`` for −∞,
-    ``"inf"`` and ``"nan"`` (JSON has no infinities)."""
-
-    def cell(value: float) -> float | str | None:
-        if math.isnan(value):
-            return "nan"
-        if value == math.inf:
-            return "inf"
-        return None if value == -math.inf else value
+    """A low-precision matrix's cells as JSON has them (:func:`_low_cell`), nested."""
 
     def nested(values: Any) -> Any:
-        return [nested(v) for v in values] if isinstance(values, list) else cell(values)
+        return [nested(v) for v in values] if isinstance(values, list) else _low_cell(values)
 
     return nested(matrix.tolist())
 

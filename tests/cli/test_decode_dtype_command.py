@@ -205,3 +205,13 @@ def test_kv_cache_takes_the_names_decode_takes(long: str, short: str) -> None:
     given, named = invoke(*shape, "--dtype", long), invoke(*shape, "--dtype", short)
     assert given.exit_code == named.exit_code == 0, given.stderr
     assert json.loads(given.stdout) == json.loads(named.stdout)
+
+
+def test_the_json_says_where_the_first_overflow_is() -> None:
+    """As the screen's explained line: step 4 (fish), scores, head 0, key 'cat':
+    240·260 + 80·100 = 70,400 in float64, inf in float16."""
+    example = str(Path(__file__).resolve().parents[2] / "docs/examples/float16-overflow.yaml")
+    first = document("-c", example, "--dtype", "float16")["precision"]["first_overflow"]
+    assert first == {"t": 4, "stage": "scores", "row": 0, "col": 1, "value": "inf",
+                     "exact": 70400.0}  # fmt: skip
+    assert document("--sample", "gqa", "--dtype", "float16")["precision"]["first_overflow"] is None
