@@ -98,9 +98,10 @@ def flash(
     max_cols: MaxCols = None,
     max_tiles: MaxTiles = DEFAULT_TILES,
 ) -> None:
-    """FlashAttention tile by tile for one head: the running max m, the sum ℓ and the
-    output O after every tile, then that it matches standard attention, and the memory
-    it never used."""
+    """FlashAttention tile by tile for one head, checked against standard attention.
+
+    After every tile: the running max m, the sum ℓ and the output O; then that it
+    matches standard attention, and the memory it never used."""
     if as_json and step:
         usage("--json writes every tile for programs: it does not mix with --step")
     if variant not in (1, 2):

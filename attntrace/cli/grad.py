@@ -79,8 +79,9 @@ def grad(
     max_cols: MaxCols = None,
     max_heads: MaxHeads = 4,
 ) -> None:
-    """The backward pass from a loss: every gradient, dL/d output back to dL/d X and the
-    weights, as a table beside the stage it mirrors."""
+    """The backward pass from a loss: every gradient, as a table beside its stage.
+
+    From dL/d output back to dL/d X and the weights, each with its formula and shape."""
     display = [flag for flag, on in (("--step", step), ("--focus", focus is not None)) if on]
     if as_json and display:
         usage(f"--json writes the gradients for programs: it does not mix with {display[0]}")

@@ -209,7 +209,8 @@ def memory_lines(report: FlashReport) -> Iterator[RenderableType]:
               "Algorithm 1); FlashAttention-2's, over query blocks, moves the same "
               f"Θ(N²d²/M) (elements of {HBM_ITEMSIZE} bytes: fp16)")  # fmt: skip
     yield Wrapped(Text.assemble(("HBM traffic", "bold"), source))
-    yield Text(f"  SRAM {report.sram_bytes:,} bytes: M = {elements:,} elements")
+    plural = "" if elements == 1 else "s"
+    yield Text(f"  SRAM {report.sram_bytes:,} bytes: M = {elements:,} element{plural}")
     cases = (("this input", n, report.trace.model.d_k, report.this_input),
              ("a GPT-2 head", *GPT2_HEAD, report.gpt2_head))  # fmt: skip
     for name, big_n, d, traffic in cases:

@@ -169,7 +169,7 @@ COMMANDS = {
     "scaling": "Why ÷√d_k: the softmax of q·k, as it is and",
     "softmax": "The softmax walkthrough of one row: exp,",
     "decode": "Decode SENTENCE one token at a time through",
-    "flash": "FlashAttention tile by tile for one head:",
+    "flash": "FlashAttention tile by tile for one head, checked",
     "kv-cache": "How much memory a KV cache takes: the model",
     "models": "List the real trained models attntrace can",
     "heads": "Rank every layer × head by the weight one",
