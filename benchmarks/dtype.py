@@ -1,11 +1,15 @@
 """How much `run --dtype float16` adds to a run (issue 16: no more than 1.5× float64's time).
 
-Run:  python benchmarks/dtype.py            (prints medians of 5 runs, in ms, and the ratios)
+Run:  python benchmarks/dtype.py            (prints medians, in ms, and the ratios)
 
-A whole run, in-process: the trace computed from the model file and drawn (the default
+Two measures. In-process: the trace computed from the model file and drawn (the default
 tables, 80 columns) into an in-memory console, and the same with --json (the trace and
-its document). Inputs: the worked example, and random models of 128 and 512 tokens
-(d_model 64, d_k = d_v = 16, 4 heads).
+its document): the work alone, where --dtype computes two traces (the dtype's, and
+float64's to measure its error against) and rounds every stage. Whole commands: `attntrace
+run` as a user runs it, in a new process (start-up, reading the model file, the work,
+writing to /dev/null), float64 and float16 runs alternated so drift on a busy machine
+falls on both: "a run's time", which the issue bounds. Inputs: the worked example, and
+random models of 128 and 512 tokens (d_model 64, d_k = d_v = 16, 4 heads).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import io
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -60,6 +66,18 @@ def as_json(sentence: str | None, path: Path | None, dtype: str) -> None:
     dump_bytes(trace_attention(sentence, config=path, dtype=dtype))
 
 
+def process_ms(args: list[str]) -> tuple[float, float]:
+    """Medians of whole `attntrace run` commands at float64 and float16, alternated."""
+    command = [sys.executable, "-m", "attntrace", "run", *args]
+    times: dict[str, list[float]] = {"float64": [], "float16": []}
+    for _ in range(2 * REPEATS + 1):
+        for dtype in times:
+            start = time.perf_counter()
+            subprocess.run([*command, "--dtype", dtype], stdout=subprocess.DEVNULL, check=True)
+            times[dtype].append(time.perf_counter() - start)
+    return 1000 * statistics.median(times["float64"]), 1000 * statistics.median(times["float16"])
+
+
 def main() -> None:
     print(f"median of {REPEATS}, ms; ratio = float16 / float64 (issue 16: at most 1.5)")
     print(f"{'input':<24}{'run':<8}{'float64':>10}{'float16':>10}{'ratio':>8}")
@@ -80,6 +98,12 @@ def main() -> None:
                     return median_ms(lambda: act(words, where, dtype))
 
                 exact, low = timed("float64"), timed("float16")
+                print(f"{name:<24}{label:<8}{exact:10.1f}{low:10.1f}{low / exact:8.2f}")
+        print(f"\nwhole commands, median of {2 * REPEATS + 1} each, ms")
+        for name, sentence, path in inputs:
+            given = ([] if path is None else ["-c", str(path)]) + ([sentence] if sentence else [])
+            for label, extra in (("tables", []), ("--json", ["--json"])):
+                exact, low = process_ms(given + extra)
                 print(f"{name:<24}{label:<8}{exact:10.1f}{low:10.1f}{low / exact:8.2f}")
 
 

@@ -165,13 +165,17 @@ class Cast:
         """:func:`attntrace.core.ops.attention` by the rule, one head ``[n, d]``: scores by
         the product rule, scaled = scores / √d_k rounded once, the mask, the stable
         softmax in ``softmax_dtype``, output by the product rule."""
-        scores = self.matmul(Q, K.T)  # [n, d_k] · [d_k, m] -> [n, m]
+        Q, K, V = self.round(Q), self.round(K), self.round(V)
+        dtype, accumulate = self.dtype, self.accumulate
+        # [n, d_k] · [d_k, m] -> [n, m]; from here on every input is already dtype's
+        scores = precision.matmul_in(Q, K.T, dtype, accumulate, in_dtype=True)
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = self.round(scores / math.sqrt(Q.shape[-1]))
         masked = apply_mask(scaled, causal_mask(*scaled.shape)) if causal else None
-        weights = precision.softmax_in(scaled if masked is None else masked, self.dtype,
-                                       self.softmax_dtype, stable=True)  # fmt: skip
-        return Attention(scores, scaled, masked, weights, self.matmul(weights, V))
+        weights = precision.softmax_in(scaled if masked is None else masked, dtype,
+                                       self.softmax_dtype, stable=True, in_dtype=True)  # fmt: skip
+        output = precision.matmul_in(weights, V, dtype, accumulate, in_dtype=True)
+        return Attention(scores, scaled, masked, weights, output)
 
 
 @dataclass(frozen=True)
