@@ -20,6 +20,7 @@ from attntrace.core.trace import Trace
 from attntrace.render.document import sentence_line
 from attntrace.render.explain import paragraph, shape_equation
 from attntrace.render.focus import SECTION_OF_STAGE
+from attntrace.render.lowp import precision_line
 from attntrace.render.stage_block import stage_body
 from attntrace.render.titles import fitted_title, head_label
 from attntrace.render.view import DEFAULT_VIEW, View
@@ -161,6 +162,9 @@ def show_stage(
     heading = Group(fitted_title(stage, trace.model),
                     Wrapped(Text(shape_equation(stage, trace), style="cyan")))  # fmt: skip
     console.print(Panel(heading, expand=False))
+    rule = precision_line(trace)  # a --dtype's rule on every screen, as under run's header
+    if rule is not None:
+        console.print(rule)
     console.print(Wrapped(Text(paragraph(stage, trace))))
     console.print()
     # As an equation of its operands where it fits, else after the weight it used.

@@ -97,6 +97,8 @@ def test_step_pages_a_low_trace() -> None:
     result = invoke("run", "-c", OVERFLOW, "--dtype", "float16", "--step", input="\n" * 12)
     assert result.exit_code == 0, result.stderr
     assert "70,400" in result.stdout
+    # every stage's screen states the rule (8 stages), as run's header does once
+    assert result.stdout.count("float16: values rounded to float16") == 8
 
 
 def test_export_a_low_trace(tmp_path: Path) -> None:
