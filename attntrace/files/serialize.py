@@ -370,7 +370,7 @@ def _precision(run: Decode) -> dict[str, Any]:
 
 def _first_overflow(run: Decode) -> dict[str, Any] | None:
     """Where decode first holds a new ±inf or NaN (the screens' explained line), or None."""
-    from attntrace.core.kvcache import first_overflow
+    from attntrace.core.lowp_decode import first_overflow
 
     found = first_overflow(run)
     if found is None:

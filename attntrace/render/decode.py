@@ -17,8 +17,9 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.core.kvcache import Decode, DecodeStep, Overflow, first_overflow
+from attntrace.core.kvcache import Decode, DecodeStep
 from attntrace.core.labels import dims, unique_labels
+from attntrace.core.lowp_decode import Overflow, first_overflow
 from attntrace.core.lowp_ops import StageError
 from attntrace.core.ops import kv_head_of
 from attntrace.core.overflow_words import amount, why_infinite

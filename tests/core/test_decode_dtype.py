@@ -23,7 +23,8 @@ from randoms import random_block
 from tolerances import LOW_PRECISION_SPACINGS
 
 from attntrace.core.kv_memory import Shape, kv_cache_bytes
-from attntrace.core.kvcache import decode, first_overflow
+from attntrace.core.kvcache import decode
+from attntrace.core.lowp_decode import first_overflow
 from attntrace.core.lowp_ops import Cast
 from attntrace.core.spec import ModelSpec
 

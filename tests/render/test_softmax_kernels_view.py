@@ -11,12 +11,12 @@ import pytest
 from rich.console import Console, RenderableType
 
 from attntrace.core.online_softmax import online_softmax
+from attntrace.core.overflow_words import amount
 from attntrace.core.softmax_walk import walk
 from attntrace.core.softmax_walk_dtype import walk_in
 from attntrace.render.numbers import difference_bound
 from attntrace.render.online_softmax import online_view
 from attntrace.render.softmax_walk import walkthrough
-from attntrace.render.softmax_walk_dtype import amount
 
 ARTICLE = [3.2, 4.0, 1.0, 6.2, 8.0]
 REVERSE = re.compile(r"\x1b\[(?:[0-9]+;)*7(?:;[0-9]+)*m")  # an SGR with 7: reverse video
