@@ -188,7 +188,7 @@ class Prepared:
             if cast is not None:
                 from attntrace.core.lowp_trace import trace_low
 
-                return trace_low(self.spec, self.tokens, cast, self.key_tokens).trace
+                return trace_low(self.spec, self.tokens, cast, self.key_tokens)
             return trace_block(self.spec, self.tokens, self.key_tokens)
         except InputError as error:
             if context_given and error.field == "context":

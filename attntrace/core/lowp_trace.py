@@ -10,13 +10,13 @@ or NaN is explained in numbers (docs/kernels.md, "What the views show").
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from attntrace.core import precision
 from attntrace.core.attention import computed_block, weight_stages
-from attntrace.core.lowp_ops import Cast, StageError, fresh_cells, stage_error
+from attntrace.core.lowp_ops import Cast, fresh_cells, stage_error
 from attntrace.core.lowp_record import LowPrecision, Overflow
 from attntrace.core.overflow_words import amount, why_infinite
 from attntrace.core.spec import ModelSpec
@@ -27,36 +27,16 @@ from attntrace.visible import quoted
 _BEFORE_SOFTMAX = ("Q", "Q_rope", "K", "K_rope", "scores", "scaled", "masked")
 
 
-@dataclass(frozen=True)
-class LowTrace:
-    """A trace in ``cast.dtype`` (``trace``, its ``precision`` filled in) and the float64
-    ``reference`` it was measured against."""
-
-    trace: Trace
-    reference: Trace
-    cast: Cast
-
-    @property
-    def errors(self) -> tuple[StageError, ...]:
-        """Each stage's error, in trace order."""
-        record = self.trace.precision
-        assert record is not None  # a LowTrace's trace always carries one
-        return tuple(record.errors[(s.name, s.head)] for s in self.trace.stages)
-
-    @property
-    def overflow(self) -> Overflow | None:
-        record = self.trace.precision
-        return None if record is None else record.overflow
-
-
 def trace_low(
     model: ModelSpec, tokens: Sequence[str], cast: Cast, context: Sequence[str] | None = None
-) -> LowTrace:
+) -> Trace:
     """The trace of ``model`` over ``tokens`` computed by ``cast``, never refusing inf or
-    NaN, and float64's of the same input (also unrefused: its error is measured too)."""
+    NaN, with its ``precision`` record: each stage's error against float64's trace of
+    the same input (computed unrefused, so the error is measured even where float64
+    itself would overflow) and the first overflow. float64's cast is the plain trace."""
     reference = computed_block(model, tokens, context, refuse=False)
     if cast.exact:
-        return LowTrace(reference, reference, cast)
+        return reference
     low = computed_block(model, tokens, context, arithmetic=cast, refuse=False)
     errors = {(s.name, s.head): stage_error(s.data, r.data)
               for s, r in zip(low.stages, reference.stages, strict=True)}  # fmt: skip
@@ -65,7 +45,7 @@ def trace_low(
     record = LowPrecision(cast.dtype, cast.softmax_dtype, cast.accumulate, cast.rule, errors,
                           first)  # fmt: skip
     weights = tuple(_rounded(w, cast) for w in weight_stages(model))
-    return LowTrace(replace(low, weights=weights, precision=record), reference, cast)
+    return replace(low, weights=weights, precision=record)
 
 
 def _rounded(stage: Stage, cast: Cast) -> Stage:

@@ -131,7 +131,7 @@ def layer_trace(
         if cast is not None:
             from attntrace.core.lowp_trace import trace_low
 
-            trace = trace_low(model, tokens, cast).trace
+            trace = trace_low(model, tokens, cast)
         else:
             trace = trace_block(model, tokens)
     return trace if head is None else trace.only_heads([head])
