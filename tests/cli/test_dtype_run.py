@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
-from helpers import invoke, load_valid_trace
+from helpers import invoke, load_valid_trace, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERFLOW = str(ROOT / "docs" / "examples" / "float16-overflow.yaml")
@@ -117,3 +118,18 @@ def test_float64_is_unchanged() -> None:
     document = json.loads(invoke("run", "--json").stdout)
     assert "precision" not in document
     assert all("error" not in stage for stage in document["stages"])
+
+
+def test_the_schema_allows_inf_and_nan_only_in_a_low_precision_trace() -> None:
+    low = json.loads(invoke("run", "-c", OVERFLOW, "--dtype", "float16", "--json").stdout)
+    jsonschema.validate(low, schema("trace-v1.schema.json"))
+    plain = json.loads(invoke("run", "-c", OVERFLOW, "--json").stdout)
+    jsonschema.validate(plain, schema("trace-v1.schema.json"))
+    plain["stages"][0]["data"][0][0] = "inf"  # a float64 trace never holds one
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(plain, schema("trace-v1.schema.json"))
+    del low["precision"]  # nor a stage error without the precision it is measured in
+    for stage in low["stages"]:
+        stage["data"] = [[0.0 for _ in row] for row in stage["data"]]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(low, schema("trace-v1.schema.json"))
