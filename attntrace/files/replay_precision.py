@@ -28,11 +28,29 @@ def saved_precision(document: Any, raw: Sequence[Any], stages: Sequence[Stage]) 
     accumulate = fields.choice(record.get("accumulate"), "precision.accumulate", ACCUMULATE,
                                "float32 or dtype")  # fmt: skip
     rule = fields.text(record.get("rule"), "precision.rule")
+    for index, stage in enumerate(stages):
+        _held_in(stage, dtype, f"stages[{index}].data")
     errors = {(stage.name, stage.head): _error(saved, f"stages[{i}].error")
               for i, (saved, stage) in enumerate(zip(raw, stages, strict=True))
               if isinstance(saved, dict) and saved.get("error") is not None}  # fmt: skip
     return LowPrecision(dtype, softmax, accumulate, rule, errors,
                         _overflow(record.get("first_overflow")))  # fmt: skip
+
+
+def _held_in(stage: Stage, dtype: str, field: str) -> None:
+    """Every cell a value of ``dtype``, as a trace computed in it holds: a cell that is
+    not (1e9 in a float16 trace) was not written by run --dtype."""
+    import numpy as np
+
+    from attntrace.core.precision import round_to
+
+    data = stage.data
+    finite = np.isfinite(data)
+    wrong = finite & (round_to(np.where(finite, data, 0.0), dtype) != data)
+    if wrong.any():
+        i, j = (int(k[0]) for k in np.nonzero(wrong))
+        raise InputError(field=f"{field}[{i}][{j}]", expected=f"a value of {dtype} (the "
+                         "trace's precision.dtype)", found=repr(float(data[i, j])))  # fmt: skip
 
 
 def _error(stage: Any, field: str) -> StageError:

@@ -133,3 +133,15 @@ def test_the_schema_allows_inf_and_nan_only_in_a_low_precision_trace() -> None:
         stage["data"] = [[0.0 for _ in row] for row in stage["data"]]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(low, schema("trace-v1.schema.json"))
+
+
+def test_render_refuses_a_cell_the_dtype_cannot_hold(tmp_path: Path) -> None:
+    document = json.loads(invoke("run", "-c", OVERFLOW, "--dtype", "float16", "--json").stdout)
+    document["stages"][0]["data"][0][0] = 0.1  # float16 holds 0.0999755859375, not 0.1
+    saved = tmp_path / "edited.json"
+    saved.write_text(json.dumps(document))
+    result = invoke("render", str(saved))
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith(
+        "stages[0].data[0][0]: expected a value of float16 (the trace's precision.dtype), got 0.1"
+    )
