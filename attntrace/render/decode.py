@@ -36,11 +36,20 @@ from attntrace.render.wrap import Facts, Terms, Wrapped
 _BAR = 30
 
 
-def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None) -> Group:
+def step_view(
+    run: Decode,
+    step: DecodeStep,
+    view: View,
+    head: int | None = None,
+    overflow: Overflow | None = None,
+) -> Group:
     """One step: the cache tables, the new row's attention, its output and cost.
 
     ``head`` limits the rows to that query head (and the caches to the K/V head it
     reads), as ``decode --model --head`` asks; the numbers are the whole layer's.
+    ``overflow`` is the run's first (:func:`first_overflow`, found once for all its
+    steps: looking for it on every step was quadratic in the sentence), explained on
+    its step.
     """
     model = run.model
     low = not run.cast.exact
@@ -58,7 +67,6 @@ def step_view(run: Decode, step: DecodeStep, view: View, head: int | None = None
              f"cached key{'s' if step.t else ''}", "dim"),
         ),
     ]  # fmt: skip
-    overflow = first_overflow(run) if low else None
     if overflow is not None and overflow.t == step.t:
         parts.append(Wrapped(Text(overflow_note(run, overflow), style="bold red")))
     parts.append(Text(""))
@@ -363,6 +371,7 @@ def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
     cache it shows.
     """
     view = marking_overflows(view, not run.cast.exact)
+    first = None if run.cast.exact else first_overflow(run)
 
     def step_screen(step: DecodeStep) -> Screen:
         def draw(console: Console) -> None:
@@ -370,7 +379,7 @@ def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
             rule = precision_line(run)
             if rule is not None:
                 console.print(rule, crop=False)
-            console.print(step_view(run, step, view, head), crop=False)
+            console.print(step_view(run, step, view, head, first), crop=False)
 
         return draw
 
