@@ -14,7 +14,7 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.model_flags import check_model_flags, trace_from_flags
 from attntrace.cli.options import (
     Causal,
     Config,
@@ -29,7 +29,6 @@ from attntrace.cli.options import (
     json_flag,
     sentence_argument,
 )
-from attntrace.cli.progress import progress_shown
 
 if TYPE_CHECKING:
     from attntrace.core.flash_report import FlashReport
@@ -120,19 +119,11 @@ def flash(
         mask_set=causal is not None or context is not None,
     )
     sentence = " ".join(words) if words else None
-    with bad_input_fails():
-        if real_model is not None:
-            from attntrace.real.layer import layer_trace
-
-            with progress_shown():  # a head the model lacks is refused, naming its heads
-                trace = layer_trace(real_model, sentence, layer or 0, head)
-        else:
-            from attntrace.api import traced
-
-            model = stdin_model(config, edits or ())
-            trace = traced(sentence, config=None if model is not None else config,
-                           sample=sample, model=model, causal=causal, context=context,
-                           edits=() if model is not None else edits or ())  # fmt: skip
+    with bad_input_fails():  # a head a real model lacks is refused there, naming its heads
+        trace = trace_from_flags(sentence, config, sample, real_model, layer,
+                                 head if real_model is not None else None, causal=causal,
+                                 context=context, edits=edits or ())  # fmt: skip
+        if real_model is None:
             _check_head(head, trace.model.heads)
         from attntrace.core.flash_report import flash_report
 

@@ -1,4 +1,5 @@
-"""The flags that name a model, shared by `run` and `decode`: --config, --sample, --model.
+"""The flags that name a model, shared by `run`, `flash` and `decode`: --config,
+--sample, --model.
 
 Checked here with the flags' own names, before any file is read (the Python API's
 choose_model would name its arguments instead).
@@ -12,7 +13,9 @@ from typing import TYPE_CHECKING
 from attntrace.cli.exits import flags_choose, usage
 
 if TYPE_CHECKING:
+    from attntrace.core.lowp_ops import Cast
     from attntrace.core.spec import ModelSpec
+    from attntrace.core.trace import Trace
 
 
 def stdin_model(config: str | None, edits: Sequence[str] = ()) -> ModelSpec | None:
@@ -58,3 +61,34 @@ def check_model_flags(
         usage("--causal and --context change a model file: a real model has its own mask")
     if step and config == "-":
         usage("--step reads its keys from stdin, so the model cannot come from stdin too")
+
+
+def trace_from_flags(
+    sentence: str | None,
+    config: str | None,
+    sample: str | None,
+    real_model: str | None,
+    layer: int | None,
+    head: int | None,
+    *,
+    causal: bool | None,
+    context: str | None,
+    edits: Sequence[str],
+    cast: Cast | None = None,
+) -> Trace:
+    """The trace the model flags name: a real model's layer (cut to ``head`` where
+    given, with a progress line), or a model file, a sample or stdin's (``--set``'s
+    edits made), by ``cast``'s casting rule where given. Call it inside
+    ``bad_input_fails()``, after :func:`check_model_flags`."""
+    if real_model is not None:
+        from attntrace.cli.progress import progress_shown
+        from attntrace.real.layer import layer_trace
+
+        with progress_shown():
+            return layer_trace(real_model, sentence, layer or 0, head, cast=cast)
+    from attntrace.api import traced
+
+    model = stdin_model(config, edits)
+    return traced(sentence, config=None if model is not None else config, sample=sample,
+                  model=model, causal=causal, context=context,
+                  edits=() if model is not None else edits, cast=cast)  # fmt: skip

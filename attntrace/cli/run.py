@@ -13,7 +13,7 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
-from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.model_flags import check_model_flags, trace_from_flags
 from attntrace.cli.options import (
     AccumulateFlag,
     Causal,
@@ -39,7 +39,6 @@ from attntrace.cli.options import (
     json_flag,
     sentence_argument,
 )
-from attntrace.cli.progress import progress_shown
 from attntrace.cli.show import presentation, show
 
 if TYPE_CHECKING:
@@ -96,7 +95,7 @@ def run(
 
     The model: a model file (--config), a sample (--sample), the worked
     example, or a layer of a trained model (--model; see `attntrace models`)."""
-    from attntrace.api import cast_of, traced
+    from attntrace.api import cast_of
 
     with bad_input_fails():  # a dtype's flags are checked before anything is read
         cast = cast_of("float64" if dtype is None else dtype, softmax_dtype, accumulate)
@@ -131,17 +130,9 @@ def run(
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     sentence = " ".join(words) if words else None
     with bad_input_fails():
-        if real_model is not None:
-            from attntrace.real.layer import layer_trace
-
-            with progress_shown():
-                trace = layer_trace(real_model, sentence, layer or 0, head, cast=cast)
-        else:
-            model = stdin_model(config, edits or ())
-            trace = traced(sentence, config=None if model is not None else config,
-                           sample=sample, model=model, causal=causal, context=context,
-                           edits=() if model is not None else edits or (),
-                           cast=cast)  # fmt: skip
+        trace = trace_from_flags(sentence, config, sample, real_model, layer, head,
+                                 causal=causal, context=context, edits=edits or (),
+                                 cast=cast)  # fmt: skip
 
     def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
         from attntrace.files.serialize import dump_bytes
