@@ -159,9 +159,15 @@ def round_to(values: npt.ArrayLike, dtype: str) -> Array:
 
 
 def add_in(a: npt.ArrayLike, b: npt.ArrayLike, dtype: str) -> Array:
-    """a + b rounded once to the dtype (a and b already its values): the float64 sum and
-    its exact error (Knuth's TwoSum); where the float64 sum lands on a tie of the dtype
-    and the error is not 0, the exact sum is off the tie, so it rounds toward the error."""
+    """a + b rounded once to the dtype: the float64 sum and its exact error (Knuth's
+    TwoSum); where the float64 sum lands on a tie of the dtype and the error is not 0,
+    the exact sum is off the tie, so it rounds toward the error.
+
+    Exact for a and b the dtype's values, or exact float64 products of two of them
+    (RoPE's terms): every tie between two finite values of the dtype is a float64
+    number, so the float64 sum is on the exact sum's side of it or on it. The one tie
+    it does not see is the overflow boundary (65,520 for float16, where round_to gives
+    inf, not a tie): a sum of such terms can land there only from above it or on it."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
