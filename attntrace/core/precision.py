@@ -167,7 +167,9 @@ def add_in(a: npt.ArrayLike, b: npt.ArrayLike, dtype: str) -> Array:
     (RoPE's terms): every tie between two finite values of the dtype is a float64
     number, so the float64 sum is on the exact sum's side of it or on it. The one tie
     it does not see is the overflow boundary (65,520 for float16, where round_to gives
-    inf, not a tie): a sum of such terms can land there only from above it or on it."""
+    inf, not a tie): float64's sum lands on it with a nonzero error only beside a term
+    of about the boundary itself, which neither a value of the dtype nor one times a
+    cos or sin (at most its largest value) is."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
