@@ -201,7 +201,8 @@ def fresh_cells(low: npt.ArrayLike, exact: npt.ArrayLike) -> npt.NDArray[np.bool
     """The cells the dtype holds as ±inf or NaN where float64 holds something else: a
     finite value, the other infinity, or an infinity where the dtype made NaN. A cell
     the same in both (a mask's −∞, a NaN float64 made too) is no overflow of the dtype's.
-    What the stage errors count, the first overflow finds and the views mark as new."""
+    What the stage errors count and the first overflow finds. (The views mark every
+    non-finite cell that is not a mask, fresh or carried on from float64's own.)"""
     a = np.asarray(low, dtype=np.float64)
     b = np.asarray(exact, dtype=np.float64)
     same = (a == b) | (np.isnan(a) & np.isnan(b))

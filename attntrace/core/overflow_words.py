@@ -41,15 +41,25 @@ def rounds_to_infinity(value: float, dtype: str) -> bool:
 
 def why_infinite(held: float, exact: float, dtype: str, accumulated_in: str | None) -> str:
     """Why a cell the dtype holds as ``held`` (±inf) is infinite, when float64 computed
-    ``exact``: ``is past 65,504, the largest float16: it rounds to inf``, or, for a
-    product (``accumulated_in`` names the dtype its sum was kept in) whose exact result
-    fits, that a partial sum overflowed on the way."""
+    ``exact`` from the unrounded inputs.
+
+    - ``exact`` itself past the boundary: ``is past 65,504, the largest float16: it
+      rounds to inf``.
+    - ``exact`` fits, so the inputs as the dtype holds them took it over. For a product
+      summed in the dtype itself (``accumulated_in`` is ``dtype``), its running sum
+      passed the largest value, at the last term or before it (an infinity is never
+      undone). Otherwise (summed in float32, or an element-wise stage) the result from
+      those inputs is past it and rounds to inf: float32 cannot overflow on the way from
+      float16's values, and the wording claims no more than the result."""
     sign, word = ("", "inf") if held > 0 else ("−", "−inf")
     top = amount(precision.largest(dtype))
-    if not math.isfinite(exact) or rounds_to_infinity(exact, dtype) or accumulated_in is None:
+    if not math.isfinite(exact) or rounds_to_infinity(exact, dtype):
         past = "is past" if held > 0 else "is below"
         largest = "the largest" if held > 0 else "the most negative"
         return f"{past} {sign}{top}, {largest} {dtype}: it rounds to {word}"
-    into = amount(precision.largest(accumulated_in))
-    return (f"fits {dtype}, but a partial sum of the product, kept in {accumulated_in}, "
-            f"passed {sign}{into} on the way: the sum became {word}")  # fmt: skip
+    inputs = f"from its inputs as {dtype} holds them"
+    if accumulated_in == dtype:
+        return (f"fits {dtype}, but summed in {dtype} {inputs}, its running sum passed "
+                f"{sign}{top} and became {word}")  # fmt: skip
+    kept = f" (summed in {accumulated_in})" if accumulated_in is not None else ""
+    return f"fits {dtype}, but {inputs}{kept} the result is past {sign}{top}: it rounds to {word}"

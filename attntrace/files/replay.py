@@ -74,16 +74,17 @@ def _trace(document: Any) -> Trace:
     stages = fields.items(document.get("stages"), "stages")
     low = "precision" in document  # run --dtype: "inf" and "nan" cells, each stage's error
     read = tuple(_stage(s, f"stages[{i}]", low=low) for i, s in enumerate(stages))
+    weights = tuple(
+        _stage(w, f"weights[{i}]", weight=True)
+        for i, w in enumerate(fields.items(document.get("weights", []), "weights", empty=True))
+    )
     trace = Trace(
         model=info,
         tokens=tokens,
         stages=read,
         context_tokens=None if context is None else fields.texts(context, "context_tokens"),
-        weights=tuple(
-            _stage(w, f"weights[{i}]", weight=True)
-            for i, w in enumerate(fields.items(document.get("weights", []), "weights", empty=True))
-        ),
-        precision=saved_precision(document, stages, read) if low else None,
+        weights=weights,
+        precision=saved_precision(document, stages, read, weights) if low else None,
     )
     check_layout(trace, _heads_traced(document.get("heads_traced"), info))
     return trace

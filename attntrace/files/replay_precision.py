@@ -17,8 +17,11 @@ from attntrace.errors import InputError, describe
 _NARROW = DTYPES[1:]  # a saved precision is never float64's: a float64 trace has none
 
 
-def saved_precision(document: Any, raw: Sequence[Any], stages: Sequence[Stage]) -> LowPrecision:
-    """``precision`` and each stage's ``error`` (``raw``: the stages as saved)."""
+def saved_precision(
+    document: Any, raw: Sequence[Any], stages: Sequence[Stage], weights: Sequence[Stage] = ()
+) -> LowPrecision:
+    """``precision`` and each stage's ``error`` (``raw``: the stages as saved); every
+    cell of the stages and ``weights`` must be a value of the dtype."""
     record = fields.mapping(document.get("precision"), "precision",
                             "an object with dtype, softmax_dtype, accumulate, rule")  # fmt: skip
     names = ", ".join(_NARROW)
@@ -30,6 +33,8 @@ def saved_precision(document: Any, raw: Sequence[Any], stages: Sequence[Stage]) 
     rule = fields.text(record.get("rule"), "precision.rule")
     for index, stage in enumerate(stages):
         _held_in(stage, dtype, f"stages[{index}].data")
+    for index, weight in enumerate(weights):
+        _held_in(weight, dtype, f"weights[{index}].data")
     errors = {(stage.name, stage.head): _error(saved, f"stages[{i}].error")
               for i, (saved, stage) in enumerate(zip(raw, stages, strict=True))
               if isinstance(saved, dict) and saved.get("error") is not None}  # fmt: skip

@@ -115,8 +115,8 @@ class AttentionMap:
             line.append(" → ")
             if np.isnan(data[i]).all():  # an overflow before softmax (run --dtype)
                 line.append("NaN", style=OVERFLOWED)
-                line.append(" in every weight: an overflow before softmax (see the tables)",
-                            style="dim")  # fmt: skip
+                line.append(" in every weight: an overflow before softmax (the tables, "
+                            "without --map, show where)", style="dim")  # fmt: skip
                 yield line
                 continue
             shown = self._visible(i, top)

@@ -145,3 +145,13 @@ def test_render_refuses_a_cell_the_dtype_cannot_hold(tmp_path: Path) -> None:
     assert result.stderr.strip().endswith(
         "stages[0].data[0][0]: expected a value of float16 (the trace's precision.dtype), got 0.1"
     )
+
+
+def test_render_refuses_a_weight_the_dtype_cannot_hold(tmp_path: Path) -> None:
+    document = json.loads(invoke("run", "-c", OVERFLOW, "--dtype", "float16", "--json").stdout)
+    document["weights"][0]["data"][0][0] = 10.01  # float16 holds 10.0078125, not 10.01
+    saved = tmp_path / "edited.json"
+    saved.write_text(json.dumps(document))
+    result = invoke("render", str(saved))
+    assert result.exit_code == 2
+    assert "weights[0].data[0][0]: expected a value of float16" in result.stderr

@@ -155,10 +155,36 @@ def test_an_overflow_on_the_way_through_a_sum_is_said_so() -> None:
     assert first is not None
     assert first.stage == "Q"
     assert "= 60,000 at row 'a', column 'd0' fits float16" in first.sentence
-    assert "a partial sum of the product, kept in float16, passed 65,504" in first.sentence
+    assert (
+        "summed in float16 from its inputs as float16 holds them, its running sum passed "
+        "65,504 and became inf" in first.sentence
+    )
     assert "is past" not in first.sentence
     # summed in float32 (the default), the same product is 60,000 exactly
     assert trace_attention("a", model=model, dtype="float16")["Q"].data[0, 0] == 60000
+
+
+@pytest.mark.parametrize("accumulate", ["float32", "dtype"])
+def test_an_overflow_from_the_rounded_inputs_blames_no_partial_sum(accumulate: str) -> None:
+    """255.7 · 256.2 = 65,510.3 fits float16, but float16 holds the operands as 255.75
+    and 256.25, whose product 65,535.9 is past the boundary 65,520: the result rounds
+    to inf. Summed in float32 no partial sum came near float32's largest (the second
+    review's case)."""
+    model = {"embeddings": {"bee": [255.7], "ant": [256.2]},
+             "weights": {"WQ": [[1.0]], "WK": [[1.0]], "WV": [[1.0]]}}  # fmt: skip
+    trace = trace_attention("bee ant", model=model, dtype="float16", accumulate=accumulate)
+    assert trace.precision is not None
+    first = trace.precision.overflow
+    assert first is not None
+    assert first.stage == "scores"
+    assert "= 65,510 at row 'bee', column 'ant' fits float16" in first.sentence
+    if accumulate == "float32":
+        assert (
+            "from its inputs as float16 holds them (summed in float32) the result is "
+            "past 65,504: it rounds to inf" in first.sentence
+        )
+    assert "3.40e38" not in first.sentence
+    assert "partial sum" not in first.sentence
 
 
 def test_huge_values_read_in_e_notation() -> None:
