@@ -45,6 +45,22 @@ def invoke(*args: str, input: str | None = None, columns: int = 80) -> Result:
     return CliRunner().invoke(app, list(args), input=input, env=env)
 
 
+def one_line_error(result: Result, *words: str) -> str:
+    """The one line a refused command prints (docs/cli.md, the error line): exit 2,
+    nothing on stdout, no traceback, ``attntrace: error: …`` with each of ``words``."""
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    err: str = result.stderr
+    assert "Traceback" not in err
+    assert err.count("\n") == 1, err
+    assert err.endswith("\n"), err
+    line = err[:-1]
+    assert line.startswith("attntrace: error: "), line
+    for word in words:
+        assert word in line, line
+    return line
+
+
 def schema(name: str) -> dict[str, Any]:
     """A shipped JSON Schema by file name, as installed with the package."""
     text = (resources.files("attntrace") / "schema" / name).read_text(encoding="utf-8")

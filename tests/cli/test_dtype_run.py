@@ -9,21 +9,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers import invoke, load_valid_trace, schema
+from helpers import invoke, load_valid_trace, one_line_error, schema
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERFLOW = str(ROOT / "docs" / "examples" / "float16-overflow.yaml")
-
-
-def one_line_error(result: object, *words: str) -> str:
-    assert result.exit_code == 2, (result.stdout, result.stderr)  # type: ignore[attr-defined]
-    err: str = result.stderr  # type: ignore[attr-defined]
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize(

@@ -12,20 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke, needs_weights
+from helpers import invoke, needs_weights, one_line_error
 from tolerances import FLASH
 
 
-def one_line_error(args: list[str], *words: str) -> str:
-    result = invoke("flash", *args)
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("attntrace: error: ")
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
+def flash_error(args: list[str], *words: str) -> str:
+    return one_line_error(invoke("flash", *args), *words)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +40,7 @@ def one_line_error(args: list[str], *words: str) -> str:
     ],
 )
 def test_refusals_are_one_line(args: list[str], words: list[str]) -> None:
-    one_line_error(args, *words)
+    flash_error(args, *words)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +76,7 @@ def test_flags_the_parser_refuses_are_one_line(args: list[str], words: list[str]
     (["-m", "minilm", "--layer", "12"], ["--layer"]),
 ])  # fmt: skip
 def test_a_real_models_refusals(args: list[str], words: list[str]) -> None:
-    one_line_error(args, *words)
+    flash_error(args, *words)
 
 
 def test_defaults_are_head_0_blocks_of_2_variant_2_and_the_a100s_sram() -> None:

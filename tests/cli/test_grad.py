@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from helpers import invoke, needs_weights
+from helpers import invoke, needs_weights, one_line_error
 from tolerances import FINITE_DIFFERENCE, FINITE_DIFFERENCE_STEP
 
 from attntrace.api import prepared
@@ -34,17 +34,6 @@ weights:
   WV: [[1, 0], [0, 1]]
 target: [[1, 0], [0, 1], [1, 1]]
 """
-
-
-def one_line_error(result: object, *words: str) -> str:
-    assert result.exit_code == 2, (result.stdout, result.stderr)  # type: ignore[attr-defined]
-    err: str = result.stderr  # type: ignore[attr-defined]
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize(

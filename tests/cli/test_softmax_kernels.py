@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import invoke, schema
+from helpers import invoke, one_line_error, schema
 from tolerances import FLOAT64_APPROX
 
 ARTICLE = ["3.2", "4.0", "1.0", "6.2", "8.0"]
@@ -21,16 +21,6 @@ def valid(text: str) -> dict[str, Any]:
     jsonschema.validate(document, schema("softmax-v1.schema.json"),
                         cls=jsonschema.Draft202012Validator)  # fmt: skip
     return document
-
-
-def one_line_error(*args: str) -> str:
-    result = invoke(*args)
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    assert result.stderr.startswith("attntrace: error: ")
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return result.stderr
 
 
 def flat(text: str) -> str:
@@ -131,7 +121,7 @@ def test_float64_is_unchanged_by_the_new_options() -> None:
     ],
 )
 def test_refusals_are_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
-    assert words in one_line_error("softmax", *args)
+    assert words in one_line_error(invoke("softmax", *args))
 
 
 def closed_form(values: list[float]) -> list[float]:
