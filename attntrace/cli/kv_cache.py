@@ -15,10 +15,6 @@ if TYPE_CHECKING:
     from attntrace.core.kv_memory import Shape
 
 
-# run's and decode's names for kv-cache's dtypes.
-LONG_NAMES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
-
-
 def kv_cache(
     preset: Annotated[
         str | None,
@@ -47,10 +43,10 @@ def kv_cache(
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
-    from attntrace.core.kv_memory import BYTES_PER_VALUE, variants
+    from attntrace.core.kv_memory import BYTES_PER_VALUE, KV_CACHE_NAME, variants
     from attntrace.errors import InputError
 
-    dtype = LONG_NAMES.get(dtype, dtype)  # the names run --dtype and decode --dtype take
+    dtype = KV_CACHE_NAME.get(dtype, dtype)  # the names run --dtype and decode --dtype take
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
     if preset is None and all(flag is None for flag in shape_flags):
         if tokens is not None or batch != 1 or dtype != "fp16":

@@ -20,6 +20,9 @@ from fractions import Fraction
 from attntrace.errors import InputError
 
 BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}
+# kv-cache's name for each of run's and decode's --dtype names (docs/kernels.md): one
+# table for kv-cache taking the long names and decode naming the kv-cache command.
+KV_CACHE_NAME = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
 MAX_CACHE_BYTES = 1024 * 1024 ** (len(UNITS) - 1)  # 1024 YiB = 2^90: refused from here on
 

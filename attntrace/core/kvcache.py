@@ -42,6 +42,7 @@ import numpy as np
 from attntrace.core import progress
 from attntrace.core.attention import trace_block
 from attntrace.core.frozen import freeze
+from attntrace.core.kv_memory import KV_CACHE_NAME
 from attntrace.core.lowp_ops import Cast, StageError, stage_error
 from attntrace.core.ops import Matrix, attention, linear, rope
 from attntrace.core.rounding import decode_bounds
@@ -223,7 +224,7 @@ class Decode:
     def kv_cache_dtype(self) -> str | None:
         """The ``kv-cache --dtype`` of the same storage (fp32, fp16, bf16), or None for
         float64, which kv-cache does not price (its entries are twice fp32's)."""
-        return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(self.cast.dtype)
+        return KV_CACHE_NAME.get(self.cast.dtype)
 
 
 @dataclass(frozen=True)
