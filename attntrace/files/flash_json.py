@@ -9,7 +9,6 @@ Schema: ``attntrace/schema/flash-v1.schema.json``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attntrace.files.serialize import model_to_dict
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
     from attntrace.core.flash_report import FlashReport
 
 FLASH_SCHEMA_ID = "attntrace/flash/v1"
-FLASH_SCHEMA_FILE = "flash-v1.schema.json"
 
 
 def flash_to_dict(report: FlashReport) -> dict[str, Any]:
@@ -88,9 +86,3 @@ def flash_dump_bytes(report: FlashReport) -> bytes:
     import orjson
 
     return orjson.dumps(flash_to_dict(report), option=orjson.OPT_SERIALIZE_NUMPY)
-
-
-def flash_schema_text() -> str:
-    """The JSON Schema of :data:`FLASH_SCHEMA_ID`, as shipped in the package."""
-    path = Path(__file__).parent.parent / "schema" / FLASH_SCHEMA_FILE
-    return path.read_text(encoding="utf-8")

@@ -9,7 +9,6 @@ Schema: ``attntrace/schema/grad-v1.schema.json``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attntrace.files.serialize import model_to_dict, stage_to_dict
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from attntrace.core.trace import Stage, Trace
 
 GRAD_SCHEMA_ID = "attntrace/grad/v1"
-GRAD_SCHEMA_FILE = "grad-v1.schema.json"
 
 
 def grad_to_dict(grad: GradTrace, *, raw: bool = False) -> dict[str, Any]:
@@ -74,8 +72,3 @@ def grad_dump_bytes(grad: GradTrace) -> bytes:
     import orjson
 
     return orjson.dumps(grad_to_dict(grad, raw=True), option=orjson.OPT_SERIALIZE_NUMPY)
-
-
-def grad_schema_text() -> str:
-    """The JSON Schema of :data:`GRAD_SCHEMA_ID`, as shipped in the package."""
-    return (Path(__file__).parent.parent / "schema" / GRAD_SCHEMA_FILE).read_text(encoding="utf-8")

@@ -8,30 +8,20 @@ is never held as Python floats.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from attntrace.core.train import Training
 from attntrace.files.grad_json import loss_to_dict
 from attntrace.files.serialize import model_to_dict
 
-Numbers = Callable[[npt.NDArray[np.float64]], Any]
-
 SCHEMA_ID = "attntrace/train/v1"
 
 
-def training_to_dict(training: Training) -> dict[str, Any]:
-    """The settings, the loss, the history (one entry per step, 0 first), the trained
-    matrices before and after, and their changes."""
-    return _document(training, lambda array: array.tolist())
-
-
-def _document(training: Training, numbers: Numbers) -> dict[str, Any]:
-    """The document, each array of the history written by ``numbers`` (lists, or the
-    arrays themselves for orjson)."""
+def _document(training: Training) -> dict[str, Any]:
+    """The document, the history's arrays left as arrays (orjson writes them from numpy,
+    so a long run is never held as Python floats)."""
     trace = training.before
     cell = training.loss.cell
     return {
@@ -44,9 +34,9 @@ def _document(training: Training, numbers: Numbers) -> dict[str, Any]:
                      "lr": training.lr, "init": training.init, "seed": training.seed},
         "history": [
             {"step": step, "loss": float(training.losses[step]),
-             "to_weights": numbers(training.weights[step]) if cell is not None else None,
+             "to_weights": training.weights[step] if cell is not None else None,
              "rows": None if cell is None or training.rows is None
-             else numbers(training.rows[step])}
+             else training.rows[step]}
             for step in range(training.steps + 1)
         ],
         "before": {c.name: c.before.tolist() for c in training.changes},
@@ -63,7 +53,7 @@ def training_bytes(training: Training) -> bytes:
     """The document as compact UTF-8 JSON (one line, as every document)."""
     import orjson
 
-    return orjson.dumps(_document(training, lambda array: array),
+    return orjson.dumps(_document(training),
                         option=orjson.OPT_SERIALIZE_NUMPY, default=_listed)  # fmt: skip
 
 
