@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from attntrace.core.lowp_ops import StageError
+from attntrace.core.lowp_ops import Cast, StageError
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,29 @@ class LowPrecision:
     """The cast a trace was computed by, and how far each stage is from float64.
 
     ``errors`` is keyed by a stage's (name, head): that pair names one stage of a trace.
+    The dtypes and the rule's sentence are the cast's (a saved trace's are rebuilt from
+    its dtype, softmax dtype and accumulation, never shown from the file).
     """
 
-    dtype: str
-    softmax_dtype: str
-    accumulate: str
-    rule: str
+    cast: Cast
     errors: Mapping[tuple[str, int | None], StageError] = field(default_factory=dict)
     overflow: Overflow | None = None
+
+    @property
+    def dtype(self) -> str:
+        return self.cast.dtype
+
+    @property
+    def softmax_dtype(self) -> str:
+        return self.cast.softmax_dtype
+
+    @property
+    def accumulate(self) -> str:
+        return self.cast.accumulate
+
+    @property
+    def rule(self) -> str:
+        return self.cast.rule
 
     def error_of(self, name: str, head: int | None) -> StageError | None:
         return self.errors.get((name, head))

@@ -42,8 +42,7 @@ def trace_low(
               for s, r in zip(low.stages, reference.stages, strict=True)}  # fmt: skip
     overflowed = any(error.overflowed for error in errors.values())  # else nothing to find
     first = first_overflow(low, reference, cast) if overflowed else None
-    record = LowPrecision(cast.dtype, cast.softmax_dtype, cast.accumulate, cast.rule, errors,
-                          first)  # fmt: skip
+    record = LowPrecision(cast, errors, first)
     weights = tuple(_rounded(w, cast) for w in weight_stages(model))
     return replace(low, weights=weights, precision=record)
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from attntrace.core import fields
-from attntrace.core.lowp_ops import StageError
+from attntrace.core.lowp_ops import Cast, StageError
 from attntrace.core.lowp_record import LowPrecision, Overflow
 from attntrace.core.precision import ACCUMULATE, DTYPES
 from attntrace.core.trace import Stage
@@ -30,7 +30,7 @@ def saved_precision(
                             ("float32", dtype), f"float32 or {dtype}")  # fmt: skip
     accumulate = fields.choice(record.get("accumulate"), "precision.accumulate", ACCUMULATE,
                                "float32 or dtype")  # fmt: skip
-    rule = fields.text(record.get("rule"), "precision.rule")
+    fields.text(record.get("rule"), "precision.rule")  # shown from the cast, not the file
     for index, stage in enumerate(stages):
         _held_in(stage, dtype, f"stages[{index}].data")
     for index, weight in enumerate(weights):
@@ -38,8 +38,8 @@ def saved_precision(
     errors = {(stage.name, stage.head): _error(saved, f"stages[{i}].error")
               for i, (saved, stage) in enumerate(zip(raw, stages, strict=True))
               if isinstance(saved, dict) and saved.get("error") is not None}  # fmt: skip
-    return LowPrecision(dtype, softmax, accumulate, rule, errors,
-                        _overflow(record.get("first_overflow")))  # fmt: skip
+    cast = Cast.of(dtype, softmax, accumulate)
+    return LowPrecision(cast, errors, _overflow(record.get("first_overflow")))
 
 
 def _held_in(stage: Stage, dtype: str, field: str) -> None:

@@ -97,7 +97,6 @@ def _precision(record: LowPrecision) -> LowPrecision:
     errors = {(label(name), head): error for (name, head), error in record.errors.items()}
     return replace(
         record,
-        rule=visible(record.rule, FORMULA_LIMIT),
         errors=errors,
         overflow=None if first is None else replace(
             first, stage=label(first.stage), sentence=visible(first.sentence, 2 * FORMULA_LIMIT)),

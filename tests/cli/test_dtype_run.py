@@ -144,3 +144,17 @@ def test_render_refuses_a_weight_the_dtype_cannot_hold(tmp_path: Path) -> None:
     result = invoke("render", str(saved))
     assert result.exit_code == 2
     assert "weights[0].data[0][0]: expected a value of float16" in result.stderr
+
+
+def test_render_states_the_rule_of_the_cast_not_the_files_text(tmp_path: Path) -> None:
+    """The rule's sentence is rebuilt from the saved dtypes: a file's own text (here
+    an escape sequence) never reaches the terminal in its place."""
+    document = json.loads(invoke("run", "-c", OVERFLOW, "--dtype", "float16", "--json").stdout)
+    document["precision"]["rule"] = "\x1b[2J all exact"
+    saved = tmp_path / "edited.json"
+    saved.write_text(json.dumps(document))
+    result = invoke("render", str(saved))
+    assert result.exit_code == 0, result.stderr
+    assert "all exact" not in result.stdout
+    assert "\x1b" not in result.stdout
+    assert "matrix products accumulated in float32" in result.stdout
