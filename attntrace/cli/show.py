@@ -42,12 +42,6 @@ def show(trace: Trace, how: Presentation) -> None:
     from attntrace.render.shown import label, shown_trace
 
     typed, trace = trace, shown_trace(trace)
-    if trace.precision is not None:  # a --dtype's overflows are marked in every view
-        from dataclasses import replace
-
-        from attntrace.render.view import marking_overflows
-
-        how = replace(how, view=marking_overflows(how.view, True))
     focus = None
     if how.focus is not None:
         from attntrace.core.focus import focus_at, resolve_focus

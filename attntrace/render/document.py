@@ -17,7 +17,7 @@ from attntrace.core.trace import ModelInfo, Trace
 from attntrace.render.lowp import precision_line
 from attntrace.render.numbers import visible_indices
 from attntrace.render.stage_block import stage_block
-from attntrace.render.view import DEFAULT_VIEW, View, marking_overflows
+from attntrace.render.view import DEFAULT_VIEW, View
 from attntrace.render.wrap import Facts
 from attntrace.visible import ELLIPSIS
 
@@ -132,7 +132,6 @@ def render_trace(trace: Trace, view: View = DEFAULT_VIEW) -> Iterator[Renderable
 
     ``trace`` is drawn as it is: give it as shown
     (:func:`~attntrace.render.shown.shown_trace`) where its text came from a file."""
-    view = marking_overflows(view, trace.precision is not None)
     yield header(trace)
     yield from rule_lines(trace)
     yield from block_notes(trace, view)

@@ -15,7 +15,7 @@ from attntrace.render.explain import one_line
 from attntrace.render.lowp import error_line, overflow_line
 from attntrace.render.stage_table import StageTable
 from attntrace.render.titles import fitted_title
-from attntrace.render.view import DEFAULT_VIEW, View
+from attntrace.render.view import DEFAULT_VIEW, View, marking_overflows
 from attntrace.render.wrap import Wrapped
 
 
@@ -31,7 +31,9 @@ def stage_block(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Group:
 
 def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> RenderableType:
     """The stage's title and table: as an equation of its operands where that fits,
-    else after the weight it was computed with (if any)."""
+    else after the weight it was computed with (if any). A --dtype trace's overflowed
+    cells are marked, whichever view (the tables, step mode) draws it."""
+    view = marking_overflows(view, trace.precision is not None)
     parts: list[RenderableType] = []
     weight = trace.weight_for(stage)
     if weight is not None:

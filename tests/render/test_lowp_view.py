@@ -105,3 +105,15 @@ def test_the_map_draws_no_bar_for_a_nan_row() -> None:
     assert "█" not in first
     assert "0.75" in second
     assert "█" in second
+
+
+def test_a_stage_body_marks_a_low_traces_overflows_in_any_view() -> None:
+    """stage_body, which the tables and step mode both draw, marks on its own: no view
+    has to remember to ask for it."""
+    from attntrace.render.stage_block import stage_body
+
+    trace = trace_attention(config=OVERFLOW, dtype="float16")
+    scores = trace["scores"]
+    assert "\x1b[1;7m" in drawn(stage_body(scores, trace))
+    plain = trace_attention(config=OVERFLOW)
+    assert "\x1b[1;7m" not in drawn(stage_body(plain["scores"], plain))
