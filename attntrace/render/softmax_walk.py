@@ -44,8 +44,13 @@ def _number(value: float, precision: int) -> str:
     if math.isinf(value):  # −inf only under a narrow dtype: a score that rounded to it
         return "inf" if value > 0 else "−inf"
     if math.isnan(value):
-        return "nan"
+        return "NaN"  # as run's tables write it
     return format_number(value, precision)
+
+
+def _percent(share: float) -> str:
+    """``83.84%``; ``NaN%`` written as the cells write NaN."""
+    return f"{_number(100 * share, 2)}%"
 
 
 def _cells(decimals: int, mantissa: int, limit: float = FIXED_LIMIT) -> Writer:
@@ -136,7 +141,7 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
             cell(steps.shifted[i], _number(steps.shifted[i], precision)),
             cell(steps.exp_shifted[i], _number(steps.exp_shifted[i], precision + 2)),
             cell(steps.weights[i], _number(steps.weights[i], precision + 2)),
-            cell(steps.weights[i], Text(f"{100 * steps.weights[i]:.2f}%",
+            cell(steps.weights[i], Text(_percent(steps.weights[i]),
                                         style="bold" if mark else "")),
         ))  # fmt: skip
     shares = math.fsum(steps.weights)
@@ -147,7 +152,7 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
         "",
         cell(steps.sum_exp_shifted, _number(steps.sum_exp_shifted, precision + 2)),
         cell(shares, _number(shares, precision + 2)),
-        cell(shares, f"{100 * shares:.2f}%"),
+        cell(shares, _percent(shares)),
     ))  # fmt: skip
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     headers = ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%")
@@ -202,8 +207,7 @@ def _marker(dtype: str) -> Callable[[float, str | Text], str | Text]:
     def mark(value: float, text: str | Text) -> str | Text:
         if dtype == "float64" or math.isfinite(value):
             return text
-        written = str(text).replace("nan", "NaN")  # as run's tables write it
-        return Text(written, style=OVERFLOWED)
+        return Text(str(text), style=OVERFLOWED)
 
     return mark
 
