@@ -72,11 +72,14 @@ class SentencePieceTokenizer:
             )
         raw = tuple(tokens)
         # transformers' gemma_tokenizer: "  " is looked up as "▁▁"
-        self._vocab: tuple[str, ...] = tuple(
-            SPACE * len(t) if " " in t and not t.strip() else t for t in raw
-        )
-        # later duplicates win, as in a dict built from the list (Hugging Face's vocab)
-        self._ids: dict[str, int] = {token: i for i, token in enumerate(self._vocab)}
+        vocab = list(raw)
+        for i, token in enumerate(raw):
+            if " " in token and not token.strip():
+                vocab[i] = SPACE * len(token)
+        self._vocab: tuple[str, ...] = tuple(vocab)
+        # later duplicates win, as in a dict built from the list (Hugging Face's vocab);
+        # dict(zip) builds it in C, twice as fast as a comprehension
+        self._ids: dict[str, int] = dict(zip(self._vocab, range(len(raw)), strict=True))
         types = tuple(token_types) if token_types is not None else ()
         if types and len(types) != len(raw):
             raise InputError(
@@ -86,9 +89,10 @@ class SentencePieceTokenizer:
                 expected=f"{len(raw)} types, one per token",
                 found=str(len(types)),
             )
-        added = {t for t, kind in zip(raw, types, strict=False) if kind == CONTROL and t}
-        added |= {
-            t for t, kind in zip(raw, types, strict=False) if kind == USER_DEFINED and t in self._ids
+        added = {
+            raw[i]
+            for i, kind in enumerate(types)
+            if (kind == CONTROL or (kind == USER_DEFINED and raw[i] in self._ids)) and raw[i]
         }
         self._added: frozenset[str] = frozenset(added)
         self._added_ids = {t: self._ids[t] for t in added}
@@ -125,7 +129,7 @@ class SentencePieceTokenizer:
         if (
             not isinstance(tokens, list)
             or len(tokens) > _MAX_TOKENS
-            or not all(isinstance(t, str) for t in tokens)
+            or not set(map(type, tokens)) <= {str}
         ):
             raise InputError(
                 "bad vocabulary",
@@ -136,7 +140,7 @@ class SentencePieceTokenizer:
             )
         types = metadata.get("tokenizer.ggml.token_type")
         if types is not None and (
-            not isinstance(types, list) or not all(type(k) is int for k in types)
+            not isinstance(types, list) or not set(map(type, types)) <= {int}
         ):
             raise InputError(
                 "bad token types",
