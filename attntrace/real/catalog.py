@@ -178,12 +178,17 @@ CATALOG = (MINILM, SMOLLM2)
 CACHE_BYTES = 1 << 16  # 21 fingerprints take about 3 KB; a larger cache is not ours
 
 
-def _cache_file() -> Path:
-    """$XDG_CACHE_HOME/attntrace/verified.json, or ~/.cache/...; a relative
-    XDG_CACHE_HOME is ignored, as the XDG spec says (it would land in the current folder)."""
+def cache_dir() -> Path:
+    """$XDG_CACHE_HOME/attntrace, or ~/.cache/attntrace; a relative XDG_CACHE_HOME is
+    ignored, as the XDG spec says (it would land in the current folder)."""
     base = os.environ.get("XDG_CACHE_HOME", "")
     root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / "attntrace" / "verified.json"
+    return root / "attntrace"
+
+
+def _cache_file() -> Path:
+    """cache_dir()/verified.json: the fingerprints of files hashed before."""
+    return cache_dir() / "verified.json"
 
 
 def _fingerprint(path: Path, sha256: str) -> str:

@@ -63,7 +63,7 @@ def opened(name: str) -> Transformer:
             return Bert.load(path)
         from attntrace.real.llama import Llama
 
-        return Llama.load(path)
+        return Llama.load(path, verified_sha256=spec.sha256)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real.text import checked_ids
+from attntrace.real.tokenizer_cache import strings
 
 __all__ = ["SPACE", "SentencePieceTokenizer"]
 
@@ -94,6 +95,17 @@ class SentencePieceTokenizer:
             for i, kind in enumerate(types)
             if (kind == CONTROL or (kind == USER_DEFINED and raw[i] in self._ids)) and raw[i]
         }
+        self._setup(added, bos_id, unk_id, add_bos, source)
+
+    def _setup(
+        self,
+        added: set[str],
+        bos_id: int | None,
+        unk_id: int | None,
+        add_bos: bool,
+        source: str | None,
+    ) -> None:
+        """Everything derived from the vocabulary and its added tokens."""
         self._added: frozenset[str] = frozenset(added)
         self._added_ids = {t: self._ids[t] for t in added}
         # leftmost-longest matching without a 6000-way regex (which takes 0.5 s to compile):
@@ -106,9 +118,42 @@ class SentencePieceTokenizer:
             re.compile("[" + "".join(map(re.escape, sorted(lengths))) + "]") if lengths else None
         )
         self._bytes = [self._ids.get(f"<0x{byte:02X}>") for byte in range(256)]
-        self.bos_id = _checked_id(bos_id, len(raw), "tokenizer.ggml.bos_token_id", source)
-        self.unk_id = _checked_id(unk_id, len(raw), "tokenizer.ggml.unknown_token_id", source)
+        size = len(self._vocab)
+        self.bos_id = _checked_id(bos_id, size, "tokenizer.ggml.bos_token_id", source)
+        self.unk_id = _checked_id(unk_id, size, "tokenizer.ggml.unknown_token_id", source)
         self.add_bos = bool(add_bos) and self.bos_id is not None
+
+    def tables(self) -> dict[str, object]:
+        """What :meth:`from_tables` rebuilds this tokenizer from, as JSON-able values."""
+        return {
+            "vocab": list(self._vocab),
+            "added": sorted(self._added),
+            "bos_id": self.bos_id,
+            "unk_id": self.unk_id,
+            "add_bos": self.add_bos,
+        }
+
+    @classmethod
+    def from_tables(
+        cls, tables: Mapping[str, object], source: str | None = None
+    ) -> SentencePieceTokenizer | None:
+        """The tokenizer :meth:`tables` described; None where they have the wrong shape
+        (a damaged cache: build from the GGUF instead)."""
+        vocab = strings(tables.get("vocab"))
+        added = strings(tables.get("added"))
+        bos, unk, add_bos = (tables.get(key) for key in ("bos_id", "unk_id", "add_bos"))
+        ids_ok = all(
+            v is None or (type(v) is int and 0 <= v < len(vocab or ())) for v in (bos, unk)
+        )
+        if not vocab or added is None or not ids_ok or type(add_bos) is not bool:
+            return None
+        tokenizer = cls.__new__(cls)
+        tokenizer._vocab = tuple(vocab)
+        tokenizer._ids = dict(zip(tokenizer._vocab, range(len(vocab)), strict=True))
+        if "" in added or not tokenizer._ids.keys() >= set(added):
+            return None
+        tokenizer._setup(set(added), bos, unk, add_bos, source)  # type: ignore[arg-type]
+        return tokenizer
 
     @classmethod
     def from_metadata(
