@@ -79,7 +79,9 @@ def test_goldens_cover_gemma_specific_text() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_gemma3_gives_the_reference_ids(gemma3: SentencePieceTokenizer, case: dict[str, Any]) -> None:
+def test_gemma3_gives_the_reference_ids(
+    gemma3: SentencePieceTokenizer, case: dict[str, Any]
+) -> None:
     assert gemma3.encode(case["text"]) == case["gemma3"]
 
 
