@@ -6,6 +6,7 @@ XDG_CACHE_HOME); each test here points it at its own folder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -187,10 +188,8 @@ def test_tables_of_any_shape_build_a_tokenizer_or_none_never_a_crash(
     for build in (ByteLevelBPE.from_tables, SentencePieceTokenizer.from_tables):
         tokenizer = build(tables)
         if tokenizer is not None:
-            try:
+            with contextlib.suppress(InputError):
                 tokenizer.encode("ab a\n")
-            except InputError:
-                pass
 
 
 # ---- the GGUF opened with arrays stepped over ----------------------------------------------
