@@ -39,19 +39,25 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from attntrace import arguments
 from attntrace.errors import InputError
+from attntrace.real import tokenizer_cache
+from attntrace.real.gguf import GGUFFile
 from attntrace.real.text import checked_ids
 from attntrace.real.tokenizer_cache import strings
 
-__all__ = ["SPACE", "SentencePieceTokenizer"]
+__all__ = ["SPACE", "TOKENIZER_ARRAYS", "TOKENIZER_KIND", "SentencePieceTokenizer", "open_gguf"]
 
 SPACE = "\u2581"  # ▁, SentencePiece's visible space
 CONTROL = 3  # llama.cpp's token types (llama-vocab.h, LLAMA_TOKEN_TYPE_*)
 USER_DEFINED = 4
 _MAX_LEFT = 1 << 16  # rank = id of the merged token, then the longer left part first
 _MAX_TOKENS = 1 << 24  # far above any real vocabulary (Gemma's 262 144), bounding a hostile one
+TOKENIZER_KIND = "sentencepiece"  # its tables' name in the tokenizer cache
+# The metadata a cached tokenizer replaces (scores too: transformers ranks merges without them).
+TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type")
 
 
 class SentencePieceTokenizer:
@@ -349,6 +355,25 @@ class SentencePieceTokenizer:
         if merged is None:
             return None
         return merged * _MAX_LEFT + _MAX_LEFT - 1 - min(len(left), _MAX_LEFT - 1)
+
+
+def open_gguf(
+    weights: Path, verified_sha256: str | None = None
+) -> tuple[GGUFFile, SentencePieceTokenizer]:
+    """A SentencePiece model's GGUF and its tokenizer. Given the SHA-256 the file was
+    verified to have, the tokenizer comes from the tokenizer cache (written on the first
+    run) and the GGUF's tokenizer arrays are stepped over."""
+    if verified_sha256 is None:
+        gguf = GGUFFile(weights)
+        return gguf, SentencePieceTokenizer.from_metadata(gguf.metadata, str(weights))
+    return tokenizer_cache.open_gguf(
+        weights,
+        verified_sha256,
+        TOKENIZER_KIND,
+        TOKENIZER_ARRAYS,
+        SentencePieceTokenizer.from_tables,
+        lambda gguf: SentencePieceTokenizer.from_metadata(gguf.metadata, str(gguf.path)),
+    )
 
 
 def _byte_of(token: str) -> int | None:
