@@ -12,12 +12,11 @@ three are tokens, the merged token's id ranks it, the longer ``a`` first on a ti
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from gemma3_file import gemma3_gguf
 from hypothesis import given
 from hypothesis import strategies as st
 from paths import GOLDEN
@@ -30,23 +29,6 @@ CASES: list[dict[str, Any]] = [
     for case in json.loads((GOLDEN / "real" / "tokens.json").read_text(encoding="utf-8"))["cases"]
     if "gemma3" in case
 ]
-GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
-
-
-def gemma3_gguf() -> Path | None:
-    """The Gemma 3 GGUF, wherever this machine has it; None if nowhere."""
-    given_path = os.environ.get("ATTNTRACE_GEMMA3_GGUF")
-    candidates = [Path(given_path)] if given_path else []
-    try:
-        from attntrace.real import catalog
-
-        entry = getattr(catalog, "GEMMA3", None)
-        if entry is not None and entry.installed:
-            candidates.append(entry.verified_weights())
-    except (ImportError, InputError, OSError):
-        pass
-    candidates.append(Path("/tmp/gemma3-tok.gguf"))
-    return next((p for p in candidates if p.is_file()), None)
 
 
 @pytest.fixture(scope="module")

@@ -249,14 +249,14 @@ def test_smollm2_caches_its_tokenizer_and_rebuilds_a_damaged_cache() -> None:
 
 
 def test_gemma3_caches_its_tokenizer() -> None:
-    from test_sentencepiece_gemma import gemma3_gguf
+    from gemma3_file import GEMMA3_SHA256, gemma3_gguf
 
     from attntrace.real.sentencepiece import TOKENIZER_KIND, open_gguf
 
     path = gemma3_gguf()
     if path is None:
         pytest.skip("the Gemma 3 GGUF is absent: set ATTNTRACE_GEMMA3_GGUF")
-    sha = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    sha = GEMMA3_SHA256
     text = "<start_of_turn>user\nHi  there 🙂\x00<end_of_turn>"
     gguf, built = open_gguf(path, sha)
     assert "tokenizer.ggml.tokens" in gguf.metadata
