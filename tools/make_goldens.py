@@ -200,7 +200,11 @@ def gemma3_sentencepiece(path: Path) -> Any:
         piece = proto.pieces.add()
         piece.piece = "\u2581" * len(token) if " " in token and not token.strip() else token
         piece.score = float(score)
-        piece.type = int(kind)
+        # CONTROL pieces are never matched in text by sentencepiece; transformers adds them
+        # as special tokens, which are: make them USER_DEFINED, which sentencepiece matches
+        piece.type = 4 if int(kind) == 3 and token != "<unk>" else int(kind)
+        if token == "<unk>":
+            piece.type = 2  # UNKNOWN
     processor = SentencePieceProcessor()
     processor.LoadFromSerializedProto(proto.SerializeToString())
     return processor
