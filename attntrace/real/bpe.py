@@ -32,8 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real.pretokenize import gpt2_split, pre_tokenize, split_digits
-from attntrace.real.text import checked_ids, special_pattern, split_specials
-from attntrace.real.tokenizer_cache import integers, strings
+from attntrace.real.text import checked_ids, integers, special_pattern, split_specials, strings
 
 __all__ = [
     "GGUF_TOKEN_TYPE_CONTROL",

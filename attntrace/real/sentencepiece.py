@@ -45,8 +45,7 @@ from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real import tokenizer_cache
 from attntrace.real.gguf import GGUFFile
-from attntrace.real.text import checked_ids
-from attntrace.real.tokenizer_cache import strings
+from attntrace.real.text import checked_ids, strings
 
 __all__ = ["SPACE", "TOKENIZER_ARRAYS", "TOKENIZER_KIND", "SentencePieceTokenizer", "open_gguf"]
 

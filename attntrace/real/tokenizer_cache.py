@@ -36,11 +36,9 @@ __all__ = [
     "FORMAT",
     "MAX_BYTES",
     "cache_file",
-    "integers",
     "load_tables",
     "open_gguf",
     "save_tables",
-    "strings",
 ]
 
 FORMAT = "attntrace/tokenizer-cache/v1"
@@ -137,13 +135,3 @@ def save_tables(kind: str, sha256: str, tables: Mapping[str, object]) -> None:
 
 def _is_sha256(text: str) -> bool:
     return len(text) == 64 and set(text) <= _HEX
-
-
-def strings(value: object) -> list[str] | None:
-    """``value`` if it is a list of strings (checked in C: a cache file may be anything)."""
-    return value if isinstance(value, list) and set(map(type, value)) <= {str} else None
-
-
-def integers(value: object) -> list[int] | None:
-    """``value`` if it is a list of integers (not booleans)."""
-    return value if isinstance(value, list) and set(map(type, value)) <= {int} else None
