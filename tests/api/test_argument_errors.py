@@ -84,8 +84,8 @@ WRONG_TYPES: list[tuple[str, Callable[[], object], str]] = [
     ("ModelSpec causal int", lambda: tiny_spec(causal=1),
      "ModelSpec.causal must be a bool, got int"),
     ("ModelSpec positions int", lambda: tiny_spec(positions=5),
-     "ModelSpec.positions must be None, 'sinusoidal', 'rope' or a numpy array of position "
-     "vectors, got int"),
+     "ModelSpec.positions must be None, 'sinusoidal', 'rope', 'alibi' or a numpy array of "
+     "position vectors, got int"),
     ("ModelSpec rope_base str", lambda: tiny_spec(rope_base="10000"),
      "ModelSpec.rope_base must be a real number (int or float), got str"),
     ("ModelSpec rope_pairing None", lambda: tiny_spec(rope_pairing=None),
