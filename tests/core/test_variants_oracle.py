@@ -13,16 +13,29 @@ sentence (the causal mask unchanged), the sinks kept, softmax rows that sum to 1
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from naive_variants import (
+    ORDER,
     alibi_slopes,
     hidden_reason,
+    naive_variant_block,
     rms_norm,
     softmax_with_sink,
     visible,
 )
-from tolerances import FLOAT64_APPROX
+from randoms import random_block
+from tolerances import FLOAT64, FLOAT64_APPROX
+
+from attntrace.core.attention import trace_block
+from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
+from attntrace.core.variants import Variants
 
 # ---- the loops against the contract's closed forms ----
 
@@ -87,3 +100,174 @@ def test_rms_norm_is_each_row_over_its_root_mean_square() -> None:
     assert rms_norm([3.0, 4.0], [2.0, -1.0], 0.5) == pytest.approx(
         [6 / math.sqrt(13.0), -4 / math.sqrt(13.0)], **FLOAT64_APPROX
     )
+
+
+# ---- the trace against the loops ----
+
+
+def variant_model(seed: int, options: dict[str, Any]) -> ModelSpec:
+    """A random small self-attention block (tests/randoms.py) with the drawn variants."""
+    rng = np.random.default_rng(seed + 10_000)
+    window = options["window"]
+    rope = options["positions"] == "rope"
+    model, _, _ = random_block(seed, cross=False, rope=rope,
+                               causal=options["causal"] or window is not None)  # fmt: skip
+    d_k = model.d_k
+    weights = options["weights"] and options["qk_norm"]
+    sink = options["sink_logit"]
+    if sink == "per head":
+        sink = [float(s) for s in rng.normal(scale=2.0, size=model.heads)]
+    variants = Variants(
+        window=window,
+        sinks=options["sinks"] if window is not None else 0,
+        alibi_slopes=(list(rng.uniform(0.05, 2.0, size=model.heads))
+                      if options["positions"] == "alibi" and options["own_slopes"] else None),
+        qk_norm=options["qk_norm"],
+        q_norm=rng.normal(size=d_k) if weights else None,
+        k_norm=rng.normal(size=d_k) if weights else None,
+        qk_norm_eps=options["eps"],
+        softcap=options["softcap"],
+        sink_logit=sink,
+    )  # fmt: skip
+    positions = "alibi" if options["positions"] == "alibi" else model.positions
+    return replace(model, positions=positions, variants=variants)
+
+
+def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
+    """tests/naive_variants.py's block over the model's own weights (nothing the trace
+    computed): the embeddings, WQ, WK, WV, WO and biases, the options as the page names them."""
+    v = model.variants
+    return naive_variant_block(
+        [list(model.embeddings[t]) for t in tokens], model.WQ.tolist(), model.WK.tolist(),
+        model.WV.tolist(), heads=model.heads, kv_heads=model.n_kv_heads,
+        biases={name: list(b) for name, b in model.biases.items()},
+        wo=None if model.WO is None else model.WO.tolist(), causal=model.causal,
+        window=v.window, sinks=v.sinks, alibi=model.position_kind == "alibi",
+        slopes=None if v.alibi_slopes is None else list(v.alibi_slopes), qk_norm=v.qk_norm,
+        q_norm=None if v.q_norm is None else v.q_norm.tolist(),
+        k_norm=None if v.k_norm is None else v.k_norm.tolist(), eps=v.qk_norm_eps,
+        rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing, softcap=v.softcap,
+        sink_logit=v.sink_logit if v.sink_logit is None or isinstance(v.sink_logit, float)
+        else list(v.sink_logit),
+    )  # fmt: skip
+
+
+def assert_trace_is_the_loops(model: ModelSpec, tokens: list[str]) -> Trace:
+    """Every head's stages: the contract's names in its order, each equal to the loops'."""
+    trace, expected = trace_block(model, tokens), loops(model, tokens)
+    for h in range(model.heads):
+        names = [s.name for s in trace.stages if s.head == h]
+        assert names == [name for name in ORDER if name in expected], f"head {h}"
+        for name in names:
+            np.testing.assert_allclose(trace.stage(name, head=h).data, expected[name][h],
+                                       **FLOAT64, err_msg=f"{name}, head {h}")  # fmt: skip
+    if "concat" in trace.names:  # a block of more than one head
+        np.testing.assert_allclose(trace["concat"].data, expected["concat"], **FLOAT64)
+    if expected["projected"] is not None:
+        np.testing.assert_allclose(trace["projected"].data, expected["projected"], **FLOAT64)
+    return trace
+
+
+OPTIONS = st.fixed_dictionaries({
+    "causal": st.booleans(),
+    "window": st.none() | st.integers(1, 7),
+    "sinks": st.integers(0, 3),
+    "positions": st.sampled_from(["none", "rope", "alibi"]),
+    "own_slopes": st.booleans(),
+    "qk_norm": st.booleans(),
+    "weights": st.booleans(),
+    "eps": st.sampled_from([1e-6, 0.5]),
+    "softcap": st.none() | st.sampled_from([0.3, 2.0, 50.0]),
+    "sink_logit": st.none() | st.sampled_from([0.0, -3.0, 2.5, "per head"]),
+})  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), options=OPTIONS, n=st.integers(1, 9))
+def test_every_stage_of_a_random_variant_model_is_the_loops(
+    seed: int, options: dict[str, Any], n: int
+) -> None:
+    model = variant_model(seed, options)
+    rng = np.random.default_rng(seed)
+    tokens = [f"t{int(i)}" for i in rng.integers(0, 6, size=n)]
+    trace = assert_trace_is_the_loops(model, tokens)
+    sink = model.variants.sink_logit is not None
+    for h in range(model.heads):  # each softmax row sums to 1 − sink
+        sums = trace.stage("softmax", head=h).data.sum(axis=1)
+        gone = trace.stage("sink", head=h).data[:, 0] if sink else np.zeros(n)
+        np.testing.assert_allclose(sums, 1.0 - gone, **FLOAT64)
+
+
+FIXED = [  # each option alone and all together, so each is run whatever hypothesis draws
+    {"window": 1}, {"window": 3}, {"window": 3, "sinks": 2}, {"positions": "alibi"},
+    {"positions": "alibi", "own_slopes": True}, {"qk_norm": True},
+    {"qk_norm": True, "weights": True, "eps": 0.5}, {"softcap": 0.3},
+    {"sink_logit": 0.0}, {"sink_logit": "per head"},
+    {"window": 2, "sinks": 1, "positions": "rope", "qk_norm": True, "weights": True,
+     "softcap": 2.0, "sink_logit": "per head"},
+    {"window": 2, "sinks": 1, "positions": "alibi", "qk_norm": True, "weights": True,
+     "softcap": 2.0, "sink_logit": 2.5, "causal": True},
+]  # fmt: skip
+BASE = {"causal": False, "window": None, "sinks": 0, "positions": "none", "own_slopes": False,
+        "qk_norm": False, "weights": False, "eps": 1e-6, "softcap": None,
+        "sink_logit": None}  # fmt: skip
+
+
+@pytest.mark.parametrize("fixed", FIXED, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("seed", range(4))
+def test_each_option_and_all_of_them_are_the_loops(seed: int, fixed: dict[str, Any]) -> None:
+    model = variant_model(seed, {**BASE, **fixed})
+    assert_trace_is_the_loops(model, [f"t{i % 6}" for i in range(8)])
+
+
+# ---- the trace against the contract's closed forms ----
+
+
+def causal_model(seed: int, **variants: Any) -> ModelSpec:
+    model, _, _ = random_block(seed, cross=False, causal=True, rope=False)
+    return replace(model, variants=Variants(**variants))
+
+
+TOKENS = [f"t{i % 6}" for i in range(7)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_window_of_1_gives_each_token_itself_alone(seed: int) -> None:
+    trace = trace_block(causal_model(seed, window=1), TOKENS)
+    for h in trace.traced_heads:
+        assert trace.stage("softmax", head=h).data.tolist() == np.eye(len(TOKENS)).tolist()
+        np.testing.assert_allclose(trace.stage("output", head=h).data,
+                                   trace.stage("V", head=h).data, **FLOAT64)  # fmt: skip
+
+
+@pytest.mark.parametrize("window", [7, 8, 100])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_window_at_least_as_long_as_the_sentence_changes_nothing(seed: int, window: int) -> None:
+    plain = trace_block(causal_model(seed), TOKENS)
+    windowed = trace_block(causal_model(seed, window=window), TOKENS)
+    for h in plain.traced_heads:
+        for name in ("masked", "softmax", "output"):
+            np.testing.assert_allclose(windowed.stage(name, head=h).data,
+                                       plain.stage(name, head=h).data, **FLOAT64)  # fmt: skip
+    assert "7" not in plain.stage("masked", head=0).formula  # the window is named, not lost
+    assert str(window) in windowed.stage("masked", head=0).formula
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sinks_stay_visible_past_the_window(seed: int) -> None:
+    trace = trace_block(causal_model(seed, window=2, sinks=2), TOKENS)
+    masked = trace.stage("masked", head=0).data
+    seen = [[j for j in range(len(TOKENS)) if masked[i, j] != -math.inf]
+            for i in range(len(TOKENS))]  # fmt: skip
+    # query i: the sinks 0 and 1 (when not later than i), then itself and the key before it
+    assert seen == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3], [0, 1, 3, 4], [0, 1, 4, 5], [0, 1, 5, 6]]
+
+
+def test_the_alibi_stage_of_8_heads_has_the_slopes_1_2_to_1_256() -> None:
+    model, _, _ = random_block(0, cross=False, causal=True, rope=False, heads=8, kv_heads=2)
+    trace = trace_block(replace(model, positions="alibi"), TOKENS[:4])
+    for h in range(8):
+        slope = 2.0 ** -(h + 1)
+        bias = trace.stage("alibi", head=h).data
+        assert bias.tolist() == [[-slope * abs(i - j) for j in range(4)] for i in range(4)]
