@@ -15,12 +15,17 @@ cleanly without torch.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 from naive_variants import alibi_slopes, naive_variant_head, visible
+from randoms import random_block
 from tolerances import FLOAT64
+
+from attntrace.core.attention import trace_block
+from attntrace.core.variants import Variants
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed: SDPA not compared")
 
@@ -102,3 +107,48 @@ def test_the_boolean_window_is_the_loops_visibility() -> None:
                 expected = [[visible(i, j, causal=True, window=window, sinks=sinks)
                              for j in range(n)] for i in range(n)]  # fmt: skip
                 assert allowed == expected, (n, window, sinks)
+
+
+TRACE_CASES = [
+    # (heads, kv_heads, window, sinks, alibi, sink logit)
+    (1, 1, 2, 0, False, None),
+    (2, 1, 3, 1, False, None),
+    (4, 2, None, 0, True, None),
+    (3, 1, 2, 0, True, None),
+    (4, 4, 3, 2, True, 0.5),
+    (2, 2, None, 0, False, -1.0),
+]
+
+
+@pytest.mark.parametrize(("heads", "kv_heads", "window", "sinks", "alibi", "sink"), TRACE_CASES)
+@pytest.mark.parametrize("seed", range(3))
+def test_sdpa_agrees_with_the_trace(
+    seed: int, heads: int, kv_heads: int, window: int | None, sinks: int, alibi: bool,
+    sink: float | None,
+) -> None:  # fmt: skip
+    model, _, _ = random_block(seed, cross=False, causal=True, rope=False, biases=False,
+                               heads=heads, kv_heads=kv_heads)  # fmt: skip
+    model = replace(model, positions="alibi" if alibi else model.positions,
+                    variants=Variants(window=window, sinks=sinks, sink_logit=sink))  # fmt: skip
+    tokens = [f"t{i % 6}" for i in range(7)]
+    trace = trace_block(model, tokens)
+    n = len(tokens)
+    x = np.stack([model.embeddings[t] for t in tokens])
+    q_all, k_all, v_all = x @ model.WQ, x @ model.WK, x @ model.WV
+    d_k, d_v = model.d_k, model.d_v
+    slopes = alibi_slopes(heads)
+    for h in range(heads):
+        g = h // (heads // kv_heads)
+        tq = torch.tensor(q_all[:, h * d_k : (h + 1) * d_k])
+        tk = torch.tensor(k_all[:, g * d_k : (g + 1) * d_k])
+        tv = torch.tensor(v_all[:, g * d_v : (g + 1) * d_v])
+        allowed = _allowed(n, window, sinks)
+        bias = _alibi(n, slopes[h]) if alibi else torch.zeros(n, n, dtype=torch.float64)
+        mask = bias.masked_fill(~allowed, float("-inf"))
+        if sink is not None:
+            tk = torch.cat([tk, torch.zeros(1, d_k, dtype=torch.float64)])
+            tv = torch.cat([tv, torch.zeros(1, d_v, dtype=torch.float64)])
+            mask = torch.cat([mask, torch.full((n, 1), sink, dtype=torch.float64)], dim=1)
+        out = _sdpa(tq, tk, tv, mask).numpy()
+        np.testing.assert_allclose(trace.stage("output", head=h).data, out, **FLOAT64,
+                                   err_msg=f"head {h}")  # fmt: skip
