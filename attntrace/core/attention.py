@@ -20,10 +20,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core import ops
+from attntrace.core import masks, ops
 from attntrace.core.frozen import computed
 from attntrace.core.labels import dims
-from attntrace.core.ops import Attention, Matrix, sinusoidal_positions
+from attntrace.core.ops import Attention, Mask, Matrix, sinusoidal_positions
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.core.trace_size import check_trace_size
@@ -41,7 +41,11 @@ class Arithmetic(Protocol):
     def linear(self, x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix: ...
     def rope(self, rows: Matrix, positions: npt.NDArray[np.int64], base: float,
              pairing: str = "half") -> Matrix: ...  # fmt: skip
-    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention: ...
+    def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix: ...
+    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False,
+                  mask: Mask | None = None, bias: Matrix | None = None,
+                  softcap: float | None = None,
+                  sink_logit: float | None = None) -> Attention: ...  # fmt: skip
 
 
 class _Exact:
@@ -61,8 +65,15 @@ class _Exact:
              pairing: str = "half") -> Matrix:  # fmt: skip
         return ops.rope(rows, positions, base, pairing)
 
-    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention:
-        return ops.attention(Q, K, V, causal=causal)
+    def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix:
+        return ops.rms_norm(rows, weight, eps)
+
+    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False,
+                  mask: Mask | None = None, bias: Matrix | None = None,
+                  softcap: float | None = None,
+                  sink_logit: float | None = None) -> Attention:  # fmt: skip
+        return ops.attention(Q, K, V, causal=causal, mask=mask, bias=bias, softcap=softcap,
+                             sink_logit=sink_logit)  # fmt: skip
 
 
 EXACT: Arithmetic = _Exact()
@@ -173,6 +184,7 @@ def _model_info(model: ModelSpec) -> ModelInfo:
         positions=model.position_kind,
         rope_base=model.rope_base if model.position_kind == "rope" else None,
         rope_pairing=model.rope_pairing if model.position_kind == "rope" else None,
+        variants=model.variants,
     )
 
 
@@ -194,7 +206,7 @@ def _inputs(
                              found=str(model.given.X.shape[0]))  # fmt: skip
         return record.add("X", model.given.formula, calc.round(model.given.X), tokens, labels)
     embedded = calc.round(model.embed(tokens, field))  # [n, d_model]
-    if model.positions is None or model.position_kind == "rope":  # RoPE acts on Q and K instead
+    if model.positions is None or model.position_kind in ("rope", "alibi"):  # on Q, K, scores
         return record.add(f"X{suffix}", f"X{suffix} = embeddings", embedded, tokens, labels)
     positions = calc.round(_positions_for(model, len(tokens), context))
     record.add(f"embeddings{suffix}", f"embeddings{suffix} = rows of the embedding table",
@@ -246,12 +258,29 @@ def _head(
     Q = calc.linear(rows.X, WQ, bQ)  # [n, d_model] · [d_model, d_k] + [d_k] -> [n, d_k]
     K = calc.linear(rows.X_keys, WK, bK)  # [m, d_model] · [d_model, d_k] + [d_k] -> [m, d_k]
     V = calc.linear(rows.X_keys, WV, bV)  # [m, d_model] · [d_model, d_v] + [d_v] -> [m, d_v]
+    variants = model.variants
+    normed = None
+    if variants.qk_norm:  # each row RMS-normed, before RoPE (Gemma 3's order)
+        eps = variants.qk_norm_eps
+        normed = (calc.rms_norm(Q, variants.q_norm, eps),  # [n, d_k] -> [n, d_k]
+                  calc.rms_norm(K, variants.k_norm, eps))  # fmt: skip
+    q_in, k_in = normed or (Q, K)
     turned = None
     if model.position_kind == "rope":  # each row turned by its position's angles
         base, pairing = model.rope_base, model.rope_pairing
-        turned = (calc.rope(Q, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
-                  calc.rope(K, np.arange(len(K)), base, pairing))  # fmt: skip
-    head = calc.attention(*(turned or (Q, K)), V, causal=model.causal)
+        turned = (calc.rope(q_in, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
+                  calc.rope(k_in, np.arange(len(K)), base, pairing))  # fmt: skip
+    n, m = len(Q), len(K)
+    alibi = None
+    if model.position_kind == "alibi":  # [n, m]: −m_h · |i − j|
+        slope = variants.slopes(model.heads)[h]
+        alibi = calc.round(masks.alibi_bias(np.arange(n), np.arange(m), slope))
+    mask = (masks.hidden(np.arange(n), np.arange(m), causal=True, window=variants.window,
+                         sinks=variants.sinks) if model.causal else None)  # fmt: skip
+    sinks = variants.sink_logits(model.heads)
+    head = calc.attention(*(turned or (q_in, k_in)), V, mask=mask, bias=alibi,
+                          softcap=variants.softcap,
+                          sink_logit=None if sinks is None else sinks[h])  # fmt: skip
 
     # The stages in trace order, each with its formula. Columns over dimensions are
     # labelled by where they sit in the model's matrices: d2, d3 for head 1's Q of d_k 2.
@@ -265,19 +294,43 @@ def _head(
     add("Q", f"Q = X · WQ{_plus(bQ, 'bQ')}", Q, queries, q_dims)
     add("K", f"K = {rows.keys_name} · WK{_plus(bK, 'bK')}", K, keys, k_dims)
     add("V", f"V = {rows.keys_name} · WV{_plus(bV, 'bV')}", V, keys, v_dims)
+    if normed:
+        for name, data, weight, on, cols in (
+            ("Q", normed[0], variants.q_norm, queries, q_dims),
+            ("K", normed[1], variants.k_norm, keys, k_dims),
+        ):
+            times = f" · {name.lower()}_norm" if weight is not None else ""
+            add(f"{name}_norm", f"{name}_norm = RMSNorm({name}){times}: each row / "
+                f"√(mean(row²) + {variants.qk_norm_eps:g})", data, on, cols)  # fmt: skip
     if turned:
         # the default pairing goes unsaid (the formulas read as they always have)
         neighbours = ", neighbours paired" if model.rope_pairing == "interleaved" else ""
         how = f"turned by position (RoPE, base {model.rope_base:g}{neighbours})"
-        add("Q_rope", f"Q_rope = Q {how}", turned[0], queries, q_dims)
-        add("K_rope", f"K_rope = K {how}", turned[1], keys, k_dims)
+        source = ("Q_norm", "K_norm") if normed else ("Q", "K")
+        add("Q_rope", f"Q_rope = {source[0]} {how}", turned[0], queries, q_dims)
+        add("K_rope", f"K_rope = {source[1]} {how}", turned[1], keys, k_dims)
     q, k = info.score_inputs
     add("scores", f"scores = {q} · {k}ᵀ", head.scores, queries, keys)
     add("scaled", "scaled = scores / √d_k", head.scaled, queries, keys)
+    if alibi is not None and head.biased is not None:
+        m_h = masks.slope_text(variants.slopes(model.heads)[h])
+        add("alibi", f"alibi = −m · |i − j|, m = {m_h} (ALiBi)", alibi, queries, keys)
+        add("biased", "biased = scaled + alibi", head.biased, queries, keys)
+    if head.capped is not None:
+        before = "biased" if alibi is not None else "scaled"
+        cap = f"{variants.softcap:g}"
+        add("capped", f"capped = {cap} · tanh({before} / {cap})", head.capped, queries, keys)
     if head.masked is not None:
-        add("masked", "masked = scaled, −∞ after the diagonal", head.masked, queries, keys)
-    add("softmax", f"softmax = exp({info.softmax_source} − row max) / row sum", head.softmax,
-        queries, keys)  # fmt: skip
+        words = masks.mask_words(model.causal, variants.window, variants.sinks)
+        add("masked", f"masked = {info.mask_source}, {words}", head.masked, queries, keys)
+    sink_term = " + exp(sink_logit − row max)" if head.sink is not None else ""
+    add("softmax", f"softmax = exp({info.softmax_source} − row max) / (row sum{sink_term})"
+        if sink_term else f"softmax = exp({info.softmax_source} − row max) / row sum",
+        head.softmax, queries, keys)  # fmt: skip
+    if head.sink is not None and sinks is not None:
+        add("sink", f"sink = exp(sink_logit − row max) / (row sum + its own), sink_logit = "
+            f"{sinks[h]:g}: weight that passes no value", head.sink, queries,
+            ("sink",))  # fmt: skip
     # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
     add("output", "output = softmax · V", head.output, queries, dims(d_v, h * d_v))
     return head.output

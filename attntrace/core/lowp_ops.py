@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core import precision
-from attntrace.core.ops import Attention, Matrix, apply_mask, causal_mask, rope_angles
+from attntrace.core import ops, precision
+from attntrace.core.ops import Attention, Mask, Matrix, apply_mask, causal_mask, rope_angles
 from attntrace.core.precision import ACCUMULATE, DTYPES, Accumulate, DTypeName
 from attntrace.errors import InputError
 
@@ -161,21 +161,47 @@ class Cast:
         the exact sum is off it (found by the oracle, tests/core/test_lowp_oracle.py)."""
         return precision.add_in(a, b, self.dtype)
 
-    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention:
+    def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix:
+        """RMSNorm of the dtype's rows (QK-norm), the weight rounded to the dtype as a
+        stored vector, each normed value computed exactly and rounded once: as RoPE's
+        turn, one rounding from the exact value (docs/variants.md, "--dtype")."""
+        x = self.round(rows)
+        normed = ops.rms_norm(x, None if weight is None else self.round(weight), eps)
+        return self.round(normed)
+
+    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False,
+                  mask: Mask | None = None, bias: Matrix | None = None,
+                  softcap: float | None = None,
+                  sink_logit: float | None = None) -> Attention:  # fmt: skip
         """:func:`attntrace.core.ops.attention` by the rule, one head ``[n, d]``: scores by
-        the product rule, scaled = scores / √d_k rounded once, the mask, the stable
-        softmax in ``softmax_dtype``, output by the product rule."""
+        the product rule, scaled = scores / √d_k rounded once, a bias added and rounded
+        once, a cap C·tanh(x/C) computed exactly and rounded once, the mask, the stable
+        softmax in ``softmax_dtype`` (a sink logit, rounded to the dtype, as one more
+        column of it), output by the product rule."""
         Q, K, V = self.round(Q), self.round(K), self.round(V)
         dtype, accumulate = self.dtype, self.accumulate
         # [n, d_k] · [d_k, m] -> [n, m]; from here on every input is already dtype's
         scores = precision.matmul_in(Q, K.T, dtype, accumulate, in_dtype=True)
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = self.round(scores / math.sqrt(Q.shape[-1]))
-        masked = apply_mask(scaled, causal_mask(*scaled.shape)) if causal else None
-        weights = precision.softmax_in(scaled if masked is None else masked, dtype,
-                                       self.softmax_dtype, stable=True, in_dtype=True)  # fmt: skip
+            biased = None if bias is None else self.add(scaled, bias)
+            logits = scaled if biased is None else biased
+            capped = None if softcap is None else self.round(softcap * np.tanh(logits / softcap))
+        logits = logits if capped is None else capped
+        if mask is None and causal:
+            mask = causal_mask(*scaled.shape)
+        masked = None if mask is None else apply_mask(logits, mask)
+        logits = logits if masked is None else masked
+        sink = None
+        if sink_logit is not None:  # the sink as one more column, dropped after the softmax
+            column = np.full((logits.shape[0], 1), self.round(sink_logit))
+            logits = np.concatenate([logits, column], axis=1)
+        weights = precision.softmax_in(logits, dtype, self.softmax_dtype, stable=True,
+                                       in_dtype=True)  # fmt: skip
+        if sink_logit is not None:
+            weights, sink = weights[:, :-1], weights[:, -1:]
         output = precision.matmul_in(weights, V, dtype, accumulate, in_dtype=True)
-        return Attention(scores, scaled, masked, weights, output)
+        return Attention(scores, scaled, masked, weights, output, biased, capped, sink)
 
 
 @dataclass(frozen=True)

@@ -24,29 +24,93 @@ def linear(x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix:
 
 class Attention(NamedTuple):
     """Every intermediate of :func:`attention`, in the order it is computed, named as
-    the stages of a trace are."""
+    the stages of a trace are (docs/variants.md: the stages a variant adds are None
+    where it is off)."""
 
     scores: Matrix  # [.., n, m]
     scaled: Matrix  # [.., n, m]
-    masked: Matrix | None  # [.., n, m], −∞ after the diagonal; None without a causal mask
-    softmax: Matrix  # [.., n, m]: the attention weights, each row summing to 1
+    masked: Matrix | None  # [.., n, m], −∞ where hidden; None without a mask
+    softmax: Matrix  # [.., n, m]: the attention weights, each row summing to 1 (− sink)
     output: Matrix  # [.., n, d_v]
+    biased: Matrix | None = None  # [.., n, m]: scaled + an additive bias (ALiBi)
+    capped: Matrix | None = None  # [.., n, m]: C · tanh(x / C), soft-capped logits
+    sink: Matrix | None = None  # [.., n, 1]: the weight a sink logit took from each row
+
+    @property
+    def logits(self) -> Matrix:
+        """What the softmax read: the last of scaled, biased, capped, masked."""
+        for stage in (self.masked, self.capped, self.biased):
+            if stage is not None:
+                return stage
+        return self.scaled
 
 
-def attention(Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False) -> Attention:
+def attention(
+    Q: Matrix,
+    K: Matrix,
+    V: Matrix,
+    *,
+    causal: bool = False,
+    mask: Mask | None = None,
+    bias: Matrix | None = None,
+    softcap: float | None = None,
+    sink_logit: npt.ArrayLike | None = None,
+) -> Attention:
     """``softmax(Q · Kᵀ / √d_k) · V`` (Vaswani et al. 2017, eq. 1), keeping each step.
 
     picoGPT writes it in one line, ``softmax(q @ k.T / np.sqrt(q.shape[-1]) + mask) @ v``;
     here each intermediate is named, because a trace shows each one. ``Q`` is
     ``[.., n, d_k]``, ``K`` ``[.., m, d_k]`` and ``V`` ``[.., m, d_v]``: one head, or
     heads stacked along the leading axes. ``causal`` hides from query i the keys after it
-    (the last query aligned with the last key).
+    (the last query aligned with the last key); ``mask`` (True where hidden, from
+    :mod:`attntrace.core.masks`) replaces it. The variants of docs/variants.md, in their
+    order: ``bias`` is added to the scaled scores (ALiBi), ``softcap`` C caps them to
+    ``C · tanh(x / C)``, the mask hides cells, and ``sink_logit`` (broadcast to
+    ``[.., n, 1]``) joins each row's softmax, taking weight but passing no value.
     """
     scores = Q @ K.swapaxes(-1, -2)  # [n, d_k] · [d_k, m] -> [n, m]
     scaled = scores / np.sqrt(Q.shape[-1])  # [n, m] -> [n, m]
-    masked = apply_mask(scaled, causal_mask(*scaled.shape[-2:])) if causal else None
-    weights = softmax(scaled if masked is None else masked)  # row-wise: [n, m] -> [n, m]
-    return Attention(scores, scaled, masked, weights, weights @ V)  # [n, m]·[m, d_v] -> [n, d_v]
+    biased = None if bias is None else scaled + bias  # [n, m] + [n, m] -> [n, m]
+    logits = scaled if biased is None else biased
+    capped = None if softcap is None else softcap * np.tanh(logits / softcap)
+    logits = logits if capped is None else capped
+    if mask is None and causal:
+        mask = causal_mask(*scaled.shape[-2:])
+    masked = None if mask is None else apply_mask(logits, mask)
+    logits = logits if masked is None else masked
+    if sink_logit is None:
+        weights = softmax(logits)  # row-wise: [n, m] -> [n, m]
+        return Attention(scores, scaled, masked, weights, weights @ V, biased, capped)
+    weights, sink = softmax_with_sink(logits, sink_logit)
+    return Attention(scores, scaled, masked, weights, weights @ V, biased, capped, sink)
+
+
+def softmax_with_sink(logits: Matrix, sink_logit: npt.ArrayLike) -> tuple[Matrix, Matrix]:
+    """Softmax of each row with one more logit s in its denominator, whose weight is kept
+    apart: ``exp(x_j − M) / (Σ exp(x_k − M) + exp(s − M))``, ``M = max(max x, s)``.
+
+    Returns the keys' weights ``[.., n, m]`` (each row summing to 1 − sink) and the
+    sink's ``[.., n, 1]`` (gpt-oss's learned sinks: the sink is concatenated as one more
+    column, the softmax taken, and the column dropped).
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    sink = np.broadcast_to(np.asarray(sink_logit, dtype=np.float64),
+                           (*logits.shape[:-1], 1))  # fmt: skip
+    top = np.maximum(logits.max(axis=-1, keepdims=True), sink)
+    weights: Matrix = np.exp(logits - top)
+    taken: Matrix = np.exp(sink - top)
+    total = weights.sum(axis=-1, keepdims=True) + taken
+    return weights / total, taken / total
+
+
+def rms_norm(x: Matrix, weight: npt.ArrayLike | None, eps: float) -> Matrix:
+    """Each row divided by its root mean square (no shift, no bias), then ``· weight``
+    (RMSNorm, Zhang and Sennrich 2019): ``[.., d] -> [.., d]``. QK-norm applies it to
+    each query and key row; a real model's layer norms are it too."""
+    normed: Matrix = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+    if weight is not None:
+        normed = normed * np.asarray(weight, dtype=np.float64)
+    return normed
 
 
 def softmax(scores: Matrix) -> Matrix:

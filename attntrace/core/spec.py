@@ -28,12 +28,13 @@ from attntrace import arguments
 from attntrace.core.fields import counted, is_token, shape_text, whole
 from attntrace.core.frozen import freeze, is_frozen, known_finite, read_only
 from attntrace.core.ops import head_columns
+from attntrace.core.variants import Variants, check_variants
 from attntrace.core.vocabulary import unknown_tokens
 from attntrace.errors import InputError, describe
 
 Matrix = npt.NDArray[np.float64]
 
-POSITION_KINDS = ("none", "sinusoidal", "learned", "rope")
+POSITION_KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
 # How RoPE pairs a head's dimensions (core.ops.rope): i with i + d/2 (Hugging Face's
 # rotate_half), or neighbours 2i and 2i+1 (RoFormer, GPT-J, Meta's LLaMA code).
 ROPE_PAIRINGS = ("half", "interleaved")
@@ -151,6 +152,9 @@ class ModelSpec:
     # row per token, as wide as the block's output (its rows are checked against the
     # sentence when a loss is computed: the model does not know the sentence's length).
     target: Matrix | None = None
+    # The options of today's models beyond the paper's (docs/variants.md): a sliding
+    # window and sinks, ALiBi's slopes, QK-norm, soft-capping, a sink logit. None by default.
+    variants: Variants = field(default_factory=Variants)
 
     def __post_init__(self) -> None:
         """The shape rules of docs/model-file.md#shapes; the first broken one is an
@@ -206,12 +210,16 @@ class ModelSpec:
             self._shape_error(
                 "positions", f"vectors of {d_model} numbers (d_model)", self.positions
             )
-        if isinstance(self.positions, str) and self.positions not in ("sinusoidal", "rope"):
+        named = ("sinusoidal", "rope", "alibi")
+        if isinstance(self.positions, str) and self.positions not in named:
             raise InputError(field="positions",
-                             expected="none, sinusoidal, rope or a list of vectors",
+                             expected="none, sinusoidal, rope, alibi or a list of vectors",
                              found=describe(self.positions))  # fmt: skip
         self._check_rope()
         self._check_biases()
+        check_variants(self.variants, heads=heads, d_k=self.d_k, causal=self.causal,
+                       alibi=self.position_kind == "alibi",
+                       context=self.context is not None)  # fmt: skip
         width = d_model if self.WO is not None else heads * self.d_v
         if self.target is not None and self.target.shape[1] != width:
             self._shape_error(
@@ -270,11 +278,13 @@ class ModelSpec:
             if not isinstance(positions, np.ndarray):
                 raise arguments.wrong_type(
                     "ModelSpec.positions",
-                    "None, 'sinusoidal', 'rope' or a numpy array of position vectors",
+                    "None, 'sinusoidal', 'rope', 'alibi' or a numpy array of position vectors",
                     positions,
                 )
             positions = checked_array("ModelSpec.positions", "positions", positions, 2)
         set_field(self, "positions", positions)
+        if not isinstance(self.variants, Variants):
+            raise arguments.wrong_type("ModelSpec.variants", "a Variants", self.variants)
         if self.given is not None and not isinstance(self.given, GivenInputs):
             raise arguments.wrong_type("ModelSpec.given", "a GivenInputs or None", self.given)
         set_field(self, "embeddings", self._vectors("embeddings", self.embeddings))

@@ -12,7 +12,7 @@ fails, what the trace does hold: one job, the record and its questions.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from attntrace.core.fields import shape_text
 from attntrace.core.frozen import read_only
 from attntrace.core.lowp_record import LowPrecision
 from attntrace.core.ops import kv_head_of
+from attntrace.core.variants import Variants
 from attntrace.errors import InputError
 
 
@@ -124,6 +125,8 @@ class ModelInfo:
     positions: str = "none"  # none, sinusoidal, learned or rope
     rope_base: float | None = None  # with rope: the base of its angles
     rope_pairing: str | None = None  # with rope: half (i, i + d_k/2) or interleaved (2i, 2i+1)
+    # window, sinks, ALiBi's slopes, QK-norm, softcap, sink logit (docs/variants.md)
+    variants: Variants = field(default_factory=Variants)
 
     @property
     def group(self) -> int:
@@ -136,13 +139,25 @@ class ModelInfo:
 
     @property
     def score_inputs(self) -> tuple[str, str]:
-        """The stages whose product is ``scores``: the turned rows under RoPE."""
-        return ("Q_rope", "K_rope") if self.positions == "rope" else ("Q", "K")
+        """The stages whose product is ``scores``: the turned rows under RoPE, the normed
+        ones under QK-norm, else Q and K."""
+        if self.positions == "rope":
+            return ("Q_rope", "K_rope")
+        return ("Q_norm", "K_norm") if self.variants.qk_norm else ("Q", "K")
+
+    @property
+    def mask_source(self) -> str:
+        """The stage the mask (and the softmax, without one) reads: ``capped`` under a
+        softcap, ``biased`` under ALiBi, else ``scaled``."""
+        if self.variants.softcap is not None:
+            return "capped"
+        return "biased" if self.positions == "alibi" else "scaled"
 
     @property
     def softmax_source(self) -> str:
-        """The stage softmax is applied to: ``masked`` under a causal mask, else ``scaled``."""
-        return "masked" if self.causal else "scaled"
+        """The stage softmax is applied to: ``masked`` under a causal mask, else the
+        stage the mask would read (:attr:`mask_source`)."""
+        return "masked" if self.causal else self.mask_source
 
 
 @dataclass(frozen=True, eq=False)

@@ -157,12 +157,6 @@ def layer_norm(x: Matrix, weight: Vector, bias: Vector, eps: float) -> Matrix:
     return normed
 
 
-def rms_norm(x: Matrix, weight: Vector, eps: float) -> Matrix:
-    """Each row divided by its root mean square (no shift, no bias), then ``· weight``."""
-    normed: Matrix = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight
-    return normed
-
-
 def gelu(x: Matrix) -> Matrix:
     """BERT's exact GELU: ``x · Φ(x) = x · (1 + erf(x / √2)) / 2``."""
     erf = np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64)

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.ops import Matrix
+from attntrace.core.ops import Matrix, rms_norm
 from attntrace.real.bpe import ByteLevelBPE
 from attntrace.real.catalog import SMOLLM2, RealModel
-from attntrace.real.forward import LayerAttention, Transformer, rms_norm, silu
+from attntrace.real.forward import LayerAttention, Transformer, silu
 from attntrace.real.gguf import GGUFFile
 from attntrace.real.tokenizer_cache import open_gguf
 

@@ -29,8 +29,8 @@ from typing import Protocol, TypeVar
 
 from attntrace.errors import InputError
 from attntrace.files.reading import read_small
-from attntrace.real.catalog import cache_dir
 from attntrace.real.gguf import GGUFFile
+from attntrace.real.user_cache import cache_dir
 
 __all__ = [
     "FORMAT",
