@@ -26,6 +26,7 @@ from paths import GOLDEN
 from tolerances import FLOAT32_REFERENCE
 from weight_files import ARRAY, F32V, STRING, U32, Metadata, write_gguf
 
+from attntrace.core.focus import resolve_position
 from attntrace.errors import InputError
 from attntrace.real.catalog import GEMMA3
 from attntrace.real.gemma import (
@@ -220,6 +221,14 @@ def test_a_file_that_disagrees_with_the_catalogue_is_one_input_error(
 
 def test_a_missing_model_name_is_refused_on_one_line() -> None:
     one_line_error(invoke("run", "--model", "gemma4", "hi"), "--model", "gemma3")
+
+
+def test_a_token_is_named_without_its_sentencepiece_space_mark() -> None:
+    """`heads --from it --to animal` and --focus find Gemma's ``▁it`` as SmolLM2's ``Ġit``."""
+    tokens = ["<bos>", "The", "\u2581animal", "\u2581it", "\u2581It"]
+    assert resolve_position(tokens, "animal", "--to") == (2, "")
+    assert resolve_position(tokens, "it", "--from") == (3, "")
+    assert resolve_position(tokens, "It", "--from") == (4, "")
 
 
 def test_only_layers_5_11_17_are_global() -> None:
