@@ -146,12 +146,16 @@ def _size(chunks: Sequence[Path]) -> int:
 def _write_failed(folder: Path, name: str, error: OSError, total: int) -> InputError:
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return InputError(
-            f"no space left in {folder} to assemble {name}'s weights ({total / 1e6:,.0f} MB "
+            f"no space left in {folder} to assemble {name}'s weights ({_amount(total)} "
             f"needed; nothing was left behind): free some, or set XDG_CACHE_HOME to a "
             f"folder on another disk",
             field="--model",
         )
     return _unwritable(folder, name, error)
+
+
+def _amount(size: int) -> str:
+    return f"{size / 1e6:,.0f} MB" if size >= 10**6 else f"{size:,} bytes"
 
 
 def _unwritable(folder: Path, name: str, error: OSError) -> InputError:

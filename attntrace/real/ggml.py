@@ -62,7 +62,7 @@ _Q8_0 = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
 _Q4_0 = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 _Q4_1 = np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", "u1", (16,))])
 # Gemma 3's Q4_K_M file adds these (ggml-common.h: block_q5_0, block_q4_K, block_q6_K).
-_Q5_0 = np.dtype([("d", "<f2"), ("qh", "<u4"), ("qs", "u1", (16,))])
+_Q5_0 = np.dtype([("d", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))])  # qh: a LE uint32
 _Q4_K = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))])
 _Q6_K = np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)),
                   ("d", "<f2")])  # fmt: skip
@@ -70,7 +70,6 @@ _NIBBLE = np.uint8(0x0F)
 _FOUR = np.uint8(4)
 _SIX_BITS = np.uint8(0x3F)
 _TWO_BITS = np.uint8(0x03)
-_BIT_INDEX = np.arange(32, dtype=np.uint32)
 _QH_SHIFTS = np.array([0, 2, 4, 6], dtype=np.uint8)
 
 
@@ -122,21 +121,30 @@ def _low_high(qs: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return out
 
 
+def _scaled(q: npt.NDArray[Any], scale: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """float32(q) · scale in one pass (the small integers cast as they are multiplied, no
+    float32 copy of them first): the same product, rounded once, as ggml's ``q * d``."""
+    out = np.empty(q.shape, dtype=np.float32)
+    np.multiply(q, scale, out=out, dtype=np.float32)
+    return out
+
+
 def _dequantize_q5_0(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
-    """x = d·(q − 16), q of 5 bits: fp16 scale, 32 high bits (uint32 ``qh``), 16 bytes of
-    low nibbles.
+    """x = d·(q − 16), q of 5 bits: fp16 scale, 32 high bits (a little-endian uint32
+    ``qh``), 16 bytes of low nibbles.
 
     ggml-quants.c ``dequantize_row_q5_0``: weight j (j < 16) is the low nibble of byte j
     with bit j of qh above it, weight j + 16 the high nibble with bit j + 16.
     """
     blocks = np.frombuffer(buf, dtype=_Q5_0, count=n_blocks, offset=offset)
     q = _low_high(blocks["qs"]).reshape(n_blocks, 32)
-    high = (blocks["qh"][:, None] >> _BIT_INDEX) & np.uint32(1)
-    q |= high.astype(np.uint8) << _FOUR
-    out = q.view(np.int8).astype(np.float32)  # 0..31: the bit pattern is the value
-    out -= np.float32(16.0)
-    out *= _f32(blocks["d"])[:, None]
-    return out
+    # qh's 4 little-endian bytes, bit j (least significant first) for weight j
+    high = np.unpackbits(blocks["qh"], axis=1, bitorder="little")
+    high <<= _FOUR
+    q |= high
+    signed = q.view(np.int8)  # 0..31: the bit pattern is the value
+    signed -= np.int8(16)  # exact in int8, as ggml's int ``x0 - 16``
+    return _scaled(signed, _f32(blocks["d"])[:, None])
 
 
 def _k4_scales_mins(scales: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
@@ -168,8 +176,7 @@ def _dequantize_q4_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     scale = _f32(blocks["d"])[:, None] * sc.astype(np.float32)
     minimum = _f32(blocks["dmin"])[:, None] * mins.astype(np.float32)
     q = _low_high(blocks["qs"].reshape(n_blocks, 4, 32)).reshape(n_blocks, 8, 32)
-    out = q.astype(np.float32)
-    out *= scale[:, :, None]
+    out = _scaled(q, scale[:, :, None])
     out -= minimum[:, :, None]
     return out.reshape(n_blocks, 256)
 
@@ -188,10 +195,10 @@ def _dequantize_q6_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     low = _low_high(blocks["ql"].reshape(n_blocks, 2, 64)).reshape(n_blocks, 2, 4, 32)
     high = (blocks["qh"].reshape(n_blocks, 2, 1, 32) >> _QH_SHIFTS[:, None]) & _TWO_BITS
     low |= high << _FOUR
-    out = low.view(np.int8).astype(np.float32).reshape(n_blocks, 16, 16)
-    out -= np.float32(32.0)
-    out *= (_f32(blocks["d"])[:, None] * blocks["scales"].astype(np.float32))[:, :, None]
-    return out.reshape(n_blocks, 256)
+    signed = low.view(np.int8).reshape(n_blocks, 16, 16)
+    signed -= np.int8(32)  # exact in int8, as ggml's ``(int8_t)(...) - 32``
+    scale = _f32(blocks["d"])[:, None] * blocks["scales"].astype(np.float32)
+    return _scaled(signed, scale[:, :, None]).reshape(n_blocks, 256)
 
 
 def _read_f32(buf: Any, offset: int, count: int) -> npt.NDArray[Any]:
