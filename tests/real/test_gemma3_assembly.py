@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -180,7 +181,7 @@ def test_a_cache_folder_without_write_permission(
     def refused(*args: Any, **kwargs: Any) -> tuple[int, str]:
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
-    monkeypatch.setattr(assembly.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
     with pytest.raises(InputError) as caught:
         model.verified_weights()
     assert str(caught.value) == (
@@ -209,7 +210,7 @@ def test_a_full_disk_leaves_no_partial_file(
     def fdopen(fd: int, mode: str = "r", *args: Any) -> Any:
         return FullDisk(io.FileIO(fd, "w")) if "w" in mode else real_fdopen(fd, mode, *args)
 
-    monkeypatch.setattr(assembly.os, "fdopen", fdopen)
+    monkeypatch.setattr(os, "fdopen", fdopen)
     with pytest.raises(InputError) as caught:
         model.verified_weights()
     assert str(caught.value) == (
