@@ -68,6 +68,7 @@ _SHAPE_KEYS = {
     "attention.key_length": "head_dim",
     "attention.value_length": "head_dim",
 }
+FEED_FORWARD = 2048  # gemma3.feed_forward_length of the 270M model (not a catalogue field)
 
 
 def is_global(layer: int) -> bool:
@@ -96,7 +97,11 @@ class Gemma3(Transformer):
         self._check_shape(meta, source)
         self.eps = self._number(meta, "attention.layer_norm_rms_epsilon", source)
         self.global_rope_base = self._number(meta, "rope.freq_base", source)
-        self.window = int(self._number(meta, "attention.sliding_window", source))
+        window = self._number(meta, "attention.sliding_window", source)
+        if not window.is_integer():
+            raise InputError(source=source, field="gemma3.attention.sliding_window",
+                             expected="a whole number of tokens", found=f"{window:g}")  # fmt: skip
+        self.window = int(window)
         tokens = meta.get("tokenizer.ggml.tokens")
         count = len(tokens) if isinstance(tokens, list) else None
         if count != self.spec.vocabulary:
@@ -129,9 +134,9 @@ class Gemma3(Transformer):
         if architecture != "gemma3":
             raise InputError(source=source, field="general.architecture",
                              expected="gemma3", found=repr(architecture))  # fmt: skip
-        for key, name in _SHAPE_KEYS.items():
+        shapes = {key: getattr(self.spec, name) for key, name in _SHAPE_KEYS.items()}
+        for key, expected in {**shapes, "feed_forward_length": FEED_FORWARD}.items():
             found = meta.get(f"gemma3.{key}")
-            expected = getattr(self.spec, name)
             if found != expected or isinstance(found, bool):
                 raise InputError(f"not the {self.spec.name} attntrace knows", source=source,
                                  field=f"gemma3.{key}", expected=str(expected),

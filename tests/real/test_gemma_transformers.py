@@ -183,6 +183,7 @@ _SHAPE = {
     "gemma3.embedding_length": (U32, 640),
     "gemma3.attention.key_length": (U32, 256),
     "gemma3.attention.value_length": (U32, 256),
+    "gemma3.feed_forward_length": (U32, 2048),
 }
 
 
@@ -195,6 +196,8 @@ _SHAPE = {
         ("gemma3.block_count", (STRING, "18"), "expected 18, got '18'"),
         ("general.architecture", (STRING, "llama"), "expected gemma3, got 'llama'"),
         ("gemma3.attention.sliding_window", (F32V, -1.0), "expected a positive finite"),
+        ("gemma3.attention.sliding_window", (F32V, 511.5), "expected a whole number of tokens"),
+        ("gemma3.feed_forward_length", (U32, 4096), "expected 2048, got 4096"),
         ("gemma3.rope.freq_base", (STRING, "1e6"), "expected a number"),
         ("tokenizer.ggml.tokens", (ARRAY, (STRING, ["a", "b"])), "expected 262144 tokens, got 2"),
     ],
