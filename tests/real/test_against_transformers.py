@@ -50,6 +50,19 @@ GOLDEN_FILE = GOLDEN / "real" / "attention.json"
 @cache
 def golden() -> dict[str, Any]:
     document: dict[str, Any] = json.loads(GOLDEN_FILE.read_text())
+    # Gemma 3's goldens are a file of their own (make_model_goldens.py gemma3, read by
+    # test_gemma_transformers.py); its first sentence and its long text's last query row
+    # join this file's layout, so that every test of every model here covers it too.
+    gemma = json.loads((GOLDEN / "real" / "gemma3.json").read_text())
+    document["gemma3"] = gemma["short"][0]
+    long = gemma["long"]
+    document["long"]["gemma3"] = {
+        "sentence": long["sentence"],
+        "ids": long["ids"],
+        "row": long["rows"][-1],
+        "layers": [int(layer) for layer in long["attention"]],
+        "attention": [[rows[-1] for rows in per_head] for per_head in long["attention"].values()],
+    }
     return document
 
 
