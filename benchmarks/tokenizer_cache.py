@@ -6,7 +6,7 @@ Run:  python benchmarks/tokenizer_cache.py        (about a minute)
 In-process figures are the best of 7 (the machine's noise only ever adds time); whole runs
 are fresh processes, cold and warm interleaved, medians of 9. The cache lives in a scratch
 XDG_CACHE_HOME, never the user's. Gemma 3 is measured where its GGUF is found (as
-``$ATTNTRACE_GEMMA3_GGUF`` or ``/tmp/gemma3-tok.gguf``): its GGUF opened with its tokenizer
+``$ATTNTRACE_GEMMA3_GGUF``, or the catalogue's joined copy): its GGUF opened with its tokenizer
 (``sentencepiece.open_gguf``, what the model class calls), each time from fresh strings.
 """
 
@@ -98,8 +98,11 @@ def main() -> None:
     print(f"  cache cold {1000 * statistics.median(cold_runs):7.0f} ms")
     print(f"  cache warm {1000 * statistics.median(warm_runs):7.0f} ms")
 
-    gemma = Path(os.environ.get("ATTNTRACE_GEMMA3_GGUF", "/tmp/gemma3-tok.gguf"))
-    if gemma.is_file():
+    from attntrace.real.catalog import GEMMA3
+
+    given = os.environ.get("ATTNTRACE_GEMMA3_GGUF")
+    gemma = Path(given) if given else (GEMMA3.verified_weights() if GEMMA3.installed else None)
+    if gemma is not None and gemma.is_file():
         from attntrace.real import sentencepiece
 
         fake = "0" * 64  # the scratch cache's key; the file is not verified here

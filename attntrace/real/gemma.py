@@ -52,7 +52,7 @@ from attntrace.errors import InputError
 from attntrace.real.catalog import GEMMA3, RealModel
 from attntrace.real.forward import LayerAttention, Transformer
 from attntrace.real.gguf import GGUFFile
-from attntrace.real.sentencepiece import SentencePieceTokenizer
+from attntrace.real.sentencepiece import SentencePieceTokenizer, open_gguf
 
 # Gemma3TextConfig (configuration_gemma3.py): what the GGUF file does not carry.
 SLIDING_WINDOW_PATTERN = 6  # __post_init__: kwargs.get("sliding_window_pattern", 6)
@@ -90,7 +90,9 @@ class Gemma3(Transformer):
     spec: RealModel = GEMMA3
     tokenizer: SentencePieceTokenizer
 
-    def __init__(self, gguf: GGUFFile) -> None:
+    def __init__(self, gguf: GGUFFile, tokenizer: SentencePieceTokenizer | None = None) -> None:
+        """Read ``gguf``'s facts and check them; ``tokenizer``, where given, is the file's
+        own from the tokenizer cache (its arrays were stepped over when it was opened)."""
         self.gguf = gguf
         meta = gguf.metadata
         source = str(gguf.path)
@@ -102,13 +104,16 @@ class Gemma3(Transformer):
             raise InputError(source=source, field="gemma3.attention.sliding_window",
                              expected="a whole number of tokens", found=f"{window:g}")  # fmt: skip
         self.window = int(window)
-        tokens = meta.get("tokenizer.ggml.tokens")
-        count = len(tokens) if isinstance(tokens, list) else None
+        tokens = meta.get("tokenizer.ggml.tokens")  # stepped over where cached
+        count = (
+            tokenizer.vocab_size if tokenizer else len(tokens) if isinstance(tokens, list) else None
+        )
         if count != self.spec.vocabulary:
             raise InputError(f"not the {self.spec.name} attntrace knows", source=source,
                              field="tokenizer.ggml.tokens",
                              expected=f"{self.spec.vocabulary} tokens",
                              found="none" if count is None else f"{count}")  # fmt: skip
+        self.tokenizer = tokenizer or SentencePieceTokenizer.from_metadata(meta, source)
         self.rope_base = self.global_rope_base
         # Gemma3Attention.scaling is query_pre_attn_scalar ** -0.5; attntrace's core
         # divides by √d_k. For the 270M model both are 1/16: refuse a file where not.
@@ -122,11 +127,14 @@ class Gemma3(Transformer):
                 expected=str(QUERY_PRE_ATTN_SCALAR),
                 found=str(head_dim),
             )
-        self.tokenizer = SentencePieceTokenizer.from_metadata(meta, source)
 
     @classmethod
-    def load(cls, weights: Path) -> Gemma3:
-        return cls(GGUFFile(weights))
+    def load(cls, weights: Path, *, verified_sha256: str | None = None) -> Gemma3:
+        """Open ``weights``; given the SHA-256 it was verified to have, the tokenizer comes
+        from the tokenizer cache and the GGUF's 262,144-entry arrays are stepped over
+        (:func:`attntrace.real.sentencepiece.open_gguf`)."""
+        gguf, tokenizer = open_gguf(weights, verified_sha256)
+        return cls(gguf, tokenizer)
 
     def _check_shape(self, meta: dict[str, object], source: str) -> None:
         """Every shape the file states equals the catalogue's: one InputError if not."""

@@ -64,7 +64,7 @@ def opened(name: str) -> Transformer:
         if spec.architecture == "gemma3":
             from attntrace.real.gemma import Gemma3
 
-            return Gemma3.load(path)
+            return Gemma3.load(path, verified_sha256=spec.sha256)
         from attntrace.real.llama import Llama
 
         return Llama.load(path, verified_sha256=spec.sha256)

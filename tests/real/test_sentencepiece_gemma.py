@@ -2,8 +2,8 @@
 
 The goldens (``tests/golden/real/tokens.json``, key ``gemma3``) are what transformers 5.24
 made of the Gemma 3 GGUF (``tools/make_goldens.py``); the vocabulary is read from that GGUF,
-found through ``$ATTNTRACE_GEMMA3_GGUF``, the catalogue's Gemma 3 entry, or
-``/tmp/gemma3-tok.gguf``; those tests skip where it is absent. The toy-vocabulary tests need
+found through ``$ATTNTRACE_GEMMA3_GGUF`` or the catalogue's Gemma 3 entry (its joined
+copy); those tests skip where it is absent. The toy-vocabulary tests need
 no weights: they compare with a plain quadratic merge loop written here (the rule of
 ``transformers.tokenization_utils_base.generate_merges``: a merge ``a + b`` exists when all
 three are tokens, the merged token's id ranks it, the longer ``a`` first on a tie).
