@@ -139,3 +139,14 @@ TORCH_STAGE_SPACINGS = 2
 # Σₖ wᵢₖ·|vₖⱼ| times (1 + the row's largest |s|). Seen: at most 1.7 of those units over
 # random heads; 4 leaves room, and a missing 1/√d_k or a softmax in D is off by far more.
 TORCH_SDPA_SPACINGS = 4
+
+# The vectorized erf (attntrace/real/erf.py, FDLIBM's s_erf.c in numpy) against math.erf,
+# in units in the last place of math.erf's value. FDLIBM and the C libraries that descend
+# from it each keep erf within an ulp of the true value, but a libm may evaluate the same
+# rational approximations in another order (glibc splits the polynomials for speed) and
+# numpy's exp may differ from libm's by an ulp where it enters, so the two can land on
+# neighbouring doubles; measured here (glibc, numpy's AVX-512 exp) over millions of
+# values, the hard regions' edges among them: at most 1 ulp, on some 2% of the values.
+# Two units cover another libm's own ulp on the other side; a wrong coefficient, region
+# bound or sign is off by thousands.
+ERF_ULPS = 2

@@ -27,10 +27,10 @@ from attntrace.core.ops import Matrix, attention, linear, rope
 from attntrace.core.variants import Variants
 from attntrace.errors import InputError
 from attntrace.real.catalog import RealModel
+from attntrace.real.erf import erf
 from attntrace.real.text import checked_ids
 
 Vector = npt.NDArray[np.float64]
-_erf = np.frompyfunc(math.erf, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -173,9 +173,23 @@ def layer_norm(x: Matrix, weight: Vector, bias: Vector, eps: float) -> Matrix:
 
 
 def gelu(x: Matrix) -> Matrix:
-    """BERT's exact GELU: ``x · Φ(x) = x · (1 + erf(x / √2)) / 2``."""
-    erf = np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64)
-    result: Matrix = 0.5 * x * (1.0 + erf)
+    """BERT's exact GELU: ``x · Φ(x) = x · (1 + erf(x / √2)) / 2`` (transformers'
+    ``activations.GELUActivation``, torch's ``gelu``), with erf vectorized to
+    float64's accuracy (:mod:`attntrace.real.erf`)."""
+    result: Matrix = 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    return result
+
+
+_TANH_SCALE = math.sqrt(2.0 / math.pi)
+
+
+def gelu_tanh(x: Matrix) -> Matrix:
+    """GELU's tanh approximation, ``x · (1 + tanh(√(2/π) · (x + 0.044715 x³))) / 2``:
+    Gemma's ``hidden_activation`` ``gelu_pytorch_tanh`` (transformers'
+    ``activations.PytorchGELUTanh``, i.e. torch's ``gelu(x, approximate="tanh")``, whose
+    CPU kernel computes ``√2 · (2/√π) · 0.5`` for the scale; the same double). Not the
+    exact GELU: the two differ by up to about 5e-4 (near |x| = 2.7)."""
+    result: Matrix = 0.5 * x * (1.0 + np.tanh(_TANH_SCALE * (x + 0.044715 * (x * x * x))))
     return result
 
 
