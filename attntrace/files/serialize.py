@@ -328,10 +328,14 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
                 "q": cells(step.q),
                 "k": cells(step.k),
                 "v": cells(step.v),
-                "cache_length": step.t + 1,
+                "cache_length": len(step.positions) if step.positions else step.t + 1,
+                "cache_positions": list(step.positions or range(step.t + 1)),
+                "dropped": step.dropped,
                 "scores": cells(step.scores),
                 "scaled": cells(step.scaled),
                 "weights": cells(step.weights),
+                **{name: cells(getattr(step, name)) for name in ("biased", "capped", "sink")
+                   if getattr(step, name) is not None},
                 "output": cells(step.output),
                 "projected": None if step.projected is None else cells(step.projected),
                 "multiply_adds": {
