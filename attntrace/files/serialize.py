@@ -412,8 +412,11 @@ def kv_memory_to_dict(
             "head_dim": shape.head_dim,
             "d_model": shape.d_model,
             "attention": shape.attention,
+            **({"window": shape.window, "local_layers": shape.windowed_layers}
+               if shape.window is not None else {}),  # fmt: skip
         },
         "tokens": tokens,
+        **_window_parts(shape, tokens, batch, dtype),
         "batch": batch,
         "dtype": dtype,
         "bytes_per_value": BYTES_PER_VALUE[dtype],
@@ -435,6 +438,20 @@ def plain_dumps(document: Any) -> str:
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def _window_parts(shape: Shape, tokens: int, batch: int, dtype: str) -> dict[str, Any]:
+    """kv-cache's ``window`` object: the model's local and global parts (absent without
+    a window, so a document reads as before)."""
+    from attntrace.core.kv_memory import window_parts
+
+    parts = window_parts(shape, tokens, batch, dtype)
+    if parts is None:
+        return {}
+    return {"window": {"tokens": shape.window, "local_layers": parts.local_layers,
+                       "tokens_per_local_layer": parts.held, "local_bytes": parts.local_bytes,
+                       "global_layers": parts.global_layers,
+                       "global_bytes": parts.global_bytes, "bytes": parts.total}}  # fmt: skip
+
+
 def presets_to_dict() -> dict[str, Any]:
     """``kv-cache --json`` without a model: every preset's shape."""
     from attntrace.core.kv_memory import PRESETS
@@ -444,7 +461,9 @@ def presets_to_dict() -> dict[str, Any]:
         "presets": [
             {"name": name, "layers": shape.layers, "heads": shape.heads,
              "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "d_model": shape.d_model,
-             "context": shape.context, "attention": shape.attention}
+             "context": shape.context, "attention": shape.attention,
+             **({"window": shape.window, "local_layers": shape.windowed_layers}
+                if shape.window is not None else {})}
             for name, shape in PRESETS.items()
         ],
     }  # fmt: skip
