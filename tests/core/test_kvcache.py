@@ -235,7 +235,8 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
     ("args", "message"),
     [
         (["--preset", "llama9"], "--preset: expected one of gpt2, gpt3-175b, llama2-7b, "
-                                 "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, got "
+                                 "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, "
+                                 "gemma3-270m, got "
                                  "'llama9'"),
         (["--preset", "gpt2", "--dtype", "fp8"], "--dtype: expected fp32, fp16, bf16, int8, "
                                                  "got 'fp8'"),
