@@ -177,3 +177,50 @@ def test_decode_json_carries_each_steps_cache_positions() -> None:
                                                      [0, 3, 4]]  # fmt: skip
     assert [s["dropped"] for s in steps] == [None, None, None, 1, 2]
     assert all(len(s["sink"]) == 2 and len(s["biased"][0]) == s["cache_length"] for s in steps)
+
+
+@pytest.mark.parametrize("factor", [1e-3, 1.0, 30.0], ids=["small", "unit", "big-scores"])
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("seed", range(8))
+def test_the_loops_and_the_trace_differ_within_the_decode_bound(
+    seed: int, case: str, factor: float
+) -> None:
+    """The decode bound (core/rounding.py) carries each variant's stage: another order
+    of every sum (the loops here) stays within it, cell by cell, at any scale."""
+    from attntrace.core.attention import trace_block
+    from attntrace.core.rounding import decode_bounds
+
+    options = dict(CASES[case])
+    alibi = bool(options.pop("alibi", False))
+    base, _, _ = random_block(seed, cross=False, rope=not alibi and seed % 2 == 0)
+    base = replace(base, embeddings={t: v * factor for t, v in base.embeddings.items()})
+    model = _with(base, alibi, **options)
+    tokens = [f"t{(seed + 3 * i) % 6}" for i in range(7)]
+    full = trace_block(model, tokens)
+    heads, _ = decode_bounds(model, full)
+    loops = _loop_rows(model, tokens)
+    for h in range(model.heads):
+        delta = np.abs(full.stage("output", head=h).data - np.array(loops[h]))
+        assert np.all(delta <= heads[h]), f"head {h}: {delta.max():.3g} > {heads[h].max():.3g}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_decode_off_by_a_part_in_a_billion_is_caught_with_the_variants(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not vacuous: the bound with the variants' stages still catches a wrong weight."""
+    import attntrace.core.kvcache
+    from attntrace.core.ops import Attention, attention
+
+    options = dict(CASES[case])
+    alibi = bool(options.pop("alibi", False))
+    base, _, _ = random_block(2, cross=False, heads=2, kv_heads=1, wo=False)
+    model = _with(base, alibi, **options)
+
+    def slightly_off(Q: Any, K: Any, V: Any, **given: Any) -> Attention:
+        weights = attention(Q, K, V, **given).softmax * (1 + 1e-9)
+        return attention(Q, K, V, **given)._replace(softmax=weights, output=weights @ V)
+
+    monkeypatch.setattr(attntrace.core.kvcache, "attention", slightly_off)
+    run = decode(model, [f"t{i % 6}" for i in range(7)])
+    assert not run.matches and run.max_delta > run.bound
