@@ -42,8 +42,11 @@ def kv_cache(
     ] = "fp16",
     window: Annotated[
         int | None,
-        typer.Option(metavar="N", help="A sliding window: each layer's cache keeps at most N "
-                     "tokens (a preset's local layers only)."),
+        typer.Option(
+            metavar="N",
+            help="A sliding window: each layer's cache keeps at most N "
+            "tokens (a preset's local layers only).",
+        ),
     ] = None,
     no_window: Annotated[
         bool, typer.Option("--no-window", help="Price a windowed preset's cache in full.")

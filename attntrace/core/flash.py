@@ -55,6 +55,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace import arguments
 from attntrace.core import masks
@@ -163,7 +164,7 @@ OUT_OF_WINDOW = "out of the window"
 BOTH = "the future and out of the window"
 
 
-def _why_skipped(query: Matrix, key: Matrix, causal: bool) -> str:
+def _why_skipped(query: npt.NDArray[np.int64], key: npt.NDArray[np.int64], causal: bool) -> str:
     """Why every cell of a tile is hidden: all later keys, all out of the window, or
     some of each."""
     later = key[None, :] > query[:, None] if causal else np.zeros((len(query), len(key)), bool)

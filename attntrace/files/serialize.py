@@ -334,8 +334,11 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
                 "scores": cells(step.scores),
                 "scaled": cells(step.scaled),
                 "weights": cells(step.weights),
-                **{name: cells(getattr(step, name)) for name in ("biased", "capped", "sink")
-                   if getattr(step, name) is not None},
+                **{
+                    name: cells(getattr(step, name))
+                    for name in ("biased", "capped", "sink")
+                    if getattr(step, name) is not None
+                },
                 "output": cells(step.output),
                 "projected": None if step.projected is None else cells(step.projected),
                 "multiply_adds": {
@@ -412,8 +415,7 @@ def kv_memory_to_dict(
             "head_dim": shape.head_dim,
             "d_model": shape.d_model,
             "attention": shape.attention,
-            **({"window": shape.window, "local_layers": shape.windowed_layers}
-               if shape.window is not None else {}),  # fmt: skip
+            **_window_shape(shape),
         },
         "tokens": tokens,
         **_window_parts(shape, tokens, batch, dtype),
@@ -436,6 +438,13 @@ def kv_memory_to_dict(
 def plain_dumps(document: Any) -> str:
     """Compact JSON, as ``run --json`` writes it."""
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _window_shape(shape: Shape) -> dict[str, Any]:
+    """A windowed shape's ``window`` and ``local_layers`` (absent without a window)."""
+    if shape.window is None:
+        return {}
+    return {"window": shape.window, "local_layers": shape.windowed_layers}
 
 
 def _window_parts(shape: Shape, tokens: int, batch: int, dtype: str) -> dict[str, Any]:
@@ -462,8 +471,7 @@ def presets_to_dict() -> dict[str, Any]:
             {"name": name, "layers": shape.layers, "heads": shape.heads,
              "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "d_model": shape.d_model,
              "context": shape.context, "attention": shape.attention,
-             **({"window": shape.window, "local_layers": shape.windowed_layers}
-                if shape.window is not None else {})}
+             **_window_shape(shape)}
             for name, shape in PRESETS.items()
         ],
     }  # fmt: skip

@@ -160,14 +160,15 @@ def _variant_tables(run: Decode, step: DecodeStep, head_rows: tuple[str, ...],
     parts: list[RenderableType] = []
     variants = run.model.variants
     if step.biased is not None:
-        parts += [Text(""), Text.assemble(("biased", "bold"), " = scaled − m · (t − position)"
-                                          " (ALiBi)"),
-                  StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view)]  # fmt: skip
+        title = Text.assemble(("biased", "bold"), " = scaled − m · (t − position) (ALiBi)")
+        table = StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view)
+        parts += [Text(""), Wrapped(title), table]
     if step.capped is not None and variants.softcap is not None:
         cap = f"{variants.softcap:g}"
         before = "biased" if step.biased is not None else "scaled"
-        parts += [Text(""), Text.assemble(("capped", "bold"), f" = {cap} · tanh({before} / {cap})"),
-                  StageTable(Stage("capped", "", head_rows, keys, step.capped[shown]), view)]  # fmt: skip
+        title = Text.assemble(("capped", "bold"), f" = {cap} · tanh({before} / {cap})")
+        table = StageTable(Stage("capped", "", head_rows, keys, step.capped[shown]), view)
+        parts += [Text(""), Wrapped(title), table]
     return parts
 
 
@@ -316,8 +317,10 @@ def growth_line(run: Decode) -> Wrapped | None:
     full = next((s for s in run.steps if s.dropped is not None), None)
     dropped = sum(1 for s in run.steps if s.dropped is not None)
     if full is None:
-        said = (f"window {window}{kept}: the cache stops growing at {most} rows; these "
-                f"{len(run.steps)} tokens never fill it, so nothing was dropped")
+        said = (
+            f"window {window}{kept}: the cache stops growing at {most} rows; these "
+            f"{len(run.steps)} tokens never fill it, so nothing was dropped"
+        )
     else:
         said = (f"window {window}{kept}: the cache stopped growing at {most} rows (step "
                 f"{full.t + 1} dropped its first row; {dropped} dropped in all), holding "

@@ -127,8 +127,10 @@ def growth_words(shape: Shape, tokens: int) -> str:
     if not rest:
         return (f"the cache stops growing at {counted(shape.window, 'token')}: past the "
                 "window each new token's row replaces the oldest")  # fmt: skip
-    return (f"the local layers' cache stops growing at {counted(shape.window, 'token')}; "
-            f"past it a token adds to the {counted(rest, 'global layer')} alone")
+    return (
+        f"the local layers' cache stops growing at {counted(shape.window, 'token')}; "
+        f"past it a token adds to the {counted(rest, 'global layer')} alone"
+    )
 
 
 def _variant_layouts(variants: Sequence[Variant]) -> list[list[Text]]:

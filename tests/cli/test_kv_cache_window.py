@@ -7,7 +7,7 @@ import json
 
 import jsonschema
 import pytest
-from helpers import invoke, schema
+from helpers import invoke, one_line_error, schema
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,7 +27,8 @@ def test_a_window_caps_each_local_layer(layers: int, kv: int, tokens: int, windo
     local = layers // 2
     shape = Shape(layers, kv, kv, 64, window=window, local_layers=local)
     assert kv_cache_bytes(shape, kv, tokens, batch, "fp16") == _closed_form(
-        layers, local, kv, 64, 2, tokens, window, batch)
+        layers, local, kv, 64, 2, tokens, window, batch
+    )
 
 
 def test_gemma3_prices_15_local_layers_and_3_global_ones_apart() -> None:
@@ -63,12 +64,21 @@ def test_mistral_stops_growing_at_its_window() -> None:
 
 
 @pytest.mark.parametrize(
-    "flags",
-    [("--window", "0"), ("--window", "-3"), ("--window", "4", "--no-window"), ("--window", "4")],
+    ("flags", "words"),
+    [
+        (("--preset", "gemma3-270m", "--window", "0"), "--window: expected a whole number"),
+        (("--preset", "gpt2", "--window", "-3"), "got -3"),
+        (("--preset", "gemma3-270m", "--window", "4", "--no-window"), "give one"),
+        (("--window", "4"), "--window to apply to"),
+    ],
     ids=["zero", "negative", "both", "no-model"],
 )
-def test_bad_windows_are_one_line_and_exit_2(flags: tuple[str, ...]) -> None:
-    model = () if flags == ("--window", "4") else ("--preset", "gemma3-270m")
-    result = invoke("kv-cache", *model, *flags)
-    assert result.exit_code == 2
-    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) <= 3
+def test_bad_windows_are_one_line_and_exit_2(flags: tuple[str, ...], words: str) -> None:
+    one_line_error(invoke("kv-cache", *flags), words)
+
+
+def test_a_window_on_a_preset_without_one_slides_every_layer() -> None:
+    document = json.loads(invoke("kv-cache", "--preset", "gpt2", "--window", "100",
+                                 "--json").stdout)  # fmt: skip
+    assert document["shape"]["local_layers"] == 12
+    assert document["window"]["bytes"] == 2 * 12 * 12 * 64 * 2 * 100

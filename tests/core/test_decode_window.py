@@ -65,8 +65,11 @@ def _loop_rows(model: ModelSpec, tokens: list[str]) -> list[list[list[float]]]:
     rows = []
     for h in range(H):
         g = h // (H // G)
-        Q, K, V = project(model.WQ, "bQ", h, d_k), project(model.WK, "bK", g, d_k), project(
-            model.WV, "bV", g, d_v)
+        Q, K, V = (
+            project(model.WQ, "bQ", h, d_k),
+            project(model.WK, "bK", g, d_k),
+            project(model.WV, "bV", g, d_v),
+        )
         if var.qk_norm:
             Q = [_rms(r, var.q_norm, var.qk_norm_eps) for r in Q]
             K = [_rms(r, var.k_norm, var.qk_norm_eps) for r in K]
@@ -148,7 +151,8 @@ def test_the_cache_bytes_stop_growing_at_the_window() -> None:
     assert sizes == [per_row * min(t + 1, 3) for t in range(8)]
     # an earlier step's view still reads its own rows after later drops
     first_three = run.steps[2].keys[0]
-    assert first_three.shape[0] == 3 and run.steps[-1].positions == (5, 6, 7)
+    assert first_three.shape[0] == 3
+    assert run.steps[-1].positions == (5, 6, 7)
 
 
 @pytest.mark.parametrize("case", ["window+sinks", "everything"])
@@ -158,7 +162,8 @@ def test_a_low_precision_decode_equals_the_full_attention_in_its_dtype(case: str
     base, _, _ = random_block(4, cross=False, heads=2, kv_heads=1)
     model = _with(base, alibi, **options)
     run = decode(model, [f"t{i % 6}" for i in range(7)], Cast.of("float16"))
-    assert run.matches and run.differing == 0
+    assert run.matches
+    assert run.differing == 0
     assert [s.positions for s in run.steps] == [s.positions for s in run.reference.steps]  # type: ignore[union-attr]
 
 
@@ -223,4 +228,5 @@ def test_a_decode_off_by_a_part_in_a_billion_is_caught_with_the_variants(
 
     monkeypatch.setattr(attntrace.core.kvcache, "attention", slightly_off)
     run = decode(model, [f"t{i % 6}" for i in range(7)])
-    assert not run.matches and run.max_delta > run.bound
+    assert not run.matches
+    assert run.max_delta > run.bound

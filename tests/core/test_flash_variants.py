@@ -89,8 +89,8 @@ def test_flash_equals_the_trace_and_the_loop(seed: int, case: str, variant: int)
         np.testing.assert_allclose(report.record.output, np.array(loop), **FLOAT64)
         if sinks is not None:
             assert report.record.sink is not None
-            np.testing.assert_allclose(report.record.sink,
-                                       trace.stage("sink", head=head).data[:, 0], **FLOAT64)  # fmt: skip
+            expected = trace.stage("sink", head=head).data[:, 0]
+            np.testing.assert_allclose(report.record.sink, expected, **FLOAT64)
 
 
 @given(st.integers(1, 12), st.integers(1, 6), st.integers(0, 3), st.integers(1, 4),
@@ -125,3 +125,23 @@ def test_a_long_window_model_skips_the_tiles_far_below_the_diagonal() -> None:
     # more keys back: query block i, key block j with 2i − (2j + 1) ≥ 2, i.e. j ≤ i − 2
     assert record.skipped_for(FUTURE) == 15
     assert record.skipped_for(OUT_OF_WINDOW) == sum(1 for i in range(6) for j in range(i - 1))
+
+
+def test_flash_json_says_why_each_tile_was_skipped_and_the_sinks_share() -> None:
+    import jsonschema
+    import orjson
+    from helpers import schema
+
+    from attntrace.files.flash_json import flash_dump_bytes
+
+    model = _model(3, window=2, sink_logit=0.25)
+    trace = trace_block(model, [f"t{i % 6}" for i in range(8)])
+    report = flash_report(trace, 0, 2, 2)
+    document = orjson.loads(flash_dump_bytes(report))
+    jsonschema.validate(document, schema("flash-v1.schema.json"))
+    whys = [tile.get("why") for tile in document["tiles"] if tile["skipped"]]
+    assert whys.count(FUTURE) == 6
+    assert whys.count(OUT_OF_WINDOW) == 3
+    assert all("why" not in tile for tile in document["tiles"] if not tile["skipped"])
+    np.testing.assert_allclose(document["sink"], trace.stage("sink", head=0).data[:, 0],
+                               **FLOAT64)  # fmt: skip
