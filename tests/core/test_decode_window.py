@@ -96,7 +96,7 @@ def _loop_rows(model: ModelSpec, tokens: list[str]) -> list[list[list[float]]]:
     return rows
 
 
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "window": {"window": 3},
     "window+sinks": {"window": 2, "sinks": 1},
     "alibi": {"alibi": True},

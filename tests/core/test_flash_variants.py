@@ -55,7 +55,7 @@ def _loop(Q: Any, K: Any, V: Any, *, window: int | None, sinks: int, slope: floa
     return rows
 
 
-CASES = {
+CASES: dict[str, dict[str, Any]] = {
     "window": {"window": 2},
     "window+sinks": {"window": 2, "sinks": 1},
     "alibi": {"alibi": True},
