@@ -17,6 +17,7 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from attntrace.core import masks
 from attntrace.core.kvcache import Decode, DecodeStep
 from attntrace.core.labels import dims, unique_labels
 from attntrace.core.lowp_decode import Overflow, first_overflow
@@ -160,7 +161,9 @@ def _variant_tables(run: Decode, step: DecodeStep, head_rows: tuple[str, ...],
     parts: list[RenderableType] = []
     variants = run.model.variants
     if step.biased is not None:
-        title = Text.assemble(("biased", "bold"), " = scaled − m · (t − position) (ALiBi)")
+        slopes = [masks.slope_text(run.model.variants.slopes(run.model.heads)[h]) for h in shown]
+        title = Text.assemble(("biased", "bold"), " = scaled − m · (t − position) (ALiBi, m = "
+                              f"{', '.join(slopes)})")  # fmt: skip
         table = StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view)
         parts += [Text(""), Wrapped(title), table]
     if step.capped is not None and variants.softcap is not None:

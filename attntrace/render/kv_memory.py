@@ -104,8 +104,9 @@ def window_words(shape: Shape) -> str:
     return f"window {shape.window:,} on {where}"
 
 
-def _parts_lines(parts: WindowParts, tokens: int) -> Text:
-    """The model's cache in its two parts, a line each, and their total."""
+def _parts_lines(parts: WindowParts, tokens: int) -> Fitted:
+    """The model's cache in its two parts, a line each, and their total (the size on a
+    line of its own where a line is too narrow for both)."""
     rows = [("local", f"{counted(parts.local_layers, 'layer')} × "
              f"{counted(parts.held, 'token')}", parts.local_bytes),
             ("global", f"{counted(parts.global_layers, 'layer')} × "
@@ -114,10 +115,12 @@ def _parts_lines(parts: WindowParts, tokens: int) -> Text:
     names = _column([name for name, _, _ in rows])
     whats = _column([what for _, what, _ in rows])
     sizes = _column([human_bytes(size) for _, _, size in rows], right=True)
-    return Text("\n").join(
-        Text.assemble((name, "bold"), "  ", what, "  ", (size, "bold cyan"))
-        for name, what, size in zip(names, whats, sizes, strict=True)
-    )
+    wide, narrow = [], []
+    for name, what, size in zip(names, whats, sizes, strict=True):
+        wide.append(Text.assemble((name, "bold"), "  ", what, "  ", (size, "bold cyan")))
+        narrow.append(Text.assemble((name, "bold"), "  ", what.rstrip(), "\n", INDENT,
+                                    (size.strip(), "bold cyan")))  # fmt: skip
+    return _rows([wide, narrow])
 
 
 def growth_words(shape: Shape, tokens: int) -> str:
