@@ -407,6 +407,9 @@ def kv_cache_note(run: Decode) -> RenderableType:
     flags = ("= kv-cache", "--layers 1", f"--heads {model.heads}",
              f"--kv-heads {model.n_kv_heads}", f"--head-dim {model.d_k}",
              f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}")  # fmt: skip
+    window = model.variants.window
+    if window is not None:  # the cache holds at most N + S rows: kv-cache's window of N + S
+        flags = (*flags, f"--window {window + model.variants.sinks}")
     return Terms(tuple((" ", Text(flag, style="dim")) for flag in flags))
 
 
