@@ -404,12 +404,12 @@ def kv_cache_note(run: Decode) -> RenderableType:
     if model.d_k != model.d_v:
         return Wrapped(Text(f"(kv-cache prices one head width: here d_k {model.d_k} ≠ d_v "
                             f"{model.d_v})", style="dim"))  # fmt: skip
-    flags = ("= kv-cache", "--layers 1", f"--heads {model.heads}",
+    flags = ["= kv-cache", "--layers 1", f"--heads {model.heads}",
              f"--kv-heads {model.n_kv_heads}", f"--head-dim {model.d_k}",
-             f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}")  # fmt: skip
+             f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}"]  # fmt: skip
     window = model.variants.window
     if window is not None:  # the cache holds at most N + S rows: kv-cache's window of N + S
-        flags = (*flags, f"--window {window + model.variants.sinks}")
+        flags.append(f"--window {window + model.variants.sinks}")
     return Terms(tuple((" ", Text(flag, style="dim")) for flag in flags))
 
 
