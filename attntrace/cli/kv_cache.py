@@ -40,6 +40,17 @@ def kv_cache(
     dtype: Annotated[
         str, typer.Option(metavar="TYPE", help="fp32, fp16, bf16 or int8 (or float32, ...).")
     ] = "fp16",
+    window: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="A sliding window: each layer's cache keeps at most N "
+            "tokens (a preset's local layers only).",
+        ),
+    ] = None,
+    no_window: Annotated[
+        bool, typer.Option("--no-window", help="Price a windowed preset's cache in full.")
+    ] = False,
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
@@ -49,9 +60,9 @@ def kv_cache(
     dtype = KV_CACHE_NAME.get(dtype, dtype)  # the names run --dtype and decode --dtype take
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
     if preset is None and all(flag is None for flag in shape_flags):
-        if tokens is not None or batch != 1 or dtype != "fp16":
+        if tokens is not None or batch != 1 or dtype != "fp16" or window is not None or no_window:
             usage("give --preset NAME or the model's shape (--layers, --heads, --head-dim) "
-                  "for --tokens, --batch and --dtype to apply to")  # fmt: skip
+                  "for --tokens, --batch, --dtype and --window to apply to")  # fmt: skip
         emit(as_json, _presets_document, _presets_view)
         return
     with bad_input_fails():
@@ -62,6 +73,7 @@ def kv_cache(
                              found=repr(dtype))  # fmt: skip
         shape = (preset_shape(preset) if preset is not None
                  else explicit_shape(layers, heads, kv_heads, head_dim, d_model))  # fmt: skip
+        shape = windowed(shape, window, no_window)
         count = tokens if tokens is not None else shape.context
         if count is None:
             raise InputError("give --tokens N: how many tokens the cache holds")
@@ -96,6 +108,25 @@ def _presets_view() -> None:
     from attntrace.render.kv_memory import presets_view
 
     stdout_console().print(presets_view())
+
+
+def windowed(shape: Shape, window: int | None, no_window: bool) -> Shape:
+    """The shape with --window's N (on a preset's local layers, or every layer of a shape
+    from flags), or with no window at all (--no-window)."""
+    from dataclasses import replace
+
+    from attntrace.errors import InputError
+
+    if window is not None and no_window:
+        raise InputError("--window N prices a windowed cache, --no-window a full one: give one")
+    if no_window:
+        return replace(shape, window=None, local_layers=None)
+    if window is None:
+        return shape
+    if window < 1:
+        raise InputError(field="--window", expected="a whole number of tokens ≥ 1",
+                         found=str(window))  # fmt: skip
+    return replace(shape, window=window)
 
 
 def preset_shape(name: str) -> Shape:

@@ -33,6 +33,20 @@ has ``m = −∞``; ``exp(−∞ − (−∞))`` would be NaN, so, as FlashAtten
 subtracted: its exps are exp(−∞) = 0 and its rescale factor 0 (nothing was summed), and a
 row that never sees a key (only when m < n) ends with output 0, m = −∞ and ℓ = 0 (the
 kernels' guard ``sum == 0 ? 1 : 1/sum``) where the standard softmax would give NaN.
+
+**The variants** (docs/variants.md, "The commands"). Which cells are hidden is
+:func:`attntrace.core.masks.hidden` over the tile's positions, so a sliding window hides
+what the trace's ``masked`` stage hides; a tile every cell of which is hidden, by the
+causal mask or by the window, is skipped and says why (``Tile.why``), as the kernels skip
+the key blocks outside ``[q − window + 1, q]`` (FlashAttention-2's ``window_size``,
+gpt-oss's ``BANDWIDTH`` loop bounds). ALiBi's bias ``−m_h · |i − j|`` is added to each
+tile's scaled scores and the cap ``C · tanh(x / C)`` applied after it, before the mask,
+as the full softmax computes them. A sink logit s enters as gpt-oss's Triton kernel
+takes it (``_attn_fwd`` in ``gpt_oss/triton/attention.py``): the running max starts at
+s instead of −∞ (``m_i = zeros + sink``), the running sum at 0, and after the last tile
+the sink's own ``exp(s − m)`` joins the sum the output is divided by (``z = l_i +
+exp(sink − m_i)``); ``FlashRecord.sink`` is its share, the trace's ``sink`` column.
+Since m starts finite, no row ever meets the ``−∞ − (−∞)`` guard.
 """
 
 from __future__ import annotations
@@ -41,8 +55,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.core import masks
 from attntrace.core.frozen import Matrix, computed
 from attntrace.core.trace import Trace
 from attntrace.errors import InputError
@@ -87,6 +103,7 @@ class Tile:
     l_old: Matrix
     l_new: Matrix
     output: Matrix  # O_i after the tile: [rows, d_v]
+    why: str | None = None  # a skipped tile's reason: the future, out of the window
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,12 +117,20 @@ class FlashRecord:
     keys: int  # m
     tiles: tuple[Tile, ...]
     output: Matrix  # [n, d_v], softmax(Q·Kᵀ/√d_k)·V
-    m: Matrix  # [n]: each row's max over its visible scores
-    ell: Matrix  # [n]: each row's ℓ, Σ exp(s − m) over them
+    m: Matrix  # [n]: each row's max over its visible scores (and the sink logit)
+    ell: Matrix  # [n]: each row's ℓ, Σ exp(s − m) over them (the sink's term apart)
+    sink: Matrix | None = None  # [n]: the weight the sink logit took from each row
+    window: int | None = None
+    sinks: int = 0
 
     @property
     def skipped(self) -> int:
         return sum(tile.skipped for tile in self.tiles)
+
+    def skipped_for(self, why: str) -> int:
+        """How many tiles were skipped for ``why`` (:data:`FUTURE`, :data:`OUT_OF_WINDOW`
+        or :data:`BOTH`)."""
+        return sum(tile.why == why for tile in self.tiles)
 
     def tile(self, i: int, j: int) -> Tile:
         """The tile of query block ``i`` and key block ``j``."""
@@ -134,6 +159,20 @@ def _block_size(name: str, value: object) -> int:
     return size
 
 
+FUTURE = "the future"
+OUT_OF_WINDOW = "out of the window"
+BOTH = "the future and out of the window"
+
+
+def _why_skipped(query: npt.NDArray[np.int64], key: npt.NDArray[np.int64], causal: bool) -> str:
+    """Why every cell of a tile is hidden: all later keys, all out of the window, or
+    some of each."""
+    later = key[None, :] > query[:, None] if causal else np.zeros((len(query), len(key)), bool)
+    if later.all():
+        return FUTURE
+    return OUT_OF_WINDOW if not later.any() else BOTH
+
+
 def _subtrahend(m: Matrix) -> Matrix:
     """The max a row's exps are taken against: 0 where it is −∞ (no visible key yet)."""
     safe: Matrix = np.where(np.isneginf(m), 0.0, m)
@@ -142,10 +181,13 @@ def _subtrahend(m: Matrix) -> Matrix:
 
 def flash(
     Q: Matrix, K: Matrix, V: Matrix, *, block_q: int, block_k: int, causal: bool = False,
-    variant: int = 2,
+    variant: int = 2, window: int | None = None, sinks: int = 0, slope: float | None = None,
+    softcap: float | None = None, sink_logit: float | None = None,
 ) -> FlashRecord:  # fmt: skip
     """softmax(Q·Kᵀ/√d_k)·V for one head, tile by tile: Q ``[n, d_k]``, K ``[m, d_k]``,
-    V ``[m, d_v]``. Refuses block sizes below 1 and a variant other than 1 or 2."""
+    V ``[m, d_v]``; with a ``window`` (and ``sinks``), ALiBi's ``slope``, a ``softcap``
+    and a ``sink_logit`` as the module says. Refuses block sizes below 1 and a variant
+    other than 1 or 2."""
     block_q, block_k = _block_size("block_q", block_q), _block_size("block_k", block_k)
     variant = arguments.whole("variant", variant)
     if variant not in (1, 2):
@@ -164,7 +206,9 @@ def flash(
     offset = m - n  # the causal mask's: the last query is aligned with the last key
     q_blocks = [(s, min(s + block_q, n)) for s in range(0, n, block_q)]
     k_blocks = [(s, min(s + block_k, m)) for s in range(0, m, block_k)]
-    run_m = np.full(n, -np.inf)
+    query_at, key_at = np.arange(n) + offset, np.arange(m)  # positions, as the mask reads them
+    # a sink logit starts every row's max (gpt-oss's m_i = sink); its term joins at the end
+    run_m = np.full(n, -np.inf if sink_logit is None else float(sink_logit))
     run_l = np.zeros(n)
     acc = np.zeros((n, V.shape[1]))
     order = ([(i, j) for i in range(len(q_blocks)) for j in range(len(k_blocks))]
@@ -174,14 +218,21 @@ def flash(
     for i, j in order:
         (r0, r1), (c0, c1) = q_blocks[i], k_blocks[j]
         m_old, l_old = run_m[r0:r1].copy(), run_l[r0:r1].copy()
-        if causal and c0 > r1 - 1 + offset:  # every key after every query of the block
+        rows_at, cols_at = query_at[r0:r1], key_at[c0:c1]
+        hidden = (masks.hidden(rows_at, cols_at, causal=True, window=window, sinks=sinks)
+                  if causal else None)  # fmt: skip
+        if hidden is not None and hidden.all():  # no cell of the tile is visible: skipped
             state = (computed(m_old), computed(m_old.copy()), computed(l_old),
                      computed(l_old.copy()), computed(acc[r0:r1].copy()))  # fmt: skip
-            tiles.append(Tile(i, j, (r0, r1), (c0, c1), True, None, None, None, None, *state))
+            tiles.append(Tile(i, j, (r0, r1), (c0, c1), True, None, None, None, None, *state,
+                              why=_why_skipped(rows_at, cols_at, causal)))  # fmt: skip
             continue
         S = (Q[r0:r1] @ K[c0:c1].T) * scale  # [bq, d_k]·[d_k, bk] -> [bq, bk]
-        if causal:
-            hidden = np.arange(c0, c1)[None, :] > (np.arange(r0, r1)[:, None] + offset)
+        if slope is not None:  # ALiBi on the scaled scores: −m · |i − j|
+            S = S + masks.alibi_bias(rows_at, cols_at, slope)
+        if softcap is not None:  # capped before the mask, as the full softmax
+            S = softcap * np.tanh(S / softcap)
+        if hidden is not None:
             S = np.where(hidden, -np.inf, S)
         block_max = S.max(axis=1)
         m_new = np.maximum(m_old, block_max)
@@ -202,10 +253,20 @@ def flash(
                           computed(block_max), computed(rescale), computed(m_old),
                           computed(m_new), computed(l_old), computed(l_new.copy()),
                           computed(acc[r0:r1].copy())))  # fmt: skip
-    if variant == 2:  # divided by ℓ once, at the end of each row block
+    sink = None
+    if sink_logit is not None:  # the epilogue: the sink's exp(s − m) joins the sum
+        sink_term = np.exp(float(sink_logit) - run_m)
+        total = run_l + sink_term
+        if variant == 2:
+            acc /= total[:, None]
+        else:  # O was kept divided by ℓ: by ℓ + the sink's term instead
+            acc *= (run_l / total)[:, None]
+        sink = computed(sink_term / total)
+    elif variant == 2:  # divided by ℓ once, at the end of each row block
         acc /= np.where(run_l == 0.0, 1.0, run_l)[:, None]
     return FlashRecord(variant, causal, block_q, block_k, m, tuple(tiles), computed(acc),
-                       computed(run_m), computed(run_l))  # fmt: skip
+                       computed(run_m), computed(run_l), sink, window,
+                       sinks)  # fmt: skip
 
 
 def flash_head(
@@ -220,10 +281,16 @@ def flash_head(
         held = ", ".join(map(str, trace.traced_heads))
         raise InputError(field="head", expected=f"a head the trace holds ({held})",
                          found=str(head))  # fmt: skip
-    q, k = trace.model.score_inputs
+    model = trace.model
+    q, k = model.score_inputs
     Q, K, V = (trace.stage(name, head=head).data for name in (q, k, "V"))
-    return flash(Q, K, V, block_q=block_q, block_k=block_k, causal=trace.model.causal,
-                 variant=variant)  # fmt: skip
+    variants = model.variants
+    sink_logits = variants.sink_logits(model.heads)
+    return flash(Q, K, V, block_q=block_q, block_k=block_k, causal=model.causal,
+                 variant=variant, window=variants.window, sinks=variants.sinks,
+                 slope=variants.slopes(model.heads)[head] if model.positions == "alibi"
+                 else None, softcap=variants.softcap,
+                 sink_logit=None if sink_logits is None else sink_logits[head])  # fmt: skip
 
 
 @dataclass(frozen=True)

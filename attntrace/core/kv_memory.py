@@ -7,6 +7,16 @@ The same model is also priced as plain multi-head attention (kv_heads = heads) a
 multi-query attention (kv_heads = 1), so what grouped-query attention saves is visible.
 With one query head the two are the same model.
 
+**A sliding window** of N keys (Mistral's ``sliding_window``, Gemma 3's local layers)
+lets a cache keep only the last N tokens of a windowed layer, as transformers'
+``SlidingWindowCache`` does: such a layer holds ``min(tokens, N)``, a global layer
+``tokens``, so
+
+    KV cache bytes = 2 × kv_heads × head_dim × bytes per value × batch
+                     × (local layers × min(tokens, N) + global layers × tokens)
+
+and the local and global parts are priced apart (:func:`window_parts`).
+
 Sizes are named up to YiB (2^80 bytes), the largest binary prefix of IEC 80000-13; a
 cache of 1024 YiB or more is refused, as far past any machine.
 """
@@ -37,6 +47,22 @@ class Shape:
     head_dim: int
     d_model: int | None = None
     context: int | None = None
+    window: int | None = None  # a sliding window of N keys on the local layers
+    local_layers: int | None = None  # how many layers slide (None: all, with a window)
+
+    @property
+    def windowed_layers(self) -> int:
+        """The layers whose cache keeps at most ``window`` tokens (0 without a window)."""
+        if self.window is None:
+            return 0
+        return self.layers if self.local_layers is None else self.local_layers
+
+    def cached_tokens(self, tokens: int) -> int:
+        """Tokens summed over the layers: min(tokens, N) on each local layer, tokens on
+        each global one (layers × tokens without a window)."""
+        local = self.windowed_layers
+        held = min(tokens, self.window) if self.window is not None else tokens
+        return local * held + (self.layers - local) * tokens
 
     @property
     def attention(self) -> str:
@@ -53,15 +79,47 @@ PRESETS: dict[str, Shape] = {
     "llama2-7b": Shape(32, 32, 32, 128, 4096, 4096),
     "llama2-70b": Shape(80, 64, 8, 128, 8192, 4096),
     "llama3-8b": Shape(32, 32, 8, 128, 4096, 8192),
-    "mistral-7b": Shape(32, 32, 8, 128, 4096, 32768),
+    # sliding_window 4096 on every layer (Mistral-7B-v0.1's config.json)
+    "mistral-7b": Shape(32, 32, 8, 128, 4096, 32768, window=4096),
     "gemma-2b": Shape(18, 8, 1, 256, 2048, 8192),
     "gemma-7b": Shape(28, 16, 16, 256, 3072, 8192),
+    # Gemma 3 270M (its GGUF's gemma3.* metadata, as transformers reads it): layers 5,
+    # 11 and 17 global, the other 15 local with sliding_window 512
+    "gemma3-270m": Shape(18, 4, 1, 256, 640, 32768, window=512, local_layers=15),
 }
 
 
 def kv_cache_bytes(shape: Shape, kv_heads: int, tokens: int, batch: int, dtype: str) -> int:
-    """2 × layers × kv_heads × head_dim × bytes per value × tokens × batch."""
-    return 2 * shape.layers * kv_heads * shape.head_dim * BYTES_PER_VALUE[dtype] * tokens * batch
+    """2 × layers × kv_heads × head_dim × bytes per value × tokens × batch (with a window:
+    the layers' tokens as :meth:`Shape.cached_tokens` sums them)."""
+    per_token_layer = 2 * kv_heads * shape.head_dim * BYTES_PER_VALUE[dtype] * batch
+    return per_token_layer * shape.cached_tokens(tokens)
+
+
+@dataclass(frozen=True)
+class WindowParts:
+    """A windowed model's cache (its own K/V heads) in its two parts: the local layers'
+    (each ``held`` = min(tokens, window) tokens) and the global layers' (each every token)."""
+
+    local_layers: int
+    held: int
+    local_bytes: int
+    global_layers: int
+    global_bytes: int
+
+    @property
+    def total(self) -> int:
+        return self.local_bytes + self.global_bytes
+
+
+def window_parts(shape: Shape, tokens: int, batch: int, dtype: str) -> WindowParts | None:
+    """The local and global parts of the model's cache, or None without a window."""
+    if shape.window is None:
+        return None
+    per = 2 * shape.kv_heads * shape.head_dim * BYTES_PER_VALUE[dtype] * batch
+    local, held = shape.windowed_layers, min(tokens, shape.window)
+    rest = shape.layers - local
+    return WindowParts(local, held, per * local * held, rest, per * rest * tokens)
 
 
 @dataclass(frozen=True)

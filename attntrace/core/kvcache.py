@@ -21,6 +21,15 @@ Softmax's exps and divisions are left out of both (they are not multiply-adds). 
 cache holds (t+1)·k·(d_k + d_v) numbers after step t; bytes are at float64 (8 each),
 the precision attntrace computes in, or at the dtype's size under a :class:`Cast`.
 
+**With the variants** (docs/variants.md, "The commands"), each step computes the new
+token's row as the full trace computes it: q and k RMS-normed (QK-norm) before RoPE turns
+them by position t, ALiBi's bias ``−m_h · (t − p)`` over the positions p the cache holds,
+the cap, the mask by those positions (:func:`attntrace.core.masks.hidden`) and the sink
+logit. With a sliding window of N (and S sinks) the cache **drops its oldest row** before
+the new token's is appended, once that row is N or more positions back and not one of the
+first S: the row no later query may see (transformers' ``SlidingWindowCache`` keeps the
+last N likewise; StreamingLLM's cache keeps the sinks). It stops growing at N + S rows.
+
 **In a low-precision dtype** (``decode(model, tokens, Cast.of("float16"))``, docs/kernels.md
 "decode --dtype D"), each step's q, k and v, its attention over the cache and WO follow
 the casting rule of :mod:`attntrace.core.lowp_ops`, and the cache holds the dtype's
@@ -34,17 +43,19 @@ float64's decode, as each stage's error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from attntrace.core import progress
+from attntrace.core import masks, progress
 from attntrace.core.attention import trace_block
 from attntrace.core.frozen import freeze
 from attntrace.core.kv_memory import KV_CACHE_NAME
 from attntrace.core.lowp_ops import Cast, StageError, stage_error
-from attntrace.core.ops import Matrix, attention, linear, rope
+from attntrace.core.ops import Attention, Matrix, attention, linear, rms_norm, rope
 from attntrace.core.rounding import decode_bounds
 from attntrace.core.spec import ModelSpec
 from attntrace.core.trace import Trace
@@ -70,6 +81,7 @@ class KVCache:
     d_k: int
     d_v: int
     length: int = field(init=False, default=0)
+    _positions: list[int] = field(init=False, repr=False, default_factory=list)
     _keys: Matrix = field(init=False, repr=False)  # [kv_heads, capacity, d_k]
     _values: Matrix = field(init=False, repr=False)  # [kv_heads, capacity, d_v]
 
@@ -79,14 +91,39 @@ class KVCache:
         self._keys = np.empty((self.kv_heads, 0, self.d_k))
         self._values = np.empty((self.kv_heads, 0, self.d_v))
 
-    def append(self, new_keys: Matrix, new_values: Matrix) -> None:
-        """Add one token: ``new_keys`` [kv_heads, d_k] and ``new_values`` [kv_heads, d_v]."""
+    def append(self, new_keys: Matrix, new_values: Matrix, position: int | None = None) -> None:
+        """Add one token: ``new_keys`` [kv_heads, d_k] and ``new_values`` [kv_heads, d_v],
+        at ``position`` in the sentence (default: the one after the last row's)."""
         if self.length == self._keys.shape[1]:
             self._keys = _grown(self._keys, self.length)
             self._values = _grown(self._values, self.length)
         self._keys[:, self.length] = new_keys
         self._values[:, self.length] = new_values
+        if position is None:
+            position = self._positions[-1] + 1 if self._positions else 0
+        self._positions.append(position)
         self.length += 1
+
+    def drop(self, row: int) -> int:
+        """Remove cached row ``row`` (a sliding window's oldest): returns its position.
+
+        The rows after it move up into buffers of their own, so a view an earlier step
+        took still reads that step's cache (no row of a buffer is written twice)."""
+        keep = [i for i in range(self.length) if i != row]
+        position = self._positions.pop(row)
+        capacity = self._keys.shape[1]
+        keys = np.empty((self.kv_heads, capacity, self.d_k))
+        values = np.empty((self.kv_heads, capacity, self.d_v))
+        keys[:, : self.length - 1] = self._keys[:, keep]
+        values[:, : self.length - 1] = self._values[:, keep]
+        self._keys, self._values = keys, values
+        self.length -= 1
+        return position
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        """The sentence position of each cached row, oldest first."""
+        return tuple(self._positions)
 
     @classmethod
     def holding(
@@ -96,6 +133,7 @@ class KVCache:
         in buffers of its own (the rows are copied)."""
         cache = cls(len(keys), keys[0].shape[1], values[0].shape[1], bytes_per_number)
         cache.length = int(keys[0].shape[0])
+        cache._positions = list(range(cache.length))
         # with room to grow, so the next append copies nothing
         cache._keys = _grown(np.asarray(np.stack(keys), dtype=np.float64), cache.length)
         cache._values = _grown(np.asarray(np.stack(values), dtype=np.float64), cache.length)
@@ -103,7 +141,9 @@ class KVCache:
 
     def copy(self) -> KVCache:
         """A cache to go on from separately: the rows so far, in buffers of its own."""
-        return KVCache.holding(self.keys, self.values, self.bytes_per_number)
+        cache = KVCache.holding(self.keys, self.values, self.bytes_per_number)
+        cache._positions = list(self._positions)
+        return cache
 
     @property
     def keys(self) -> list[Matrix]:
@@ -147,13 +187,16 @@ class Costs:
     recomputed: int
 
 
-def step_costs(model: ModelSpec, t: int) -> Costs:
-    """The multiply-adds of step ``t`` (t+1 tokens so far), both ways."""
+def step_costs(model: ModelSpec, t: int, cached_rows: int | None = None) -> Costs:
+    """The multiply-adds of step ``t`` (t+1 tokens so far), both ways: the cache's
+    attention reads ``cached_rows`` keys (t+1 without a window, at most N + S with one);
+    recomputing the prefix computes every score of it, as a dense kernel does."""
     heads, kv_heads, d_k, d_v = model.heads, model.n_kv_heads, model.d_k, model.d_v
     projections = model.d_model * (heads * d_k + kv_heads * d_k + kv_heads * d_v)
     wo = heads * d_v * model.d_model if model.WO is not None else 0
     length = t + 1
-    cached = projections + heads * length * (d_k + d_v) + wo
+    rows = length if cached_rows is None else cached_rows
+    cached = projections + heads * rows * (d_k + d_v) + wo
     recomputed = length * projections + heads * length * length * (d_k + d_v) + length * wo
     return Costs(cached, recomputed)
 
@@ -162,8 +205,12 @@ def step_costs(model: ModelSpec, t: int) -> Costs:
 class DecodeStep:
     """Everything step ``t`` computed: the new token's q, k, v, its attention, its output.
 
-    ``keys``/``values`` are the cache after this step's append, one per K/V head;
-    ``scores``, ``scaled`` and ``weights`` are ``[heads, t+1]``, ``output`` ``[heads, d_v]``.
+    ``keys``/``values`` are the cache after this step's append, one per K/V head, its
+    rows at ``positions`` in the sentence; ``scores``, ``scaled`` and ``weights`` are
+    ``[heads, rows]``, ``output`` ``[heads, d_v]``. ``q`` and ``k`` are as the scores read
+    them (RMS-normed with QK-norm, then turned by RoPE). With the variants on: ``biased``
+    (scaled + ALiBi), ``capped`` and ``sink`` ``[heads, 1]``, else None; ``dropped`` is
+    the position of the row a sliding window took out of the cache at this step.
     """
 
     t: int
@@ -181,6 +228,11 @@ class DecodeStep:
     projected: Matrix | None  # [d_model], with WO
     costs: Costs
     cache_bytes: int
+    positions: tuple[int, ...] = ()
+    dropped: int | None = None
+    biased: Matrix | None = None
+    capped: Matrix | None = None
+    sink: Matrix | None = None
 
 
 @dataclass(frozen=True)
@@ -279,19 +331,15 @@ def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             q = np.stack([linear(x, W, b) for W, b in WQ])  # [heads, d_k]
             k = np.stack([linear(x, W, b) for W, b in WK])  # [kv_heads, d_k]
             v = np.stack([linear(x, W, b) for W, b in WV])  # [kv_heads, d_v]
-            if model.position_kind == "rope":  # rotated once, by position t, then cached as is
-                q = rope(q, np.full(heads, t), model.rope_base, model.rope_pairing)
-                k = rope(k, np.full(kv_heads, t), model.rope_base, model.rope_pairing)
-            cache.append(k, v)
+            q, k = prepared(model, q, k, t, rms_norm, rope)  # normed, turned: then cached
+            dropped = make_room(model, cache, t)
+            cache.append(k, v, t)
             # views of the rows so far, kept by the step: later appends write later rows
             keys, values = tuple(cache.keys), tuple(cache.values)
-            # each head's one query row against its K/V head's cache, no mask: the cache
-            # holds no later token. [1, d_k], [t+1, d_k], [t+1, d_v] -> [1, d_v]
-            attended = [attention(q[h : h + 1], keys[kv_head_of(h)], values[kv_head_of(h)])
-                        for h in range(heads)]  # fmt: skip
-            scores = np.concatenate([a.scores for a in attended])  # [heads, t+1]
-            scaled = np.concatenate([a.scaled for a in attended])  # [heads, t+1]
-            weights = np.concatenate([a.softmax for a in attended])  # [heads, t+1]
+            # each head's one query row against its K/V head's cache: [1, d_k], [rows, d_k],
+            # [rows, d_v] -> [1, d_v]
+            attended = attend_cache(model, attention, q, keys, values, cache.positions, t,
+                                    kv_head_of, lambda m: m)  # fmt: skip
             output = np.concatenate([a.output for a in attended])  # [heads, d_v]
             # [heads·d_v] · [heads·d_v, d_model] + [d_model] -> [d_model], with WO
             projected = (
@@ -302,8 +350,9 @@ def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             steps.append(
                 DecodeStep(
                     t=t, token=token, x=x, q=q, k=k, v=v, keys=keys, values=values,
-                    scores=scores, scaled=scaled, weights=weights, output=output,
-                    projected=projected, costs=step_costs(model, t), cache_bytes=cache.bytes,
+                    output=output, projected=projected,
+                    costs=step_costs(model, t, cache.length), cache_bytes=cache.bytes,
+                    positions=cache.positions, dropped=dropped, **stacked(attended),
                 )
             )  # fmt: skip
             decoding.advance()
@@ -314,6 +363,86 @@ def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:
         bound=max(float(b.max()) for b in bounds),
         matches=all(bool(np.all(d <= b)) for d, b in zip(deltas, bounds, strict=True)),
     )  # fmt: skip
+
+
+Norm = Callable[[Matrix, "Matrix | None", float], Matrix]
+Turn = Callable[[Matrix, "npt.NDArray[np.int64]", float, str], Matrix]
+Attend = Callable[..., Attention]
+
+
+def prepared(model: ModelSpec, q: Matrix, k: Matrix, t: int, norm: Norm,
+             turn: Turn) -> tuple[Matrix, Matrix]:  # fmt: skip
+    """The new token's q [heads, d_k] and k [kv_heads, d_k] as the scores read them: each
+    row RMS-normed first (QK-norm), then turned by RoPE at position t, the full trace's
+    order (docs/variants.md; transformers' ``Gemma3Attention.forward``)."""
+    variants = model.variants
+    if variants.qk_norm:
+        q = norm(q, variants.q_norm, variants.qk_norm_eps)
+        k = norm(k, variants.k_norm, variants.qk_norm_eps)
+    if model.position_kind == "rope":
+        q = turn(q, np.full(len(q), t), model.rope_base, model.rope_pairing)
+        k = turn(k, np.full(len(k), t), model.rope_base, model.rope_pairing)
+    return q, k
+
+
+def make_room(model: ModelSpec, cache: KVCache, t: int) -> int | None:
+    """Before the token at position t is cached: with a sliding window, drop the oldest
+    row no query from t on may see (N or more back, not a sink), and return its position.
+
+    One row at most: each step moves the window on by one, so the cache stops growing
+    at N + S rows (S sinks kept)."""
+    window, sinks = model.variants.window, model.variants.sinks
+    if window is None:
+        return None
+    positions = cache.positions
+    for row, position in enumerate(positions):
+        if position >= sinks and t - position >= window:
+            return cache.drop(row)
+    return None
+
+
+def attend_cache(
+    model: ModelSpec,
+    attend: Attend,
+    q: Matrix,
+    keys: Sequence[Matrix],
+    values: Sequence[Matrix],
+    positions: Sequence[int],
+    t: int,
+    kv_head_of: Callable[[int], int],
+    round_bias: Callable[[Matrix], Matrix],
+) -> list[Attention]:
+    """Each head's one query row (position t) against its K/V head's cache, with every
+    variant as the full trace applies it: ALiBi's bias by the positions' offsets (rounded
+    by ``round_bias`` as the trace rounds it), the cap, the mask over the cached
+    positions (nothing hidden: the cache holds no later token and, with a window, no row
+    past it) and the sink logit."""
+    variants = model.variants
+    here = np.array([t])
+    mask = masks.hidden(here, positions, causal=True, window=variants.window,
+                        sinks=variants.sinks)  # fmt: skip
+    slopes = variants.slopes(model.heads) if model.position_kind == "alibi" else None
+    sinks = variants.sink_logits(model.heads)
+    return [
+        attend(q[h : h + 1], keys[kv_head_of(h)], values[kv_head_of(h)],
+               mask=mask if mask.any() else None,
+               bias=None if slopes is None
+               else round_bias(masks.alibi_bias(here, positions, slopes[h])),
+               softcap=variants.softcap, sink_logit=None if sinks is None else sinks[h])
+        for h in range(model.heads)
+    ]  # fmt: skip
+
+
+def stacked(attended: Sequence[Attention]) -> dict[str, Any]:
+    """The heads' rows of each stage, ``[heads, rows]`` (``sink`` ``[heads, 1]``), as
+    :class:`DecodeStep` names them."""
+
+    def rows(name: str) -> Matrix | None:
+        parts = [getattr(a, name) for a in attended]
+        return None if parts[0] is None else np.concatenate(parts)
+
+    return {"scores": rows("scores"), "scaled": rows("scaled"), "weights": rows("softmax"),
+            "biased": rows("biased"), "capped": rows("capped"), "sink": rows("sink")}  # fmt: skip
 
 
 def _compared(

@@ -19,7 +19,16 @@ import numpy.typing as npt
 
 from attntrace.core import progress
 from attntrace.core.attention import computed_block
-from attntrace.core.kvcache import Decode, DecodeStep, KVCache, StepErrors
+from attntrace.core.kvcache import (
+    Decode,
+    DecodeStep,
+    KVCache,
+    StepErrors,
+    attend_cache,
+    make_room,
+    prepared,
+    stacked,
+)
 from attntrace.core.lowp_ops import Cast, fresh_cells, stage_error
 from attntrace.core.ops import Matrix
 from attntrace.core.spec import ModelSpec
@@ -45,14 +54,14 @@ def decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
             q = cast.linear(x, model.WQ, model.bias("bQ")).reshape(heads, d_k)
             k = cast.linear(x, model.WK, model.bias("bK")).reshape(kv_heads, d_k)
             v = cast.linear(x, model.WV, model.bias("bV")).reshape(kv_heads, d_v)
-            if model.position_kind == "rope":
-                q = cast.rope(q, np.full(heads, t), model.rope_base, model.rope_pairing)
-                k = cast.rope(k, np.full(kv_heads, t), model.rope_base, model.rope_pairing)
-            cache.append(k, v)
+            q, k = prepared(model, q, k, t, cast.rms_norm, cast.rope)
+            dropped = make_room(model, cache, t)
+            cache.append(k, v, t)
             keys, values = tuple(cache.keys), tuple(cache.values)
-            attended = [cast.attention(q[h : h + 1], keys[kv_head_of(h)], values[kv_head_of(h)])
-                        for h in range(heads)]  # fmt: skip
-            weights = np.concatenate([a.softmax for a in attended])  # [heads, t+1]
+            attended = attend_cache(model, cast.attention, q, keys, values, cache.positions, t,
+                                    kv_head_of, cast.round)  # fmt: skip
+            rows = stacked(attended)
+            weights = rows["weights"]  # [heads, rows]
             output = np.concatenate([a.output for a in attended])  # [heads, d_v]
             projected = (
                 cast.linear(output.reshape(1, -1), model.WO, model.bias("bO"))[0]
@@ -62,10 +71,9 @@ def decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
             steps.append(
                 DecodeStep(
                     t=t, token=token, x=x[0], q=q, k=k, v=v, keys=keys, values=values,
-                    scores=np.concatenate([a.scores for a in attended]),
-                    scaled=np.concatenate([a.scaled for a in attended]),
-                    weights=weights, output=output, projected=projected,
-                    costs=twin.costs, cache_bytes=cache.bytes,
+                    output=output, projected=projected, costs=twin.costs,
+                    cache_bytes=cache.bytes, positions=cache.positions, dropped=dropped,
+                    **rows,
                 )
             )  # fmt: skip
             errors.append(StepErrors(

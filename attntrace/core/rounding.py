@@ -11,7 +11,8 @@ Algorithms*, section 3.1): a sum of n products, in any order, is within
     γ_n · Σ |terms|,   γ_n = n·u / (1 − n·u),   u = 2⁻⁵³
 
 of the exact value. Carrying that through every stage, with the magnitudes of the terms
-in place of the values, bounds each output cell's rounding error; two correct
+in place of the values, bounds each output cell's rounding error (the variants' stages
+of docs/variants.md too: QK-norm, ALiBi's sum, the cap and a sink's term); two correct
 computations (attntrace's and the loops of a test, the full trace and a decode) differ by
 at most twice that. ``decode`` is judged against it, and shows it.
 
@@ -65,11 +66,17 @@ def decode_bounds(model: ModelSpec, full: Trace) -> tuple[Matrix, Matrix | None]
         q = _projection(X, model.head_weight("WQ", h), model.head_bias("bQ", h))
         k = _projection(X, model.head_weight("WK", g), model.head_bias("bK", g))
         v = _projection(X, model.head_weight("WV", g), model.head_bias("bV", g))
+        if model.variants.qk_norm:  # RMSNorm of each row, before RoPE
+            variants = model.variants
+            q = _normed(*q, full.stage("Q", head=h).data, variants.q_norm, variants.qk_norm_eps)
+            k = _normed(*k, full.stage("K", head=h).data, variants.k_norm, variants.qk_norm_eps)
         if rope:
             q, k = _turned(*q, model.rope_pairing), _turned(*k, model.rope_pairing)
         weights = np.abs(full.stage("softmax", head=h).data)
         scaled = full.softmax_input(h).data  # what the exps were taken of (−∞: masked)
-        outputs.append(_attention_error(q, k, v, weights, scaled, model.d_k))
+        outputs.append(_attention_error(q, k, v, weights, scaled, model.d_k,
+                                        _logit_rounding(model, full, h),
+                                        _sink(model, full, h)))  # fmt: skip
     heads = np.stack(outputs)  # [heads, n, d_v]: one computation's error
     projected = None
     if model.WO is not None:
@@ -92,6 +99,53 @@ def _projection(X: Matrix, W: Matrix, b: Matrix | None) -> tuple[Matrix, Matrix]
     if b is not None:
         terms = terms + np.abs(b)
     return terms, gamma(W.shape[0] + 1) * terms
+
+
+def _normed(
+    magnitude: Matrix, error: Matrix, rows: Matrix, weight: Matrix | None, eps: float
+) -> tuple[Matrix, Matrix]:
+    """QK-norm's ``row / √(mean(row²) + ε) · weight`` of rows of that ``magnitude`` and
+    ``error`` (``rows``: the values, whose root mean square divides them).
+
+    With r = 1/√(mean(row²) + ε): each cell errs by its own error times r, and by the
+    relative error of r, which is at most Σ|row|·error / (Σ row² + d·ε) (the sum of
+    squares' error, halved by the root) plus the sum's rounding (γ_d), the root's and
+    the division's; the product by r and by the weight rounds twice more."""
+    d = rows.shape[1]
+    w = np.ones(d) if weight is None else np.abs(weight)
+    squares = (rows * rows).sum(axis=1, keepdims=True) + d * eps
+    r = 1 / np.sqrt(squares / d)  # [n, 1]
+    spread = (np.abs(rows) * error).sum(axis=1, keepdims=True) / squares
+    relative = spread + gamma(d + 1) + ELEMENTARY + 4 * UNIT_ROUNDOFF
+    size = magnitude * r * w
+    return size, error * r * w + relative * size
+
+
+def _logit_rounding(model: ModelSpec, full: Trace, h: int) -> Matrix | None:
+    """What the stages between scaled and the mask add to each logit's error, beside
+    what they carry: ALiBi's sum rounds once (its bias is the same number in both: one
+    product of the same slope and distance), and the cap's x/C, tanh and · C round
+    (tanh to a few ulps) while passing the input's error at most unchanged (its
+    derivative is at most 1). None with neither."""
+    variants = model.variants
+    added = None
+    if model.position_kind == "alibi":
+        added = UNIT_ROUNDOFF * np.abs(full.stage("biased", head=h).data)
+    if variants.softcap is not None:
+        before = "biased" if added is not None else "scaled"
+        capped = np.abs(full.stage("capped", head=h).data)
+        cap = (UNIT_ROUNDOFF * np.abs(full.stage(before, head=h).data)
+               + (ELEMENTARY + 2 * UNIT_ROUNDOFF) * capped)  # fmt: skip
+        added = cap if added is None else added + cap
+    return added
+
+
+def _sink(model: ModelSpec, full: Trace, h: int) -> tuple[float, Matrix] | None:
+    """The head's sink logit and the weight it took from each row ``[n, 1]``, or None."""
+    logits = model.variants.sink_logits(model.heads)
+    if logits is None:
+        return None
+    return logits[h], np.abs(full.stage("sink", head=h).data)
 
 
 def _turned(magnitude: Matrix, error: Matrix, pairing: str) -> tuple[Matrix, Matrix]:
@@ -123,6 +177,8 @@ def _attention_error(
     weights: Matrix,
     scaled: Matrix,
     d_k: int,
+    logit_rounding: Matrix | None = None,
+    sink: tuple[float, Matrix] | None = None,
 ) -> Matrix:
     """One computation's error in softmax(q·kᵀ/√d_k)·v, per output cell ``[n, d_v]``.
 
@@ -135,18 +191,28 @@ def _attention_error(
     score_error = gamma(d_k) * score_terms + q_error @ k_size.T + q_size @ k_error.T
     # scaled: divided by the same √d_k in both, and rounded once more
     scaled_error = (score_error + UNIT_ROUNDOFF * score_terms) / np.sqrt(d_k)
+    if logit_rounding is not None:  # ALiBi's sum, the cap: each rounds the logit again
+        scaled_error = scaled_error + logit_rounding
     visible = weights > 0
     # exp(scaled − row max): the row max cancels between each exp and their sum, whichever
     # cell it came from; what stays is the error of each input, the rounding of the
     # subtraction (relative to its result), and the exp's own
     finite = np.where(visible, scaled, 0.0)
-    shifted = np.abs(finite - finite.max(axis=1, keepdims=True, initial=-np.inf,
-                                         where=visible))  # fmt: skip
+    top = finite.max(axis=1, keepdims=True, initial=-np.inf, where=visible)
+    if sink is not None:  # the sink logit joins the row max (docs/variants.md)
+        top = np.maximum(top, sink[0])
+    shifted = np.abs(finite - top)
     exp_relative = np.where(visible, scaled_error + UNIT_ROUNDOFF * shifted + ELEMENTARY, 0.0)
     # weight = exp / Σ exp: the sum errs, relatively, by its terms' errors averaged by
-    # weight, then by its own rounding (γ_m), and the division once more
+    # weight, then by its own rounding (γ_m), and the division once more; a sink's exp
+    # is one more term, exact but for its subtraction and exp
     summed = (weights * exp_relative).sum(axis=1, keepdims=True)
-    weight_error = weights * (exp_relative + summed + gamma(weights.shape[1]) + UNIT_ROUNDOFF)
+    terms = weights.shape[1]
+    if sink is not None:
+        logit, share = sink
+        summed = summed + share * (UNIT_ROUNDOFF * np.abs(logit - top) + ELEMENTARY)
+        terms += 1
+    weight_error = weights * (exp_relative + summed + gamma(terms) + UNIT_ROUNDOFF)
     # output = weights · v
     output_error: Matrix = (
         gamma(weights.shape[1]) * (weights @ v_size) + weight_error @ v_size + weights @ v_error

@@ -42,6 +42,7 @@ def flash_to_dict(report: FlashReport) -> dict[str, Any]:
         "output": record.output,
         "m": record.m,
         "l": record.ell,
+        **({"sink": record.sink} if record.sink is not None else {}),
         "standard_output": report.standard_output,
         "max_abs_difference": report.max_abs_difference,
         "memory": {
@@ -63,6 +64,7 @@ def _tile(tile: Tile) -> dict[str, Any]:
         "rows": list(tile.rows),
         "cols": list(tile.cols),
         "skipped": tile.skipped,
+        **({"why": tile.why} if tile.why is not None else {}),
         "scores": tile.scores,
         "weights": tile.weights,
         "block_max": tile.block_max,

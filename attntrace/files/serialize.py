@@ -328,10 +328,17 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
                 "q": cells(step.q),
                 "k": cells(step.k),
                 "v": cells(step.v),
-                "cache_length": step.t + 1,
+                "cache_length": len(step.positions) if step.positions else step.t + 1,
+                "cache_positions": list(step.positions or range(step.t + 1)),
+                "dropped": step.dropped,
                 "scores": cells(step.scores),
                 "scaled": cells(step.scaled),
                 "weights": cells(step.weights),
+                **{
+                    name: cells(getattr(step, name))
+                    for name in ("biased", "capped", "sink")
+                    if getattr(step, name) is not None
+                },
                 "output": cells(step.output),
                 "projected": None if step.projected is None else cells(step.projected),
                 "multiply_adds": {
@@ -408,8 +415,10 @@ def kv_memory_to_dict(
             "head_dim": shape.head_dim,
             "d_model": shape.d_model,
             "attention": shape.attention,
+            **_window_shape(shape),
         },
         "tokens": tokens,
+        **_window_parts(shape, tokens, batch, dtype),
         "batch": batch,
         "dtype": dtype,
         "bytes_per_value": BYTES_PER_VALUE[dtype],
@@ -431,6 +440,27 @@ def plain_dumps(document: Any) -> str:
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def _window_shape(shape: Shape) -> dict[str, Any]:
+    """A windowed shape's ``window`` and ``local_layers`` (absent without a window)."""
+    if shape.window is None:
+        return {}
+    return {"window": shape.window, "local_layers": shape.windowed_layers}
+
+
+def _window_parts(shape: Shape, tokens: int, batch: int, dtype: str) -> dict[str, Any]:
+    """kv-cache's ``window`` object: the model's local and global parts (absent without
+    a window, so a document reads as before)."""
+    from attntrace.core.kv_memory import window_parts
+
+    parts = window_parts(shape, tokens, batch, dtype)
+    if parts is None:
+        return {}
+    return {"window": {"tokens": shape.window, "local_layers": parts.local_layers,
+                       "tokens_per_local_layer": parts.held, "local_bytes": parts.local_bytes,
+                       "global_layers": parts.global_layers,
+                       "global_bytes": parts.global_bytes, "bytes": parts.total}}  # fmt: skip
+
+
 def presets_to_dict() -> dict[str, Any]:
     """``kv-cache --json`` without a model: every preset's shape."""
     from attntrace.core.kv_memory import PRESETS
@@ -440,7 +470,8 @@ def presets_to_dict() -> dict[str, Any]:
         "presets": [
             {"name": name, "layers": shape.layers, "heads": shape.heads,
              "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "d_model": shape.d_model,
-             "context": shape.context, "attention": shape.attention}
+             "context": shape.context, "attention": shape.attention,
+             **_window_shape(shape)}
             for name, shape in PRESETS.items()
         ],
     }  # fmt: skip

@@ -17,6 +17,7 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from attntrace.core import masks
 from attntrace.core.kvcache import Decode, DecodeStep
 from attntrace.core.labels import dims, unique_labels
 from attntrace.core.lowp_decode import Overflow, first_overflow
@@ -56,17 +57,26 @@ def step_view(
     errors = run.errors[step.t] if low else None
     shown = list(range(model.heads)) if head is None else [head]
     kv_shown = sorted({kv_head_of(h, model.heads, model.n_kv_heads) for h in shown})
-    labels = unique_labels(shown_labels(run.tokens))[: step.t + 1]
-    cached = tuple(f"{label}{' ◀ new' if i == step.t else ''}" for i, label in enumerate(labels))
+    windowed = model.variants.window is not None
+    positions = step.positions or tuple(range(step.t + 1))
+    # with a window a row is not its position: each says where it sits in the sentence,
+    # which tells two of one token apart as well
+    every = shown_labels(run.tokens) if windowed else unique_labels(shown_labels(run.tokens))
+    labels = [f"{every[p]} @{p}" if windowed else every[p] for p in positions]
+    cached = tuple(f"{label}{' ◀ new' if p == step.t else ''}"
+                   for p, label in zip(positions, labels, strict=True))  # fmt: skip
+    rows = len(positions)
     parts: list[RenderableType] = [
         Text.assemble(
             ("Step ", "dim"), (f"{step.t + 1}", "bold"),
             (f" of {len(run.steps)} (t = {step.t}): ", "dim"),
             (quoted(step.token), "bold magenta"),
-            (f"  appends its k and v to the cache, then its q attends over {step.t + 1} "
-             f"cached key{'s' if step.t else ''}", "dim"),
+            (f"  appends its k and v to the cache, then its q attends over {rows} "
+             f"cached key{'s' if rows > 1 else ''}", "dim"),
         ),
     ]  # fmt: skip
+    if windowed:
+        parts.append(Wrapped(window_line(run, step)))
     if overflow is not None and overflow.t == step.t:
         parts.append(Wrapped(Text(overflow_note(run, overflow), style="bold red")))
     parts.append(Text(""))
@@ -96,13 +106,16 @@ def step_view(
     )
     parts += [
         Wrapped(Text.assemble(
-            ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {step.t + 1}]", "cyan")
+            ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {rows}]", "cyan")
         )),
         StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
+        *_variant_tables(run, step, head_rows, keys, shown, view),
         Text(""),
-        Text.assemble(("softmax", "bold"), f" of each row: where {token} looks"),
+        Text.assemble(("softmax", "bold"), f" of each row: where {token} looks",
+                      (" (the sink column takes weight and passes no value)", "dim")
+                      if step.sink is not None else ""),
         *_error_lines(run, None if errors is None else errors.weights),
-        StageTable(Stage("softmax", "", head_rows, keys, step.weights[shown]), view),
+        StageTable(_weights_stage(step, head_rows, keys, shown), view),
         Text(""),
         Wrapped(Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
                               (f"   [{len(shown)} × {model.d_v}]", "cyan"))),
@@ -116,11 +129,59 @@ def step_view(
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
             *_error_lines(run, None if errors is None else errors.projected),
-            StageTable(Stage("projected", "", (labels[step.t],), dims(model.d_model),
+            StageTable(Stage("projected", "", (labels[-1],), dims(model.d_model),
                              step.projected[None, :]), view),
         ]  # fmt: skip
     parts += [Text(""), cost_line(run, step)]
     return Group(*parts)
+
+
+def window_line(run: Decode, step: DecodeStep) -> Text:
+    """What the sliding window did to the cache at this step: the row it dropped (with
+    its position and why), or that nothing has left yet."""
+    window, sinks = run.model.variants.window, run.model.variants.sinks
+    assert window is not None
+    kept = ("" if not sinks else ", the first key kept as a sink" if sinks == 1
+            else f", the first {sinks} kept as sinks")  # fmt: skip
+    limit = f"window {window}{kept}: the cache holds at most {window + sinks} rows"
+    if step.dropped is None:
+        return Text.assemble(("nothing dropped", "dim"), (f" ({limit})", "dim"))
+    return Text.assemble(
+        ("dropped ", "bold yellow"), (quoted(run.tokens[step.dropped]), "bold"),
+        (f" (position {step.dropped}): out of the window", "bold yellow"),
+        (f", {step.t - step.dropped} tokens back ({limit})", "dim"),
+    )  # fmt: skip
+
+
+def _variant_tables(run: Decode, step: DecodeStep, head_rows: tuple[str, ...],
+                    keys: tuple[str, ...], shown: list[int],
+                    view: View) -> list[RenderableType]:  # fmt: skip
+    """The stages between scaled and softmax that a variant adds, as the trace names them:
+    ALiBi's ``biased`` and the soft cap's ``capped``."""
+    parts: list[RenderableType] = []
+    variants = run.model.variants
+    if step.biased is not None:
+        slopes = [masks.slope_text(run.model.variants.slopes(run.model.heads)[h]) for h in shown]
+        title = Text.assemble(("biased", "bold"), " = scaled − m · (t − position) (ALiBi, m = "
+                              f"{', '.join(slopes)})")  # fmt: skip
+        table = StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view)
+        parts += [Text(""), Wrapped(title), table]
+    if step.capped is not None and variants.softcap is not None:
+        cap = f"{variants.softcap:g}"
+        before = "biased" if step.biased is not None else "scaled"
+        title = Text.assemble(("capped", "bold"), f" = {cap} · tanh({before} / {cap})")
+        table = StageTable(Stage("capped", "", head_rows, keys, step.capped[shown]), view)
+        parts += [Text(""), Wrapped(title), table]
+    return parts
+
+
+def _weights_stage(step: DecodeStep, head_rows: tuple[str, ...], keys: tuple[str, ...],
+                   shown: list[int]) -> Stage:  # fmt: skip
+    """The weights over the cache, and the sink's share as one more column."""
+    if step.sink is None:
+        return Stage("softmax", "", head_rows, keys, step.weights[shown])
+    data = np.concatenate([step.weights[shown], step.sink[shown]], axis=1)
+    return Stage("softmax", "", head_rows, (*keys, "sink"), data)
 
 
 _FORMULAS = {"q": "x·WQ", "k": "x·WK", "v": "x·WV", "scores": "q·Kᵀ", "scaled": "q·Kᵀ / √d_k",
@@ -239,11 +300,35 @@ def summary(run: Decode) -> Iterator[RenderableType]:
            if model.group > 1 else "")
     )  # fmt: skip
     yield Text(cache_note, style="dim")
+    growth = growth_line(run)
+    if growth is not None:
+        yield growth
     yield Text("")
     yield CostTable(run)
     if run.matches:
         yield Text(f"measured here: max |Δ| = {run.max_delta:.1e} (the last bits depend on the "
                    "CPU's BLAS)", style="dim")  # fmt: skip
+
+
+def growth_line(run: Decode) -> Wrapped | None:
+    """With a sliding window: where the cache stopped growing (None without a window)."""
+    window, sinks = run.model.variants.window, run.model.variants.sinks
+    if window is None:
+        return None
+    most = window + sinks
+    kept = f" + {sinks} sink{'s' if sinks > 1 else ''}" if sinks else ""
+    full = next((s for s in run.steps if s.dropped is not None), None)
+    dropped = sum(1 for s in run.steps if s.dropped is not None)
+    if full is None:
+        said = (
+            f"window {window}{kept}: the cache stops growing at {most} rows; these "
+            f"{len(run.steps)} tokens never fill it, so nothing was dropped"
+        )
+    else:
+        said = (f"window {window}{kept}: the cache stopped growing at {most} rows (step "
+                f"{full.t + 1} dropped its first row; {dropped} dropped in all), holding "
+                f"{bytes_text(run, run.steps[-1].cache_bytes)} from then on")  # fmt: skip
+    return Wrapped(Text(said, style="dim"))
 
 
 def rounded_up(bound: float) -> str:
@@ -301,6 +386,9 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
         )
     )
     yield kv_cache_note(run)
+    growth = growth_line(run)
+    if growth is not None:
+        yield growth
     yield Text("")
     yield CostTable(run)
 
@@ -316,9 +404,12 @@ def kv_cache_note(run: Decode) -> RenderableType:
     if model.d_k != model.d_v:
         return Wrapped(Text(f"(kv-cache prices one head width: here d_k {model.d_k} ≠ d_v "
                             f"{model.d_v})", style="dim"))  # fmt: skip
-    flags = ("= kv-cache", "--layers 1", f"--heads {model.heads}",
+    flags = ["= kv-cache", "--layers 1", f"--heads {model.heads}",
              f"--kv-heads {model.n_kv_heads}", f"--head-dim {model.d_k}",
-             f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}")  # fmt: skip
+             f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}"]  # fmt: skip
+    window = model.variants.window
+    if window is not None:  # the cache holds at most N + S rows: kv-cache's window of N + S
+        flags.append(f"--window {window + model.variants.sinks}")
     return Terms(tuple((" ", Text(flag, style="dim")) for flag in flags))
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attntrace.core.flash import Tile, Traffic
+from attntrace.core import masks
+from attntrace.core.flash import BOTH, FUTURE, OUT_OF_WINDOW, Tile, Traffic
 from attntrace.core.flash_report import GPT2_HEAD, HBM_ITEMSIZE, FlashReport
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Stage
@@ -41,6 +42,51 @@ VARIANT_RULES = {
     "O ← (ℓ_old·rescale·O + exp(row max − m_new)·P̃·V_j) / ℓ_new, kept normalised",
 }
 SKIPPED = "skipped: every key after every query"
+# why a tile was skipped (core/flash), in the words of its line
+SKIPPED_BECAUSE = {
+    FUTURE: SKIPPED,
+    OUT_OF_WINDOW: "skipped: every key out of the window",
+    BOTH: "skipped: every key after the query or out of the window",
+}
+
+
+def skipped_text(tile: Tile) -> str:
+    """A skipped tile's line: why none of its cells is computed."""
+    return SKIPPED_BECAUSE.get(tile.why or FUTURE, SKIPPED)
+
+
+def score_formula(report: FlashReport) -> str:
+    """``S_ij = Q_i·K_jᵀ / √d_k`` with what the variants add, in the full softmax's order."""
+    model = report.trace.model
+    variants = model.variants
+    formula = f"Q_i·K_jᵀ / √{model.d_k}"
+    if model.positions == "alibi":
+        slope = masks.slope_text(variants.slopes(model.heads)[report.head])
+        formula = f"{formula} − {slope}·|i − j|"
+    if variants.softcap is not None:
+        cap = f"{variants.softcap:g}"
+        formula = f"{cap}·tanh(({formula}) / {cap})"
+    return f"S_ij = {formula}"
+
+
+def variant_facts(report: FlashReport) -> tuple[str, ...]:
+    """The header's words for the variants that are on (docs/variants.md)."""
+    model = report.trace.model
+    variants = model.variants
+    facts = []
+    if variants.window is not None:
+        facts.append(f"window {variants.window}"
+                     + (f", sinks {variants.sinks}" if variants.sinks else ""))  # fmt: skip
+    if model.positions == "alibi":
+        facts.append("ALiBi")
+    if variants.qk_norm:
+        facts.append("QK-norm")
+    if variants.softcap is not None:
+        facts.append(f"softcap {variants.softcap:g}")
+    logits = variants.sink_logits(model.heads)
+    if logits is not None:
+        facts.append(f"sink logit {logits[report.head]:g}")
+    return tuple(facts)
 
 
 class Labels:
@@ -72,9 +118,13 @@ def header(report: FlashReport, view: View = DEFAULT_VIEW) -> Iterator[Renderabl
              f"variant {record.variant}: {VARIANT_NAMES[record.variant]}",
              "causal" if record.causal else "not causal",
              f"blocks of {record.block_q} queries × {record.block_k} keys",
-             f"{q_blocks} × {k_blocks} tiles", "float64")  # fmt: skip
+             f"{q_blocks} × {k_blocks} tiles", *variant_facts(report), "float64")  # fmt: skip
     yield Facts(model_name(model.name), facts)
     yield Wrapped(Text(VARIANT_RULES[record.variant], style="cyan"))
+    if record.sink is not None:
+        yield Wrapped(Text("the sink logit s starts each row's m (gpt-oss's Triton kernel); "
+                           "after the last tile output = O ÷ (ℓ + exp(s − m))",
+                           style="cyan"))  # fmt: skip
     labels = Labels(report)
     yield Wrapped(Text(f"queries: {sentence_line(labels.queries, view)}", style="dim"))
     if report.trace.context_tokens is not None:
@@ -94,13 +144,12 @@ def tile_block(report: FlashReport, tile: Tile, labels: Labels, view: View) -> R
     if tile.skipped:  # one line: the indices, not the tokens
         where = f" · queries {_range(tile.rows)} × keys {_range(tile.cols)} · "
         return Wrapped(Text.assemble((f"tile ({tile.i}, {tile.j})", "bold magenta"), where,
-                                     (SKIPPED, "dim")))  # fmt: skip
+                                     (skipped_text(tile), "dim")))  # fmt: skip
     assert tile.scores is not None
     assert tile.block_max is not None
     assert tile.rescale is not None
     rows = labels.queries[tile.rows[0] : tile.rows[1]]
     cols = labels.keys[tile.cols[0] : tile.cols[1]]
-    d_k = report.trace.model.d_k
     scores = Stage("S_ij", "", rows, cols, tile.scores)
     columns = (tile.block_max, tile.m_old, tile.m_new, tile.rescale, tile.l_old, tile.l_new)
     state = Stage("state", "", rows, STATE_COLUMNS, np.column_stack(columns))
@@ -109,7 +158,7 @@ def tile_block(report: FlashReport, tile: Tile, labels: Labels, view: View) -> R
     return Group(
         Wrapped(tile_heading(tile, labels)),
         Packed([
-            Group(Text(f"S_ij = Q_i·K_jᵀ / √{d_k}", style="bold"), StageTable(scores, view)),
+            Group(Text(score_formula(report), style="bold"), StageTable(scores, view)),
             Group(Text("per row: rescale = exp(m_old − m_new)", style="bold"),
                   StageTable(state, view)),
         ]),
@@ -126,7 +175,7 @@ def tile_line(tile: Tile, view: View, widths: tuple[int, int, int] = (0, 0, 0)) 
     where = Text.assemble((pad(name, widths[0]), "bold magenta"),
                           f"  q {pad(rows, widths[1])} × k {pad(cols, widths[2])}  ")  # fmt: skip
     if tile.skipped:
-        return Text.assemble(where, (SKIPPED, "dim"))
+        return Text.assemble(where, (skipped_text(tile), "dim"))
     assert tile.rescale is not None
     assert tile.scores is not None
     rose = int(np.count_nonzero(tile.m_new > tile.m_old))
@@ -180,13 +229,26 @@ def tiles_section(
 def summary(report: FlashReport, view: View) -> Iterator[RenderableType]:
     """The count of tiles, the output against standard attention, the memory story."""
     record, labels = report.record, Labels(report)
-    why = "every key after every query"
-    skipped = f", {record.skipped:,} skipped ({why})" if record.skipped else ""
+    reasons = [(record.skipped_for(why), words) for why, words in (
+        (FUTURE, "every key after every query"), (OUT_OF_WINDOW, "every key out of the window"),
+        (BOTH, "every key later or out of the window"))]  # fmt: skip
+    found = [(count, words) for count, words in reasons if count]
+    # one reason goes unnumbered, as it always read; several each with its count
+    said = found[0][1] if len(found) == 1 else "; ".join(f"{c:,} {w}" for c, w in found)
+    skipped = f", {record.skipped:,} skipped ({said})" if record.skipped else ""
     counts = f"{report.computed:,} computed{skipped}, of {len(record.tiles):,}"
     yield Wrapped(Text.assemble(("tiles: ", "bold"), counts))
     yield Text("")
-    yield Text("output = O ÷ ℓ", style="bold")
+    if record.sink is not None:
+        yield Text("output = O ÷ (ℓ + exp(s − m)): the sink takes weight, passes no value",
+                   style="bold")  # fmt: skip
+    else:
+        yield Text("output = O ÷ ℓ", style="bold")
     yield StageTable(Stage("output", "", labels.queries, labels.dims, record.output), view)
+    if record.sink is not None:
+        yield Text("sink: the weight each row gave the sink logit", style="bold")
+        yield StageTable(Stage("sink", "", labels.queries, ("sink",), record.sink[:, None]),
+                         view)  # fmt: skip
     yield Text.assemble(
         ("matches standard attention: ", "bold green"),
         f"max |Δ| {difference_bound(report.max_abs_difference)}",

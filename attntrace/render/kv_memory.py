@@ -14,7 +14,15 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attntrace.core.kv_memory import BYTES_PER_VALUE, PRESETS, Shape, Variant, human_bytes
+from attntrace.core.kv_memory import (
+    BYTES_PER_VALUE,
+    PRESETS,
+    Shape,
+    Variant,
+    WindowParts,
+    human_bytes,
+    window_parts,
+)
 from attntrace.render.fitted import Fitted
 from attntrace.render.shown import pad
 from attntrace.render.wrap import INDENT, Terms  # INDENT: of a row's later lines too
@@ -48,6 +56,7 @@ def memory_view(
             (" · ", counted(shape.layers, "layer")), (" · ", counted(shape.heads, "query head")),
             (" · ", f"{counted(shape.kv_heads, 'K/V head')} ({attention})"),
             (" · ", f"head dim {shape.head_dim:,}"),
+            *([(" · ", window_words(shape))] if shape.window is not None else []),
             (" · ", f"KV cache of {counted(tokens, 'token')}"), (" ", f"× batch {batch:,}"),
         )
     ]  # fmt: skip
@@ -55,6 +64,14 @@ def memory_view(
     formula = ["= 2 (K, V)", f"× {counted(shape.layers, 'layer')}", "× K/V heads",
                f"× {shape.head_dim:,}", f"× {per_value} B ({dtype})",
                f"× {counted(tokens, 'token')}", f"× {batch:,}"]  # fmt: skip
+    if shape.window is not None:  # the layers' tokens summed: min(tokens, N) on a local one
+        local, held = shape.windowed_layers, min(tokens, shape.window)
+        layered = f"× ({local:,} × {held:,}"
+        rest = shape.layers - local
+        formula = ["= 2 (K, V)", "× K/V heads", f"× {shape.head_dim:,}",
+                   f"× {per_value} B ({dtype})",
+                   *([layered, f"+ {rest:,} × {tokens:,})"] if rest else [f"{layered})"]),
+                   f"token-layers × {batch:,}"]  # fmt: skip
     lines: list[RenderableType] = [
         Terms(tuple(header)),
         Terms(tuple((" ", Text(term, style="dim")) for term in formula)),
@@ -64,13 +81,59 @@ def memory_view(
     lines.append(_rows(_variant_layouts(shown)))
     if same:
         lines.append(Text("1 query head: MHA and MQA are the same", style="dim"))
+    parts = window_parts(shape, tokens, batch, dtype)
+    if parts is not None and parts.global_layers:  # local and global layers, priced apart
+        lines += [Text(""), _parts_lines(parts, tokens)]
     per_token = next(v for v in variants if v.is_model)
+    if shape.window is not None:  # past the window a token adds only to the global layers
+        lines += [Text(""), Text(growth_words(shape, tokens), style="dim")]
+        return Group(*lines)
     lines += [
         Text(""),
         Text(f"per token (batch 1): {counted(per_token.bytes // (tokens * batch), 'byte')}",
              style="dim"),
     ]  # fmt: skip
     return Group(*lines)
+
+
+def window_words(shape: Shape) -> str:
+    """``window 512 on 15 of 18 layers`` (``window 4,096 on every layer``)."""
+    assert shape.window is not None
+    local = shape.windowed_layers
+    where = "every layer" if local == shape.layers else f"{local} of {shape.layers} layers"
+    return f"window {shape.window:,} on {where}"
+
+
+def _parts_lines(parts: WindowParts, tokens: int) -> Fitted:
+    """The model's cache in its two parts, a line each, and their total (the size on a
+    line of its own where a line is too narrow for both)."""
+    rows = [("local", f"{counted(parts.local_layers, 'layer')} × "
+             f"{counted(parts.held, 'token')}", parts.local_bytes),
+            ("global", f"{counted(parts.global_layers, 'layer')} × "
+             f"{counted(tokens, 'token')}", parts.global_bytes),
+            ("total", "this model", parts.total)]  # fmt: skip
+    names = _column([name for name, _, _ in rows])
+    whats = _column([what for _, what, _ in rows])
+    sizes = _column([human_bytes(size) for _, _, size in rows], right=True)
+    wide, narrow = [], []
+    for name, what, size in zip(names, whats, sizes, strict=True):
+        wide.append(Text.assemble((name, "bold"), "  ", what, "  ", (size, "bold cyan")))
+        narrow.append(Text.assemble((name, "bold"), "  ", what.rstrip(), "\n", INDENT,
+                                    (size.strip(), "bold cyan")))  # fmt: skip
+    return _rows([wide, narrow])
+
+
+def growth_words(shape: Shape, tokens: int) -> str:
+    """Where a windowed cache stops growing, and what a token adds past that."""
+    assert shape.window is not None
+    rest = shape.layers - shape.windowed_layers
+    if not rest:
+        return (f"the cache stops growing at {counted(shape.window, 'token')}: past the "
+                "window each new token's row replaces the oldest")  # fmt: skip
+    return (
+        f"the local layers' cache stops growing at {counted(shape.window, 'token')}; "
+        f"past it a token adds to the {counted(rest, 'global layer')} alone"
+    )
 
 
 def _variant_layouts(variants: Sequence[Variant]) -> list[list[Text]]:

@@ -188,9 +188,10 @@ BY_HAND = {
     "llama2-7b": 2 * 32 * 32 * 128 * 2 * 4096,  # = 2 GiB exactly
     "llama2-70b": 2 * 80 * 8 * 128 * 2 * 4096,  # = 1.25 GiB
     "llama3-8b": 2 * 32 * 8 * 128 * 2 * 8192,
-    "mistral-7b": 2 * 32 * 8 * 128 * 2 * 32768,
+    "mistral-7b": 2 * 32 * 8 * 128 * 2 * 4096,  # its sliding window keeps 4,096 of 32,768
     "gemma-2b": 2 * 18 * 1 * 256 * 2 * 8192,
     "gemma-7b": 2 * 28 * 16 * 256 * 2 * 8192,
+    "gemma3-270m": 2 * 1 * 256 * 2 * (15 * 512 + 3 * 32768),  # 15 local layers, 3 global
 }
 
 
@@ -234,7 +235,8 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
     ("args", "message"),
     [
         (["--preset", "llama9"], "--preset: expected one of gpt2, gpt3-175b, llama2-7b, "
-                                 "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, got "
+                                 "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, "
+                                 "gemma3-270m, got "
                                  "'llama9'"),
         (["--preset", "gpt2", "--dtype", "fp8"], "--dtype: expected fp32, fp16, bf16, int8, "
                                                  "got 'fp8'"),
@@ -252,7 +254,7 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
         (["--preset", "gpt2", "--heads", "4"], "--preset gives the model's shape: drop "
                                                "--layers, --heads, ..."),
         (["--batch", "4"], "give --preset NAME or the model's shape (--layers, --heads, "
-                           "--head-dim) for --tokens, --batch and --dtype to apply to"),
+                           "--head-dim) for --tokens, --batch, --dtype and --window to apply to"),
         (["--layers", "2", "--heads", "4", "--d-model", "64", "--head-dim", "32", "--tokens",
           "1"], "--d-model: expected --heads × --head-dim = 4 × 32 = 128, or only one of the "
                 "two, got 64"),

@@ -1,0 +1,84 @@
+"""kv-cache prices a sliding window: min(tokens, N) tokens on each local layer, every
+token on a global one, against the closed form written here."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from helpers import invoke, one_line_error, schema
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attntrace.core.kv_memory import PRESETS, Shape, kv_cache_bytes
+
+
+def _closed_form(layers: int, local: int, kv: int, head_dim: int, width: int, tokens: int,
+                 window: int, batch: int) -> int:  # fmt: skip
+    return 2 * kv * head_dim * width * batch * (local * min(tokens, window)
+                                                + (layers - local) * tokens)  # fmt: skip
+
+
+@given(st.integers(1, 40), st.integers(1, 8), st.integers(1, 5000), st.integers(1, 5000),
+       st.integers(1, 4))  # fmt: skip
+def test_a_window_caps_each_local_layer(layers: int, kv: int, tokens: int, window: int,
+                                        batch: int) -> None:  # fmt: skip
+    local = layers // 2
+    shape = Shape(layers, kv, kv, 64, window=window, local_layers=local)
+    assert kv_cache_bytes(shape, kv, tokens, batch, "fp16") == _closed_form(
+        layers, local, kv, 64, 2, tokens, window, batch
+    )
+
+
+def test_gemma3_prices_15_local_layers_and_3_global_ones_apart() -> None:
+    gemma = PRESETS["gemma3-270m"]
+    assert (gemma.layers, gemma.heads, gemma.kv_heads, gemma.head_dim, gemma.d_model,
+            gemma.context, gemma.window, gemma.windowed_layers) == (18, 4, 1, 256, 640, 32768,
+                                                                    512, 15)  # fmt: skip
+    document = json.loads(invoke("kv-cache", "--preset", "gemma3-270m", "--json").stdout)
+    jsonschema.validate(document, schema("kv-cache-v1.schema.json"))
+    per = 2 * 1 * 256 * 2  # K and V, one K/V head, head dim 256, fp16
+    window = document["window"]
+    assert window["local_bytes"] == per * 15 * 512
+    assert window["global_bytes"] == per * 3 * 32768
+    mine = next(v for v in document["variants"] if v["this_model"])
+    assert mine["bytes"] == window["bytes"] == per * (15 * 512 + 3 * 32768)
+    shown = invoke("kv-cache", "--preset", "gemma3-270m").stdout
+    assert "window 512 on 15 of 18 layers" in shown
+    for words in ("local", "global", "total", "7.50 MiB", "96.00 MiB", "103.50 MiB"):
+        assert words in shown
+
+
+def test_mistral_stops_growing_at_its_window() -> None:
+    def bytes_at(*flags: str) -> int:
+        document = json.loads(invoke("kv-cache", "--preset", "mistral-7b", "--json",
+                                     *flags).stdout)  # fmt: skip
+        return int(next(v["bytes"] for v in document["variants"] if v["this_model"]))
+
+    full = 2 * 32 * 8 * 128 * 2 * 4096
+    assert bytes_at() == bytes_at("--tokens", "4096") == bytes_at("--tokens", "9999") == full
+    assert bytes_at("--no-window") == full * 8  # 32,768 tokens kept
+    assert bytes_at("--window", "1024") == full // 4
+    assert "stops growing at 4,096 tokens" in invoke("kv-cache", "--preset", "mistral-7b").stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (("--preset", "gemma3-270m", "--window", "0"), "--window: expected a whole number"),
+        (("--preset", "gpt2", "--window", "-3"), "got -3"),
+        (("--preset", "gemma3-270m", "--window", "4", "--no-window"), "give one"),
+        (("--window", "4"), "--window to apply to"),
+    ],
+    ids=["zero", "negative", "both", "no-model"],
+)
+def test_bad_windows_are_one_line_and_exit_2(flags: tuple[str, ...], words: str) -> None:
+    one_line_error(invoke("kv-cache", *flags), words)
+
+
+def test_a_window_on_a_preset_without_one_slides_every_layer() -> None:
+    document = json.loads(invoke("kv-cache", "--preset", "gpt2", "--window", "100",
+                                 "--json").stdout)  # fmt: skip
+    assert document["shape"]["local_layers"] == 12
+    assert document["window"]["bytes"] == 2 * 12 * 12 * 64 * 2 * 100
