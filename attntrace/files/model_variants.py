@@ -44,7 +44,8 @@ def variants_from(document: Mapping[str, Any]) -> Variants:
         if key in document and not qk_norm:
             raise InputError(f"{key} belongs to QK-norm", field=key,
                              expected=f"qk_norm: true with {key}",
-                             found="qk_norm " + describe(document.get("qk_norm", False)))  # fmt: skip
+                             found="qk_norm: false" if "qk_norm" in document
+                             else "no qk_norm")  # fmt: skip
     eps = DEFAULT_QK_NORM_EPS
     if "qk_norm_eps" in document:
         eps = fields.number(document["qk_norm_eps"], "qk_norm_eps")
@@ -97,11 +98,12 @@ def _slopes(document: Mapping[str, Any]) -> tuple[float, ...] | None:
         raise InputError("alibi_slopes are ALiBi's, one per head", field="alibi_slopes",
                          expected="positions: alibi with alibi_slopes",
                          found=f"positions: {document.get('positions', 'none')}")  # fmt: skip
-    slopes = _per_head(document["alibi_slopes"], "alibi_slopes", "a list of slopes, one per head")
+    given = document["alibi_slopes"]
+    slopes = _per_head(given, "alibi_slopes", "a list of slopes, one per head")
     for index, slope in enumerate(slopes):
         if not slope > 0:
             raise InputError(field=f"alibi_slopes[{index}]", expected="a number > 0",
-                             found=describe(slope))  # fmt: skip
+                             found=describe(given[index]))  # fmt: skip
     return tuple(slopes)
 
 
