@@ -260,8 +260,11 @@ def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
         sink_logit=sink_logit,
         sink_weight=None if sink_logit is None else float(row("sink")[index, 0]),
         softcap=model.variants.softcap,
-        between=tuple((name, _floats(row(name)[index])) for name in ("alibi", "biased", "capped")
-                      if any(st.name == name and st.head == head for st in trace.stages)),  # fmt: skip
+        between=tuple(
+            (name, _floats(row(name)[index]))
+            for name in ("alibi", "biased", "capped")
+            if any(st.name == name and st.head == head for st in trace.stages)
+        ),
     )
 
 

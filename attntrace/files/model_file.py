@@ -183,7 +183,8 @@ def _count(document: Mapping[str, Any], key: str) -> int | None:
 
 
 def _positions(value: Any, arrays: NpyReader) -> str | Matrix | None:
-    """``none`` (or absent), ``sinusoidal``, ``rope``, ``alibi``, or learned vectors (a list, or a .npy file)."""
+    """``none`` (or absent), ``sinusoidal``, ``rope``, ``alibi``, or learned vectors (a
+    list, or a .npy file)."""
     if value is None or value == "none":
         return None
     if value in ("sinusoidal", "rope", "alibi"):

@@ -109,8 +109,9 @@ _VARIANT_STAGES = (
 
 def _variant_on(model: ModelInfo, key: str) -> bool:
     v = model.variants
-    return {"qk_norm": v.qk_norm, "alibi_slopes": model.positions == "alibi",
-            "softcap": v.softcap is not None, "sink_logits": v.sink_logit is not None}[key]  # fmt: skip
+    on = {"qk_norm": v.qk_norm, "alibi_slopes": model.positions == "alibi",
+          "softcap": v.softcap is not None, "sink_logits": v.sink_logit is not None}  # fmt: skip
+    return on[key]
 
 
 def _with_variant_stages(per_head: list[str], model: ModelInfo, names: set[str]) -> list[str]:

@@ -13,10 +13,10 @@ agree with each other and with ``--focus``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
-from rich.padding import Padding
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from attntrace.core.focus import Focus
@@ -28,7 +28,7 @@ from attntrace.render.numbers import visible_indices
 from attntrace.render.shown import pad
 from attntrace.render.split_table import SplitTable
 from attntrace.render.view import View
-from attntrace.render.wrap import Wrapped
+from attntrace.render.wrap import Wrapped, wrap
 
 
 def result_vector(values: Sequence[float], form: Form) -> str:
@@ -116,9 +116,19 @@ def _why_lines(focus: Focus, keys: list[int]) -> list[RenderableType]:
                 else "kept: a sink, visible however far back" if focus.sinks_kept[j]
                 else None)  # fmt: skip
         if said is not None:  # wrapped under itself, two spaces in, as the lines above
-            lines.append(Padding(Text(f"{focus.softmax[j].key} {said}", style="dim"),
-                                 (0, 0, 0, 2), expand=False))  # fmt: skip
+            lines.append(_Indented(Text(f"{focus.softmax[j].key} {said}", style="dim")))
     return lines
+
+
+@dataclass(frozen=True)
+class _Indented:
+    """``text`` wrapped two cells in, each line under the first (no trailing spaces)."""
+
+    text: Text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in wrap(self.text, options.max_width - 2):
+            yield Text.assemble("  ", line)
 
 
 def between_section(focus: Focus, view: View) -> Group:
@@ -132,8 +142,8 @@ def between_section(focus: Focus, view: View) -> Group:
     if "capped" in rows:
         cap = f"{focus.softcap:g}"
         parts.append(f"capped = {cap} · tanh({'biased' if 'alibi' in rows else 'scaled'} / {cap})")
-    lines: list[RenderableType] = [heading(parts[0].split(" ")[0], "then " + ", ".join(parts)
-                                           if len(parts) > 1 else parts[0].split(" ", 1)[1])]  # fmt: skip
+    name, formula = parts[0].split(" ", 1)  # "biased", "= scaled + alibi"
+    lines: list[RenderableType] = [heading(name, "; ".join((formula, *parts[1:])))]
     for j in keys:
         scaled = focus.dots[j].score / focus.sqrt_dk
         text = f"  {focus.label}·{pad(focus.dots[j].key, width)}: {form.given(scaled)}"
@@ -204,7 +214,11 @@ def softmax_section(focus: Focus, view: View) -> Group:
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     table = SplitTable(("key", source, "− max", "exp", "share", "%"),
                        ("left", "right", "right", "right", "right", "right"), rows)  # fmt: skip
-    which = "the row max" if focus.sink_logit is None else "the larger of the row max and the sink logit"
+    which = (
+        "the row max"
+        if focus.sink_logit is None
+        else "the larger of the row max and the sink logit"
+    )
     explain = Text(
         f"  {which} {softmax_input(focus.row_max)} is subtracted first: every "
         f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "

@@ -507,37 +507,45 @@ REJECTED = [
     case(
         "window-without-causal",
         GOOD + "window: 2\n",
-        "model.yaml: window: a sliding window is a causal mask made narrower: a query sees itself and the window − 1 keys before it: expected causal: true with a window, got causal: false",
+        "model.yaml: window: a sliding window is a causal mask made narrower: a query sees "
+        "itself and the window − 1 keys before it: expected causal: true with a window, got "
+        "causal: false",
     ),
     case(
         "window-zero",
         GOOD + "causal: true\nwindow: 0\n",
-        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 keys before it), got 0",
+        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 "
+        "keys before it), got 0",
     ),
     case(
         "window-fraction",
         GOOD + "causal: true\nwindow: 2.5\n",
-        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 keys before it), got 2.5",
+        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 "
+        "keys before it), got 2.5",
     ),
     case(
         "window-yes-is-a-string",
         GOOD + "causal: true\nwindow: yes\n",
-        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 keys before it), got a string 'yes'",
+        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 "
+        "keys before it), got a string 'yes'",
     ),
     case(
         "sinks-negative",
         GOOD + "causal: true\nwindow: 2\nsinks: -1\n",
-        "model.yaml: sinks: expected a whole number ≥ 0 (the first tokens kept past the window), got -1",
+        "model.yaml: sinks: expected a whole number ≥ 0 (the first tokens kept past the window), "
+        "got -1",
     ),
     case(
         "sinks-without-window",
         GOOD + "causal: true\nsinks: 1\n",
-        "model.yaml: sinks: sinks keep the first tokens visible past a sliding window: expected window: N with sinks, got no window",
+        "model.yaml: sinks: sinks keep the first tokens visible past a sliding window: expected "
+        "window: N with sinks, got no window",
     ),
     case(
         "alibi-slopes-without-alibi",
         GOOD + "alibi_slopes: [0.5]\n",
-        "model.yaml: alibi_slopes: alibi_slopes are ALiBi's, one per head: expected positions: alibi with alibi_slopes, got positions: none",
+        "model.yaml: alibi_slopes: alibi_slopes are ALiBi's, one per head: expected positions: "
+        "alibi with alibi_slopes, got positions: none",
     ),
     case(
         "alibi-slopes-one-per-head",
@@ -557,7 +565,9 @@ REJECTED = [
     case(
         "alibi-with-a-context",
         GOOD + "positions: alibi\ncontext: cat\n",
-        "model.yaml: positions: ALiBi's bias is the distance between a query and a key of one sequence; a context is another sequence: expected none, sinusoidal or learned with a context, got alibi",
+        "model.yaml: positions: ALiBi's bias is the distance between a query and a key of one "
+        "sequence; a context is another sequence: expected none, sinusoidal or learned with a "
+        "context, got alibi",
     ),
     case(
         "qk-norm-yes",
@@ -567,7 +577,8 @@ REJECTED = [
     case(
         "qk-norm-eps-without-qk-norm",
         GOOD + "qk_norm_eps: 1e-5\n",
-        "model.yaml: qk_norm_eps: qk_norm_eps belongs to QK-norm: expected qk_norm: true with qk_norm_eps, got no qk_norm",
+        "model.yaml: qk_norm_eps: qk_norm_eps belongs to QK-norm: expected qk_norm: true with "
+        "qk_norm_eps, got no qk_norm",
     ),
     case(
         "qk-norm-eps-zero",
@@ -577,7 +588,8 @@ REJECTED = [
     case(
         "q-norm-with-qk-norm-false",
         GOOD + "qk_norm: false\nq_norm: [1, 1]\n",
-        "model.yaml: q_norm: q_norm belongs to QK-norm: expected qk_norm: true with q_norm, got qk_norm: false",
+        "model.yaml: q_norm: q_norm belongs to QK-norm: expected qk_norm: true with q_norm, got "
+        "qk_norm: false",
     ),
     case(
         "q-norm-not-d_k",
@@ -602,7 +614,8 @@ REJECTED = [
     case(
         "softcap-a-word",
         GOOD + "softcap: high\n",
-        "model.yaml: softcap: expected a number > 0 (logits are capped to ±softcap), got a string 'high'",
+        "model.yaml: softcap: expected a number > 0 (logits are capped to ±softcap), got a "
+        "string 'high'",
     ),
     case(
         "softcap-inf",
@@ -627,7 +640,8 @@ REJECTED = [
     case(
         "sink-logit-empty-list",
         GOOD + "sink_logit: []\n",
-        "model.yaml: sink_logit: expected a number, or a list of one per head, got a list of 0 items",
+        "model.yaml: sink_logit: expected a number, or a list of one per head, got a list of 0 "
+        "items",
     ),
     case(
         "sink-logit-item-a-word",

@@ -114,7 +114,8 @@ def test_set_window_masks_as_the_rule_says(tmp_path: Path) -> None:
     """``--set window=2 --set sinks=1``: query i sees j when j ≤ i and (i − j < 2 or j < 1)."""
     trace = _trace(tmp_path, "cat eats fish dog cat", "--set", "window=2", "--set", "sinks=1",
                    causal=True)  # fmt: skip
-    assert trace["model"]["window"] == 2 and trace["model"]["sinks"] == 1
+    assert trace["model"]["window"] == 2
+    assert trace["model"]["sinks"] == 1
     masked = _stage(trace, "masked")
     for i in range(5):
         for j in range(5):
