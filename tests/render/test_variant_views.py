@@ -16,9 +16,9 @@ from helpers import invoke
 
 from attntrace.core.attention import trace_block
 from attntrace.core.spec import ModelSpec
+from attntrace.core.trace import Trace
 from attntrace.files.model_file import load_model
 from attntrace.files.samples import sample_path
-from attntrace.core.trace import Trace
 from attntrace.render.explain import one_line, paragraph, shape_equation
 
 
