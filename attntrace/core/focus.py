@@ -96,6 +96,7 @@ class Focus:
     # the focused row of the stages between scaled and the mask: alibi, biased, capped
     between: tuple[tuple[str, tuple[float, ...]], ...] = ()
     softcap: float | None = None  # C of the capped stage
+    windowed: bool = False  # a sliding window: hidden keys say which reason hides them
 
     @property
     def sqrt_dk(self) -> float:
@@ -260,6 +261,7 @@ def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
         sink_logit=sink_logit,
         sink_weight=None if sink_logit is None else float(row("sink")[index, 0]),
         softcap=model.variants.softcap,
+        windowed=window is not None,
         between=tuple(
             (name, _floats(row(name)[index]))
             for name in ("alibi", "biased", "capped")

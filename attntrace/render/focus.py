@@ -97,7 +97,7 @@ def dot_section(focus: Focus, view: View) -> Group:
 def _why_short(focus: Focus, j: int) -> str:
     """``  (masked: the future)``, ``(masked: out of the window)``, ``(kept: a sink)``."""
     why = focus.hidden_why[j] if j < len(focus.hidden_why) else None
-    if why is not None:
+    if why is not None and focus.windowed:  # without a window, every hidden key comes later
         return f"  (masked: {why.split(':')[0]})"
     if j < len(focus.sinks_kept) and focus.sinks_kept[j]:
         return "  (kept: a sink, past the window)"
