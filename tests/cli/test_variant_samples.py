@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from helpers import invoke, load_valid_trace
 from tolerances import FLOAT64, FLOAT64_APPROX
@@ -39,13 +40,13 @@ def _json(name: str) -> str:
     return result.stdout
 
 
-def _cells(stage: dict[str, object]) -> np.ndarray:
+def _cells(stage: dict[str, object]) -> npt.NDArray[np.float64]:
     rows = stage["data"]
     assert isinstance(rows, list)
     return np.array([[-math.inf if c is None else c for c in row] for row in rows])
 
 
-def _stage(document: dict[str, object], name: str, head: int = 0) -> np.ndarray:
+def _stage(document: dict[str, object], name: str, head: int = 0) -> npt.NDArray[np.float64]:
     stages = document["stages"]
     assert isinstance(stages, list)
     return _cells(next(s for s in stages if s["name"] == name and s["head"] == head))

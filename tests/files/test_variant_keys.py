@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from helpers import invoke, load_valid_trace, one_line_error
 from tolerances import FLOAT64_APPROX
@@ -102,7 +103,7 @@ def _trace(tmp_path: Path, sentence: str, *args: str, **keys: Any) -> dict[str, 
     return load_valid_trace(result.stdout)
 
 
-def _stage(trace: dict[str, Any], name: str, head: int = 0) -> np.ndarray:
+def _stage(trace: dict[str, Any], name: str, head: int = 0) -> npt.NDArray[np.float64]:
     for stage in trace["stages"]:
         if stage["name"] == name and stage["head"] == head:
             return np.array([[-math.inf if c is None else c for c in row] for row in
