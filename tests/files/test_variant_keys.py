@@ -18,8 +18,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from helpers import invoke, load_valid_trace, one_line_error
-from tolerances import FLOAT64_APPROX
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tolerances import FLOAT64, FLOAT64_APPROX
 
+from attntrace.core.attention import trace_block
 from attntrace.core.variants import Variants
 from attntrace.files.model_file import model_from_document
 from attntrace.files.model_writer import model_document
@@ -207,3 +210,28 @@ def test_a_sink_column_that_does_not_fill_the_rows_is_refused(tmp_path: Path) ->
     sink = next(s for s in document["stages"] if s["name"] == "sink")
     sink["data"][0][0] += 0.25
     one_line_error(_render(tmp_path, document), "softmax", "sum to 1")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 6),
+    window=st.integers(1, 7),
+    sinks=st.integers(0, 3),
+    sink_logit=st.floats(-5, 5),
+)
+def test_any_window_and_sink_trace_as_the_rules_say(
+    n: int, window: int, sinks: int, sink_logit: float
+) -> None:
+    """For any window N, sinks S and sink logit s read from a file: key j is hidden from
+    query i exactly when j > i or (i − j ≥ N and j ≥ S), and each softmax row plus its
+    sink cell sums to 1 (docs/variants.md)."""
+    tokens = ["cat", "eats", "fish", "dog", "cat", "fish"][:n]
+    spec = model(causal=True, window=window, sinks=sinks, sink_logit=sink_logit)
+    trace = trace_block(spec, tokens)
+    masked = trace.stage("masked").data
+    for i in range(n):
+        for j in range(n):
+            hidden = j > i or (i - j >= window and j >= sinks)
+            assert bool(np.isneginf(masked[i, j])) == hidden, (i, j)
+    sums = trace.stage("softmax").data.sum(axis=1) + trace.stage("sink").data[:, 0]
+    np.testing.assert_allclose(sums, np.ones(n), **FLOAT64)
