@@ -61,6 +61,9 @@ CASES: dict[str, tuple[tuple[str, ...], int, str | None]] = {
     "kv-cache-presets-40": (("kv-cache",), 40, None),
     "kv-cache-trillion-tokens-40": (TRILLION_TOKENS, 40, None),
     "kv-cache-one-head-80": (ONE_QUERY_HEAD, 80, None),
+    # the variants (docs/variants.md): a window's reasons under --focus, a sink's table
+    "focus-window-mat-80": (("run", "-s", "window", "--focus", "mat"), 80, None),
+    "run-sink-logit-80": (("run", "-s", "sink-logit"), 80, None),
 }
 
 

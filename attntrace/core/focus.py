@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core import masks
 from attntrace.core.labels import unique_labels
 from attntrace.core.trace import Trace
 from attntrace.errors import InputError
@@ -86,6 +87,16 @@ class Focus:
     exp_sum: float
     terms: tuple[WeightedValue, ...]
     output: tuple[float, ...]
+    # docs/variants.md: why each key is hidden (None: visible), which are kept as sinks,
+    # and the head's sink logit (its exp joins exp_sum; its weight passes no value)
+    hidden_why: tuple[str | None, ...] = ()
+    sinks_kept: tuple[bool, ...] = ()
+    sink_logit: float | None = None
+    sink_weight: float | None = None  # the trace's sink[i, 0]
+    # the focused row of the stages between scaled and the mask: alibi, biased, capped
+    between: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    softcap: float | None = None  # C of the capped stage
+    windowed: bool = False  # a sliding window: hidden keys say which reason hides them
 
     @property
     def sqrt_dk(self) -> float:
@@ -93,7 +104,14 @@ class Focus:
 
     @property
     def row_max(self) -> float:
-        return max(row.scaled for row in self.softmax)
+        """M, subtracted before exp: the row's max, or the sink logit where it is larger."""
+        top = max(row.scaled for row in self.softmax)
+        return top if self.sink_logit is None else max(top, self.sink_logit)
+
+    @property
+    def sink_exp(self) -> float | None:
+        """exp(sink_logit − M): the sink's term of the denominator."""
+        return None if self.sink_logit is None else math.exp(self.sink_logit - self.row_max)
 
 
 def _exactly(token: str, which: str) -> bool:
@@ -208,8 +226,21 @@ def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
     scores = row("scores")[index]
     inputs = trace.softmax_input(head).data[index]  # scaled, or masked under a causal mask
     weights = row("softmax")[index]
-    shifted = inputs - inputs.max()
+    model = trace.model
+    logits = model.variants.sink_logits(model.heads)
+    sink_logit = None if logits is None else logits[head]
+    top = inputs.max() if sink_logit is None else max(float(inputs.max()), sink_logit)
+    shifted = inputs - top
     exps = np.exp(shifted)
+    sink_exp = 0.0 if sink_logit is None else math.exp(sink_logit - top)
+    window, sinks = model.variants.window, model.variants.sinks
+    cross = trace.context_tokens is not None
+    why = tuple(
+        None if cross else masks.why_hidden(index, j, causal=model.causal, window=window,
+                                            sinks=sinks)
+        for j in range(len(keys))
+    )  # fmt: skip
+    kept = tuple(masks.kept_as_sink(index, j, window=window, sinks=sinks) for j in range(len(keys)))
     return Focus(
         index=index,
         label=unique_labels(trace.tokens)[index],
@@ -226,11 +257,22 @@ def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
             SoftmaxRow(key, float(inputs[j]), float(shifted[j]), float(exps[j]), float(weights[j]))
             for j, key in enumerate(keys)
         ),
-        exp_sum=float(exps.sum()),
+        exp_sum=float(exps.sum()) + sink_exp,
         terms=tuple(
             WeightedValue(key, float(weights[j]), _floats(v[j])) for j, key in enumerate(keys)
         ),
         output=_floats(row("output")[index]),
+        hidden_why=why,
+        sinks_kept=kept,
+        sink_logit=sink_logit,
+        sink_weight=None if sink_logit is None else float(row("sink")[index, 0]),
+        softcap=model.variants.softcap,
+        windowed=window is not None,
+        between=tuple(
+            (name, _floats(row(name)[index]))
+            for name in ("alibi", "biased", "capped")
+            if any(st.name == name and st.head == head for st in trace.stages)
+        ),
     )
 
 

@@ -17,12 +17,21 @@ MAX_TRACE_VARIABLE = "ATTNTRACE_MAX_TRACE_MB"
 
 def trace_bytes(model: ModelSpec, n: int, m: int) -> int:
     """What a trace of ``n`` queries over ``m`` keys holds, in bytes, about: every head's
-    n × m stages (scores, scaled, masked under a causal mask, softmax) and its rows of
-    Q, K, V (and their turned copies under RoPE) and output, float64."""
+    n × m stages (scores, scaled, masked under a causal mask, softmax; alibi and biased
+    under ALiBi, capped under a softcap) and its rows of Q, K, V (and their turned
+    copies under RoPE, their normed ones under QK-norm), the sink column and output,
+    float64 (docs/variants.md's stages)."""
+    variants = model.variants
     square = 4 if model.causal else 3
+    square += 2 if model.position_kind == "alibi" else 0
+    square += 1 if variants.softcap is not None else 0
     rows = n * model.d_k + m * (model.d_k + model.d_v) + n * model.d_v
     if model.position_kind == "rope":
         rows += (n + m) * model.d_k
+    if variants.qk_norm:
+        rows += (n + m) * model.d_k
+    if variants.sink_logit is not None:
+        rows += n
     return 8 * model.heads * (square * n * m + rows) + 8 * (n + m) * model.d_model * 3
 
 

@@ -28,6 +28,7 @@ from attntrace.files.model_matrices import (
     refuse_duplicates,
     weight_matrices,
 )
+from attntrace.files.model_variants import VARIANT_FIELDS, variants_from
 from attntrace.files.npy_files import NpyReader
 from attntrace.files.parse import parse_document
 from attntrace.files.reading import read_stdin, read_text
@@ -49,6 +50,7 @@ KNOWN_FIELDS = (
     "rope_base",
     "rope_pairing",
     "target",
+    *VARIANT_FIELDS,
 )
 REQUIRED_FIELDS = ("embeddings", "weights")
 
@@ -166,6 +168,7 @@ def _model(document: Any, source: str | None, arrays: NpyReader, *, named: str |
         sentence=_optional_text(document, "sentence"),
         source=source,
         target=_target(document.get("target"), arrays),
+        variants=variants_from(document),
     )
 
 
@@ -180,17 +183,18 @@ def _count(document: Mapping[str, Any], key: str) -> int | None:
 
 
 def _positions(value: Any, arrays: NpyReader) -> str | Matrix | None:
-    """``none`` (or absent), ``sinusoidal``, or learned vectors (a list, or a .npy file)."""
+    """``none`` (or absent), ``sinusoidal``, ``rope``, ``alibi``, or learned vectors (a
+    list, or a .npy file)."""
     if value is None or value == "none":
         return None
-    if value in ("sinusoidal", "rope"):
+    if value in ("sinusoidal", "rope", "alibi"):
         return str(value)
     if isinstance(value, list):
         return matrix(value, "positions")
     if arrays.names_file(value):
         return arrays.load(value, "positions")
     raise InputError(field="positions",
-                     expected="none, sinusoidal, rope, or a list of position vectors",
+                     expected="none, sinusoidal, rope, alibi, or a list of position vectors",
                      found=describe(value))  # fmt: skip
 
 

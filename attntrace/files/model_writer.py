@@ -58,7 +58,34 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
         document["biases"] = {name: b.tolist() for name, b in model.biases.items()}
     if model.target is not None:
         document["target"] = model.target.tolist()
+    document.update(variant_fields(model))
     return document
+
+
+def variant_fields(model: ModelSpec) -> dict[str, Any]:
+    """The variant keys of docs/variants.md the model has on, as the model file writes
+    them (none for a model without them, so its file reads as before)."""
+    v = model.variants
+    out: dict[str, Any] = {}
+    if v.window is not None:
+        out["window"] = v.window
+    if v.sinks:
+        out["sinks"] = v.sinks
+    if v.alibi_slopes is not None:
+        out["alibi_slopes"] = [float(m) for m in v.alibi_slopes]
+    if v.qk_norm:
+        out["qk_norm"] = True
+        out["qk_norm_eps"] = float(v.qk_norm_eps)
+        for name in ("q_norm", "k_norm"):
+            weight = getattr(v, name)
+            if weight is not None:
+                out[name] = weight.tolist()
+    if v.softcap is not None:
+        out["softcap"] = float(v.softcap)
+    if v.sink_logit is not None:
+        sink = v.sink_logit
+        out["sink_logit"] = float(sink) if isinstance(sink, float) else [float(s) for s in sink]
+    return out
 
 
 def model_text(model: ModelSpec, *, as_json: bool) -> bytes:

@@ -25,6 +25,7 @@ from attntrace.core.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.errors import InputError, describe
 from attntrace.files.parse import parse_document
 from attntrace.files.replay_precision import saved_precision
+from attntrace.files.replay_variants import saved_variants
 from attntrace.files.serialize import SCHEMA_ID
 from attntrace.files.trace_layout import check_layout
 
@@ -55,19 +56,23 @@ def _trace(document: Any) -> Trace:
         raise InputError("not a trace this version can read", field="schema",
                          expected=repr(SCHEMA_ID), found=found)  # fmt: skip
     model = fields.mapping(document.get("model"), "model", "an object with the model's sizes")
+    d_k = fields.whole(model.get("d_k"), "model.d_k")
+    heads = fields.whole(model.get("heads", 1), "model.heads", most=MAX_HEADS)
+    causal = fields.flag(model.get("causal", False), "model.causal")
     info = ModelInfo(
         name=fields.text(model.get("name"), "model.name"),
         d_model=fields.whole(model.get("d_model"), "model.d_model"),
-        d_k=fields.whole(model.get("d_k"), "model.d_k"),
+        d_k=d_k,
         d_v=fields.whole(model.get("d_v"), "model.d_v"),
-        heads=fields.whole(model.get("heads", 1), "model.heads", most=MAX_HEADS),
+        heads=heads,
         kv_heads=fields.whole(model.get("kv_heads", 1), "model.kv_heads", most=MAX_HEADS),
-        causal=fields.flag(model.get("causal", False), "model.causal"),
+        causal=causal,
         positions=fields.choice(
             model.get("positions", "none"), "model.positions", POSITION_KINDS, KINDS_LISTED
         ),
         rope_base=_rope_base(model),
         rope_pairing=_rope_pairing(model),
+        variants=saved_variants(model, heads=heads, d_k=d_k, causal=causal),
     )
     tokens = fields.texts(document.get("tokens"), "tokens")
     context = document.get("context_tokens")

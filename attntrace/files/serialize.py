@@ -292,7 +292,33 @@ def model_to_dict(model: ModelInfo) -> dict[str, Any]:
         "positions": model.positions,
         **({"rope_base": model.rope_base} if model.rope_base is not None else {}),
         **({"rope_pairing": model.rope_pairing} if model.rope_pairing is not None else {}),
+        **variants_to_dict(model),
     }
+
+
+def variants_to_dict(model: ModelInfo) -> dict[str, Any]:
+    """The variant keys of the ``model`` object (docs/variants.md, "JSON"): only those of
+    the options that are on, so a trace without them is what it was before they existed."""
+    v = model.variants
+    out: dict[str, Any] = {}
+    if v.window is not None:
+        out["window"] = v.window
+    if v.sinks:
+        out["sinks"] = v.sinks
+    if model.positions == "alibi":
+        out["alibi_slopes"] = [float(m) for m in v.slopes(model.heads)]
+    if v.qk_norm:
+        out["qk_norm"] = {
+            "eps": float(v.qk_norm_eps),
+            "q_norm": None if v.q_norm is None else v.q_norm.tolist(),
+            "k_norm": None if v.k_norm is None else v.k_norm.tolist(),
+        }
+    if v.softcap is not None:
+        out["softcap"] = float(v.softcap)
+    sinks = v.sink_logits(model.heads)
+    if sinks is not None:
+        out["sink_logits"] = [float(s) for s in sinks]
+    return out
 
 
 def decode_to_dict(run: Decode) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.core.stage_names import KEY_COLUMNS, KEY_ROWS
-from attntrace.core.trace import Trace
+from attntrace.core.trace import ModelInfo, Trace
 from attntrace.errors import InputError, describe
 
 # The stages every head of a trace has (masked only under a causal mask).
@@ -60,6 +60,7 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     elif any(name in rotary for name, _ in seen):
         raise InputError(field="model.positions", expected="rope (the trace has Q_rope and "
                          "K_rope stages)", found=describe(model.positions))  # fmt: skip
+    per_head = _with_variant_stages(per_head, model, {name for name, _ in seen})
     if not model.causal and any(name == "masked" for name, _ in seen):
         raise InputError(field="model.causal", expected="true (the trace has masked stages)",
                          found="false")  # fmt: skip
@@ -94,10 +95,50 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
                              found=f"no {', '.join(missing)}")  # fmt: skip
 
 
+# The stages the variants add (docs/variants.md), each with the model key that turns
+# it on, in the order a head computes them.
+_VARIANT_STAGES = (
+    ("Q_norm", "qk_norm"),
+    ("K_norm", "qk_norm"),
+    ("alibi", "alibi_slopes"),
+    ("biased", "alibi_slopes"),
+    ("capped", "softcap"),
+    ("sink", "sink_logits"),
+)
+
+
+def _variant_on(model: ModelInfo, key: str) -> bool:
+    v = model.variants
+    on = {"qk_norm": v.qk_norm, "alibi_slopes": model.positions == "alibi",
+          "softcap": v.softcap is not None, "sink_logits": v.sink_logit is not None}  # fmt: skip
+    return on[key]
+
+
+def _with_variant_stages(per_head: list[str], model: ModelInfo, names: set[str]) -> list[str]:
+    """The per-head stages with those of the variants that are on; a variant's stage in
+    a trace whose model has it off is refused (the views would show what was not run)."""
+    stages = list(per_head)
+    for name, key in _VARIANT_STAGES:
+        if _variant_on(model, key):
+            after = {"Q_norm": "V", "K_norm": "Q_norm", "alibi": "scaled", "biased": "alibi",
+                     "capped": "biased" if "biased" in stages else "scaled",
+                     "sink": "softmax"}[name]  # fmt: skip
+            stages.insert(stages.index(after) + 1, name)
+        elif name in names:
+            field = "positions" if key == "alibi_slopes" else key
+            raise InputError(field=f"model.{field}", expected=f"{field} on (the trace has "
+                             f"{name} stages)", found="none")  # fmt: skip
+    return stages
+
+
 # Which labels each stage's rows and columns must carry: the query tokens, the key
 # tokens (the context's, for cross-attention), or a width of the model.
 _QUERY_ROWS = ("embeddings", "positions", "X", "Q", "Q_rope", "scores", "scaled", "masked",
-               "softmax", "output", "concat", "projected")  # fmt: skip
+               "softmax", "output", "concat", "projected",
+               "Q_norm", "alibi", "biased", "capped", "sink")  # fmt: skip
+# The variants' stages of a key per row, or a key per column (docs/variants.md).
+_KEY_ROWS = KEY_ROWS | {"K_norm"}
+_KEY_COLUMNS = KEY_COLUMNS | {"alibi", "biased", "capped"}
 
 
 def _check_consistent(trace: Trace) -> None:
@@ -106,19 +147,23 @@ def _check_consistent(trace: Trace) -> None:
     model = trace.model
     widths = {"embeddings": model.d_model, "positions": model.d_model, "X": model.d_model,
               "X_context": model.d_model, "Q": model.d_k, "K": model.d_k, "V": model.d_v,
-              "Q_rope": model.d_k, "K_rope": model.d_k,
+              "Q_rope": model.d_k, "K_rope": model.d_k, "Q_norm": model.d_k,
+              "K_norm": model.d_k, "sink": 1,
               "output": model.d_v, "concat": model.heads * model.d_v,
               "projected": model.d_model}  # fmt: skip
     for index, stage in enumerate(trace.stages):
         field = f"stages[{index}] ({stage.name})"
         rows = (
-            trace.tokens if stage.name in _QUERY_ROWS else keys if stage.name in KEY_ROWS else None
+            trace.tokens if stage.name in _QUERY_ROWS else keys if stage.name in _KEY_ROWS else None
         )
         # labels compared with the labels expected are shown as a list, as those are
         if rows is not None and stage.rows != rows:
             raise InputError(field=f"{field}.rows", expected=f"the tokens {list(rows)}",
                              found=repr(list(stage.rows)))  # fmt: skip
-        if stage.name in KEY_COLUMNS and stage.cols != keys:
+        if stage.name == "sink" and stage.cols != ("sink",):
+            raise InputError(field=f"{field}.cols", expected="['sink'] (one column)",
+                             found=repr(list(stage.cols)))  # fmt: skip
+        if stage.name in _KEY_COLUMNS and stage.cols != keys:
             raise InputError(field=f"{field}.cols", expected=f"the key tokens {list(keys)}",
                              found=repr(list(stage.cols)))  # fmt: skip
         if stage.name in widths and stage.shape[1] != widths[stage.name]:
@@ -133,7 +178,17 @@ def _check_consistent(trace: Trace) -> None:
             raise InputError(field=f"{field}.data", expected="at least one unmasked cell a row",
                              found="a row of nulls")  # fmt: skip
         if stage.name == "softmax":
-            _check_weights(stage.data, field, _weights_tolerance(trace))
+            sink = _sink_of(trace, stage.head)
+            _check_weights(stage.data, field, _weights_tolerance(trace), sink)
+
+
+def _sink_of(trace: Trace, head: int | None) -> npt.NDArray[Any] | None:
+    """The ``sink`` column of ``head`` ([n, 1]), the weight its softmax rows leave out."""
+    n = len(trace.tokens)
+    for stage in trace.stages:
+        if stage.name == "sink" and stage.head == head and stage.shape == (n, 1):
+            return stage.data
+    return None  # none, or one of the wrong shape (its own check says so)
 
 
 def _weights_tolerance(trace: Trace) -> float:
@@ -146,12 +201,18 @@ def _weights_tolerance(trace: Trace) -> float:
     return (len(trace.context_tokens or trace.tokens) + 1) * epsilon(trace.precision.dtype)
 
 
-def _check_weights(weights: npt.NDArray[Any], field: str, tolerance: float = 1e-9) -> None:
-    """Attention weights are probabilities: each row in [0, 1] and summing to 1. A row
-    of NaN (a --dtype's overflow: inf − inf) is what that trace computed."""
+def _check_weights(
+    weights: npt.NDArray[Any],
+    field: str,
+    tolerance: float = 1e-9,
+    sink: npt.NDArray[Any] | None = None,
+) -> None:
+    """Attention weights are probabilities: each row in [0, 1] and summing to 1 (with a
+    sink logit, the row and its ``sink`` cell sum to 1). A row of NaN (a --dtype's
+    overflow: inf − inf) is what that trace computed."""
     nan_rows = np.isnan(weights).all(axis=1)
     with np.errstate(invalid="ignore"):
-        sums = weights.sum(axis=1)
+        sums = weights.sum(axis=1) + (0.0 if sink is None else sink[:, 0])
         bad = np.nonzero(~nan_rows & ((np.abs(sums - 1) > tolerance) | (weights < 0).any(axis=1)
                          | (weights > 1).any(axis=1)))[0]  # fmt: skip
     if bad.size:

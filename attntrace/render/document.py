@@ -46,11 +46,32 @@ def model_facts(model: ModelInfo, count: int, heads: str | None, *, cross: bool)
         facts.append(f"{model.kv_heads} K/V head{'s' if model.kv_heads > 1 else ''} ({kind})")
     if model.causal:
         facts.append("causal")
-    if model.positions != "none":
+    if model.positions == "alibi":
+        facts.append("ALiBi")
+    elif model.positions != "none":
         facts.append(f"{model.positions} positions")
+    facts += variant_facts(model)
     if cross:
         facts.append("cross-attention")
     return tuple(facts)
+
+
+def variant_facts(model: ModelInfo) -> list[str]:
+    """What of docs/variants.md is on, as the header names it: ``window 3``, ``sinks 1``,
+    ``QK-norm``, ``softcap 30``, ``sink logit`` (ALiBi is named as the positions)."""
+    v = model.variants
+    facts = []
+    if v.window is not None:
+        facts.append(f"window {v.window}")
+    if v.sinks:
+        facts.append(f"sinks {v.sinks}")
+    if v.qk_norm:
+        facts.append("QK-norm")
+    if v.softcap is not None:
+        facts.append(f"softcap {v.softcap:g}")
+    if v.sink_logit is not None:
+        facts.append("sink logit")
+    return facts
 
 
 def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:

@@ -32,6 +32,13 @@ _ONE_LINE = {
     "scaled": "The scores divided by √d_k = {sqrt_dk}, so their size does not grow with d_k.",
     "softmax": "Attention weights: each row sums to 1; row i says where token i looks.",
     "output": "Row i: the value rows averaged with row i's weights; token i's new vector.",
+    # the stages of docs/variants.md
+    "Q_norm": "Each query row divided by its root mean square (times q_norm): length √d_k.",
+    "K_norm": "Each key row divided by its root mean square (times k_norm): length √d_k.",
+    "alibi": "ALiBi's bias: −m · |i − j|, more negative the further key j is from query i.",
+    "biased": "The scaled scores plus ALiBi's bias: far keys pushed down by distance.",
+    "capped": "The logits soft-capped: {softcap} · tanh(x / {softcap}), never beyond ±{softcap}.",
+    "sink": "The weight each row gave to the sink logit: attention that passes no value.",
 }
 
 _PARAGRAPH = {
@@ -109,6 +116,38 @@ _PARAGRAPH = {
         "like a clock hand by the angle p · {rope_base}^(−2i/{d_k}): large turns in the "
         "first pairs, small ones in the last."
     ),
+    "Q_norm": (
+        "QK-norm (Gemma 3, OLMo 2): each query row is divided by √(mean(row²) + ε), its "
+        "root mean square, then multiplied by the weight q_norm. However large the "
+        "projection made it, a row now has length about √{d_k}: the scores compare "
+        "directions, and cannot grow without bound."
+    ),
+    "K_norm": (
+        "The keys are normed the same way, with their own weight k_norm. With both normed, "
+        "a score is at most about d_k times the weights: the softmax cannot saturate "
+        "because one row grew large."
+    ),
+    "alibi": (
+        "ALiBi (Press et al. 2022): no position vectors; instead a bias of −m · |i − j| on "
+        "the scaled score of query i and key j, with this head's slope m. The nearer a "
+        "key, the smaller the penalty; each head has its own slope, so some heads look "
+        "near and some far."
+    ),
+    "biased": (
+        "The scaled scores plus ALiBi's bias, cell by cell. Softmax reads these: a key "
+        "far back needs a better match to win the same weight as a near one."
+    ),
+    "capped": (
+        "Soft-capping (Gemma 2): each logit x becomes {softcap} · tanh(x / {softcap}). Small "
+        "logits pass almost unchanged; large ones are squeezed towards ±{softcap}, so no "
+        "single score can take all of a row's weight."
+    ),
+    "sink": (
+        "A learned sink logit joins every row of the softmax: its exp is added to the "
+        "row's sum, so it takes a share of the weight, but it has no value row. The "
+        "column is that share; each softmax row sums to 1 − sink, and a row with nothing "
+        "worth attending to can give its weight to the sink instead."
+    ),
     "K_rope": (
         "The keys are turned the same way, by their own positions. Turning q by angle a and "
         "k by angle b changes their dot product as turning q by a − b alone would: the "
@@ -149,15 +188,38 @@ def _numbers(trace: Trace) -> dict[str, object]:
         "rope_pair": "(2i, 2i + 1)"
         if model.rope_pairing == "interleaved"
         else f"(i, i + {model.d_k // 2})",
+        "softcap": f"{model.variants.softcap:g}" if model.variants.softcap is not None else "",
     }
+
+
+def _variant_line(stage: Stage, trace: Trace) -> str | None:
+    """The masked and softmax captions where a window or a sink changes what they say."""
+    v = trace.model.variants
+    if stage.name == "masked" and v.window is not None:
+        kept = f"; the first {v.sinks} kept" if v.sinks else ""
+        return (f"−∞ where key j is later than query i, or {v.window} or more keys back "
+                f"(the window){kept}.")  # fmt: skip
+    if stage.name == "masked" and trace.model.mask_source != "scaled":
+        return (
+            f"The {trace.model.mask_source} logits with −∞ where query i would see a later key j."
+        )
+    if stage.name == "softmax" and v.sink_logit is not None:
+        return (
+            "Attention weights: each row sums to 1 − sink (the sink column); row i says "
+            "where token i looks."
+        )
+    return None
 
 
 def one_line(stage: Stage, trace: Trace) -> str:
     """A sentence on what ``stage`` means, for the caption under its table."""
     if _is_given(stage):
         return _HIDDEN_LINE
-    if stage.name == "X" and trace.model.positions not in ("none", "rope"):
+    if stage.name == "X" and trace.model.positions not in ("none", "rope", "alibi"):
         return "One row per token: its embedding plus its position's vector."
+    said = _variant_line(stage, trace)
+    if said is not None:
+        return said
     return _ONE_LINE.get(stage.name, "").format(**_numbers(trace))
 
 
@@ -178,8 +240,22 @@ def paragraph(stage: Stage, trace: Trace) -> str:
     """The step-mode explanation of ``stage`` (numbers made singular where they are 1)."""
     texts = _CROSS if trace.context_tokens is not None and stage.name in _CROSS else _PARAGRAPH
     template = _HIDDEN_PARAGRAPH if _is_given(stage) else texts.get(stage.name, "")
-    text = template.format(**_numbers(trace))
+    text = template.format(**_numbers(trace)) + _variant_paragraph(stage, trace)
     return text.replace(" 1 numbers", " 1 number").replace(" 1 tokens", " 1 token")
+
+
+def _variant_paragraph(stage: Stage, trace: Trace) -> str:
+    """What a window or a sink adds to the masked and softmax paragraphs."""
+    v = trace.model.variants
+    if stage.name == "masked" and v.window is not None:
+        sinks = (f" The first {v.sinks} token{'s stay' if v.sinks > 1 else ' stays'} visible "
+                 "however far back: a sink (StreamingLLM)." if v.sinks else "")  # fmt: skip
+        return (f" A sliding window of {v.window} hides more: query i sees only itself and "
+                f"the {v.window - 1} keys before it, so a key {v.window} or more back is −∞ "
+                f"too.{sinks}")  # fmt: skip
+    if stage.name == "softmax" and v.sink_logit is not None:
+        return " With a sink logit its exp joins each row's sum: the row sums to 1 − sink."
+    return ""
 
 
 def shape_equation(stage: Stage, trace: Trace) -> str:
@@ -221,7 +297,15 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
         "K_rope": f"RoPE(K [{m} × {d_k}], positions 0 to {m - 1}) = K_rope [{m} × {d_k}]",
         "scores": f"{q} [{n} × {d_k}] · {k}ᵀ [{d_k} × {m}] = scores [{n} × {m}]",
         "scaled": f"scores [{n} × {m}] / √{d_k} (= {math.sqrt(d_k):.4f}) = scaled [{n} × {m}]",
-        "masked": f"scaled [{n} × {m}] with −∞ above the diagonal = masked [{n} × {m}]",
+        "masked": f"{trace.model.mask_source} [{n} × {m}] with −∞ above the diagonal"
+        + (f" and {model.variants.window} or more back" if model.variants.window else "")
+        + f" = masked [{n} × {m}]",
+        "Q_norm": f"RMSNorm(Q [{n} × {d_k}]) · q_norm [{d_k}] = Q_norm [{n} × {d_k}]",
+        "K_norm": f"RMSNorm(K [{m} × {d_k}]) · k_norm [{d_k}] = K_norm [{m} × {d_k}]",
+        "alibi": f"−m · |i − j| for i < {n}, j < {m} = alibi [{n} × {m}]",
+        "biased": f"scaled [{n} × {m}] + alibi [{n} × {m}] = biased [{n} × {m}]",
+        "capped": f"C · tanh(x / C) of each cell [{n} × {m}] = capped [{n} × {m}]",
+        "sink": f"exp(sink_logit − row max) / row sum, per row = sink [{n} × 1]",
         "softmax": (f"softmax of each row of {softmax_input} [{n} × {m}] = softmax [{n} × {m}]"),
         "output": f"softmax [{n} × {m}] · V [{m} × {d_v}] = output [{n} × {d_v}]",
         "concat": f"{heads} × output [{n} × {d_v}] side by side = concat [{n} × {wo_rows}]",

@@ -13,9 +13,10 @@ agree with each other and with ``--focus``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from attntrace.core.focus import Focus
@@ -27,7 +28,7 @@ from attntrace.render.numbers import visible_indices
 from attntrace.render.shown import pad
 from attntrace.render.split_table import SplitTable
 from attntrace.render.view import View
-from attntrace.render.wrap import Wrapped
+from attntrace.render.wrap import Wrapped, wrap
 
 
 def result_vector(values: Sequence[float], form: Form) -> str:
@@ -70,14 +71,14 @@ def dot_section(focus: Focus, view: View) -> Group:
     form, keys = hand_form(focus, view), shown_keys(focus, view)
     width = max(cell_len(focus.dots[j].key) for j in keys)
     q, k = focus.score_inputs
-    turned = " turned" if q != "Q" else ""
+    turned = " turned" if q == "Q_rope" else " normed" if q == "Q_norm" else ""
     about = f"the{turned} query of '{focus.label}' times each{turned} key"
     lines: list[RenderableType] = [heading("scores", f"= {q} · {k}ᵀ: {about}")]
     for j in keys:
         dot = focus.dots[j]
         name = f"  {focus.label}·{pad(dot.key, width)} = "
         vectors = f"{vector(dot.query_row, form)}·{vector(dot.key_row, form)} = "
-        masked = "  (masked: comes later)" if focus.softmax[j].masked else ""
+        masked = _why_short(focus, j)
         result = f" = {form.short(dot.score)}{masked}"
         # the largest terms that fit: six, two, or at least the one that weighs most
         terms = [products(dot.query_row, dot.key_row, form, n) for n in (TERMS_SHOWN, 2, 1)]
@@ -90,6 +91,71 @@ def dot_section(focus: Focus, view: View) -> Group:
                 )
             )
         )
+    return Group(*lines)
+
+
+def _why_short(focus: Focus, j: int) -> str:
+    """``  (masked: the future)``, ``(masked: out of the window)``, ``(kept: a sink)``."""
+    why = focus.hidden_why[j] if j < len(focus.hidden_why) else None
+    if why is not None and focus.windowed:  # without a window, every hidden key comes later
+        return f"  (masked: {why.split(':')[0]})"
+    if j < len(focus.sinks_kept) and focus.sinks_kept[j]:
+        return "  (kept: a sink, past the window)"
+    return "  (masked: comes later)" if focus.softmax[j].masked else ""
+
+
+def _why_lines(focus: Focus, keys: list[int]) -> list[RenderableType]:
+    """Each hidden key's reason in full (docs/variants.md, "What a trace shows"), where a
+    window is what hides some: without one, every hidden key is the future."""
+    if not any(why is not None and why.startswith("out of") for why in focus.hidden_why):
+        return []
+    lines: list[RenderableType] = []
+    for j in keys:
+        why = focus.hidden_why[j]
+        said = (f"hidden: {why}" if why is not None
+                else "kept: a sink, visible however far back" if focus.sinks_kept[j]
+                else None)  # fmt: skip
+        if said is not None:  # wrapped under itself, two spaces in, as the lines above
+            lines.append(_Indented(Text(f"{focus.softmax[j].key} {said}", style="dim")))
+    return lines
+
+
+@dataclass(frozen=True)
+class _Indented:
+    """``text`` wrapped two cells in, each line under the first (no trailing spaces)."""
+
+    text: Text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in wrap(self.text, options.max_width - 2):
+            yield Text.assemble("  ", line)
+
+
+def between_section(focus: Focus, view: View) -> Group:
+    """ALiBi's bias and the soft cap, between scaled and the mask, key by key."""
+    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    rows = dict(focus.between)
+    width = max(cell_len(focus.dots[j].key) for j in keys)
+    parts = []
+    if "alibi" in rows:
+        parts.append("biased = scaled + alibi")
+    if "capped" in rows:
+        cap = f"{focus.softcap:g}"
+        parts.append(f"capped = {cap} · tanh({'biased' if 'alibi' in rows else 'scaled'} / {cap})")
+    name, formula = parts[0].split(" ", 1)  # "biased", "= scaled + alibi"
+    lines: list[RenderableType] = [heading(name, "; ".join((formula, *parts[1:])))]
+    for j in keys:
+        scaled = focus.dots[j].score / focus.sqrt_dk
+        text = f"  {focus.label}·{pad(focus.dots[j].key, width)}: {form.given(scaled)}"
+        value = scaled
+        if "alibi" in rows:
+            bias = rows["alibi"][j]
+            value = rows["biased"][j]
+            sign = "−" if bias < 0 else "+"
+            text += f" {sign} {form.given(abs(bias))} = {form.result(value)}"
+        if "capped" in rows:
+            text += f" → capped {form.result(rows['capped'][j])}"
+        lines.append(Text(text))
     return Group(*lines)
 
 
@@ -133,6 +199,14 @@ def softmax_section(focus: Focus, view: View) -> Group:
             f"{100 * row.weight:.2f}%",
         ))  # fmt: skip
     total = sum(row.weight for row in focus.softmax)
+    if focus.sink_logit is not None and focus.sink_exp is not None:
+        sink = focus.sink_weight or 0.0
+        total += sink
+        rows.append((
+            Text("sink", style="italic"), softmax_input(focus.sink_logit),
+            form.result(focus.sink_logit - focus.row_max), form.carried(focus.sink_exp),
+            form.result(sink), f"{100 * sink:.2f}%",
+        ))  # fmt: skip
     rows.append((
         Text("sum", style="dim"), "", "", form.carried(focus.exp_sum),
         form.result(total), f"{100 * total:.2f}%",
@@ -140,14 +214,21 @@ def softmax_section(focus: Focus, view: View) -> Group:
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     table = SplitTable(("key", source, "− max", "exp", "share", "%"),
                        ("left", "right", "right", "right", "right", "right"), rows)  # fmt: skip
-    explain = Text(
-        f"  the row max {softmax_input(focus.row_max)} is subtracted first: every "
-        f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "
-        f"{form.carried(focus.exp_sum)}",
-        style="dim",
+    which = (
+        "the row max"
+        if focus.sink_logit is None
+        else "the larger of the row max and the sink logit"
     )
+    explain = Text(
+        f"  {which} {softmax_input(focus.row_max)} is subtracted first: every "
+        f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "
+        f"{form.carried(focus.exp_sum)}"
+        + ("\n  the sink's exp joins the sum and its share passes no value: the keys' "
+           "shares sum to 1 − sink" if focus.sink_logit is not None else ""),
+        style="dim",
+    )  # fmt: skip
     title = heading("softmax", f"= exp({source} − max) / sum, for '{focus.label}'")
-    return Group(title, table, explain, *_hidden(focus, keys))
+    return Group(title, table, explain, *_why_lines(focus, keys), *_hidden(focus, keys))
 
 
 def output_section(focus: Focus, view: View) -> Group:
@@ -208,6 +289,8 @@ def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
     parts: list[RenderableType] = [title]
     if focus.note:
         parts.append(Text(focus.note, style="yellow"))
-    for make in SECTION_OF_STAGE.values():
+    for stage, make in SECTION_OF_STAGE.items():
         parts += [Text(""), make(focus, view)]
+        if stage == "scaled" and focus.between:  # ALiBi's bias, the cap: before the mask
+            parts += [Text(""), between_section(focus, view)]
     return Group(*parts)

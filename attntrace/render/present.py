@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from attntrace.core.trace import Trace
+from attntrace.core.trace import Stage, Trace
 from attntrace.errors import InputError
 from attntrace.render.document import header, render_trace, rule_lines
 from attntrace.render.titles import head_label
@@ -130,6 +131,22 @@ def renderables(
         yield from render_trace(trace, how.view)
 
 
+def _with_sink(
+    trace: Trace, head: int, weights: Stage, masked: npt.NDArray[np.bool_] | None
+) -> tuple[Stage, npt.NDArray[np.bool_] | None]:
+    """With a sink logit the map ranks the sink's share beside the keys (a column named
+    ``sink``), so a row's bars add up to 1 as its weights do (docs/variants.md)."""
+    if not any(s.name == "sink" and s.head == head for s in trace.stages):
+        return weights, masked
+    sink = trace.stage("sink", head=head)
+    data = np.hstack([weights.data, sink.data])
+    joined = Stage(weights.name, weights.formula, weights.rows, (*weights.cols, "sink"), data,
+                   head=weights.head, kv_head=weights.kv_head)  # fmt: skip
+    if masked is not None:
+        masked = np.hstack([masked, np.zeros((masked.shape[0], 1), dtype=bool)])
+    return joined, masked
+
+
 def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
     """One map per head, side by side where the width allows (a causal mask's hidden
     keys are never listed)."""
@@ -142,6 +159,7 @@ def attention_maps(trace: Trace, how: Presentation) -> Iterator[RenderableType]:
         if trace.model.causal:
             masked = np.isneginf(trace.stage("masked", head=head).data)
         weights = trace.stage("softmax", head=head)
+        weights, masked = _with_sink(trace, head, weights, masked)
         drawn = AttentionMap(weights, top=how.top, precision=how.map_precision, masked=masked)
         # 'head 2 · K/V head 1', as the tables title it ('' for a one-head model)
         label = Text(head_label(weights, trace.model).strip(), style="bold yellow")

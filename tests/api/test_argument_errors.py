@@ -152,8 +152,8 @@ BAD_VALUES: list[tuple[str, Callable[[], object], str]] = [
     ("two models", lambda: trace_attention("cat", config="x.yaml", sample="causal"),
      "give one of model, config and sample, not config and sample"),
     ("unknown sample", lambda: trace_attention(sample="nope"),
-     "unknown sample 'nope' (samples: cat-eats-fish, causal, cross, gqa, it-animal, "
-     "positions, rope, the-cat-sat, two-heads)"),
+     "unknown sample 'nope' (samples: alibi, cat-eats-fish, causal, cross, gemma-like, gqa, "
+     "it-animal, positions, rope, sink-logit, the-cat-sat, two-heads, window)"),
     ("causal with a context", lambda: trace_attention(sample="cross", causal=True),
      "causal: a causal mask hides later tokens of the same sequence, but this model "
      "cross-attends to a context: expected causal=False (or no context), got causal=True"),

@@ -128,13 +128,12 @@ def test_samples_lists_every_sample() -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[::2]] == [
-        "cat-eats-fish", "causal", "cross", "gqa", "it-animal", "positions", "rope",
-        "the-cat-sat",
-        "two-heads",
+        "alibi", "cat-eats-fish", "causal", "cross", "gemma-like", "gqa", "it-animal",
+        "positions", "rope", "sink-logit", "the-cat-sat", "two-heads", "window",
     ]  # fmt: skip
-    assert lines[0].endswith('"cat eats fish"  (also cat-eats-fish.json)')
-    assert lines[1] == "    The worked example: identity WQ/WK, WV swaps the two dimensions."
-    assert "d_model 6" in lines[8]
+    assert lines[2].endswith('"cat eats fish"  (also cat-eats-fish.json)')
+    assert lines[3] == "    The worked example: identity WQ/WK, WV swaps the two dimensions."
+    assert "d_model 6" in lines[12]
 
 
 @pytest.mark.parametrize("name", ["it-animal", "the-cat-sat", "cat-eats-fish.json"])

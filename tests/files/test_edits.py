@@ -399,7 +399,9 @@ REJECTED = [
         GOOD,
         "model.yaml (with --set kv_head): unknown field 'kv_head' (did you mean 'kv_heads'?) "
         "(known fields: name, description, sentence, embeddings, weights, heads, kv_heads, "
-        "causal, positions, context, vocabulary, biases, rope_base, rope_pairing, target)",
+        "causal, positions, context, vocabulary, biases, rope_base, rope_pairing, target, "
+        "window, sinks, alibi_slopes, qk_norm, qk_norm_eps, q_norm, k_norm, softcap, "
+        "sink_logit)",
         args=_set("kv_head=2"),
     ),
     case(

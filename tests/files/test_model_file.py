@@ -41,7 +41,8 @@ from helpers import load_valid_trace
 
 KNOWN_FIELDS = (
     "name, description, sentence, embeddings, weights, heads, kv_heads, causal, positions, "
-    "context, vocabulary, biases, rope_base, rope_pairing, target"
+    "context, vocabulary, biases, rope_base, rope_pairing, target, window, sinks, "
+    "alibi_slopes, qk_norm, qk_norm_eps, q_norm, k_norm, softcap, sink_logit"
 )
 TOP_LEVEL = "expected a mapping of model fields at the top level (embeddings, weights, ...)"
 TOKEN_MAP = "expected a non-empty mapping of token -> vector"
@@ -190,7 +191,8 @@ REJECTED = [
     case(
         "positions-unknown-kind",
         GOOD + "positions: rotary\n",
-        "model.yaml: positions: expected none, sinusoidal, rope, or a list of position vectors, "
+        "model.yaml: positions: expected none, sinusoidal, rope, alibi, or a list of position "
+        "vectors, "
         "got a string 'rotary'",
     ),
     # --- entries that are not (finite) numbers
@@ -500,6 +502,151 @@ REJECTED = [
         "target-nan",
         GOOD + "target: [[.nan, 1]]\n",
         "model.yaml: target[0][0]: expected a finite number, got a non-finite number (nan)",
+    ),
+    # --- the attention variants' keys (docs/variants.md)
+    case(
+        "window-without-causal",
+        GOOD + "window: 2\n",
+        "model.yaml: window: a sliding window is a causal mask made narrower: a query sees "
+        "itself and the window − 1 keys before it: expected causal: true with a window, got "
+        "causal: false",
+    ),
+    case(
+        "window-zero",
+        GOOD + "causal: true\nwindow: 0\n",
+        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 "
+        "keys before it), got 0",
+    ),
+    case(
+        "window-fraction",
+        GOOD + "causal: true\nwindow: 2.5\n",
+        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 "
+        "keys before it), got 2.5",
+    ),
+    case(
+        "window-yes-is-a-string",
+        GOOD + "causal: true\nwindow: yes\n",
+        "model.yaml: window: expected a whole number ≥ 1 (a query sees itself and window − 1 "
+        "keys before it), got a string 'yes'",
+    ),
+    case(
+        "sinks-negative",
+        GOOD + "causal: true\nwindow: 2\nsinks: -1\n",
+        "model.yaml: sinks: expected a whole number ≥ 0 (the first tokens kept past the window), "
+        "got -1",
+    ),
+    case(
+        "sinks-without-window",
+        GOOD + "causal: true\nsinks: 1\n",
+        "model.yaml: sinks: sinks keep the first tokens visible past a sliding window: expected "
+        "window: N with sinks, got no window",
+    ),
+    case(
+        "alibi-slopes-without-alibi",
+        GOOD + "alibi_slopes: [0.5]\n",
+        "model.yaml: alibi_slopes: alibi_slopes are ALiBi's, one per head: expected positions: "
+        "alibi with alibi_slopes, got positions: none",
+    ),
+    case(
+        "alibi-slopes-one-per-head",
+        GOOD + "positions: alibi\nalibi_slopes: [0.5, 0.25]\n",
+        "model.yaml: alibi_slopes: expected 1 slopes (one per head), got 2",
+    ),
+    case(
+        "alibi-slope-zero",
+        GOOD + "positions: alibi\nalibi_slopes: [0]\n",
+        "model.yaml: alibi_slopes[0]: expected a number > 0, got 0",
+    ),
+    case(
+        "alibi-slopes-a-number",
+        GOOD + "positions: alibi\nalibi_slopes: 0.5\n",
+        "model.yaml: alibi_slopes: expected a list of slopes, one per head, got 0.5",
+    ),
+    case(
+        "alibi-with-a-context",
+        GOOD + "positions: alibi\ncontext: cat\n",
+        "model.yaml: positions: ALiBi's bias is the distance between a query and a key of one "
+        "sequence; a context is another sequence: expected none, sinusoidal or learned with a "
+        "context, got alibi",
+    ),
+    case(
+        "qk-norm-yes",
+        GOOD + "qk_norm: yes\n",
+        "model.yaml: qk_norm: expected true or false, got a string 'yes'",
+    ),
+    case(
+        "qk-norm-eps-without-qk-norm",
+        GOOD + "qk_norm_eps: 1e-5\n",
+        "model.yaml: qk_norm_eps: qk_norm_eps belongs to QK-norm: expected qk_norm: true with "
+        "qk_norm_eps, got no qk_norm",
+    ),
+    case(
+        "qk-norm-eps-zero",
+        GOOD + "qk_norm: true\nqk_norm_eps: 0\n",
+        "model.yaml: qk_norm_eps: expected a number > 0 (added to mean(row²)), got 0",
+    ),
+    case(
+        "q-norm-with-qk-norm-false",
+        GOOD + "qk_norm: false\nq_norm: [1, 1]\n",
+        "model.yaml: q_norm: q_norm belongs to QK-norm: expected qk_norm: true with q_norm, got "
+        "qk_norm: false",
+    ),
+    case(
+        "q-norm-not-d_k",
+        GOOD + "qk_norm: true\nq_norm: [1, 1, 1]\n",
+        "model.yaml: q_norm: expected 2 numbers (d_k, shared by every head), got 3",
+    ),
+    case(
+        "k-norm-nan",
+        GOOD + "qk_norm: true\nk_norm: [1, .nan]\n",
+        "model.yaml: k_norm[1]: expected a finite number, got a non-finite number (nan)",
+    ),
+    case(
+        "softcap-zero",
+        GOOD + "softcap: 0\n",
+        "model.yaml: softcap: expected a number > 0 (logits are capped to ±softcap), got 0",
+    ),
+    case(
+        "softcap-negative",
+        GOOD + "softcap: -30\n",
+        "model.yaml: softcap: expected a number > 0 (logits are capped to ±softcap), got -30",
+    ),
+    case(
+        "softcap-a-word",
+        GOOD + "softcap: high\n",
+        "model.yaml: softcap: expected a number > 0 (logits are capped to ±softcap), got a "
+        "string 'high'",
+    ),
+    case(
+        "softcap-inf",
+        GOOD + "softcap: .inf\n",
+        "model.yaml: softcap: expected a finite number, got a non-finite number (inf)",
+    ),
+    case(
+        "sink-logit-one-per-head",
+        GOOD + "sink_logit: [1, 2]\n",
+        "model.yaml: sink_logit: expected a number, or 1 (one per head), got 2 numbers",
+    ),
+    case(
+        "sink-logit-a-word",
+        GOOD + "sink_logit: big\n",
+        "model.yaml: sink_logit: expected a number, or a list of one per head, got a string 'big'",
+    ),
+    case(
+        "sink-logit-nan",
+        GOOD + "sink_logit: .nan\n",
+        "model.yaml: sink_logit: expected a finite number, got a non-finite number (nan)",
+    ),
+    case(
+        "sink-logit-empty-list",
+        GOOD + "sink_logit: []\n",
+        "model.yaml: sink_logit: expected a number, or a list of one per head, got a list of 0 "
+        "items",
+    ),
+    case(
+        "sink-logit-item-a-word",
+        GOOD + "sink_logit: [x]\n",
+        "model.yaml: sink_logit[0]: expected a number, got a string 'x'",
     ),
 ]
 
