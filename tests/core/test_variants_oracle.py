@@ -279,18 +279,15 @@ def test_the_alibi_stage_of_8_heads_has_the_slopes_1_2_to_1_256() -> None:
 
 # ---- decode and flash against the loops (docs/variants.md, "The commands") ----
 
-# On main at 35c1c1a, decode and flash do not read ModelSpec.variants yet: they compute the
-# paper's causal attention and so disagree with the trace of a windowed, capped, sunk or
-# ALiBi model (seen: head 0's last output −1.767 against the trace's −0.654 for seed 3,
-# window 2, softcap 0.5, sink logit 1). Remove each marker when its command learns them.
-NOT_YET = "{} does not apply the variants yet (docs/variants.md, 'The commands')"
+# Before decode and flash read ModelSpec.variants, these failed (strict xfails): they
+# computed the paper's causal attention (head 0's last output −1.767 against the trace's
+# −0.654 for seed 3, window 2, softcap 0.5, sink logit 1).
 COMMAND_CASES = [
     {"window": 2}, {"window": 3, "sinks": 1}, {"positions": "alibi"}, {"qk_norm": True},
     {"softcap": 0.5}, {"sink_logit": 1.0},
 ]  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET.format("decode"))
 @pytest.mark.parametrize("fixed", COMMAND_CASES, ids=lambda o: ",".join(o))
 def test_each_decode_step_is_the_loops_row(fixed: dict[str, Any]) -> None:
     """Each new token's output, against the cache, is the loops' row for its position
@@ -304,13 +301,7 @@ def test_each_decode_step_is_the_loops_row(fixed: dict[str, Any]) -> None:
                                        **FLOAT64, err_msg=f"step {step.t}, head {h}")  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "fixed",
-    [pytest.param(case, marks=[] if case == {"qk_norm": True}  # flash reads Q_norm, K_norm
-                  else [pytest.mark.xfail(strict=True, reason=NOT_YET.format("flash"))])
-     for case in COMMAND_CASES],
-    ids=lambda o: ",".join(o),
-)  # fmt: skip
+@pytest.mark.parametrize("fixed", COMMAND_CASES, ids=lambda o: ",".join(o))
 def test_flash_output_is_the_loops(fixed: dict[str, Any]) -> None:
     model = variant_model(5, {**BASE, "causal": True, **fixed})
     tokens = [f"t{i % 6}" for i in range(6)]
