@@ -188,7 +188,8 @@ def layer_spec(
         rope_base=model.layer_rope_base(layer) or 10000.0,
         biases=weights.biases,
         given=GivenInputs(model.layer_input(tokens.ids, layer), model.x_formula(layer)),
-        name=f"{spec.name} L{layer}",
+        # the kind of layer heads every screen: gemma3 L4 (local), gemma3 L5 (global)
+        name=f"{spec.name} L{layer}" + (f" ({kind.split()[0]})" if kind else ""),
         description=spec.title + ("" if kind is None else f" · layer {layer}: {kind}"),
         sentence=" ".join(tokens.labels),
         source=spec.name,

@@ -144,6 +144,7 @@ def test_the_spec_names_the_layer_kind_and_its_variants() -> None:
     need()
     local, _ = layer_spec("gemma3", "The cat sat", LOCAL)
     assert local.description.endswith(" · layer 4: local (sliding window 512)")
+    assert local.name == "gemma3 L4 (local)"  # what every header starts with
     assert local.variants.window == 512
     assert local.variants.qk_norm
     assert local.rope_base == 10_000
@@ -151,6 +152,7 @@ def test_the_spec_names_the_layer_kind_and_its_variants() -> None:
     assert local.heads == 4
     global_, _ = layer_spec("gemma3", "The cat sat", GLOBAL)
     assert global_.description.endswith(" · layer 5: global")
+    assert global_.name == "gemma3 L5 (global)"
     assert global_.variants.window is None
     assert global_.variants.qk_norm
     assert global_.rope_base == 1e6
@@ -169,7 +171,7 @@ def test_run_traces_the_issues_sentence_on_layer_5() -> None:
                     "The animal didn't cross the street because it was tired.",
                     "--layer", "5", "--head", "0")  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "gemma3 L5 · 14 tokens" in result.output
+    assert "gemma3 L5 (global) · 14 tokens" in result.output
     assert "1 K/V head (MQA)" in result.output
     assert "Q_norm = RMSNorm(Q) · q_norm" in result.output
 
