@@ -61,7 +61,7 @@ def decode(
 ) -> None:
     """Decode SENTENCE one token at a time through a KV cache; compare with full attention.
 
-    With --model, a layer of a real decoder (smollm2) replays its own KV cache. With
+    With --model, a layer of a real decoder (smollm2, gemma3) replays its own KV cache. With
     --dtype, every step is computed in that dtype (docs/kernels.md)."""
     from attntrace.api import cast_of, choose_model, sentence_tokens
     from attntrace.core.kvcache import decode as run_decode

@@ -25,6 +25,9 @@ from attntrace.errors import InputError, describe
 Vector = npt.NDArray[np.float64]
 
 DEFAULT_QK_NORM_EPS = 1e-6  # Gemma 3's rms_norm_eps
+# The longest window and the most sinks: past any sentence (a window longer than the
+# sentence changes nothing), and an integer every JSON reader takes as it is.
+MOST_POSITIONS = 2**31 - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,6 +150,11 @@ def _check_alone(variants: Variants) -> None:
                          found=str(variants.window))  # fmt: skip
     if variants.sinks < 0:
         raise InputError(field="sinks", expected="a whole number ≥ 0", found=str(variants.sinks))
+    for name in ("window", "sinks"):
+        count = getattr(variants, name)
+        if count is not None and count > MOST_POSITIONS:
+            raise InputError(field=name, expected=f"at most {MOST_POSITIONS:,} (longer than "
+                             "any sentence)", found=f"{count:,}")  # fmt: skip
     if variants.sinks and variants.window is None:
         raise InputError(
             "sinks keep the first tokens visible past a sliding window; without one every "

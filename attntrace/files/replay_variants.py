@@ -16,7 +16,7 @@ import numpy as np
 
 from attntrace.core import fields
 from attntrace.core.frozen import freeze
-from attntrace.core.variants import DEFAULT_QK_NORM_EPS, Variants
+from attntrace.core.variants import DEFAULT_QK_NORM_EPS, MOST_POSITIONS, Variants
 from attntrace.errors import InputError, describe
 
 
@@ -55,7 +55,7 @@ def saved_variants(model: Mapping[str, Any], *, heads: int, d_k: int, causal: bo
 def _optional_count(model: Mapping[str, Any], key: str, *, least: int) -> int | None:
     if key not in model:
         return None
-    return fields.whole(model[key], f"model.{key}", least=least)
+    return fields.whole(model[key], f"model.{key}", least=least, most=MOST_POSITIONS)
 
 
 def _per_head(value: Any, field: str, heads: int, *, positive: bool = False) -> tuple[float, ...]:

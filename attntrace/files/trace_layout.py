@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.core import masks
 from attntrace.core.stage_names import KEY_COLUMNS, KEY_ROWS
 from attntrace.core.trace import ModelInfo, Trace
 from attntrace.errors import InputError, describe
@@ -180,6 +181,39 @@ def _check_consistent(trace: Trace) -> None:
         if stage.name == "softmax":
             sink = _sink_of(trace, stage.head)
             _check_weights(stage.data, field, _weights_tolerance(trace), sink)
+        if stage.name == "masked":
+            _check_mask(trace, stage.data, field)
+        if stage.name == "alibi" and trace.precision is None:
+            _check_alibi(trace, stage.data, stage.head, field)
+
+
+def _check_mask(trace: Trace, data: npt.NDArray[Any], field: str) -> None:
+    """The masked stage hides exactly the cells the saved mask (causal, window, sinks)
+    hides: a file whose window was edited would else be drawn with the wrong reasons.
+    Under --dtype a visible cell may be −∞ too (an overflow, counted by its error line)."""
+    v = trace.model.variants
+    n, m = data.shape
+    hidden = masks.hidden(np.arange(n), np.arange(m), causal=trace.model.causal,
+                          window=v.window, sinks=v.sinks)  # fmt: skip
+    shown = np.isneginf(data)
+    wrong = (hidden & ~shown) if trace.precision is not None else (hidden != shown)
+    if wrong.any():
+        i, j = (int(x[0]) for x in np.nonzero(wrong))
+        rule = masks.mask_words(trace.model.causal, v.window, v.sinks)
+        raise InputError(field=f"{field}.data[{i}][{j}]", expected=f"the model's mask ({rule})"
+                         f": {'null' if hidden[i, j] else 'a number'} here",
+                         found="a number" if hidden[i, j] else "null")  # fmt: skip
+
+
+def _check_alibi(trace: Trace, data: npt.NDArray[Any], head: int | None, field: str) -> None:
+    """ALiBi's bias is −m_h·|i − j| with the saved slope of its head."""
+    n, m = data.shape
+    slope = trace.model.variants.slopes(trace.model.heads)[head or 0]
+    expected = masks.alibi_bias(np.arange(n), np.arange(m), slope)
+    if not np.allclose(data, expected, rtol=1e-12, atol=1e-12):
+        raise InputError(field=f"{field}.data", expected=f"−m·|i − j| with the head's slope "
+                         f"m = {masks.slope_text(slope)} (model.alibi_slopes)",
+                         found="other numbers")  # fmt: skip
 
 
 def _sink_of(trace: Trace, head: int | None) -> npt.NDArray[Any] | None:

@@ -50,7 +50,7 @@ from attntrace.core.ops import Matrix, attention, linear, rms_norm, rope
 from attntrace.core.variants import Variants
 from attntrace.errors import InputError
 from attntrace.real.catalog import GEMMA3, RealModel
-from attntrace.real.forward import LayerAttention, Transformer
+from attntrace.real.forward import LayerAttention, Transformer, gelu_tanh
 from attntrace.real.gguf import GGUFFile
 from attntrace.real.sentencepiece import SentencePieceTokenizer, open_gguf
 
@@ -75,13 +75,6 @@ def is_global(layer: int) -> bool:
     """Whether layer ``layer`` attends to every earlier token (``full_attention``), as
     ``Gemma3TextConfig.__post_init__`` builds ``layer_types``: every sixth layer."""
     return (layer + 1) % SLIDING_WINDOW_PATTERN == 0
-
-
-def gelu_tanh(x: Matrix) -> Matrix:
-    """``gelu_pytorch_tanh``: ``x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))``."""
-    inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
-    result: Matrix = 0.5 * x * (1.0 + np.tanh(inner))
-    return result
 
 
 class Gemma3(Transformer):

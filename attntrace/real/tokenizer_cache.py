@@ -12,14 +12,19 @@ the tokenizer from the file.
 The file is the cache's, never trusted: it is read within :data:`MAX_BYTES`, its first line
 says the format, the kind, the weight file's SHA-256 and the SHA-256 of the rest (the
 tables' JSON), and anything that does not match, or does not parse, or has the wrong shape,
-is ignored and rebuilt, never an error. It is written to a temporary file then renamed, so
-a reader sees an old file or a whole new one. Where the directory cannot be written the
-tables are simply built again next time.
+is ignored and rebuilt, never an error. The header also carries a digest of the code
+that derives the tables (:func:`code_digest`: the tokenizer modules' own source), so a
+change to how they are derived rebuilds them rather than reading an old derivation. The
+checks are of integrity, not of authenticity: the cache is the user's own, as their
+``verified.json`` is, and a file forged to pass them is trusted as the user's. It is
+written to a temporary file then renamed, so a reader sees an old file or a whole new
+one. Where the directory cannot be written the tables are simply built again next time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -77,6 +82,24 @@ def open_gguf(
     return gguf, tokenizer
 
 
+# The modules whose code turns a GGUF's metadata into the cached tables.
+_DERIVING = ("bpe.py", "sentencepiece.py", "tokenizer_cache.py")
+
+
+@functools.cache
+def code_digest() -> str | None:
+    """A SHA-256 of the tokenizers' source, as installed: a cache written by other code
+    (another attntrace, or a change to a tokenizer) is stale. About 40 KB read, once.
+    None where the source cannot be read: then nothing is cached."""
+    digest = hashlib.sha256()
+    for name in _DERIVING:
+        try:
+            digest.update((Path(__file__).parent / name).read_bytes())
+        except OSError:  # a zipped or stripped install: no cache is better than a stale one
+            return None
+    return digest.hexdigest()
+
+
 def cache_file(kind: str, sha256: str) -> Path:
     """Where the tables of the weight file with this SHA-256 are kept."""
     return cache_dir() / "tokenizers" / f"{kind}-{sha256}.json"
@@ -85,7 +108,7 @@ def cache_file(kind: str, sha256: str) -> Path:
 def load_tables(kind: str, sha256: str) -> dict[str, object] | None:
     """The cached tables of ``kind`` for the weight file ``sha256``; None where absent,
     stale (another format, kind or file) or damaged."""
-    if not _is_sha256(sha256):
+    if not _is_sha256(sha256) or code_digest() is None:
         return None
     try:
         data = read_small(cache_file(kind, sha256), MAX_BYTES)
@@ -94,7 +117,7 @@ def load_tables(kind: str, sha256: str) -> dict[str, object] | None:
     head, newline, body = data.partition(b"\n")
     try:
         header = json.loads(head)
-        expected = {"format": FORMAT, "kind": kind, "sha256": sha256}
+        expected = {"format": FORMAT, "kind": kind, "sha256": sha256, "code": code_digest()}
         if not newline or not isinstance(header, dict):
             return None
         if any(header.get(key) != value for key, value in expected.items()):
@@ -110,13 +133,14 @@ def load_tables(kind: str, sha256: str) -> dict[str, object] | None:
 def save_tables(kind: str, sha256: str, tables: Mapping[str, object]) -> None:
     """Keep ``tables`` (JSON-able) for the weight file ``sha256``, atomically; a cache that
     cannot be written is skipped silently (the next run builds the tables again)."""
-    if not _is_sha256(sha256):
+    if not _is_sha256(sha256) or code_digest() is None:
         return
     body = json.dumps(tables, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     header = {
         "format": FORMAT,
         "kind": kind,
         "sha256": sha256,
+        "code": code_digest(),
         "tables_sha256": hashlib.sha256(body).hexdigest(),
     }
     data = json.dumps(header).encode("ascii") + b"\n" + body

@@ -29,11 +29,11 @@ from weight_files import ARRAY, F32V, STRING, U32, Metadata, write_gguf
 from attntrace.core.focus import resolve_position
 from attntrace.errors import InputError
 from attntrace.real.catalog import GEMMA3
+from attntrace.real.forward import gelu_tanh
 from attntrace.real.gemma import (
     LOCAL_ROPE_BASE,
     QUERY_PRE_ATTN_SCALAR,
     Gemma3,
-    gelu_tanh,
     is_global,
 )
 from attntrace.real.gguf import GGUFFile
@@ -247,3 +247,13 @@ def test_gelu_tanh_is_pytorchs_tanh_approximation(x: float) -> None:
     # FLOAT64_APPROX's absolute part: for x ≪ 0, 1 + tanh(…) cancels and an ulp of tanh
     # (numpy's against the C library's) is all that is left of the value
     assert gelu_tanh(np.array([x]))[0] == pytest.approx(expected, **FLOAT64_APPROX)
+
+
+def test_the_kv_cache_preset_has_the_models_local_layers() -> None:
+    """kv-cache's gemma3-270m preset (core/kv_memory, which may not import real/) prices
+    the local layers this module's rule makes: every layer but each sixth."""
+    from attntrace.core.kv_memory import PRESETS
+
+    preset = PRESETS["gemma3-270m"]
+    assert preset.layers == GEMMA3.layers
+    assert sum(not is_global(layer) for layer in range(GEMMA3.layers)) == preset.local_layers

@@ -94,6 +94,7 @@ def test_a_sealed_body_that_is_no_object_is_none() -> None:
         "format": tokenizer_cache.FORMAT,
         "kind": "toy",
         "sha256": SHA,
+        "code": tokenizer_cache.code_digest(),
         "tables_sha256": hashlib.sha256(body).hexdigest(),
     }
     path = cache_file("toy", SHA)
@@ -265,3 +266,11 @@ def test_gemma3_caches_its_tokenizer() -> None:
     assert "tokenizer.ggml.tokens" not in gguf.metadata
     assert cached.encode(text) == built.encode(text)
     assert cached.vocab_strings(range(200)) == built.vocab_strings(range(200))
+
+
+def test_tables_another_code_derived_are_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change to how the tables are derived (the tokenizers' source) rebuilds them."""
+    save_tables("toy", SHA, {"a": 1})
+    assert load_tables("toy", SHA) == {"a": 1}
+    monkeypatch.setattr(tokenizer_cache, "code_digest", lambda: "0" * 64)
+    assert load_tables("toy", SHA) is None
