@@ -179,18 +179,39 @@ CROSS_PARAGRAPHS: Mapping[str, str] = {
 }
 
 
-def caption(name: str, *, attend: bool, cross: bool = False) -> str:
+# d_scaled where a variant's stage stands between it and the softmax (its formula then
+# reads from d_biased or d_capped, not the softmax): the softmax backward is not its own.
+PASSED_ON_CAPTION = ("The gradient of the scaled scores, passed on from the stage after "
+                     "them (the cap's backward, or ALiBi's bias, a constant: unchanged).")
+PASSED_ON_PARAGRAPH = (
+    "Under ALiBi, biased = scaled + alibi, and alibi is a constant: d_scaled is d_biased, "
+    "number for number. Under a cap alone, capped = C · tanh(scaled / C), so d_scaled is "
+    "d_capped ∘ (1 − (capped / C)²). The softmax backward itself is the stage above."
+)
+
+
+def _passed_on(name: str, formula: str) -> bool:
+    return name == "d_scaled" and bool(formula) and "softmax ∘" not in formula
+
+
+def caption(name: str, *, attend: bool, cross: bool = False, formula: str = "") -> str:
     """The line under gradient ``name``'s table; why it is 0, under the attend loss;
-    what d_X sums, under cross-attention (``cross``)."""
+    what d_X sums, under cross-attention (``cross``); ``formula``, the stage's, says
+    whether d_scaled is the softmax backward or passed on by a variant's stage."""
     if attend and name in ATTEND_ZEROS:
         return ATTEND_ZERO
     if cross and name in CROSS_CAPTIONS:
         return CROSS_CAPTIONS[name]
+    if _passed_on(name, formula):
+        return PASSED_ON_CAPTION
     return CAPTIONS.get(name, "")
 
 
-def paragraph(name: str, *, cross: bool = False) -> str:
-    """Step mode's paragraph on gradient ``name`` (``cross``: under cross-attention)."""
+def paragraph(name: str, *, cross: bool = False, formula: str = "") -> str:
+    """Step mode's paragraph on gradient ``name`` (``cross``: under cross-attention;
+    ``formula`` as for :func:`caption`)."""
     if cross and name in CROSS_PARAGRAPHS:
         return CROSS_PARAGRAPHS[name]
+    if _passed_on(name, formula):
+        return PASSED_ON_PARAGRAPH
     return PARAGRAPHS.get(name, "")

@@ -265,3 +265,23 @@ def test_the_grad_record_names_each_new_stage_in_backward_order() -> None:
     assert formulas["d_scaled"] == "d_scaled = d_biased (ALiBi's bias is a constant)"
     assert formulas["d_Q"].startswith("d_Q = d_Q_norm back through RMSNorm")
     assert grad.mirror(grad.stage("d_capped", head=0)) is not None
+
+
+def test_the_focus_panel_checks_against_the_stage_the_softmax_backward_lands_on() -> None:
+    """Under a cap the softmax backward is d_capped (d_biased under ALiBi alone), and the
+    by-hand row of grad --focus is set beside that stage's row, recomputed here."""
+    from attntrace.core.grad_focus import jacobian_focus
+
+    for fixed, landed in (({"softcap": True, "positions": "alibi"}, "d_capped"),
+                          ({"softcap": False, "positions": "alibi"}, "d_biased"),
+                          ({"softcap": False, "positions": "none"}, "d_scaled")):  # fmt: skip
+        model, tokens = variant_block(2, causal=True, sink=True, **fixed)
+        tokens = tokens + ["t0", "t3"]
+        grad = grad_trace(model, tokens, None, Objective("attend", "t3", "t0"))
+        focus = jacobian_focus(grad, len(tokens) - 1, 0)
+        assert focus.landed == landed
+        a = grad.forward.stage("softmax", head=0).data[-1]
+        d_a = grad.stage("d_softmax", head=0).data[-1]
+        by_hand = [a[j] * (d_a[j] - sum(a[k] * d_a[k] for k in range(len(a))))
+                   for j in range(len(a))]  # fmt: skip
+        np.testing.assert_allclose(focus.stage_d_scaled, by_hand, rtol=0, atol=1e-12)
