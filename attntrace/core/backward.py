@@ -13,22 +13,22 @@ reverse, each step the formula a learner writes by hand:
 
 Under RoPE, Q and K are turned before the scores: the gradient reaches Q_rope and K_rope
 first and is turned back (a rotation is orthogonal: its backward is its transpose, the
-turn by −θ).
+turn by −θ). With GQA a K/V head serves several query heads, so its gradient is the sum
+of theirs; each query head's own contribution is kept, so a view can show that sum.
 
 The variants of docs/variants.md add their own steps, each the derivative of its stage:
 
     sink logit s:  d_softmax's keys as above (rows of A sum to 1 − sink, the same Jacobian
                    diag(a) − a·aᵀ over the keys), and d s = −Σᵢ sinkᵢ · rowsum(dA ∘ A)ᵢ
     mask, window:  hidden cells have A = 0, so no gradient passes through them
-    softcap C:     d_biased (or d_scaled) = d_capped ∘ (1 − (capped / C)²) = 1 − tanh²(x/C)
+    softcap C:     d_biased (or d_scaled) = d_capped ∘ (1 − (capped / C)²), 1 − tanh²(x/C)
     ALiBi:         a constant bias, so d_scaled = d_biased, unchanged
     QK-norm:       y = x · r · w, r = 1/√(mean(x²) + ε), with u = dy ∘ w:
                    dx = r · u − r³ · x · Σ(u ∘ x) / d,   dw = Σ over rows of dy ∘ x · r
 
 (the cap: Gemma 2's ``eager_attention_forward``; the sink: gpt-oss's
 ``eager_attention_forward``, its concatenated column; RMSNorm: Zhang and Sennrich 2019,
-and ``Gemma3RMSNorm`` in transformers, with the weight multiplied as written). With GQA a K/V head serves several query heads, so its gradient is the sum
-of theirs; each query head's own contribution is kept, so a view can show that sum.
+and ``Gemma3RMSNorm`` in transformers, with the weight multiplied as written).
 
 The forward numbers are the trace's own (the block is traced once, here), so every
 gradient belongs to exactly the stages a reader sees.

@@ -154,9 +154,8 @@ def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, 
             and resolved.loss.d_softmax[h] is not None  # fmt: skip
         q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else \
             trace.model.score_inputs  # fmt: skip
-        softmax_out = next(name for name, d in (("d_capped", hg.d_capped),
-                                                ("d_biased", hg.d_biased),
-                                                ("d_scaled", hg.d_scaled)) if d is not None)  # fmt: skip
+        landed = (("d_capped", hg.d_capped), ("d_biased", hg.d_biased), ("d_scaled", hg.d_scaled))
+        softmax_out = next(name for name, d in landed if d is not None)
         backward = f"{softmax_out} = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))"
         cap = model.variants.softcap
         normed = hg.d_Q_norm is not None
@@ -209,10 +208,20 @@ def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, 
     add("d_bK", "d_bK = column sums of d_K", g.d_bK, ("d_bK",), dims(model.n_kv_heads * d_k))
     add("d_WV", f"d_WV = {x_keys}ᵀ · d_V", g.d_WV, rows, dims(model.n_kv_heads * d_v))
     add("d_bV", "d_bV = column sums of d_V", g.d_bV, ("d_bV",), dims(model.n_kv_heads * d_v))
-    add("d_q_norm", "d_q_norm = Σ over rows (and heads) of d_Q_norm ∘ Q / rms(Q)",
-        g.d_q_norm, ("d_q_norm",), dims(d_k))
-    add("d_k_norm", "d_k_norm = Σ over rows (and heads) of d_K_norm ∘ K / rms(K)",
-        g.d_k_norm, ("d_k_norm",), dims(d_k))
+    add(
+        "d_q_norm",
+        "d_q_norm = Σ over rows (and heads) of d_Q_norm ∘ Q / rms(Q)",
+        g.d_q_norm,
+        ("d_q_norm",),
+        dims(d_k),
+    )
+    add(
+        "d_k_norm",
+        "d_k_norm = Σ over rows (and heads) of d_K_norm ∘ K / rms(K)",
+        g.d_k_norm,
+        ("d_k_norm",),
+        dims(d_k),
+    )
     every = " (summed over heads)" if heads > 1 else ""
     x_cols = trace.stage("X").cols
     if trace.context_tokens is None:

@@ -11,136 +11,37 @@ Q_rope, scaled, biased, capped, softmax, ...). Every option is drawn on and off 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_backward import assert_close_to, finite_difference, rotation
+from variant_cases import (
+    Point,
+    assert_close_to,
+    finite_difference,
+    naive_forward,
+    params,
+    variant_block,
+)
 
 from attntrace.core.attention import trace_block
 from attntrace.core.backward import block_output_name, grad_block
 from attntrace.core.grad_trace import GRAD_ORDER, grad_trace
 from attntrace.core.objective import Objective
 from attntrace.core.spec import ModelSpec
-from attntrace.core.variants import Variants
 
 Array = npt.NDArray[np.float64]
-Point = tuple[str, int]
 EXAMPLES = settings(max_examples=25, deadline=None)
+ALL_ON = {"causal": True, "window": True, "qk_norm": True, "weighted": True, "softcap": True,
+          "sink": True}  # fmt: skip
 
 
-def variant_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str]]:
-    """A random self-attention block with each variant on or off (or as ``fixed`` says)."""
-    rng = np.random.default_rng(seed)
-
-    def pick(name: str) -> bool:
-        return bool(fixed.get(name, bool(rng.integers(0, 2))))
-
-    heads = int(rng.choice([1, 2, 4]))
-    kv_heads = int(rng.choice([k for k in (1, 2, 4) if heads % k == 0]))
-    d_model, d_v = (int(x) for x in rng.integers(1, 5, size=2))
-    d_k = 2 * int(rng.integers(1, 3))
-    positions = str(fixed.get("positions", rng.choice(["none", "rope", "alibi"])))
-    causal = pick("causal") or pick("window")
-    window = int(rng.integers(1, 4)) if causal and pick("window") else None
-    sinks = int(rng.integers(0, 2)) if window is not None else 0
-    qk_norm = pick("qk_norm")
-    weighted = qk_norm and pick("weighted")
-    variants = Variants(
-        window=window,
-        sinks=sinks,
-        qk_norm=qk_norm,
-        q_norm=rng.normal(size=d_k) if weighted else None,
-        k_norm=rng.normal(size=d_k) if weighted else None,
-        qk_norm_eps=float(rng.choice([1e-6, 0.1])),
-        softcap=float(rng.uniform(0.5, 3.0)) if pick("softcap") else None,
-        sink_logit=[float(x) for x in rng.normal(size=heads)] if pick("sink") else None,
-    )
-    vocab = {f"t{i}": rng.normal(size=d_model) for i in range(6)}
-    model = ModelSpec(
-        vocab,
-        rng.normal(size=(d_model, heads * d_k)),
-        rng.normal(size=(d_model, kv_heads * d_k)),
-        rng.normal(size=(d_model, kv_heads * d_v)),
-        WO=rng.normal(size=(heads * d_v, d_model)) if pick("wo") else None,
-        heads=heads,
-        kv_heads=kv_heads,
-        causal=causal,
-        positions=None if positions == "none" else positions,
-        rope_base=10.0,
-        variants=variants,
-    )
-    tokens = [f"t{int(i)}" for i in rng.integers(0, 6, size=int(rng.integers(1, 6)))]
-    return model, tokens
-
-
-def naive_forward(
-    model: ModelSpec, p: dict[str, Any], bump: dict[Point, Array]
-) -> tuple[Array, list[Array]]:
-    """The block output and each head's softmax, computed cell by cell."""
-
-    def at(name: str, head: int, value: Array) -> Array:
-        return value + bump[(name, head)] if (name, head) in bump else value
-
-    v = model.variants
-    d_k, d_v, group = model.d_k, model.d_v, model.heads // model.n_kv_heads
-    X = p["X"]
-    n = len(X)
-    slopes = v.slopes(model.heads)
-    outputs, softmaxes = [], []
-    for h in range(model.heads):
-        g = h // group
-        Q = at("Q", h, X @ p["WQ"][:, h * d_k : (h + 1) * d_k])
-        K = at("K", h, X @ p["WK"][:, g * d_k : (g + 1) * d_k])
-        V = X @ p["WV"][:, g * d_v : (g + 1) * d_v]
-        if v.qk_norm:
-            normed = []
-            for rows, weight in ((Q, p["q_norm"]), (K, p["k_norm"])):
-                out = np.zeros_like(rows)
-                for i in range(n):
-                    rms = math.sqrt(sum(x * x for x in rows[i]) / d_k + v.qk_norm_eps)
-                    for c in range(d_k):
-                        out[i, c] = rows[i, c] / rms * (1.0 if weight is None else weight[c])
-                normed.append(out)
-            Q, K = at("Q_norm", h, normed[0]), at("K_norm", h, normed[1])
-        if model.position_kind == "rope":
-            Q = at("Q_rope", h, np.stack([rotation(i, d_k, 10.0, "half") @ Q[i] for i in range(n)]))
-            K = at("K_rope", h, np.stack([rotation(j, d_k, 10.0, "half") @ K[j] for j in range(n)]))
-        scaled = at("scaled", h, at("scores", h, Q @ K.T) / math.sqrt(d_k))
-        logits = scaled.copy()
-        if model.position_kind == "alibi":
-            bias = np.array([[-slopes[h] * abs(i - j) for j in range(n)] for i in range(n)])
-            logits = at("biased", h, logits + bias)
-        if v.softcap is not None:
-            logits = at("capped", h, v.softcap * np.tanh(logits / v.softcap))
-        sink = None if p["sink_logit"] is None else p["sink_logit"][h]
-        weights = np.zeros((n, n))
-        for i in range(n):
-            seen = [j for j in range(n) if not model.causal or (
-                j <= i and (v.window is None or i - j < v.window or j < v.sinks))]  # fmt: skip
-            top = max([logits[i, j] for j in seen] + ([] if sink is None else [sink]))
-            total = sum(math.exp(logits[i, j] - top) for j in seen)
-            total += 0.0 if sink is None else math.exp(sink - top)
-            for j in seen:
-                weights[i, j] = math.exp(logits[i, j] - top) / total
-        weights = at("softmax", h, weights)
-        softmaxes.append(weights)
-        outputs.append(weights @ V)
-    block = outputs[0] if model.heads == 1 else np.concatenate(outputs, 1)
-    return (block if p["WO"] is None else block @ p["WO"]), softmaxes
-
-
-def params(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
-    v = model.variants
-    sinks = v.sink_logits(model.heads)
-    return {"WQ": model.WQ, "WK": model.WK, "WV": model.WV, "WO": model.WO,
-            "X": trace_block(model, tokens)["X"].data, "q_norm": v.q_norm,
-            "k_norm": v.k_norm, "sink_logit": None if sinks is None else np.array(sinks)}  # fmt: skip
+def paired(upstream: Array) -> Callable[[Array, list[Array]], float]:
+    """L = Σ upstream ∘ block output."""
+    return lambda block, _: float((upstream * block).sum())
 
 
 def check(model: ModelSpec, tokens: list[str], objective: Callable[..., float],
@@ -208,16 +109,15 @@ def test_every_variant_on_at_once(positions: str) -> None:
     """The whole table of docs/variants.md: QK-norm (weighted), window and a sink, the
     cap and the sink logit, with RoPE (after the norm), ALiBi, or no positions."""
     for seed in range(3):
-        model, tokens = variant_block(seed, positions=positions, causal=True, window=True,
-                                      qk_norm=True, weighted=True, softcap=True, sink=True)  # fmt: skip
-        upstream = np.random.default_rng(seed).normal(
-            size=trace_block(model, tokens)[block_output_name(model)].shape)  # fmt: skip
-        check(model, tokens, lambda block, _: float((upstream * block).sum()), upstream, None)
+        model, tokens = variant_block(seed, positions=positions, **ALL_ON)
+        shape = trace_block(model, tokens)[block_output_name(model)].shape
+        upstream = np.random.default_rng(seed).normal(size=shape)
+        check(model, tokens, paired(upstream), upstream, None)
 
 
 def test_a_window_passes_no_gradient_through_the_cells_it_hides() -> None:
     model, tokens = variant_block(3, causal=True, window=True, softcap=True)
-    model_tokens = tokens + ["t1", "t2", "t3", "t4"]
+    model_tokens = [*tokens, "t1", "t2", "t3", "t4"]
     rng = np.random.default_rng(0)
     upstream = rng.normal(size=trace_block(model, model_tokens)[block_output_name(model)].shape)
     grads = grad_block(model, model_tokens, d_output=upstream)
@@ -230,7 +130,8 @@ def test_a_window_passes_no_gradient_through_the_cells_it_hides() -> None:
                 hidden = j > i or (i - j >= window and j >= sinks)
                 if hidden:
                     assert hg.d_scaled[i, j] == 0.0
-                    assert hg.d_capped is not None and hg.d_capped[i, j] == 0.0
+                    assert hg.d_capped is not None
+                    assert hg.d_capped[i, j] == 0.0
 
 
 def test_with_a_sink_each_row_of_the_logits_gradient_sums_to_minus_the_sinks_share() -> None:
@@ -276,7 +177,7 @@ def test_the_focus_panel_checks_against_the_stage_the_softmax_backward_lands_on(
                           ({"softcap": False, "positions": "alibi"}, "d_biased"),
                           ({"softcap": False, "positions": "none"}, "d_scaled")):  # fmt: skip
         model, tokens = variant_block(2, causal=True, sink=True, **fixed)
-        tokens = tokens + ["t0", "t3"]
+        tokens = [*tokens, "t0", "t3"]
         grad = grad_trace(model, tokens, None, Objective("attend", "t3", "t0"))
         focus = jacobian_focus(grad, len(tokens) - 1, 0)
         assert focus.landed == landed

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_backward_variants import variant_block
 from tolerances import BACKWARD_ORACLE
+from variant_cases import variant_block
 
 from attntrace.core.attention import trace_block
 from attntrace.core.backward import block_output_name, grad_block
@@ -31,13 +31,15 @@ def rope(rows: Any, base: float) -> Any:
     return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=1)
 
 
-def autograd(model: ModelSpec, tokens: list[str], d_block: Any, d_soft: list[Any]) -> dict[str, Any]:
+def autograd(
+    model: ModelSpec, tokens: list[str], d_block: Any, d_soft: list[Any]
+) -> dict[str, Any]:
     v = model.variants
+    given = {"WQ": model.WQ, "WK": model.WK, "WV": model.WV, "WO": model.WO,
+             "X": trace_block(model, tokens)["X"].data, "q_norm": v.q_norm, "k_norm": v.k_norm,
+             "sink": v.sink_logits(model.heads)}  # fmt: skip
     leaf = {name: torch.tensor(np.array(value), dtype=torch.float64, requires_grad=True)
-            for name, value in (("WQ", model.WQ), ("WK", model.WK), ("WV", model.WV),
-                                ("WO", model.WO), ("X", trace_block(model, tokens)["X"].data),
-                                ("q_norm", v.q_norm), ("k_norm", v.k_norm),
-                                ("sink", v.sink_logits(model.heads))) if value is not None}  # fmt: skip
+            for name, value in given.items() if value is not None}  # fmt: skip
     n, d_k, d_v = len(tokens), model.d_k, model.d_v
     group = model.heads // model.n_kv_heads
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
@@ -79,8 +81,14 @@ def autograd(model: ModelSpec, tokens: list[str], d_block: Any, d_soft: list[Any
     return {name: tensor.grad.numpy() for name, tensor in leaf.items()}
 
 
-ALL_ON = {"causal": True, "window": True, "qk_norm": True, "weighted": True, "softcap": True,
-          "sink": True}
+ALL_ON = {
+    "causal": True,
+    "window": True,
+    "qk_norm": True,
+    "weighted": True,
+    "softcap": True,
+    "sink": True,
+}
 
 
 @pytest.mark.parametrize(("seed", "fixed"), [(seed, {}) for seed in range(12)]

@@ -8,9 +8,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pytest
-from test_backward import assert_close_to, finite_difference
-from test_backward_variants import naive_forward, params, variant_block
+from variant_cases import (
+    assert_close_to,
+    finite_difference,
+    naive_forward,
+    params,
+    variant_block,
+)
 
 from attntrace.core.objective import Objective
 from attntrace.core.train import train
@@ -29,7 +35,7 @@ def test_one_step_is_minus_lr_times_the_finite_difference_gradient(positions: st
     p = params(model, tokens)
 
     def loss_at(name: str):  # type: ignore[no-untyped-def]
-        def value(step: np.ndarray) -> float:  # −log A[last, last] of head 0
+        def value(step: npt.NDArray[np.float64]) -> float:  # −log A[last, last] of head 0
             _, softmaxes = naive_forward(model, {**p, name: p[name] + step}, {})
             return -math.log(softmaxes[0][last, last])
 
