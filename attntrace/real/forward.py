@@ -24,6 +24,7 @@ import numpy.typing as npt
 from attntrace import arguments
 from attntrace.core import progress
 from attntrace.core.ops import Matrix, attention, linear, rope
+from attntrace.core.variants import Variants
 from attntrace.errors import InputError
 from attntrace.real.catalog import RealModel
 from attntrace.real.text import checked_ids
@@ -84,6 +85,20 @@ class Transformer(ABC):
     @abstractmethod
     def x_formula(self, layer: int) -> str:
         """How the X stage of layer ``layer`` reads."""
+
+    def layer_rope_base(self, layer: int) -> float | None:
+        """The RoPE base of layer ``layer``: the model's, unless its layers differ."""
+        return self.rope_base
+
+    def layer_variants(self, layer: int) -> Variants:
+        """What layer ``layer``'s attention computes beyond the paper's (docs/variants.md):
+        none, unless the model says."""
+        return Variants()
+
+    def layer_kind(self, layer: int) -> str | None:
+        """How a header names the kind of layer ``layer`` where a model's layers differ
+        (Gemma 3: ``local (sliding window 512)`` or ``global``); None where all are alike."""
+        return None
 
     def checked_ids(self, ids: Sequence[int]) -> list[int]:
         """``ids`` as the model reads them: 1 to ``max_tokens`` token ids, each from 0 to

@@ -1,9 +1,15 @@
 """ggml's tensor types, and how the ones real models use are read as float32.
 
 A GGUF tensor is stored in blocks of one ggml type: plain floats (a block is one
-weight) or a quantized layout (32 weights and their fp16 scale, as in ggml-common.h).
-Each reader dequantizes all blocks at once with numpy over a structured view of the
-memory map, never a Python loop over blocks.
+weight) or a quantized layout (32 weights and their fp16 scale, or a 256-weight
+"k-quant" super-block of sub-block scales, as in ggml-common.h). Each reader
+dequantizes all blocks at once with numpy over a structured view of the memory map,
+never a Python loop over blocks.
+
+Every reader computes what ggml's ``dequantize_row_*`` (ggml-quants.c) computes, in the
+same float32 operations in the same order, so the weights are the ones llama.cpp and the
+``gguf`` package's ``gguf/quants.py`` produce, bit for bit (tools/make_reader_goldens.py
+checks it against the real files).
 """
 
 from __future__ import annotations
@@ -55,8 +61,16 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
 _Q8_0 = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
 _Q4_0 = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 _Q4_1 = np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", "u1", (16,))])
+# Gemma 3's Q4_K_M file adds these (ggml-common.h: block_q5_0, block_q4_K, block_q6_K).
+_Q5_0 = np.dtype([("d", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))])  # qh: a LE uint32
+_Q4_K = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))])
+_Q6_K = np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)),
+                  ("d", "<f2")])  # fmt: skip
 _NIBBLE = np.uint8(0x0F)
 _FOUR = np.uint8(4)
+_SIX_BITS = np.uint8(0x3F)
+_TWO_BITS = np.uint8(0x03)
+_QH_SHIFTS = np.array([0, 2, 4, 6], dtype=np.uint8)
 
 
 def _f32(x: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -98,6 +112,95 @@ def _dequantize_q4_1(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     return out
 
 
+def _low_high(qs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Bytes [..., k] as their 2k 4-bit values: the low nibbles first, then the high ones
+    (uint8, along a new last-but-one axis of 2)."""
+    out = np.empty((*qs.shape[:-1], 2, qs.shape[-1]), dtype=np.uint8)
+    out[..., 0, :] = qs & _NIBBLE
+    out[..., 1, :] = qs >> _FOUR
+    return out
+
+
+def _scaled(q: npt.NDArray[Any], scale: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """float32(q) · scale in one pass (the small integers cast as they are multiplied, no
+    float32 copy of them first): the same product, rounded once, as ggml's ``q * d``."""
+    out = np.empty(q.shape, dtype=np.float32)
+    np.multiply(q, scale, out=out, dtype=np.float32)
+    return out
+
+
+def _dequantize_q5_0(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = d·(q − 16), q of 5 bits: fp16 scale, 32 high bits (a little-endian uint32
+    ``qh``), 16 bytes of low nibbles.
+
+    ggml-quants.c ``dequantize_row_q5_0``: weight j (j < 16) is the low nibble of byte j
+    with bit j of qh above it, weight j + 16 the high nibble with bit j + 16.
+    """
+    blocks = np.frombuffer(buf, dtype=_Q5_0, count=n_blocks, offset=offset)
+    q = _low_high(blocks["qs"]).reshape(n_blocks, 32)
+    # qh's 4 little-endian bytes, bit j (least significant first) for weight j
+    high = np.unpackbits(blocks["qh"], axis=1, bitorder="little")
+    high <<= _FOUR
+    q |= high
+    signed = q.view(np.int8)  # 0..31: the bit pattern is the value
+    signed -= np.int8(16)  # exact in int8, as ggml's int ``x0 - 16``
+    return _scaled(signed, _f32(blocks["d"])[:, None])
+
+
+def _k4_scales_mins(scales: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """The 8 six-bit scales and 8 six-bit minimums packed in Q4_K's 12 bytes (uint8 [n, 8]
+    each), as ggml-quants.c ``get_scale_min_k4`` unpacks them: sub-block j < 4 has its
+    scale and minimum in the low 6 bits of bytes j and j + 4; sub-block j ≥ 4 has their low
+    4 bits in byte j + 4 (low and high nibble) and their top 2 bits in the top bits of bytes
+    j − 4 and j."""
+    first, second, third = scales[:, 0:4], scales[:, 4:8], scales[:, 8:12]
+    sc = np.empty((scales.shape[0], 8), dtype=np.uint8)
+    mins = np.empty((scales.shape[0], 8), dtype=np.uint8)
+    sc[:, :4] = first & _SIX_BITS
+    mins[:, :4] = second & _SIX_BITS
+    sc[:, 4:] = (third & _NIBBLE) | ((first >> np.uint8(6)) << _FOUR)
+    mins[:, 4:] = (third >> _FOUR) | ((second >> np.uint8(6)) << _FOUR)
+    return sc, mins
+
+
+def _dequantize_q4_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = (d·sc)·q − dmin·m per 32-weight sub-block: fp16 d and dmin, 12 bytes of 6-bit
+    scales and minimums, 128 bytes of nibbles.
+
+    ggml-quants.c ``dequantize_row_q4_K``: each 64 weights read 32 bytes, the low nibbles
+    (sub-block 2i, scale d1 = d·sc, offset m1 = dmin·m) then the high ones (2i + 1), each
+    weight ``d1 * q - m1`` in float32.
+    """
+    blocks = np.frombuffer(buf, dtype=_Q4_K, count=n_blocks, offset=offset)
+    sc, mins = _k4_scales_mins(blocks["scales"])
+    scale = _f32(blocks["d"])[:, None] * sc.astype(np.float32)
+    minimum = _f32(blocks["dmin"])[:, None] * mins.astype(np.float32)
+    q = _low_high(blocks["qs"].reshape(n_blocks, 4, 32)).reshape(n_blocks, 8, 32)
+    out = _scaled(q, scale[:, :, None])
+    out -= minimum[:, :, None]
+    return out.reshape(n_blocks, 256)
+
+
+def _dequantize_q6_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = (d·sc)·(q − 32), q of 6 bits, one int8 scale per 16 weights: 128 bytes of low
+    nibbles, 64 bytes of 2-bit high parts, 16 scales, fp16 d (last in the block).
+
+    ggml-quants.c ``dequantize_row_q6_K``: each half of 128 weights reads 64 bytes of ql and
+    32 of qh; its quarter k (32 weights) takes the low nibbles of ql[0:32] (k = 0) or
+    ql[32:64] (k = 1), or their high nibbles (k = 2, 3), with bits 2k, 2k + 1 of qh on top;
+    weight i of the block has scale sc[i // 16], computed as ``d * sc * q`` (left to right).
+    """
+    blocks = np.frombuffer(buf, dtype=_Q6_K, count=n_blocks, offset=offset)
+    # [half, nibble, 64 bytes] -> [half, quarter k = 2·nibble + byte // 32, 32]
+    low = _low_high(blocks["ql"].reshape(n_blocks, 2, 64)).reshape(n_blocks, 2, 4, 32)
+    high = (blocks["qh"].reshape(n_blocks, 2, 1, 32) >> _QH_SHIFTS[:, None]) & _TWO_BITS
+    low |= high << _FOUR
+    signed = low.view(np.int8).reshape(n_blocks, 16, 16)
+    signed -= np.int8(32)  # exact in int8, as ggml's ``(int8_t)(...) - 32``
+    scale = _f32(blocks["d"])[:, None] * blocks["scales"].astype(np.float32)
+    return _scaled(signed, scale[:, :, None]).reshape(n_blocks, 256)
+
+
 def _read_f32(buf: Any, offset: int, count: int) -> npt.NDArray[Any]:
     return np.frombuffer(buf, dtype="<f4", count=count, offset=offset)
 
@@ -124,7 +227,10 @@ READERS: dict[int, Callable[[Any, int, int], npt.NDArray[Any]]] = {
     1: _read_f16,
     2: _dequantize_q4_0,
     3: _dequantize_q4_1,
+    6: _dequantize_q5_0,
     8: _dequantize_q8_0,
+    12: _dequantize_q4_k,
+    14: _dequantize_q6_k,
     28: _read_f64,
     30: _read_bf16,
 }

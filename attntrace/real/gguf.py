@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import mmap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,11 +87,13 @@ class GGUFFile:
     #: Absolute offset of the data section.
     data_offset: int
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, skip: Collection[str] = ()) -> None:
+        """Open and check ``path``; the metadata arrays named in ``skip`` are stepped over
+        (bounds checked, not decoded) and left out of :attr:`metadata`."""
         self.path = Path(path)
         self._source = str(path)
         self._map = _map_file(self.path, self._source)
-        parser = Parser(self._map, len(self._map), self._source)
+        parser = Parser(self._map, len(self._map), self._source, frozenset(skip))
         self.version, self.metadata, infos, header_end = parser.parse()
         self.alignment = alignment_of(self.metadata, self._source)
         self.data_offset = -(-header_end // self.alignment) * self.alignment

@@ -61,11 +61,16 @@ _U64 = struct.Struct("<Q").unpack_from
 class Parser:
     """A cursor over the header; every read is checked against the file's end first."""
 
-    def __init__(self, buf: mmap.mmap, end: int, source: str) -> None:
+    def __init__(
+        self, buf: mmap.mmap, end: int, source: str, skip: frozenset[str] = frozenset()
+    ) -> None:
         self.buf = buf
         self.end = end
         self.pos = 0
         self.source = source
+        # Keys whose arrays are stepped over, checked but not decoded (a tokenizer read
+        # from its cache needs not the 262 144 strings of Gemma's vocabulary).
+        self.skip = skip
 
     def fail(self, message: str, field: str | None = None, **kw: str) -> InputError:
         return InputError(
@@ -151,6 +156,9 @@ class Parser:
             if key in metadata:
                 raise self.fail("duplicate metadata key", key)
             value_type = self.u32("a value type", key)
+            if value_type == _ARRAY and key in self.skip:
+                self.step_over_array(key)
+                continue
             metadata[key] = self.value(value_type, key, 0)
 
         # A tensor info is at least 24 bytes (name length, n_dims, type, offset).
@@ -221,6 +229,27 @@ class Parser:
                 raise self.fail("bad boolean in array", key, expected="0 or 1")
             return (values != 0).tolist()  # type: ignore[no-any-return]
         return values.tolist()  # type: ignore[no-any-return]
+
+    def step_over_array(self, key: str) -> None:
+        """Move past an array with every bound checked, decoding no string and making no
+        list: the lengths of its strings are read, nothing else."""
+        elem_type = self.u32("an array's element type", key)
+        count = self.u64("an array's length", key)
+        if elem_type != _STRING:
+            self.pos -= 12
+            self.array(key, 1)  # numbers are one numpy view; arrays of arrays are rare
+            return
+        self.check_count(count, 8, "array length", key)
+        buf, end, pos = self.buf, self.end, self.pos
+        for index in range(count):
+            if end - pos < 8 or (pos := pos + 8 + _U64(buf, pos)[0]) > end:
+                raise self.fail(
+                    f"file ends inside string {index} of the array",
+                    key,
+                    expected=f"{count} strings",
+                    found=f"the file's end at offset {end}",
+                )
+        self.pos = pos
 
     def string_array(self, count: int, key: str) -> list[object]:
         """``count`` strings: the tokenizer's vocabulary and merges, so kept tight."""

@@ -61,9 +61,13 @@ def opened(name: str) -> Transformer:
             from attntrace.real.bert import Bert
 
             return Bert.load(path)
+        if spec.architecture == "gemma3":
+            from attntrace.real.gemma import Gemma3
+
+            return Gemma3.load(path)
         from attntrace.real.llama import Llama
 
-        return Llama.load(path)
+        return Llama.load(path, verified_sha256=spec.sha256)
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,7 @@ def layer_spec(
     model = opened(spec.name)
     tokens = tokenize(model, sentence, names.sentence)
     weights = model.attention(layer)
+    kind = model.layer_kind(layer)
     return ModelSpec(
         embeddings={},
         WQ=weights.WQ,
@@ -180,14 +185,15 @@ def layer_spec(
         causal=spec.causal,
         # learned positions are inside X already (added before layer 0): none here
         positions="rope" if spec.positions == "rope" else None,
-        rope_base=model.rope_base or 10000.0,
+        rope_base=model.layer_rope_base(layer) or 10000.0,
         biases=weights.biases,
         given=GivenInputs(model.layer_input(tokens.ids, layer), model.x_formula(layer)),
         name=f"{spec.name} L{layer}",
-        description=spec.title,
+        description=spec.title + ("" if kind is None else f" · layer {layer}: {kind}"),
         sentence=" ".join(tokens.labels),
         source=spec.name,
         rope_pairing="half",  # as Hugging Face's LLaMA turns them (llama.unpermute's layout)
+        variants=model.layer_variants(layer),
     ), tokens.labels
 
 

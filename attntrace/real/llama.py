@@ -23,6 +23,11 @@ from attntrace.real.bpe import ByteLevelBPE
 from attntrace.real.catalog import SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, silu
 from attntrace.real.gguf import GGUFFile
+from attntrace.real.tokenizer_cache import open_gguf
+
+TOKENIZER_KIND = "byte-level-bpe"
+# The metadata a cached tokenizer replaces: stepped over when the GGUF is opened.
+TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type")
 
 
 def unpermute(weight: Matrix, heads: int) -> Matrix:
@@ -42,12 +47,12 @@ class Llama(Transformer):
     spec: RealModel = SMOLLM2
     tokenizer: ByteLevelBPE
 
-    def __init__(self, gguf: GGUFFile) -> None:
+    def __init__(self, gguf: GGUFFile, tokenizer: ByteLevelBPE | None = None) -> None:
         self.gguf = gguf
         meta = gguf.metadata
         self.eps = float(meta["llama.attention.layer_norm_rms_epsilon"])  # type: ignore[arg-type]
         self.rope_base = float(meta["llama.rope.freq_base"])  # type: ignore[arg-type]
-        self.tokenizer = ByteLevelBPE.from_lists(
+        self.tokenizer = tokenizer or ByteLevelBPE.from_lists(
             meta["tokenizer.ggml.tokens"],  # type: ignore[arg-type]
             meta["tokenizer.ggml.merges"],  # type: ignore[arg-type]
             meta.get("tokenizer.ggml.token_type"),  # type: ignore[arg-type]
@@ -55,8 +60,21 @@ class Llama(Transformer):
         )
 
     @classmethod
-    def load(cls, weights: Path) -> Llama:
-        return cls(GGUFFile(weights))
+    def load(cls, weights: Path, *, verified_sha256: str | None = None) -> Llama:
+        """Open ``weights``. Given the SHA-256 the file was verified to have, the tokenizer
+        comes from attntrace's tokenizer cache (:mod:`attntrace.real.tokenizer_cache`),
+        written on the first run, and the GGUF's tokenizer arrays are stepped over."""
+        if verified_sha256 is None:
+            return cls(GGUFFile(weights))
+        gguf, tokenizer = open_gguf(
+            weights,
+            verified_sha256,
+            TOKENIZER_KIND,
+            TOKENIZER_ARRAYS,
+            ByteLevelBPE.from_tables,
+            lambda gguf: cls(gguf).tokenizer,
+        )
+        return cls(gguf, tokenizer)
 
     def _get(self, name: str) -> npt.NDArray[np.float64]:
         """A tensor dequantized to float64. Not kept: a forward pass reads each tensor once,

@@ -2,8 +2,8 @@
 
 Each is here once because two modules need exactly the same rule: how a name from a
 hostile file is shown in a one-line message, how a table of Unicode ranges is read, how
-literal special tokens cut a text, which token ids are real, and where two tensors'
-bytes overlap.
+literal special tokens cut a text, which token ids are real, where two tensors'
+bytes overlap, and whether a cached table is a list of strings (or integers).
 """
 
 from __future__ import annotations
@@ -92,3 +92,13 @@ def first_overlap(
             return name, begin, previous[0], previous[1]
         previous = (name, end)
     return None
+
+
+def strings(value: object) -> list[str] | None:
+    """``value`` if it is a list of strings (checked in C: a cache file may be anything)."""
+    return value if isinstance(value, list) and set(map(type, value)) <= {str} else None
+
+
+def integers(value: object) -> list[int] | None:
+    """``value`` if it is a list of integers (not booleans)."""
+    return value if isinstance(value, list) and set(map(type, value)) <= {int} else None

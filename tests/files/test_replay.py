@@ -80,7 +80,7 @@ REJECTED: list[tuple[str, str, Change, str]] = [
     ("causal-a-string", "cat-eats-fish", lambda d: d["model"].update(causal="no"),
      "model.causal: expected true or false, got a string 'no'"),
     ("positions-unknown", "cat-eats-fish", lambda d: d["model"].update(positions="rotary"),
-     "model.positions: expected none, sinusoidal, learned, rope, got a string 'rotary'"),
+     "model.positions: expected none, sinusoidal, learned, rope, alibi, got a string 'rotary'"),
     ("rope_base-missing", "rope", lambda d: d["model"].pop("rope_base"),
      "model.rope_base: expected a number > 1, got nothing (null)"),
     ("rope_base-one", "rope", lambda d: d["model"].update(rope_base=1),

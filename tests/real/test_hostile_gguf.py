@@ -24,7 +24,7 @@ from weight_files import (
     STRING,
     T_F32,
     T_Q4_1,
-    T_Q4_K,
+    T_Q5_K,
     T_Q8_0,
     U8,
     U32,
@@ -213,10 +213,10 @@ F32_ONE = ("w", (1,), T_F32, struct.pack("<f", 1.0))
         ),
         (
             {},
-            [("blk.0.ffn_down.weight", (256,), T_Q4_K, bytes(144))],
+            [("blk.0.ffn_down.weight", (256,), T_Q5_K, bytes(176))],
             {},
-            "blk.0.ffn_down.weight: tensor type Q4_K cannot be dequantized: expected one of "
-            "F32, F16, Q4_0, Q4_1, Q8_0, F64, BF16, got Q4_K (ggml type 12)",
+            "blk.0.ffn_down.weight: tensor type Q5_K cannot be dequantized: expected one of "
+            "F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K, F64, BF16, got Q5_K (ggml type 13)",
         ),
     ],
 )
