@@ -285,7 +285,8 @@ def variant_attention(
         out["softmax"] = [row[:-1] for row in rows]
         out["sink"] = [row[-1:] for row in rows]
     out["output"] = matmul(out["softmax"], V, dtype, accumulate)
-    assert len(out["output"]) == n and len(out["scores"][0]) == m
+    assert len(out["output"]) == n
+    assert len(out["scores"][0]) == m
     return out
 
 

@@ -50,7 +50,8 @@ def assert_within_spacings(found: Any, expected: Rows, dtype: str, what: str) ->
             if same(x, y):
                 continue
             room = LOW_PRECISION_SPACINGS * naive.spacing(y, dtype)
-            assert math.isfinite(x) and math.isfinite(y), f"{what}[{i}][{j}]: {x!r}, {y!r}"
+            assert math.isfinite(x), f"{what}[{i}][{j}]: {x!r}, {y!r}"
+            assert math.isfinite(y), f"{what}[{i}][{j}]: {x!r}, {y!r}"
             assert abs(x - y) <= room, f"{what}[{i}][{j}]: product {x!r}, oracle {y!r}"
 
 
