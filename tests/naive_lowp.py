@@ -225,6 +225,71 @@ def attention(
     }
 
 
+def rms_norm(rows: Rows, weight: list[float] | None, eps: float, dtype: str) -> Rows:
+    """QK-norm by rule 3 (docs/kernels.md): the rows and the weight rounded to the dtype
+    (stored values), each normed value x · w / √(Σ x² / d + ε) computed in float64 (the
+    sum of squares left to right) and rounded once. Not one operation on two values, so
+    not exactly the nearest value of the exact result: float64's error moves a rounded
+    value only beside a tie of the dtype."""
+    out: Rows = []
+    for row in rows:
+        xs = [round_to(x, dtype) for x in row]
+        total = 0.0
+        for x in xs:
+            total += x * x
+        root = math.sqrt(total / len(xs) + eps)
+        ws = [1.0] * len(xs) if weight is None else [round_to(w, dtype) for w in weight]
+        out.append([round_to(x / root * w, dtype) for x, w in zip(xs, ws, strict=True)])
+    return out
+
+
+def variant_attention(
+    Q: Rows,
+    K: Rows,
+    V: Rows,
+    dtype: str,
+    softmax_dtype: str = "float32",
+    accumulate: str = "float32",
+    *,
+    hidden: list[list[bool]] | None = None,
+    bias: Rows | None = None,
+    softcap: float | None = None,
+    sink_logit: float | None = None,
+) -> dict[str, Rows]:
+    """One head with the variants, in docs/variants.md's order: scores and scaled as
+    :func:`attention`; biased = scaled + the bias (rounded to the dtype first), rounded
+    once; capped = C · tanh(x / C) in float64 from the dtype's x, rounded once; −∞ where
+    ``hidden``; the stable softmax of the row with the sink logit (rounded to the dtype)
+    as one more cell, that cell's weight the sink."""
+    n, m, d = len(Q), len(K), len(Q[0])
+    scores = matmul(Q, transpose(K), dtype, accumulate)
+    root = math.sqrt(d)
+    out: dict[str, Rows] = {"scores": scores}
+    logits = out["scaled"] = [[round_to(s / root, dtype) for s in row] for row in scores]
+    if bias is not None:
+        out["alibi"] = round_rows(bias, dtype)
+        logits = out["biased"] = add(logits, out["alibi"], dtype)
+    if softcap is not None:
+        logits = out["capped"] = [
+            [round_to(softcap * math.tanh(x / softcap), dtype) for x in row] for row in logits
+        ]
+    if hidden is not None:
+        logits = out["masked"] = [
+            [-INF if hidden[i][j] else x for j, x in enumerate(row)] for i, row in enumerate(logits)
+        ]
+    if sink_logit is None:
+        out["softmax"] = [softmax_row(row, dtype, softmax_dtype) for row in logits]
+    else:
+        sink = round_to(sink_logit, dtype)
+        rows = [softmax_row([*row, sink], dtype, softmax_dtype) for row in logits]
+        out["softmax"] = [row[:-1] for row in rows]
+        out["sink"] = [row[-1:] for row in rows]
+    out["output"] = matmul(out["softmax"], V, dtype, accumulate)
+    assert len(out["output"]) == n
+    assert len(out["scores"][0]) == m
+    return out
+
+
 def rope_angle(position: int, i: int, width: int, base: float) -> float:
     """θ = p · base^(−2i/width), i < width/2 (RoFormer)."""
     frequency: float = math.pow(float(base), -(2 * i) / width)

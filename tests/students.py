@@ -52,6 +52,13 @@ MISTAKES = (
     "rope-half",
     "wrong-projection",
     "missing-bias",
+    # the variants' (docs/variants.md), on the models of VARIANT_MODELS
+    "window-off-by-one",
+    "qk-norm-after-rope",
+    "alibi-before-scaling",
+    "softcap-after-mask",
+    "softcap-unscaled",
+    "sink-not-in-denominator",
 )
 
 #: The stages of docs/check.md, in computation order.
@@ -63,19 +70,27 @@ ORDER = (
     "Q",
     "K",
     "V",
+    "Q_norm",
+    "K_norm",
     "Q_rope",
     "K_rope",
     "scores",
     "scaled",
+    "alibi",
+    "biased",
+    "capped",
     "masked",
     "softmax",
+    "sink",
     "output",
     "concat",
     "projected",
 )
-PER_HEAD = ("Q", "K", "V", "Q_rope", "K_rope", "scores", "scaled", "masked", "softmax", "output")
-#: The stages of n × m cells: heads first in every layout ([r, H, c] is no form of them).
-SQUARE = ("scores", "scaled", "masked", "softmax")
+PER_HEAD = ("Q", "K", "V", "Q_norm", "K_norm", "Q_rope", "K_rope", "scores", "scaled", "alibi",
+            "biased", "capped", "masked", "softmax", "sink", "output")  # fmt: skip
+#: The stages of n × m cells (and the sink's n × 1): heads first in every layout ([r, H,
+#: c] is no form of them).
+SQUARE = ("scores", "scaled", "alibi", "biased", "capped", "masked", "softmax", "sink")
 SHARED = ("embeddings", "positions", "X", "X_context", "concat", "projected")
 
 #: The earliest stage each mistake can change: it affects that stage and every later one.
@@ -100,6 +115,12 @@ FIRST_AFFECTED = {
     "rope-half": "Q_rope",
     "wrong-projection": "Q",
     "missing-bias": "Q",
+    "window-off-by-one": "masked",
+    "qk-norm-after-rope": "Q_norm",
+    "alibi-before-scaling": "scaled",
+    "softcap-after-mask": "capped",
+    "softcap-unscaled": "capped",
+    "sink-not-in-denominator": "softmax",
 }
 
 
@@ -181,6 +202,14 @@ def applies(mistake: str, document: Mapping[str, Any]) -> bool:
         "rope-half": s.rope and s.d_k >= 4 and pairing == "interleaved",
         "wrong-projection": bool(projection_swaps(document)),
         "missing-bias": bool(s.biases),
+        "window-off-by-one": "window" in document,
+        "qk-norm-after-rope": bool(document.get("qk_norm"))
+        and s.rope
+        and ("q_norm" in document or "k_norm" in document),
+        "alibi-before-scaling": document.get("positions") == "alibi" and s.d_k > 1,
+        "softcap-after-mask": "softcap" in document and s.causal,
+        "softcap-unscaled": "softcap" in document and s.d_k > 1,
+        "sink-not-in-denominator": "sink_logit" in document,
     }
     return rules.get(mistake, True)
 
@@ -202,6 +231,20 @@ def sinusoidal(n: int, d_model: int, dtype: np.dtype[Any]) -> Array:
     pe[:, 0::2] = np.sin(position / div)
     pe[:, 1::2] = np.cos(position / div)[:, : d_model // 2]
     return pe.astype(dtype)
+
+
+def alibi_slopes(heads: int) -> list[float]:
+    """ALiBi's slopes as the paper's code writes them (``get_slopes`` in
+    ofirpress/attention_with_linear_biases)."""
+
+    def power_of_2(h: int) -> list[float]:
+        start = 2 ** (-(2 ** -(math.log2(h) - 3)))
+        return [start * start**i for i in range(h)]
+
+    if math.log2(heads).is_integer():
+        return power_of_2(heads)
+    closest = 2 ** math.floor(math.log2(heads))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: heads - closest]
 
 
 def student_attention(
@@ -241,7 +284,7 @@ def student_attention(
     def inputs(text: str, suffix: str) -> Array:
         emb = np.array(words_of(document, text), dtype=dt)
         positions = document.get("positions", "none")
-        if positions in ("none", "rope", None):
+        if positions in ("none", "rope", "alibi", None):
             return emb
         if positions == "sinusoidal":
             pe = sinusoidal(len(emb), s.d_model, dt)
@@ -303,6 +346,21 @@ def student_attention(
     out["Q"], out["K"], out["V"] = q, k, v
     out["K_rep"], out["V_rep"] = repeat_kv(k), repeat_kv(v)
 
+    def rms_norm(t: Array, weight: Any) -> Array:
+        # Gemma3RMSNorm: x * rsqrt(mean(x²) + eps), then the weight as the file has it
+        eps = float(document.get("qk_norm_eps", 1e-6))
+        y: Array = t / np.sqrt((t * t).mean(axis=-1, keepdims=True) + eps)
+        return y if weight is None else np.asarray(y * np.array(weight, dtype=dt))
+
+    def qk_norm(q: Array, k: Array) -> tuple[Array, Array]:
+        q = rms_norm(q, document.get("q_norm"))
+        k = rms_norm(k, document.get("k_norm"))
+        out["Q_norm"], out["K_norm"], out["K_norm_rep"] = q, k, repeat_kv(k)
+        return q, k
+
+    if document.get("qk_norm") and mistake != "qk-norm-after-rope":
+        q, k = qk_norm(q, k)
+
     if s.rope:
         base = float(document.get("rope_base", 10000))
         inv_freq = 1.0 / base ** (np.arange(0, d_k, 2) / d_k)  # θ_i = base^(-2i/d)
@@ -329,6 +387,8 @@ def student_attention(
         q = q * cos + rotate(q) * sin
         k = k * cos + rotate(k) * sin
         out["Q_rope"], out["K_rope"], out["K_rope_rep"] = q, k, repeat_kv(k)
+    if document.get("qk_norm") and mistake == "qk-norm-after-rope":
+        q, k = qk_norm(q, k)  # normed after the turn: the line pasted below the RoPE block
 
     k, v = repeat_kv(k), repeat_kv(v)
     scores: Array
@@ -348,8 +408,26 @@ def student_attention(
     else:
         scaled = scores / math.sqrt(d_k)
     out["scaled"] = scaled
+    logits = scaled
+    if document.get("positions") == "alibi":
+        slopes = np.array(document.get("alibi_slopes") or alibi_slopes(H), dtype=dt)
+        distance = np.abs(np.arange(n)[:, None] - np.arange(m)[None, :])
+        bias = (-slopes[None, :, None, None] * distance).astype(dt)  # [1, H, n, m]
+        out["alibi"] = bias
+        if mistake == "alibi-before-scaling":
+            scaled = (scores + bias) / math.sqrt(d_k)
+            out["scaled"] = scaled
+            logits = scaled
+        else:
+            logits = scaled + bias
+        out["biased"] = logits
+    cap = document.get("softcap")
+    if cap is not None and mistake != "softcap-after-mask":
+        before = scores + out["alibi"] if "alibi" in out else scores
+        logits = cap * np.tanh((before if mistake == "softcap-unscaled" else logits) / cap)
+        out["capped"] = logits
 
-    def softmax(t: Array) -> Array:
+    def plain_softmax(t: Array) -> Array:
         if mistake == "unstable-softmax":
             e = np.exp(t)
             return e / e.sum(axis=-1, keepdims=True)  # type: ignore[no-any-return]
@@ -357,6 +435,17 @@ def student_attention(
         axis = {"softmax-over-columns": -2, "softmax-over-heads": 1}.get(mistake or "", -1)
         e = np.exp(t - t.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)  # type: ignore[no-any-return]
+
+    def softmax(t: Array) -> Array:
+        if "sink_logit" not in document or mistake == "sink-not-in-denominator":
+            return plain_softmax(t)
+        # gpt-oss: the sink as one more column, softmaxed with the row, then dropped
+        sink = np.array(document["sink_logit"], dtype=dt).reshape(-1)
+        column = np.broadcast_to(sink.reshape(1, -1, 1, 1) if sink.size > 1 else sink,
+                                 (*t.shape[:-1], 1))  # fmt: skip
+        probs = plain_softmax(np.concatenate([t, column], axis=-1))
+        out["sink"] = probs[..., -1:]
+        return probs[..., :-1]
 
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if s.causal and mistake != "no-mask":
@@ -367,16 +456,25 @@ def student_attention(
                 future = np.tril(ones, k=-1)
             else:
                 future = np.triu(ones, k=1)
+            if "window" in document:  # i − j ≥ N is out of the window: tril(k=−N)
+                window = int(document["window"]) + (mistake == "window-off-by-one")
+                far = np.tril(ones, k=-window)
+                far[:, : int(document.get("sinks", 0))] = False  # the sinks stay in view
+                future = future | far
             if mistake == "mask-after-softmax":
-                weights = softmax(scaled)
+                weights = softmax(logits)
                 weights[:, :, future] = 0.0
             else:
-                masked = scaled.copy()
+                masked = logits.copy()
                 masked[:, :, future] = 0.0 if mistake == "mask-filled-with-zero" else fill
                 out["masked"] = masked
+                if mistake == "softcap-after-mask":  # the −∞ (or −1e9) capped to −C
+                    assert cap is not None
+                    masked = cap * np.tanh(masked / cap)
+                    out["capped"] = masked
                 weights = softmax(masked)
         else:
-            weights = softmax(scaled)
+            weights = softmax(logits)
     out["softmax"] = weights
 
     output = weights @ v
@@ -441,13 +539,13 @@ def _shaped(native: Mapping[str, Array], stage: str, layout: str) -> Array:
 
 def _reshaped(native: Mapping[str, Array], stage: str, layout: str) -> Any:
     """The native array of ``stage`` in ``layout`` (see :data:`LAYOUTS`)."""
-    kv_form = stage in ("K", "V", "K_rope") and layout != "batched"
+    kv_form = stage in ("K", "V", "K_norm", "K_rope") and layout != "batched"
     if stage in SHARED:
         a = native[stage]
         return a if layout == "batched" else a.reshape(a.shape[-2:])
     if layout == "flat" and stage in ("Q", "K", "V"):
         return native[f"{stage}_proj"]
-    a = native[stage if kv_form or stage not in ("K", "V", "K_rope") else f"{stage}_rep"]
+    a = native[stage if kv_form or stage not in ("K", "V", "K_norm", "K_rope") else f"{stage}_rep"]
     if layout == "batched":
         return a  # [1, H, r, c]
     if layout == "heads":
@@ -455,7 +553,7 @@ def _reshaped(native: Mapping[str, Array], stage: str, layout: str) -> Any:
     if layout == "tokens":  # [r, H, c] for Q, K, V, the turned ones and output
         return a[0] if stage in SQUARE else a[0].transpose(1, 0, 2)
     if layout == "flat":
-        if stage in ("Q_rope", "K_rope", "output"):
+        if stage in ("Q_norm", "K_norm", "Q_rope", "K_rope", "output"):
             return _merge(a)  # [r, H·c]
         return a[0]  # scores, scaled, masked, softmax: [H, n, m]
     if layout == "single":
@@ -469,7 +567,8 @@ def given_stages(native: Mapping[str, Array], subset: str = "all") -> list[str]:
     present = [s for s in ORDER if s in native]
     keep: tuple[str, ...]
     if subset == "attention":
-        keep = ("scores", "scaled", "masked", "softmax", "output", "concat", "projected")
+        keep = ("scores", "scaled", "alibi", "biased", "capped", "masked", "softmax", "sink",
+                "output", "concat", "projected")  # fmt: skip
     elif subset == "ends":
         keep = ("softmax", "output", "concat", "projected")
     else:
@@ -647,6 +746,83 @@ OVERFLOWING: dict[str, dict[str, Any]] = {
 }
 
 
+def _with(document: dict[str, Any], **keys: Any) -> dict[str, Any]:
+    return {**document, **keys}
+
+
+#: Models with the variants of docs/variants.md (their keys as the contract names them),
+#: each with the variants its mistakes need: a window shorter than the sentence (and a
+#: sink), QK-norm with weights under RoPE, ALiBi, a softcap under a causal mask, a sink
+#: logit per head.
+VARIANT_MODELS: dict[str, dict[str, Any]] = {
+    "gemma-like": _with(
+        model_document(
+            "gemma-like",
+            heads=2,
+            kv_heads=1,
+            d_model=6,
+            d_k=4,
+            d_v=3,
+            causal=True,
+            positions="rope",
+            rope_base=100.0,
+            wo=True,
+            seed=11,
+        ),
+        window=2,
+        sinks=1,
+        qk_norm=True,
+        qk_norm_eps=1e-6,
+        q_norm=[1.5, 0.5, 1.0, 2.0],
+        k_norm=[0.75, 1.25, 1.0, 0.5],
+        softcap=2.0,
+    ),
+    "bloom-like": _with(
+        model_document(
+            "bloom-like",
+            heads=4,
+            d_model=5,
+            d_k=3,
+            d_v=2,
+            causal=True,
+            positions="alibi",
+            biases=("bQ", "bV"),
+            seed=12,
+        ),
+        softcap=3.0,
+    ),
+    "gpt-oss-like": _with(
+        model_document(
+            "gpt-oss-like",
+            heads=4,
+            kv_heads=2,
+            d_model=5,
+            d_k=2,
+            d_v=2,
+            causal=True,
+            positions="rope",
+            rope_base=100.0,
+            wo=True,
+            seed=13,
+        ),
+        window=3,
+        sink_logit=[0.5, -1.0, 0.0, 1.5],
+    ),
+    "encoder-alibi": _with(
+        model_document(
+            "encoder-alibi", heads=3, d_model=4, d_k=2, d_v=2, positions="alibi", seed=14
+        ),
+        alibi_slopes=[0.5, 0.25, 0.125],
+        sink_logit=0.0,
+        softcap=1.5,
+    ),
+}
+
+#: The variant keys of a model document (docs/variants.md, "The keys").
+VARIANT_KEYS = ("window", "sinks", "alibi_slopes", "qk_norm", "qk_norm_eps", "q_norm",
+                "k_norm", "softcap", "sink_logit")  # fmt: skip
+
+
 # --------------------------------------------------------------- comparing as check does
 
 
@@ -682,7 +858,7 @@ def first_difference(
 def lowest_head(wrong: Mapping[str, Array], right: Mapping[str, Array], stage: str) -> int:
     """The lowest query head whose array of ``stage`` differs (K, V, K_rope as each query
     head reads them, after repeat_kv)."""
-    name = f"{stage}_rep" if stage in ("K", "V", "K_rope") else stage
+    name = f"{stage}_rep" if stage in ("K", "V", "K_norm", "K_rope") else stage
     a, b = wrong[name], right[name]
     for h in range(a.shape[1]):
         if not np.array_equal(a[0, h], b[0, h], equal_nan=True):

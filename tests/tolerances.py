@@ -150,3 +150,12 @@ TORCH_SDPA_SPACINGS = 4
 # Two units cover another libm's own ulp on the other side; a wrong coefficient, region
 # bound or sign is off by thousands.
 ERF_ULPS = 2
+# The soft cap under --dtype against PyTorch's eager Gemma 2 (test_lowp_variants_torch):
+# attntrace rounds C·tanh(x/C) once, torch rounds x/C, its tanh and the product each to
+# the dtype; three roundings move the result by up to 2 spacings of the dtype (measured:
+# 2.0 at most, in about a quarter of 4,096 cells, float16 and bfloat16 alike).
+SOFTCAP_FRAMEWORK_SPACINGS = 2
+# RMSNorm under --dtype against transformers' Gemma3RMSNorm (float32 inside, rounded to the
+# dtype once): attntrace computes inside in float64, so a value beside a tie of the dtype
+# may round the other way: 1 spacing, on 1 cell of 2,048 in float16 (seed 1), 0 in bfloat16.
+RMS_NORM_FRAMEWORK_SPACINGS = 1

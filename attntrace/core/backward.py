@@ -16,6 +16,20 @@ first and is turned back (a rotation is orthogonal: its backward is its transpos
 turn by −θ). With GQA a K/V head serves several query heads, so its gradient is the sum
 of theirs; each query head's own contribution is kept, so a view can show that sum.
 
+The variants of docs/variants.md add their own steps, each the derivative of its stage:
+
+    sink logit s:  d_softmax's keys as above (rows of A sum to 1 − sink, the same Jacobian
+                   diag(a) − a·aᵀ over the keys), and d s = −Σᵢ sinkᵢ · rowsum(dA ∘ A)ᵢ
+    mask, window:  hidden cells have A = 0, so no gradient passes through them
+    softcap C:     d_biased (or d_scaled) = d_capped ∘ (1 − (capped / C)²), 1 − tanh²(x/C)
+    ALiBi:         a constant bias, so d_scaled = d_biased, unchanged
+    QK-norm:       y = x · r · w, r = 1/√(mean(x²) + ε), with u = dy ∘ w:
+                   dx = r · u − r³ · x · Σ(u ∘ x) / d,   dw = Σ over rows of dy ∘ x · r
+
+(the cap: Gemma 2's ``eager_attention_forward``; the sink: gpt-oss's
+``eager_attention_forward``, its concatenated column; RMSNorm: Zhang and Sennrich 2019,
+and ``Gemma3RMSNorm`` in transformers, with the weight multiplied as written).
+
 The forward numbers are the trace's own (the block is traced once, here), so every
 gradient belongs to exactly the stages a reader sees.
 
@@ -65,6 +79,14 @@ class HeadGradients:
     d_bQ: Matrix | None  # [d_k]
     d_bK: Matrix | None  # [d_k]
     d_bV: Matrix | None  # [d_v]
+    # The variants' stages (docs/variants.md), None where the model has not the option:
+    d_sink_logit: Matrix | None = None  # [1, 1] = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ
+    d_capped: Matrix | None = None  # [n, m]: the softmax backward, under a softcap
+    d_biased: Matrix | None = None  # [n, m]: the softmax (or cap) backward, under ALiBi
+    d_Q_norm: Matrix | None = None  # [n, d_k]: the gradient of the RMS-normed queries
+    d_K_norm: Matrix | None = None  # [m, d_k]: this head's share of its normed keys'
+    d_q_norm: Matrix | None = None  # [d_k]: this head's share of q_norm's gradient
+    d_k_norm: Matrix | None = None  # [d_k]: this head's share of k_norm's gradient
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,6 +130,8 @@ class Gradients:
     d_projected: Matrix | None  # [n, d_model], with WO
     d_WO: Matrix | None
     d_bO: Matrix | None
+    d_q_norm: Matrix | None = None  # [d_k]: Σ over heads, with a q_norm weight
+    d_k_norm: Matrix | None = None  # [d_k]: Σ over heads, with a k_norm weight
 
 
 def softmax_backward(weights: Matrix, d_weights: Matrix) -> Matrix:
@@ -124,6 +148,39 @@ def rope_backward(d_turned: Matrix, base: float, pairing: str) -> Matrix:
     turned back. Each row's rotation R(θ) is orthogonal, so the backward is R(θ)ᵀ = R(−θ):
     the same turn at the negated positions. ``[n, d] -> [n, d]``."""
     return rope(d_turned, -np.arange(len(d_turned)), base, pairing)
+
+
+def sink_backward(weights: Matrix, sink: Matrix, d_weights: Matrix) -> float:
+    """dL/d s of a sink logit s, from the keys' weights A, the sink's column and dA.
+
+    The sink's own weight is read by no loss (it passes no value), so with
+    ∂Aⱼ/∂s = −Aⱼ · sink: ``d s = −Σᵢ sinkᵢ · Σⱼ dAᵢⱼ · Aᵢⱼ``. ``[n, m], [n, 1], [n, m]``."""
+    inner = (d_weights * weights).sum(axis=-1, keepdims=True)  # [n, 1]
+    return float(-(sink * inner).sum())
+
+
+def softcap_backward(capped: Matrix, d_capped: Matrix, cap: float) -> Matrix:
+    """The gradient of ``C · tanh(x / C)``'s input: ``d_capped ∘ (1 − tanh²(x / C))``,
+    tanh read back from the capped stage (``capped / C``). ``[n, m] -> [n, m]``; a
+    hidden cell's d_capped is 0, so is its result."""
+    slope = 1.0 - (capped / cap) ** 2
+    result: Matrix = d_capped * slope
+    return result
+
+
+def rms_norm_backward(
+    rows: Matrix, weight: Matrix | None, eps: float, d_normed: Matrix
+) -> tuple[Matrix, Matrix]:
+    """The gradients of :func:`attntrace.core.ops.rms_norm`'s input and weight.
+
+    With ``y = x · r · w`` and ``r = 1/√(mean(x²) + ε)`` per row, ``u = dy ∘ w``:
+    ``dx = r · u − r³ · x · Σ(u ∘ x) / d`` and ``dw = Σ over rows of dy ∘ x · r``
+    (a weight of 1 where there is none). ``[n, d] -> [n, d], [d]``."""
+    r = 1.0 / np.sqrt((rows * rows).mean(axis=-1, keepdims=True) + eps)  # [n, 1]
+    u = d_normed if weight is None else d_normed * weight
+    d_rows: Matrix = r * u - r**3 * rows * (u * rows).sum(axis=-1, keepdims=True) / rows.shape[-1]
+    d_weight: Matrix = (d_normed * rows * r).sum(axis=0)
+    return d_rows, d_weight
 
 
 def grad_block(
@@ -222,7 +279,15 @@ def _backward(
         d_projected=_maybe(d_projected),
         d_WO=_maybe(d_WO),
         d_bO=_maybe(d_bO),
+        d_q_norm=_summed([hg.d_q_norm for hg in heads]),
+        d_k_norm=_summed([hg.d_k_norm for hg in heads]),
     )
+
+
+def _summed(parts: Sequence[Matrix | None]) -> Matrix | None:
+    """A weight every head shares (q_norm, k_norm): the sum of the heads' shares."""
+    present = [p for p in parts if p is not None]
+    return _frozen(np.sum(present, axis=0)) if present else None
 
 
 def _head(
@@ -241,7 +306,19 @@ def _head(
     d_A = d_out @ V.T  # [n, d_v] · [d_v, m] -> [n, m]
     if d_entering is not None:
         d_A = d_A + d_entering
-    d_scaled = softmax_backward(weights, d_A)
+    variants = model.variants
+    d_sink_logit = None
+    if variants.sink_logit is not None:
+        sink = trace.stage("sink", head=h).data  # [n, 1]
+        d_sink_logit = np.array([[sink_backward(weights, sink, d_A)]])
+    d_logits = softmax_backward(weights, d_A)  # the gradient of what the softmax read
+    d_capped = None
+    if variants.softcap is not None:
+        d_capped = d_logits
+        capped = trace.stage("capped", head=h).data
+        d_logits = softcap_backward(capped, d_capped, variants.softcap)
+    d_biased = d_logits if model.position_kind == "alibi" else None
+    d_scaled = d_logits  # ALiBi's bias is a constant: its gradient passes unchanged
     d_scores = d_scaled / np.sqrt(model.d_k)
     d_Q_in = d_scores @ K_in  # [n, m] · [m, d_k] -> [n, d_k]
     d_K_in = d_scores.T @ Q_in  # [m, n] · [n, d_k] -> [m, d_k]
@@ -252,6 +329,15 @@ def _head(
         d_K = rope_backward(d_K_in, model.rope_base, model.rope_pairing)
     else:
         d_Q, d_K = d_Q_in, d_K_in
+    d_Q_norm = d_K_norm = d_q_norm = d_k_norm = None
+    if variants.qk_norm:  # normed before RoPE: the turned-back gradient is the normed rows'
+        d_Q_norm, d_K_norm = d_Q, d_K
+        eps = variants.qk_norm_eps
+        Q, K = trace.stage("Q", head=h).data, trace.stage("K", head=h).data
+        d_Q, d_q = rms_norm_backward(Q, variants.q_norm, eps, d_Q_norm)
+        d_K, d_k = rms_norm_backward(K, variants.k_norm, eps, d_K_norm)
+        d_q_norm = d_q if variants.q_norm is not None else None
+        d_k_norm = d_k if variants.k_norm is not None else None
 
     def column_sums(d: Matrix, bias: str) -> Matrix | None:
         return computed(d.sum(axis=0)) if model.bias(bias) is not None else None
@@ -274,6 +360,13 @@ def _head(
         d_bQ=column_sums(d_Q, "bQ"),
         d_bK=column_sums(d_K, "bK"),
         d_bV=column_sums(d_V, "bV"),
+        d_sink_logit=_maybe(d_sink_logit),
+        d_capped=_maybe(d_capped),
+        d_biased=_maybe(d_biased),
+        d_Q_norm=_maybe(d_Q_norm),
+        d_K_norm=_maybe(d_K_norm),
+        d_q_norm=_maybe(d_q_norm),
+        d_k_norm=_maybe(d_k_norm),
     )
 
 

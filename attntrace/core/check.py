@@ -36,6 +36,7 @@ from attntrace.core.spec import ModelSpec
 from attntrace.core.stage_names import (
     ALIASES,
     DIMENSION_COLUMNS,
+    ONE_COLUMN,
     ORDER,
     PER_HEAD,
     PER_KV_HEAD,
@@ -230,6 +231,8 @@ class _Check:
             matrices = (found[0].matrices[0],) if found else None
             return _Placed(name, array, "shared", (0,), matrices, f"[{rows}, {cols}]")
         rows, cols = computed.heads[name][0].shape
+        if name in ONE_COLUMN and array.data.ndim and array.data.shape[-1] != 1:
+            array = replace(array, data=array.data[..., None])  # [H, n]: the column left out
         counts = self._counts(name)  # the query heads, the K/V heads, or --head's one
         options = readings(array.data, counts, rows, cols, layout=self.layout,
                            side_by_side=name in DIMENSION_COLUMNS)  # fmt: skip
@@ -335,11 +338,16 @@ class _Check:
         spot = placed[stage]
         n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
         later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
+        earlier = [p for name, p in placed.items() if ORDER.index(name) < ORDER.index(stage)]
         scored: list[tuple[int, Mistake]] = []
         for mistake in catalogue(model, n, m):
             computed = recompute(model, inputs, mistake.recipe,
                                  dtype=spot.given.dtype)  # fmt: skip
-            if self._reproduces(spot, computed):
+            # the stages before it matched, so a mistake that changes one of them is not
+            # the cause (no scaling changes scaled; a cap of the unscaled scores does not)
+            if self._reproduces(spot, computed) and all(
+                self._unchanged(p, computed) for p in earlier
+            ):
                 scored.append((sum(self._reproduces(p, computed) for p in later), mistake))
         if not scored:
             return self._transposed(spot)
@@ -388,6 +396,26 @@ class _Check:
             else (computed.kv if spot.per == "kv_head" else computed.heads)[spot.stage][0]
         )
         return all(m.shape == wanted.shape for m in spot.matrices)
+
+    def _unchanged(self, spot: _Placed, computed: Computed) -> bool:
+        """Whether ``computed`` (a mistake's block) leaves the stage of ``spot`` as the
+        trace has it, on the heads the person gave, within the person's tolerance (a
+        stage the recipe does not compute is left as it was)."""
+        name, tolerance = spot.stage, self.tolerance(spot.given)
+        if name not in computed.shared and name not in computed.heads:
+            return True
+        for index in spot.indices:
+            if spot.per == "kv_head":
+                pair = (self.expected.kv[name][index], computed.kv[name][index])
+            elif spot.per == "head":
+                pair = (self.expected.heads[name][index], computed.heads[name][index])
+            else:
+                pair = (self.expected.shared[name], computed.shared[name])
+            if pair[0].shape != pair[1].shape:
+                return False
+            if not compare(*pair, tolerance, masked=name == "masked").matches:
+                return False
+        return True
 
     def _fits(self, spot: _Placed, computed: Computed) -> bool:
         """Whether every matrix of ``spot`` matches ``computed``'s within the tolerance."""

@@ -53,6 +53,10 @@ class JacobianFocus:
     masked: tuple[bool, ...]
     stage_d_scaled: tuple[float, ...]  # the d_scaled stage's row
     stage_d_scores: tuple[float, ...]  # the d_scores stage's row (d_scaled / √d_k)
+    # The stage the softmax backward lands on: d_scaled, or the gradient of what the
+    # softmax read under a variant (d_capped under a softcap, d_biased under ALiBi);
+    # stage_d_scaled is that stage's row.
+    landed: str = "d_scaled"
 
     @property
     def sqrt_dk(self) -> float:
@@ -78,6 +82,7 @@ def jacobian_focus(grad: GradTrace, row: int, head: int) -> JacobianFocus:
     d_a = tuple(float(x) for x in grad.stage("d_softmax", head=head).data[row])
     hidden = trace.softmax_input(head).data[row]
     masked = tuple(bool(x == -math.inf) for x in hidden)
+    landed = next(name for name in ("d_capped", "d_biased", "d_scaled") if name in grad.names)
     m = len(a)
     jacobian = tuple(
         tuple((a[j] if j == k else 0.0) - a[j] * a[k] for k in range(m)) for j in range(m)
@@ -104,6 +109,7 @@ def jacobian_focus(grad: GradTrace, row: int, head: int) -> JacobianFocus:
         inner_terms=inner_terms,
         shortcut=tuple(a[j] * (d_a[j] - inner) for j in range(m)),
         masked=masked,
-        stage_d_scaled=tuple(float(x) for x in grad.stage("d_scaled", head=head).data[row]),
+        stage_d_scaled=tuple(float(x) for x in grad.stage(landed, head=head).data[row]),
         stage_d_scores=tuple(float(x) for x in grad.stage("d_scores", head=head).data[row]),
+        landed=landed,
     )

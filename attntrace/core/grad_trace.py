@@ -24,10 +24,12 @@ from attntrace.core.trace import Stage, Trace
 # The forward stage (or learned matrix) each gradient is the gradient of.
 MIRRORS: Mapping[str, str] = {
     "d_projected": "projected", "d_WO": "WO", "d_bO": "bO", "d_concat": "concat",
-    "d_output": "output", "d_V": "V", "d_softmax": "softmax", "d_scaled": "scaled",
-    "d_scores": "scores", "d_Q_rope": "Q_rope", "d_K_rope": "K_rope", "d_Q": "Q",
-    "d_K": "K", "d_WQ": "WQ", "d_bQ": "bQ", "d_WK": "WK", "d_bK": "bK", "d_WV": "WV",
-    "d_bV": "bV", "d_X": "X", "d_X_context": "X_context",
+    "d_output": "output", "d_V": "V", "d_softmax": "softmax", "d_sink_logit": "sink",
+    "d_capped": "capped", "d_biased": "biased", "d_scaled": "scaled",
+    "d_scores": "scores", "d_Q_rope": "Q_rope", "d_K_rope": "K_rope", "d_Q_norm": "Q_norm",
+    "d_K_norm": "K_norm", "d_Q": "Q", "d_K": "K", "d_WQ": "WQ", "d_bQ": "bQ", "d_WK": "WK",
+    "d_bK": "bK", "d_WV": "WV", "d_bV": "bV", "d_q_norm": "q_norm", "d_k_norm": "k_norm",
+    "d_X": "X", "d_X_context": "X_context",
 }  # fmt: skip
 # Every name a grad/v1 document may hold, in the order its stages come.
 GRAD_ORDER = tuple(MIRRORS)
@@ -150,20 +152,43 @@ def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, 
             d_out = f"d_output = {entering}"
         read = attend and resolved.loss.d_softmax is not None \
             and resolved.loss.d_softmax[h] is not None  # fmt: skip
-        q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else ("Q", "K")
+        q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else \
+            trace.model.score_inputs  # fmt: skip
+        landed = (("d_capped", hg.d_capped), ("d_biased", hg.d_biased), ("d_scaled", hg.d_scaled))
+        softmax_out = next(name for name, d in landed if d is not None)
+        backward = f"{softmax_out} = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))"
+        cap = model.variants.softcap
+        normed = hg.d_Q_norm is not None
+        turned_q = "d_Q_rope turned back (RoPE by −θ)"
+        turned_k = "d_K_rope turned back (RoPE by −θ)"
+        norm_back = "back through RMSNorm: r·u − r³·{x}·Σ(u∘{x})/d_k, u = {d}{w}, r = 1/rms({x})"
         per_head = [
             ("d_output", d_out, hg.d_output, tokens, dims(d_v, h * d_v)),
             ("d_V", "d_V = softmaxᵀ · d_output", hg.d_V, keys, dims(d_v, kv * d_v)),
             ("d_softmax", "d_softmax = d_output · Vᵀ" + (" + dL/d softmax" if read else ""),
              hg.d_softmax, tokens, keys),
-            ("d_scaled", "d_scaled = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))",
-             hg.d_scaled, tokens, keys),
+            ("d_sink_logit", "d_sink_logit = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ",
+             hg.d_sink_logit, ("d_sink_logit",), ("sink",)),
+            ("d_capped", backward, hg.d_capped, tokens, keys),
+            ("d_biased", f"d_biased = d_capped ∘ (1 − (capped / {cap:g})²)" if cap is not None
+             and hg.d_biased is not None else backward, hg.d_biased, tokens, keys),
+            ("d_scaled", "d_scaled = d_biased (ALiBi's bias is a constant)"
+             if hg.d_biased is not None else f"d_scaled = d_capped ∘ (1 − (capped / {cap:g})²)"
+             if cap is not None else backward, hg.d_scaled, tokens, keys),
             ("d_scores", "d_scores = d_scaled / √d_k", hg.d_scores, tokens, keys),
             ("d_Q_rope", f"d_Q_rope = d_scores · {k_in}", hg.d_Q_rope, tokens, dims(d_k, h * d_k)),
             ("d_K_rope", f"d_K_rope = d_scoresᵀ · {q_in}", hg.d_K_rope, keys, dims(d_k, kv * d_k)),
-            ("d_Q", "d_Q = d_Q_rope turned back (RoPE by −θ)" if hg.d_Q_rope is not None
+            ("d_Q_norm", f"d_Q_norm = {turned_q}" if hg.d_Q_rope is not None
+             else "d_Q_norm = d_scores · K_norm", hg.d_Q_norm, tokens, dims(d_k, h * d_k)),
+            ("d_K_norm", f"d_K_norm = {turned_k}" if hg.d_K_rope is not None
+             else "d_K_norm = d_scoresᵀ · Q_norm", hg.d_K_norm, keys, dims(d_k, kv * d_k)),
+            ("d_Q", "d_Q = d_Q_norm " + norm_back.format(
+                x="Q", d="d_Q_norm", w=" ∘ q_norm" if model.variants.q_norm is not None else "")
+             if normed else f"d_Q = {turned_q}" if hg.d_Q_rope is not None
              else "d_Q = d_scores · K", hg.d_Q, tokens, dims(d_k, h * d_k)),
-            ("d_K", "d_K = d_K_rope turned back (RoPE by −θ)" if hg.d_K_rope is not None
+            ("d_K", "d_K = d_K_norm " + norm_back.format(
+                x="K", d="d_K_norm", w=" ∘ k_norm" if model.variants.k_norm is not None else "")
+             if normed else f"d_K = {turned_k}" if hg.d_K_rope is not None
              else "d_K = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
         ]  # fmt: skip
         for name, formula, data, rows, cols in per_head:
@@ -183,6 +208,20 @@ def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, 
     add("d_bK", "d_bK = column sums of d_K", g.d_bK, ("d_bK",), dims(model.n_kv_heads * d_k))
     add("d_WV", f"d_WV = {x_keys}ᵀ · d_V", g.d_WV, rows, dims(model.n_kv_heads * d_v))
     add("d_bV", "d_bV = column sums of d_V", g.d_bV, ("d_bV",), dims(model.n_kv_heads * d_v))
+    add(
+        "d_q_norm",
+        "d_q_norm = Σ over rows (and heads) of d_Q_norm ∘ Q / rms(Q)",
+        g.d_q_norm,
+        ("d_q_norm",),
+        dims(d_k),
+    )
+    add(
+        "d_k_norm",
+        "d_k_norm = Σ over rows (and heads) of d_K_norm ∘ K / rms(K)",
+        g.d_k_norm,
+        ("d_k_norm",),
+        dims(d_k),
+    )
     every = " (summed over heads)" if heads > 1 else ""
     x_cols = trace.stage("X").cols
     if trace.context_tokens is None:

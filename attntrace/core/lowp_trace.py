@@ -24,7 +24,8 @@ from attntrace.core.trace import Stage, Trace
 from attntrace.visible import quoted
 
 # Stages before softmax, whose overflow reaches softmax's rows (inf − inf is NaN).
-_BEFORE_SOFTMAX = ("Q", "Q_rope", "K", "K_rope", "scores", "scaled", "masked")
+_BEFORE_SOFTMAX = ("Q", "Q_norm", "Q_rope", "K", "K_norm", "K_rope", "scores", "scaled",
+                   "alibi", "biased", "capped", "masked")  # fmt: skip
 
 
 def trace_low(
@@ -91,7 +92,7 @@ def _follows(stage: Stage, row: int, trace: Trace) -> str:
     """What the overflow leads to: softmax's row, or the block's last stage."""
     if stage.name in _BEFORE_SOFTMAX and stage.head is not None:
         weights = trace.stage("softmax", head=stage.head).data
-        query_side = stage.name not in ("K", "K_rope")
+        query_side = stage.name not in ("K", "K_norm", "K_rope")
         if query_side and np.isnan(weights[row]).any():
             return "and softmax of that row is NaN (inf − inf)"
         rows = int(np.count_nonzero(np.isnan(weights).any(axis=1)))

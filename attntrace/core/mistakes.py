@@ -10,12 +10,23 @@ a :class:`Recipe`, the few choices a correct block makes the other way, and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.ops import Matrix, causal_mask, linear, rope, softmax
+from attntrace.core import masks
+from attntrace.core.ops import (
+    Mask,
+    Matrix,
+    causal_mask,
+    linear,
+    rms_norm,
+    rope,
+    softmax,
+    softmax_with_sink,
+)
 from attntrace.core.spec import ModelSpec
 
 #: Every id of the catalogue, in the order the diagnosis tries them (docs/check.md; the
@@ -41,6 +52,13 @@ CAUSES = (
     "softmax-over-heads",
     "unstable-softmax",
     "concat-without-transpose",
+    # the variants' own (docs/variants.md)
+    "window-off-by-one",
+    "qk-norm-after-rope",
+    "alibi-before-scaling",
+    "softcap-after-mask",
+    "softcap-unscaled",
+    "sink-not-in-denominator",
 )
 
 
@@ -61,6 +79,12 @@ class Recipe:
     softmax: str = "stable"  # columns, heads (across the heads axis), unstable
     concat: str = "transposed"  # or reshaped: [heads, n, d_v] -> [n, heads·d_v] as is
     positions: bool = True  # False: X without the position vectors
+    # the variants' (docs/variants.md), each default the correct choice:
+    window_extra: int = 0  # 1: a window of N + 1 (i − j ≤ N instead of < N)
+    qk_norm_after_rope: bool = False  # RMSNorm of the turned rows, not of Q and K
+    alibi_unscaled: bool = False  # ALiBi's bias added to the scores before ÷ √d_k
+    softcap: str = "scaled"  # after-mask: of the masked logits; unscaled: of the scores
+    sink_in_denominator: bool = True  # False: the sink logit left out of the softmax
 
 
 @dataclass(frozen=True)
@@ -93,7 +117,7 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
         assert cause in CAUSES, cause
         found.append(Mistake(cause, message, replace(Recipe(), **recipe)))  # type: ignore[arg-type]
 
-    if model.positions is not None and model.position_kind != "rope":
+    if model.positions is not None and model.position_kind not in ("rope", "alibi"):
         add("positions-not-added", "X is the embeddings alone: the position vectors were "
             "not added", positions=False)  # fmt: skip
     names, bias_names = ("WQ", "WK", "WV"), ("bQ", "bK", "bV")
@@ -166,7 +190,36 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
     if heads > 1 and n > 1:
         add("concat-without-transpose", "the heads' outputs [heads, n, d_v] were reshaped "
             "to [n, heads·d_v] without moving the heads axis", concat="reshaped")  # fmt: skip
+    _variant_mistakes(model, n, m, add)
     return found
+
+
+def _variant_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]) -> None:
+    """The classic mistakes of the variants, each only where it changes a number."""
+    v, d_k = model.variants, model.d_k
+    if model.causal and v.window is not None and max(n, m) > v.window:
+        add("window-off-by-one", "the window lets in one key too many: i − j ≤ N instead "
+            "of < N", window_extra=1)  # fmt: skip
+    weighted = [w for w in (v.q_norm, v.k_norm) if w is not None and np.ptp(w) > 0]
+    if v.qk_norm and model.position_kind == "rope" and weighted:
+        # RoPE turns a row without changing its RMS: only a weight that is not one number
+        # for every dimension tells norm-then-turn from turn-then-norm
+        add("qk-norm-after-rope", "QK-norm was applied after RoPE instead of before it (the "
+            "rows turned, then normed)", qk_norm_after_rope=True)  # fmt: skip
+    if model.position_kind == "alibi" and d_k > 1 and max(n, m) > 1:
+        add("alibi-before-scaling", "ALiBi's bias was added to the scores before ÷ √d_k "
+            "instead of after", alibi_unscaled=True)  # fmt: skip
+    if v.softcap is not None:
+        if model.causal and max(n, m) > 1:
+            add("softcap-after-mask", "the cap was applied after the mask: the hidden cells "
+                "became −C instead of −∞, and took weight", softcap="after-mask")  # fmt: skip
+        if d_k > 1:
+            add("softcap-unscaled", "the cap was applied to the unscaled scores: C · "
+                "tanh(scores / C), before ÷ √d_k", softcap="unscaled")  # fmt: skip
+    if v.sink_logit is not None:
+        add("sink-not-in-denominator", "the sink logit was forgotten in the softmax's "
+            "denominator: each row sums to 1, not 1 − sink",
+            sink_in_denominator=False)  # fmt: skip
 
 
 def recompute(
@@ -209,32 +262,81 @@ def recompute(
     out.heads["Q"] = Q
     out.heads["K"] = [K[reads(h)] for h in range(heads)]
     out.heads["V"] = [V[reads(h)] for h in range(heads)]
+    v = model.variants
+
+    def normed(rows: list[Matrix], weight: Matrix | None) -> list[Matrix]:
+        return [rms_norm(r, weight, v.qk_norm_eps) for r in rows]
+
+    def record_norm(q_rows: list[Matrix], k_rows: list[Matrix]) -> None:
+        out.heads["Q_norm"] = q_rows
+        out.kv["K_norm"] = k_rows
+        out.heads["K_norm"] = [k_rows[reads(h)] for h in range(heads)]
+
     Q_in, K_in = Q, K
+    if v.qk_norm and not recipe.qk_norm_after_rope:  # Gemma 3's order: norm, then turn
+        Q_in, K_in = normed(Q, v.q_norm), normed(K, v.k_norm)
+        record_norm(Q_in, K_in)
     if model.position_kind == "rope":
         turn = recipe.pairing or model.rope_pairing
-        Q_in = [rope(q, np.arange(len(q)), model.rope_base, turn) for q in Q]
-        K_in = [rope(k, np.arange(len(k)), model.rope_base, turn) for k in K]
+        Q_in = [rope(q, np.arange(len(q)), model.rope_base, turn) for q in Q_in]
+        K_in = [rope(k, np.arange(len(k)), model.rope_base, turn) for k in K_in]
         out.heads["Q_rope"] = Q_in
         out.kv["K_rope"] = K_in
         out.heads["K_rope"] = [K_in[reads(h)] for h in range(heads)]
+    if v.qk_norm and recipe.qk_norm_after_rope:  # the mistake: the turned rows normed
+        Q_in, K_in = normed(Q_in, v.q_norm), normed(K_in, v.k_norm)
+        record_norm(Q_in, K_in)
     divisor = {"sqrt_d_k": np.sqrt(d_k), "none": 1.0, "d_k": float(d_k),
                "sqrt_d_model": np.sqrt(model.d_model)}[recipe.scale]  # fmt: skip
-    outputs = []
+    n, m = len(Q[0]), len(K[0])
+    window = None if v.window is None else v.window + recipe.window_extra
+    hidden = masks.hidden(np.arange(n) + (m - n), np.arange(m), causal=True, window=window,
+                          sinks=v.sinks)  # fmt: skip
+    slopes = v.slopes(heads) if model.position_kind == "alibi" else None
+    sinks = v.sink_logits(heads) if recipe.sink_in_denominator else None
+    outputs: list[Matrix] = []
+    read: list[Matrix] = []  # what each head's softmax read (softmax-over-heads reads it)
     with np.errstate(all="ignore"):
         for h in range(heads):
-            q, k, v = Q_in[h], K_in[reads(h)], V[reads(h)]
+            q, k, val = Q_in[h], K_in[reads(h)], V[reads(h)]
             scores = k @ q.T if recipe.scores_transposed else q @ k.T
-            scaled = scores / divisor
-            weights, masked = _masked_softmax(scaled, model.causal, recipe, dtype)
-            output = weights @ v
-            for name, value in (("scores", scores), ("scaled", scaled), ("masked", masked),
-                                ("softmax", weights), ("output", output)):  # fmt: skip
-                if value is not None:
-                    out.heads.setdefault(name, []).append(value)
-            outputs.append(output)
+            stages: dict[str, Matrix] = {"scores": scores}
+            unscaled = scores  # what a cap of the unscaled scores reads (with ALiBi's bias)
+            if slopes is None:
+                scaled = logits = scores / divisor
+            else:
+                alibi = masks.alibi_bias(np.arange(n), np.arange(m), slopes[h])
+                if recipe.alibi_unscaled:  # the bias added, then ÷ √d_k
+                    scaled = logits = (scores + alibi) / divisor
+                else:
+                    scaled = scores / divisor
+                    logits = scaled + alibi
+                stages.update(alibi=alibi, biased=logits)
+                unscaled = scores + alibi
+            stages["scaled"] = scaled
+            cap = v.softcap
+            if cap is not None and recipe.softcap != "after-mask":
+                before = unscaled if recipe.softcap == "unscaled" else logits
+                logits = stages["capped"] = cap * np.tanh(before / cap)
+            sink = None if sinks is None else sinks[h]
+            weights, masked, taken = _masked_softmax(logits, model.causal, recipe, dtype,
+                                                     hidden, sink)  # fmt: skip
+            if masked is not None:
+                stages["masked"] = masked
+                logits = masked
+                if cap is not None and recipe.softcap == "after-mask":  # −∞ (or −1e9) → −C
+                    logits = stages["capped"] = cap * np.tanh(masked / cap)
+                    weights, _, taken = _masked_softmax(logits, False, recipe, dtype, hidden,
+                                                        sink)  # fmt: skip
+            if taken is not None:
+                stages["sink"] = taken
+            stages.update(softmax=weights, output=weights @ val)
+            read.append(logits)
+            for name, value in stages.items():
+                out.heads.setdefault(name, []).append(value)
+            outputs.append(stages["output"])
         if recipe.softmax == "heads":  # normalised across the heads axis of [heads, n, m]
-            before = out.heads["masked" if model.causal else "scaled"]
-            across = np.moveaxis(softmax(np.moveaxis(np.stack(before), 0, -1)), -1, 0)
+            across = np.moveaxis(softmax(np.moveaxis(np.stack(read), 0, -1)), -1, 0)
             out.heads["softmax"] = list(across)
             outputs = [w @ V[reads(h)] for h, w in enumerate(across)]
             out.heads["output"] = outputs
@@ -252,34 +354,58 @@ def recompute(
 
 
 def _masked_softmax(
-    scaled: Matrix, causal: bool, recipe: Recipe, dtype: str
-) -> tuple[Matrix, Matrix | None]:
-    """softmax's weights, and the masked stage (None without a causal mask)."""
+    logits: Matrix,
+    causal: bool,
+    recipe: Recipe,
+    dtype: str,
+    shut: Mask,
+    sink: float | None = None,
+) -> tuple[Matrix, Matrix | None, Matrix | None]:
+    """softmax's weights, the masked stage (None without a causal mask) and the sink's
+    column (None without a sink logit). ``shut`` is the correct mask (causal, and the
+    window's, as :func:`attntrace.core.masks.hidden` draws it, with the recipe's window)."""
     if not causal:
-        return _softmax(scaled, recipe.softmax, dtype), None
-    n, m = scaled.shape
+        weights, taken = _weights(logits, recipe.softmax, dtype, sink)
+        return weights, None, taken
+    n, m = logits.shape
     future = causal_mask(n, m)  # j > i (the last query aligned with the last key)
-    hidden = {"causal": future, "zero": future, "after": future,
-              "diagonal": causal_mask(n, m) | np.eye(n, m, m - n, dtype=bool),
-              "upper": ~future & ~np.eye(n, m, m - n, dtype=bool),
+    diagonal = np.eye(n, m, m - n, dtype=bool)
+    hidden = {"causal": shut, "zero": shut, "after": shut, "diagonal": shut | diagonal,
+              "upper": ~future & ~diagonal,
               "none": np.zeros((n, m), dtype=bool)}[recipe.mask]  # fmt: skip
     if recipe.mask == "after":
-        weights = np.where(future, 0.0, _softmax(scaled, recipe.softmax, dtype))
-        return weights, scaled
+        weights, taken = _weights(logits, recipe.softmax, dtype, sink)
+        return np.where(shut, 0.0, weights), logits, taken
     fill = 0.0 if recipe.mask == "zero" else recipe.fill
-    masked: Matrix = np.where(hidden, fill, scaled)
-    return _softmax(masked, recipe.softmax, dtype), masked
+    masked: Matrix = np.where(hidden, fill, logits)
+    weights, taken = _weights(masked, recipe.softmax, dtype, sink)
+    return weights, masked, taken
 
 
 def _softmax(scores: Matrix, how: str, dtype: str) -> Matrix:
+    return _weights(scores, how, dtype)[0]
+
+
+def _weights(
+    scores: Matrix, how: str, dtype: str, sink: float | None = None
+) -> tuple[Matrix, Matrix | None]:
+    """The weights, and the sink's column where there is a sink logit (the stable and
+    the unstable softmax; the softmax over columns is the paper's, without one)."""
     if how == "columns":
         by_column: Matrix = softmax(scores.T).T
-        return by_column
+        return by_column, None
     if how == "unstable":
         # bfloat16 has float32's exponent range: it overflows where float32 does
         narrow: npt.DTypeLike = np.float32 if dtype == "bfloat16" else dtype
         with np.errstate(all="ignore"):  # the overflow is the mistake being reproduced
+            if sink is not None:  # the sink's column joins the row, as in the stable one
+                scores = np.concatenate([scores, np.full((*scores.shape[:-1], 1), sink)], -1)
             exps = np.exp(scores.astype(narrow))
             weights: Matrix = (exps / exps.sum(axis=-1, keepdims=True)).astype(np.float64)
-        return weights
-    return softmax(scores)
+        if sink is not None:
+            return weights[..., :-1], weights[..., -1:]
+        return weights, None
+    if sink is not None:
+        kept, taken = softmax_with_sink(scores, sink)
+        return kept, taken
+    return softmax(scores), None

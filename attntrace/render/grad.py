@@ -145,7 +145,8 @@ def render_grad(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[Renderab
                        f"{len(reached)} heads; --max-heads N, 0 for all)", style="dim")  # fmt: skip
             continue
         yield GradBlock(stage, grad.mirror(stage), grad.forward.model, view,
-                        caption(stage.name, attend=attend, cross=cross))  # fmt: skip
+                        caption(stage.name, attend=attend, cross=cross,
+                                formula=stage.formula))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,9 @@ def grad_focus_panel(
     if note:
         parts.append(Wrapped(Text(note, style="yellow")))
     parts.append(
-        Wrapped(Text("dS = J·dA: the gradient of the weights a, dA, reaches the scaled "
-                     "scores S through the softmax's Jacobian J", style="dim"))
+        Wrapped(Text("dS = J·dA: the gradient of the weights a, dA, reaches "
+                     f"{_READ.get(focus.landed, 'the scaled scores')} S through the softmax's "
+                     "Jacobian J", style="dim"))
     )  # fmt: skip
     if not any(focus.d_weights):
         parts.append(Wrapped(Text("this row's dA is all 0 (the loss does not reach it): "
@@ -98,6 +99,10 @@ class _Shown:
         form = choose(view.precision, _numbers(focus, rows),
                       lambda form: _adds_up(focus, rows, form))  # fmt: skip
         return cls(keys, tokens[focus.index], rows, form, view)
+
+
+# What the softmax read, where a variant stands between it and the scaled scores.
+_READ = {"d_capped": "the capped logits", "d_biased": "the biased scores (scaled + ALiBi)"}
 
 
 def _written_rows(focus: JacobianFocus, max_rows: int) -> list[int]:
@@ -253,7 +258,7 @@ def _sums_section(focus: JacobianFocus, shown: _Shown) -> Group:
     form = shown.form
     width = max(cell_len(shown.keys[j]) for j in shown.rows)
     lines: list[RenderableType] = [
-        heading("d_scaled", "= J·dA: dSⱼ = Σₖ Jⱼₖ·dAₖ, row j of J times dA, term by term")
+        heading(focus.landed, "= J·dA: dSⱼ = Σₖ Jⱼₖ·dAₖ, row j of J times dA, term by term")
     ]
     elided = False
     for j in shown.rows:
@@ -315,22 +320,26 @@ def _check_section(focus: JacobianFocus, shown: _Shown) -> Group:
         max(abs(x - s) for x, s in zip(focus.shortcut, stage, strict=True)),
     )
     size = max(max(abs(t) for line in focus.terms for t in line), *map(abs, stage), 1e-300)
-    where = f"d_scaled[{shown.label}, ·]"
+    landed = focus.landed
+    where = f"{landed}[{shown.label}, ·]"
     if apart == 0:
-        verdict = Text(f"✓ the same as the d_scaled stage's row, {where}, exactly")
+        verdict = Text(f"✓ the same as the {landed} stage's row, {where}, exactly")
     elif apart <= AGREE * size * focus.size:
-        verdict = Text(f"✓ the same as the d_scaled stage's row, {where} (apart by "
+        verdict = Text(f"✓ the same as the {landed} stage's row, {where} (apart by "
                        f"{significant(apart, 2)}: float64's rounding)")  # fmt: skip
     else:
-        verdict = Text(f"✗ the d_scaled stage's row, {where}, is {significant(apart, 2)} "
+        verdict = Text(f"✗ the {landed} stage's row, {where}, is {significant(apart, 2)} "
                        "away", style="bold red")  # fmt: skip
     root = shown.form.given(focus.sqrt_dk)
     heaviest = max(range(focus.size), key=lambda k: abs(focus.stage_d_scores[k]))
     example = (f"d_scores[{shown.label}, {shown.keys[heaviest]}] = "
                f"{shown.form.result(focus.stage_d_scores[heaviest])}")  # fmt: skip
+    between = {"d_capped": "back through the cap (× (1 − (capped / C)²)), then ",
+               "d_biased": "to d_scaled unchanged (ALiBi's bias is a constant), then ",
+               }.get(landed, "")  # fmt: skip
     scores = Text(
-        f"next, d_scores = d_scaled / √d_k: each divided by √{focus.d_k} = {root}, as the "
-        f"scores were on the way forward ({example})",
+        f"next, {between}d_scores = d_scaled / √d_k: each divided by √{focus.d_k} = {root}, "
+        f"as the scores were on the way forward ({example})",
         style="dim",
     )
     return Group(Wrapped(verdict), Wrapped(scores))

@@ -109,11 +109,11 @@ def show_gradient(console: Console, grad: GradTrace, stages: list[Stage], index:
     console.print(Wrapped(loss_line(grad, view)))
     console.print(Panel(fitted_title(stage, trace.model), expand=False))
     cross = trace.context_tokens is not None
-    console.print(Wrapped(Text(paragraph(stage.name, cross=cross))))
+    console.print(Wrapped(Text(paragraph(stage.name, cross=cross, formula=stage.formula))))
     console.print()
     block = GradBlock(stage, grad.mirror(stage), trace.model, view,
                       caption(stage.name, attend=grad.objective.kind == "attend",
-                              cross=cross))  # fmt: skip
+                              cross=cross, formula=stage.formula))  # fmt: skip
     console.print(block, crop=False)
     console.print()
 

@@ -25,6 +25,18 @@ CAPTIONS: Mapping[str, str] = {
     "attended to that key.",
     "d_softmax": "How L changes with each attention weight: which weights should grow "
     "(negative) or shrink (positive).",
+    "d_sink_logit": (
+        "How L changes with the head's sink logit: positive, and a larger sink (taking weight"
+        " from every key) would raise L."
+    ),
+    "d_capped": (
+        "The softmax backward, at the soft-capped logits: each row sums to 0 (to minus the "
+        "sink's share with a sink logit); a hidden cell gets 0."
+    ),
+    "d_biased": (
+        "Back through the cap, 1 − tanh²: where a logit is near ±C the cap is flat and its "
+        "gradient fades; without a cap, the softmax backward itself."
+    ),
     "d_scaled": "The softmax backward: a weight can only grow if others shrink, so each row "
     "of the gradient sums to 0.",
     "d_scores": "The scaling by 1/√d_k, passed back: the same pattern, smaller by √d_k.",
@@ -32,6 +44,8 @@ CAPTIONS: Mapping[str, str] = {
     "it compared against.",
     "d_K_rope": "The gradient of the rotated keys: each score's gradient times the query "
     "that compared against it.",
+    "d_Q_norm": "The gradient of the RMS-normed queries: what reaches them from the scores.",
+    "d_K_norm": "The gradient of the RMS-normed keys: what reaches them from the scores.",
     "d_Q": "How L changes with each query: the keys it should point toward, weighted by "
     "each score's gradient.",
     "d_K": "How L changes with each key: the queries it should point toward, weighted by "
@@ -44,6 +58,8 @@ CAPTIONS: Mapping[str, str] = {
     "d_WV": "How L changes with each weight of WV: the tokens' inputs times their values' "
     "gradients.",
     "d_bV": "How L changes with the value bias: the column sums of d_V.",
+    "d_q_norm": "How L changes with each number of the q_norm weight, shared by every head.",
+    "d_k_norm": "How L changes with each number of the k_norm weight, shared by every head.",
     "d_X": "How L changes with each input number: the three paths (Q, K, V) summed, what a "
     "layer below would receive.",
     "d_X_context": "How L changes with the context's inputs: through its keys and values only.",
@@ -94,10 +110,26 @@ PARAGRAPHS: Mapping[str, str] = {
         "d_output · Vᵀ; the attend loss −log a adds −1/a at its one cell (the from row, "
         "the to column). Negative: L falls as that weight grows."
     ),
+    "d_sink_logit": (
+        "The sink logit s joins each row's softmax and passes no value: raising it takes "
+        "weight from every key alike, ∂Aⱼ/∂s = −Aⱼ · sink. So dL/ds = −Σᵢ sinkᵢ · Σⱼ "
+        "d_softmax[i, j] · softmax[i, j], one number per head: the rows' shares summed."
+    ),
+    "d_capped": (
+        "The softmax backward at what the softmax read, the capped logits: a ∘ (dA − Σₖ "
+        "aₖ·dAₖ), the Jacobian diag(a) − a·aᵀ times each row's d_softmax. A cell the mask or "
+        "the window hides has weight 0, so it gets exactly 0: no gradient passes through it."
+    ),
+    "d_biased": (
+        "With a cap, capped = C · tanh(biased / C), whose slope is 1 − tanh²(biased / C) = 1 "
+        "− (capped / C)²: near 1 for small logits, near 0 where the cap flattens them. "
+        "Without one, this is the softmax backward itself (a ∘ (dA − Σₖ aₖ·dAₖ))."
+    ),
     "d_scaled": (
         "The softmax backward. The weights of a row share one sum (1), so raising one "
         "lowers the rest: each row's Jacobian is diag(a) − a·aᵀ, and its product with the "
-        "row's d_softmax is a ∘ (dA − Σₖ aₖ·dAₖ). Each row sums to 0; a masked key "
+        "row's d_softmax is a ∘ (dA − Σₖ aₖ·dAₖ). Each row sums to 0 (with a sink logit, "
+        "to minus the sink's share: the sink takes part in the sum); a masked key "
         "(weight 0) gets exactly 0. --focus TOKEN shows one row term by term."
     ),
     "d_scores": (
@@ -112,6 +144,14 @@ PARAGRAPHS: Mapping[str, str] = {
     "d_K_rope": (
         "Each rotated key's gradient is d_scoresᵀ · Q_rope: the queries that compared "
         "against it, weighted by their scores' gradients."
+    ),
+    "d_Q_norm": (
+        "Under QK-norm the scores compare the RMS-normed queries: d_Q_norm = d_scores · "
+        "K_norm (under RoPE, which turns the normed rows, d_Q_rope turned back by −θ)."
+    ),
+    "d_K_norm": (
+        "Each normed key's gradient: d_scoresᵀ · Q_norm (under RoPE, d_K_rope turned back). "
+        "With GQA it is this head's share; the K/V head's d_K sums them."
     ),
     "d_Q": (
         "scores = Q · Kᵀ, so query i's gradient is Σₖ d_scores[i, k] · K[k]: a mix of "
@@ -138,6 +178,14 @@ PARAGRAPHS: Mapping[str, str] = {
         "the loss cannot be changed through the values."
     ),
     "d_bV": "The value bias is added to every row of V: its gradient is d_V's column sums.",
+    "d_q_norm": (
+        "Q_norm = Q / rms(Q) ∘ q_norm, so weight c gets Σ over rows and heads of d_Q_norm[t, "
+        "c] · Q[t, c] / rms(Q[t]): every head shares the one vector."
+    ),
+    "d_k_norm": (
+        "K_norm = K / rms(K) ∘ k_norm: weight c gets Σ over rows and query heads of "
+        "d_K_norm[t, c] · K[t, c] / rms(K[t])."
+    ),
     "d_X": (
         "X reaches the loss three ways, through Q, K and V: its gradient is the sum "
         "d_Q · WQᵀ + d_K · WKᵀ + d_V · WVᵀ over every head. In a full model this is the "
@@ -164,18 +212,41 @@ CROSS_PARAGRAPHS: Mapping[str, str] = {
 }
 
 
-def caption(name: str, *, attend: bool, cross: bool = False) -> str:
+# d_scaled where a variant's stage stands between it and the softmax (its formula then
+# reads from d_biased or d_capped, not the softmax): the softmax backward is not its own.
+PASSED_ON_CAPTION = (
+    "The gradient of the scaled scores, passed on from the stage after "
+    "them (the cap's backward, or ALiBi's bias, a constant: unchanged)."
+)
+PASSED_ON_PARAGRAPH = (
+    "Under ALiBi, biased = scaled + alibi, and alibi is a constant: d_scaled is d_biased, "
+    "number for number. Under a cap alone, capped = C · tanh(scaled / C), so d_scaled is "
+    "d_capped ∘ (1 − (capped / C)²). The softmax backward itself is the stage above."
+)
+
+
+def _passed_on(name: str, formula: str) -> bool:
+    return name == "d_scaled" and bool(formula) and "softmax ∘" not in formula
+
+
+def caption(name: str, *, attend: bool, cross: bool = False, formula: str = "") -> str:
     """The line under gradient ``name``'s table; why it is 0, under the attend loss;
-    what d_X sums, under cross-attention (``cross``)."""
+    what d_X sums, under cross-attention (``cross``); ``formula``, the stage's, says
+    whether d_scaled is the softmax backward or passed on by a variant's stage."""
     if attend and name in ATTEND_ZEROS:
         return ATTEND_ZERO
     if cross and name in CROSS_CAPTIONS:
         return CROSS_CAPTIONS[name]
+    if _passed_on(name, formula):
+        return PASSED_ON_CAPTION
     return CAPTIONS.get(name, "")
 
 
-def paragraph(name: str, *, cross: bool = False) -> str:
-    """Step mode's paragraph on gradient ``name`` (``cross``: under cross-attention)."""
+def paragraph(name: str, *, cross: bool = False, formula: str = "") -> str:
+    """Step mode's paragraph on gradient ``name`` (``cross``: under cross-attention;
+    ``formula`` as for :func:`caption`)."""
     if cross and name in CROSS_PARAGRAPHS:
         return CROSS_PARAGRAPHS[name]
+    if _passed_on(name, formula):
+        return PASSED_ON_PARAGRAPH
     return PARAGRAPHS.get(name, "")

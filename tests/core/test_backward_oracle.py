@@ -259,8 +259,9 @@ def test_random_models_losses_match_the_loops(seed: int, mse: bool, one_head: bo
 def test_the_contracts_table_order() -> None:
     """GRAD_ORDER is docs/learning.md's table, row by row."""
     table = ["d_projected", "d_WO", "d_bO", "d_concat", "d_output", "d_V", "d_softmax",
-             "d_scaled", "d_scores", "d_Q_rope", "d_K_rope", "d_Q", "d_K", "d_WQ", "d_bQ",
-             "d_WK", "d_bK", "d_WV", "d_bV", "d_X", "d_X_context"]  # fmt: skip
+             "d_sink_logit", "d_capped", "d_biased", "d_scaled", "d_scores", "d_Q_rope",
+             "d_K_rope", "d_Q_norm", "d_K_norm", "d_Q", "d_K", "d_WQ", "d_bQ", "d_WK", "d_bK",
+             "d_WV", "d_bV", "d_q_norm", "d_k_norm", "d_X", "d_X_context"]  # fmt: skip
     assert list(GRAD_ORDER) == table
 
 

@@ -132,7 +132,7 @@ def test_bfloat16_rounds_to_nearest_even() -> None:
 
 
 def native_pair(name: str, mistake: str, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    document = ALL_MODELS[name]
+    document = {**ALL_MODELS, **students.VARIANT_MODELS}[name]
     wrong = student_attention(document, dtype="float64", mistake=mistake, **options)
     return wrong, student_attention(document, dtype="float64")
 
@@ -258,7 +258,7 @@ def test_every_mistake_changes_only_stages_it_affects(mistake: str) -> None:
     """In every model it applies to, the first stage the mistake changes is one the
     catalogue says it affects, and it changes something."""
     changed = []
-    for name, document in ALL_MODELS.items():
+    for name, document in {**ALL_MODELS, **students.VARIANT_MODELS}.items():
         if not students.applies(mistake, document):
             continue
         wrong, right = native_pair(name, mistake)
