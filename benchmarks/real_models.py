@@ -63,7 +63,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.kvcache import KVCache, decode
+from attntrace.core.decode_step import KVCache
+from attntrace.core.kvcache import decode
 from attntrace.core.ops import kv_head_of, rope, softmax
 from attntrace.real.catalog import CATALOG, MINILM, SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention

@@ -19,16 +19,8 @@ import numpy.typing as npt
 
 from attntrace.core import progress
 from attntrace.core.attention import computed_block
-from attntrace.core.kvcache import (
-    Decode,
-    DecodeStep,
-    KVCache,
-    StepErrors,
-    attend_cache,
-    make_room,
-    prepared,
-    stacked,
-)
+from attntrace.core.decode_step import KVCache, attend_cache, make_room, prepared, stacked
+from attntrace.core.kvcache import Decode, DecodeStep, StepErrors
 from attntrace.core.lowp_ops import Cast, fresh_cells, stage_error
 from attntrace.core.ops import Matrix
 from attntrace.core.spec import ModelSpec

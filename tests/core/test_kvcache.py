@@ -15,8 +15,9 @@ from randoms import random_block
 from tolerances import FLOAT64, UNIT_SCALE_BOUND, significant
 
 from attntrace import InputError
+from attntrace.core.decode_step import KVCache
 from attntrace.core.kv_memory import PRESETS, kv_cache_bytes, variants
-from attntrace.core.kvcache import KVCache, decode, step_costs
+from attntrace.core.kvcache import decode, step_costs
 from attntrace.files.model_file import model_from_document
 
 
