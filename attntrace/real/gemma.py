@@ -82,6 +82,7 @@ class Gemma3(Transformer):
 
     spec: RealModel = GEMMA3
     tokenizer: SentencePieceTokenizer
+    added_tokens = 1  # <bos>, before every sentence (tokenizer.ggml.add_bos_token)
 
     def __init__(self, gguf: GGUFFile, tokenizer: SentencePieceTokenizer | None = None) -> None:
         """Read ``gguf``'s facts and check them; ``tokenizer``, where given, is the file's
