@@ -46,6 +46,7 @@ from attntrace.cli.process import (
     streams_open,
 )
 from attntrace.cli.progress import progress_after
+from attntrace.environment import one_blas_thread
 
 app = typer.Typer(
     name="attntrace",
@@ -100,6 +101,7 @@ def main() -> None:
     if not streams_open():
         exit_now(1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
+    one_blas_thread()  # before any command imports numpy
     try:
         code = run_app(app)
     except SystemExit as done:
