@@ -33,8 +33,8 @@ _ONE_LINE = {
     "softmax": "Attention weights: each row sums to 1; row i says where token i looks.",
     "output": "Row i: the value rows averaged with row i's weights; token i's new vector.",
     # the stages of docs/variants.md
-    "Q_norm": "Each query row divided by its root mean square (times q_norm): length √d_k.",
-    "K_norm": "Each key row divided by its root mean square (times k_norm): length √d_k.",
+    "Q_norm": "Each query row divided by its root mean square: length √d_k, then times q_norm.",
+    "K_norm": "Each key row divided by its root mean square: length √d_k, then times k_norm.",
     "alibi": "ALiBi's bias: −m · |i − j|, more negative the further key j is from query i.",
     "biased": "The scaled scores plus ALiBi's bias: far keys pushed down by distance.",
     "capped": "The logits soft-capped: {softcap} · tanh(x / {softcap}), never beyond ±{softcap}.",
@@ -118,9 +118,9 @@ _PARAGRAPH = {
     ),
     "Q_norm": (
         "QK-norm (Gemma 3, OLMo 2): each query row is divided by √(mean(row²) + ε), its "
-        "root mean square, then multiplied by the weight q_norm. However large the "
-        "projection made it, a row now has length about √{d_k}: the scores compare "
-        "directions, and cannot grow without bound."
+        "root mean square, which gives it length about √{d_k} however large the "
+        "projection made it; then it is multiplied by the weight q_norm, which sets each "
+        "dimension's scale. The scores compare directions, and cannot grow without bound."
     ),
     "K_norm": (
         "The keys are normed the same way, with their own weight k_norm. With both normed, "

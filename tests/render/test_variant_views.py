@@ -127,3 +127,19 @@ def test_overview_draws_the_windows_hidden_cells() -> None:
     assert "masked" in out
     today = [line for line in out.splitlines() if line.startswith("today")]
     assert any(line.count("−∞") == 3 for line in today)  # cat, sat, on: out of the window
+
+
+def test_the_qk_norm_texts_say_the_length_is_before_the_weight() -> None:
+    """RMS-norming gives a row length √d_k; the weight q_norm (here [2, 1]) then scales
+    each dimension, so Q_norm's rows are not √d_k long: the texts must not say they are."""
+    spec = load_model(sample_path("gemma-like"))
+    trace = trace_attention(spec)
+    q_norm = trace.stage("Q_norm", head=0)
+    d_k = q_norm.data.shape[1]
+    lengths = [math.sqrt(sum(float(x) ** 2 for x in row)) for row in q_norm.data]
+    assert any(abs(length - math.sqrt(d_k)) > 0.1 for length in lengths)  # the premise
+    for name in ("Q_norm", "K_norm"):
+        caption = one_line(trace.stage(name, head=0), trace)
+        assert "length √d_k, then times" in caption, caption
+    text = paragraph(q_norm, trace)
+    assert "length about √2 however large" in text and "then it is multiplied" in text
