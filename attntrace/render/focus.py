@@ -228,7 +228,24 @@ def softmax_section(focus: Focus, view: View) -> Group:
         style="dim",
     )  # fmt: skip
     title = heading("softmax", f"= exp({source} − max) / sum, for '{focus.label}'")
-    return Group(title, table, explain, *_why_lines(focus, keys), *_hidden(focus, keys))
+    return Group(
+        title, table, explain, *_why_lines(focus, keys), *_counted(focus, keys),
+        *_hidden(focus, keys),
+    )  # fmt: skip
+
+
+def _counted(focus: Focus, keys: list[int]) -> list[RenderableType]:
+    """The hidden keys counted by reason, where a window hides some and not every hidden
+    (or sink-kept) key has its own line above: a long row's largest weights are all
+    visible keys, and without this the window would go unmentioned."""
+    shown = set(keys)
+    unshown = any(
+        (why is not None or kept) and j not in shown
+        for j, (why, kept) in enumerate(zip(focus.hidden_why, focus.sinks_kept, strict=True))
+    )
+    if not (focus.windowed and unshown):
+        return []
+    return [_Indented(Text(line, style="dim")) for line in focus.hidden_counts]
 
 
 def output_section(focus: Focus, view: View) -> Group:

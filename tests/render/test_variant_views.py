@@ -143,3 +143,16 @@ def test_the_qk_norm_texts_say_the_length_is_before_the_weight() -> None:
         assert "length √d_k, then times" in caption, caption
     text = paragraph(q_norm, trace)
     assert "length about √2 however large" in text and "then it is multiplied" in text
+
+
+def test_focus_on_a_long_windowed_row_counts_the_hidden_keys() -> None:
+    """36 tokens, window 3, one sink, focus on position 30: only 20 weights are written
+    out, so a line counts the rest by reason (27 far back, 5 later, the sink kept)."""
+    sentence = " ".join(["the cat sat on the mat"] * 6)
+    out = _run("--sample", "window", sentence, "--focus", "30")
+    softmax = out[out.index("\nsoftmax") : out.index("\noutput")]
+    assert "the 20 largest of 36 weights" in softmax
+    said = " ".join(softmax.split())
+    assert "27 keys hidden: out of the window (a query sees itself and the 2 before it)" in said
+    assert "5 later keys hidden: the future" in said
+    assert "1 key kept: a sink, visible however far back" in said
