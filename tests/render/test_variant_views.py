@@ -142,7 +142,8 @@ def test_the_qk_norm_texts_say_the_length_is_before_the_weight() -> None:
         caption = one_line(trace.stage(name, head=0), trace)
         assert "length √d_k, then times" in caption, caption
     text = paragraph(q_norm, trace)
-    assert "length about √2 however large" in text and "then it is multiplied" in text
+    assert "length about √2 however large" in text
+    assert "then it is multiplied" in text
 
 
 def test_focus_on_a_long_windowed_row_counts_the_hidden_keys() -> None:
