@@ -157,3 +157,40 @@ def test_focus_on_a_long_windowed_row_counts_the_hidden_keys() -> None:
     assert "27 keys hidden: out of the window (a query sees itself and the 2 before it)" in said
     assert "5 later keys hidden: the future" in said
     assert "1 key kept: a sink, visible however far back" in said
+
+
+def _softmax_tables(out: str) -> list[list[list[str]]]:
+    """Each focus softmax table's rows (key, its cells), one table per head shown."""
+    tables, rows = [], None
+    for line in out.splitlines():
+        if line.startswith("softmax = exp("):
+            rows = []
+            tables.append(rows)
+        elif rows is not None and line.startswith("sum "):
+            rows = None
+        elif rows is not None and line and not line.startswith(("key", "─")):
+            rows.append(line.split())
+    return tables
+
+
+def test_the_focus_marks_the_sinks_row_when_its_logit_is_the_max() -> None:
+    """M = max(max x, s): the ◀ marks the row whose − max is 0, the sink's where s wins
+    (head 0: s = 1 above every scaled score), a key's where a key wins (head 1)."""
+    spec = load_model(sample_path("sink-logit"))
+    trace = trace_attention(spec)
+    logits = spec.variants.sink_logits(spec.heads)
+    assert logits is not None
+    index = trace.tokens.index("eats")
+    tables = _softmax_tables(_run("--sample", "sink-logit", "--focus", "eats", columns=160))
+    assert len(tables) == spec.heads
+    for head, rows in enumerate(tables):
+        scaled = [float(x) for x in trace.stage("scaled", head=head).data[index]]
+        top = max(*scaled, logits[head])
+        marked = [row[0] for row in rows if "◀" in row]
+        expected = [row[0] for row, x in zip(rows, [*scaled, logits[head]], strict=True)
+                    if x == top]  # fmt: skip
+        assert marked == expected, (head, rows)
+        for row, x in zip(rows, [*scaled, logits[head]], strict=True):
+            minus_max = float(row[3] if "◀" in row else row[2])
+            assert minus_max == pytest.approx(x - top, abs=1e-4), (head, row)
+    assert [row[0] for row in tables[0] if "◀" in row] == ["sink"]
