@@ -205,8 +205,8 @@ def _variant_line(stage: Stage, trace: Trace) -> str | None:
         )
     if stage.name == "softmax" and v.sink_logit is not None:
         return (
-            "Attention weights: each row sums to 1 − sink (the sink column); row i says "
-            "where token i looks."
+            "Attention weights (s the sink logit, M = max(row max, s)): row i says where "
+            "token i looks, and sums to 1 − sink (the sink column)."
         )
     return None
 
@@ -248,7 +248,8 @@ def _variant_paragraph(stage: Stage, trace: Trace) -> str:
     """What a window or a sink adds to the masked and softmax paragraphs."""
     v = trace.model.variants
     if stage.name == "masked" and v.window is not None:
-        sinks = (f" The first {v.sinks} token{'s stay' if v.sinks > 1 else ' stays'} visible "
+        first = f"first {v.sinks} tokens stay" if v.sinks > 1 else "first token stays"
+        sinks = (f" The {first} visible "
                  "however far back: a sink (StreamingLLM)." if v.sinks else "")  # fmt: skip
         return (f" A sliding window of {v.window} hides more: query i sees only itself and "
                 f"the {v.window - 1} keys before it, so a key {v.window} or more back is −∞ "
@@ -305,7 +306,7 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
         "alibi": f"−m · |i − j| for i < {n}, j < {m} = alibi [{n} × {m}]",
         "biased": f"scaled [{n} × {m}] + alibi [{n} × {m}] = biased [{n} × {m}]",
         "capped": f"C · tanh(x / C) of each cell [{n} × {m}] = capped [{n} × {m}]",
-        "sink": f"exp(sink_logit − row max) / row sum, per row = sink [{n} × 1]",
+        "sink": f"exp(s − M) / (Σ exp(x − M) + exp(s − M)), per row = sink [{n} × 1]",
         "softmax": (f"softmax of each row of {softmax_input} [{n} × {m}] = softmax [{n} × {m}]"),
         "output": f"softmax [{n} × {m}] · V [{m} × {d_v}] = output [{n} × {d_v}]",
         "concat": f"{heads} × output [{n} × {d_v}] side by side = concat [{n} × {wo_rows}]",

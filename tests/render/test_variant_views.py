@@ -161,7 +161,8 @@ def test_focus_on_a_long_windowed_row_counts_the_hidden_keys() -> None:
 
 def _softmax_tables(out: str) -> list[list[list[str]]]:
     """Each focus softmax table's rows (key, its cells), one table per head shown."""
-    tables, rows = [], None
+    tables: list[list[list[str]]] = []
+    rows: list[list[str]] | None = None
     for line in out.splitlines():
         if line.startswith("softmax = exp("):
             rows = []
@@ -194,3 +195,22 @@ def test_the_focus_marks_the_sinks_row_when_its_logit_is_the_max() -> None:
             minus_max = float(row[3] if "◀" in row else row[2])
             assert minus_max == pytest.approx(x - top, abs=1e-4), (head, row)
     assert [row[0] for row in tables[0] if "◀" in row] == ["sink"]
+
+
+def test_one_sink_is_the_first_token_not_the_first_1() -> None:
+    spec = load_model(sample_path("window"))
+    assert spec.variants.sinks == 1
+    trace = trace_attention(spec)
+    text = paragraph(trace.stage("masked"), trace)
+    assert "The first token stays visible however far back" in text
+
+
+def test_the_sink_logits_softmax_title_fits_one_line_of_80() -> None:
+    """The title, its shape and its head on one line at 80 columns: M and s are the
+    caption's to explain (docs/variants.md's table)."""
+    lines = _run("--sample", "sink-logit").splitlines()
+    titles = [line for line in lines if line.startswith("softmax = ")]
+    assert len(titles) == 2
+    for head, title in enumerate(titles):
+        assert title.endswith(f"[3 × 3]  head {head}"), title
+    assert any("M = max(row max, s)" in line for line in lines)
