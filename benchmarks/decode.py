@@ -24,7 +24,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from attntrace.core.kvcache import KVCache
+from attntrace.core.decode_step import KVCache
 from attntrace.core.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
 
 T = TypeVar("T")

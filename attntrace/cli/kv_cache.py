@@ -123,9 +123,16 @@ def windowed(shape: Shape, window: int | None, no_window: bool) -> Shape:
         return replace(shape, window=None, local_layers=None)
     if window is None:
         return shape
+    from attntrace.core.variants import MOST_POSITIONS
+
     if window < 1:
         raise InputError(field="--window", expected="a whole number of tokens ≥ 1",
                          found=str(window))  # fmt: skip
+    if window > MOST_POSITIONS:  # as a model file's window: longer than any sentence
+        digits = len(str(window))  # typer parsed it: at most Python's 4,300 digits
+        found = f"{window:,}" if digits <= 30 else f"a {digits:,}-digit number"
+        raise InputError(field="--window", expected=f"at most {MOST_POSITIONS:,} tokens",
+                         found=found)  # fmt: skip
     return replace(shape, window=window)
 
 

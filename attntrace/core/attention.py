@@ -323,14 +323,15 @@ def _head(
     if head.masked is not None:
         words = masks.mask_words(model.causal, variants.window, variants.sinks)
         add("masked", f"masked = {info.mask_source}, {words}", head.masked, queries, keys)
-    sink_term = " + exp(sink_logit − row max)" if head.sink is not None else ""
-    add("softmax", f"softmax = exp({info.softmax_source} − row max) / (row sum{sink_term})"
-        if sink_term else f"softmax = exp({info.softmax_source} − row max) / row sum",
+    # with a sink logit s, M = max(row max, s) (the captions say so): short enough that
+    # the title and its shape fit one line of 80 columns
+    x = info.softmax_source
+    add("softmax", f"softmax = exp({x} − M) / (Σ exp({x} − M) + exp(s − M))"
+        if head.sink is not None else f"softmax = exp({x} − row max) / row sum",
         head.softmax, queries, keys)  # fmt: skip
     if head.sink is not None and sinks is not None:
-        add("sink", f"sink = exp(sink_logit − row max) / (row sum + its own), sink_logit = "
-            f"{sinks[h]:g}: weight that passes no value", head.sink, queries,
-            ("sink",))  # fmt: skip
+        add("sink", f"sink = exp(s − M) / the same sum, s = {sinks[h]:g}: weight that "
+            "passes no value", head.sink, queries, ("sink",))  # fmt: skip
     # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
     add("output", "output = softmax · V", head.output, queries, dims(d_v, h * d_v))
     return head.output

@@ -97,6 +97,9 @@ class Focus:
     between: tuple[tuple[str, tuple[float, ...]], ...] = ()
     softcap: float | None = None  # C of the capped stage
     windowed: bool = False  # a sliding window: hidden keys say which reason hides them
+    # a row's hidden keys counted by reason, in words (masks.hidden_counts): a long row
+    # writes out only its largest weights, and these say what the others are
+    hidden_counts: tuple[str, ...] = ()
 
     @property
     def sqrt_dk(self) -> float:
@@ -268,6 +271,9 @@ def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
         sink_weight=None if sink_logit is None else float(row("sink")[index, 0]),
         softcap=model.variants.softcap,
         windowed=window is not None,
+        hidden_counts=()
+        if cross
+        else masks.hidden_counts(index, len(keys), causal=model.causal, window=window, sinks=sinks),
         between=tuple(
             (name, _floats(row(name)[index]))
             for name in ("alibi", "biased", "capped")

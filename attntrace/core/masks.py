@@ -66,6 +66,32 @@ def why_hidden(
     return None
 
 
+def hidden_counts(
+    query: int, keys: int, *, causal: bool, window: int | None = None, sinks: int = 0
+) -> tuple[str, ...]:
+    """How many of the keys at positions ``0 … keys − 1`` are hidden from the query at
+    ``query``, by reason, in words, and how many only a sink keeps visible: a long row's
+    summary, where its hidden keys are not each written out."""
+    shut = hidden([query], np.arange(keys), causal=causal, window=window, sinks=sinks)[0]
+    later = max(0, keys - query - 1) if causal else 0
+    far = int(shut.sum()) - later
+    kept = sum(kept_as_sink(query, j, window=window, sinks=sinks) for j in range(min(sinks, keys)))
+    lines = []
+    if far and window is not None:
+        sees = ("a query sees only itself" if window == 1
+                else f"a query sees itself and the {window - 1} before it")  # fmt: skip
+        lines.append(f"{_keys(far)} hidden: out of the window ({sees})")
+    if later:
+        lines.append(f"{_keys(later, 'later ')} hidden: the future")
+    if kept:
+        lines.append(f"{_keys(kept)} kept: a sink, visible however far back")
+    return tuple(lines)
+
+
+def _keys(count: int, kind: str = "") -> str:
+    return f"{count:,} {kind}key{'' if count == 1 else 's'}"
+
+
 def kept_as_sink(query: int, key: int, *, window: int | None, sinks: int) -> bool:
     """Whether the key is visible only because it is one of the first ``sinks`` tokens."""
     return window is not None and key < sinks and query - key >= window

@@ -225,4 +225,4 @@ def check_variants(
     sink = variants.sink_logit
     if sink is not None and not isinstance(sink, float) and len(sink) != heads:
         raise InputError(field="sink_logit", expected=f"a number, or {heads} (one per head)",
-                         found=f"{len(sink)} numbers")  # fmt: skip
+                         found=f"{len(sink)} number{'' if len(sink) == 1 else 's'}")  # fmt: skip

@@ -33,8 +33,8 @@ _ONE_LINE = {
     "softmax": "Attention weights: each row sums to 1; row i says where token i looks.",
     "output": "Row i: the value rows averaged with row i's weights; token i's new vector.",
     # the stages of docs/variants.md
-    "Q_norm": "Each query row divided by its root mean square (times q_norm): length √d_k.",
-    "K_norm": "Each key row divided by its root mean square (times k_norm): length √d_k.",
+    "Q_norm": "Each query row divided by its root mean square: length √d_k, then times q_norm.",
+    "K_norm": "Each key row divided by its root mean square: length √d_k, then times k_norm.",
     "alibi": "ALiBi's bias: −m · |i − j|, more negative the further key j is from query i.",
     "biased": "The scaled scores plus ALiBi's bias: far keys pushed down by distance.",
     "capped": "The logits soft-capped: {softcap} · tanh(x / {softcap}), never beyond ±{softcap}.",
@@ -118,9 +118,9 @@ _PARAGRAPH = {
     ),
     "Q_norm": (
         "QK-norm (Gemma 3, OLMo 2): each query row is divided by √(mean(row²) + ε), its "
-        "root mean square, then multiplied by the weight q_norm. However large the "
-        "projection made it, a row now has length about √{d_k}: the scores compare "
-        "directions, and cannot grow without bound."
+        "root mean square, which gives it length about √{d_k} however large the "
+        "projection made it; then it is multiplied by the weight q_norm, which sets each "
+        "dimension's scale. The scores compare directions, and cannot grow without bound."
     ),
     "K_norm": (
         "The keys are normed the same way, with their own weight k_norm. With both normed, "
@@ -205,8 +205,8 @@ def _variant_line(stage: Stage, trace: Trace) -> str | None:
         )
     if stage.name == "softmax" and v.sink_logit is not None:
         return (
-            "Attention weights: each row sums to 1 − sink (the sink column); row i says "
-            "where token i looks."
+            "Attention weights (s the sink logit, M = max(row max, s)): row i says where "
+            "token i looks, and sums to 1 − sink (the sink column)."
         )
     return None
 
@@ -248,7 +248,8 @@ def _variant_paragraph(stage: Stage, trace: Trace) -> str:
     """What a window or a sink adds to the masked and softmax paragraphs."""
     v = trace.model.variants
     if stage.name == "masked" and v.window is not None:
-        sinks = (f" The first {v.sinks} token{'s stay' if v.sinks > 1 else ' stays'} visible "
+        first = f"first {v.sinks} tokens stay" if v.sinks > 1 else "first token stays"
+        sinks = (f" The {first} visible "
                  "however far back: a sink (StreamingLLM)." if v.sinks else "")  # fmt: skip
         return (f" A sliding window of {v.window} hides more: query i sees only itself and "
                 f"the {v.window - 1} keys before it, so a key {v.window} or more back is −∞ "
@@ -305,7 +306,7 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
         "alibi": f"−m · |i − j| for i < {n}, j < {m} = alibi [{n} × {m}]",
         "biased": f"scaled [{n} × {m}] + alibi [{n} × {m}] = biased [{n} × {m}]",
         "capped": f"C · tanh(x / C) of each cell [{n} × {m}] = capped [{n} × {m}]",
-        "sink": f"exp(sink_logit − row max) / row sum, per row = sink [{n} × 1]",
+        "sink": f"exp(s − M) / (Σ exp(x − M) + exp(s − M)), per row = sink [{n} × 1]",
         "softmax": (f"softmax of each row of {softmax_input} [{n} × {m}] = softmax [{n} × {m}]"),
         "output": f"softmax [{n} × {m}] · V [{m} × {d_v}] = output [{n} × {d_v}]",
         "concat": f"{heads} × output [{n} × {d_v}] side by side = concat [{n} × {wo_rows}]",

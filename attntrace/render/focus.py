@@ -186,10 +186,15 @@ def softmax_section(focus: Focus, view: View) -> Group:
     # operands, with the digits the differences need.
     softmax_input = form.carried if form.scientific else form.result
     source = focus.softmax_source
+    # ◀ marks the row whose logit is M, the max subtracted (− max = 0): the heaviest
+    # key's, or the sink's where its logit is the larger (both where they tie)
     heaviest = max(row.weight for row in focus.softmax)
+    top = max(row.scaled for row in focus.softmax)
+    sink_top = focus.sink_logit is not None and focus.sink_logit >= top
+    keys_top = focus.sink_logit is None or focus.sink_logit <= top
     rows: list[tuple[RenderableType, ...]] = []
     for row in (focus.softmax[j] for j in keys):
-        mark = " ◀" if row.weight == heaviest else ""
+        mark = " ◀" if keys_top and row.weight == heaviest else ""
         rows.append((
             Text(row.key + mark, style="bold" if mark else ""),
             softmax_input(row.scaled),
@@ -203,7 +208,8 @@ def softmax_section(focus: Focus, view: View) -> Group:
         sink = focus.sink_weight or 0.0
         total += sink
         rows.append((
-            Text("sink", style="italic"), softmax_input(focus.sink_logit),
+            Text("sink ◀" if sink_top else "sink", style="bold italic" if sink_top else "italic"),
+            softmax_input(focus.sink_logit),
             form.result(focus.sink_logit - focus.row_max), form.carried(focus.sink_exp),
             form.result(sink), f"{100 * sink:.2f}%",
         ))  # fmt: skip
@@ -219,16 +225,34 @@ def softmax_section(focus: Focus, view: View) -> Group:
         if focus.sink_logit is None
         else "the larger of the row max and the sink logit"
     )
-    explain = Text(
-        f"  {which} {softmax_input(focus.row_max)} is subtracted first: every "
-        f"exp ≤ 1, nothing overflows\n  share = exp / sum = exp / "
-        f"{form.carried(focus.exp_sum)}"
-        + ("\n  the sink's exp joins the sum and its share passes no value: the keys' "
-           "shares sum to 1 − sink" if focus.sink_logit is not None else ""),
-        style="dim",
-    )  # fmt: skip
+    said = [
+        f"{which} {softmax_input(focus.row_max)} is subtracted first: every exp ≤ 1, "
+        "nothing overflows",
+        f"share = exp / sum = exp / {form.carried(focus.exp_sum)}",
+        *(["the sink's exp joins the sum and its share passes no value: the keys' "
+           "shares sum to 1 − sink"] if focus.sink_logit is not None else []),
+    ]  # fmt: skip
+    # each wrapped under itself, two cells in, as the lines below
+    explain = [_Indented(Text(line, style="dim")) for line in said]
     title = heading("softmax", f"= exp({source} − max) / sum, for '{focus.label}'")
-    return Group(title, table, explain, *_why_lines(focus, keys), *_hidden(focus, keys))
+    return Group(
+        title, table, *explain, *_why_lines(focus, keys), *_counted(focus, keys),
+        *_hidden(focus, keys),
+    )  # fmt: skip
+
+
+def _counted(focus: Focus, keys: list[int]) -> list[RenderableType]:
+    """The hidden keys counted by reason, where a window hides some and not every hidden
+    (or sink-kept) key has its own line above: a long row's largest weights are all
+    visible keys, and without this the window would go unmentioned."""
+    shown = set(keys)
+    unshown = any(
+        (why is not None or kept) and j not in shown
+        for j, (why, kept) in enumerate(zip(focus.hidden_why, focus.sinks_kept, strict=True))
+    )
+    if not (focus.windowed and unshown):
+        return []
+    return [_Indented(Text(line, style="dim")) for line in focus.hidden_counts]
 
 
 def output_section(focus: Focus, view: View) -> Group:

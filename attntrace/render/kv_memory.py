@@ -21,11 +21,12 @@ from attntrace.core.kv_memory import (
     Variant,
     WindowParts,
     human_bytes,
+    kv_cache_bytes,
     window_parts,
 )
 from attntrace.render.fitted import Fitted
 from attntrace.render.shown import pad
-from attntrace.render.wrap import INDENT, Terms  # INDENT: of a row's later lines too
+from attntrace.render.wrap import INDENT, Terms, Wrapped  # INDENT: of a row's later lines too
 
 
 def counted(count: int, noun: str) -> str:
@@ -86,7 +87,8 @@ def memory_view(
         lines += [Text(""), _parts_lines(parts, tokens)]
     per_token = next(v for v in variants if v.is_model)
     if shape.window is not None:  # past the window a token adds only to the global layers
-        lines += [Text(""), Text(growth_words(shape, tokens), style="dim")]
+        lines += [Text(""), Wrapped(Text(per_token_words(shape, dtype), style="dim")),
+                  Wrapped(Text(growth_words(shape, tokens), style="dim"))]  # fmt: skip
         return Group(*lines)
     lines += [
         Text(""),
@@ -94,6 +96,18 @@ def memory_view(
              style="dim"),
     ]  # fmt: skip
     return Group(*lines)
+
+
+def per_token_words(shape: Shape, dtype: str) -> str:
+    """What one token adds to a windowed cache (batch 1): on every layer while the cache
+    is below the window; past it, on the global layers alone (nothing where all slide)."""
+    assert shape.window is not None
+    below = kv_cache_bytes(shape, shape.kv_heads, 1, 1, dtype)  # 1 token: below any window
+    past = kv_cache_bytes(shape, shape.kv_heads, shape.window + 1, 1, dtype) - kv_cache_bytes(
+        shape, shape.kv_heads, shape.window, 1, dtype
+    )
+    after = counted(past, "byte") if past else "none"
+    return f"per token (batch 1): {counted(below, 'byte')} up to the window, {after} past it"
 
 
 def window_words(shape: Shape) -> str:
@@ -127,6 +141,9 @@ def growth_words(shape: Shape, tokens: int) -> str:
     """Where a windowed cache stops growing, and what a token adds past that."""
     assert shape.window is not None
     rest = shape.layers - shape.windowed_layers
+    if tokens <= shape.window:  # the window never cuts in: every layer holds every token
+        return (f"the window of {counted(shape.window, 'token')} does not cut in at "
+                f"{counted(tokens, 'token')}: every layer holds every token")  # fmt: skip
     if not rest:
         return (f"the cache stops growing at {counted(shape.window, 'token')}: past the "
                 "window each new token's row replaces the oldest")  # fmt: skip

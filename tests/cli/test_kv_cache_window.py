@@ -70,8 +70,10 @@ def test_mistral_stops_growing_at_its_window() -> None:
         (("--preset", "gpt2", "--window", "-3"), "got -3"),
         (("--preset", "gemma3-270m", "--window", "4", "--no-window"), "give one"),
         (("--window", "4"), "--window to apply to"),
+        (("--preset", "mistral-7b", "--window", str(10**30)), "at most 2,147,483,647 tokens"),
+        (("--preset", "gpt2", "--window", "9" * 4000), "got a 4,000-digit number"),
     ],
-    ids=["zero", "negative", "both", "no-model"],
+    ids=["zero", "negative", "both", "no-model", "too-long", "thousands-of-digits"],
 )
 def test_bad_windows_are_one_line_and_exit_2(flags: tuple[str, ...], words: str) -> None:
     one_line_error(invoke("kv-cache", *flags), words)
@@ -82,3 +84,41 @@ def test_a_window_on_a_preset_without_one_slides_every_layer() -> None:
                                  "--json").stdout)  # fmt: skip
     assert document["shape"]["local_layers"] == 12
     assert document["window"]["bytes"] == 2 * 12 * 12 * 64 * 2 * 100
+
+
+def test_the_longest_window_is_the_longest_a_model_file_takes() -> None:
+    shown = invoke("kv-cache", "--preset", "mistral-7b", "--window", str(2**31 - 1))
+    assert shown.exit_code == 0, shown.stderr
+
+
+def _words(*flags: str) -> str:
+    result = invoke("kv-cache", *flags)
+    assert result.exit_code == 0, result.stderr
+    return " ".join(result.stdout.split())
+
+
+def test_a_window_longer_than_the_tokens_does_not_cut_in() -> None:
+    # 32,768 tokens under a 100,000 window: every layer holds every token
+    said = _words("--preset", "mistral-7b", "--window", "100000")
+    assert "stops growing" not in said
+    assert "the window of 100,000 tokens does not cut in at 32,768 tokens" in said
+    # below Gemma 3's window of 512, the local layers too hold every token
+    said = _words("--preset", "gemma3-270m", "--tokens", "100")
+    assert "stops growing" not in said
+    assert "does not cut in at 100 tokens" in said
+    assert "stops growing at 4,096 tokens" in _words("--preset", "mistral-7b")
+
+
+@pytest.mark.parametrize(
+    ("preset", "below", "past"),
+    [
+        # 2 (K, V) × 32 layers × 8 K/V heads × 128 × 2 B; every layer slides: nothing past
+        ("mistral-7b", 2 * 32 * 8 * 128 * 2, None),
+        # 2 × 18 layers × 1 × 256 × 2 B below; past the window only the 3 global layers
+        ("gemma3-270m", 2 * 18 * 1 * 256 * 2, 2 * 3 * 1 * 256 * 2),
+    ],
+)
+def test_a_windowed_cache_says_what_a_token_adds(preset: str, below: int, past: int | None) -> None:
+    after = "none" if past is None else f"{past:,} bytes"
+    assert (f"per token (batch 1): {below:,} bytes up to the window, {after} past it"
+            in _words("--preset", preset))  # fmt: skip

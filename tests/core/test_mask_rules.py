@@ -31,6 +31,43 @@ def test_a_query_sees_itself_and_the_window_minus_one_before_it() -> None:
     assert np.flatnonzero(~shut[0]).tolist() == list(range(89, 601))
 
 
+def test_a_long_rows_hidden_keys_are_counted_by_reason() -> None:
+    # query 600 of 601 tokens, a 512 window: keys 0 … 88 are out of it, none is later
+    assert masks.hidden_counts(600, 601, causal=True, window=512) == (
+        "89 keys hidden: out of the window (a query sees itself and the 511 before it)",
+    )
+    # query 300 of 601: 300 later keys, none out of the window (300 − 0 < 512)
+    assert masks.hidden_counts(300, 601, causal=True, window=512) == (
+        "300 later keys hidden: the future",
+    )
+    # query 30 of 36, window 3, one sink: keys 1 … 27 far, 31 … 35 later, key 0 kept
+    assert masks.hidden_counts(30, 36, causal=True, window=3, sinks=1) == (
+        "27 keys hidden: out of the window (a query sees itself and the 2 before it)",
+        "5 later keys hidden: the future",
+        "1 key kept: a sink, visible however far back",
+    )
+
+
+@given(st.integers(0, 20), st.integers(1, 22), st.integers(1, 6), st.integers(0, 3))
+def test_the_counts_add_up_to_the_hidden_keys(
+    query: int, keys: int, window: int, sinks: int
+) -> None:
+    query = min(query, keys - 1)
+    far = sum(query - j >= window and j >= sinks for j in range(query + 1))
+    later = keys - query - 1
+    kept = sum(query - j >= window and j < sinks for j in range(query + 1))
+    lines = masks.hidden_counts(query, keys, causal=True, window=window, sinks=sinks)
+    plural = {count: "key" if count == 1 else "keys" for count in (far, later, kept)}
+    expected = [
+        *([f"{far} {plural[far]} hidden: out of the window"] if far else []),
+        *([f"{later} later {plural[later]} hidden: the future"] if later else []),
+        *([f"{kept} {plural[kept]} kept: a sink"] if kept else []),
+    ]
+    assert len(lines) == len(expected)
+    for line, start in zip(lines, expected, strict=True):
+        assert line.startswith(start), (line, start)
+
+
 def test_alibi_slopes_of_eight_heads_are_the_papers() -> None:
     assert masks.alibi_slopes(8) == [2.0**-k for k in range(1, 9)]
 

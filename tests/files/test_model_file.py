@@ -628,6 +628,11 @@ REJECTED = [
         "model.yaml: sink_logit: expected a number, or 1 (one per head), got 2 numbers",
     ),
     case(
+        "sink-logit-one-for-two-heads",
+        GOOD + "heads: 2\nsink_logit: [1]\n",
+        "model.yaml: sink_logit: expected a number, or 2 (one per head), got 1 number",
+    ),
+    case(
         "sink-logit-a-word",
         GOOD + "sink_logit: big\n",
         "model.yaml: sink_logit: expected a number, or a list of one per head, got a string 'big'",

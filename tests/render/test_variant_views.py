@@ -127,3 +127,90 @@ def test_overview_draws_the_windows_hidden_cells() -> None:
     assert "masked" in out
     today = [line for line in out.splitlines() if line.startswith("today")]
     assert any(line.count("−∞") == 3 for line in today)  # cat, sat, on: out of the window
+
+
+def test_the_qk_norm_texts_say_the_length_is_before_the_weight() -> None:
+    """RMS-norming gives a row length √d_k; the weight q_norm (here [2, 1]) then scales
+    each dimension, so Q_norm's rows are not √d_k long: the texts must not say they are."""
+    spec = load_model(sample_path("gemma-like"))
+    trace = trace_attention(spec)
+    q_norm = trace.stage("Q_norm", head=0)
+    d_k = q_norm.data.shape[1]
+    lengths = [math.sqrt(sum(float(x) ** 2 for x in row)) for row in q_norm.data]
+    assert any(abs(length - math.sqrt(d_k)) > 0.1 for length in lengths)  # the premise
+    for name in ("Q_norm", "K_norm"):
+        caption = one_line(trace.stage(name, head=0), trace)
+        assert "length √d_k, then times" in caption, caption
+    text = paragraph(q_norm, trace)
+    assert "length about √2 however large" in text
+    assert "then it is multiplied" in text
+
+
+def test_focus_on_a_long_windowed_row_counts_the_hidden_keys() -> None:
+    """36 tokens, window 3, one sink, focus on position 30: only 20 weights are written
+    out, so a line counts the rest by reason (27 far back, 5 later, the sink kept)."""
+    sentence = " ".join(["the cat sat on the mat"] * 6)
+    out = _run("--sample", "window", sentence, "--focus", "30")
+    softmax = out[out.index("\nsoftmax") : out.index("\noutput")]
+    assert "the 20 largest of 36 weights" in softmax
+    said = " ".join(softmax.split())
+    assert "27 keys hidden: out of the window (a query sees itself and the 2 before it)" in said
+    assert "5 later keys hidden: the future" in said
+    assert "1 key kept: a sink, visible however far back" in said
+
+
+def _softmax_tables(out: str) -> list[list[list[str]]]:
+    """Each focus softmax table's rows (key, its cells), one table per head shown."""
+    tables: list[list[list[str]]] = []
+    rows: list[list[str]] | None = None
+    for line in out.splitlines():
+        if line.startswith("softmax = exp("):
+            rows = []
+            tables.append(rows)
+        elif rows is not None and line.startswith("sum "):
+            rows = None
+        elif rows is not None and line and not line.startswith(("key", "─")):
+            rows.append(line.split())
+    return tables
+
+
+def test_the_focus_marks_the_sinks_row_when_its_logit_is_the_max() -> None:
+    """M = max(max x, s): the ◀ marks the row whose − max is 0, the sink's where s wins
+    (head 0: s = 1 above every scaled score), a key's where a key wins (head 1)."""
+    spec = load_model(sample_path("sink-logit"))
+    trace = trace_attention(spec)
+    logits = spec.variants.sink_logits(spec.heads)
+    assert logits is not None
+    index = trace.tokens.index("eats")
+    tables = _softmax_tables(_run("--sample", "sink-logit", "--focus", "eats", columns=160))
+    assert len(tables) == spec.heads
+    for head, rows in enumerate(tables):
+        scaled = [float(x) for x in trace.stage("scaled", head=head).data[index]]
+        top = max(*scaled, logits[head])
+        marked = [row[0] for row in rows if "◀" in row]
+        expected = [row[0] for row, x in zip(rows, [*scaled, logits[head]], strict=True)
+                    if x == top]  # fmt: skip
+        assert marked == expected, (head, rows)
+        for row, x in zip(rows, [*scaled, logits[head]], strict=True):
+            minus_max = float(row[3] if "◀" in row else row[2])
+            assert minus_max == pytest.approx(x - top, abs=1e-4), (head, row)
+    assert [row[0] for row in tables[0] if "◀" in row] == ["sink"]
+
+
+def test_one_sink_is_the_first_token_not_the_first_1() -> None:
+    spec = load_model(sample_path("window"))
+    assert spec.variants.sinks == 1
+    trace = trace_attention(spec)
+    text = paragraph(trace.stage("masked"), trace)
+    assert "The first token stays visible however far back" in text
+
+
+def test_the_sink_logits_softmax_title_fits_one_line_of_80() -> None:
+    """The title, its shape and its head on one line at 80 columns: M and s are the
+    caption's to explain (docs/variants.md's table)."""
+    lines = _run("--sample", "sink-logit").splitlines()
+    titles = [line for line in lines if line.startswith("softmax = ")]
+    assert len(titles) == 2
+    for head, title in enumerate(titles):
+        assert title.endswith(f"[3 × 3]  head {head}"), title
+    assert any("M = max(row max, s)" in line for line in lines)
