@@ -54,7 +54,7 @@ def kv_cache(
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
-    from attntrace.core.kv_memory import BYTES_PER_VALUE, KV_CACHE_NAME, variants
+    from attntrace.core.kv_memory import BYTES_PER_VALUE, KV_CACHE_NAME, MAX_CACHE_BYTES, variants
     from attntrace.errors import InputError
 
     dtype = KV_CACHE_NAME.get(dtype, dtype)  # the names run --dtype and decode --dtype take
@@ -80,6 +80,11 @@ def kv_cache(
         for flag, value in (("--tokens", count), ("--batch", batch)):
             if value < 1:
                 raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
+            # a window caps the bytes, not the count: bound the count itself, or a number of
+            # thousands of digits would be printed whole
+            if value >= MAX_CACHE_BYTES:
+                raise InputError(field=flag, expected=f"fewer than {MAX_CACHE_BYTES:,}",
+                                 found=f"a {len(str(value)):,}-digit number")  # fmt: skip
         found = variants(shape, count, batch, dtype)  # refuses 1024 YiB or more
     name = preset or "your model"
 

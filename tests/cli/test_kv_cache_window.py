@@ -122,3 +122,13 @@ def test_a_windowed_cache_says_what_a_token_adds(preset: str, below: int, past: 
     after = "none" if past is None else f"{past:,} bytes"
     assert (f"per token (batch 1): {below:,} bytes up to the window, {after} past it"
             in _words("--preset", preset))  # fmt: skip
+
+
+def test_a_token_count_past_the_byte_limit_is_one_line_even_when_a_window_caps_the_bytes() -> None:
+    # mistral-7b's window holds 4,096 tokens whatever --tokens says, so the byte limit never
+    # fired: a count of 4,000 digits was printed whole
+    from helpers import invoke, one_line_error
+
+    huge = "9" * 4000
+    one_line_error(invoke("kv-cache", "--preset", "mistral-7b", "--tokens", huge),
+                   "--tokens", "4,000-digit number")  # fmt: skip
