@@ -80,12 +80,12 @@ def kv_cache(
         for flag, value in (("--tokens", count), ("--batch", batch)):
             if value < 1:
                 raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
-            # a window caps the bytes, not the count: bound the count itself, or a number of
-            # thousands of digits would be printed whole
-            if value >= MAX_CACHE_BYTES:
-                raise InputError(field=flag, expected=f"fewer than {MAX_CACHE_BYTES:,}",
-                                 found=f"a {len(str(value)):,}-digit number")  # fmt: skip
         found = variants(shape, count, batch, dtype)  # refuses 1024 YiB or more
+        # a window caps the bytes, not the count: bound the count itself too, or a number
+        # of thousands of digits would be printed whole
+        if count >= MAX_CACHE_BYTES:
+            raise InputError(field="--tokens", expected=f"fewer than {MAX_CACHE_BYTES:,}",
+                             found=f"a {len(str(count)):,}-digit number")  # fmt: skip
     name = preset or "your model"
 
     def document() -> dict[str, Any]:
