@@ -122,12 +122,12 @@ def mask_words(causal: bool, window: int | None, sinks: int) -> str:
     """How a ``masked`` stage's formula names its mask."""
     words = "−∞ after the diagonal"
     if window is not None:
-        words += f" and {window} or more keys back"
+        words += f" and {window:,} or more keys back"
         if sinks:
             words += (
                 " (the first key kept: a sink)"
                 if sinks == 1
-                else (f" (the first {sinks} keys kept: sinks)")
+                else (f" (the first {sinks:,} keys kept: sinks)")
             )
     return words
 

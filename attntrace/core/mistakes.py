@@ -197,7 +197,8 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
 def _variant_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]) -> None:
     """The classic mistakes of the variants, each only where it changes a number."""
     v, d_k = model.variants, model.d_k
-    if model.causal and v.window is not None and max(n, m) > v.window:
+    # key j = i − N is let in wrongly only where it is no sink: some i ≥ N + S
+    if model.causal and v.window is not None and max(n, m) > v.window + v.sinks:
         add("window-off-by-one", "the window lets in one key too many: i − j ≤ N instead "
             "of < N", window_extra=1)  # fmt: skip
     weighted = [w for w in (v.q_norm, v.k_norm) if w is not None and np.ptp(w) > 0]

@@ -83,7 +83,15 @@ def open_gguf(
 
 
 # The modules whose code turns a GGUF's metadata into the cached tables.
-_DERIVING = ("bpe.py", "sentencepiece.py", "tokenizer_cache.py")
+_DERIVING = (
+    "bpe.py",
+    "sentencepiece.py",
+    "tokenizer_cache.py",
+    "text.py",
+    "gguf.py",
+    "gguf_header.py",
+    "llama.py",
+)
 
 
 @functools.cache

@@ -9,11 +9,14 @@ import sys
 
 import pytest
 
+from attntrace.environment import BLAS_THREAD_VARIABLES
+
 # main() as the console script runs it, its command replaced by one that says what the
 # variables are when a command would import numpy
 PROBE = (
     "import os, sys\n"
     "import attntrace.cli as cli\n"
+    "assert 'numpy' not in sys.modules, 'numpy loaded before the threads were chosen'\n"
     "def command(app):\n"
     "    print('|', os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('OMP_NUM_THREADS'),"
     " file=sys.stderr, flush=True)\n"
@@ -21,7 +24,7 @@ PROBE = (
     "cli.run_app = command\n"
     "cli.main()\n"
 )
-BLAS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+BLAS = BLAS_THREAD_VARIABLES
 
 
 def _threads(env: dict[str, str]) -> str:
