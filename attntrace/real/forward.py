@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
-from attntrace.core import progress
-from attntrace.core.ops import Matrix, attention, linear, rope
+from attntrace.core import masks, progress
+from attntrace.core.ops import Matrix, attention, linear, rms_norm, rope
 from attntrace.core.variants import Variants
 from attntrace.errors import InputError
 from attntrace.real.catalog import RealModel
@@ -135,8 +135,9 @@ class Transformer(ABC):
         """Layer ``layer``'s attention over its input ``x``, with the model's own heads,
         mask and positions: the projected output and the probabilities."""
         spec = self.spec
-        return attend(x, self.attention(layer), spec.heads, spec.kv_heads,
-                      causal=spec.causal, rope_base=self.rope_base)  # fmt: skip
+        return attend(x, self.attention(layer), spec.heads, spec.kv_heads, causal=spec.causal,
+                      rope_base=self.layer_rope_base(layer),
+                      variants=self.layer_variants(layer))  # fmt: skip
 
     def run(
         self, ids: Sequence[int], layers: int, rows: Sequence[int] | None = None, *,
@@ -208,13 +209,18 @@ def attend(
     *,
     causal: bool = False,
     rope_base: float | None = None,
+    variants: Variants | None = None,
 ) -> tuple[Matrix, npt.NDArray[np.float64]]:
-    """Multi-head (or grouped-query) attention of every head at once.
+    """Multi-head (or grouped-query) attention of every head at once, with the
+    ``variants`` of docs/variants.md a real model has, in the trace's order: QK-norm
+    before RoPE, then in :func:`attention` the cap, the mask by position (a sliding
+    window) and the sink logit. (ALiBi is a kind of positions no catalogued model uses.)
 
     Returns the projected output ``[n, d_model]`` (concat · WO + bO) and the attention
     probabilities ``[heads, n, n]``.
     """
     n, biases = x.shape[0], learned.biases
+    v = variants or Variants()
 
     def split(rows: Matrix, count: int) -> Matrix:
         """``[n, count·width] -> [count, n, width]``: head i's columns as its matrix."""
@@ -231,12 +237,22 @@ def attend(
         )  # rotate_half, as Hugging Face's LLaMA computes it
         return rows.reshape(count, n, width)
 
+    def normed(per_head: Matrix, weight: Vector | None) -> Matrix:
+        """Under QK-norm, every row RMS-normed (before RoPE, as the trace); else as it is."""
+        return rms_norm(per_head, weight, v.qk_norm_eps) if v.qk_norm else per_head
+
     # every head at once: [n, d_model] · [d_model, heads·d_k] + b -> [heads, n, d_k]
-    Q = turned(split(linear(x, learned.WQ, biases.get("bQ")), heads))
-    K = turned(split(linear(x, learned.WK, biases.get("bK")), kv_heads))
+    Q = turned(normed(split(linear(x, learned.WQ, biases.get("bQ")), heads), v.q_norm))
+    K = turned(normed(split(linear(x, learned.WK, biases.get("bK")), kv_heads), v.k_norm))
     V = split(linear(x, learned.WV, biases.get("bV")), kv_heads)
     group = heads // kv_heads  # query heads per K/V head: head h reads K/V head h // group
     K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # [heads, n, d]
-    attended = attention(Q, K, V, causal=causal)  # [heads, n, d_v]
+    where = np.arange(n)
+    mask = (masks.hidden(where, where, causal=True, window=v.window, sinks=v.sinks)
+            if causal else None)  # fmt: skip
+    sinks = v.sink_logits(heads)
+    attended = attention(Q, K, V, mask=mask, softcap=v.softcap,
+                         sink_logit=None if sinks is None else
+                         np.reshape(sinks, (heads, 1, 1)))  # [heads, n, d_v]  # fmt: skip
     concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
     return linear(concat, learned.WO, biases.get("bO")), attended.softmax

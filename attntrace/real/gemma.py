@@ -45,8 +45,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core import masks
-from attntrace.core.ops import Matrix, attention, linear, rms_norm, rope
+from attntrace.core.ops import Matrix, rms_norm
 from attntrace.core.variants import Variants
 from attntrace.errors import InputError
 from attntrace.real.catalog import GEMMA3, RealModel
@@ -214,36 +213,6 @@ class Gemma3(Transformer):
     def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
         """What layer ``layer``'s attention reads: RMSNorm(hidden) · attn_norm."""
         return rms_norm(hidden, self._get(f"blk.{layer}.attn_norm.weight"), self.eps)
-
-    def attend(self, layer: int, x: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
-        """Every head of layer ``layer`` at once, as ``Gemma3Attention.forward``: project,
-        RMS-norm each head's q and k rows, turn them by RoPE (this layer's base, pairs i
-        and i + d/2), scale by 1/√d_k, hide later keys (and, on a local layer, keys a
-        window or more back), softmax, weigh the shared V, project by WO."""
-        spec, learned = self.spec, self.attention(layer)
-        n, d = x.shape[0], spec.head_dim
-        q_norm, k_norm = self.qk_norms(layer)
-        positions = np.arange(n)
-        base = self.layer_rope_base(layer)
-
-        def heads_of(rows: Matrix, count: int, weight: npt.NDArray[np.float64]) -> Matrix:
-            """``[n, count·d] -> [count, n, d]``, each row normed then turned."""
-            per_head = rms_norm(rows.reshape(n, count, d).transpose(1, 0, 2), weight, self.eps)
-            turned = rope(per_head.reshape(-1, d), np.tile(positions, count), base, "half")
-            out: Matrix = turned.reshape(count, n, d)
-            return out
-
-        Q = heads_of(linear(x, learned.WQ), spec.heads, q_norm)  # [4, n, 256]
-        K = heads_of(linear(x, learned.WK), spec.kv_heads, k_norm)  # [1, n, 256]
-        V = linear(x, learned.WV).reshape(n, spec.kv_heads, d).transpose(1, 0, 2)
-        group = spec.heads // spec.kv_heads  # multi-query: every head reads K/V head 0
-        K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)
-        # the window as transformers' sliding_window_overlay (masking_utils.py) draws it:
-        # kv_idx > q_idx − sliding_window, itself and the window − 1 keys before
-        hidden = masks.hidden(positions, positions, causal=True, window=self.window_of(layer))
-        attended = attention(Q, K, V, mask=hidden)  # scaled by 1/√d_k = 256 ** -0.5
-        concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d]
-        return linear(concat, learned.WO), attended.softmax
 
     def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
         """``Gemma3DecoderLayer.forward``: each sublayer's output is normed before it is
