@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from tolerances import FINITE_DIFFERENCE, FINITE_DIFFERENCE_STEP
 
 from attntrace.core.attention import trace_block
 from attntrace.core.spec import ModelSpec
@@ -34,25 +32,6 @@ def rotation(position: int, width: int, base: float) -> Array:
         turn[a, a], turn[a, b] = math.cos(angle), -math.sin(angle)
         turn[b, a], turn[b, b] = math.sin(angle), math.cos(angle)
     return turn
-
-
-def finite_difference(shape: tuple[int, ...], value: Callable[[Array], float]) -> Array:
-    """(L(+h·e_i) − L(−h·e_i)) / 2h for every cell i of an array of ``shape``."""
-    h = FINITE_DIFFERENCE_STEP
-    estimate = np.zeros(shape)
-    for index in np.ndindex(*shape):
-        step = np.zeros(shape)
-        step[index] = h
-        estimate[index] = (value(step) - value(-step)) / (2 * h)
-    return estimate
-
-
-def assert_close_to(estimate: Array, gradient: Array, loss: float, what: str) -> None:
-    """Within rtol of the largest entry, plus the rounding of L's differences (atol·|L|)."""
-    scale = max(float(np.abs(gradient).max(initial=0)), float(np.abs(estimate).max(initial=0)))
-    error = float(np.abs(estimate - gradient).max(initial=0))
-    bound = FINITE_DIFFERENCE["rtol"] * scale + FINITE_DIFFERENCE["atol"] * max(1.0, abs(loss))
-    assert error <= bound, f"{what}: finite differences differ by {error:.3g} (scale {scale:.3g})"
 
 
 def variant_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str]]:

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from finite_differences import assert_close_to, finite_difference
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from randoms import random_block
-from tolerances import FINITE_DIFFERENCE, FINITE_DIFFERENCE_STEP, FLOAT64
+from tolerances import FLOAT64
 
 from attntrace import InputError
 from attntrace.core.attention import trace_block
@@ -111,25 +112,6 @@ Objective = Callable[[Array, list[Array]], float]
 def paired_with(upstream: Array) -> Objective:
     """L = Σ upstream ∘ block output: its gradient at the output is ``upstream`` itself."""
     return lambda block, _: float((upstream * block).sum())
-
-
-def finite_difference(shape: tuple[int, ...], value: Callable[[Array], float]) -> Array:
-    """(L(+h·e_i) − L(−h·e_i)) / 2h for every cell i of an array of ``shape``."""
-    h = FINITE_DIFFERENCE_STEP
-    estimate = np.zeros(shape)
-    for index in np.ndindex(*shape):
-        step = np.zeros(shape)
-        step[index] = h
-        estimate[index] = (value(step) - value(-step)) / (2 * h)
-    return estimate
-
-
-def assert_close_to(estimate: Array, gradient: Array, loss: float, what: str) -> None:
-    """Within rtol of the largest entry, plus the rounding of L's differences (atol·|L|)."""
-    scale = max(float(np.abs(gradient).max(initial=0)), float(np.abs(estimate).max(initial=0)))
-    error = float(np.abs(estimate - gradient).max(initial=0))
-    bound = FINITE_DIFFERENCE["rtol"] * scale + FINITE_DIFFERENCE["atol"] * max(1.0, abs(loss))
-    assert error <= bound, f"{what}: finite differences differ by {error:.3g} (scale {scale:.3g})"
 
 
 def check_against_finite_differences(

@@ -16,12 +16,11 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 import pytest
+from finite_differences import assert_close_to, finite_difference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from variant_cases import (
     Point,
-    assert_close_to,
-    finite_difference,
     naive_forward,
     params,
     variant_block,

@@ -10,9 +10,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 import pytest
+from finite_differences import assert_close_to, finite_difference
 from variant_cases import (
-    assert_close_to,
-    finite_difference,
     naive_forward,
     params,
     variant_block,
