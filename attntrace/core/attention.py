@@ -140,8 +140,12 @@ def computed_block(
         X = _inputs(model, query_tokens, record, calc, context=False)
         X_keys = (X if context_tokens is None
                   else _inputs(model, key_tokens, record, calc, context=True))  # fmt: skip
+        n, m = len(query_tokens), len(key_tokens)
+        variants = model.variants
+        mask = (masks.hidden(np.arange(n), np.arange(m), causal=True, window=variants.window,
+                             sinks=variants.sinks) if model.causal else None)  # fmt: skip
         rows = _Rows(X, X_keys, "X" if context_tokens is None else "X_context",
-                     query_tokens, key_tokens)  # fmt: skip
+                     query_tokens, key_tokens, mask)  # fmt: skip
         outputs = [_head(model, info, h, rows, record, calc) for h in range(model.heads)]
         block = outputs[0]
         if model.heads > 1:
@@ -243,6 +247,7 @@ class _Rows:
     keys_name: str  # X or X_context: how the formulas of K and V name X_keys
     query_tokens: tuple[str, ...]  # n
     key_tokens: tuple[str, ...]  # m
+    mask: Mask | None  # [n, m], True where hidden (causal, window, sinks): every head's
 
 
 def _head(
@@ -275,10 +280,8 @@ def _head(
     if model.position_kind == "alibi":  # [n, m]: −m_h · |i − j|
         slope = variants.slopes(model.heads)[h]
         alibi = calc.round(masks.alibi_bias(np.arange(n), np.arange(m), slope))
-    mask = (masks.hidden(np.arange(n), np.arange(m), causal=True, window=variants.window,
-                         sinks=variants.sinks) if model.causal else None)  # fmt: skip
     sinks = variants.sink_logits(model.heads)
-    head = calc.attention(*(turned or (q_in, k_in)), V, mask=mask, bias=alibi,
+    head = calc.attention(*(turned or (q_in, k_in)), V, mask=rows.mask, bias=alibi,
                           softcap=variants.softcap,
                           sink_logit=None if sinks is None else sinks[h])  # fmt: skip
 
