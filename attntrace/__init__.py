@@ -49,10 +49,16 @@ _LAZY = {
 
 def _show_trace(trace: Any, form: _display.Form) -> Any:
     """How print(trace), Rich and Jupyter show a trace: the renderer's one entry point,
-    imported the first time a trace is shown (the core cannot import it)."""
+    imported the first time a trace is shown (the core cannot import it). In a notebook a
+    trace is the explorer page (attntrace.page); its plain text is the tables'."""
     from attntrace.render.display import show
 
-    return show(trace, form)
+    shown = show(trace, form)
+    if form == "jupyter" and isinstance(shown, dict):
+        from attntrace.page.notebook import notebook_html
+
+        shown["text/html"] = notebook_html(trace)
+    return shown
 
 
 _display.set_show(_show_trace)

@@ -26,12 +26,14 @@ ROOMS: dict[str, set[str]] = {
     "files": {"core", "real"},
     "real": {"core", "files"},
     "render": {"core", "files", "real"},
+    # the explorer page: the trace's JSON (files), each stage's words (render/explain)
+    "page": {"core", "files", "render"},
     "api": {"core", "files", "real"},
     # attntrace/testing.py: check's report as an AssertionError, drawn by the renderer
     "testing": {"api", "core", "render"},
-    "cli": {"core", "files", "real", "render", "api"},
+    "cli": {"core", "files", "real", "render", "api", "page"},
     # attntrace/__init__.py: the public names, lazily, and the renderer a Trace is shown by
-    "package": {"api", "core", "files", "render"},
+    "package": {"api", "core", "files", "render", "page"},
     "main": {"cli"},
 }
 # Third-party packages only some rooms may import.

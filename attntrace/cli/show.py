@@ -7,6 +7,7 @@ exactly as the run that made it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,14 @@ def show(trace: Trace, how: Presentation) -> None:
     """
     from attntrace.render.shown import label, shown_trace
 
+    if how.export is not None and how.export.suffix.lower() == ".html":
+        # the explorer: the whole trace, not what the terminal shows; the view still prints
+        from dataclasses import replace
+
+        from attntrace.page.build import trace_page
+
+        save_page(how.export, lambda: trace_page(trace))
+        how = replace(how, export=None)
     typed, trace = trace, shown_trace(trace)
     focus = None
     if how.focus is not None:
@@ -105,16 +114,37 @@ def recording_console(like: Console) -> Console:
 
 
 def save_export(console: Console, path: Path) -> None:
-    """Write what ``console`` recorded to ``path``, whole or not at all."""
+    """Write what ``console`` recorded to ``path`` (.svg, or text), whole or not at all."""
+    suffix = path.suffix.lower()
+    text = console.export_svg(title="attntrace") if suffix == ".svg" else console.export_text()
+    save_text(path, text)
+
+
+def page_target(given: str | None) -> Path | None:
+    """The ``--export FILE.html`` of decode, flash, grad, check and diff, checked before
+    any work (exit 2 for another suffix or a missing folder)."""
+    if given is None:
+        return None
+    from attntrace.render.present import page_path
+
+    with bad_input_fails():
+        return page_path(given)
+
+
+def save_page(target: Path | None, page: Callable[[], str]) -> None:
+    """Write the page ``page()`` builds to ``target``, whole, before anything is printed;
+    a page too big is exit 2, one that cannot be written exit 1."""
+    if target is None:
+        return
+    with bad_input_fails():
+        text = page()
+    save_text(target, text)
+
+
+def save_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, whole or not at all; say so on stderr."""
     from attntrace.errors import InputError
 
-    suffix = path.suffix.lower()
-    if suffix == ".svg":
-        text = console.export_svg(title="attntrace")
-    elif suffix == ".html":
-        text = console.export_html(inline_styles=True)
-    else:
-        text = console.export_text()
     partial = path.with_name(f".{path.name}.partial")
     try:
         partial.write_text(text, encoding="utf-8")

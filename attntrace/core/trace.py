@@ -350,3 +350,7 @@ class Trace:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         bundle: dict[str, str] = display.show(self, "jupyter")
         return bundle
+
+    def _repr_html_(self) -> str:
+        """The explorer page in an iframe, as a notebook shows it (docs/page.md)."""
+        return self._repr_mimebundle_()["text/html"]

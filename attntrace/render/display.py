@@ -35,14 +35,9 @@ def trace_text(trace: Trace, width: int = 80) -> str:
 
 
 def trace_mimebundle(trace: Trace) -> dict[str, str]:
-    """Plain text and HTML of the rendered trace, for Jupyter's rich display."""
-    console = Console(record=True, file=StringIO(), width=100, color_system="truecolor")
-    for renderable in shown_renderables(trace):
-        console.print(renderable)
-    return {
-        "text/plain": console.export_text(clear=False),
-        "text/html": console.export_html(inline_styles=True),
-    }
+    """The rendered trace as plain text, 100 columns wide, for Jupyter's rich display
+    (``attntrace/__init__.py`` adds the explorer page as its HTML)."""
+    return {"text/plain": trace_text(trace, width=100)}
 
 
 def show(trace: Trace | CheckReport, form: Form) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from tolerances import FLOAT64
 
 import attntrace
 from attntrace import InputError, ModelSpec, load_model, trace_attention
+from attntrace.files.serialize import dump_bytes
 
 
 @pytest.fixture
@@ -86,12 +88,17 @@ def test_a_notebook_session(model_file: Path, capsys: pytest.CaptureFixture[str]
     bundle = trace._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"}
     assert "output = softmax · V" in bundle["text/plain"]
-    page = bundle["text/html"]
+    # the explorer page, in a frame of its own (docs/page.md), holding the trace's JSON
+    frame = re.fullmatch(r'<iframe title="attntrace explorer" srcdoc="([^"]*)" '
+                         r'style="[^"]*"></iframe>', bundle["text/html"])  # fmt: skip
+    assert frame is not None, bundle["text/html"][:200]
+    page = html.unescape(frame[1])
     assert page.startswith("<!DOCTYPE html>")
     assert page.rstrip().endswith("</html>")
-    code = re.search(r"<code[^>]*>(.*)</code>", page, re.DOTALL)
-    assert code is not None, page
-    assert html.unescape(re.sub(r"<[^>]+>", "", code[1])) == bundle["text/plain"]
+    assert trace._repr_html_() == bundle["text/html"]
+    embedded = re.search(r'<script type="application/json" id="trace">(.*?)</script>', page)
+    assert embedded is not None
+    assert json.loads(embedded[1]) == json.loads(dump_bytes(trace))
 
 
 def test_numpy_numbers_and_integer_arrays_are_numbers() -> None:

@@ -1,0 +1,255 @@
+"""A command's result as one self-contained HTML file: the explorer's script and style, and
+the command's JSON documents embedded (docs/page.md).
+
+The page is written here and drawn in the browser by the scripts in ``js/`` (joined in
+:data:`SCRIPTS`' order into one ``<script>``). Each document is the one the command's
+``--json`` writes, byte for byte, in a ``<script type="application/json">`` block named
+for what it is (``trace``, ``decode``, ``flash``, ``grad``, ``check``, ``diff``), so what
+the page shows is what a script reads; beside them, each stage's words as the terminal
+says them (``captions``). A trace too big to open quickly (:data:`PAGE_NUMBERS`) keeps its
+first heads, as ``--head`` would cut it: the document then says which heads are here
+(``heads_traced``), and the page says how many were left out. Any other page over
+:data:`PAGE_BYTES` is refused with one line, before anything is written.
+
+Nothing from a document is ever written into the HTML as markup: every ``<`` in the
+JSON, and every character a terminal would act on, is written as its JSON escape (so no
+token can close the block or reach a terminal that prints the file), and the script puts
+text on the page with ``textContent`` only. The title is escaped by :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib.resources import files
+from typing import TYPE_CHECKING, Any
+
+from attntrace.errors import InputError
+from attntrace.visible import is_visible, visible
+
+if TYPE_CHECKING:
+    from attntrace.core.check_report import CheckReport
+    from attntrace.core.flash_report import FlashReport
+    from attntrace.core.grad_trace import GradTrace
+    from attntrace.core.kvcache import Decode
+    from attntrace.core.trace import Trace
+    from attntrace.core.trace_diff import TraceDiff
+
+#: Numbers a trace's page embeds at most: about 30 MB of JSON, which a browser opens in
+#: about half a second (benchmarks/page.py). A bigger trace keeps its first heads that
+#: fit, at least one.
+PAGE_NUMBERS = 1_600_000
+#: Bytes of JSON any page holds at most; a bigger one is refused (exit 2).
+PAGE_BYTES = 64 << 20
+#: The page's scripts, joined in this order: the shared pieces, the views, then main.
+SCRIPTS = ("common.js", "trace.js", "decode.js", "flash.js", "report.js", "main.js")
+
+__all__ = [
+    "PAGE_BYTES",
+    "PAGE_NUMBERS",
+    "check_page",
+    "decode_page",
+    "diff_page",
+    "flash_page",
+    "grad_page",
+    "page_heads",
+    "page_html",
+    "stage_captions",
+    "trace_page",
+]
+
+
+def trace_page(trace: Trace, limit: int = PAGE_NUMBERS) -> str:
+    """The explorer page of ``trace``: every head where the trace fits ``limit`` numbers,
+    else its first heads that do (:func:`page_heads`)."""
+    from attntrace.files.serialize import dump_bytes
+
+    heads = page_heads(trace, limit)
+    shown = trace if heads is None else trace.only_heads(heads)  # the stages dump_bytes keeps
+    blocks = {"trace": dump_bytes(trace, heads=heads), "captions": _json(stage_captions(shown))}
+    left_out = len(trace.traced_heads) - len(shown.traced_heads)
+    return page_html(blocks, title=_title("", trace.model.name), heads_left_out=left_out)
+
+
+def decode_page(result: Decode) -> str:
+    """``decode``'s page: every step's q, k, v, the cache, the weights and the output."""
+    from attntrace.files.serialize import decode_to_dict
+
+    document = decode_to_dict(result)
+    return page_html({"decode": _json(document)}, title=_title("decode", document["model"]["name"]))
+
+
+def flash_page(report: FlashReport) -> str:
+    """``flash``'s page: the grid of tiles, each tile's m, ℓ and O, the result."""
+    from attntrace.files.flash_json import flash_dump_bytes
+
+    return page_html({"flash": flash_dump_bytes(report)},
+                     title=_title("flash", report.trace.model.name))  # fmt: skip
+
+
+def grad_page(grad: GradTrace) -> str:
+    """``grad``'s page: the forward trace's stages, then every gradient, with their words."""
+    from attntrace.files.grad_json import grad_dump_bytes
+    from attntrace.files.serialize import dump_bytes
+    from attntrace.render.grad_words import caption, paragraph
+
+    forward = grad.forward
+    attend = grad.objective.kind == "attend"
+    cross = forward.context_tokens is not None
+    words = [{"one_line": caption(s.name, attend=attend, cross=cross, formula=s.formula),
+              "paragraph": paragraph(s.name, cross=cross, formula=s.formula)}
+             for s in grad.stages]  # fmt: skip
+    blocks = {"trace": dump_bytes(forward), "captions": _json(stage_captions(forward)),
+              "grad": grad_dump_bytes(grad), "grad_captions": _json(words)}  # fmt: skip
+    return page_html(blocks, title=_title("grad", forward.model.name))
+
+
+def check_page(report: CheckReport, source: str | None) -> str:
+    """``check``'s page: each stage's verdict, the first difference and the diagnosis."""
+    from attntrace.files.serialize import check_to_dict
+
+    document = check_to_dict(report, source)
+    return page_html({"check": _json(document)}, title=_title("check", report.model.name))
+
+
+def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -> str:
+    """``diff``'s page: each stage compared, with both traces and the cells that changed."""
+    from attntrace.files.serialize import diff_to_dict, dump_bytes
+
+    compared = [*diff.stages, *(diff.weights if diff.weights_compared else ())]
+    changed = [None if s.changed is None else s.changed.nonzero() for s in compared]
+    cells = [None if at is None else [[int(r), int(c)] for r, c in zip(*at, strict=True)]
+             for at in changed]  # fmt: skip
+    blocks = {"diff": _json(diff_to_dict(diff, sources, edits)), "trace": dump_bytes(diff.a),
+              "trace_b": dump_bytes(diff.b), "changed": _json(cells)}  # fmt: skip
+    return page_html(blocks, title=_title("diff", diff.b.model.name))
+
+
+def page_heads(trace: Trace, limit: int = PAGE_NUMBERS) -> list[int] | None:
+    """None where the whole trace fits ``limit`` numbers; else the first traced heads
+    whose stages and weights fit with the shared ones (always at least one)."""
+    shared = sum(stage.data.size for stage in trace.stages if stage.head is None)
+    per_head: dict[int, int] = {}
+    for stage in trace.stages:
+        if stage.head is not None:
+            per_head[stage.head] = per_head.get(stage.head, 0) + stage.data.size
+    weights = sum(weight.data.size for weight in trace.weights)
+    heads = trace.traced_heads
+    if shared + sum(per_head.values()) + weights <= limit:
+        return None
+    weights_per_head = weights // max(len(heads), 1)
+    kept: list[int] = []
+    total = shared
+    for head in heads:
+        total += per_head.get(head, 0) + weights_per_head
+        if kept and total > limit:
+            break
+        kept.append(head)
+    return kept
+
+
+def stage_captions(trace: Trace) -> list[dict[str, str]]:
+    """Each stage's words, as the terminal's tables and step mode say them, in the
+    document's order: its one-line caption and its paragraph."""
+    from attntrace.render.explain import one_line, paragraph
+
+    return [{"one_line": one_line(stage, trace), "paragraph": paragraph(stage, trace)}
+            for stage in trace.stages]  # fmt: skip
+
+
+def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 0) -> str:
+    """The page: each of ``blocks`` (a JSON document, UTF-8, by the name the script reads
+    it by) embedded, drawn by the explorer's scripts. Over :data:`PAGE_BYTES` of JSON it
+    is refused, naming the size."""
+    size = sum(len(block) for block in blocks.values())
+    if size > PAGE_BYTES:
+        raise InputError(field="--export", expected=f"a page of at most {PAGE_BYTES >> 20} MB",
+                         found=f"{size / 2**20:,.0f} MB of numbers: trace fewer tokens or one "
+                         "head (--head)")  # fmt: skip
+    embedded = "\n".join(
+        f'<script type="application/json" id="{name}">{_script_safe(block)}</script>'
+        for name, block in blocks.items()
+    )
+    return _TEMPLATE.format(
+        title=html.escape(title, quote=True),
+        style=_asset("explorer.css"),
+        script=_scripts(),
+        documents=embedded,
+        left_out=int(heads_left_out),
+    )
+
+
+def _title(command: str, name: str) -> str:
+    return f"attntrace {command + ' ' if command else ''}· {visible(name, 80)}"
+
+
+def _json(data: Any) -> bytes:
+    import orjson
+
+    return orjson.dumps(data)
+
+
+def _script_safe(json_bytes: bytes) -> str:
+    """JSON that can sit inside a ``<script>`` block, and that shows nothing raw when the
+    file itself is read: ``<``, and every character :func:`attntrace.visible.visible`
+    would escape, can only stand inside a string there, so each is written as its JSON
+    escape (``\\u003c``, ``\\u001b``), which reads back as the same character."""
+    text = json_bytes.decode("utf-8").replace("<", "\\u003c")
+    return _UNUSUAL.sub(_json_escape, text)
+
+
+_UNUSUAL = re.compile(r"[^\x20-\x7e\n]")  # rare in a document: checked one by one
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if is_visible(ch):  # 猫, é, ·, ×, √: shown as they are
+        return ch
+    return "".join(f"\\u{unit:04x}" for unit in _utf16(ch))
+
+
+def _utf16(ch: str) -> list[int]:
+    data = ch.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+@cache
+def _scripts() -> str:
+    joined = "\n".join(_asset(f"js/{name}") for name in SCRIPTS)
+    if "</script" in joined.lower() or "<!--" in joined:  # would end the block early
+        raise AssertionError("the page's script holds </script or <!--")
+    return joined
+
+
+@cache
+def _asset(name: str) -> str:
+    return files("attntrace.page").joinpath(name).read_text(encoding="utf-8")
+
+
+# {{ and }} are braces; the scripts read the documents' blocks and draw into #app.
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="attntrace">
+<title>{title}</title>
+<style>
+{style}
+</style>
+</head>
+<body>
+<main id="app" data-heads-left-out="{left_out}">
+<noscript>This page draws attntrace's result with JavaScript; the result itself is the
+JSON in this file's <code>script</code> blocks (the documents <code>--json</code>
+writes).</noscript>
+</main>
+{documents}
+<script>
+{script}
+</script>
+</body>
+</html>
+"""

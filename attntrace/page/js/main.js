@@ -1,0 +1,28 @@
+// Reads the documents embedded in the page and draws the view they call for: a command's
+// own (decode, flash, check, diff, grad), else the trace explorer.
+(function main() {
+  const blocks = {};
+  for (const block of document.querySelectorAll('script[type="application/json"]')) {
+    blocks[block.id] = JSON.parse(block.textContent);
+  }
+  const app = document.getElementById("app");
+  app.replaceChildren();
+  const captions = blocks.captions || [];
+  if (blocks.decode) decodeView(app, blocks.decode);
+  else if (blocks.flash) flashView(app, blocks.flash);
+  else if (blocks.check) checkView(app, blocks.check);
+  else if (blocks.diff) diffView(app, blocks.diff, blocks.trace, blocks.trace_b, blocks.changed);
+  else if (blocks.grad) {
+    const loss = blocks.grad.loss;
+    traceView(app, blocks.trace, captions, {
+      what: "grad", moreStages: blocks.grad.stages, moreCaptions: blocks.grad_captions || [],
+      notes: [el("p", { class: "verdict", id: "loss" }, `${visible(loss.formula)} = ${fmt(loss.value, 6)}: the forward stages, then the backward pass, gradient by gradient.`)],
+    });
+  } else {
+    traceView(app, blocks.trace, captions, { leftOut: Number(app.dataset.headsLeftOut || "0") });
+  }
+  // For a console, and for the tests that hold these to attntrace's Python.
+  window.attntrace = Object.freeze({ fmt, visible, documents: blocks, document: blocks.trace || null });
+  document.body.dataset.readyAt = String(performance.now()); // benchmarks/page.py reads it
+  document.body.dataset.ready = "true";
+})();

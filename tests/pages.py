@@ -1,0 +1,24 @@
+"""Traces made for the explorer page's tests (tests/page/): text that would be markup."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attntrace import ModelSpec, Trace, trace_attention
+
+# Tokens that would end the page's script block, open an element or a comment, clear a
+# terminal or turn a line around, if any reached the page as markup or raw.
+HOSTILE = (
+    "</script><script>alert(1)</script>",
+    "'><img/src=x/onerror=alert(1)>",
+    "\x1b[2J",
+    "\u202e",
+    "<!--",
+)
+
+
+def hostile_trace() -> Trace:
+    vectors = {token: np.eye(5)[i] for i, token in enumerate(HOSTILE)}
+    spec = ModelSpec(vectors, np.eye(5)[:, :2], np.eye(5)[:, :2], np.eye(5)[:, :2],
+                     name='evil"><script>alert(2)</script>')  # fmt: skip
+    return trace_attention(" ".join(HOSTILE), model=spec)
