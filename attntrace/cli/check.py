@@ -19,12 +19,14 @@ from attntrace.cli.options import (
     Context,
     Edits,
     Layer,
+    PageExport,
     RealModelName,
     Sample,
     TablePrecision,
     json_flag,
     sentence_argument,
 )
+from attntrace.cli.show import page_target, save_page
 
 
 def check(
@@ -74,6 +76,7 @@ def check(
     edits: Edits = None,
     precision: TablePrecision = None,
     as_json: Annotated[bool, json_flag("Write the report as JSON to stdout.")] = False,
+    export: PageExport = None,
 ) -> None:
     """Check your own attention's arrays against the trace; name the first mistake.
 
@@ -90,6 +93,7 @@ def check(
         edits=edits or (),
         mask_set=causal is not None or context is not None,
     )
+    target = page_target(export)
     sentence = " ".join(words) if words else None
     changes = () if config == "-" else edits or ()  # stdin's model took its edits already
     with bad_input_fails():
@@ -112,4 +116,7 @@ def check(
 
         stdout_console().print(check_view(report, precision, source=file), crop=False)
 
+    from attntrace.page.build import check_page
+
+    save_page(target, lambda: check_page(report, file))
     emit(as_json, document, view, verdict=report.exit_code)

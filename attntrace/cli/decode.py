@@ -17,6 +17,7 @@ from attntrace.cli.options import (
     Layer,
     MaxCols,
     MaxRows,
+    PageExport,
     RealModelName,
     Sample,
     SoftmaxDType,
@@ -26,7 +27,7 @@ from attntrace.cli.options import (
 from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
-from attntrace.cli.show import presentation
+from attntrace.cli.show import page_target, presentation, save_page
 
 
 def decode(
@@ -43,6 +44,7 @@ def decode(
         bool, typer.Option("--step", metavar="", help="One decoding step per screen.")
     ] = False,
     as_json: Annotated[bool, json_flag("Write every step's numbers as JSON.")] = False,
+    export: PageExport = None,
     precision: Annotated[
         int | None,
         typer.Option(
@@ -71,6 +73,7 @@ def decode(
     if head is not None and as_json:
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
     check_model_flags(config, sample, real_model, layer, head, step=step)
+    target = page_target(export)
     with bad_input_fails():  # a dtype's flags are checked before anything is read
         cast = cast_of("float64" if dtype is None else dtype, softmax_dtype, accumulate)
     sentence = " ".join(words) if words else None
@@ -110,4 +113,7 @@ def decode(
             page_through(console, pages, read_line, echo=not stdin_is_terminal(),
                          prompt_console=prompt_console())  # fmt: skip
 
+    from attntrace.page.build import decode_page
+
+    save_page(target, lambda: decode_page(result))
     emit(as_json, document, view)

@@ -18,7 +18,16 @@ import typer
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import check_model_flags
-from attntrace.cli.options import Config, Edits, MaxRows, Sample, TablePrecision, json_flag
+from attntrace.cli.options import (
+    Config,
+    Edits,
+    MaxRows,
+    PageExport,
+    Sample,
+    TablePrecision,
+    json_flag,
+)
+from attntrace.cli.show import page_target, save_page
 
 if TYPE_CHECKING:
     from attntrace.core.trace import Trace
@@ -41,6 +50,7 @@ def diff(
     sample: Sample = None,
     edits: Edits = None,
     as_json: Annotated[bool, json_flag("Write the comparison as JSON.")] = False,
+    export: PageExport = None,
     precision: TablePrecision = None,
     max_rows: MaxRows = 20,
 ) -> None:
@@ -50,6 +60,7 @@ def diff(
     edited (B). Exit 0 when nothing changed, 1 when something did, 2 on bad input."""
     words = words or []
     edits = edits or []
+    target = page_target(export)
     given = [flag for flag, value in (("--config", config), ("--sample", sample),
              ("--set", edits or None)) if value is not None]  # fmt: skip
     if given:
@@ -64,7 +75,9 @@ def diff(
                    "stdin" if words[1] == "-" else words[1])  # fmt: skip
         a, b = (_saved(word, source) for word, source in zip(words, sources, strict=True))
     digits = DIGITS if precision is None else precision
-    _compare(a, b, sources, edits, as_json=as_json, precision=digits, max_rows=max_rows)
+    _compare(
+        a, b, sources, edits, as_json=as_json, precision=digits, max_rows=max_rows, target=target
+    )
 
 
 def _traced_twice(
@@ -116,6 +129,7 @@ def _compare(
     as_json: bool,
     precision: int,
     max_rows: int,
+    target: Path | None = None,
 ) -> None:
     """Compare, write the JSON or the view, and exit 1 where something changed."""
     from attntrace.core.trace_diff import diff_traces
@@ -134,4 +148,7 @@ def _compare(
         stdout_console().print(diff_view(result, sources, precision=precision,
                                          max_rows=max_rows))  # fmt: skip
 
+    from attntrace.page.build import diff_page
+
+    save_page(target, lambda: diff_page(result, sources, edits))
     emit(as_json, document, view, verdict=EXIT_CHANGED if result.changed else 0)

@@ -23,12 +23,14 @@ from attntrace.cli.options import (
     Layer,
     MaxCols,
     MaxRows,
+    PageExport,
     RealModelName,
     Sample,
     TablePrecision,
     json_flag,
     sentence_argument,
 )
+from attntrace.cli.show import page_target, save_page
 
 if TYPE_CHECKING:
     from attntrace.core.flash_report import FlashReport
@@ -92,6 +94,7 @@ def flash(
     as_json: Annotated[
         bool, json_flag("Write every tile's m, ℓ and O as JSON (attntrace/flash/v1).")
     ] = False,
+    export: PageExport = None,
     precision: TablePrecision = None,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
@@ -118,6 +121,7 @@ def flash(
         edits=edits or (),
         mask_set=causal is not None or context is not None,
     )
+    target = page_target(export)
     sentence = " ".join(words) if words else None
     with bad_input_fails():  # a head a real model lacks is refused there, naming its heads
         trace = trace_from_flags(sentence, config, sample, real_model, layer,
@@ -143,6 +147,9 @@ def flash(
         else:
             _tiles(report, shown_view, max_tiles or None)
 
+    from attntrace.page.build import flash_page
+
+    save_page(target, lambda: flash_page(report))
     emit(as_json, document, view)
 
 

@@ -29,6 +29,7 @@ from attntrace.cli.options import (
     MaxCols,
     MaxHeads,
     MaxRows,
+    PageExport,
     RealModelName,
     Sample,
     TablePrecision,
@@ -37,6 +38,7 @@ from attntrace.cli.options import (
     sentence_argument,
 )
 from attntrace.cli.progress import progress_shown
+from attntrace.cli.show import page_target, save_page
 
 if TYPE_CHECKING:
     from attntrace.core.grad_trace import GradTrace
@@ -74,6 +76,7 @@ def grad(
     as_json: Annotated[
         bool, json_flag("Write every gradient as JSON (attntrace/grad/v1).")
     ] = False,
+    export: PageExport = None,
     precision: TablePrecision = None,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
@@ -87,6 +90,7 @@ def grad(
         usage(f"--json writes the gradients for programs: it does not mix with {display[0]}")
     if step and focus is not None:
         usage("--step and --focus are different views: choose one")
+    target = page_target(export)
     # --head is the loss's here, not "trace this head alone": not check_model_flags' rule
     check_model_flags(
         config,
@@ -141,6 +145,9 @@ def grad(
         else:
             _tables(traced, shown_view)
 
+    from attntrace.page.build import grad_page
+
+    save_page(target, lambda: grad_page(traced))
     emit(as_json, document, view)
 
 

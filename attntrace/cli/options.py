@@ -134,6 +134,12 @@ MaxHeads = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
 ]
+PageExport = Annotated[  # decode, flash, grad, check and diff: the explorer page only
+    str | None,
+    typer.Option("--export", metavar="FILE",
+                 help="Also save the explorer page: one self-contained .html file.",
+                 show_default=False),
+]  # fmt: skip
 Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
     str | None,
     typer.Option(

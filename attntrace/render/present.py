@@ -95,9 +95,20 @@ class Presentation:
 def _export_path(given: str) -> Path:
     """``--export FILE`` as a path to write: a .svg, .html or .txt file in a folder that
     exists (a name ending in / is a folder's, and '' no name at all)."""
-    if given.endswith(("/", "\\")) or Path(given).suffix.lower() not in EXPORT_SUFFIXES:
-        raise InputError(field="--export", expected="a .svg, .html or .txt file",
-                         found=quoted(given))  # fmt: skip
+    return export_path(given, EXPORT_SUFFIXES, "a .svg, .html or .txt file")
+
+
+def page_path(given: str) -> Path:
+    """The ``--export FILE`` of decode, flash, grad, check and diff: the explorer page
+    only (their views have no text export), a .html file in a folder that exists."""
+    return export_path(given, (".html",), "a .html file (the explorer page)")
+
+
+def export_path(given: str, suffixes: tuple[str, ...], expected: str) -> Path:
+    """``given`` as a file to write, ending in one of ``suffixes``, in a folder that
+    exists (a name ending in / is a folder's, and '' no name at all)."""
+    if given.endswith(("/", "\\")) or Path(given).suffix.lower() not in suffixes:
+        raise InputError(field="--export", expected=expected, found=quoted(given))
     path = Path(given)
     if not path.resolve().parent.is_dir():
         raise InputError("no such folder to save into", source=given)
