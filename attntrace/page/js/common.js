@@ -128,11 +128,13 @@ function shownIndices(n, limit, expanded) {
   return [...range(half), null, ...range(half).map((i) => n - half + i)];
 }
 
-// A sum's terms as a list, the first and last 8 of a long one.
-function listed(n, draw) {
-  const items = shownIndices(n, TERMS, false).map((i) => (i === null
-    ? el("li", { class: "gap" }, `⋯ ${n - TERMS} more terms`) : draw(i)));
-  return el("ol", { class: "terms" }, items);
+// A sum's terms as a small table, a row a term (the first and last 8 of a long sum):
+// ``headers`` name the columns, ``draw(i)`` gives term i's cells (a string or a node).
+function termsTable(headers, n, draw) {
+  const body = shownIndices(n, TERMS, false).map((i) => (i === null
+    ? el("tr", { class: "gap" }, el("td", { colspan: headers.length }, `⋯ ${n - TERMS} more terms`))
+    : el("tr", { "data-index": i }, draw(i).map((cell, k) => (k === 0 ? el("th", { scope: "row" }, cell) : el("td", {}, cell))))));
+  return el("table", { class: "terms" }, el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, body));
 }
 
 // ---- the page's header ---------------------------------------------------------------

@@ -121,8 +121,8 @@ function traceView(root, doc, captions, options) {
     const k = ks.data[c];
     return [
       line(`scores = ${qs.name}[${visible(qs.rows[r])}] · ${ks.name}[${visible(ks.rows[c])}]: the sum over ${q.length} dimensions of q × k`),
-      listed(q.length, (d) => el("li", { "data-index": d }, `${visible(qs.cols[d])}: `,
-        term("q", fmt(q[d])), " × ", term("k", fmt(k[d])), " = ", term("product", fmt(q[d] * k[d])))),
+      termsTable(["", "q", "k", "q × k"], q.length, (d) => [visible(qs.cols[d]),
+        term("q", fmt(q[d])), term("k", fmt(k[d])), term("product", fmt(q[d] * k[d]))]),
       line("sum = ", result(stage.data[r][c])),
     ];
   }
@@ -155,7 +155,8 @@ function traceView(root, doc, captions, options) {
     parts.push(
       line("exp(x − M) = exp(", term("x", fmt(x)), " − ", term("max", fmt(M)), ") = ", term("exp", fmt(exps[c], 6))),
       el("details", { class: "row-terms" }, el("summary", {}, `the row's ${row.length} terms of the sum`),
-        listed(row.length, (j) => el("li", { "data-index": j }, `${visible(before.cols[j])}: exp(${fmt(row[j])} − ${fmt(M)}) = `, fmt(exps[j], 6)))),
+        termsTable(["key", "x", "exp(x − M)", "share"], row.length, (j) => [visible(before.cols[j]),
+          fmt(row[j]), fmt(exps[j], 6), fmt(stage.data[r][j])])),
       line(sink === null ? "the row's sum Σ exp(x − M) = " : "the row's sum, with the sink's exp(s − M) = ", term("sum", fmt(sum, 6))),
       line("share = ", term("exp", fmt(exps[c], 6)), " ÷ ", term("sum", fmt(sum, 6)), " = ", result(stage.data[r][c])),
     );
@@ -168,8 +169,8 @@ function traceView(root, doc, captions, options) {
     const w = weights.data[r];
     return [
       line(`output = the sum over ${w.length} keys of weight × V[key, ${visible(stage.cols[c])}]`),
-      listed(w.length, (j) => el("li", { "data-index": j }, `${visible(weights.cols[j])}: `, term("weight", fmt(w[j], 6)), " × ",
-        term("value", fmt(values.data[j][c])), " = ", term("product", fmt(typeof w[j] === "number" ? w[j] * values.data[j][c] : 0)))),
+      termsTable(["key", "weight", "V", "weight × V"], w.length, (j) => [visible(weights.cols[j]), term("weight", fmt(w[j], 6)),
+        term("value", fmt(values.data[j][c])), term("product", fmt(typeof w[j] === "number" ? w[j] * values.data[j][c] : 0))]),
       line("sum = ", result(stage.data[r][c])),
     ];
   }
