@@ -41,7 +41,7 @@ function traceView(root, doc, captions, options) {
     el("h2", {}, "The arithmetic"),
     el("p", { class: "hint" }, "Hover over or focus (Tab) a cell of scores, scaled, softmax or output to see how it was computed."));
   const headView = el("section", { id: "head-view", class: "head-view", "aria-label": "Head view" });
-  root.append(header, nav, el("div", { class: "body" }, el("div", { class: "main" }, stageArea, headView), arithmetic));
+  root.append(header, nav, el("div", { class: "body" }, stageArea, arithmetic, headView));
 
   const stepper = makeStepper(nav, () => stagesOf(state.head).length,
     (i, n) => `Stage ${i + 1} of ${n}: ${stagesOf(state.head)[i].stage.name}`, drawStages);
