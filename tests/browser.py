@@ -74,6 +74,33 @@ def load(browser: Any, page: Path) -> None:
     )
 
 
+def by_css(browser: Any, selector: str) -> list[Any]:
+    """Every element ``selector`` finds (of the page, or of an element)."""
+    from selenium.webdriver.common.by import By
+
+    return list(browser.find_elements(By.CSS_SELECTOR, selector))
+
+
+def one(browser: Any, selector: str) -> Any:
+    """The one element ``selector`` finds: none or two is a failure, naming how many."""
+    found = by_css(browser, selector)
+    assert len(found) == 1, (selector, len(found))
+    return found[0]
+
+
+def press(browser: Any, key: str, times: int = 1) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    for _ in range(times):
+        ActionChains(browser).send_keys(key).perform()
+
+
+def hover(browser: Any, element: Any) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).move_to_element(element).perform()
+
+
 def severe_logs(browser: Any) -> list[str]:
     """The console's errors since the last call (an uncaught exception is one)."""
     return [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 import numpy as np
 
 from attntrace import ModelSpec, Trace, trace_attention
@@ -15,6 +19,14 @@ HOSTILE = (
     "\u202e",
     "<!--",
 )
+
+
+def embedded(page: str, name: str = "trace") -> Any:
+    """The JSON of a page's ``<script type="application/json" id=name>`` block."""
+    block = re.search(rf'<script type="application/json" id="{name}">(.*?)</script>', page,
+                      re.DOTALL)  # fmt: skip
+    assert block is not None, name
+    return json.loads(block[1])
 
 
 def hostile_trace() -> Trace:

@@ -42,14 +42,6 @@ def show(trace: Trace, how: Presentation) -> None:
     """
     from attntrace.render.shown import label, shown_trace
 
-    if how.export is not None and how.export.suffix.lower() == ".html":
-        # the explorer: the whole trace, not what the terminal shows; the view still prints
-        from dataclasses import replace
-
-        from attntrace.page.build import trace_page
-
-        save_page(how.export, lambda: trace_page(trace))
-        how = replace(how, export=None)
     typed, trace = trace, shown_trace(trace)
     focus = None
     if how.focus is not None:
@@ -62,6 +54,15 @@ def show(trace: Trace, how: Presentation) -> None:
             except InputError:  # or as the tables show it: é#4, \x1b[2J in a terminal
                 index, note = resolve_focus(trace, label(how.focus))
             focus = tuple(focus_at(trace, index, h, note) for h in trace.traced_heads)
+    if how.export is not None and how.export.suffix.lower() == ".html":
+        # the explorer, once every flag has been checked: the whole trace as typed (the
+        # page escapes its own text), not what the terminal shows; the view still prints
+        from dataclasses import replace
+
+        from attntrace.page.build import trace_page
+
+        save_page(how.export, lambda: trace_page(typed))
+        how = replace(how, export=None)
     if how.step:
         console = stdout_console(record=how.export is not None)
         try:

@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from attntrace.core.trace import Trace
     from attntrace.core.trace_diff import TraceDiff
 
-#: Numbers a trace's page embeds at most: about 30 MB of JSON, which a browser opens in
-#: about half a second (benchmarks/page.py). A bigger trace keeps its first heads that
-#: fit, at least one.
-PAGE_NUMBERS = 1_600_000
+#: Numbers a trace's page embeds at most: about 38 MB of JSON, which a browser opens in
+#: well under a second (benchmarks/page.py). A bigger trace keeps its first heads that
+#: fit, at least one. (Gemma 3's weights alone are 1.64 million numbers: its short
+#: sentences fit whole.)
+PAGE_NUMBERS = 2_000_000
 #: Bytes of JSON any page holds at most; a bigger one is refused (exit 2).
 PAGE_BYTES = 64 << 20
 #: The page's scripts, joined in this order: the shared pieces, the views, then main.
@@ -128,26 +129,23 @@ def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -
 
 
 def page_heads(trace: Trace, limit: int = PAGE_NUMBERS) -> list[int] | None:
-    """None where the whole trace fits ``limit`` numbers; else the first traced heads
-    whose stages and weights fit with the shared ones (always at least one)."""
-    shared = sum(stage.data.size for stage in trace.stages if stage.head is None)
-    per_head: dict[int, int] = {}
-    for stage in trace.stages:
-        if stage.head is not None:
-            per_head[stage.head] = per_head.get(stage.head, 0) + stage.data.size
-    weights = sum(weight.data.size for weight in trace.weights)
-    heads = trace.traced_heads
-    if shared + sum(per_head.values()) + weights <= limit:
+    """None where the whole trace fits ``limit`` numbers (or where cutting it would keep
+    every head anyway); else its first traced heads whose cut trace fits, at least one.
+
+    Each count is of the trace as ``--head`` cuts it (the shared inputs, those heads'
+    stages, WQ's slices and the K/V heads' WK and WV they read; no concat or WO), so
+    GQA's shared K/V weights are counted once."""
+    if _numbers(trace) <= limit:
         return None
-    weights_per_head = weights // max(len(heads), 1)
-    kept: list[int] = []
-    total = shared
-    for head in heads:
-        total += per_head.get(head, 0) + weights_per_head
-        if kept and total > limit:
-            break
-        kept.append(head)
-    return kept
+    heads = trace.traced_heads
+    kept = 1
+    while kept < len(heads) and _numbers(trace.only_heads(heads[: kept + 1])) <= limit:
+        kept += 1
+    return None if kept == len(heads) else list(heads[:kept])
+
+
+def _numbers(trace: Trace) -> int:
+    return sum(s.data.size for s in trace.stages) + sum(w.data.size for w in trace.weights)
 
 
 def stage_captions(trace: Trace) -> list[dict[str, str]]:
@@ -165,9 +163,9 @@ def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 
     is refused, naming the size."""
     size = sum(len(block) for block in blocks.values())
     if size > PAGE_BYTES:
-        raise InputError(field="--export", expected=f"a page of at most {PAGE_BYTES >> 20} MB",
-                         found=f"{size / 2**20:,.0f} MB of numbers: trace fewer tokens or one "
-                         "head (--head)")  # fmt: skip
+        most = f"a page of at most {PAGE_BYTES >> 20} MB"
+        found = f"{size / 2**20:,.0f} MB of numbers: trace fewer tokens"
+        raise InputError(field="--export", expected=most, found=found)
     embedded = "\n".join(
         f'<script type="application/json" id="{name}">{_script_safe(block)}</script>'
         for name, block in blocks.items()

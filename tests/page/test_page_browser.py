@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import load, open_browser, screenshot_ink, severe_logs
+from browser import by_css, hover, load, one, press, screenshot_ink, severe_logs
 from helpers import invoke, needs_weights
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,16 +26,11 @@ from pages import HOSTILE, hostile_trace
 from attntrace import trace_attention
 from attntrace.page.build import trace_page
 from attntrace.page.notebook import notebook_html
-from attntrace.render.numbers import format_number
+from attntrace.render.numbers import format_number, significant
 from attntrace.visible import visible
 
 SAMPLES = ("cat-eats-fish", "it-animal", "gqa", "two-heads", "rope", "cross", "window",
            "alibi", "gemma-like", "sink-logit", "causal", "positions")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from open_browser()
 
 
 @pytest.fixture(scope="module")
@@ -49,31 +43,6 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert result.exit_code == 0, result.output
         made[sample] = target
     return made
-
-
-def by_css(browser: Any, selector: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-
-    return list(browser.find_elements(By.CSS_SELECTOR, selector))
-
-
-def one(browser: Any, selector: str) -> Any:
-    found = by_css(browser, selector)
-    assert len(found) == 1, (selector, len(found))
-    return found[0]
-
-
-def press(browser: Any, key: str, times: int = 1) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    for _ in range(times):
-        ActionChains(browser).send_keys(key).perform()
-
-
-def hover(browser: Any, element: Any) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    ActionChains(browser).move_to_element(element).perform()
 
 
 def document_of(browser: Any) -> dict[str, Any]:
@@ -90,8 +59,9 @@ def numbers_in(text: str) -> list[float]:
 
 
 def near(shown: str, value: float, decimals: int) -> bool:
-    """``shown`` is ``value`` written with ``decimals`` decimals (to within the last one)."""
-    return abs(float(shown.replace("−", "-")) - value) <= 10.0**-decimals
+    """``shown`` is ``value`` rounded to ``decimals`` decimals: within half a unit of the
+    last (and a hair for a value computed a last bit apart, in JavaScript and here)."""
+    return abs(float(shown.replace("−", "-")) - value) <= 0.5 * 10.0**-decimals + 1e-12
 
 
 def go_to(browser: Any, name: str) -> None:
@@ -316,18 +286,24 @@ def test_hostile_text_stays_text(browser: Any, tmp_path: Path) -> None:
 
 def test_print_lays_out_every_stage(browser: Any, pages: dict[str, Path]) -> None:
     start(browser, pages["two-heads"])
-    browser.execute_script("window.dispatchEvent(new Event('beforeprint'))")
     document = document_of(browser)
     head0 = [s for s in document["stages"] if s["head"] in (None, 0)]
-    assert len(by_css(browser, "article.stage")) == len(head0)
+
+    def shown() -> int:
+        return sum(card.is_displayed() for card in by_css(browser, "article.stage"))
+
+    assert shown() == 1  # on screen, one stage at a time
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
-    try:
+    try:  # print media alone (as a PDF printer sees it, with no print event): every stage
+        assert shown() == len(head0)
         assert not one(browser, "nav.controls").is_displayed()
         assert not one(browser, "#arithmetic").is_displayed()
+        browser.execute_script("window.dispatchEvent(new Event('beforeprint'))")
+        assert all(d.get_attribute("open") is not None for d in by_css(browser, "details"))
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
     browser.execute_script("window.dispatchEvent(new Event('afterprint'))")
-    assert len(by_css(browser, "article.stage")) == 1
+    assert shown() == 1
 
 
 @pytest.mark.parametrize("width", [390, 1280])
@@ -380,7 +356,7 @@ def test_a_real_models_page(browser: Any, tmp_path: Path) -> None:
     hover(browser, one(browser, 'article.current td[data-row="2"][data-col="1"]'))
     q, k = stage(document, "Q", 0)["data"][2], stage(document, "K", 0)["data"][1]
     shown = by_css(browser, '#arithmetic .term[data-term="product"]')
-    assert len(shown) == 16 + 0  # 32 dimensions: the first and last 8
+    assert len(shown) == 16  # 32 dimensions: the first and last 8
     products = [q[d] * k[d] for d in (*range(8), *range(24, 32))]
     assert all(near(s.text, p, 4) for s, p in zip(shown, products, strict=True))
     assert near(
@@ -390,9 +366,10 @@ def test_a_real_models_page(browser: Any, tmp_path: Path) -> None:
     )
 
 
-VALUES = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e21, max_value=1e21)
+VALUES = st.floats(allow_nan=False, allow_infinity=False)  # every finite double
 TIES = [0.03125, -0.03125, 0.00005, 0.00015, 2.5e-05, 1.00005, 0.5, 99999999.99995,
-        99999999.999949, 1e8, -1e8, 123456789.5, 1.5e20, 0.0, -0.0, 5e-324, 1e-5]  # fmt: skip
+        99999999.999949, 1e8, -1e8, 123456789.5, 1.5e20, 0.0, -0.0, 5e-324, 1e-5, 1e21,
+        -1.2345e22, 2.0**70, 1.7976931348623157e308, 2.2250738585072014e-308]  # fmt: skip
 
 
 def test_numbers_read_as_the_terminal_writes_them(browser: Any, pages: dict[str, Path]) -> None:
@@ -402,11 +379,15 @@ def test_numbers_read_as_the_terminal_writes_them(browser: Any, pages: dict[str,
             "return arguments[0].map((x) => window.attntrace.fmt(x, arguments[1]))", TIES, precision
         )
         assert shown == [format_number(x, precision) for x in TIES]
-    assert browser.execute_script("return [null, 'inf', 'nan'].map(window.attntrace.fmt)") == [
-        "−∞",
-        "inf",
-        "NaN",
-    ]
+    specials = browser.execute_script(
+        "return [null, 'inf', '-inf', 'nan', 'Infinity', '-Infinity', 'NaN', undefined]"
+        ".map((x) => window.attntrace.fmt(x))")  # fmt: skip
+    assert specials == ["−∞", "inf", "−inf", "NaN", "inf", "−inf", "NaN", "–"]
+    for digits in (2, 3):
+        shown = browser.execute_script(
+            "return arguments[0].map((x) => window.attntrace.significant(x, arguments[1]))",
+            TIES, digits)  # fmt: skip
+        assert shown == [significant(x, digits) for x in TIES]
 
 
 @given(values=st.lists(VALUES, min_size=1, max_size=50))
@@ -416,9 +397,9 @@ def test_any_number_reads_as_the_terminal_writes_it(
     if not browser.execute_script("return Boolean(window.attntrace)"):
         start(browser, pages["cat-eats-fish"])
     shown = browser.execute_script(
-        "return arguments[0].map((x) => window.attntrace.fmt(x, 4))", values
-    )
-    assert shown == [format_number(x, 4) for x in values]
+        "return arguments[0].map((x) => [window.attntrace.fmt(x, 4), window.attntrace.fmt(x, 6),"
+        " window.attntrace.significant(x, 3)])", values)  # fmt: skip
+    assert shown == [[format_number(x, 4), format_number(x, 6), significant(x, 3)] for x in values]
 
 
 TEXTS = ["cat", "\x1b[2J", "\u202e", "a\u200bb", "\u0301e", "e\u0301", "\t\n\r", "\x7f\x85",
@@ -429,5 +410,17 @@ def test_invisible_characters_are_shown_as_the_terminal_shows_them(
     browser: Any, pages: dict[str, Path]
 ) -> None:
     start(browser, pages["cat-eats-fish"])
-    shown = browser.execute_script("return arguments[0].map(window.attntrace.visible)", TEXTS)
+    shown = browser.execute_script(
+        "return arguments[0].map((x) => window.attntrace.visible(x))", TEXTS
+    )
     assert shown == [visible(text) for text in TEXTS]
+    long = [
+        "x" * 45,
+        "\x1b" * 12,
+        "猫" * 39 + "\x07",
+        "a" * 39 + "\u200b",
+    ]  # cut at 40, escapes whole
+    cut = browser.execute_script(
+        "return arguments[0].map((x) => window.attntrace.visible(x, 40))", long
+    )
+    assert cut == [visible(text, 40) for text in long]

@@ -7,22 +7,15 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import invoke, raw_controls
-from pages import HOSTILE, hostile_trace
+from pages import HOSTILE, embedded, hostile_trace
 
 from attntrace import Trace, trace_attention
 from attntrace.files.serialize import dump_bytes
-from attntrace.page.build import PAGE_NUMBERS, page_heads, trace_page
-
-
-def embedded(page: str, name: str = "trace") -> object:
-    """The JSON of the page's ``<script type="application/json" id=name>`` block."""
-    block = re.search(rf'<script type="application/json" id="{name}">(.*?)</script>', page,
-                      re.DOTALL)  # fmt: skip
-    assert block is not None, name
-    return json.loads(block[1])
+from attntrace.page.build import page_heads, trace_page
 
 
 class Elements(HTMLParser):
@@ -90,21 +83,38 @@ def test_no_text_from_a_model_becomes_markup() -> None:
     assert raw_controls(page) == []  # \x1b and U+202E written as JSON escapes
 
 
-def test_a_big_trace_keeps_its_first_heads() -> None:
-    trace = trace_attention("cat eats fish", sample="two-heads")
+def numbers_in(document: dict[str, Any]) -> int:
+    """How many numbers a trace document holds, counted from the JSON itself."""
+    matrices = document["stages"] + document["weights"]
+    return sum(len(row) for matrix in matrices for row in matrix["data"])
+
+
+@pytest.mark.parametrize("sample", ["two-heads", "gqa", "gemma-like"])
+def test_a_big_trace_keeps_the_first_heads_that_fit(sample: str) -> None:
+    """The cut is counted on the document it writes (GQA's shared WK and WV once), so a
+    page holds no more numbers than its limit; where it would keep every head anyway,
+    the whole trace is written instead."""
+    trace = trace_attention(sample=sample)
+    whole = numbers_in(json.loads(dump_bytes(trace)))
     assert page_heads(trace) is None  # small: every head
-    numbers = sum(s.data.size for s in trace.stages) + sum(w.data.size for w in trace.weights)
-    assert numbers < PAGE_NUMBERS
-    assert page_heads(trace, limit=numbers) is None
-    assert page_heads(trace, limit=numbers - 1) == [0]
+    assert page_heads(trace, limit=whole) is None
+    heads = trace.traced_heads
+    sizes = [numbers_in(json.loads(dump_bytes(trace, heads=heads[:k])))
+             for k in range(1, len(heads))]  # fmt: skip
+    assert sizes == sorted(sizes)
     assert page_heads(trace, limit=1) == [0]  # at least one head, however small the limit
-    page = trace_page(trace, limit=numbers - 1)
-    document = embedded(page)
-    assert isinstance(document, dict)
-    assert document["heads_traced"] == [0]
-    assert {s["head"] for s in document["stages"]} == {None, 0}
-    assert 'data-heads-left-out="1"' in page
-    assert len(embedded(page, "captions")) == len(document["stages"])  # type: ignore[arg-type]
+    for k, size in enumerate(sizes, start=1):
+        assert page_heads(trace, limit=size) == list(heads[:k])
+        page = trace_page(trace, limit=size)
+        document = embedded(page)
+        assert isinstance(document, dict)
+        assert document["heads_traced"] == list(heads[:k])
+        assert numbers_in(document) == size
+        assert f'data-heads-left-out="{len(heads) - k}"' in page
+        assert len(embedded(page, "captions")) == len(document["stages"])
+    # every head fits once concat and WO are left out: then the whole trace, not a cut
+    all_heads = numbers_in(json.loads(dump_bytes(trace.only_heads(heads))))
+    assert page_heads(trace, limit=all_heads) is None
 
 
 @pytest.mark.parametrize("suffix", [".txt", ".svg"])

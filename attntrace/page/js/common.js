@@ -15,16 +15,51 @@ const TERMS = 16; // a sum of more terms lists its first and last 8
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]|(?! )\p{Zs}/u;
 const NAMED_ESCAPES = { "\t": "\\t", "\n": "\\n", "\r": "\\r" };
 
-function visible(text) {
-  let out = "";
+// Longer than ``limit`` characters once escaped, it is cut and ends with "…" (an escape
+// is never cut in two), so a 1,000-character token does not take the page's width.
+function visible(text, limit) {
+  const pieces = [];
   let first = true;
   for (const ch of String(text)) {
-    const lone = first && /\p{M}/u.test(ch); // an accent on nothing
-    out += INVISIBLE.test(ch) || lone ? escapeChar(ch) : ch;
+    const lone = first && /[\p{Mn}\p{Me}]/u.test(ch); // an accent on nothing (not Mc, as Python)
+    pieces.push(INVISIBLE.test(ch) || lone ? escapeChar(ch) : ch);
     first = false;
   }
-  return out;
+  const whole = pieces.join("");
+  if (limit === undefined || [...whole].length <= limit) return whole;
+  let kept = "";
+  let length = 0;
+  for (const piece of pieces) {
+    const size = [...piece].length;
+    if (length + size > limit - 1) break;
+    kept += piece;
+    length += size;
+  }
+  return kept + "…";
 }
+
+const LABEL_LIMIT = 40; // as render/shown.py: a row or column label, cut past 40
+const NAME_LIMIT = 80;
+
+// Labels a reader can tell apart, as core/labels.py makes them: a repeated token gets its
+// 0-based position (the#4), again until none repeats; past 8 passes, the position alone.
+const uniqueCache = new WeakMap();
+function uniqueLabels(labels) {
+  if (uniqueCache.has(labels)) return uniqueCache.get(labels);
+  let shown = labels.slice();
+  let parted = false;
+  for (let pass = 0; pass < 8; pass += 1) {
+    const counts = new Map();
+    for (const l of shown) counts.set(l, (counts.get(l) || 0) + 1);
+    if (counts.size === shown.length) { parted = true; break; }
+    shown = shown.map((l, i) => (counts.get(l) > 1 ? `${l}#${i}` : l));
+  }
+  if (!parted) shown = labels.map((l, i) => `${l}@${i}`);
+  uniqueCache.set(labels, shown);
+  return shown;
+}
+const label = (labels, i) => visible(uniqueLabels(labels)[i], LABEL_LIMIT);
+const quoted = (text) => `'${visible(text, LABEL_LIMIT)}'`; // a token named in a sentence
 
 function escapeChar(ch) {
   if (NAMED_ESCAPES[ch]) return NAMED_ESCAPES[ch];
@@ -43,45 +78,96 @@ function fmt(value, prec) {
   const p = prec === undefined ? PREC : prec;
   if (value === undefined) return "–"; // not computed (a skipped tile's block max)
   if (value === null) return "−∞";
-  if (value === "inf" || value === Infinity) return "inf";
-  if (value === "-inf" || value === -Infinity) return "−inf";
-  if (value === "nan" || Number.isNaN(value)) return "NaN";
+  if (value === "inf" || value === "Infinity" || value === Infinity) return "inf";
+  if (value === "-inf" || value === "-Infinity" || value === -Infinity) return "−inf";
+  if (value === "nan" || value === "NaN" || Number.isNaN(value)) return "NaN";
   const text = Math.abs(value) >= 1e8 ? exponential(value, p) : fixed(value, p);
   return /[1-9]/.test(text) ? text : text.replace(/^-/, "");
 }
 
+// Python's f"{x:.{d}g}": a size to d significant digits (render/numbers.significant).
+function significant(value, d) {
+  if (!Number.isFinite(value)) return value > 0 ? "∞" : value < 0 ? "−∞" : "NaN";
+  if (value === 0) return Object.is(value, -0) ? "-0" : "0";
+  const [mantissa, e] = rounded(value, d - 1);
+  const strip = (t) => (t.includes(".") ? t.replace(/0+$/, "").replace(/\.$/, "") : t);
+  if (e >= -4 && e < d) return strip(fixed(value, d - 1 - e));
+  return (value < 0 ? "-" : "") + strip(mantissa) + exponentText(e);
+}
+
+// |x| exactly, as decimal digits: [the digits, how many of them stand before the point].
+// A double is m · 2^e; with e < 0 it is m · 5^−e / 10^−e, digits BigInt writes exactly.
+const FIVES = new Map();
+function exactDigits(x) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, Math.abs(x));
+  const high = view.getUint32(0);
+  const bits = (high >>> 20) & 0x7ff;
+  let m = (BigInt(high & 0xfffff) << 32n) | BigInt(view.getUint32(4));
+  let e = -1074; // a subnormal
+  if (bits !== 0) { m |= 1n << 52n; e = bits - 1075; }
+  if (e >= 0) { const whole = (m << BigInt(e)).toString(); return [whole, whole.length]; }
+  if (!FIVES.has(-e)) FIVES.set(-e, 5n ** BigInt(-e));
+  const digits = (m * FIVES.get(-e)).toString().padStart(-e + 1, "0");
+  return [digits, digits.length + e];
+}
+
+// The digits kept up to ``upTo`` (an index into ``digits``), rounded half to even on all
+// the digits dropped: the kept digits as a BigInt.
+function roundedDigits(exact, upTo) {
+  const digits = exact.padEnd(upTo, "0");
+  const kept = upTo <= 0 ? 0n : BigInt(digits.slice(0, upTo));
+  const rest = digits.slice(Math.max(upTo, 0));
+  const first = upTo < 0 ? "0" : rest[0] || "0";
+  const tail = upTo < 0 ? rest : rest.slice(1);
+  const up = first > "5" || (first === "5" && (/[1-9]/.test(tail) || kept % 2n === 1n));
+  return kept + (up ? 1n : 0n);
+}
+
 function fixed(value, p) {
-  const exact = Math.abs(value).toFixed(100); // exact: a double below 1e8 has < 100 decimals
-  const dot = exact.indexOf(".");
-  const kept = exact.slice(0, dot) + exact.slice(dot + 1, dot + 1 + p);
-  let digits = BigInt(kept);
-  if (roundsUp(exact.slice(dot + 1 + p), digits % 2n === 1n)) digits += 1n;
-  let text = digits.toString().padStart(p + 1, "0");
+  const [digits, point] = exactDigits(value);
+  let text = roundedDigits(digits, point + p).toString().padStart(p + 1, "0");
   if (p > 0) text = text.slice(0, text.length - p) + "." + text.slice(text.length - p);
   return (value < 0 || Object.is(value, -0) ? "-" : "") + text;
 }
 
-// Whether the dropped digits ``rest`` round the kept ones up: above half, or a tie to even.
-function roundsUp(rest, odd) {
-  const half = "5".padEnd(rest.length, "0");
-  if (rest > half) return true;
-  if (rest < half) return false;
-  return odd;
+// |value| to p + 1 significant digits: ["d.ddd", its decimal exponent].
+function rounded(value, p) {
+  const [digits, point] = exactDigits(value);
+  const lead = digits.search(/[1-9]/);
+  let kept = roundedDigits(digits, lead + p + 1).toString();
+  let e = point - lead - 1;
+  if (kept.length > p + 1) { kept = kept.slice(0, p + 1); e += 1; } // 9.99995 -> 1.0000e+01
+  return [p > 0 ? kept[0] + "." + kept.slice(1) : kept, e];
 }
 
-function exponential(value, p) {
-  if (Math.abs(value) >= 1e21) { // toFixed is not exact here: the rare overflow's figure
-    return value.toExponential(p).replace(/e([+-])(\d)$/, "e$10$2");
+// "≤ 1e-15" for any difference up to it, else the power of ten just above it: how the
+// terminal states an agreement that is rounding alone (render/numbers.difference_bound),
+// so that no page pins a float's last bits, which depend on the machine.
+function differenceBound(difference) {
+  let e = -15;
+  if (difference > 1e-15) {
+    e = Math.ceil(Math.log10(difference));
+    if (10 ** e < difference) e += 1; // log10's own rounding at an exact power
   }
-  const exact = Math.abs(value).toFixed(100); // exact below 1e21, no leading zero here
-  const all = exact.replace(".", "");
-  let e = exact.indexOf(".") - 1;
-  let digits = BigInt(all.slice(0, p + 1));
-  if (roundsUp(all.slice(p + 1), digits % 2n === 1n)) digits += 1n;
-  let text = digits.toString();
-  if (text.length > p + 1) { text = text.slice(0, p + 1); e += 1; } // 9.99995e8 -> 1.0000e+09
-  const mantissa = p > 0 ? text[0] + "." + text.slice(1) : text;
-  return (value < 0 ? "-" : "") + mantissa + "e" + (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0");
+  return `≤ 1e${e}`;
+}
+
+const exponentText = (e) => "e" + (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0");
+
+function exponential(value, p) {
+  const [mantissa, e] = rounded(value, p);
+  return (value < 0 ? "-" : "") + mantissa + exponentText(e);
+}
+
+// A --dtype stage's error against float64, as render/lowp.error_text writes it:
+// "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN".
+function errorText(error, dtype) {
+  const size = (x) => (x === null || x === undefined ? "—" : x === 0 ? "0" : exponential(x, 1));
+  let text = `${dtype} · max |Δ| ${size(error.max_abs)} · max rel ${size(error.max_rel)} vs float64`;
+  if (error.inf) text += ` · ${error.inf} inf`;
+  if (error.nan) text += ` · ${error.nan} NaN`;
+  return text;
 }
 
 // A cell's every digit, for a tooltip and the arithmetic's last line.
@@ -115,6 +201,7 @@ function svg(tag, attrs) {
   return node;
 }
 
+const dims = (n) => range(n).map((d) => `d${d}`); // a vector's column labels, as the tables'
 const shapeText = (m) => `[${m.shape[0]} × ${m.shape[1]}]`;
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
@@ -152,14 +239,14 @@ function modelFacts(model, tokens, extra) {
   return facts.concat(extra || []).join(" · ");
 }
 
-function tokenBoxes(tokens, label) {
-  return el("p", { class: "sentence" + (label ? " context" : "") }, label ? `${label}: ` : null,
-    tokens.map((t) => el("span", { class: "token" }, visible(t))));
+function tokenBoxes(tokens, title) {
+  return el("p", { class: "sentence" + (title ? " context" : "") }, title ? `${title}: ` : null,
+    tokens.map((t, i) => el("span", { class: "token", title: `position ${i}` }, visible(t, LABEL_LIMIT))));
 }
 
 function pageHeader(what, model, tokens, contextTokens, extraFacts) {
   const header = el("header", { class: "header" },
-    el("h1", {}, `attntrace${what ? " " + what : ""} · `, el("span", { class: "model-name" }, visible(model.name))),
+    el("h1", {}, `attntrace${what ? " " + what : ""} · `, el("span", { class: "model-name" }, visible(model.name, NAME_LIMIT))),
     el("p", { class: "facts" }, modelFacts(model, tokens, extraFacts)),
     tokenBoxes(tokens));
   if (contextTokens) header.append(tokenBoxes(contextTokens, "context"));
@@ -167,9 +254,9 @@ function pageHeader(what, model, tokens, contextTokens, extraFacts) {
 }
 
 // ---- a matrix as a table --------------------------------------------------------------
-// ``matrix``: {name, shape, rows, cols, data}. Options: key (what "Show all" remembers),
-// heat (a heatmap of weights), explain (cells focusable, data-explain set to it), mark
-// (r, c) -> a class for a cell or null, redraw (after "Show all").
+// ``matrix``: {name, shape, rows, cols, data}. Options: key (what "Show all" remembers
+// when the view is drawn again), heat (a heatmap of weights), explain (cells focusable,
+// data-explain set to it), mark (r, c) -> a class for a cell or null.
 const expandedTables = new Set();
 
 function matrixTable(matrix, options) {
@@ -180,7 +267,7 @@ function matrixTable(matrix, options) {
   const table = el("table", { class: "matrix" + (o.heat ? " heat" : ""), "data-stage": matrix.name });
   const headRow = el("tr", {}, el("th", { class: "corner", scope: "col" }, o.corner || ""));
   for (const c of cols) {
-    headRow.append(c === null ? el("th", { class: "gap", scope: "col" }, "⋯") : el("th", { scope: "col" }, visible(matrix.cols[c])));
+    headRow.append(c === null ? el("th", { class: "gap", scope: "col" }, "⋯") : el("th", { scope: "col" }, label(matrix.cols, c)));
   }
   table.append(el("thead", {}, headRow));
   const body = el("tbody");
@@ -189,7 +276,7 @@ function matrixTable(matrix, options) {
       body.append(el("tr", { class: "gap" }, el("th", { scope: "row" }, "⋮"), cols.map(() => el("td", { class: "gap" }, "⋮"))));
       continue;
     }
-    const tr = el("tr", {}, el("th", { scope: "row" }, visible(matrix.rows[r])));
+    const tr = el("tr", {}, el("th", { scope: "row" }, label(matrix.rows, r)));
     for (const c of cols) {
       if (c === null) { tr.append(el("td", { class: "gap" }, "⋯")); continue; }
       tr.append(matrixCell(matrix.data[r][c], r, c, o));
@@ -202,7 +289,9 @@ function matrixTable(matrix, options) {
     const label = expanded ? "Summarize" : `Show all ${matrix.shape[0]} × ${matrix.shape[1]}`;
     wrap.append(el("button", { type: "button", class: "expand", onclick: () => {
       if (expanded) expandedTables.delete(o.key); else expandedTables.add(o.key);
-      if (o.redraw) o.redraw();
+      const again = matrixTable(matrix, o); // the same table, drawn whole or summarized
+      wrap.replaceWith(again);
+      again.querySelector("button.expand").focus();
     } }, label));
   }
   return wrap;
@@ -230,18 +319,21 @@ function vectorTable(name, label, values, cols, options) {
 // ---- stepping ------------------------------------------------------------------------
 // Previous / Next, "k of N: what", and the ← → keys (not while a select or a checkbox has
 // focus). One stepper per page drives its main view.
-function makeStepper(nav, count, label, show) {
+function makeStepper(nav, count, describe, show) {
   const state = { index: 0 };
   const prev = el("button", { type: "button", id: "prev", title: "Previous (←)", onclick: () => go(-1) }, "← Previous");
   const next = el("button", { type: "button", id: "next", title: "Next (→)", onclick: () => go(1) }, "Next →");
   const position = el("span", { id: "position", class: "position" });
-  nav.prepend(prev, position, next);
+  nav.prepend(prev, next, position); // the buttons stay put whatever the label's length
   function draw() {
     const n = count();
     state.index = Math.max(0, Math.min(n - 1, state.index));
-    position.textContent = label(state.index, n);
+    position.textContent = describe(state.index, n);
+    const focused = document.activeElement;
     prev.disabled = state.index === 0;
     next.disabled = state.index === n - 1;
+    if (focused === prev && prev.disabled) next.focus(); // focus never falls to the page
+    if (focused === next && next.disabled) prev.focus();
     show(state.index);
   }
   function go(step) {

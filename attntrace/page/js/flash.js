@@ -20,11 +20,12 @@ function flashView(root, doc) {
   const stepper = makeStepper(nav, () => tiles.length + 1,
     (i, count) => (i === last ? `Step ${count} of ${count}: the result` : `Tile ${i + 1} of ${tiles.length}: (${tiles[i].i}, ${tiles[i].j})${tiles[i].skipped ? ", skipped" : ""}`), draw);
 
-  const tokenRange = (tokens, [a, b]) => `${visible(tokens[a])}…${visible(tokens[b - 1])} (${a}–${b - 1})`;
+  const tokenRange = (tokens, [a, b]) => `${quoted(tokens[a])} to ${quoted(tokens[b - 1])} (${a}–${b - 1})`;
 
   function drawGrid(at) {
+    const onTile = document.activeElement && document.activeElement.classList.contains("tile");
     const order = new Map(tiles.map((t, k) => [`${t.i},${t.j}`, k]));
-    const table = el("div", { class: "tile-grid", role: "grid", style: `grid-template-columns: repeat(${colBlocks}, minmax(0.8rem, 2.6rem))` });
+    const table = el("div", { class: "tile-grid", style: `grid-template-columns: repeat(${colBlocks}, minmax(0.8rem, 2.6rem))` });
     for (let i = 0; i < rowBlocks; i += 1) {
       for (let j = 0; j < colBlocks; j += 1) {
         const k = order.get(`${i},${j}`);
@@ -39,6 +40,7 @@ function flashView(root, doc) {
     const done = Math.min(at, tiles.length);
     grid.replaceChildren(el("h2", {}, "The tiles: query blocks down, key blocks across"), table,
       el("p", { class: "hint" }, `${done} of ${tiles.length} tiles done, in the order FlashAttention${doc.variant === 2 ? "-2" : ""} runs them; × a tile skipped whole (every cell hidden). Click a tile to go to it.`));
+    if (onTile) (table.querySelector(".tile.now") || table.querySelector(".tile"))?.focus(); // the grid keeps the focus
   }
 
   function rowTable(t) {
@@ -54,7 +56,6 @@ function flashView(root, doc) {
     const t = tiles[at];
     const rowsOf = range(t.rows[1] - t.rows[0]).map((r) => doc.tokens[t.rows[0] + r]);
     const colsOf = range(t.cols[1] - t.cols[0]).map((c) => doc.key_tokens[t.cols[0] + c]);
-    const dims = (k) => range(k).map((d) => `d${d}`);
     const card = el("article", { class: "stage current tile-step", "data-tile": `${t.i},${t.j}`, "aria-current": "step" },
       el("h2", {}, `Tile (${t.i}, ${t.j}): queries ${tokenRange(doc.tokens, t.rows)} × keys ${tokenRange(doc.key_tokens, t.cols)}`));
     if (t.skipped) {
@@ -62,10 +63,10 @@ function flashView(root, doc) {
     } else {
       card.append(
         el("h3", {}, "S = Q_block · K_blockᵀ / √d_k (hidden cells −∞)"),
-        matrixTable({ name: "S", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.scores }, { key: `S-${at}`, redraw: stepper.draw }),
+        matrixTable({ name: "S", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.scores }, { key: `S-${at}` }),
         el("h3", {}, doc.variant === 2 ? "P = exp(S − m new): this tile's weights, before dividing by ℓ"
           : "P = exp(S − block max): this tile's weights against its own max"),
-        matrixTable({ name: "P", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.weights }, { key: `P-${at}`, heat: true, redraw: stepper.draw }),
+        matrixTable({ name: "P", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.weights }, { key: `P-${at}`, heat: true }),
       );
     }
     card.append(
@@ -73,7 +74,7 @@ function flashView(root, doc) {
         (doc.variant === 2 ? "ℓ new = rescale · ℓ old + Σ P" : "ℓ new = rescale · ℓ old + exp(block max − m new) · Σ P")),
       rowTable(t),
       el("h3", {}, doc.variant === 2 ? "O after this tile (rescaled and added to; divided by ℓ only at the end of the row)" : "O after this tile (kept divided by ℓ)"),
-      matrixTable({ name: "O", shape: [rowsOf.length, t.output[0].length], rows: rowsOf, cols: dims(t.output[0].length), data: t.output }, { key: `O-${at}`, redraw: stepper.draw }),
+      matrixTable({ name: "O", shape: [rowsOf.length, t.output[0].length], rows: rowsOf, cols: dims(t.output[0].length), data: t.output }, { key: `O-${at}` }),
     );
     area.replaceChildren(card);
   }
@@ -83,11 +84,11 @@ function flashView(root, doc) {
     const mem = doc.memory;
     return el("article", { class: "stage current flash-result", "aria-current": "step" },
       el("h2", {}, "The result"),
-      el("p", { class: "verdict", id: "verdict" }, `FlashAttention's output and standard attention's differ by at most ${doc.max_abs_difference.toExponential(2)}: the same numbers, up to float64's rounding.`),
+      el("p", { class: "verdict", id: "verdict" }, `matches standard attention: max |Δ| ${differenceBound(doc.max_abs_difference)}, the same numbers up to float64's rounding`),
       el("h3", {}, "output, tile by tile"),
-      matrixTable({ name: "output", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.output }, { key: "flash-out", redraw: stepper.draw }),
+      matrixTable({ name: "output", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.output }, { key: "flash-out" }),
       el("h3", {}, "output of standard attention, softmax(Q·Kᵀ/√d_k)·V"),
-      matrixTable({ name: "standard", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.standard_output }, { key: "flash-std", redraw: stepper.draw }),
+      matrixTable({ name: "standard", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.standard_output }, { key: "flash-std" }),
       el("p", { class: "facts" }, `Memory: the n × n weights standard attention stores take ${mem.standard_bytes.toLocaleString("en")} bytes; one tile at a time takes ${mem.tile_bytes.toLocaleString("en")}.`));
   }
   stepper.draw();

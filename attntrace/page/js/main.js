@@ -16,13 +16,13 @@
     const loss = blocks.grad.loss;
     traceView(app, blocks.trace, captions, {
       what: "grad", moreStages: blocks.grad.stages, moreCaptions: blocks.grad_captions || [],
-      notes: [el("p", { class: "verdict", id: "loss" }, `${visible(loss.formula)} = ${fmt(loss.value, 6)}: the forward stages, then the backward pass, gradient by gradient.`)],
+      notes: [el("p", { class: "verdict", id: "loss" }, `${visible(loss.formula, 2 * NAME_LIMIT)} = ${fmt(loss.value, 6)}: the forward stages, then the backward pass, gradient by gradient.`)],
     });
   } else {
     traceView(app, blocks.trace, captions, { leftOut: Number(app.dataset.headsLeftOut || "0") });
   }
   // For a console, and for the tests that hold these to attntrace's Python.
-  window.attntrace = Object.freeze({ fmt, visible, documents: blocks, document: blocks.trace || null });
+  window.attntrace = Object.freeze({ fmt, significant, visible, documents: blocks, document: blocks.trace || null });
   document.body.dataset.readyAt = String(performance.now()); // benchmarks/page.py reads it
   document.body.dataset.ready = "true";
 })();

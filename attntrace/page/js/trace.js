@@ -26,13 +26,15 @@ function traceView(root, doc, captions, options) {
   // ---- the page -------------------------------------------------------------------
   const facts = doc.precision ? [`computed in ${doc.precision.dtype}`] : [];
   const header = pageHeader(o.what || "", model, doc.tokens, doc.context_tokens, facts);
-  if (doc.precision) {
-    header.append(el("p", { class: "note" }, `Every stage holds what ${doc.precision.dtype} holds by attntrace's rule (${doc.precision.rule}); the arithmetic behind a cell is float64's on the values shown.`));
+  const low = doc.precision; // run --dtype: the stages hold the dtype's values
+  if (low) {
+    header.append(el("p", { class: "note", id: "dtype" }, `Computed in ${low.dtype}: ${low.rule}. Each stage's error against float64 is under its table.`));
+    if (low.first_overflow) header.append(el("p", { class: "note", id: "overflow" }, `First overflow: ${visible(low.first_overflow.explanation, 4 * NAME_LIMIT)}`));
   }
   if (o.leftOut > 0) {
     header.append(el("p", { class: "note", id: "left-out" },
       `This page holds head${heads.length === 1 ? "" : "s"} ${heads.join(", ")} of ${model.heads}: ` +
-      `${o.leftOut} more would make it too big to open quickly. Export again with --head H to see head H.`));
+      `${o.leftOut} more would make it too big to open quickly. To see head H, cut the trace to it: attntrace run … --json --heads H | attntrace render - --export FILE.html`));
   }
   for (const note of o.notes || []) header.append(note);
   const nav = el("nav", { class: "controls", "aria-label": "Stages and heads" });
@@ -64,12 +66,16 @@ function traceView(root, doc, captions, options) {
   nav.append(el("label", { class: "all" }, every, " every stage"));
 
   // ---- stages ---------------------------------------------------------------------
+  // Every stage of the head is on the page; on screen only the current one shows (unless
+  // "every stage"), on paper all of them, without needing the print event.
+  const hint = arithmetic.cloneNode(true);
   function drawStages(index) {
     const list = stagesOf(state.head);
     const current = list[index];
-    const shown = state.all ? list : [current];
-    stageArea.replaceChildren(...shown.map(({ stage, at }) => stageCard(stage, at, at === current.at)));
+    stageArea.replaceChildren(...list.map(({ stage, at }) => stageCard(stage, at, at === current.at)));
     stageArea.classList.toggle("one", !state.all);
+    arithmetic.replaceChildren(...hint.cloneNode(true).childNodes); // no cell of another stage
+    delete arithmetic.dataset.stage;
     if (state.all) document.getElementById(`stage-${current.at}`)?.scrollIntoView({ block: "nearest" });
   }
   function stageCard(stage, at, isCurrent) {
@@ -80,14 +86,12 @@ function traceView(root, doc, captions, options) {
       el("h2", {}, el("span", { class: "formula" }, visible(stage.formula)), " ", el("span", { class: "shape" }, shapeText(stage)), el("span", { class: "who" }, who)),
       words.one_line ? el("p", { class: "caption" }, words.one_line) : null,
       words.paragraph ? el("p", { class: "paragraph" }, words.paragraph) : null,
-      matrixTable(stage, { key: at, heat: stage.name === "softmax" || stage.name === "sink", explain: explained ? at : null, redraw: stepper.draw }));
-    if (stage.error) {
-      card.append(el("p", { class: "note" }, `Against float64: largest difference ${stage.error.max_abs} (relative ${stage.error.max_rel}).`));
-    }
+      matrixTable(stage, { key: at, heat: stage.name === "softmax" || stage.name === "sink", explain: explained ? at : null }));
+    if (stage.error) card.append(el("p", { class: "note" }, errorText(stage.error, low.dtype)));
     const weight = weightFor(stage);
     if (weight) {
       card.append(el("details", { class: "weight" }, el("summary", {}, `${weight.name} ${shapeText(weight)}, the weight it was computed with`),
-        matrixTable(weight, { key: `w-${at}`, redraw: stepper.draw })));
+        matrixTable(weight, { key: `w-${at}` })));
     }
     return card;
   }
@@ -105,9 +109,13 @@ function traceView(root, doc, captions, options) {
 
   function explain(stage, r, c) {
     const value = stage.data[r][c];
-    const parts = [el("h2", {}, `${stage.name}[${visible(stage.rows[r])}, ${visible(stage.cols[c])}]`, perHead && heads.length > 1 ? ` · head ${stage.head}` : "")];
+    const parts = [el("h2", {}, `${stage.name}[${label(stage.rows, r)}, ${label(stage.cols, c)}]`, perHead && heads.length > 1 ? ` · head ${stage.head}` : "")];
     const how = { scores: explainScores, scaled: explainScaled, softmax: explainSoftmax, output: explainOutput }[stage.name];
-    parts.push(...how(stage, r, c));
+    if (low) { // as the terminal refuses --focus with --dtype: hand arithmetic is float64's
+      parts.push(line(`This cell holds ${low.dtype}'s result, ${fmt(value)}, by the rule above. The arithmetic by hand is float64's, so it is not written out for a ${low.dtype} trace: trace it without --dtype to see it.`));
+    } else {
+      parts.push(...how(stage, r, c));
+    }
     parts.push(line("exactly: ", el("code", { class: "exact" }, exactText(value))));
     arithmetic.replaceChildren(...parts);
     Object.assign(arithmetic.dataset, { stage: stage.name, row: String(r), col: String(c) });
@@ -120,8 +128,8 @@ function traceView(root, doc, captions, options) {
     const q = qs.data[r];
     const k = ks.data[c];
     return [
-      line(`scores = ${qs.name}[${visible(qs.rows[r])}] · ${ks.name}[${visible(ks.rows[c])}]: the sum over ${q.length} dimensions of q × k`),
-      termsTable(["", "q", "k", "q × k"], q.length, (d) => [visible(qs.cols[d]),
+      line(`scores = ${qs.name}[${label(qs.rows, r)}] · ${ks.name}[${label(ks.rows, c)}]: the sum over ${q.length} dimensions of q × k`),
+      termsTable(["", "q", "k", "q × k"], q.length, (d) => [label(qs.cols, d),
         term("q", fmt(q[d])), term("k", fmt(k[d])), term("product", fmt(q[d] * k[d]))]),
       line("sum = ", result(stage.data[r][c])),
     ];
@@ -145,7 +153,7 @@ function traceView(root, doc, captions, options) {
     const sum = exps.reduce((a, b) => a + b, 0) + (sink === null ? 0 : Math.exp(sink - M));
     const x = row[c];
     const parts = [
-      line(`softmax of ${before.name}'s row ${visible(before.rows[r])}: exp(x − M) ÷ Σ exp(x − M)`),
+      line(`softmax of ${before.name}'s row ${label(before.rows, r)}: exp(x − M) ÷ Σ exp(x − M)`),
       line(sink === null ? "M = the row's max = " : `M = max(the row's max, the sink logit ${fmt(sink)}) = `, term("max", fmt(M))),
     ];
     if (typeof x !== "number") {
@@ -155,7 +163,7 @@ function traceView(root, doc, captions, options) {
     parts.push(
       line("exp(x − M) = exp(", term("x", fmt(x)), " − ", term("max", fmt(M)), ") = ", term("exp", fmt(exps[c], 6))),
       el("details", { class: "row-terms" }, el("summary", {}, `the row's ${row.length} terms of the sum`),
-        termsTable(["key", "x", "exp(x − M)", "share"], row.length, (j) => [visible(before.cols[j]),
+        termsTable(["key", "x", "exp(x − M)", "share"], row.length, (j) => [label(before.cols, j),
           fmt(row[j]), fmt(exps[j], 6), fmt(stage.data[r][j])])),
       line(sink === null ? "the row's sum Σ exp(x − M) = " : "the row's sum, with the sink's exp(s − M) = ", term("sum", fmt(sum, 6))),
       line("share = ", term("exp", fmt(exps[c], 6)), " ÷ ", term("sum", fmt(sum, 6)), " = ", result(stage.data[r][c])),
@@ -168,8 +176,8 @@ function traceView(root, doc, captions, options) {
     if (!weights || !values) return [line("The weights or values of this head are not in the page.")];
     const w = weights.data[r];
     return [
-      line(`output = the sum over ${w.length} keys of weight × V[key, ${visible(stage.cols[c])}]`),
-      termsTable(["key", "weight", "V", "weight × V"], w.length, (j) => [visible(weights.cols[j]), term("weight", fmt(w[j], 6)),
+      line(`output = the sum over ${w.length} keys of weight × V[key, ${label(stage.cols, c)}]`),
+      termsTable(["key", "weight", "V", "weight × V"], w.length, (j) => [label(weights.cols, j), term("weight", fmt(w[j], 6)),
         term("value", fmt(values.data[j][c])), term("product", fmt(typeof w[j] === "number" ? w[j] * values.data[j][c] : 0))]),
       line("sum = ", result(stage.data[r][c])),
     ];
@@ -184,7 +192,11 @@ function traceView(root, doc, captions, options) {
     const [n, m] = weights.shape;
     const rowH = 18;
     const height = Math.max(n, m) * rowH + 10;
-    const picture = svg("svg", { viewBox: `0 0 420 ${height}`, width: 420, height, role: "img",
+    const longest = (labels) => Math.max(...labels.map((_, i) => [...label(labels, i)].length));
+    const left = 16 + 8 * longest(weights.rows); // 13px monospace: about 8px a character
+    const right = left + 140;
+    const width = right + 16 + 8 * longest(weights.cols);
+    const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
       "aria-label": `Head ${state.head}: a line from each query token to each key it attends to, as dark as its weight` });
     const lines = svg("g", { class: "lines" });
     const y = (i) => 14 + i * rowH;
@@ -197,15 +209,19 @@ function traceView(root, doc, captions, options) {
           const w = weights.data[i][j];
           if (typeof w !== "number" || w <= 0.001) continue;
           if (only && only.side === "k" && only.at !== j) continue;
-          lines.append(svg("line", { x1: 140, y1: y(i) - 4, x2: 280, y2: y(j) - 4, "stroke-opacity": Math.min(1, w).toFixed(3), "stroke-width": 2, "data-q": i, "data-k": j }));
+          const drawn = svg("line", { x1: left, y1: y(i) - 4, x2: right, y2: y(j) - 4, "stroke-opacity": Math.min(1, w).toFixed(3), "stroke-width": 2, "data-q": i, "data-k": j });
+          const tip = svg("title", {});
+          tip.textContent = `${label(weights.rows, i)} → ${label(weights.cols, j)}: ${fmt(w)}`; // the weight as text, not only shade
+          drawn.append(tip);
+          lines.append(drawn);
         }
       }
     }
     drawLines(many ? { side: "q", at: 0 } : null);
     picture.append(lines);
-    function label(text, x, at, side) {
+    function tokenLabel(labels, x, at, side) {
       const t = svg("text", { x, y: y(at), "text-anchor": side === "q" ? "end" : "start", tabindex: 0, class: "token-label", "data-side": side, "data-at": at });
-      t.textContent = visible(text);
+      t.textContent = label(labels, at);
       const pick = () => {
         drawLines({ side, at });
         picture.querySelectorAll(".token-label.on").forEach((x) => x.classList.remove("on"));
@@ -218,8 +234,8 @@ function traceView(root, doc, captions, options) {
       t.addEventListener("blur", drop);
       return t;
     }
-    weights.rows.forEach((t, i) => picture.append(label(t, 132, i, "q")));
-    weights.cols.forEach((t, j) => picture.append(label(t, 288, j, "k")));
+    weights.rows.forEach((_, i) => picture.append(tokenLabel(weights.rows, left - 8, i, "q")));
+    weights.cols.forEach((_, j) => picture.append(tokenLabel(weights.cols, right + 8, j, "k")));
     headView.replaceChildren(
       el("h2", {}, `Head view · head ${weights.head}${kvLabel(weights)}`),
       el("p", { class: "hint" }, many
@@ -230,7 +246,12 @@ function traceView(root, doc, captions, options) {
 
   // On paper every stage is laid out, whatever the screen showed.
   let screenAll = false;
-  window.addEventListener("beforeprint", () => { screenAll = state.all; state.all = true; stepper.draw(); });
+  window.addEventListener("beforeprint", () => {
+    screenAll = state.all;
+    state.all = true;
+    stepper.draw();
+    stageArea.querySelectorAll("details").forEach((d) => { d.open = true; }); // the weights too
+  });
   window.addEventListener("afterprint", () => { state.all = screenAll; stepper.draw(); });
   stepper.draw();
   drawHeadView();
