@@ -302,3 +302,32 @@ def test_check_and_render_pages_embed_their_json(tmp_path: Path) -> None:
     assert embedded(page.read_text(encoding="utf-8"), "check") == json.loads(
         invoke(*args, "--json").stdout
     )
+
+
+def test_a_table_of_more_than_16384_cells_shows_its_rows_a_page_at_a_time(
+    browser: Any, tmp_path: Path
+) -> None:
+    sentence = " ".join(["the", "cat", "sat", "on", "the", "mat"] * 22)[: -len(" the mat")]
+    trace = trace_attention(sentence, sample="causal")  # 130 tokens: 16,900 weights
+    n = len(trace.tokens)
+    assert n == 130
+    load(browser, page_of(trace, tmp_path))
+    walk_to(browser, "softmax")
+    one(browser, "article.current button.expand").click()
+    per_page = 16384 // n  # 126 rows of 130 columns
+    rows = [int(td.get_attribute("data-row"))
+            for td in by_css(browser, 'article.current td[data-col="0"]')]  # fmt: skip
+    assert rows == list(range(per_page))
+    assert len(by_css(browser, "article.current td[data-row]")) == per_page * n
+    assert one(browser, "article.current .rows-shown").text == f"rows 1–{per_page} of {n}"
+    assert one(browser, "article.current button.earlier").get_attribute("disabled") is not None
+    one(browser, "article.current button.later").click()
+    rows = [int(td.get_attribute("data-row"))
+            for td in by_css(browser, 'article.current td[data-col="0"]')]  # fmt: skip
+    assert rows == list(range(per_page, n))
+    assert browser.execute_script("return document.activeElement.className") == "earlier"
+    weights = trace.stage("softmax", head=0).data
+    last = by_css(browser, f'article.current td[data-row="{n - 1}"]')
+    assert [td.text for td in last] == [format_number(w, 4) for w in weights[n - 1]]
+    one(browser, "article.current button.expand").click()  # Summarize
+    assert len(by_css(browser, "article.current tbody tr")) == 8 + 1 + 8

@@ -125,6 +125,14 @@ function roundedDigits(exact, upTo) {
 }
 
 function fixed(value, p) {
+  // toFixed rounds the exact value correctly but a tie away from zero: it is used where no
+  // tie can be (|x|·10^(p+1) not within 0.01 of a whole number ending in 5; below 1e8 the
+  // product's own rounding is far less), the exact digits otherwise
+  const scaled = Math.abs(value) * 10 ** (p + 1);
+  const whole = Math.round(scaled);
+  if (p <= 15 && scaled < 1e15 && (Math.abs(scaled - whole) > 0.01 || whole % 10 !== 5)) {
+    return (value < 0 || Object.is(value, -0) ? "-" : "") + Math.abs(value).toFixed(p);
+  }
   const [digits, point] = exactDigits(value);
   let text = roundedDigits(digits, point + p).toString().padStart(p + 1, "0");
   if (p > 0) text = text.slice(0, text.length - p) + "." + text.slice(text.length - p);
@@ -257,13 +265,20 @@ function pageHeader(what, model, tokens, contextTokens, extraFacts) {
 // ``matrix``: {name, shape, rows, cols, data}. Options: key (what "Show all" remembers
 // when the view is drawn again), heat (a heatmap of weights), explain (cells focusable,
 // data-explain set to it), mark (r, c) -> a class for a cell or null.
-const expandedTables = new Set();
+// key -> the first row a table shown whole starts at; absent: the table is summarized.
+const expandedTables = new Map();
+// A table shown whole draws at most this many cells at once (a page of rows, every
+// column): the browser lays out 16,384 cells in a fraction of a second, 262,144 in several.
+const PAGE_CELLS = 16384;
 
 function matrixTable(matrix, options) {
   const o = options || {};
-  const expanded = expandedTables.has(o.key);
-  const rows = shownIndices(matrix.shape[0], SUMMARY_ROWS, expanded);
-  const cols = shownIndices(matrix.shape[1], SUMMARY_COLS, expanded);
+  const [n, m] = matrix.shape;
+  const first = expandedTables.get(o.key);
+  const expanded = first !== undefined;
+  const perPage = Math.max(1, Math.floor(PAGE_CELLS / Math.max(1, m)));
+  const rows = expanded ? range(Math.min(perPage, n - first)).map((i) => first + i) : shownIndices(n, SUMMARY_ROWS, false);
+  const cols = shownIndices(m, SUMMARY_COLS, expanded);
   const table = el("table", { class: "matrix" + (o.heat ? " heat" : ""), "data-stage": matrix.name });
   const headRow = el("tr", {}, el("th", { class: "corner", scope: "col" }, o.corner || ""));
   for (const c of cols) {
@@ -285,15 +300,27 @@ function matrixTable(matrix, options) {
   }
   table.append(body);
   const wrap = el("div", { class: "table-wrap" }, table);
-  if (matrix.shape[0] > SUMMARY_ROWS || matrix.shape[1] > SUMMARY_COLS) {
-    const label = expanded ? "Summarize" : `Show all ${matrix.shape[0]} × ${matrix.shape[1]}`;
-    wrap.append(el("button", { type: "button", class: "expand", onclick: () => {
-      if (expanded) expandedTables.delete(o.key); else expandedTables.add(o.key);
-      const again = matrixTable(matrix, o); // the same table, drawn whole or summarized
-      wrap.replaceWith(again);
-      again.querySelector("button.expand").focus();
-    } }, label));
+  if (n <= SUMMARY_ROWS && m <= SUMMARY_COLS) return wrap;
+  // the same table again, summarized or shown whole from row ``at``; the focus stays on
+  // the button pressed
+  const redraw = (at, which) => {
+    if (at === undefined) expandedTables.delete(o.key); else expandedTables.set(o.key, at);
+    const again = matrixTable(matrix, o);
+    wrap.replaceWith(again);
+    const order = [which, which === "later" ? "earlier" : "later", "expand"]; // past the end: the other way
+    order.map((name) => again.querySelector(`button.${name}:not([disabled])`)).find(Boolean).focus();
+  };
+  const controls = el("div", { class: "table-controls" });
+  controls.append(el("button", { type: "button", class: "expand", onclick: () => redraw(expanded ? undefined : 0, "expand") },
+    expanded ? "Summarize" : `Show all ${n} × ${m}`));
+  if (expanded && perPage < n) {
+    const last = Math.min(n, first + perPage);
+    controls.append(
+      el("button", { type: "button", class: "earlier", disabled: first === 0, onclick: () => redraw(Math.max(0, first - perPage), "earlier") }, "↑ Earlier rows"),
+      el("span", { class: "rows-shown" }, `rows ${first + 1}–${last} of ${n}`),
+      el("button", { type: "button", class: "later", disabled: last === n, onclick: () => redraw(first + perPage, "later") }, "Later rows ↓"));
   }
+  wrap.append(controls);
   return wrap;
 }
 
