@@ -143,7 +143,9 @@ PageExport = Annotated[  # decode, flash, grad, check and diff: the explorer pag
 Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
     str | None,
     typer.Option(
-        metavar="FILE", help="Also save what is shown as .svg, .html or .txt.", show_default=False
+        metavar="FILE",
+        help="Also save what is shown as .svg or .txt, or the explorer page as .html.",
+        show_default=False,
     ),
 ]
 

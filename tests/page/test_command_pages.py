@@ -271,3 +271,14 @@ def test_diff_marks_changed_cells_in_the_browser(browser: Any, tmp_path: Path) -
     shown_b = cells(browser, by_css(browser, "article.current table.matrix")[0])
     assert close(shown_b, b["Q"].data)
     assert severe_logs(browser) == []
+
+
+def test_flash_with_a_sink_logit_shows_each_rows_weight_on_it(browser: Any, tmp_path: Path) -> None:
+    target, _ = exported(tmp_path, "flash", "-s", "sink-logit")
+    trace = trace_attention(sample="sink-logit")
+    load(browser, target)
+    browser.execute_script("for (let i = 0; i < 20; i++) document.getElementById('next').click()")
+    assert one(browser, "#position").text.endswith(": the result")
+    shown = cells(browser, one(browser, 'article.current table[data-stage="sink"]'))
+    assert close(shown, [trace.stage("sink", head=0).data[:, 0]])  # the trace's own sink stage
+    assert severe_logs(browser) == []

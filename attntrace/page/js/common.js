@@ -181,7 +181,7 @@ function errorText(error, dtype) {
 // A cell's every digit, for a tooltip and the arithmetic's last line.
 function exactText(value) {
   if (value === null) return "−∞ (masked)";
-  return String(value);
+  return typeof value === "number" ? String(value) : fmt(value); // a --dtype overflow: inf, NaN
 }
 
 // ---- elements ---------------------------------------------------------------------

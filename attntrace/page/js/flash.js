@@ -89,6 +89,8 @@ function flashView(root, doc) {
       matrixTable({ name: "output", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.output }, { key: "flash-out" }),
       el("h3", {}, "output of standard attention, softmax(Q·Kᵀ/√d_k)·V"),
       matrixTable({ name: "standard", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.standard_output }, { key: "flash-std" }),
+      doc.sink ? el("h3", {}, "each row's weight on the sink logit: exp(s − m) ÷ (ℓ + exp(s − m)), joined at the end of the row") : null,
+      doc.sink ? vectorTable("sink", "sink", doc.sink, doc.tokens, { key: "flash-sink", heat: true }) : null,
       el("p", { class: "facts" }, `Memory: the n × n weights standard attention stores take ${mem.standard_bytes.toLocaleString("en")} bytes; one tile at a time takes ${mem.tile_bytes.toLocaleString("en")}.`));
   }
   stepper.draw();
