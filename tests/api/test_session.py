@@ -89,8 +89,8 @@ def test_a_notebook_session(model_file: Path, capsys: pytest.CaptureFixture[str]
     assert set(bundle) == {"text/plain", "text/html"}
     assert "output = softmax · V" in bundle["text/plain"]
     # the explorer page, in a frame of its own (docs/page.md), holding the trace's JSON
-    frame = re.fullmatch(r'<iframe title="attntrace explorer" srcdoc="([^"]*)" '
-                         r'style="[^"]*"></iframe>', bundle["text/html"])  # fmt: skip
+    pattern = r'<iframe title="attntrace explorer" sandbox="allow-scripts" srcdoc="([^"]*)" '
+    frame = re.fullmatch(pattern + r'style="[^"]*"></iframe>', bundle["text/html"])
     assert frame is not None, bundle["text/html"][:200]
     page = html.unescape(frame[1])
     assert page.startswith("<!DOCTYPE html>")

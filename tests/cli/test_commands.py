@@ -218,8 +218,8 @@ def test_python_api_renders_with_rich_and_in_jupyter() -> None:
     assert "softmax = exp(scaled − row max) / row sum   [3 × 3]" in buffer.getvalue()
     bundle = trace._repr_mimebundle_()
     assert "output = softmax · V" in bundle["text/plain"]
-    frame = '<iframe title="attntrace explorer" srcdoc="&lt;!DOCTYPE html&gt;'
-    assert bundle["text/html"].startswith(frame)
+    frame = '<iframe title="attntrace explorer" sandbox="allow-scripts" srcdoc="'
+    assert bundle["text/html"].startswith(frame + "&lt;!DOCTYPE html&gt;")
 
 
 # -------------------------------------------------------------- as a real process
