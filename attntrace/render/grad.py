@@ -23,7 +23,7 @@ from attntrace.core.grad_trace import GradTrace
 from attntrace.core.trace import ModelInfo, Stage
 from attntrace.render.document import block_notes, model_facts
 from attntrace.render.fitted import RightTrimmed
-from attntrace.render.grad_words import ATTEND_ZEROS, caption
+from attntrace.render.grad_words import ATTEND_ZEROS, stage_caption
 from attntrace.render.numbers import format_number, visible_indices
 from attntrace.render.shown import FORMULA_LIMIT, label, labels, shown_trace
 from attntrace.render.stage_table import StageTable
@@ -131,8 +131,6 @@ def render_grad(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[Renderab
     """The whole view of ``grad`` (give it as shown: :func:`shown_grad`), for
     ``console.print`` one after another."""
     yield from header(grad, view)
-    attend = grad.objective.kind == "attend"
-    cross = grad.forward.context_tokens is not None
     reached = reached_heads(grad)
     stages = drawn_stages(grad, view)
     drawn = {s.head for s in stages if s is not None}
@@ -145,8 +143,7 @@ def render_grad(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[Renderab
                        f"{len(reached)} heads; --max-heads N, 0 for all)", style="dim")  # fmt: skip
             continue
         yield GradBlock(stage, grad.mirror(stage), grad.forward.model, view,
-                        caption(stage.name, attend=attend, cross=cross,
-                                formula=stage.formula))  # fmt: skip
+                        stage_caption(stage, grad))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from attntrace.core.grad_trace import GradTrace
 from attntrace.core.trace import Stage
 from attntrace.render.document import sentence_line
 from attntrace.render.grad import GradBlock, loss_line, reached_heads
-from attntrace.render.grad_words import caption, paragraph
+from attntrace.render.grad_words import stage_caption, stage_paragraph
 from attntrace.render.step import (
     HEAD_HELP,
     HELP,
@@ -108,12 +108,9 @@ def show_gradient(console: Console, grad: GradTrace, stages: list[Stage], index:
     ))  # fmt: skip
     console.print(Wrapped(loss_line(grad, view)))
     console.print(Panel(fitted_title(stage, trace.model), expand=False))
-    cross = trace.context_tokens is not None
-    console.print(Wrapped(Text(paragraph(stage.name, cross=cross, formula=stage.formula))))
+    console.print(Wrapped(Text(stage_paragraph(stage, grad))))
     console.print()
-    block = GradBlock(stage, grad.mirror(stage), trace.model, view,
-                      caption(stage.name, attend=grad.objective.kind == "attend",
-                              cross=cross, formula=stage.formula))  # fmt: skip
+    block = GradBlock(stage, grad.mirror(stage), trace.model, view, stage_caption(stage, grad))
     console.print(block, crop=False)
     console.print()
 

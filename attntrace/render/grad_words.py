@@ -9,6 +9,11 @@ changed as prose; each is keyed by the gradient's name (``d_softmax``, ...) as
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attntrace.core.grad_trace import GradTrace
+    from attntrace.core.trace import Stage
 
 CAPTIONS: Mapping[str, str] = {
     "d_projected": "How L changes as each number of the block's output (after WO) moves: "
@@ -240,6 +245,19 @@ def caption(name: str, *, attend: bool, cross: bool = False, formula: str = "") 
     if _passed_on(name, formula):
         return PASSED_ON_CAPTION
     return CAPTIONS.get(name, "")
+
+
+def stage_caption(stage: Stage, grad: GradTrace) -> str:
+    """:func:`caption` of one of ``grad``'s stages, under its loss and its trace (the
+    table view, step mode and the explorer page all say it so)."""
+    attend, cross = grad.objective.kind == "attend", grad.forward.context_tokens is not None
+    return caption(stage.name, attend=attend, cross=cross, formula=stage.formula)
+
+
+def stage_paragraph(stage: Stage, grad: GradTrace) -> str:
+    """:func:`paragraph` of one of ``grad``'s stages, under its trace."""
+    return paragraph(stage.name, cross=grad.forward.context_tokens is not None,
+                     formula=stage.formula)  # fmt: skip
 
 
 def paragraph(name: str, *, cross: bool = False, formula: str = "") -> str:
