@@ -50,14 +50,17 @@ _LAZY = {
 def _show_trace(trace: Any, form: _display.Form) -> Any:
     """How print(trace), Rich and Jupyter show a trace: the renderer's one entry point,
     imported the first time a trace is shown (the core cannot import it). In a notebook a
-    trace is the explorer page (attntrace.page); its plain text is the tables'."""
+    trace is the explorer page (attntrace.page), its plain text the tables'; its HTML
+    alone (``_repr_html_``) draws no tables."""
+    if form == "html":
+        from attntrace.page.notebook import notebook_html
+
+        return notebook_html(trace)
     from attntrace.render.display import show
 
     shown = show(trace, form)
     if form == "jupyter" and isinstance(shown, dict):
-        from attntrace.page.notebook import notebook_html
-
-        shown["text/html"] = notebook_html(trace)
+        shown["text/html"] = _show_trace(trace, "html")
     return shown
 
 

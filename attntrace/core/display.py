@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 # text: a str of the tables at 80 columns, for print(trace); rich: the Rich renderables,
-# for rich.print(trace); jupyter: a MIME bundle, {"text/plain": ..., "text/html": ...}.
-Form = Literal["text", "rich", "jupyter"]
+# for rich.print(trace); jupyter: a MIME bundle, {"text/plain": ..., "text/html": ...};
+# html: that bundle's HTML alone (the explorer page in a frame), for _repr_html_.
+Form = Literal["text", "rich", "jupyter", "html"]
 Show = Callable[[Any, Form], Any]
 
 _SHOW: list[Show] = []  # the function set, once set

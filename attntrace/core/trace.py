@@ -353,4 +353,5 @@ class Trace:
 
     def _repr_html_(self) -> str:
         """The explorer page in an iframe, as a notebook shows it (docs/page.md)."""
-        return self._repr_mimebundle_()["text/html"]
+        html: str = display.show(self, "html")
+        return html
