@@ -26,7 +26,7 @@ from attntrace.cli.options import (
     json_flag,
     sentence_argument,
 )
-from attntrace.cli.show import page_target, save_page
+from attntrace.cli.saved import page_target
 
 
 def check(
@@ -116,7 +116,9 @@ def check(
 
         stdout_console().print(check_view(report, precision, source=file), crop=False)
 
-    from attntrace.page.build import check_page
+    def page() -> str:
+        from attntrace.page.build import check_page
 
-    save_page(target, lambda: check_page(report, file))
-    emit(as_json, document, view, verdict=report.exit_code)
+        return check_page(report, file)
+
+    emit(as_json, document, view, verdict=report.exit_code, export=target, page=page)

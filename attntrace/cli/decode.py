@@ -27,7 +27,8 @@ from attntrace.cli.options import (
 from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
-from attntrace.cli.show import page_target, presentation, save_page
+from attntrace.cli.saved import page_target
+from attntrace.cli.show import presentation
 
 
 def decode(
@@ -113,7 +114,9 @@ def decode(
             page_through(console, pages, read_line, echo=not stdin_is_terminal(),
                          prompt_console=prompt_console())  # fmt: skip
 
-    from attntrace.page.build import decode_page
+    def page() -> str:
+        from attntrace.page.build import decode_page
 
-    save_page(target, lambda: decode_page(result))
-    emit(as_json, document, view)
+        return decode_page(result)
+
+    emit(as_json, document, view, export=target, page=page)

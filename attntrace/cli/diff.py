@@ -27,7 +27,7 @@ from attntrace.cli.options import (
     TablePrecision,
     json_flag,
 )
-from attntrace.cli.show import page_target, save_page
+from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
     from attntrace.core.trace import Trace
@@ -148,7 +148,10 @@ def _compare(
         stdout_console().print(diff_view(result, sources, precision=precision,
                                          max_rows=max_rows))  # fmt: skip
 
-    from attntrace.page.build import diff_page
+    def page() -> str:
+        from attntrace.page.build import diff_page
 
-    save_page(target, lambda: diff_page(result, sources, edits))
-    emit(as_json, document, view, verdict=EXIT_CHANGED if result.changed else 0)
+        return diff_page(result, sources, edits)
+
+    changed = EXIT_CHANGED if result.changed else 0
+    emit(as_json, document, view, verdict=changed, export=target, page=page)

@@ -2,18 +2,22 @@
 
 run, softmax, decode, kv-cache, models and heads all end here. Only the side asked for
 is built, so --json never imports the renderers (nor Rich) and a view never builds the
-JSON; both are written inside :func:`quiet_pipe`, so ``| head`` ends quietly.
+JSON; both are written inside :func:`quiet_pipe`, so ``| head`` ends quietly. A command
+with ``--export FILE.html`` gives its explorer page too, saved first, whole, so that a
+reader who stops early cannot cost it.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from attntrace.cli.pipes import quiet_pipe
+from attntrace.cli.saved import save_page
 
 # A JSON document: plain data (written compactly, as plain_dumps does), or already
 # written: text, or bytes (a trace, from orjson).
@@ -26,14 +30,19 @@ def emit(
     view: Callable[[], None],
     *,
     verdict: int | None = None,
+    export: Path | None = None,
+    page: Callable[[], str] | None = None,
 ) -> None:
-    """Write ``document()`` and a newline when ``as_json``, or else draw ``view()``.
+    """Write ``document()`` and a newline when ``as_json``, or else draw ``view()``;
+    first, where ``export`` is given, save the page ``page()`` builds there.
 
     Bytes go straight to stdout's buffer, after whatever was written to stdout as text.
     With a ``verdict`` (check's and diff's exit code: 0 same, 1 different) the command
     exits with it, even when the reader left early; a failed write is then exit 2, as
     cmp reports trouble, since 1 is an answer.
     """
+    if export is not None and page is not None:
+        save_page(export, page)
     with quiet_pipe(verdict or 0, 1 if verdict is None else 2):
         _written(as_json, document, view)
     if verdict:

@@ -30,7 +30,7 @@ from attntrace.cli.options import (
     json_flag,
     sentence_argument,
 )
-from attntrace.cli.show import page_target, save_page
+from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
     from attntrace.core.flash_report import FlashReport
@@ -147,10 +147,12 @@ def flash(
         else:
             _tiles(report, shown_view, max_tiles or None)
 
-    from attntrace.page.build import flash_page
+    def page() -> str:
+        from attntrace.page.build import flash_page
 
-    save_page(target, lambda: flash_page(report))
-    emit(as_json, document, view)
+        return flash_page(report)
+
+    emit(as_json, document, view, export=target, page=page)
 
 
 def _check_head(head: int, heads: int) -> None:

@@ -38,7 +38,7 @@ from attntrace.cli.options import (
     sentence_argument,
 )
 from attntrace.cli.progress import progress_shown
-from attntrace.cli.show import page_target, save_page
+from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
     from attntrace.core.grad_trace import GradTrace
@@ -145,10 +145,12 @@ def grad(
         else:
             _tables(traced, shown_view)
 
-    from attntrace.page.build import grad_page
+    def page() -> str:
+        from attntrace.page.build import grad_page
 
-    save_page(target, lambda: grad_page(traced))
-    emit(as_json, document, view)
+        return grad_page(traced)
+
+    emit(as_json, document, view, export=target, page=page)
 
 
 def _tables(grad: GradTrace, view: View) -> None:

@@ -7,7 +7,6 @@ exactly as the run that made it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ import typer
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.pipes import quiet_pipe, stdout_console
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+from attntrace.cli.saved import save_page, save_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -119,42 +119,3 @@ def save_export(console: Console, path: Path) -> None:
     suffix = path.suffix.lower()
     text = console.export_svg(title="attntrace") if suffix == ".svg" else console.export_text()
     save_text(path, text)
-
-
-def page_target(given: str | None) -> Path | None:
-    """The ``--export FILE.html`` of decode, flash, grad, check and diff, checked before
-    any work (exit 2 for another suffix or a missing folder)."""
-    if given is None:
-        return None
-    from attntrace.render.present import page_path
-
-    with bad_input_fails():
-        return page_path(given)
-
-
-def save_page(target: Path | None, page: Callable[[], str]) -> None:
-    """Write the page ``page()`` builds to ``target``, whole, before anything is printed;
-    a page too big is exit 2, one that cannot be written exit 1."""
-    if target is None:
-        return
-    with bad_input_fails():
-        text = page()
-    save_text(target, text)
-
-
-def save_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, whole or not at all; say so on stderr."""
-    from attntrace.errors import InputError
-
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(path)
-    except OSError as error:  # a full disk, a read-only folder: output not written, exit 1
-        partial.unlink(missing_ok=True)
-        message = InputError(f"cannot write the file: {error.strerror}", source=str(path))
-        sys.stderr.write(f"attntrace: error: {message}\n")
-        raise typer.Exit(1) from None
-    from attntrace.visible import visible
-
-    sys.stderr.write(f"attntrace: saved {visible(str(path))}\n")
