@@ -94,13 +94,10 @@ def grad_page(grad: GradTrace) -> str:
     """``grad``'s page: the forward trace's stages, then every gradient, with their words."""
     from attntrace.files.grad_json import grad_dump_bytes
     from attntrace.files.serialize import dump_bytes
-    from attntrace.render.grad_words import caption, paragraph
+    from attntrace.render.grad_words import stage_caption, stage_paragraph
 
     forward = grad.forward
-    attend = grad.objective.kind == "attend"
-    cross = forward.context_tokens is not None
-    words = [{"one_line": caption(s.name, attend=attend, cross=cross, formula=s.formula),
-              "paragraph": paragraph(s.name, cross=cross, formula=s.formula)}
+    words = [{"one_line": stage_caption(s, grad), "paragraph": stage_paragraph(s, grad)}
              for s in grad.stages]  # fmt: skip
     blocks = {"trace": dump_bytes(forward), "captions": _json(stage_captions(forward)),
               "grad": grad_dump_bytes(grad), "grad_captions": _json(words)}  # fmt: skip
@@ -117,12 +114,12 @@ def check_page(report: CheckReport, source: str | None) -> str:
 
 def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -> str:
     """``diff``'s page: each stage compared, with both traces and the cells that changed."""
+    import numpy as np
+
     from attntrace.files.serialize import diff_to_dict, dump_bytes
 
     compared = [*diff.stages, *(diff.weights if diff.weights_compared else ())]
-    changed = [None if s.changed is None else s.changed.nonzero() for s in compared]
-    cells = [None if at is None else [[int(r), int(c)] for r, c in zip(*at, strict=True)]
-             for at in changed]  # fmt: skip
+    cells = [None if s.changed is None else np.argwhere(s.changed).tolist() for s in compared]
     blocks = {"diff": _json(diff_to_dict(diff, sources, edits)), "trace": dump_bytes(diff.a),
               "trace_b": dump_bytes(diff.b), "changed": _json(cells)}  # fmt: skip
     return page_html(blocks, title=_title("diff", diff.b.model.name))

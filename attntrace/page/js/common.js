@@ -209,6 +209,12 @@ function svg(tag, attrs) {
   return node;
 }
 
+// " (K/V head 1)" where K/V heads are shared (GQA, MQA), "" where each head has its own.
+function kvNote(model, kvHead) {
+  const shared = model.kv_heads !== model.heads && kvHead !== null && kvHead !== undefined;
+  return shared ? ` (K/V head ${kvHead})` : "";
+}
+
 const dims = (n) => range(n).map((d) => `d${d}`); // a vector's column labels, as the tables'
 const shapeText = (m) => `[${m.shape[0]} × ${m.shape[1]}]`;
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;

@@ -7,7 +7,7 @@ function decodeView(root, doc) {
   const group = model.heads / model.kv_heads;
   const state = { head: 0 };
   const kvOf = (h) => Math.floor(h / group);
-  const kvLabel = (h) => (model.kv_heads !== model.heads ? ` (K/V head ${kvOf(h)})` : "");
+  const kvLabel = (h) => kvNote(model, kvOf(h));
 
   const c = doc.comparison;
   const header = pageHeader("decode", model, doc.tokens, null, doc.precision ? [`computed in ${doc.precision.dtype}`] : []);

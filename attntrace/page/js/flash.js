@@ -9,7 +9,7 @@ function flashView(root, doc) {
   const m = doc.key_tokens.length;
   const rowBlocks = Math.ceil(n / doc.block_q);
   const colBlocks = Math.ceil(m / doc.block_k);
-  const kv = model.kv_heads !== model.heads ? ` (K/V head ${doc.kv_head})` : "";
+  const kv = kvNote(model, doc.kv_head);
   const header = pageHeader("flash", model, doc.tokens, doc.key_tokens !== doc.tokens && doc.key_tokens.join("\u0000") !== doc.tokens.join("\u0000") ? doc.key_tokens : null,
     [`head ${doc.head}${kv}`, `FlashAttention${doc.variant === 2 ? "-2" : ""}`, `tiles of ${doc.block_q} queries × ${doc.block_k} keys`]);
   const nav = el("nav", { class: "controls", "aria-label": "Tiles" });

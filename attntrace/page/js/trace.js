@@ -16,7 +16,7 @@ function traceView(root, doc, captions, options) {
     .filter(({ stage }) => stage.head === null || stage.head === head);
   const find = (name, head) => stages.find((s) => s.name === name && s.head === head) || null;
   const lastOf = (names, head) => names.map((n) => find(n, head)).filter(Boolean).pop() || null;
-  const kvLabel = (stage) => (stage.kv_head !== null && stage.kv_head !== undefined && model.kv_heads !== model.heads ? ` (K/V head ${stage.kv_head})` : "");
+  const kvLabel = (stage) => kvNote(model, stage.kv_head);
   function weightFor(stage) {
     const name = { Q: "WQ", K: "WK", V: "WV" }[stage.name];
     if (!name) return null;
