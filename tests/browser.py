@@ -95,10 +95,36 @@ def press(browser: Any, key: str, times: int = 1) -> None:
         ActionChains(browser).send_keys(key).perform()
 
 
+def forward(browser: Any) -> None:
+    """→: the page's next stage, step or tile."""
+    from selenium.webdriver.common.keys import Keys
+
+    press(browser, Keys.ARROW_RIGHT)
+
+
 def hover(browser: Any, element: Any) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
 
     ActionChains(browser).move_to_element(element).perform()
+
+
+def walk_to(browser: Any, name: str) -> None:
+    """Walk with the keys, from the current head's first stage, to its stage ``name``
+    (the keys go to the page: whatever had the focus lets it go)."""
+    from selenium.webdriver.common.keys import Keys
+
+    browser.execute_script("document.activeElement.blur()")
+    for _ in range(40):
+        if one(browser, "#prev").get_attribute("disabled") is not None:
+            break
+        press(browser, Keys.ARROW_LEFT)
+    for _ in range(40):
+        if one(browser, "article.stage.current").get_attribute("data-stage") == name:
+            return
+        if one(browser, "#next").get_attribute("disabled") is not None:
+            break
+        press(browser, Keys.ARROW_RIGHT)
+    raise AssertionError(f"no stage {name}")
 
 
 def severe_logs(browser: Any) -> list[str]:

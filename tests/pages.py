@@ -9,6 +9,10 @@ from typing import Any
 import numpy as np
 
 from attntrace import ModelSpec, Trace, trace_attention
+from attntrace.files.samples import list_samples
+
+# Every shipped sample: each page test that walks samples walks a new one too.
+SAMPLES = tuple(sample.name for sample in list_samples())
 
 # Tokens that would end the page's script block, open an element or a comment, clear a
 # terminal or turn a line around, if any reached the page as markup or raw.

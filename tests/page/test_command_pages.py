@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import by_css, load, one, severe_logs
+from browser import by_css, forward, load, one, severe_logs
 from helpers import invoke
 from pages import embedded
 
@@ -28,13 +28,6 @@ def exported(tmp_path: Path, *args: str, code: int = 0) -> tuple[Path, str]:
     assert result.exit_code == code, result.output
     assert result.stderr.endswith(f"attntrace: saved {target}\n")
     return target, result.stdout
-
-
-def next_step(browser: Any) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.keys import Keys
-
-    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
 
 
 def cells(browser: Any, table: Any) -> list[list[float]]:
@@ -157,7 +150,7 @@ def test_decode_grows_the_cache_and_drops_the_windows_oldest_row(
             assert dropped == []
         else:
             assert f"dropped position {step['dropped']} (" in dropped[0].text
-        next_step(browser)
+        forward(browser)
     assert len(positions) == 4  # a window of 3 and 1 sink: the cache stopped growing
     assert "matches full causal attention" in one(browser, "#verdict").text
     assert severe_logs(browser) == []
@@ -181,7 +174,7 @@ def test_flash_fills_the_grid_and_ends_at_standard_attention(browser: Any, tmp_p
             r0, r1 = tile["rows"]
             c0, c1 = tile["cols"]
             assert close(shown, trace["masked"].data[r0:r1, c0:c1])  # S is the masked scores
-        next_step(browser)
+        forward(browser)
     steps = len(tiles) + 1
     assert one(browser, "#position").text == f"Step {steps} of {steps}: the result"
     out = cells(browser, one(browser, 'article.current table[data-stage="output"]'))
@@ -196,7 +189,7 @@ def test_grad_walks_the_forward_stages_then_the_gradients(browser: Any, tmp_path
     names = []
     for _ in range(19):
         names.append(one(browser, "article.stage.current").get_attribute("data-stage"))
-        next_step(browser)
+        forward(browser)
     assert names[:8] == ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]
     assert names[8:] == ["d_output", "d_V", "d_softmax", "d_scaled", "d_scores", "d_Q", "d_K",
                          "d_WQ", "d_WK", "d_WV", "d_X"]  # fmt: skip
@@ -262,7 +255,7 @@ def test_diff_marks_changed_cells_in_the_browser(browser: Any, tmp_path: Path) -
         "WK",
         "WV",
     ]
-    next_step(browser)  # Q
+    forward(browser)  # Q
     assert one(browser, "article.current").get_attribute("data-stage") == "Q"
     marked = {(int(td.get_attribute("data-row")), int(td.get_attribute("data-col")))
               for td in by_css(browser, "article.current td.changed")}  # fmt: skip

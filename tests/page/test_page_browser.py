@@ -12,25 +12,21 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import by_css, hover, load, one, press, screenshot_ink, severe_logs
+from browser import by_css, hover, load, one, press, screenshot_ink, severe_logs, walk_to
 from helpers import invoke, needs_weights
 from hypothesis import given
 from hypothesis import strategies as st
-from pages import HOSTILE, hostile_trace
+from pages import HOSTILE, SAMPLES, hostile_trace
 
 from attntrace import trace_attention
 from attntrace.page.build import trace_page
 from attntrace.page.notebook import notebook_html
 from attntrace.render.numbers import format_number, significant
 from attntrace.visible import visible
-
-SAMPLES = ("cat-eats-fish", "it-animal", "gqa", "two-heads", "rope", "cross", "window",
-           "alibi", "gemma-like", "sink-logit", "causal", "positions")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -54,28 +50,10 @@ def stage(document: dict[str, Any], name: str, head: int | None) -> dict[str, An
     return next(s for s in document["stages"] if s["name"] == name and s["head"] == head)
 
 
-def numbers_in(text: str) -> list[float]:
-    return [float(x.replace("−", "-")) for x in re.findall(r"−?-?\d+\.\d+(?:e[+-]\d+)?", text)]
-
-
 def near(shown: str, value: float, decimals: int) -> bool:
     """``shown`` is ``value`` rounded to ``decimals`` decimals: within half a unit of the
     last (and a hair for a value computed a last bit apart, in JavaScript and here)."""
     return abs(float(shown.replace("−", "-")) - value) <= 0.5 * 10.0**-decimals + 1e-12
-
-
-def go_to(browser: Any, name: str) -> None:
-    """Walk with → from the first stage to the stage ``name`` of the current head."""
-    from selenium.webdriver.common.keys import Keys
-
-    press(browser, Keys.HOME)  # not bound: harmless
-    for _ in range(40):
-        if one(browser, "#position").text.endswith(f": {name}"):
-            return
-        if one(browser, "#next").get_attribute("disabled") is not None:
-            break
-        press(browser, Keys.ARROW_RIGHT)
-    raise AssertionError(f"no stage {name}")
 
 
 def start(browser: Any, page: Path) -> None:
@@ -124,7 +102,7 @@ def test_the_header_and_the_tables_hold_the_trace(browser: Any, pages: dict[str,
         ".",
     ]
     assert "11 tokens · d_model 6 · d_k 4 · d_v 3 · 1 head" in one(browser, ".facts").text
-    go_to(browser, "softmax")
+    walk_to(browser, "softmax")
     document = document_of(browser)
     softmax = stage(document, "softmax", 0)
     cells = by_css(browser, "article.current td[data-row]")
@@ -137,7 +115,7 @@ def test_the_header_and_the_tables_hold_the_trace(browser: Any, pages: dict[str,
 
 def test_hovering_a_softmax_cell_shows_its_arithmetic(browser: Any, pages: dict[str, Path]) -> None:
     start(browser, pages["it-animal"])
-    go_to(browser, "softmax")
+    walk_to(browser, "softmax")
     document = document_of(browser)
     it, animal = 7, 1
     hover(browser, one(browser, f'article.current td[data-row="{it}"][data-col="{animal}"]'))
@@ -162,7 +140,7 @@ def test_scores_and_output_cells_show_their_terms(browser: Any, pages: dict[str,
     start(browser, pages["cat-eats-fish"])
     document = document_of(browser)
     q, k, v = (stage(document, n, 0)["data"] for n in ("Q", "K", "V"))
-    go_to(browser, "scores")
+    walk_to(browser, "scores")
     hover(browser, one(browser, 'article.current td[data-row="1"][data-col="2"]'))
     panel = one(browser, "#arithmetic")
     products = [float(t.text) for t in by_css(panel, '.term[data-term="product"]')]
@@ -171,13 +149,13 @@ def test_scores_and_output_cells_show_their_terms(browser: Any, pages: dict[str,
         q[1][0] * k[2][0] + q[1][1] * k[2][1], 4
     )
 
-    go_to(browser, "scaled")
+    walk_to(browser, "scaled")
     hover(browser, one(browser, 'article.current td[data-row="0"][data-col="2"]'))
     text = one(browser, "#arithmetic").text
     assert "÷ √2" in text
     assert one(browser, "#arithmetic .result").text == format_number(10 / math.sqrt(2), 4)
 
-    go_to(browser, "output")
+    walk_to(browser, "output")
     weights = stage(document, "softmax", 0)["data"][2]
     hover(browser, one(browser, 'article.current td[data-row="2"][data-col="0"]'))
     panel = one(browser, "#arithmetic")
@@ -191,7 +169,7 @@ def test_scores_and_output_cells_show_their_terms(browser: Any, pages: dict[str,
 
 def test_a_cell_reached_by_the_keyboard_is_explained(browser: Any, pages: dict[str, Path]) -> None:
     start(browser, pages["cat-eats-fish"])
-    go_to(browser, "scaled")
+    walk_to(browser, "scaled")
     browser.execute_script("document.querySelector('article.current td[data-explain]').focus()")
     assert one(browser, "#arithmetic").get_attribute("data-stage") == "scaled"
 
@@ -200,7 +178,7 @@ def test_switching_heads_shows_that_heads_numbers(browser: Any, pages: dict[str,
     from selenium.webdriver.support.ui import Select
 
     start(browser, pages["gqa"])
-    go_to(browser, "softmax")
+    walk_to(browser, "softmax")
     options = [o.text for o in Select(one(browser, "#head")).options]
     assert options == ["head 0 (K/V head 0)", "head 1 (K/V head 0)", "head 2 (K/V head 1)",
                        "head 3 (K/V head 1)"]  # fmt: skip
@@ -232,13 +210,13 @@ def test_the_head_view_draws_a_line_per_weight(browser: Any, pages: dict[str, Pa
 
 def test_masked_cells_and_the_window(browser: Any, pages: dict[str, Path]) -> None:
     start(browser, pages["window"])
-    go_to(browser, "masked")
+    walk_to(browser, "masked")
     masked = by_css(browser, "article.current td.masked")
     document = document_of(browser)
     hidden = sum(x is None for row in stage(document, "masked", 0)["data"] for x in row)
     assert len(masked) == hidden > 0
     assert all(x.text == "−∞" for x in masked)
-    go_to(browser, "softmax")
+    walk_to(browser, "softmax")
     hover(browser, one(browser, 'article.current td[data-row="6"][data-col="2"]'))
     text = one(browser, "#arithmetic").text
     assert "hidden" in text
@@ -247,7 +225,7 @@ def test_masked_cells_and_the_window(browser: Any, pages: dict[str, Path]) -> No
 
 def test_a_sink_logit_is_in_the_denominator(browser: Any, pages: dict[str, Path]) -> None:
     start(browser, pages["sink-logit"])
-    go_to(browser, "softmax")
+    walk_to(browser, "softmax")
     document = document_of(browser)
     sink = document["model"]["sink_logits"][0]
     row = stage(document, "scaled", 0)["data"][0]
@@ -265,7 +243,7 @@ def test_a_big_stage_is_summarized_and_expands(browser: Any, tmp_path: Path) -> 
     target = tmp_path / "long.html"
     assert invoke("run", "-s", "causal", sentence, "--export", str(target)).exit_code == 0
     start(browser, target)
-    go_to(browser, "softmax")
+    walk_to(browser, "softmax")
     rows = by_css(browser, "article.current tbody tr")
     assert len(rows) == 8 + 1 + 8  # first 8, a gap, last 8
     one(browser, "article.current button.expand").click()
@@ -311,7 +289,7 @@ def test_a_screenshot_has_content(browser: Any, pages: dict[str, Path], width: i
     browser.set_window_size(width, 900)
     try:
         start(browser, pages["it-animal"])
-        go_to(browser, "softmax")
+        walk_to(browser, "softmax")
         shot_width, _, share, colours = screenshot_ink(browser)
         assert shot_width == width
         assert share > 0.03, share  # text, tables and a heatmap, not a blank page
@@ -352,7 +330,7 @@ def test_a_real_models_page(browser: Any, tmp_path: Path) -> None:
     assert document == json.loads(invoke("run", "--model", "minilm", "The cat sat on the mat.",
                                          "--layer", "2", "--json").stdout)  # fmt: skip
     assert len(by_css(browser, "#head option")) == 12
-    go_to(browser, "scores")
+    walk_to(browser, "scores")
     hover(browser, one(browser, 'article.current td[data-row="2"][data-col="1"]'))
     q, k = stage(document, "Q", 0)["data"][2], stage(document, "K", 0)["data"][1]
     shown = by_css(browser, '#arithmetic .term[data-term="product"]')

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from browser import by_css, load, one, press, severe_logs
+from browser import by_css, load, one, severe_logs, walk_to
 from helpers import invoke
-from pages import embedded
+from pages import SAMPLES, embedded
 
 import attntrace.page.build
 from attntrace import trace_attention
@@ -24,9 +24,6 @@ from attntrace.page.build import trace_page
 from attntrace.page.notebook import notebook_html
 from attntrace.render.numbers import format_number
 from attntrace.visible import visible
-
-SAMPLES = ("cat-eats-fish", "it-animal", "gqa", "two-heads", "rope", "cross", "window",
-           "alibi", "gemma-like", "sink-logit", "causal", "positions", "the-cat-sat")  # fmt: skip
 
 # Every explained cell of the current stage, focused one after another in the page, and
 # what the panel then said: the terms by their data-term, and the result.
@@ -50,21 +47,6 @@ def page_of(trace: Trace, folder: Path, name: str = "page.html") -> Path:
     target = folder / name
     target.write_text(trace_page(trace), encoding="utf-8")
     return target
-
-
-def walk_to(browser: Any, name: str) -> None:
-    from selenium.webdriver.common.keys import Keys
-
-    browser.execute_script("document.activeElement.blur()")  # the keys go to the page
-    for _ in range(40):  # from the first stage
-        if one(browser, "#prev").get_attribute("disabled") is not None:
-            break
-        press(browser, Keys.ARROW_LEFT)
-    for _ in range(40):
-        if one(browser, "article.stage.current").get_attribute("data-stage") == name:
-            return
-        press(browser, Keys.ARROW_RIGHT)
-    raise AssertionError(name)
 
 
 def choose_head(browser: Any, head: int) -> None:
