@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attntrace.core import display as _display
+from attntrace.kernel import display as _display
 
 __version__ = "0.1.0"
 
@@ -31,19 +31,19 @@ __all__ = [
 
 if TYPE_CHECKING:
     from attntrace.api import check, trace_attention
-    from attntrace.core.spec import ModelSpec
-    from attntrace.core.trace import Stage, Trace
     from attntrace.errors import InputError
-    from attntrace.files.model_file import load_model
+    from attntrace.kernel.spec import ModelSpec
+    from attntrace.kernel.trace import Stage, Trace
+    from attntrace.modelfile.model_file import load_model
 
 _LAZY = {
     "trace_attention": "attntrace.api",
     "check": "attntrace.api",
     "InputError": "attntrace.errors",
-    "load_model": "attntrace.files.model_file",
-    "ModelSpec": "attntrace.core.spec",
-    "Stage": "attntrace.core.trace",
-    "Trace": "attntrace.core.trace",
+    "load_model": "attntrace.modelfile.model_file",
+    "ModelSpec": "attntrace.kernel.spec",
+    "Stage": "attntrace.kernel.trace",
+    "Trace": "attntrace.kernel.trace",
 }
 
 
@@ -56,7 +56,7 @@ def _show_trace(trace: Any, form: _display.Form) -> Any:
         from attntrace.page.notebook import notebook_html
 
         return notebook_html(trace)
-    from attntrace.render.display import show
+    from attntrace.display import show
 
     shown = show(trace, form)
     if form == "jupyter" and isinstance(shown, dict):

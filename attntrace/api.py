@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attntrace import arguments
-from attntrace.core.attention import trace_block
-from attntrace.core.spec import ModelSpec
-from attntrace.core.tokenize import tokenize
-from attntrace.core.trace import Trace
 from attntrace.errors import InputError, describe
+from attntrace.forward.attention import trace_block
+from attntrace.kernel.spec import ModelSpec
+from attntrace.kernel.tokenize import tokenize
+from attntrace.kernel.trace import Trace
 
 if TYPE_CHECKING:
-    from attntrace.core.check_report import CheckReport
-    from attntrace.core.given import GivenArray
-    from attntrace.core.lowp_ops import Cast
+    from attntrace.check.given import GivenArray
+    from attntrace.check.report import CheckReport
+    from attntrace.kernel.casting import Cast
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def cast_of(
 ) -> Cast | None:
     """The casting rule named (None for float64); softmax_dtype and accumulate need a
     dtype narrower than float64 (docs/kernels.md, "The casting rule")."""
-    from attntrace.core.lowp_ops import Cast
+    from attntrace.kernel.casting import Cast
 
     try:
         cast = Cast.of(dtype)
@@ -186,7 +186,7 @@ class Prepared:
     ) -> Trace:
         try:
             if cast is not None:
-                from attntrace.core.lowp_trace import trace_low
+                from attntrace.forward.dtype import trace_low
 
                 return trace_low(self.spec, self.tokens, cast, self.key_tokens)
             return trace_block(self.spec, self.tokens, self.key_tokens)
@@ -258,9 +258,9 @@ def choose_model(
 ) -> ModelSpec:
     """The model named by one of ``model``, ``config`` and ``sample`` (else the worked
     example), with ``edits`` (``PATH=VALUE`` strings) made to it before it is checked."""
-    from attntrace.files.edits import parse_edit
-    from attntrace.files.model_file import model_from_document, read_model
-    from attntrace.files.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
+    from attntrace.modelfile.edits import parse_edit
+    from attntrace.modelfile.model_file import model_from_document, read_model
+    from attntrace.modelfile.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
     chosen = [n for n, x in (("model", model), ("config", config), ("sample", sample))
               if x is not None]  # fmt: skip
@@ -336,11 +336,11 @@ def check(
     ``tokens-first``) settles a shape that reads two ways; ``edits`` change the model
     first, as in :func:`trace_attention`. The rules are docs/check.md's.
 
-    Returns the :class:`~attntrace.core.check.CheckReport`: ``report.ok``,
+    Returns the :class:`~attntrace.check.compare.CheckReport`: ``report.ok``,
     ``report.exit_code`` (0 or 1), ``report.first_divergent``, ``report.diagnosis``. Bad
     input is an :class:`InputError`, a wrong Python type a :class:`TypeError`.
     """
-    from attntrace.files.user_arrays import given_arrays, read_user_arrays
+    from attntrace.check.user_arrays import given_arrays, read_user_arrays
 
     arguments.optional_text("sentence", sentence)
     if config is not None:
@@ -389,8 +389,8 @@ def checked(
 ) -> CheckReport:
     """:func:`check` without its type checks, the arrays already read (from the file
     ``source``, if they were)."""
-    from attntrace.core.check import check_arrays
-    from attntrace.core.check_layout import LAYOUTS
+    from attntrace.check.compare import check_arrays
+    from attntrace.check.layout import LAYOUTS
 
     if layout is not None and layout not in LAYOUTS:
         raise InputError(field=names.option("layout"), expected=" or ".join(LAYOUTS),

@@ -24,8 +24,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from attntrace.core.decode_step import KVCache
-from attntrace.core.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
+from attntrace.decode.kv_cache import KVCache
+from attntrace.kernel.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
 
 T = TypeVar("T")
 D_MODEL, HEADS, TOKENS, REPEATS = 512, 8, 1024, 5

@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from attntrace.core.kvcache import decode
-from attntrace.core.lowp_ops import Cast
-from attntrace.core.spec import ModelSpec
+from attntrace.decode.decoder import decode
+from attntrace.kernel.casting import Cast
+from attntrace.kernel.spec import ModelSpec
 
 RUNS = 3
 

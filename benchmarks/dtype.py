@@ -28,9 +28,9 @@ import numpy as np
 from rich.console import Console
 
 from attntrace import trace_attention
-from attntrace.files.serialize import dump_bytes
-from attntrace.render.present import Presentation, renderables
-from attntrace.render.stage_table import cached_column_widths
+from attntrace.forward.trace_json import dump_bytes
+from attntrace.forward.views.present import Presentation, renderables
+from attntrace.ui.stage_table import cached_column_widths
 
 D_MODEL, D_HEAD, HEADS, REPEATS = 64, 16, 4, 5
 

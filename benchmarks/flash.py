@@ -30,11 +30,11 @@ import numpy as np
 from rich.console import Console
 
 from attntrace.api import traced
-from attntrace.core.flash import flash, hbm_traffic
-from attntrace.core.flash_report import flash_report
-from attntrace.core.ops import attention
-from attntrace.files.flash_json import flash_dump_bytes
-from attntrace.render.flash import render_flash
+from attntrace.kernel.ops import attention
+from attntrace.kernels.flash import flash, hbm_traffic
+from attntrace.kernels.flash_json import flash_dump_bytes
+from attntrace.kernels.flash_report import flash_report
+from attntrace.kernels.views.flash import render_flash
 
 N, D, BLOCK, RUNS = 512, 64, 64, 5
 TARGET_SECONDS = 1.0

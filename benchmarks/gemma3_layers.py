@@ -37,7 +37,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from attntrace.core.attention import trace_block
+from attntrace.forward.attention import trace_block
 from attntrace.real.catalog import GEMMA3
 from attntrace.real.gemma import Gemma3
 from attntrace.real.layer import DEFAULT_SENTENCE, layer_spec, opened

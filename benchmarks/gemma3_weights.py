@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attntrace.real.catalog import GEMMA3
-from attntrace.real.gguf import GGUFFile
+from attntrace.real.weights.gguf import GGUFFile
 
 FIRST = "from attntrace.real.catalog import GEMMA3; GEMMA3.verified_weights()"
 

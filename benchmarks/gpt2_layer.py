@@ -30,7 +30,7 @@ import numpy as np
 import orjson
 
 from attntrace import trace_attention
-from attntrace.files.serialize import dump_bytes
+from attntrace.forward.trace_json import dump_bytes
 
 D_MODEL, HEADS, TOKENS, REPEATS, RUNS = 768, 12, 512, 5, 11
 

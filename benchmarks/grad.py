@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/grad.py        (about twenty seconds on a 2-core machine)
 
-For each case, the median of 3 runs of :func:`attntrace.core.grad_trace.grad_trace` (the
+For each case, the median of 3 runs of :func:`attntrace.learning.grad_trace.grad_trace` (the
 forward trace, the loss, every gradient, recorded as stages) and the peak memory
 tracemalloc sees for one run (numpy's arrays are traced): a trained layer of MiniLM and
 of SmolLM2 (where installed), and random causal GQA blocks with WO and biases of
@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from attntrace.core.grad_trace import grad_trace
-from attntrace.core.objective import Objective
-from attntrace.core.spec import ModelSpec
 from attntrace.errors import InputError
+from attntrace.kernel.spec import ModelSpec
+from attntrace.learning.grad_trace import grad_trace
+from attntrace.learning.objective import Objective
 
 D_MODEL, HEADS, KV_HEADS, REPEATS = 256, 8, 4, 3
 LENGTHS = (64, 128, 256, 512)

@@ -25,7 +25,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.precision import matmul_in, round_to, softmax_in
+from attntrace.kernel.precision import matmul_in, round_to, softmax_in
 
 N = 512
 RUNS = 5

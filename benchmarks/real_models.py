@@ -63,14 +63,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.decode_step import KVCache
-from attntrace.core.kvcache import decode
-from attntrace.core.ops import kv_head_of, rope, softmax
+from attntrace.decode.decoder import decode
+from attntrace.decode.kv_cache import KVCache
+from attntrace.kernel.ops import kv_head_of, rope, softmax
 from attntrace.real.catalog import CATALOG, MINILM, SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention
-from attntrace.real.gguf import GGUFFile
 from attntrace.real.layer import DEFAULT_SENTENCE, layer_spec, open_model, opened, trace_layer
 from attntrace.real.llama import Llama
+from attntrace.real.weights.gguf import GGUFFile
 
 SENTENCE = DEFAULT_SENTENCE  # the one the README and the goldens use
 REPEATS = 5
@@ -321,8 +321,8 @@ def transformers_job(name: str, out: str) -> None:
 def ours_in_process(name: str, sentence: str) -> dict[str, float]:
     """The CPU time of each phase of our 512-token row, in this process (the model open):
     the layers before the last (layer_spec), the trace (trace_block), the JSON."""
-    from attntrace.core.attention import trace_block
-    from attntrace.files.serialize import dump_bytes
+    from attntrace.forward.attention import trace_block
+    from attntrace.forward.trace_json import dump_bytes
 
     spec = catalogued(name)
     assert spec is not None

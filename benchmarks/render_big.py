@@ -22,10 +22,10 @@ import numpy as np
 from rich.console import Console
 
 from attntrace import trace_attention
-from attntrace.core.focus import focus_row
-from attntrace.render.present import Presentation, renderables
-from attntrace.render.stage_table import cached_column_widths
-from attntrace.render.view import View
+from attntrace.forward.focus import focus_row
+from attntrace.forward.views.present import Presentation, renderables
+from attntrace.ui.stage_table import cached_column_widths
+from attntrace.ui.view import View
 
 TOKENS, D_MODEL, D_HEAD, REPEATS = 200, 256, 64, 7
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import tracemalloc
 
-from attntrace.core.scaling import MAX_WORK, measure
+from attntrace.learning.scaling import MAX_WORK, measure
 
 BOUND_MIB = 64  # a run's peak, stated; the whole draw at 16M floats would be 128 MiB
 RUNS = (

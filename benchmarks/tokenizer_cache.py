@@ -45,11 +45,11 @@ def process(command: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="attntrace-bench-cache-"))
     os.environ["XDG_CACHE_HOME"] = str(scratch)
-    from attntrace.real import tokenizer_cache
-    from attntrace.real.bpe import ByteLevelBPE
     from attntrace.real.catalog import SMOLLM2
-    from attntrace.real.gguf import GGUFFile
     from attntrace.real.llama import TOKENIZER_ARRAYS, TOKENIZER_KIND, Llama
+    from attntrace.real.tokenizers import tokenizer_cache
+    from attntrace.real.tokenizers.bpe import ByteLevelBPE
+    from attntrace.real.weights.gguf import GGUFFile
 
     path, sha = SMOLLM2.verified_weights(), SMOLLM2.sha256
     cache = tokenizer_cache.cache_file(TOKENIZER_KIND, sha)
@@ -103,7 +103,7 @@ def main() -> None:
     given = os.environ.get("ATTNTRACE_GEMMA3_GGUF")
     gemma = Path(given) if given else (GEMMA3.verified_weights() if GEMMA3.installed else None)
     if gemma is not None and gemma.is_file():
-        from attntrace.real import sentencepiece
+        from attntrace.real.tokenizers import sentencepiece
 
         fake = "0" * 64  # the scratch cache's key; the file is not verified here
         gemma_cache = tokenizer_cache.cache_file(sentencepiece.TOKENIZER_KIND, fake)

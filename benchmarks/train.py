@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from attntrace.api import prepared
-from attntrace.core.objective import Objective
-from attntrace.core.spec import ModelSpec
-from attntrace.core.train import largest_steps, train
+from attntrace.kernel.spec import ModelSpec
+from attntrace.learning.objective import Objective
+from attntrace.learning.train import largest_steps, train
 
 BOUND_SECONDS = 60  # the largest run, stated: "well under a minute"
 BOUND_MIB = 300

@@ -16,8 +16,8 @@ from naive_backward import naive_block_backward
 from randoms import random_block
 from tolerances import BACKWARD_ORACLE
 
-from attntrace.core.objective import Objective
-from attntrace.core.spec import ModelSpec
+from attntrace.kernel.spec import ModelSpec
+from attntrace.learning.objective import Objective
 
 # Each option alone and together (random_block's keywords); positions are set after.
 FIXED: list[dict[str, Any]] = [

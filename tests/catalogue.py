@@ -6,12 +6,12 @@ traceback, and nothing on stdout. Each room keeps its own table of such inputs, 
 row run through the real CLI (``attntrace run``) with Typer's ``CliRunner`` by
 :func:`check_rejected`; the expected line is exact wherever the message is stable:
 
-- tests/files/test_reading.py: files that are not regular files, not text, or too big;
-- tests/files/test_parse.py: YAML and JSON syntax, YAML that is not plain data;
-- tests/files/test_model_file.py: a model file's fields, matrices, tokens, .npy files;
-- tests/files/test_edits.py: ``run --set``'s edits: paths, values, what the model refuses;
-- tests/core/test_spec.py: shapes that do not fit, tokens the vocabulary does not hold;
-- tests/core/test_overflow.py: arithmetic that overflows float64;
+- tests/kernel/test_reading.py: files that are not regular files, not text, or too big;
+- tests/modelfile/test_parse.py: YAML and JSON syntax, YAML that is not plain data;
+- tests/modelfile/test_model_file.py: a model file's fields, matrices, tokens, .npy files;
+- tests/modelfile/test_edits.py: ``run --set``'s edits: paths, values, what the model refuses;
+- tests/kernel/test_spec.py: shapes that do not fit, tokens the vocabulary does not hold;
+- tests/forward/test_overflow.py: arithmetic that overflows float64;
 - tests/cli/test_arguments.py: the command line's arguments and flags.
 
 Every test runs inside its own ``tmp_path`` (the working directory), and the model file
@@ -109,7 +109,7 @@ def check_rejected(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.chdir(tmp_path)
     materialize(case.make, Path(f"model{case.suffix}"))
     if case.make is fifo:  # the wait for a writer, made short (the default is 2 s)
-        monkeypatch.setattr("attntrace.files.reading.FIFO_WAIT_SECONDS", FIFO_WAIT)
+        monkeypatch.setattr("attntrace.kernel.reading.FIFO_WAIT_SECONDS", FIFO_WAIT)
 
     result = invoke(case.args, case.command, case.stdin)
 

@@ -1,5 +1,5 @@
 """Central finite differences and how close a gradient must come to them: the
-independent check of every backward pass (tests/core/test_backward.py, the variants'
+independent check of every backward pass (tests/learning/test_backward.py, the variants'
 tests/variant_cases.py), stated once."""
 
 from __future__ import annotations

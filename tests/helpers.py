@@ -18,7 +18,7 @@ from hypothesis import settings
 from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
-from attntrace.files.serialize import schema_text
+from attntrace.forward.trace_json import schema_text
 from attntrace.real.catalog import CATALOG
 
 # A property that runs the whole CLI (or draws a whole panel) for each example costs some

@@ -3,7 +3,7 @@
 The backward twin of tests/naive.py: every gradient of docs/learning.md ("The stages") as
 a sum written out over its indices, in float64 Python floats, with no matrix product and
 nothing from attntrace. It was written from the chain rule alone, before its author read
-attntrace/core/backward.py, so that the two agree only where both are right.
+attntrace/learning/backward.py, so that the two agree only where both are right.
 
 The derivations, for one head h reading K/V head g (Q = X·WQ + bQ, K = Xk·WK + bK,
 V = Xk·WV + bV with Xk the context under cross-attention, else X; R_p is RoPE's rotation

@@ -1,7 +1,7 @@
 """The attention variants of docs/variants.md, a second time, with plain loops and floats.
 
 Written from that page (the contract) and issue 17 alone, before reading how attntrace
-computes them (attntrace/core/ops.py, masks.py, attention.py): a sliding window (itself
+computes them (attntrace/kernel/ops.py, masks.py, attention.py): a sliding window (itself
 and the N − 1 keys before it), attention sinks, ALiBi (Press et al. 2022), QK-norm
 (RMSNorm of each query and key row), logit soft-capping and a learned sink logit. Nothing
 here calls attntrace or numpy: lists of floats, ``math.exp``, ``math.tanh``, ``math.fsum``

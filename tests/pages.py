@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from attntrace import ModelSpec, Trace, trace_attention
-from attntrace.files.samples import list_samples
+from attntrace.modelfile.samples import list_samples
 
 # Every shipped sample: each page test that walks samples walks a new one too.
 SAMPLES = tuple(sample.name for sample in list_samples())

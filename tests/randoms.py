@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from attntrace.core.spec import ModelSpec
+from attntrace.kernel.spec import ModelSpec
 
 
 def random_block(seed: int, **fixed: Any) -> tuple[ModelSpec, list[str], list[str] | None]:

@@ -18,26 +18,43 @@ PACKAGE = ROOT / "attntrace"
 # (and the package's __version__).
 BASE = {"errors", "visible", "arguments", "environment"}
 # Each room, and the rooms its modules may import (besides itself, the base and numpy).
+# A capability's views (its views/ folder) may import the toolkit (ui) as well; nothing
+# else of a capability may.
 ROOMS: dict[str, set[str]] = {
     "base": set(),
-    "core": set(),
-    # serialize writes the real models' `models`/`heads` documents; user_arrays reads
-    # a person's .safetensors with real's reader
-    "files": {"core", "real"},
-    "real": {"core", "files"},
-    "render": {"core", "files", "real"},
-    # the explorer page: the trace's JSON (files), each stage's words (render/explain)
-    "page": {"core", "files", "render"},
-    "api": {"core", "files", "real"},
-    # attntrace/testing.py: check's report as an AssertionError, drawn by the renderer
-    "testing": {"api", "core", "render"},
-    "cli": {"core", "files", "real", "render", "api", "page"},
-    # attntrace/__init__.py: the public names, lazily, and the renderer a Trace is shown by
-    "package": {"api", "core", "files", "render", "page"},
+    "kernel": set(),
+    "modelfile": {"kernel"},
+    # the shared Rich toolkit
+    "ui": {"kernel"},
+    "forward": {"kernel", "modelfile"},
+    "decode": {"kernel", "forward"},
+    # user_arrays reads a person's .safetensors with real's reader
+    "check": {"kernel", "modelfile", "forward", "real"},
+    # train --save writes a model file
+    "learning": {"kernel", "modelfile", "forward"},
+    "kernels": {"kernel", "forward"},
+    "real": {"kernel", "forward"},
+    # the explorer page: each capability's JSON documents and each stage's words
+    "page": {"kernel", "forward", "decode", "check", "learning", "kernels"},
+    # print(trace) and Jupyter: a trace's or a check report's tables, and the page
+    "display": {"kernel", "forward", "check", "ui", "page"},
+    "api": {"kernel", "modelfile", "forward", "check", "real"},
+    # attntrace/testing.py: check's report as an AssertionError, drawn by its view
+    "testing": {"api", "kernel", "check"},
+    "cli": {
+        "kernel", "modelfile", "ui", "forward", "decode", "check", "learning", "kernels",
+        "real", "page", "api",
+    },
+    # attntrace/__init__.py: the public names, lazily; the display hook, with the page in
+    # Jupyter
+    "package": {"api", "kernel", "modelfile", "display", "page"},
     "main": {"cli"},
 }
-# Third-party packages only some rooms may import.
-THIRD_PARTY = {"rich": {"render", "cli"}, "typer": {"cli"}, "yaml": {"files/yaml_file.py"}}
+# The rooms whose modules may import Rich and the toolkit: besides these, a capability's
+# views/ folder. (testing.py draws check's report as an AssertionError's text.)
+DRAWS = {"ui", "display", "testing", "cli"}
+# Third-party packages only some rooms may import ("views": any capability's views/).
+THIRD_PARTY = {"rich": DRAWS | {"views"}, "typer": {"cli"}, "yaml": {"modelfile/yaml_file.py"}}
 
 
 def room_of_module(name: str) -> str:
@@ -60,6 +77,11 @@ def room_of_path(path: Path) -> str:
     return {"__init__": "package", "__main__": "main"}.get(name, "base" if name in BASE else name)
 
 
+def draws(key: str, room: str) -> bool:
+    """Whether the module at ``key`` is a view or the toolkit: it may use Rich."""
+    return room in DRAWS or "views" in key.split("/")[:-1]
+
+
 def imported_modules(path: Path) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -77,10 +99,15 @@ def may_import(key: str, room: str, name: str) -> bool:
     """Whether the module at ``key`` (in ``room``) may import the module ``name``."""
     top = name.split(".")[0]
     if top in THIRD_PARTY:
-        return bool(THIRD_PARTY[top] & {room, key})
+        allowed = THIRD_PARTY[top]
+        return bool(allowed & {room, key}) or ("views" in allowed and draws(key, room))
     if top != "attntrace":
         return True
-    return room_of_module(name) in ROOMS[room] | {room, "base"}
+    target = room_of_module(name)
+    if target == "ui" or ".views" in name:
+        # the toolkit and any view are for views, the toolkit and the drawing rooms
+        return draws(key, room) and (target in ROOMS[room] | {room, "base", "ui"})
+    return target in ROOMS[room] | {room, "base"}
 
 
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -104,10 +131,20 @@ def test_every_room_holds_modules() -> None:
 def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     """The checker itself: a core module importing the renderer is named."""
     module = tmp_path / "bad.py"
-    module.write_text("def f():\n    from attntrace.render import stage_table\n", encoding="utf-8")
-    assert "attntrace.render" in imported_modules(module)
-    assert not may_import("core/bad.py", "core", "attntrace.render")
-    assert not may_import("core/bad.py", "core", "rich.table")
-    assert not may_import("files/model_file.py", "files", "yaml")
-    assert may_import("files/yaml_file.py", "files", "yaml")
-    assert may_import("render/stage_table.py", "render", "attntrace.core.trace")
+    module.write_text("def f():\n    from attntrace.ui import stage_table\n", encoding="utf-8")
+    assert "attntrace.ui" in imported_modules(module)
+    assert not may_import("kernel/bad.py", "kernel", "attntrace.ui")
+    assert not may_import("kernel/bad.py", "kernel", "rich.table")
+    assert not may_import("modelfile/model_file.py", "modelfile", "yaml")
+    assert may_import("modelfile/yaml_file.py", "modelfile", "yaml")
+    assert may_import("ui/stage_table.py", "ui", "attntrace.kernel.trace")
+    # a capability's computation draws nothing; its views may
+    assert not may_import("decode/decoder.py", "decode", "rich.table")
+    assert not may_import("decode/decoder.py", "decode", "attntrace.ui")
+    assert may_import("decode/views/decode.py", "decode", "attntrace.ui.numbers")
+    assert may_import("decode/views/decode.py", "decode", "attntrace.forward.views.step")
+    assert not may_import("decode/decoder.py", "decode", "attntrace.forward.views.step")
+    # imports go one way: the kernel imports no capability, a capability not the page
+    assert not may_import("kernel/trace.py", "kernel", "attntrace.forward.dtype")
+    assert not may_import("forward/attention.py", "forward", "attntrace.decode.decoder")
+    assert not may_import("forward/attention.py", "forward", "attntrace.page.build")

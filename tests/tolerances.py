@@ -47,7 +47,7 @@ HAND_ROUNDING = Fraction(2) ** -49
 # Below float64's normal range (1e-308) a result is rounded coarsely: an absolute slack.
 HAND_UNDERFLOW = Fraction(10) ** -300
 
-# decode's rounding bound (attntrace/core/rounding.py) is a worst case; for numbers near 1 it
+# decode's rounding bound (attntrace/decode/rounding.py) is a worst case; for numbers near 1 it
 # must stay below this part of the values, or it could hide a mistake.
 UNIT_SCALE_BOUND = 1e-10
 
@@ -82,7 +82,7 @@ CHECK_TOLERANCE: dict[str, AllClose] = {
 }
 
 # Central finite differences, (L(p + h) − L(p − h)) / 2h in float64, check the backward
-# pass (tests/core/test_backward.py): the step's truncation error is of order h² (1e-12
+# pass (tests/learning/test_backward.py): the step's truncation error is of order h² (1e-12
 # of the gradient) and its rounding of order 1e-16·|L| / h (1e-10·|L|), both far below
 # the 1e-6 of the largest gradient entry that a wrong formula misses by. atol is per unit
 # of |L| (at least 1): the rounding, some tens of ulps of L over 2h, is all that is left
@@ -105,21 +105,21 @@ BACKWARD_ORACLE = 1e-11
 # PyTorch's autograd (test_backward_torch) is one more order and its own kernels (exp,
 # matmul) of the same float64 terms: held to the same bound, by the same magnitudes.
 
-# FlashAttention's tiled pass (attntrace/core/flash.py) against a plain loop: the same
+# FlashAttention's tiled pass (attntrace/kernels/flash.py) against a plain loop: the same
 # exps, summed tile by tile and rescaled by exp(m_old − m_new) at each tile (each factor
 # and product rounding by an ulp), and for variant 1 divided by ℓ at every tile. For the
 # tests' sizes (a dozen keys, scores of order 10) that is some tens of ulps, ~1e-15; a
 # wrong rescale or a lost tile is off by far more than 1e-12.
 FLASH = AllClose(rtol=1e-12, atol=1e-12)
 
-# A low-precision softmax (attntrace/core/precision.py) rounds a float64 exp to its dtype:
+# A low-precision softmax (attntrace/kernel/precision.py) rounds a float64 exp to its dtype:
 # numpy's exp may differ from math's by an ulp of float64, which on the rare value beside
 # a tie of the dtype moves the rounded exp, and so a weight, by one spacing of the dtype.
 # Two spacings of the dtype at the value cover it; a wrong rule (no rounding, float64
 # throughout, the wrong dtype) is off by far more.
 LOW_PRECISION_SPACINGS = 2
 
-# PyTorch in float16 and bfloat16 on the CPU (tests/core/test_lowp_torch.py), against the
+# PyTorch in float16 and bfloat16 on the CPU (tests/forward/test_lowp_torch.py), against the
 # casting rule's default (softmax in float32, products accumulated in float32), in
 # spacings of the dtype D. One stage at a time: torch.matmul of two D tensors sums in
 # float32 in its own (blocked) order and rounds to D once, so it differs from matmul_in's

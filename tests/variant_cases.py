@@ -2,7 +2,7 @@
 again with loops (its own RMSNorm, RoPE as rotation matrices, ALiBi's −m·|i − j|, the
 cap, the window's rule j ≤ i and i − j < N with the sinks j < S kept, the sink's one
 more term in the softmax's denominator), perturbable at any intermediate: the oracle of
-tests/core/test_backward_variants.py, test_train_variants.py and test_check_variants.py.
+tests/learning/test_backward_variants.py, test_train_variants.py and test_check_variants.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.attention import trace_block
-from attntrace.core.spec import ModelSpec
-from attntrace.core.variants import Variants
+from attntrace.forward.attention import trace_block
+from attntrace.kernel.spec import ModelSpec
+from attntrace.kernel.variants import Variants
 
 Array = npt.NDArray[np.float64]
 Point = tuple[str, int]  # where a perturbation is added: ("capped", head)

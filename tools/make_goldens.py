@@ -27,8 +27,8 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-from attntrace.real.bpe import GGUF_TOKEN_TYPE_CONTROL
 from attntrace.real.catalog import MINILM, SMOLLM2
+from attntrace.real.tokenizers.bpe import GGUF_TOKEN_TYPE_CONTROL
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "golden" / "real"

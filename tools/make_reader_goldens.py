@@ -166,7 +166,7 @@ def gguf_goldens(path: Path, check: bool) -> dict[str, Any]:
         "tensors": {name: {"type": types[name], **describe(arrays[name])} for name in GGUF_TENSORS},
     }
     if check:
-        from attntrace.real.gguf import GGUFFile
+        from attntrace.real.weights.gguf import GGUFFile
 
         ours = GGUFFile(path)
         assert list(ours.tensor_names) == list(arrays), "tensor order differs"
@@ -218,7 +218,7 @@ def gemma3_goldens(path: Path, check: bool) -> dict[str, Any]:
         "tensors": runs,
     }
     if check:
-        from attntrace.real.gguf import GGUFFile
+        from attntrace.real.weights.gguf import GGUFFile
 
         ours = GGUFFile(path)
         different = []
@@ -249,7 +249,7 @@ def safetensors_goldens(path: Path, check: bool) -> dict[str, Any]:
         "tensors": {name: describe(arrays[name]) for name in SAFETENSORS_TENSORS},
     }
     if check:
-        from attntrace.real.safetensors import read_safetensors
+        from attntrace.real.weights.safetensors import read_safetensors
 
         ours = read_safetensors(path)
         assert sorted(ours) == sorted(arrays)

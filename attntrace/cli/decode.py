@@ -67,7 +67,7 @@ def decode(
     With --model, a layer of a real decoder (smollm2, gemma3) replays its own KV cache. With
     --dtype, every step is computed in that dtype (docs/kernels.md)."""
     from attntrace.api import cast_of, choose_model, sentence_tokens
-    from attntrace.core.kvcache import decode as run_decode
+    from attntrace.decode.decoder import decode as run_decode
 
     if step and as_json:
         usage("--json writes every step for programs: it does not mix with --step")
@@ -92,12 +92,12 @@ def decode(
             result = run_decode(model, tokens, cast)
 
     def document() -> dict[str, Any]:
-        from attntrace.files.serialize import decode_to_dict
+        from attntrace.forward.trace_json import decode_to_dict
 
         return decode_to_dict(result)
 
     def view() -> None:
-        from attntrace.render.decode import screens
+        from attntrace.decode.views.decode import screens
 
         layout = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
         pages = screens(result, layout, head)
@@ -108,7 +108,7 @@ def decode(
                     console.print()
                 page(console)
             return
-        from attntrace.render.step import page_through
+        from attntrace.forward.views.step import page_through
 
         with interrupted():
             page_through(console, pages, read_line, echo=not stdin_is_terminal(),

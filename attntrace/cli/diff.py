@@ -30,7 +30,7 @@ from attntrace.cli.options import (
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
-    from attntrace.core.trace import Trace
+    from attntrace.kernel.trace import Trace
 
 EXIT_CHANGED = 1  # as diff(1) and cmp(1): the inputs differ
 DIGITS = 4  # digits after the point in the tables, without --precision
@@ -104,7 +104,7 @@ def _traced_twice(
     if config is not None:
         model = config
     else:
-        from attntrace.files.samples import DEFAULT_SAMPLE
+        from attntrace.modelfile.samples import DEFAULT_SAMPLE
 
         model = f"sample {sample or DEFAULT_SAMPLE}"
     return (model, f"{model} with --set {' --set '.join(edits)}"), a, b
@@ -112,8 +112,8 @@ def _traced_twice(
 
 def _saved(word: str, source: str) -> Trace:
     """The saved trace ``word`` names (``-``: stdin), checked as ``render`` checks it."""
-    from attntrace.files.reading import read_stdin, read_text
-    from attntrace.files.replay import SAVED_TRACE, load_trace
+    from attntrace.forward.replay import SAVED_TRACE, load_trace
+    from attntrace.kernel.reading import read_stdin, read_text
 
     with bad_input_fails(source):
         text = read_stdin(SAVED_TRACE) if word == "-" else read_text(Path(word), SAVED_TRACE)
@@ -132,18 +132,18 @@ def _compare(
     target: Path | None = None,
 ) -> None:
     """Compare, write the JSON or the view, and exit 1 where something changed."""
-    from attntrace.core.trace_diff import diff_traces
+    from attntrace.check.diff import diff_traces
 
     result = diff_traces(a, b)
 
     def document() -> dict[str, object]:
-        from attntrace.files.serialize import diff_to_dict
+        from attntrace.forward.trace_json import diff_to_dict
 
         return diff_to_dict(result, sources, edits)
 
     def view() -> None:
+        from attntrace.check.views.diff import diff_view
         from attntrace.cli.pipes import stdout_console
-        from attntrace.render.diff import diff_view
 
         stdout_console().print(diff_view(result, sources, precision=precision,
                                          max_rows=max_rows))  # fmt: skip

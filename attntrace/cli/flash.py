@@ -33,8 +33,8 @@ from attntrace.cli.options import (
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
-    from attntrace.core.flash_report import FlashReport
-    from attntrace.render.view import View
+    from attntrace.kernels.flash_report import FlashReport
+    from attntrace.ui.view import View
 
 DEFAULT_SRAM = 196_608  # core.flash_report.DEFAULT_SRAM_BYTES, without importing numpy
 DEFAULT_TILES = 16  # render.flash.DEFAULT_MAX_TILES, likewise
@@ -129,17 +129,17 @@ def flash(
                                  context=context, edits=edits or ())  # fmt: skip
         if real_model is None:
             _check_head(head, trace.model.heads)
-        from attntrace.core.flash_report import flash_report
+        from attntrace.kernels.flash_report import flash_report
 
         report = flash_report(trace, head, block_q, block_k, variant, sram)
 
     def document() -> bytes:
-        from attntrace.files.flash_json import flash_dump_bytes
+        from attntrace.kernels.flash_json import flash_dump_bytes
 
         return flash_dump_bytes(report)
 
     def view() -> None:
-        from attntrace.render.view import view_from_flags
+        from attntrace.ui.view import view_from_flags
 
         shown_view = view_from_flags(precision, max_rows, max_cols)
         if step:
@@ -167,7 +167,7 @@ def _check_head(head: int, heads: int) -> None:
 
 def _tiles(report: FlashReport, view: View, max_tiles: int | None) -> None:
     from attntrace.cli.pipes import stdout_console
-    from attntrace.render.flash import render_flash
+    from attntrace.kernels.views.flash import render_flash
 
     console = stdout_console()
     for renderable in render_flash(report, view, max_tiles):
@@ -177,8 +177,8 @@ def _tiles(report: FlashReport, view: View, max_tiles: int | None) -> None:
 def _walk(report: FlashReport, view: View) -> None:
     from attntrace.cli.pipes import quiet_pipe, stdout_console
     from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
-    from attntrace.render.flash_step import screens
-    from attntrace.render.step import page_through
+    from attntrace.forward.views.step import page_through
+    from attntrace.kernels.views.flash_step import screens
 
     console = stdout_console()
     with quiet_pipe(), interrupted():

@@ -41,8 +41,8 @@ from attntrace.cli.progress import progress_shown
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
-    from attntrace.core.grad_trace import GradTrace
-    from attntrace.render.view import View
+    from attntrace.learning.grad_trace import GradTrace
+    from attntrace.ui.view import View
 
 GradStep = Annotated[
     bool, typer.Option("--step", metavar="", help="One gradient per screen, with a prompt.")
@@ -124,18 +124,18 @@ def grad(
                                      head_elsewhere=focus is not None)  # fmt: skip
     with bad_input_fails():
         check_head(head, spec.heads)
-        from attntrace.core.grad_trace import grad_trace
+        from attntrace.learning.grad_trace import grad_trace
 
         with progress_shown():
             traced = grad_trace(spec, tokens, keys, objective)
 
     def document() -> bytes:
-        from attntrace.files.grad_json import grad_dump_bytes
+        from attntrace.learning.grad_json import grad_dump_bytes
 
         return grad_dump_bytes(traced)
 
     def view() -> None:
-        from attntrace.render.view import view_from_flags
+        from attntrace.ui.view import view_from_flags
 
         shown_view = view_from_flags(precision, max_rows, max_cols, max_heads)
         if step:
@@ -155,7 +155,7 @@ def grad(
 
 def _tables(grad: GradTrace, view: View) -> None:
     from attntrace.cli.pipes import stdout_console
-    from attntrace.render.grad import render_grad, shown_grad
+    from attntrace.learning.views.grad import render_grad, shown_grad
 
     console = stdout_console()
     for renderable in render_grad(shown_grad(grad), view):
@@ -165,8 +165,8 @@ def _tables(grad: GradTrace, view: View) -> None:
 def _walk(grad: GradTrace, view: View) -> None:
     from attntrace.cli.pipes import quiet_pipe, stdout_console
     from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
-    from attntrace.render.grad import shown_grad
-    from attntrace.render.grad_step import run_grad_steps
+    from attntrace.learning.views.grad import shown_grad
+    from attntrace.learning.views.grad_step import run_grad_steps
 
     console = stdout_console()
     with quiet_pipe(), interrupted():
@@ -178,8 +178,8 @@ def _focus(grad: GradTrace, token: str, head: int | None, view: View) -> None:
     """--focus TOKEN: that query row of the head (--head, else 0) through the softmax
     backward, by hand."""
     from attntrace.cli.pipes import stdout_console
-    from attntrace.render.grad import shown_grad
-    from attntrace.render.grad_focus import (
+    from attntrace.learning.views.grad import shown_grad
+    from attntrace.learning.views.grad_focus import (
         grad_focus_panel,  # written beside this command (issue 15), merged with it
     )
 
@@ -190,7 +190,7 @@ def _focus(grad: GradTrace, token: str, head: int | None, view: View) -> None:
 
 def _focus_row(grad: GradTrace, token: str) -> tuple[int, str]:
     """The 0-based query row --focus TOKEN names (as run's --focus names one)."""
-    from attntrace.core.focus import resolve_position
+    from attntrace.forward.focus import resolve_position
 
     with bad_input_fails():
         return resolve_position(grad.forward.tokens, token, "--focus")

@@ -12,7 +12,7 @@ from attntrace.cli.options import json_flag
 from attntrace.cli.pipes import stdout_console
 
 if TYPE_CHECKING:
-    from attntrace.core.kv_memory import Shape
+    from attntrace.decode.kv_memory import Shape
 
 
 def kv_cache(
@@ -54,7 +54,7 @@ def kv_cache(
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
     """How much memory a KV cache takes: the model as MHA, as it is, and as MQA."""
-    from attntrace.core.kv_memory import BYTES_PER_VALUE, KV_CACHE_NAME, MAX_CACHE_BYTES, variants
+    from attntrace.decode.kv_memory import BYTES_PER_VALUE, KV_CACHE_NAME, MAX_CACHE_BYTES, variants
     from attntrace.errors import InputError
 
     dtype = KV_CACHE_NAME.get(dtype, dtype)  # the names run --dtype and decode --dtype take
@@ -89,12 +89,12 @@ def kv_cache(
     name = preset or "your model"
 
     def document() -> dict[str, Any]:
-        from attntrace.files.serialize import kv_memory_to_dict
+        from attntrace.forward.trace_json import kv_memory_to_dict
 
         return kv_memory_to_dict(name, shape, found, count, batch, dtype)
 
     def view() -> None:
-        from attntrace.render.kv_memory import memory_view
+        from attntrace.decode.views.kv_memory import memory_view
 
         stdout_console().print(memory_view(name, shape, found, count, batch, dtype))
 
@@ -103,14 +103,14 @@ def kv_cache(
 
 def _presets_document() -> dict[str, Any]:
     """Without a model: every preset's shape, for --json."""
-    from attntrace.files.serialize import presets_to_dict
+    from attntrace.forward.trace_json import presets_to_dict
 
     return presets_to_dict()
 
 
 def _presets_view() -> None:
     """Without a model: the presets to choose from."""
-    from attntrace.render.kv_memory import presets_view
+    from attntrace.decode.views.kv_memory import presets_view
 
     stdout_console().print(presets_view())
 
@@ -128,7 +128,7 @@ def windowed(shape: Shape, window: int | None, no_window: bool) -> Shape:
         return replace(shape, window=None, local_layers=None)
     if window is None:
         return shape
-    from attntrace.core.variants import MOST_POSITIONS
+    from attntrace.kernel.variants import MOST_POSITIONS
 
     if window < 1:
         raise InputError(field="--window", expected="a whole number of tokens ≥ 1",
@@ -143,7 +143,7 @@ def windowed(shape: Shape, window: int | None, no_window: bool) -> Shape:
 
 def preset_shape(name: str) -> Shape:
     """The shape of the published model ``name`` (--preset)."""
-    from attntrace.core.kv_memory import PRESETS
+    from attntrace.decode.kv_memory import PRESETS
     from attntrace.errors import InputError
 
     if name not in PRESETS:
@@ -158,7 +158,7 @@ def explicit_shape(
 ) -> Shape:  # fmt: skip
     """A shape from flags: layers and heads, with head_dim or d_model (head_dim = d_model /
     heads); kv_heads defaults to heads."""
-    from attntrace.core.kv_memory import Shape
+    from attntrace.decode.kv_memory import Shape
     from attntrace.errors import InputError
 
     if layers is None or heads is None or (head_dim is None and d_model is None):

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from attntrace.cli.exits import flags_choose, usage
 
 if TYPE_CHECKING:
-    from attntrace.core.lowp_ops import Cast
-    from attntrace.core.spec import ModelSpec
-    from attntrace.core.trace import Trace
+    from attntrace.kernel.casting import Cast
+    from attntrace.kernel.spec import ModelSpec
+    from attntrace.kernel.trace import Trace
 
 
 def stdin_model(config: str | None, edits: Sequence[str] = ()) -> ModelSpec | None:
@@ -23,8 +23,8 @@ def stdin_model(config: str | None, edits: Sequence[str] = ()) -> ModelSpec | No
     None for any other --config."""
     if config != "-":
         return None
-    from attntrace.files.edits import parse_edit
-    from attntrace.files.model_file import load_model_stdin
+    from attntrace.modelfile.edits import parse_edit
+    from attntrace.modelfile.model_file import load_model_stdin
 
     parsed = [parse_edit(edit) for edit in edits]  # before stdin is read
     return load_model_stdin(edits=parsed)

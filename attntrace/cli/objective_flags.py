@@ -1,5 +1,5 @@
 """--loss, --from, --to and --head, as `grad` and `train` take them, made one
-:class:`attntrace.core.objective.Objective` by the default rules of
+:class:`attntrace.learning.objective.Objective` by the default rules of
 docs/learning.md#the-losses (attend with --from/--to, else mse with a target).
 
 The flags are checked here, by their names, before anything is computed; whether the
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from attntrace.cli.exits import usage
 
 if TYPE_CHECKING:
-    from attntrace.core.objective import Objective
+    from attntrace.learning.objective import Objective
 
 
 def objective_from_flags(
@@ -29,7 +29,7 @@ def objective_from_flags(
     that does not take them. ``head_elsewhere``: --head has another use too (grad's
     --focus), so under mse, which reads every head, it is left to that use rather than
     refused (the objective then has no head)."""
-    from attntrace.core.objective import LOSS_KINDS, Objective
+    from attntrace.learning.objective import LOSS_KINDS, Objective
 
     tokens = [flag for flag, value in (("--from", from_token), ("--to", to_token))
               if value is not None]  # fmt: skip

@@ -36,8 +36,8 @@ def progress_shown() -> Iterator[None]:
     if not is_terminal(sys.stderr):
         yield  # not even the display's module is imported
         return
-    from attntrace.core.progress import reporting_to
-    from attntrace.render.progress import StderrProgress
+    from attntrace.kernel.progress import reporting_to
+    from attntrace.ui.progress import StderrProgress
 
     with StderrProgress(after) as display, reporting_to(display):
         yield

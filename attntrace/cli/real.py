@@ -24,13 +24,13 @@ def models_command(
     from attntrace.real.catalog import CATALOG
 
     def document() -> dict[str, Any]:
-        from attntrace.files.serialize import models_to_dict
+        from attntrace.forward.trace_json import models_to_dict
 
         return models_to_dict(CATALOG)
 
     def view() -> None:
-        from attntrace.render.fitted import RightTrimmed
-        from attntrace.render.real import model_table
+        from attntrace.real.views.models import model_table
+        from attntrace.ui.fitted import RightTrimmed
 
         stdout_console().print(RightTrimmed(model_table(CATALOG)))
 
@@ -76,12 +76,12 @@ def heads_command(
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
 
     def document() -> dict[str, Any]:
-        from attntrace.files.serialize import ranking_to_dict
+        from attntrace.forward.trace_json import ranking_to_dict
 
         return ranking_to_dict(ranking)
 
     def view() -> None:
-        from attntrace.render.real import ranking_lines
+        from attntrace.real.views.models import ranking_lines
 
         console = stdout_console()
         for line in ranking_lines(ranking, top):

@@ -42,7 +42,7 @@ from attntrace.cli.options import (
 from attntrace.cli.show import presentation, show
 
 if TYPE_CHECKING:
-    from attntrace.core.trace import Trace
+    from attntrace.kernel.trace import Trace
 
 
 def run(
@@ -135,7 +135,7 @@ def run(
                                  cast=cast)  # fmt: skip
 
     def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
-        from attntrace.files.serialize import dump_bytes
+        from attntrace.forward.trace_json import dump_bytes
 
         with bad_input_fails():
             stages, heads = json_filters(trace, only_stages, only_heads)
@@ -187,8 +187,8 @@ def render(
     export: Export = None,
 ) -> None:
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
-    from attntrace.files.reading import read_stdin, read_text
-    from attntrace.files.replay import SAVED_TRACE, load_trace
+    from attntrace.forward.replay import SAVED_TRACE, load_trace
+    from attntrace.kernel.reading import read_stdin, read_text
 
     how = presentation(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,

@@ -22,7 +22,7 @@ def samples_command(
     ] = None,
 ) -> None:
     """List the sample models that ship with attntrace, or print one of them."""
-    from attntrace.files.samples import sample_text, summaries
+    from attntrace.modelfile.samples import sample_text, summaries
 
     if name is not None:
         with bad_input_fails():
@@ -31,7 +31,7 @@ def samples_command(
             sys.stdout.write(text)
         return
 
-    from attntrace.render.listing import sample_lines
+    from attntrace.modelfile.views.listing import sample_lines
 
     with quiet_pipe():
         console = stdout_console()

@@ -22,7 +22,7 @@ def page_target(given: str | None) -> Path | None:
     any work (exit 2 for another suffix or a missing folder)."""
     if given is None:
         return None
-    from attntrace.render.present import page_path
+    from attntrace.forward.views.present import page_path
 
     with bad_input_fails():
         return page_path(given)

@@ -40,8 +40,8 @@ def scaling(
     The variance of q·k, the largest softmax weight, its entropy and the gradient
     through it, measured on random q and k; then the article's example worked exactly.
     """
-    from attntrace.core.scaling import LOWER, measure
     from attntrace.errors import InputError
+    from attntrace.learning.scaling import LOWER, measure
 
     with bad_input_fails():
         try:
@@ -55,13 +55,13 @@ def scaling(
                              found=error.found) from None  # fmt: skip
 
     def document() -> dict[str, object]:
-        from attntrace.files.scaling_json import scaling_to_dict
+        from attntrace.learning.scaling_json import scaling_to_dict
 
         return scaling_to_dict(result)
 
     def view() -> None:
         from attntrace.cli.pipes import stdout_console
-        from attntrace.render.scaling import scaling_view
+        from attntrace.learning.views.scaling import scaling_view
 
         stdout_console().print(scaling_view(result))
 

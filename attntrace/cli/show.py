@@ -20,14 +20,14 @@ from attntrace.cli.saved import save_page, save_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from attntrace.core.focus import Focus
-    from attntrace.core.trace import Trace
-    from attntrace.render.present import Presentation
+    from attntrace.forward.focus import Focus
+    from attntrace.forward.views.present import Presentation
+    from attntrace.kernel.trace import Trace
 
 
 def presentation(**flags: Any) -> Presentation:
     """The display flags, checked against each other (exit 2 where they do not mix)."""
-    from attntrace.render.present import Presentation
+    from attntrace.forward.views.present import Presentation
 
     with bad_input_fails():
         return Presentation.from_flags(**flags)
@@ -37,16 +37,16 @@ def show(trace: Trace, how: Presentation) -> None:
     """Print the chosen view of ``trace`` (or walk it in step mode), and export it.
 
     The views draw the trace as shown: its tokens, names and formulas made visible
-    (:func:`attntrace.render.shown.shown_trace`), so no text from a file reaches the
+    (:func:`attntrace.ui.shown.shown_trace`), so no text from a file reaches the
     terminal raw; a --focus token is matched as it is shown.
     """
-    from attntrace.render.shown import label, shown_trace
+    from attntrace.ui.shown import label, shown_trace
 
     typed, trace = trace, shown_trace(trace)
     focus = None
     if how.focus is not None:
-        from attntrace.core.focus import focus_at, resolve_focus
         from attntrace.errors import InputError
+        from attntrace.forward.focus import focus_at, resolve_focus
 
         with bad_input_fails():  # a bad token is an input error before anything prints
             try:  # the token as typed (é, \x1b[2J from a script), by the file's tokens
@@ -75,7 +75,7 @@ def show(trace: Trace, how: Presentation) -> None:
         if how.export is not None:
             save_export(console, how.export)
         return
-    from attntrace.render.present import renderables
+    from attntrace.forward.views.present import renderables
 
     console = stdout_console()
     if how.export is None:
@@ -96,7 +96,7 @@ def show(trace: Trace, how: Presentation) -> None:
 def walk_steps(
     console: Console, trace: Trace, how: Presentation, focus: tuple[Focus, ...] | None
 ) -> None:
-    from attntrace.render.step import run_steps
+    from attntrace.forward.views.step import run_steps
 
     with interrupted():
         run_steps(console, trace, read_line, how.view, echo=not stdin_is_terminal(),

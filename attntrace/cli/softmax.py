@@ -42,7 +42,7 @@ def softmax(
 ) -> None:
     """The softmax walkthrough of one row: exp, sum, shares, and why the max is subtracted."""
     from attntrace.cli.exits import usage
-    from attntrace.core.lowp_ops import Cast
+    from attntrace.kernel.casting import Cast
 
     with bad_input_fails():
         name = Cast.of(dtype).dtype
@@ -52,18 +52,18 @@ def softmax(
     if online:
         _online(row, as_json, precision)
         return
-    from attntrace.core.softmax_walk_dtype import walk_in
+    from attntrace.forward.softmax_walk_dtype import walk_in
 
     with bad_input_fails():
         steps = walk_in(row, name)
 
     def document() -> str:
-        from attntrace.files.serialize import walk_dumps
+        from attntrace.forward.trace_json import walk_dumps
 
         return walk_dumps(steps)
 
     def view() -> None:
-        from attntrace.render.softmax_walk import walkthrough
+        from attntrace.forward.views.softmax_walk import walkthrough
 
         stdout_console().print(walkthrough(steps, precision), crop=False)  # a number whole
 
@@ -72,18 +72,18 @@ def softmax(
 
 def _online(row: list[float], as_json: bool, precision: int) -> None:
     """``softmax --online``: the one-pass pass, step by step, and the two-pass weights."""
-    from attntrace.core.online_softmax import online_softmax
+    from attntrace.kernels.online_softmax import online_softmax
 
     with bad_input_fails():
         result = online_softmax(row)
 
     def document() -> str:
-        from attntrace.files.serialize import online_dumps
+        from attntrace.forward.trace_json import online_dumps
 
         return online_dumps(result)
 
     def view() -> None:
-        from attntrace.render.online_softmax import online_view
+        from attntrace.kernels.views.online_softmax import online_view
 
         stdout_console().print(online_view(result, precision), crop=False)
 

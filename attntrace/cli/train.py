@@ -2,7 +2,7 @@
 
 The model comes from `run`'s flags (a model file or a sample, not --model), the loss
 from the flags `grad` takes too (cli/objective_flags); the numbers from
-:func:`attntrace.core.train.train`, the view from render/train and render/train_live,
+:func:`attntrace.learning.train.train`, the view from render/train and render/train_live,
 the JSON from files/train_json, the saved model file from files/model_writer.
 """
 
@@ -35,10 +35,10 @@ from attntrace.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from attntrace.core.train import OnStep, Training
-    from attntrace.render.train import PipedTraining
-    from attntrace.render.train_live import LiveTraining
-    from attntrace.render.view import View
+    from attntrace.learning.train import OnStep, Training
+    from attntrace.learning.views.train import PipedTraining
+    from attntrace.learning.views.train_live import LiveTraining
+    from attntrace.ui.view import View
 
 NotTaken = Annotated[
     str | None,
@@ -125,7 +125,7 @@ def train(
                          sample=sample, model=model, causal=causal, context=context,
                          edits=() if model is not None else edits or ())  # fmt: skip
         if save is not None:  # refused before training, not after it
-            from attntrace.files.model_writer import check_destination
+            from attntrace.modelfile.model_writer import check_destination
 
             check_destination(save)
     objective = objective_from_flags(loss, from_token, to_token, head,
@@ -134,13 +134,13 @@ def train(
         check_head(head, ready.spec.heads)
     chosen = [name.strip() for name in names.split(",") if name.strip()]
     drawn = 0 if seed is None else seed
-    from attntrace.render.view import view_from_flags
+    from attntrace.ui.view import view_from_flags
 
     shown = view_from_flags(precision, max_rows, max_cols)
     display = None if as_json else _display(steps, lr, init, drawn, chosen, shown)
 
     def run(on_step: OnStep | None) -> Training:
-        from attntrace.core.train import train as descend
+        from attntrace.learning.train import train as descend
 
         with bad_input_fails():
             return descend(ready.spec, ready.tokens, ready.key_tokens, objective,
@@ -159,13 +159,13 @@ def train(
         _save(training, sentence, save)
 
     def document() -> bytes:
-        from attntrace.files.train_json import training_bytes
+        from attntrace.learning.train_json import training_bytes
 
         return training_bytes(training)
 
     def view() -> None:
         from attntrace.cli.pipes import stdout_console
-        from attntrace.render.train import PipedTraining, summary
+        from attntrace.learning.views.train import PipedTraining, summary
 
         console = stdout_console()
         parts = display.finish(training) if isinstance(display, PipedTraining) \
@@ -186,8 +186,8 @@ def _display(steps: int, lr: float, init: str, seed: int, names: list[str],
     """The live display where stdout is a terminal that redraws (not piped, not dumb);
     else the table, printed a line at a time as the steps are reached."""
     from attntrace.cli.pipes import stdout_console
-    from attntrace.render.train import PipedTraining, settings_line
-    from attntrace.render.train_live import LiveTraining
+    from attntrace.learning.views.train import PipedTraining, settings_line
+    from attntrace.learning.views.train_live import LiveTraining
 
     console = stdout_console()
     settings = settings_line(list(dict.fromkeys(names)), steps, lr, init, seed)
@@ -201,7 +201,7 @@ def _save(training: Training, sentence: str | None, path: str) -> None:
     the one it learned on."""
     from dataclasses import replace
 
-    from attntrace.files.model_writer import save_model
+    from attntrace.modelfile.model_writer import save_model
 
     model = training.final
     what = ", ".join(training.names)

@@ -30,12 +30,12 @@ from attntrace.errors import InputError
 from attntrace.visible import is_visible, visible
 
 if TYPE_CHECKING:
-    from attntrace.core.check_report import CheckReport
-    from attntrace.core.flash_report import FlashReport
-    from attntrace.core.grad_trace import GradTrace
-    from attntrace.core.kvcache import Decode
-    from attntrace.core.trace import Trace
-    from attntrace.core.trace_diff import TraceDiff
+    from attntrace.check.diff import TraceDiff
+    from attntrace.check.report import CheckReport
+    from attntrace.decode.decoder import Decode
+    from attntrace.kernel.trace import Trace
+    from attntrace.kernels.flash_report import FlashReport
+    from attntrace.learning.grad_trace import GradTrace
 
 #: Numbers a trace's page embeds at most: about 38 MB of JSON, which a browser opens in
 #: well under a second (benchmarks/page.py). A bigger trace keeps its first heads that
@@ -65,7 +65,7 @@ __all__ = [
 def trace_page(trace: Trace, limit: int = PAGE_NUMBERS) -> str:
     """The explorer page of ``trace``: every head where the trace fits ``limit`` numbers,
     else its first heads that do (:func:`page_heads`)."""
-    from attntrace.files.serialize import dump_bytes
+    from attntrace.forward.trace_json import dump_bytes
 
     heads = page_heads(trace, limit)
     shown = trace if heads is None else trace.only_heads(heads)  # the stages dump_bytes keeps
@@ -76,7 +76,7 @@ def trace_page(trace: Trace, limit: int = PAGE_NUMBERS) -> str:
 
 def decode_page(result: Decode) -> str:
     """``decode``'s page: every step's q, k, v, the cache, the weights and the output."""
-    from attntrace.files.serialize import decode_to_dict
+    from attntrace.forward.trace_json import decode_to_dict
 
     document = decode_to_dict(result)
     return page_html({"decode": _json(document)}, title=_title("decode", document["model"]["name"]))
@@ -84,7 +84,7 @@ def decode_page(result: Decode) -> str:
 
 def flash_page(report: FlashReport) -> str:
     """``flash``'s page: the grid of tiles, each tile's m, ℓ and O, the result."""
-    from attntrace.files.flash_json import flash_dump_bytes
+    from attntrace.kernels.flash_json import flash_dump_bytes
 
     return page_html({"flash": flash_dump_bytes(report)},
                      title=_title("flash", report.trace.model.name))  # fmt: skip
@@ -92,9 +92,9 @@ def flash_page(report: FlashReport) -> str:
 
 def grad_page(grad: GradTrace) -> str:
     """``grad``'s page: the forward trace's stages, then every gradient, with their words."""
-    from attntrace.files.grad_json import grad_dump_bytes
-    from attntrace.files.serialize import dump_bytes
-    from attntrace.render.grad_words import stage_caption, stage_paragraph
+    from attntrace.forward.trace_json import dump_bytes
+    from attntrace.learning.grad_json import grad_dump_bytes
+    from attntrace.learning.grad_words import stage_caption, stage_paragraph
 
     forward = grad.forward
     words = [{"one_line": stage_caption(s, grad), "paragraph": stage_paragraph(s, grad)}
@@ -106,7 +106,7 @@ def grad_page(grad: GradTrace) -> str:
 
 def check_page(report: CheckReport, source: str | None) -> str:
     """``check``'s page: each stage's verdict, the first difference and the diagnosis."""
-    from attntrace.files.serialize import check_to_dict
+    from attntrace.forward.trace_json import check_to_dict
 
     document = check_to_dict(report, source)
     return page_html({"check": _json(document)}, title=_title("check", report.model.name))
@@ -116,7 +116,7 @@ def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -
     """``diff``'s page: each stage compared, with both traces and the cells that changed."""
     import numpy as np
 
-    from attntrace.files.serialize import diff_to_dict, dump_bytes
+    from attntrace.forward.trace_json import diff_to_dict, dump_bytes
 
     compared = [*diff.stages, *(diff.weights if diff.weights_compared else ())]
     cells = [None if s.changed is None else np.argwhere(s.changed).tolist() for s in compared]
@@ -148,7 +148,7 @@ def _numbers(trace: Trace) -> int:
 def stage_captions(trace: Trace) -> list[dict[str, str]]:
     """Each stage's words, as the terminal's tables and step mode say them, in the
     document's order: its one-line caption and its paragraph."""
-    from attntrace.render.explain import one_line, paragraph
+    from attntrace.forward.words import one_line, paragraph
 
     return [{"one_line": one_line(stage, trace), "paragraph": paragraph(stage, trace)}
             for stage in trace.stages]  # fmt: skip

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from attntrace.errors import InputError
 
 if TYPE_CHECKING:
-    from attntrace.core.trace import Trace
+    from attntrace.kernel.trace import Trace
 
 #: The frame's height on the notebook's page; the reader can drag it taller.
 FRAME_HEIGHT = 720

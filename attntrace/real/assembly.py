@@ -7,7 +7,7 @@ and its SHA-256 is published for the whole. attntrace concatenates them once int
 writes it, and from then on memory-maps that file like any other weight file. Why not
 read the chunks in place:
 
-* :class:`~attntrace.real.gguf.GGUFFile` maps one file, and its tensors are numpy views
+* :class:`~attntrace.real.weights.gguf.GGUFFile` maps one file, and its tensors are numpy views
   of the map; a tensor straddling two chunks would have to be copied out anyway;
 * the checksum is of the whole file, so verifying it reads every byte once whichever
   way it is done: assembling costs the write, not another read;
@@ -33,9 +33,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from attntrace.core import progress
 from attntrace.errors import InputError
-from attntrace.files.reading import open_regular
+from attntrace.kernel import progress
+from attntrace.kernel.reading import open_regular
 
 _BLOCK = 1 << 22  # 4 MiB read and written at a time
 _PARTIAL = ".partial"

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.ops import Matrix
+from attntrace.kernel.ops import Matrix
 from attntrace.real.catalog import MINILM, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, gelu, layer_norm
-from attntrace.real.safetensors import read_safetensors
-from attntrace.real.wordpiece import WordPiece
+from attntrace.real.tokenizers.wordpiece import WordPiece
+from attntrace.real.weights.safetensors import read_safetensors
 
 EPS = 1e-12  # config.json: layer_norm_eps
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from attntrace.core import progress
 from attntrace.errors import InputError
-from attntrace.files.reading import open_regular, read_small
+from attntrace.kernel import progress
+from attntrace.kernel.reading import open_regular, read_small
 from attntrace.real.assembly import assemble
 from attntrace.real.user_cache import cache_dir
 

@@ -45,13 +45,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.ops import Matrix, rms_norm
-from attntrace.core.variants import Variants
 from attntrace.errors import InputError
+from attntrace.kernel.ops import Matrix, rms_norm
+from attntrace.kernel.variants import Variants
 from attntrace.real.catalog import GEMMA3, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, gelu_tanh
-from attntrace.real.gguf import GGUFFile
-from attntrace.real.sentencepiece import SentencePieceTokenizer, open_gguf
+from attntrace.real.tokenizers.sentencepiece import SentencePieceTokenizer, open_gguf
+from attntrace.real.weights.gguf import GGUFFile
 
 # Gemma3TextConfig (configuration_gemma3.py): what the GGUF file does not carry.
 SLIDING_WINDOW_PATTERN = 6  # __post_init__: kwargs.get("sliding_window_pattern", 6)
@@ -125,7 +125,7 @@ class Gemma3(Transformer):
     def load(cls, weights: Path, *, verified_sha256: str | None = None) -> Gemma3:
         """Open ``weights``; given the SHA-256 it was verified to have, the tokenizer comes
         from the tokenizer cache and the GGUF's 262,144-entry arrays are stepped over
-        (:func:`attntrace.real.sentencepiece.open_gguf`)."""
+        (:func:`attntrace.real.tokenizers.sentencepiece.open_gguf`)."""
         gguf, tokenizer = open_gguf(weights, verified_sha256)
         return cls(gguf, tokenizer)
 

@@ -15,12 +15,12 @@ from functools import cache
 import numpy as np
 
 from attntrace import arguments
-from attntrace.core import progress
-from attntrace.core.attention import trace_block
-from attntrace.core.lowp_ops import Cast
-from attntrace.core.spec import GivenInputs, ModelSpec
-from attntrace.core.trace import Trace
 from attntrace.errors import InputError
+from attntrace.forward.attention import trace_block
+from attntrace.kernel import progress
+from attntrace.kernel.casting import Cast
+from attntrace.kernel.spec import GivenInputs, ModelSpec
+from attntrace.kernel.trace import Trace
 from attntrace.real.catalog import CATALOG, RealModel, find_model
 from attntrace.real.forward import Transformer
 from attntrace.visible import quoted
@@ -133,7 +133,7 @@ def layer_trace(
     model, tokens = layer_spec(name, sentence, layer, head, names)
     with progress.task(f"tracing {model.name}"):
         if cast is not None:
-            from attntrace.core.lowp_trace import trace_low
+            from attntrace.forward.dtype import trace_low
 
             trace = trace_low(model, tokens, cast)
         else:
@@ -232,7 +232,7 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     only. Under a causal mask a query sees no later key, so a key after the query is
     refused rather than ranked at 0 everywhere.
     """
-    from attntrace.core.focus import resolve_position
+    from attntrace.forward.focus import resolve_position
 
     spec = find_model(name)
     model = opened(spec.name)

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.core.ops import Matrix, rms_norm
-from attntrace.real.bpe import ByteLevelBPE
+from attntrace.kernel.ops import Matrix, rms_norm
 from attntrace.real.catalog import SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, silu
-from attntrace.real.gguf import GGUFFile
-from attntrace.real.tokenizer_cache import open_gguf
+from attntrace.real.tokenizers.bpe import ByteLevelBPE
+from attntrace.real.tokenizers.tokenizer_cache import open_gguf
+from attntrace.real.weights.gguf import GGUFFile
 
 TOKENIZER_KIND = "byte-level-bpe"
 # The metadata a cached tokenizer replaces: stepped over when the GGUF is opened.
@@ -62,7 +62,7 @@ class Llama(Transformer):
     @classmethod
     def load(cls, weights: Path, *, verified_sha256: str | None = None) -> Llama:
         """Open ``weights``. Given the SHA-256 the file was verified to have, the tokenizer
-        comes from attntrace's tokenizer cache (:mod:`attntrace.real.tokenizer_cache`),
+        comes from attntrace's tokenizer cache (:mod:`attntrace.real.tokenizers.tokenizer_cache`),
         written on the first run, and the GGUF's tokenizer arrays are stepped over."""
         if verified_sha256 is None:
             return cls(GGUFFile(weights))

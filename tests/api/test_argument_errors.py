@@ -21,7 +21,7 @@ from tiny_model import (
 )
 
 from attntrace import InputError, Stage, Trace, load_model, trace_attention
-from attntrace.core.trace import ModelInfo
+from attntrace.kernel.trace import ModelInfo
 
 # --------------------------------------------------------------------- wrong types
 

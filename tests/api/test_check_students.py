@@ -35,7 +35,7 @@ from students import (
 )
 
 import attntrace
-from attntrace.core.attention import trace_block
+from attntrace.forward.attention import trace_block
 
 # A model for each mistake: the first of these it applies to.
 PREFERRED = (

@@ -1,5 +1,5 @@
 """A trace shows itself (print, Rich, Jupyter) after any import of attntrace, though the
-core imports no renderer: attntrace/__init__.py sets the one attntrace.core.display uses."""
+core imports no renderer: attntrace/__init__.py sets the one attntrace.kernel.display uses."""
 
 from __future__ import annotations
 

@@ -25,10 +25,10 @@ from tiny_model import (
 from tolerances import FLOAT64
 
 from attntrace import InputError, ModelSpec, Stage, Trace, trace_attention
-from attntrace.core.spec import GivenInputs
-from attntrace.files.replay import load_trace
-from attntrace.files.samples import list_samples
-from attntrace.files.serialize import dump_bytes
+from attntrace.forward.replay import load_trace
+from attntrace.forward.trace_json import dump_bytes
+from attntrace.kernel.spec import GivenInputs
+from attntrace.modelfile.samples import list_samples
 
 
 def sample_traces() -> list[tuple[str, Callable[[], Trace]]]:
@@ -140,8 +140,8 @@ def test_a_frozen_array_is_still_checked_for_what_it_holds() -> None:
 
 
 def test_showing_a_trace_in_every_view_changes_no_number() -> None:
-    from attntrace.core.focus import focus_row
-    from attntrace.render.present import Presentation, renderables
+    from attntrace.forward.focus import focus_row
+    from attntrace.forward.views.present import Presentation, renderables
 
     trace = trace_attention(sample="it-animal")
     before = [data.copy() for _, data in arrays_of(trace)]

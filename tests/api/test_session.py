@@ -32,7 +32,7 @@ from tolerances import FLOAT64
 
 import attntrace
 from attntrace import InputError, ModelSpec, load_model, trace_attention
-from attntrace.files.serialize import dump_bytes
+from attntrace.forward.trace_json import dump_bytes
 
 
 @pytest.fixture

@@ -218,7 +218,7 @@ def test_run_and_render_take_every_display_flag_alike() -> None:
     import inspect
 
     from attntrace.cli.run import render, run
-    from attntrace.render.present import Presentation
+    from attntrace.forward.views.present import Presentation
 
     display = set(inspect.signature(Presentation.from_flags).parameters)
     of_render = inspect.signature(render).parameters

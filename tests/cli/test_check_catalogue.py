@@ -113,7 +113,7 @@ def catalogue_cases() -> list[Case]:
             combos = list(product(FULL[mistake], DTYPES, FORMATS))
         else:
             models = [name for name, doc in MODELS.items() if applies(mistake, doc)]
-            if not models:  # the variants' mistakes: tests/core/test_check_variants.py,
+            if not models:  # the variants' mistakes: tests/check/test_check_variants.py,
                 continue  # until a model file carries the variant keys
             start = MISTAKES.index(mistake) % len(models)  # five of them, a different five
             models = (models[start:] + models[:start])[:SAMPLED]
@@ -170,7 +170,7 @@ def test_the_cases_cover_every_mistake_dtype_and_format() -> None:
     for mistake in MISTAKES:
         mine = [c for c in CASES if c.mistake == mistake]
         if not any(applies(mistake, doc) for doc in ALL_MODELS.values()):
-            continue  # the variants' mistakes: tests/core/test_check_variants.py
+            continue  # the variants' mistakes: tests/check/test_check_variants.py
         assert {c.dtype for c in mine} == set(DTYPES), mistake
         assert {c.fmt for c in mine} == set(FORMATS), mistake
     assert {c.layout for c in CASES} == {"batched", "heads", "tokens", "flat", "single"}

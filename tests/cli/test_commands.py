@@ -318,9 +318,9 @@ def test_bad_input_as_a_process_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_the_samples_index_says_what_the_files_say() -> None:
     """`attntrace samples` reads samples/index.json; rebuild it when a sample changes:
-    python -c "from attntrace.files.samples import build_index as b; print(b(), end='')" >
+    python -c "from attntrace.modelfile.samples import build_index as b; print(b(), end='')" >
     attntrace/samples/index.json"""
-    from attntrace.files.samples import INDEX_FILE, build_index, samples_dir
+    from attntrace.modelfile.samples import INDEX_FILE, build_index, samples_dir
 
     assert (samples_dir() / INDEX_FILE).read_text(encoding="utf-8") == build_index()
 

@@ -14,11 +14,11 @@ import pytest
 from helpers import invoke, schema
 from rich.console import Console
 
-from attntrace.core.kvcache import decode
-from attntrace.core.lowp_ops import Cast
-from attntrace.files.model_file import model_from_document
-from attntrace.render.decode import screens
-from attntrace.render.view import View
+from attntrace.decode.decoder import decode
+from attntrace.decode.views.decode import screens
+from attntrace.kernel.casting import Cast
+from attntrace.modelfile.model_file import model_from_document
+from attntrace.ui.view import View
 
 # "a" and "b" at 300: a score of 300 · 300 = 90,000, past float16's 65,504.
 BIG = {

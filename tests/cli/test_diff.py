@@ -20,8 +20,8 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from attntrace.cli import app
-from attntrace.files.parse import parse_document
-from attntrace.files.samples import sample_path
+from attntrace.modelfile.parse import parse_document
+from attntrace.modelfile.samples import sample_path
 
 CLEAR = "\x1b[2J"
 _SGR = re.compile(r"\x1b\[[0-9;]*m")

@@ -16,7 +16,7 @@ from helpers import invoke, needs_weights, one_line_error
 from tolerances import FINITE_DIFFERENCE, FINITE_DIFFERENCE_STEP
 
 from attntrace.api import prepared
-from attntrace.core.attention import trace_block
+from attntrace.forward.attention import trace_block
 
 IT_ANIMAL = ["-s", "it-animal", "--from", "it", "--to", "animal"]
 

@@ -15,7 +15,7 @@ import pytest
 from helpers import invoke
 
 from attntrace.api import trace_attention
-from attntrace.files.serialize import dump_bytes
+from attntrace.forward.trace_json import dump_bytes
 
 
 @pytest.mark.parametrize("sample", ["it-animal", "gqa", "causal"])

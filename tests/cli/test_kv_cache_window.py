@@ -11,7 +11,7 @@ from helpers import invoke, one_line_error, schema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attntrace.core.kv_memory import PRESETS, Shape, kv_cache_bytes
+from attntrace.decode.kv_memory import PRESETS, Shape, kv_cache_bytes
 
 
 def _closed_form(layers: int, local: int, kv: int, head_dim: int, width: int, tokens: int,

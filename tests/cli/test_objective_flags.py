@@ -7,7 +7,7 @@ import pytest
 import typer
 
 from attntrace.cli.objective_flags import objective_from_flags
-from attntrace.core.objective import Objective
+from attntrace.learning.objective import Objective
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 tests/naive.py say the edited model computes them, edits are made in order and before
 --causal/--context, and nothing on disk changes.
 
-How an edit is read and every way one is refused: tests/files/test_edits.py.
+How an edit is read and every way one is refused: tests/modelfile/test_edits.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from naive import naive_block
 from tolerances import FLOAT64
 
-from attntrace.files.samples import samples_dir
+from attntrace.modelfile.samples import samples_dir
 
 # cat-eats-fish, the worked example and the model `run` traces without a model flag
 EMBEDDINGS = {"cat": [1.0, 2.0], "eats": [3.0, 1.0], "fish": [2.0, 4.0]}

@@ -14,14 +14,14 @@ from helpers import invoke, schema
 from rich.console import Console
 
 from attntrace.api import prepared
-from attntrace.core.attention import trace_block
-from attntrace.core.objective import Objective, Resolved
-from attntrace.core.trace import Trace
-from attntrace.core.train import StepRecord, train
-from attntrace.files.model_file import load_model
-from attntrace.render.train import shown_steps
-from attntrace.render.train_live import LONGEST, LiveTraining, frame, sparkline
-from attntrace.render.view import View
+from attntrace.forward.attention import trace_block
+from attntrace.kernel.trace import Trace
+from attntrace.learning.objective import Objective, Resolved
+from attntrace.learning.train import StepRecord, train
+from attntrace.learning.views.train import shown_steps
+from attntrace.learning.views.train_live import LONGEST, LiveTraining, frame, sparkline
+from attntrace.modelfile.model_file import load_model
+from attntrace.ui.view import View
 
 IT = ("-s", "it-animal", "--from", "it", "--to", "animal", "--init", "random", "--seed", "0")
 
@@ -250,7 +250,7 @@ def test_a_rate_that_diverges_is_one_line_after_the_lines_printed() -> None:
 
 
 def test_piped_lines_come_as_their_steps_are_reached() -> None:
-    from attntrace.render.train import PipedTraining
+    from attntrace.learning.views.train import PipedTraining
 
     ready = prepared(None, sample="it-animal")
     out = StringIO()
@@ -273,7 +273,7 @@ def test_piped_lines_come_as_their_steps_are_reached() -> None:
 
 
 def test_ctrl_c_piped_writes_nothing_more(monkeypatch: pytest.MonkeyPatch) -> None:
-    import attntrace.core.train as core
+    import attntrace.learning.train as core
 
     real = core._step
     calls = []
@@ -308,7 +308,7 @@ def test_max_rows_and_max_cols_cut_the_change_tables() -> None:
 
 
 def test_the_live_view_says_what_follows_for_the_heads_it_leaves_out() -> None:
-    from attntrace.core.spec import ModelSpec
+    from attntrace.kernel.spec import ModelSpec
 
     rng = np.random.default_rng(0)
     square = rng.normal(size=(12, 12)) / np.sqrt(12)
@@ -323,7 +323,7 @@ def test_the_live_view_says_what_follows_for_the_heads_it_leaves_out() -> None:
         frame(record, 1, [1.0, 0.5], trace, loss, View(), 80)
     )
     assert "and 2 more heads (the line after the run has every head's weight)" in out.getvalue()
-    from attntrace.render.train import before_after
+    from attntrace.learning.views.train import before_after
 
     said = before_after(run, View()).plain
     assert all(f"head {h} " in said for h in range(6))

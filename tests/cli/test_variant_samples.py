@@ -16,10 +16,10 @@ import pytest
 from helpers import invoke, load_valid_trace
 from tolerances import FLOAT64, FLOAT64_APPROX
 
-from attntrace.core.trace_size import trace_bytes
-from attntrace.files.model_file import load_model
-from attntrace.files.replay import load_trace
-from attntrace.files.samples import sample_path
+from attntrace.forward.replay import load_trace
+from attntrace.kernel.trace_size import trace_bytes
+from attntrace.modelfile.model_file import load_model
+from attntrace.modelfile.samples import sample_path
 
 SAMPLES = ("window", "alibi", "gemma-like", "sink-logit")
 

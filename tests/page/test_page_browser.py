@@ -25,7 +25,7 @@ from pages import HOSTILE, SAMPLES, hostile_trace
 from attntrace import trace_attention
 from attntrace.page.build import trace_page
 from attntrace.page.notebook import notebook_html
-from attntrace.render.numbers import format_number, significant
+from attntrace.ui.numbers import format_number, significant
 from attntrace.visible import visible
 
 

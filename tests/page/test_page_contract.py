@@ -18,11 +18,11 @@ from pages import SAMPLES, embedded
 
 import attntrace.page.build
 from attntrace import trace_attention
-from attntrace.core.labels import unique_labels
-from attntrace.core.trace import Trace
+from attntrace.kernel.labels import unique_labels
+from attntrace.kernel.trace import Trace
 from attntrace.page.build import trace_page
 from attntrace.page.notebook import notebook_html
-from attntrace.render.numbers import format_number
+from attntrace.ui.numbers import format_number
 from attntrace.visible import visible
 
 # Every explained cell of the current stage, focused one after another in the page, and
@@ -135,7 +135,7 @@ def overflowing_model(folder: Path) -> Path:
 
 
 def test_a_dtype_page_writes_no_float64_sums(browser: Any, tmp_path: Path) -> None:
-    from attntrace.render.lowp import error_text
+    from attntrace.forward.views.dtype import error_text
 
     target = tmp_path / "low.html"
     model = overflowing_model(tmp_path)

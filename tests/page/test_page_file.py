@@ -14,7 +14,7 @@ from helpers import invoke, raw_controls
 from pages import HOSTILE, embedded, hostile_trace
 
 from attntrace import Trace, trace_attention
-from attntrace.files.serialize import dump_bytes
+from attntrace.forward.trace_json import dump_bytes
 from attntrace.page.build import page_heads, trace_page
 
 

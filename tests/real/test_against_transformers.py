@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from paths import GOLDEN
 from tolerances import FLOAT32_REFERENCE, FLOAT64, printed
 
-from attntrace.core.kvcache import decode
-from attntrace.core.ops import kv_head_of
+from attntrace.decode.decoder import decode
 from attntrace.errors import InputError
+from attntrace.kernel.ops import kv_head_of
 from attntrace.real.catalog import (
     CATALOG,
     MINILM,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from tolerances import FLOAT64, FLOAT64_APPROX, OFFSET_APPROX
 
-from attntrace.core.ops import rms_norm
+from attntrace.kernel.ops import rms_norm
 from attntrace.real.forward import gelu, layer_norm, silu
 
 ROWS = arrays(np.float64, (3, 5), elements=st.floats(-50, 50))

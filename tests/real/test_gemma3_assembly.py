@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from attntrace.core import progress
 from attntrace.errors import InputError
+from attntrace.kernel import progress
 from attntrace.real import assembly
 from attntrace.real.catalog import CATALOG, GEMMA3, Part, RealModel, find_model
 

@@ -22,7 +22,7 @@ from paths import GOLDEN as GOLDEN_DIR
 from tolerances import FLOAT32_SUMS
 
 from attntrace.real.catalog import GEMMA3, file_sha256
-from attntrace.real.gguf import GGUFFile
+from attntrace.real.weights.gguf import GGUFFile
 
 GOLDEN: dict[str, Any] = json.loads(
     (GOLDEN_DIR / "real" / "readers.json").read_text(encoding="utf-8")

@@ -26,8 +26,8 @@ from paths import GOLDEN
 from tolerances import FLOAT32_REFERENCE, FLOAT64_APPROX
 from weight_files import ARRAY, F32V, STRING, U32, Metadata, write_gguf
 
-from attntrace.core.focus import resolve_position
 from attntrace.errors import InputError
+from attntrace.forward.focus import resolve_position
 from attntrace.real.catalog import GEMMA3
 from attntrace.real.forward import gelu_tanh
 from attntrace.real.gemma import (
@@ -36,8 +36,8 @@ from attntrace.real.gemma import (
     Gemma3,
     is_global,
 )
-from attntrace.real.gguf import GGUFFile
 from attntrace.real.layer import layer_spec, open_model, trace_layer
+from attntrace.real.weights.gguf import GGUFFile
 
 GEMMA3_GOLDEN = GOLDEN / "real" / "gemma3.json"
 LOCAL, GLOBAL = 4, 5
@@ -252,7 +252,7 @@ def test_gelu_tanh_is_pytorchs_tanh_approximation(x: float) -> None:
 def test_the_kv_cache_preset_has_the_models_local_layers() -> None:
     """kv-cache's gemma3-270m preset (core/kv_memory, which may not import real/) prices
     the local layers this module's rule makes: every layer but each sixth."""
-    from attntrace.core.kv_memory import PRESETS
+    from attntrace.decode.kv_memory import PRESETS
 
     preset = PRESETS["gemma3-270m"]
     assert preset.layers == GEMMA3.layers

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from weight_files import T_Q4_K, T_Q5_0, T_Q6_K, half, to_f32
 
-from attntrace.real.ggml import DEQUANTIZABLE, GGML_TYPES, READERS
-from attntrace.real.gguf import GGUFFile
+from attntrace.real.weights.ggml import DEQUANTIZABLE, GGML_TYPES, READERS
+from attntrace.real.weights.gguf import GGUFFile
 
 
 def scalar_q5_0(block: bytes) -> list[float]:

@@ -37,7 +37,7 @@ from weight_files import (
 )
 
 from attntrace.errors import InputError
-from attntrace.real.gguf import GGUFFile
+from attntrace.real.weights.gguf import GGUFFile
 
 
 def _read_all_gguf(path: Path) -> None:

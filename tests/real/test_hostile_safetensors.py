@@ -22,8 +22,8 @@ from weight_files import (
 )
 
 from attntrace.errors import InputError
-from attntrace.real.gguf import GGUFFile
-from attntrace.real.safetensors import read_safetensors
+from attntrace.real.weights.gguf import GGUFFile
+from attntrace.real.weights.safetensors import read_safetensors
 
 
 def _safetensors_error(path: Path) -> str:

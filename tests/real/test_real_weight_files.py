@@ -26,8 +26,8 @@ from weight_files import (
 )
 
 from attntrace.errors import InputError
-from attntrace.real.gguf import GGUFFile
-from attntrace.real.safetensors import read_safetensors
+from attntrace.real.weights.gguf import GGUFFile
+from attntrace.real.weights.safetensors import read_safetensors
 
 GOLDEN = json.loads((GOLDEN_DIR / "real" / "readers.json").read_text(encoding="utf-8"))
 
@@ -169,7 +169,7 @@ def test_rows_dequantizes_only_the_rows_asked_for(smollm2: GGUFFile) -> None:
 
 def test_readers_import_neither_torch_nor_the_reference_packages() -> None:
     code = (
-        "import sys, attntrace.real.gguf, attntrace.real.safetensors; "
+        "import sys, attntrace.real.weights.gguf, attntrace.real.weights.safetensors; "
         "print(sorted({'torch', 'transformers', 'safetensors', 'gguf'} & set(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

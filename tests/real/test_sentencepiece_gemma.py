@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from paths import GOLDEN
 
 from attntrace.errors import InputError
-from attntrace.real.sentencepiece import SentencePieceTokenizer
+from attntrace.real.tokenizers.sentencepiece import SentencePieceTokenizer
 
 CASES: list[dict[str, Any]] = [
     case
@@ -33,7 +33,7 @@ CASES: list[dict[str, Any]] = [
 
 @pytest.fixture(scope="module")
 def gemma3() -> SentencePieceTokenizer:
-    from attntrace.real.gguf import GGUFFile
+    from attntrace.real.weights.gguf import GGUFFile
 
     path = gemma3_gguf()
     if path is None:

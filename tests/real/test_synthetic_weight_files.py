@@ -45,8 +45,8 @@ from weight_files import (
     to_f32,
 )
 
-from attntrace.real.gguf import GGUFFile
-from attntrace.real.safetensors import read_safetensors, read_safetensors_with_dtypes
+from attntrace.real.weights.gguf import GGUFFile
+from attntrace.real.weights.safetensors import read_safetensors, read_safetensors_with_dtypes
 
 # ------------------------------------------------------------- GGUF: dequantization
 

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from weight_files import ARRAY, STRING, U32, Tensor
 
 from attntrace.errors import InputError
-from attntrace.real import tokenizer_cache
-from attntrace.real.bpe import ByteLevelBPE, bytes_to_unicode
-from attntrace.real.gguf import GGUFFile
-from attntrace.real.sentencepiece import SentencePieceTokenizer
-from attntrace.real.tokenizer_cache import cache_file, load_tables, save_tables
+from attntrace.real.tokenizers import tokenizer_cache
+from attntrace.real.tokenizers.bpe import ByteLevelBPE, bytes_to_unicode
+from attntrace.real.tokenizers.sentencepiece import SentencePieceTokenizer
+from attntrace.real.tokenizers.tokenizer_cache import cache_file, load_tables, save_tables
+from attntrace.real.weights.gguf import GGUFFile
 
 SHA = "ab" * 32
 OTHER_SHA = "cd" * 32
@@ -252,7 +252,7 @@ def test_smollm2_caches_its_tokenizer_and_rebuilds_a_damaged_cache() -> None:
 def test_gemma3_caches_its_tokenizer() -> None:
     from gemma3_file import GEMMA3_SHA256, gemma3_gguf
 
-    from attntrace.real.sentencepiece import TOKENIZER_KIND, open_gguf
+    from attntrace.real.tokenizers.sentencepiece import TOKENIZER_KIND, open_gguf
 
     path = gemma3_gguf()
     if path is None:

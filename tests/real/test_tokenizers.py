@@ -22,14 +22,14 @@ from hypothesis import strategies as st
 from paths import GOLDEN
 
 from attntrace.errors import InputError
-from attntrace.real.bpe import (
+from attntrace.real.tokenizers.bpe import (
     ByteLevelBPE,
     bytes_to_unicode,
     gpt2_split,
     pre_tokenize,
     split_digits,
 )
-from attntrace.real.wordpiece import WordPiece, basic_tokenize, is_punctuation, normalize
+from attntrace.real.tokenizers.wordpiece import WordPiece, basic_tokenize, is_punctuation, normalize
 
 GOLDEN_FILE = GOLDEN / "real" / "tokens.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN_FILE.read_text(encoding="utf-8"))["cases"]
@@ -58,7 +58,7 @@ def minilm() -> WordPiece:
 
 @pytest.fixture(scope="module")
 def smollm2() -> ByteLevelBPE:
-    from attntrace.real.gguf import GGUFFile
+    from attntrace.real.weights.gguf import GGUFFile
 
     path = package_file(SMOLLM2, SMOLLM2_GGUF)
     metadata = GGUFFile(path).metadata

@@ -1,0 +1,1 @@
+"""check's report and diff's changed cells as a person reads them (Rich)."""

@@ -1,0 +1,222 @@
+"""Field validators: the checks every reader of user data shares, and how they say what was found.
+
+A model file (:mod:`attntrace.modelfile.model_file`), a saved trace
+(:mod:`attntrace.forward.replay`) and a :class:`~attntrace.kernel.spec.ModelSpec` built from
+Python check the same kinds of field: a whole number in a range, true or false, a string,
+a list of strings, a mapping with known keys, a finite number, a token. Each check here
+returns the value typed, or raises one :class:`InputError` naming the field, what was
+expected and what was found.
+
+What was found is spelled one way, by :func:`~attntrace.errors.describe`: the kind of
+value, and the value itself where it is short (``a string 'x'``, ``0``, ``a list of 2
+items``, ``a non-finite number (inf)``). Where a check is about a size rather than a
+value, what was found is the size: a count (``3``), :func:`counted` (``3 numbers``) or
+:func:`shape_text` (``2 × 3``). Two spellings follow what they are compared with: a
+number over a limit is written as the limit is (``at most 4,096, got 100,000,000``), and
+a list compared item by item with an expected list is shown as written (``[2, 3]``).
+
+This module is in the core, not in :mod:`attntrace.files`, because ModelSpec (core)
+checks its fields with it, and the core may import only the core and the base modules
+(errors, visible, arguments). Nothing here reads a file or knows a format.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from attntrace.errors import InputError, describe
+
+# What counts as a number: Python's, and numpy's scalars (a model dict built by numpy
+# code holds np.float32 and np.int64); a bool is no number here.
+_NUMBERS = (int, float, np.integer, np.floating)
+_BOOLS = (bool, np.bool_)
+
+
+def whole(value: Any, field: str, *, least: int = 1, most: int | None = None) -> int:
+    """A whole number ≥ ``least`` (and ≤ ``most``, where given): heads, d_k, a count."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(field=field, expected=f"a whole number ≥ {least}",
+                         found=describe(value))  # fmt: skip
+    if most is not None and value > most:
+        raise InputError(field=field, expected=f"at most {most:,}",
+                         found=f"{value:,}")  # fmt: skip
+    return value
+
+
+def optional_whole(value: Any, field: str, *, least: int = 0) -> int | None:
+    """``null``, or a whole number ≥ ``least`` (a stage's head: null for a shared stage)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InputError(field=field, expected=f"null or a whole number ≥ {least}",
+                         found=describe(value))  # fmt: skip
+    return value
+
+
+def index(value: object, field: str, count: int, what: str) -> int:
+    """A 0-based position among ``count`` (a row, a column, a head) from a Python caller:
+    an int (numpy's too, not a bool) from 0 to ``count`` − 1, else one InputError naming
+    the range and ``what`` the position is of."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(field=field, expected=f"a whole number ({what})", found=repr(value))
+    if not 0 <= int(value) < count:
+        raise InputError(field=field, expected=f"0 … {count - 1} ({what})", found=str(value))
+    return int(value)
+
+
+def flag(value: Any, field: str) -> bool:
+    """``true`` or ``false``: no ``yes``, no 1 (YAML 1.2 reads ``yes`` as a string)."""
+    if not isinstance(value, bool):
+        raise InputError(field=field, expected="true or false",
+                         found=describe(value))  # fmt: skip
+    return value
+
+
+def text(value: Any, field: str, *, expected: str = "a string") -> str:
+    """A string (a name, a formula, a label, a token)."""
+    if not isinstance(value, str):
+        raise InputError(field=field, expected=expected, found=describe(value))
+    return value
+
+
+def items(
+    value: Any,
+    field: str,
+    *,
+    expected: str = "a non-empty list",
+    empty: bool = False,
+) -> list[Any]:
+    """A list (non-empty unless ``empty``): the rows of a matrix, the stages of a trace."""
+    if not isinstance(value, list) or (not value and not empty):
+        raise InputError(field=field, expected=expected, found=describe(value))
+    return value
+
+
+def texts(
+    value: Any,
+    field: str,
+    *,
+    expected: str = "a non-empty list",
+    item: str = "a string",
+    empty: bool = False,
+) -> tuple[str, ...]:
+    """A list of strings (tokens, labels), each checked at ``field[i]``."""
+    listed = items(value, field, expected=expected, empty=empty)
+    return tuple(
+        text(entry, f"{field}[{index}]", expected=item) for index, entry in enumerate(listed)
+    )
+
+
+def mapping(
+    value: Any, field: str | None, expected: str, *, empty: bool = True
+) -> Mapping[str, Any]:
+    """A mapping (non-empty unless ``empty``): the top level, ``weights``, a stage."""
+    if not isinstance(value, Mapping) or (not value and not empty):
+        raise InputError(field=field, expected=expected, found=describe(value))
+    return value
+
+
+def known_keys(
+    value: Mapping[str, Any],
+    known: Sequence[str],
+    field: str | None,
+    *,
+    noun: str,
+    listing: str = "known",
+    every: bool = False,
+) -> None:
+    """Refuse a key not in ``known``: ``unknown weight matrix 'WX' (known: WQ, WK, WV,
+    WO)``, with a near miss suggested (``'Weights' (did you mean 'weights'?)``).
+
+    ``every`` names every unknown key (``unknown fields 'a', 'b'``, the plural made by
+    adding s to ``noun``); otherwise the first one only.
+    """
+    unknown = [key for key in value if key not in known]
+    if not unknown:
+        return
+    named = unknown if every else unknown[:1]
+    names = ", ".join(repr(key) + did_you_mean(key, known) for key in named)
+    nouns = noun + ("s" if len(named) > 1 else "")
+    raise InputError(f"unknown {nouns} {names} ({listing}: {', '.join(known)})",
+                     field=field)  # fmt: skip
+
+
+def required_keys(
+    value: Mapping[str, Any],
+    required: Sequence[str],
+    field: str | None,
+    *,
+    noun: str,
+) -> None:
+    """Refuse a mapping without one of ``required``: ``missing required matrix 'WQ'``."""
+    for key in required:
+        if key not in value:
+            raise InputError(f"missing required {noun} {key!r}", field=field)
+
+
+def did_you_mean(key: str, known: Sequence[str]) -> str:
+    """`` (did you mean 'weights'?)`` for a near miss such as ``Weights`` or ``kv_head``."""
+    folded = {name.lower(): name for name in known}
+    close = difflib.get_close_matches(key.lower(), list(folded), n=1, cutoff=0.7)
+    return f" (did you mean {folded[close[0]]!r}?)" if close else ""
+
+
+def choice(value: Any, field: str, choices: Sequence[str], expected: str) -> str:
+    """One of the strings ``choices`` (a kind of positions)."""
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(field=field, expected=expected, found=describe(value))
+    return value
+
+
+def number(value: Any, field: str, *, expected: str = "a number") -> float:
+    """A finite number, as a float: an int or a float, or numpy's (np.float32(1)).
+
+    Not a number (a bool, a string, null) is ``expected`` (``a number``); a number that
+    is not finite in float64 (NaN, ±inf, 10**400, a longdouble past float64's range) is
+    ``a finite number``.
+    """
+    if type(value) is float and math.isfinite(value):  # the common case, checked at once
+        return value
+    if isinstance(value, _BOOLS) or not isinstance(value, _NUMBERS):
+        raise InputError(field=field, expected=expected, found=describe(value))
+    try:
+        with np.errstate(over="ignore"):  # a longdouble past float64's range: inf, refused
+            converted = float(value)
+    except OverflowError:  # an integer beyond float64
+        converted = math.inf
+    if not math.isfinite(converted):
+        raise InputError(field=field, expected="a finite number",
+                         found=describe(value))  # fmt: skip
+    return converted
+
+
+def numbers(value: Any, field: str) -> list[float]:
+    """A non-empty list of finite numbers (a vector), each checked at ``field[i]``."""
+    listed = items(value, field, expected="a non-empty list of numbers")
+    return [number(entry, f"{field}[{index}]") for index, entry in enumerate(listed)]
+
+
+def is_token(key: str) -> bool:
+    """A token of a vocabulary: not empty, and no whitespace (a sentence is split on it)."""
+    return key.split() == [key]
+
+
+#: The most axes an array from outside may have (a nested JSON list, a .safetensors
+#: tensor): numpy's limit once was 32, now 64, and no stage or weight has more than a
+#: handful (leading 1s included).
+MAX_AXES = 32
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 number``, ``3 numbers``: a count of things found (the plural adds s)."""
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """``2 × 3``: an array's shape as a message writes it (empty for a scalar's)."""
+    return " × ".join(str(n) for n in shape)

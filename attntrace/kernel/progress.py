@@ -1,0 +1,74 @@
+"""How far long work has got: the core reports it, and whoever listens shows it.
+
+Hashing a weight file, running a real model's layers and decoding token by token can
+take seconds. That work reports through :func:`task`; nothing listens unless a caller
+installs a :class:`Listener` with :func:`reporting_to` (the CLI does: a Rich display on
+stderr when stderr is a terminal, see ``attntrace.ui.progress``). With no listener a
+report costs a context-variable lookup and an addition: the core never draws anything
+and imports no display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+
+class Listener(Protocol):
+    """Who is told about long work: a task starts, advances, and ends (also on an error
+    or Ctrl-C)."""
+
+    def started(self, description: str, total: int | None, unit: str) -> int:
+        """A task of ``total`` ``unit`` (``"layers"``, ``"bytes"``; None: one step of
+        unknown length): its key."""
+
+    def advanced(self, key: int, completed: int) -> None:
+        """Task ``key`` has done ``completed`` of its total."""
+
+    def finished(self, key: int) -> None:
+        """Task ``key`` is over."""
+
+
+_listener: ContextVar[Listener | None] = ContextVar("attntrace_progress", default=None)
+
+
+class Task:
+    """One piece of long work, ``total`` units, advanced as each is done."""
+
+    __slots__ = ("_key", "_listener", "completed")
+
+    def __init__(self, listener: Listener | None, key: int) -> None:
+        self._listener, self._key = listener, key
+        self.completed = 0
+
+    def advance(self, amount: int = 1) -> None:
+        self.completed += amount
+        if self._listener is not None:
+            self._listener.advanced(self._key, self.completed)
+
+
+@contextmanager
+def task(description: str, total: int | None = None, unit: str = "") -> Iterator[Task]:
+    """Report the work inside as ``description``: ``total`` ``unit`` in all, advanced by
+    the :class:`Task` it gives (None: one step, nothing to count)."""
+    listener = _listener.get()
+    if listener is None:
+        yield Task(None, 0)
+        return
+    key = listener.started(description, total, unit)
+    try:
+        yield Task(listener, key)
+    finally:
+        listener.finished(key)
+
+
+@contextmanager
+def reporting_to(listener: Listener) -> Iterator[None]:
+    """Send the reports of the work inside (in this thread or context) to ``listener``."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)

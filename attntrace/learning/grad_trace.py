@@ -1,0 +1,233 @@
+"""The backward pass as a record: every gradient a stage, in the order it is computed.
+
+:func:`attntrace.learning.backward.grad_block` computes the gradients; this module names
+them as ``attntrace/grad/v1`` does (docs/learning.md#the-stages), gives each its formula
+and labels, and keeps the forward trace beside them, so a view can put each gradient
+next to the stage it mirrors and the JSON writer carries both without computing
+anything. A gradient stage is a :class:`attntrace.kernel.trace.Stage`, so the tables
+that draw a forward stage draw it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from attntrace.forward.attention import trace_block
+from attntrace.kernel.labels import dims
+from attntrace.kernel.ops import Matrix
+from attntrace.kernel.spec import ModelSpec
+from attntrace.kernel.trace import Stage, Trace
+from attntrace.learning.backward import Gradients, block_output_name, grad_block
+from attntrace.learning.objective import Objective, Resolved, resolve
+
+# The forward stage (or learned matrix) each gradient is the gradient of.
+MIRRORS: Mapping[str, str] = {
+    "d_projected": "projected", "d_WO": "WO", "d_bO": "bO", "d_concat": "concat",
+    "d_output": "output", "d_V": "V", "d_softmax": "softmax", "d_sink_logit": "sink",
+    "d_capped": "capped", "d_biased": "biased", "d_scaled": "scaled",
+    "d_scores": "scores", "d_Q_rope": "Q_rope", "d_K_rope": "K_rope", "d_Q_norm": "Q_norm",
+    "d_K_norm": "K_norm", "d_Q": "Q", "d_K": "K", "d_WQ": "WQ", "d_bQ": "bQ", "d_WK": "WK",
+    "d_bK": "bK", "d_WV": "WV", "d_bV": "bV", "d_q_norm": "q_norm", "d_k_norm": "k_norm",
+    "d_X": "X", "d_X_context": "X_context",
+}  # fmt: skip
+# Every name a grad/v1 document may hold, in the order its stages come.
+GRAD_ORDER = tuple(MIRRORS)
+
+
+@dataclass(frozen=True, eq=False)
+class GradTrace:
+    """A backward pass: the ``forward`` trace, the ``loss`` it starts from, and the
+    gradient ``stages`` in backward order (block output first, X last).
+
+    A stage of one query head has ``head`` set (and ``kv_head``, the K/V head it reads);
+    a K/V head's sum over its query heads (GQA, MQA) has ``head`` None and ``kv_head``
+    set, and ``summed[kv_head]`` lists the heads summed; a whole-model gradient
+    (d_WQ, d_X, d_WO, ...) has neither. ``objective`` is the loss as the user named it.
+    """
+
+    forward: Trace
+    objective: Objective
+    loss: Resolved
+    stages: tuple[Stage, ...]
+    summed: Mapping[int, tuple[int, ...]]
+
+    @property
+    def names(self) -> list[str]:
+        return [stage.name for stage in self.stages]
+
+    def stage(self, name: str, head: int | None = None, kv_head: int | None = None) -> Stage:
+        """The gradient ``name`` of ``head`` (or of K/V head ``kv_head``; neither: the
+        whole-model one). A KeyError names the gradients held, where there is none."""
+        for stage in self.stages:
+            if (
+                stage.name == name
+                and stage.head == head
+                and (kv_head is None or stage.kv_head == kv_head)
+            ):
+                return stage
+        known = ", ".join(dict.fromkeys(self.names))
+        raise KeyError(f"no gradient {name!r} for head {head}, K/V head {kv_head} "
+                       f"(gradients: {known})")  # fmt: skip
+
+    def mirror(self, stage: Stage) -> Stage | None:
+        """The forward stage (or learned matrix, as the trace carries it) ``stage`` is
+        the gradient of; None where the trace holds no such one (a whole d_WQ of
+        several heads: the trace keeps WQ by head)."""
+        name = MIRRORS[stage.name]
+        trace = self.forward
+        for candidate in trace.stages:
+            if candidate.name != name:
+                continue
+            if stage.head is not None and candidate.head == stage.head:
+                return candidate
+            if stage.head is None and stage.kv_head is not None:
+                if candidate.kv_head == stage.kv_head:
+                    return candidate  # a K/V head's sum: its K or V (any head's: shared)
+            elif stage.head is None and candidate.head is None:
+                return candidate
+        slices = [weight for weight in trace.weights if weight.name == name]
+        return slices[0] if len(slices) == 1 else None  # by head: no one table is the whole
+
+
+def grad_trace(
+    model: ModelSpec,
+    tokens: Sequence[str],
+    context: Sequence[str] | None,
+    objective: Objective,
+) -> GradTrace:
+    """The backward pass of ``model`` over ``tokens`` (and ``context``) from the loss
+    ``objective`` names. Raises :class:`attntrace.errors.InputError` for a loss that
+    does not fit the trace (see :func:`attntrace.learning.objective.resolve`)."""
+    forward = trace_block(model, tokens, context)
+    resolved = resolve(objective, model, forward)
+    loss = resolved.loss
+    gradients = grad_block(model, tokens, context, d_output=loss.d_output,
+                           d_softmax=loss.d_softmax, forward=forward)  # fmt: skip
+    return GradTrace(forward=gradients.trace, objective=objective, loss=resolved,
+                     stages=_stages(model, gradients, resolved),
+                     summed={kv.kv_head: kv.query_heads for kv in gradients.kv_heads
+                             if len(kv.query_heads) > 1})  # fmt: skip
+
+
+def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, ...]:
+    trace = g.trace
+    tokens = trace.stage("X").rows
+    keys = tokens if trace.context_tokens is None else trace.stage("X_context").rows
+    d_model, heads, d_k, d_v = model.d_model, model.heads, model.d_k, model.d_v
+    out: list[Stage] = []
+
+    def add(
+        name: str,
+        formula: str,
+        data: Matrix | None,
+        rows: Sequence[str],
+        cols: Sequence[str],
+        head: int | None = None,
+        kv_head: int | None = None,
+    ) -> None:
+        if data is not None:
+            matrix = data if data.ndim == 2 else data[None, :]
+            out.append(Stage(name, formula, tuple(rows), tuple(cols), matrix, head, kv_head))
+
+    block = block_output_name(model)
+    entering = f"dL/d {block}" if resolved.loss.d_output is not None else \
+        f"0 (L does not read {block})"  # fmt: skip
+    before = "concat" if heads > 1 else "output"
+    if model.WO is not None:
+        add("d_projected", f"d_projected = {entering}", g.d_projected, tokens, dims(d_model))
+        add("d_WO", f"d_WO = {before}ᵀ · d_projected", g.d_WO, dims(heads * d_v), dims(d_model))
+        add("d_bO", "d_bO = column sums of d_projected", g.d_bO, ("d_bO",), dims(d_model))
+    if heads > 1:
+        source = "d_projected · WOᵀ" if model.WO is not None else entering
+        add("d_concat", f"d_concat = {source}", g.d_concat, tokens, dims(heads * d_v))
+    attend = resolved.loss.d_softmax is not None
+    for hg in g.heads:
+        h, kv = hg.head, hg.kv_head
+        if heads > 1:
+            d_out = f"d_output = columns {h * d_v}…{(h + 1) * d_v - 1} of d_concat"
+        elif model.WO is not None:
+            d_out = "d_output = d_projected · WOᵀ"
+        else:
+            d_out = f"d_output = {entering}"
+        read = attend and resolved.loss.d_softmax is not None \
+            and resolved.loss.d_softmax[h] is not None  # fmt: skip
+        q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else \
+            trace.model.score_inputs  # fmt: skip
+        landed = (("d_capped", hg.d_capped), ("d_biased", hg.d_biased), ("d_scaled", hg.d_scaled))
+        softmax_out = next(name for name, d in landed if d is not None)
+        backward = f"{softmax_out} = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))"
+        cap = model.variants.softcap
+        normed = hg.d_Q_norm is not None
+        turned_q = "d_Q_rope turned back (RoPE by −θ)"
+        turned_k = "d_K_rope turned back (RoPE by −θ)"
+        norm_back = "back through RMSNorm: r·u − r³·{x}·Σ(u∘{x})/d_k, u = {d}{w}, r = 1/rms({x})"
+        per_head = [
+            ("d_output", d_out, hg.d_output, tokens, dims(d_v, h * d_v)),
+            ("d_V", "d_V = softmaxᵀ · d_output", hg.d_V, keys, dims(d_v, kv * d_v)),
+            ("d_softmax", "d_softmax = d_output · Vᵀ" + (" + dL/d softmax" if read else ""),
+             hg.d_softmax, tokens, keys),
+            ("d_sink_logit", "d_sink_logit = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ",
+             hg.d_sink_logit, ("d_sink_logit",), ("sink",)),
+            ("d_capped", backward, hg.d_capped, tokens, keys),
+            ("d_biased", f"d_biased = d_capped ∘ (1 − (capped / {cap:g})²)" if cap is not None
+             and hg.d_biased is not None else backward, hg.d_biased, tokens, keys),
+            ("d_scaled", "d_scaled = d_biased (ALiBi's bias is a constant)"
+             if hg.d_biased is not None else f"d_scaled = d_capped ∘ (1 − (capped / {cap:g})²)"
+             if cap is not None else backward, hg.d_scaled, tokens, keys),
+            ("d_scores", "d_scores = d_scaled / √d_k", hg.d_scores, tokens, keys),
+            ("d_Q_rope", f"d_Q_rope = d_scores · {k_in}", hg.d_Q_rope, tokens, dims(d_k, h * d_k)),
+            ("d_K_rope", f"d_K_rope = d_scoresᵀ · {q_in}", hg.d_K_rope, keys, dims(d_k, kv * d_k)),
+            ("d_Q_norm", f"d_Q_norm = {turned_q}" if hg.d_Q_rope is not None
+             else "d_Q_norm = d_scores · K_norm", hg.d_Q_norm, tokens, dims(d_k, h * d_k)),
+            ("d_K_norm", f"d_K_norm = {turned_k}" if hg.d_K_rope is not None
+             else "d_K_norm = d_scoresᵀ · Q_norm", hg.d_K_norm, keys, dims(d_k, kv * d_k)),
+            ("d_Q", "d_Q = d_Q_norm " + norm_back.format(
+                x="Q", d="d_Q_norm", w=" ∘ q_norm" if model.variants.q_norm is not None else "")
+             if normed else f"d_Q = {turned_q}" if hg.d_Q_rope is not None
+             else "d_Q = d_scores · K", hg.d_Q, tokens, dims(d_k, h * d_k)),
+            ("d_K", "d_K = d_K_norm " + norm_back.format(
+                x="K", d="d_K_norm", w=" ∘ k_norm" if model.variants.k_norm is not None else "")
+             if normed else f"d_K = {turned_k}" if hg.d_K_rope is not None
+             else "d_K = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
+        ]  # fmt: skip
+        for name, formula, data, rows, cols in per_head:
+            add(name, formula, data, rows, cols, h, kv)
+    for kvg in g.kv_heads:
+        if len(kvg.query_heads) > 1:
+            which = ", ".join(map(str, kvg.query_heads))
+            add("d_K", f"d_K = Σ over heads {which} of their d_K", kvg.d_K, keys,
+                dims(d_k, kvg.kv_head * d_k), None, kvg.kv_head)  # fmt: skip
+            add("d_V", f"d_V = Σ over heads {which} of their d_V", kvg.d_V, keys,
+                dims(d_v, kvg.kv_head * d_v), None, kvg.kv_head)  # fmt: skip
+    x_keys = "X" if trace.context_tokens is None else "X_context"
+    rows = dims(d_model)
+    add("d_WQ", "d_WQ = Xᵀ · d_Q", g.d_WQ, rows, dims(heads * d_k))
+    add("d_bQ", "d_bQ = column sums of d_Q", g.d_bQ, ("d_bQ",), dims(heads * d_k))
+    add("d_WK", f"d_WK = {x_keys}ᵀ · d_K", g.d_WK, rows, dims(model.n_kv_heads * d_k))
+    add("d_bK", "d_bK = column sums of d_K", g.d_bK, ("d_bK",), dims(model.n_kv_heads * d_k))
+    add("d_WV", f"d_WV = {x_keys}ᵀ · d_V", g.d_WV, rows, dims(model.n_kv_heads * d_v))
+    add("d_bV", "d_bV = column sums of d_V", g.d_bV, ("d_bV",), dims(model.n_kv_heads * d_v))
+    add(
+        "d_q_norm",
+        "d_q_norm = Σ over rows (and heads) of d_Q_norm ∘ Q / rms(Q)",
+        g.d_q_norm,
+        ("d_q_norm",),
+        dims(d_k),
+    )
+    add(
+        "d_k_norm",
+        "d_k_norm = Σ over rows (and heads) of d_K_norm ∘ K / rms(K)",
+        g.d_k_norm,
+        ("d_k_norm",),
+        dims(d_k),
+    )
+    every = " (summed over heads)" if heads > 1 else ""
+    x_cols = trace.stage("X").cols
+    if trace.context_tokens is None:
+        add("d_X", f"d_X = d_Q · WQᵀ + d_K · WKᵀ + d_V · WVᵀ{every}", g.d_X, tokens, x_cols)
+    else:
+        add("d_X", f"d_X = d_Q · WQᵀ{every}", g.d_X, tokens, x_cols)
+        add("d_X_context", f"d_X_context = d_K · WKᵀ + d_V · WVᵀ{every}", g.d_X_context,
+            keys, trace.stage("X_context").cols)  # fmt: skip
+    return tuple(out)

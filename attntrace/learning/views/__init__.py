@@ -1,0 +1,1 @@
+"""grad's gradients beside their stages, train's history, scaling's chart (Rich)."""

@@ -1,0 +1,69 @@
+"""Model-file text -> plain data (dicts, lists, str, int, float, bool, None).
+
+JSON is parsed here; YAML in :mod:`attntrace.modelfile.yaml_file` (imported only for YAML, so
+JSON model files and saved traces never load PyYAML). A key given twice is recorded in
+:class:`ParsedMapping` and reported by validation, which knows the field path. Every
+failure is an :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from attntrace.errors import InputError, parsed_integer
+
+
+class ParsedMapping(dict[str, Any]):
+    """A parsed mapping that remembers the keys it saw twice (and where, for YAML).
+
+    The parser cannot know a mapping's field path; validation does, so duplicates are
+    recorded here and reported there: ``model.json: embeddings: duplicate key 'cat'``.
+    The first value of a duplicated key is kept.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.duplicates: list[tuple[str, int | None]] = []
+
+    def add(self, key: str, value: Any, line: int | None = None) -> None:
+        if key in self:
+            self.duplicates.append((key, line))
+        else:
+            self[key] = value
+
+
+def parse_document(text: str, source: str, *, is_json: bool) -> Any:
+    """Parse YAML or JSON text into plain Python data (PyYAML is loaded only for YAML)."""
+    if is_json:
+        return _parse_json(text, source)
+    from attntrace.modelfile.yaml_file import parse_yaml
+
+    return parse_yaml(text, source)
+
+
+# ---------------------------------------------------------------------------- JSON
+
+
+def _parse_json(text: str, source: str) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> ParsedMapping:
+        mapping = ParsedMapping()
+        for key, value in items:
+            mapping.add(key, value)
+        return mapping
+
+    try:
+        # NaN and Infinity become floats, so validation rejects them with a field path.
+        # 10**5000 written out is a LongInteger, not Python's ValueError for long ints
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=float,
+                          parse_int=parsed_integer)  # fmt: skip
+    except json.JSONDecodeError as error:
+        before, after = text[: error.pos].rstrip(), text[error.pos : error.pos + 1]
+        # after is '' where the text ends (cut off after a comma): no hint, and no IndexError
+        hint = " (a trailing comma?)" if before.endswith(",") and after in ("]", "}") else ""
+        raise InputError(
+            f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}{hint}",
+            source=source,
+        ) from None
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply", source=source) from None

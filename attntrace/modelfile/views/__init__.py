@@ -1,0 +1,1 @@
+"""The sample models listed (Rich)."""

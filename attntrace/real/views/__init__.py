@@ -1,0 +1,1 @@
+"""The real models' catalogue and head ranking as tables (Rich)."""

@@ -1,0 +1,415 @@
+"""Long work shows its progress on a terminal's stderr, and nowhere else (issue 12, item 9).
+
+The CLI runs in a pseudo-terminal for stderr (stdout a pipe, as in ``--json | jq``), or
+for both; ATTNTRACE_PROGRESS_AFTER=0 shows the display from the start, so the smallest
+real model's few layers are enough to see it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import invoke
+
+from attntrace.kernel import progress
+from attntrace.real.catalog import MINILM, SMOLLM2, RealModel, file_sha256
+
+ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")
+
+
+def need(model: RealModel) -> None:
+    if not model.installed:
+        pytest.skip(f"{model.name}'s weights are not installed: {model.install}")
+
+
+INHERITED = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "TTY_COMPATIBLE",
+             "TTY_INTERACTIVE", "ATTNTRACE_PROGRESS_AFTER")  # fmt: skip
+
+
+def environment(**changes: str) -> dict[str, str]:
+    """The test's environment for a terminal: no inherited width, colour rule or delay."""
+    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
+    env.update(TERM="xterm-256color", **changes)
+    return env
+
+
+class Terminal:
+    """A pseudo-terminal of ``columns`` × 40, read in the background until it closes."""
+
+    def __init__(self, columns: int = 80) -> None:
+        import fcntl
+        import termios
+
+        self.master, self.slave = os.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        self.chunks: list[bytes] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:  # EIO: every writer closed the terminal
+                return
+            if not chunk:
+                return
+            self.chunks.append(chunk)
+
+    @property
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+    def wait_for(self, needle: str, timeout: float = 60) -> None:
+        end = time.monotonic() + timeout
+        while needle not in self.text:
+            assert time.monotonic() < end, f"never saw {needle!r}: {self.text[-300:]!r}"
+            time.sleep(0.02)
+
+    def closed(self) -> str:
+        """All the terminal received, once the child has exited."""
+        os.close(self.slave)
+        self.reader.join(timeout=30)
+        os.close(self.master)
+        return self.text
+
+
+@pytest.fixture
+def terminal() -> Terminal:
+    return Terminal()
+
+
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_process_left() -> Iterator[None]:
+    """A test that fails while its command runs leaves no process behind."""
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+def start(args: list[str], stderr: Any, stdout: Any = subprocess.PIPE,
+          python: tuple[str, ...] = (), **env: str) -> subprocess.Popen[bytes]:  # fmt: skip
+    process = subprocess.Popen([sys.executable, *python, "-m", "attntrace", *args],
+                               stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                               env=environment(**env))  # fmt: skip
+    STARTED.append(process)
+    return process
+
+
+def run_on(terminal: Terminal, args: list[str], **env: str) -> tuple[int, bytes, str]:
+    """Exit code, stdout (a pipe) and what stderr (the terminal) showed."""
+    process = start(args, terminal.slave, subprocess.PIPE, (), **env)
+    stdout, _ = process.communicate(timeout=120)
+    return process.returncode, stdout, terminal.closed()
+
+
+MINILM_LAYER_5 = ["run", "--model", "minilm", "--layer", "5", "--json"]
+
+
+def test_a_terminal_on_stderr_shows_the_layers_while_json_goes_to_the_pipe(
+    terminal: Terminal,
+) -> None:
+    need(MINILM)
+    code, stdout, shown = run_on(terminal, MINILM_LAYER_5, ATTNTRACE_PROGRESS_AFTER="0")
+    assert code == 0
+    seen = ESCAPE.sub("", shown)
+    assert "minilm up to layer 5" in seen
+    assert "5/5 layers" in seen  # the honest total, reached
+    assert "tracing minilm L5" in seen
+    document = json.loads(stdout)  # the pipe holds the JSON alone
+    assert document["model"]["name"] == "minilm L5"
+    assert b"\x1b" not in stdout
+    assert b"layers" not in stdout
+
+
+def test_stderr_into_a_pipe_shows_no_progress_at_all() -> None:
+    need(MINILM)
+    done = subprocess.run([sys.executable, "-m", "attntrace", *MINILM_LAYER_5],
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          env=environment(ATTNTRACE_PROGRESS_AFTER="0"), timeout=120)  # fmt: skip
+    assert done.returncode == 0
+    assert done.stderr == b""
+    json.loads(done.stdout)
+
+
+def test_heads_shows_every_layer_it_ranks(terminal: Terminal) -> None:
+    need(MINILM)
+    code, stdout, shown = run_on(terminal, ["heads", "--top", "1"], ATTNTRACE_PROGRESS_AFTER="0")
+    assert code == 0
+    assert "ranking 72 heads" in ESCAPE.sub("", shown)
+    assert "6/6 layers" in ESCAPE.sub("", shown)
+    assert stdout.decode().startswith("How much 'it' (position 10) attends to 'animal'")
+
+
+def test_decode_of_a_real_model_shows_the_tokens_it_decodes(terminal: Terminal) -> None:
+    need(SMOLLM2)
+    args = ["decode", "--model", "smollm2", "--layer", "1", "cat eats fish", "--json"]
+    code, stdout, shown = run_on(terminal, args, ATTNTRACE_PROGRESS_AFTER="0")
+    assert code == 0
+    seen = ESCAPE.sub("", shown)
+    assert "smollm2 up to layer 1" in seen
+    assert "decoding smollm2 L1" in seen
+    assert "3/3 tokens" in seen
+    assert len(json.loads(stdout)["steps"]) == 3
+
+
+def test_the_display_is_coloured_but_not_under_no_color() -> None:
+    need(MINILM)
+    coloured, plain = Terminal(), Terminal()
+    assert run_on(coloured, MINILM_LAYER_5, ATTNTRACE_PROGRESS_AFTER="0")[0] == 0
+    assert run_on(plain, MINILM_LAYER_5, ATTNTRACE_PROGRESS_AFTER="0", NO_COLOR="1")[0] == 0
+    assert COLOUR.search(coloured.text)  # so the next line can fail
+    assert "5/5 layers" in ESCAPE.sub("", plain.text)
+    assert not COLOUR.search(plain.text), COLOUR.findall(plain.text)[:3]
+
+
+def test_work_shorter_than_the_delay_shows_nothing(
+    terminal: Terminal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need(MINILM)
+    args = ["run", "--model", "minilm", "--layer", "3", "--json"]
+    code, stdout, shown = run_on(terminal, args, ATTNTRACE_PROGRESS_AFTER="30")
+    assert code == 0
+    assert shown == ""
+    json.loads(stdout)
+    from attntrace.cli.progress import progress_after
+
+    monkeypatch.delenv("ATTNTRACE_PROGRESS_AFTER", raising=False)
+    assert progress_after() == 1.0  # the default: about a second
+
+
+def test_the_display_is_gone_before_the_tables_are_printed() -> None:
+    # stdout and stderr on one terminal, as a person runs it: the display's lines are
+    # erased, then the tables come, and none of the display is drawn after them
+    need(MINILM)
+    screen = Terminal(columns=100)
+    args = ["run", "--model", "minilm", "--layer", "5", "--head", "0", "--max-rows", "3"]
+    process = start(args, screen.slave, stdout=screen.slave, ATTNTRACE_PROGRESS_AFTER="0")
+    assert process.wait(timeout=120) == 0
+    text = screen.closed()
+    plain = ESCAPE.sub("", text)
+    header = plain.index("minilm L5 · 15 tokens")
+    assert plain.rindex("minilm up to layer 5") < header
+    assert "up to layer" not in plain[header:]
+    assert text.rindex("\x1b[?25h") < text.index("15 tokens")  # the cursor back, then tables
+
+
+def test_ctrl_c_during_the_display_exits_130_and_clears_it(terminal: Terminal) -> None:
+    need(SMOLLM2)
+    sentence = " ".join(["the cat sat on the mat"] * 80)
+    process = start(["run", "--model", "smollm2", "--layer", "29", sentence, "--json"],
+                    terminal.slave, ATTNTRACE_PROGRESS_AFTER="0")  # fmt: skip
+    terminal.wait_for("layers", timeout=30)
+    process.send_signal(signal.SIGINT)
+    stdout, _ = process.communicate(timeout=60)
+    assert process.returncode == 130
+    shown = terminal.closed()
+    assert "Traceback" not in shown
+    assert "KeyboardInterrupt" not in shown
+    assert stdout == b""
+    assert shown.rindex("\x1b[?25h") > shown.rindex("\x1b[?25l")  # the cursor shown again
+
+
+@pytest.mark.parametrize("value", ["-1", "soon", "nan"])
+def test_a_progress_delay_must_be_a_number_of_seconds(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need(MINILM)
+    monkeypatch.setenv("ATTNTRACE_PROGRESS_AFTER", value)
+    result = invoke("heads", "--json")
+    assert result.exit_code == 2
+    assert result.stderr == (f"attntrace: error: ATTNTRACE_PROGRESS_AFTER: expected a number "
+                             f"of seconds ≥ 0, got {value!r}\n")  # fmt: skip
+
+
+def test_the_worked_example_and_work_within_the_delay_import_no_display() -> None:
+    # stderr a terminal in both; -X importtime lists every module imported
+    need(MINILM)
+    cases: tuple[tuple[list[str], dict[str, str], str], ...] = (
+        (["run", "cat eats fish", "--json"], {}, "attntrace.kernel.progress"),
+        (["heads", "--json"], {"ATTNTRACE_PROGRESS_AFTER": "30"}, "rich.progress"),
+    )
+    for args, delay, absent in cases:
+        screen = Terminal()
+        process = start(args, screen.slave, subprocess.DEVNULL, ("-X", "importtime"), **delay)
+        assert process.wait(timeout=120) == 0
+        imported = {line.split("|")[-1].strip() for line in screen.closed().splitlines()}
+        assert "attntrace.cli" in imported  # the listing is there, so the next can fail
+        assert absent not in imported, args
+
+
+# --- the hook and the display, in process
+
+
+class Notes:
+    """A listener that writes down what it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
+    def started(self, description: str, total: int | None, unit: str) -> int:
+        self.events.append(("started", description, total, unit))
+        return len(self.events)
+
+    def advanced(self, key: int, completed: int) -> None:
+        self.events.append(("advanced", key, completed))
+
+    def finished(self, key: int) -> None:
+        self.events.append(("finished", key))
+
+
+def test_a_task_reports_to_the_listener_and_ends_on_an_error() -> None:
+    notes = Notes()
+
+    def interrupted() -> None:
+        with progress.task("layers", 3, "layers") as task:
+            task.advance()
+            task.advance()
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the work
+
+    with progress.reporting_to(notes), pytest.raises(KeyboardInterrupt):
+        interrupted()
+    assert notes.events == [("started", "layers", 3, "layers"), ("advanced", 1, 1),
+                            ("advanced", 1, 2), ("finished", 1)]  # fmt: skip
+    with progress.task("unheard", 1) as task:  # nobody listens now: nothing is told
+        task.advance()
+    assert len(notes.events) == 4
+
+
+def test_hashing_reports_every_byte(tmp_path: Path) -> None:
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"x" * ((1 << 22) + 5))
+    told: list[int] = []
+    assert file_sha256(path, told.append) == file_sha256(path)
+    assert told == [1 << 22, 5]
+
+
+def test_a_forward_pass_reports_each_layer() -> None:
+    need(MINILM)
+    from attntrace.real.layer import open_model
+
+    notes = Notes()
+    model = open_model("minilm")
+    with progress.reporting_to(notes):
+        model.layer_input(model.tokenizer.encode("cat"), 2)
+    assert notes.events == [("started", "minilm up to layer 2", 2, "layers"),
+                            ("advanced", 1, 1), ("advanced", 1, 2), ("finished", 1)]  # fmt: skip
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def patched_display(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from rich.console import Console
+
+    from attntrace.ui import progress_bars
+
+    outputs: list[io.StringIO] = []
+
+    def make(width: int) -> None:
+        def new_display(clock: Any) -> progress_bars.Display:
+            out = io.StringIO()
+            outputs.append(out)
+            console = Console(file=out, width=width, force_terminal=True, force_interactive=True)
+            return progress_bars.Display(console, clock)
+
+        monkeypatch.setattr(progress_bars, "new_display", new_display)
+
+    return make, outputs
+
+
+def test_nothing_is_drawn_before_the_delay_and_all_of_it_after(patched_display: Any) -> None:
+    from attntrace.ui.progress import StderrProgress
+
+    make, outputs = patched_display
+    make(80)
+    clock = Clock()
+    with StderrProgress(1.0, clock) as display, progress.reporting_to(display):
+        with progress.task("hashing minilm weights", 90_000_000, "bytes") as hashing:
+            hashing.advance(90_000_000)
+        with progress.task("minilm up to layer 5", 5, "layers") as layers:
+            clock.now += 0.5
+            layers.advance()
+            assert not display.shown
+            assert outputs == []
+            clock.now += 0.6
+            layers.advance()
+            assert display.shown  # past the second, at the next report
+            frame = ESCAPE.sub("", outputs[0].getvalue())
+            assert "hashing minilm weights" in frame
+            assert "90/90 MB" in frame
+            assert "2/5 layers" in frame
+    assert not display.shown
+
+
+@pytest.mark.parametrize("width", [80, 40, 30])
+def test_each_line_fits_the_width_and_keeps_its_count_whole(
+    width: int, patched_display: Any
+) -> None:
+    from attntrace.ui.progress import StderrProgress
+
+    make, outputs = patched_display
+    make(width)
+    clock = Clock()
+    with (
+        StderrProgress(0, clock) as display,
+        progress.reporting_to(display),
+        progress.task("smollm2 up to layer 29", 29, "layers") as layers,
+    ):
+        for _ in range(12):
+            clock.now += 0.9
+            layers.advance()
+        frames = ESCAPE.sub("", outputs[0].getvalue()).replace("\r", "\n")
+        last = [line for line in frames.splitlines() if line.strip()][-1]
+    assert len(last) <= width
+    assert "12/29" in last
+    assert "10.8 s" in last
+    assert ("━" in last) == (width >= 60)  # the bar is the first to go
+    assert ("smollm2 up to layer 29" in last) == (width >= 40)  # then the description shrinks
+
+
+def test_a_terminal_that_cannot_be_written_stops_the_display_not_the_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from attntrace.ui import progress_bars
+    from attntrace.ui.progress import StderrProgress
+
+    class Broken:
+        def draw(self, works: object) -> None:
+            raise OSError(5, "Input/output error")
+
+        def stop(self) -> None:
+            raise AssertionError("never drawn, so never stopped")
+
+    monkeypatch.setattr(progress_bars, "new_display", lambda clock: Broken())
+    with StderrProgress(0) as display, progress.reporting_to(display):
+        with progress.task("layers", 3, "layers") as layers:
+            for _ in range(3):
+                layers.advance()
+        assert not display.shown
