@@ -22,8 +22,8 @@ from attntrace.kernel.tokenize import tokenize
 from attntrace.kernel.trace import Trace
 
 if TYPE_CHECKING:
-    from attntrace.check.given import GivenArray
-    from attntrace.check.report import CheckReport
+    from attntrace.checking.given import GivenArray
+    from attntrace.checking.report import CheckReport
     from attntrace.kernel.casting import Cast
 
 
@@ -336,11 +336,11 @@ def check(
     ``tokens-first``) settles a shape that reads two ways; ``edits`` change the model
     first, as in :func:`trace_attention`. The rules are docs/check.md's.
 
-    Returns the :class:`~attntrace.check.compare.CheckReport`: ``report.ok``,
+    Returns the :class:`~attntrace.checking.compare.CheckReport`: ``report.ok``,
     ``report.exit_code`` (0 or 1), ``report.first_divergent``, ``report.diagnosis``. Bad
     input is an :class:`InputError`, a wrong Python type a :class:`TypeError`.
     """
-    from attntrace.check.user_arrays import given_arrays, read_user_arrays
+    from attntrace.checking.user_arrays import given_arrays, read_user_arrays
 
     arguments.optional_text("sentence", sentence)
     if config is not None:
@@ -389,8 +389,8 @@ def checked(
 ) -> CheckReport:
     """:func:`check` without its type checks, the arrays already read (from the file
     ``source``, if they were)."""
-    from attntrace.check.compare import check_arrays
-    from attntrace.check.layout import LAYOUTS
+    from attntrace.checking.compare import check_arrays
+    from attntrace.checking.layout import LAYOUTS
 
     if layout is not None and layout not in LAYOUTS:
         raise InputError(field=names.option("layout"), expected=" or ".join(LAYOUTS),

@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.console import Console, RenderableType
 
-from attntrace.check.report import CheckReport
+from attntrace.checking.report import CheckReport
 from attntrace.forward.views.document import render_trace
 from attntrace.kernel.display import Form
 from attntrace.kernel.trace import Trace
@@ -44,7 +44,7 @@ def show(trace: Trace | CheckReport, form: Form) -> Any:
     """``trace`` as ``form``: text (80 columns), Rich renderables, or a Jupyter bundle;
     a check report as its text (``print(report)``) or its view (``rich.print``)."""
     if isinstance(trace, CheckReport):
-        from attntrace.check.views.report import check_text, check_view
+        from attntrace.checking.views.report import check_text, check_view
 
         return check_text(trace, width=80) if form == "text" else iter([check_view(trace)])
     if form == "text":

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from attntrace.check.report import CheckReport
+    from attntrace.checking.report import CheckReport
 
 #: How wide the report in an AssertionError is drawn (no terminal to fit).
 REPORT_WIDTH = 100
@@ -34,6 +34,6 @@ def assert_attention_matches(arrays: Mapping[str, Any] | str | Path, **model: An
 
 def report_text(report: CheckReport, source: str | None = None) -> str:
     """The report as `attntrace check` prints it (of the file ``source``), no colour."""
-    from attntrace.check.views.report import check_text
+    from attntrace.checking.views.report import check_text
 
     return check_text(report, width=REPORT_WIDTH, source=source)

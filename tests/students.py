@@ -9,7 +9,7 @@ row max subtracted. ``mistake`` swaps in ONE bug, written as a student writes it
 never as "the right answer, then perturbed": the point is that the tool must recognise
 the arrays a real bug produces. It reads the model *document* (the model file's plain
 dict, docs/model-file.md) by itself and shares no code with attntrace, so the correct
-version is checked against tests/naive.py's loops (tests/check/test_students.py).
+version is checked against tests/naive.py's loops (tests/checking/test_students.py).
 
 :func:`saved` then turns the native arrays into what a person hands to ``check``: the
 names people use (``attn``, ``probs``, ``S``, ``out``, ``q``...) and the shapes

@@ -29,20 +29,20 @@ ROOMS: dict[str, set[str]] = {
     "forward": {"kernel", "modelfile"},
     "decode": {"kernel", "forward"},
     # user_arrays reads a person's .safetensors with real's reader
-    "check": {"kernel", "modelfile", "forward", "real"},
+    "checking": {"kernel", "modelfile", "forward", "real"},
     # train --save writes a model file
     "learning": {"kernel", "modelfile", "forward"},
     "kernels": {"kernel", "forward"},
     "real": {"kernel", "forward"},
     # the explorer page: each capability's JSON documents and each stage's words
-    "page": {"kernel", "forward", "decode", "check", "learning", "kernels"},
+    "page": {"kernel", "forward", "decode", "checking", "learning", "kernels"},
     # print(trace) and Jupyter: a trace's or a check report's tables, and the page
-    "display": {"kernel", "forward", "check", "ui", "page"},
-    "api": {"kernel", "modelfile", "forward", "check", "real"},
+    "display": {"kernel", "forward", "checking", "ui", "page"},
+    "api": {"kernel", "modelfile", "forward", "checking", "real"},
     # attntrace/testing.py: check's report as an AssertionError, drawn by its view
-    "testing": {"api", "kernel", "check"},
+    "testing": {"api", "kernel", "checking"},
     "cli": {
-        "kernel", "modelfile", "ui", "forward", "decode", "check", "learning", "kernels",
+        "kernel", "modelfile", "ui", "forward", "decode", "checking", "learning", "kernels",
         "real", "page", "api",
     },
     # attntrace/__init__.py: the public names, lazily; the display hook, with the page in
@@ -148,3 +148,12 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     assert not may_import("kernel/trace.py", "kernel", "attntrace.forward.dtype")
     assert not may_import("forward/attention.py", "forward", "attntrace.decode.decoder")
     assert not may_import("forward/attention.py", "forward", "attntrace.page.build")
+
+
+def test_no_subpackage_shadows_a_public_name() -> None:
+    """``attntrace.check`` is the API's function: a subpackage or module of that name
+    would replace it on the package as soon as anything imported it."""
+    import attntrace
+
+    children = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()}
+    assert set(attntrace.__all__) & children == set()

@@ -97,7 +97,7 @@ def check(
     sentence = " ".join(words) if words else None
     changes = () if config == "-" else edits or ()  # stdin's model took its edits already
     with bad_input_fails():
-        from attntrace.check.user_arrays import read_user_arrays
+        from attntrace.checking.user_arrays import read_user_arrays
 
         given = read_user_arrays(file)
         report = checked(given, sentence, config=None if config == "-" else config,
@@ -106,12 +106,12 @@ def check(
                          atol=atol, layout=layout, edits=changes, source=file)  # fmt: skip
 
     def document() -> dict[str, object]:
-        from attntrace.forward.trace_json import check_to_dict
+        from attntrace.checking.check_json import check_to_dict
 
         return check_to_dict(report, file)
 
     def view() -> None:
-        from attntrace.check.views.report import check_view
+        from attntrace.checking.views.report import check_view
         from attntrace.cli.pipes import stdout_console
 
         stdout_console().print(check_view(report, precision, source=file), crop=False)

@@ -92,7 +92,7 @@ def decode(
             result = run_decode(model, tokens, cast)
 
     def document() -> dict[str, Any]:
-        from attntrace.forward.trace_json import decode_to_dict
+        from attntrace.decode.decode_json import decode_to_dict
 
         return decode_to_dict(result)
 

@@ -132,17 +132,17 @@ def _compare(
     target: Path | None = None,
 ) -> None:
     """Compare, write the JSON or the view, and exit 1 where something changed."""
-    from attntrace.check.diff import diff_traces
+    from attntrace.checking.diff import diff_traces
 
     result = diff_traces(a, b)
 
     def document() -> dict[str, object]:
-        from attntrace.forward.trace_json import diff_to_dict
+        from attntrace.checking.check_json import diff_to_dict
 
         return diff_to_dict(result, sources, edits)
 
     def view() -> None:
-        from attntrace.check.views.diff import diff_view
+        from attntrace.checking.views.diff import diff_view
         from attntrace.cli.pipes import stdout_console
 
         stdout_console().print(diff_view(result, sources, precision=precision,

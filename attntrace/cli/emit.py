@@ -62,7 +62,7 @@ def _written(as_json: bool, document: Callable[[], Document], view: Callable[[],
         sys.stdout.buffer.write(b"\n")
         return
     if isinstance(written, dict):
-        from attntrace.forward.trace_json import plain_dumps
+        from attntrace.kernel.documents import plain_dumps
 
         written = plain_dumps(written)
     sys.stdout.write(written + "\n")

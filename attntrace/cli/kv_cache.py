@@ -89,7 +89,7 @@ def kv_cache(
     name = preset or "your model"
 
     def document() -> dict[str, Any]:
-        from attntrace.forward.trace_json import kv_memory_to_dict
+        from attntrace.decode.decode_json import kv_memory_to_dict
 
         return kv_memory_to_dict(name, shape, found, count, batch, dtype)
 
@@ -103,7 +103,7 @@ def kv_cache(
 
 def _presets_document() -> dict[str, Any]:
     """Without a model: every preset's shape, for --json."""
-    from attntrace.forward.trace_json import presets_to_dict
+    from attntrace.decode.decode_json import presets_to_dict
 
     return presets_to_dict()
 

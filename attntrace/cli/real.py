@@ -24,7 +24,7 @@ def models_command(
     from attntrace.real.catalog import CATALOG
 
     def document() -> dict[str, Any]:
-        from attntrace.forward.trace_json import models_to_dict
+        from attntrace.real.real_json import models_to_dict
 
         return models_to_dict(CATALOG)
 
@@ -76,7 +76,7 @@ def heads_command(
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
 
     def document() -> dict[str, Any]:
-        from attntrace.forward.trace_json import ranking_to_dict
+        from attntrace.real.real_json import ranking_to_dict
 
         return ranking_to_dict(ranking)
 

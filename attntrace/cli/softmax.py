@@ -58,7 +58,7 @@ def softmax(
         steps = walk_in(row, name)
 
     def document() -> str:
-        from attntrace.forward.trace_json import walk_dumps
+        from attntrace.forward.softmax_json import walk_dumps
 
         return walk_dumps(steps)
 
@@ -78,7 +78,7 @@ def _online(row: list[float], as_json: bool, precision: int) -> None:
         result = online_softmax(row)
 
     def document() -> str:
-        from attntrace.forward.trace_json import online_dumps
+        from attntrace.kernels.online_json import online_dumps
 
         return online_dumps(result)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attntrace.forward.trace_json import model_to_dict
+from attntrace.kernel.documents import model_to_dict
 
 if TYPE_CHECKING:
     from attntrace.kernels.flash import Tile, Traffic

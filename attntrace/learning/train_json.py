@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from attntrace.forward.trace_json import model_to_dict
+from attntrace.kernel.documents import model_to_dict
 from attntrace.learning.grad_json import loss_to_dict
 from attntrace.learning.train import Training
 

@@ -30,8 +30,8 @@ from attntrace.errors import InputError
 from attntrace.visible import is_visible, visible
 
 if TYPE_CHECKING:
-    from attntrace.check.diff import TraceDiff
-    from attntrace.check.report import CheckReport
+    from attntrace.checking.diff import TraceDiff
+    from attntrace.checking.report import CheckReport
     from attntrace.decode.decoder import Decode
     from attntrace.kernel.trace import Trace
     from attntrace.kernels.flash_report import FlashReport
@@ -76,7 +76,7 @@ def trace_page(trace: Trace, limit: int = PAGE_NUMBERS) -> str:
 
 def decode_page(result: Decode) -> str:
     """``decode``'s page: every step's q, k, v, the cache, the weights and the output."""
-    from attntrace.forward.trace_json import decode_to_dict
+    from attntrace.decode.decode_json import decode_to_dict
 
     document = decode_to_dict(result)
     return page_html({"decode": _json(document)}, title=_title("decode", document["model"]["name"]))
@@ -106,7 +106,7 @@ def grad_page(grad: GradTrace) -> str:
 
 def check_page(report: CheckReport, source: str | None) -> str:
     """``check``'s page: each stage's verdict, the first difference and the diagnosis."""
-    from attntrace.forward.trace_json import check_to_dict
+    from attntrace.checking.check_json import check_to_dict
 
     document = check_to_dict(report, source)
     return page_html({"check": _json(document)}, title=_title("check", report.model.name))
@@ -116,7 +116,8 @@ def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -
     """``diff``'s page: each stage compared, with both traces and the cells that changed."""
     import numpy as np
 
-    from attntrace.forward.trace_json import diff_to_dict, dump_bytes
+    from attntrace.checking.check_json import diff_to_dict
+    from attntrace.forward.trace_json import dump_bytes
 
     compared = [*diff.stages, *(diff.weights if diff.weights_compared else ())]
     cells = [None if s.changed is None else np.argwhere(s.changed).tolist() for s in compared]

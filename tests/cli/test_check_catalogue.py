@@ -113,7 +113,7 @@ def catalogue_cases() -> list[Case]:
             combos = list(product(FULL[mistake], DTYPES, FORMATS))
         else:
             models = [name for name, doc in MODELS.items() if applies(mistake, doc)]
-            if not models:  # the variants' mistakes: tests/check/test_check_variants.py,
+            if not models:  # the variants' mistakes: tests/checking/test_check_variants.py,
                 continue  # until a model file carries the variant keys
             start = MISTAKES.index(mistake) % len(models)  # five of them, a different five
             models = (models[start:] + models[:start])[:SAMPLED]
@@ -170,7 +170,7 @@ def test_the_cases_cover_every_mistake_dtype_and_format() -> None:
     for mistake in MISTAKES:
         mine = [c for c in CASES if c.mistake == mistake]
         if not any(applies(mistake, doc) for doc in ALL_MODELS.values()):
-            continue  # the variants' mistakes: tests/check/test_check_variants.py
+            continue  # the variants' mistakes: tests/checking/test_check_variants.py
         assert {c.dtype for c in mine} == set(DTYPES), mistake
         assert {c.fmt for c in mine} == set(FORMATS), mistake
     assert {c.layout for c in CASES} == {"batched", "heads", "tokens", "flat", "single"}
@@ -197,7 +197,7 @@ def test_check_names_the_mistake(case: Case, tmp_path: Path) -> None:
     args += ["--config", str(write_model(tmp_path, document))]
     code, report, output = run_check(*args, *tolerance_flags(case.dtype, case.fmt))
     assert code == 1, output
-    assert report["schema"] == "attntrace/check/v1"
+    assert report["schema"] == "attntrace/checking/v1"
     divergent = report["first_divergent"]
     assert divergent["stage"] == first, output
     if first in PER_HEAD:

@@ -171,7 +171,7 @@ def test_decode_json_carries_each_steps_cache_positions() -> None:
     import jsonschema
     from helpers import schema
 
-    from attntrace.forward.trace_json import decode_to_dict
+    from attntrace.decode.decode_json import decode_to_dict
 
     base, _, _ = random_block(5, cross=False, heads=2, kv_heads=1)
     model = _with(base, True, window=2, sinks=1, softcap=3.0, sink_logit=0.1)

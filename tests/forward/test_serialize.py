@@ -21,14 +21,8 @@ from randoms import random_block
 from attntrace import trace_attention
 from attntrace.forward.attention import trace_block
 from attntrace.forward.replay import load_trace
-from attntrace.forward.trace_json import (
-    SCHEMA_ID,
-    dump_bytes,
-    model_to_dict,
-    plain_dumps,
-    stage_to_dict,
-    trace_to_dict,
-)
+from attntrace.forward.trace_json import SCHEMA_ID, dump_bytes, stage_to_dict, trace_to_dict
+from attntrace.kernel.documents import model_to_dict, plain_dumps
 from attntrace.kernel.trace import Trace
 
 

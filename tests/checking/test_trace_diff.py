@@ -18,7 +18,7 @@ from naive import naive_block
 from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace import trace_attention
-from attntrace.check.diff import (
+from attntrace.checking.diff import (
     ATOL,
     CHANGED,
     ONLY_IN_A,

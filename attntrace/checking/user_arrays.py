@@ -4,7 +4,7 @@ A file of named arrays comes in three formats, told apart by the suffix: ``.npz`
 ``np.savez`` writes), ``.safetensors`` and ``.json`` (an object of name -> nested lists of
 numbers). From Python, :func:`attntrace.check` takes a mapping of numpy arrays, torch
 tensors or nested lists (:func:`given_arrays`). Either way each array becomes a
-:class:`~attntrace.check.given.GivenArray`: its numbers widened to float64 (exactly) and
+:class:`~attntrace.checking.given.GivenArray`: its numbers widened to float64 (exactly) and
 the dtype it was saved in, which sets the comparison's tolerance.
 
 The file is a stranger's, so every way it can be wrong is one :class:`InputError` naming
@@ -38,8 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace.arguments import wrong_type
-from attntrace.check.given import DTYPES, GivenArray
-from attntrace.check.nested_lists import nested_numbers
+from attntrace.checking.given import DTYPES, GivenArray
+from attntrace.checking.nested_lists import nested_numbers
 from attntrace.errors import InputError, describe
 from attntrace.kernel.fields import shape_text
 from attntrace.kernel.frozen import freeze

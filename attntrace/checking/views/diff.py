@@ -27,7 +27,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.style import Style
 from rich.text import Text
 
-from attntrace.check.diff import (
+from attntrace.checking.diff import (
     ATOL,
     CHANGED,
     ONLY_IN_A,

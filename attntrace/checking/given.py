@@ -1,7 +1,7 @@
 """The arrays a person's own implementation saved, as `attntrace check` receives them.
 
-Read from a file by :mod:`attntrace.check.user_arrays`, or handed over from Python to
-:func:`attntrace.check`; compared with a trace by :mod:`attntrace.check.compare`.
+Read from a file by :mod:`attntrace.checking.user_arrays`, or handed over from Python to
+:func:`attntrace.check`; compared with a trace by :mod:`attntrace.checking.compare`.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from paths import ROOT
 from randoms import random_block
 
 from attntrace.api import prepared
-from attntrace.check.compare import check_arrays
-from attntrace.check.given import GivenArray
-from attntrace.check.layout import readings
-from attntrace.check.mistakes import Recipe, catalogue, recompute
-from attntrace.check.tolerance import Tolerance, compare, tolerance_for
+from attntrace.checking.compare import check_arrays
+from attntrace.checking.given import GivenArray
+from attntrace.checking.layout import readings
+from attntrace.checking.mistakes import Recipe, catalogue, recompute
+from attntrace.checking.tolerance import Tolerance, compare, tolerance_for
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
 from attntrace.kernel.spec import ModelSpec
@@ -199,7 +199,7 @@ def test_tiled_kv_heads_give_query_head_h_the_kv_head_h_mod_kv_heads() -> None:
 
 def test_the_unstable_softmax_overflows_in_the_dtype_it_was_computed_in() -> None:
     scaled = np.array([[100.0, 0.0]])  # exp(100) > float32's max (3.4e38), < float64's
-    from attntrace.check.mistakes import _softmax
+    from attntrace.checking.mistakes import _softmax
 
     assert np.isnan(_softmax(scaled, "unstable", "float32")[0, 0])
     np.testing.assert_allclose(_softmax(scaled, "unstable", "float64"), [[1.0, math.exp(-100)]])
@@ -379,8 +379,8 @@ def test_one_mistake_by_two_recipes_says_both() -> None:
 def test_the_schema_lists_every_cause_the_catalogue_can_name() -> None:
     from helpers import schema
 
-    from attntrace.check.compare import SAVED_TRANSPOSED
-    from attntrace.check.mistakes import CAUSES
+    from attntrace.checking.compare import SAVED_TRANSPOSED
+    from attntrace.checking.mistakes import CAUSES
 
     diagnosis = schema("check-v1.schema.json")["properties"]["diagnosis"]["oneOf"][1]
     ids = [*CAUSES, SAVED_TRANSPOSED]

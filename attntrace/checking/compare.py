@@ -2,13 +2,13 @@
 wrong, and which mistake of the catalogue reproduces it (docs/check.md).
 
 :func:`check_arrays` places each given array on the stage and heads it names
-(:mod:`attntrace.check.layout`), compares it with the trace in computation order
-(:mod:`attntrace.check.tolerance`), and at the first stage that differs recomputes
-the model with each mistake of :mod:`attntrace.check.mistakes` that applies to it.
+(:mod:`attntrace.checking.layout`), compares it with the trace in computation order
+(:mod:`attntrace.checking.tolerance`), and at the first stage that differs recomputes
+the model with each mistake of :mod:`attntrace.checking.mistakes` that applies to it.
 
 It runs past 300 lines because placing an array on its heads, comparing it and
 diagnosing it share one set of settings and findings (:class:`_Check`): one job, the
-comparison; the record it produces is :mod:`attntrace.check.report`.
+comparison; the record it produces is :mod:`attntrace.checking.report`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.check.given import GivenArray
-from attntrace.check.layout import LAYOUTS, Reading, readings
-from attntrace.check.mistakes import Computed, Mistake, catalogue, recompute
-from attntrace.check.report import (
+from attntrace.checking.given import GivenArray
+from attntrace.checking.layout import LAYOUTS, Reading, readings
+from attntrace.checking.mistakes import Computed, Mistake, catalogue, recompute
+from attntrace.checking.report import (
     CheckReport,
     Diagnosis,
     Divergence,
     Region,
     StageResult,
 )
-from attntrace.check.tolerance import Comparison, Tolerance, compare, tolerance_for
+from attntrace.checking.tolerance import Comparison, Tolerance, compare, tolerance_for
 from attntrace.errors import InputError
 from attntrace.kernel.fields import shape_text
 from attntrace.kernel.ops import Matrix
@@ -83,7 +83,7 @@ def check_arrays(
     An unknown name, two names for one stage, a stage the trace lacks or a shape that
     reads two ways with nothing to settle it is an :class:`InputError`; a stage whose
     numbers (or shape) differ is a result, not an error. ``layout`` is one of
-    :data:`~attntrace.check.layout.LAYOUTS` or None (the caller checks it).
+    :data:`~attntrace.checking.layout.LAYOUTS` or None (the caller checks it).
     """
     expected = _expected(trace, head)
     check = _Check(trace, expected, head, layout, rtol, atol)

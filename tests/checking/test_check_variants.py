@@ -29,8 +29,8 @@ from students import (
 )
 from variant_cases import naive_forward, params
 
-from attntrace.check.compare import check_arrays
-from attntrace.check.given import GivenArray
+from attntrace.checking.compare import check_arrays
+from attntrace.checking.given import GivenArray
 from attntrace.forward.attention import trace_block
 from attntrace.kernel.spec import ModelSpec
 from attntrace.kernel.variants import Variants

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from weight_files import bfloat16, bfloat16_bytes, refusal, safetensors_bytes
 
-from attntrace.check.given import DTYPES, GivenArray
-from attntrace.check.user_arrays import given_arrays, read_user_arrays
+from attntrace.checking.given import DTYPES, GivenArray
+from attntrace.checking.user_arrays import given_arrays, read_user_arrays
 from attntrace.errors import InputError
 
 FLOATS = "expected a float array (float16, bfloat16, float32 or float64)"

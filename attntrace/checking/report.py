@@ -1,6 +1,6 @@
 """What `check` found, as a record: each stage and head compared, where the person's
 arrays first go wrong, and the mistake that explains it (docs/check.md, "What it
-reports"). :mod:`attntrace.check.compare` computes it; the renderers and the JSON writer
+reports"). :mod:`attntrace.checking.compare` computes it; the renderers and the JSON writer
 read it, as they read a Trace.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.check.tolerance import Tolerance
+from attntrace.checking.tolerance import Tolerance
 from attntrace.kernel import display
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.trace import ModelInfo

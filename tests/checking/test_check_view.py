@@ -25,10 +25,10 @@ from rich.console import Console
 from tolerances import printed
 
 from attntrace.api import prepared
-from attntrace.check.compare import check_arrays
-from attntrace.check.given import GivenArray
-from attntrace.check.report import CheckReport
-from attntrace.check.views.report import check_view
+from attntrace.checking.compare import check_arrays
+from attntrace.checking.given import GivenArray
+from attntrace.checking.report import CheckReport
+from attntrace.checking.views.report import check_view
 
 Edit = Callable[[dict[str, Any]], None]
 

@@ -25,9 +25,9 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from attntrace.check.report import CheckReport, Divergence, StageResult
-from attntrace.check.tolerance import Tolerance
-from attntrace.check.views.region import WRONG, axis_labels, digits, number, region_table
+from attntrace.checking.report import CheckReport, Divergence, StageResult
+from attntrace.checking.tolerance import Tolerance
+from attntrace.checking.views.region import WRONG, axis_labels, digits, number, region_table
 from attntrace.forward.views.document import model_facts, sentence_line
 from attntrace.kernel.trace import ModelInfo
 from attntrace.ui.numbers import short_float, significant

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from rich.console import JustifyMethod, RenderableType
 from rich.text import Text
 
-from attntrace.check.report import CheckReport, Divergence, Region
+from attntrace.checking.report import CheckReport, Divergence, Region
 from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.stage_names import KEY_COLUMNS, KEY_ROWS
 from attntrace.ui.numbers import cell_text

@@ -1,0 +1,90 @@
+"""What every JSON document writes alike: the model object, cells, compact JSON.
+
+The ``model`` object (its shape and variant keys) heads the trace, decode, check and diff
+documents; a masked cell (−∞) is ``null`` and a --dtype cell's ``inf`` and ``nan`` are
+strings in all of them. Each document itself is written beside its capability
+(``forward/trace_json``, ``decode/decode_json``, ``checking/check_json``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attntrace.kernel.casting import StageError
+    from attntrace.kernel.ops import Matrix
+    from attntrace.kernel.trace import ModelInfo
+
+
+def model_to_dict(model: ModelInfo) -> dict[str, Any]:
+    """The model's shape, as the ``model`` object of every JSON document."""
+    return {
+        "name": model.name,
+        "d_model": model.d_model,
+        "d_k": model.d_k,
+        "d_v": model.d_v,
+        "heads": model.heads,
+        "kv_heads": model.kv_heads,
+        "causal": model.causal,
+        "positions": model.positions,
+        **({"rope_base": model.rope_base} if model.rope_base is not None else {}),
+        **({"rope_pairing": model.rope_pairing} if model.rope_pairing is not None else {}),
+        **variants_to_dict(model),
+    }
+
+
+def variants_to_dict(model: ModelInfo) -> dict[str, Any]:
+    """The variant keys of the ``model`` object (docs/variants.md, "JSON"): only those of
+    the options that are on, so a trace without them is what it was before they existed."""
+    v = model.variants
+    out: dict[str, Any] = {}
+    if v.window is not None:
+        out["window"] = v.window
+    if v.sinks:
+        out["sinks"] = v.sinks
+    if model.positions == "alibi":
+        out["alibi_slopes"] = [float(m) for m in v.slopes(model.heads)]
+    if v.qk_norm:
+        out["qk_norm"] = {
+            "eps": float(v.qk_norm_eps),
+            "q_norm": None if v.q_norm is None else v.q_norm.tolist(),
+            "k_norm": None if v.k_norm is None else v.k_norm.tolist(),
+        }
+    if v.softcap is not None:
+        out["softcap"] = float(v.softcap)
+    sinks = v.sink_logits(model.heads)
+    if sinks is not None:
+        out["sink_logits"] = [float(s) for s in sinks]
+    return out
+
+
+def plain_dumps(document: Any) -> str:
+    """Compact JSON, as ``run --json`` writes it."""
+    return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def cell(value: float) -> float | None:
+    """A JSON cell: the float itself, or null for a masked (−∞) cell."""
+    return None if value == -math.inf else value
+
+
+def low_cell(value: float) -> float | str | None:
+    """A --dtype cell: the float, null for −∞, ``"inf"`` for +∞, ``"nan"`` for NaN."""
+    if math.isnan(value):
+        return "nan"
+    if value == math.inf:
+        return "inf"
+    return cell(value)
+
+
+def c_ordered(data: Matrix) -> Matrix:
+    """``data``, or a C-ordered copy of it: orjson writes C-ordered arrays only (a cut
+    column slice, or a transposed view, is not)."""
+    return data if data.flags.c_contiguous else data.copy(order="C")
+
+
+def stage_error_to_dict(error: StageError) -> dict[str, Any]:
+    return {"max_abs": error.max_abs, "max_rel": error.max_rel, "inf": error.inf,
+            "nan": error.nan}  # fmt: skip

@@ -1,0 +1,56 @@
+"""``models --json`` (attntrace/models/v1) and ``heads --json`` (attntrace/heads/v1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attntrace.real.catalog import RealModel
+    from attntrace.real.layer import HeadRanking
+
+
+MODELS_SCHEMA_ID = "attntrace/models/v1"
+
+HEADS_SCHEMA_ID = "attntrace/heads/v1"
+
+
+def models_to_dict(catalog: Sequence[RealModel]) -> dict[str, Any]:
+    """`attntrace models --json`: each real model's shapes, and whether it is installed."""
+    return {
+        "schema": MODELS_SCHEMA_ID,
+        "models": [
+            {
+                "name": m.name,
+                "title": m.title,
+                "architecture": m.architecture,
+                "layers": m.layers,
+                "heads": m.heads,
+                "kv_heads": m.kv_heads,
+                "d_model": m.d_model,
+                "head_dim": m.head_dim,
+                "vocabulary": m.vocabulary,
+                "positions": m.positions,
+                "causal": m.causal,
+                "license": m.license,
+                "installed": m.installed,
+                "install": m.install,
+            }
+            for m in catalog
+        ],
+    }
+
+
+def ranking_to_dict(ranking: HeadRanking) -> dict[str, Any]:
+    """`attntrace heads --json`: every layer × head, heaviest first."""
+    return {
+        "schema": HEADS_SCHEMA_ID,
+        "model": ranking.model.name,
+        "tokens": list(ranking.tokens),
+        "query": ranking.query,
+        "key": ranking.key,
+        "heads": [
+            {"layer": r.layer, "head": r.head, "weight": r.weight, "top_key": r.top_key}
+            for r in ranking.rows
+        ],
+    }
