@@ -198,6 +198,28 @@ def loss_upstream(
     return value, tuple(range(model.heads)), [[2 * d / cells for d in row] for row in diff], None
 
 
+def upstream_magnitude(
+    model: ModelSpec,
+    tokens: list[str],
+    context: list[str] | None,
+    objective: Objective,
+    d_block: Rows | None,
+) -> Rows | None:
+    """The magnitude of the terms behind :func:`loss_upstream`'s dL/d out, for the
+    oracle's magnitudes: mse's 2(out − target) / cells subtracts two numbers, so its
+    rounding is of the size of 2(|out| + |target|) / cells, not of the difference (a
+    target within 1e-6 of the output left a cell's bound at 1e-17 and failed a correct
+    gradient). The attend loss enters at softmax: no d_block."""
+    if objective.kind != "mse":
+        return d_block
+    assert model.target is not None
+    forward = oracle(model, tokens, context, None, None)["forward"]
+    out = forward["projected"] if model.WO is not None else forward["concat"]
+    cells = len(out) * len(out[0])
+    return [[2 * (abs(o) + abs(t)) / cells for o, t in zip(row, target, strict=True)]
+            for row, target in zip(out, model.target.tolist(), strict=True)]  # fmt: skip
+
+
 def oracle_stage(want: dict[str, Any], name: str, head: int | None, kv_head: int | None) -> Any:
     """The oracle's value for a stage; biases as one row (1 × width), as the tables."""
     if head is not None:

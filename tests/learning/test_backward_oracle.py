@@ -31,9 +31,10 @@ from backward_cases import (
     random_upstream,
     rows_of,
     transposed_product,
+    upstream_magnitude,
     with_target,
 )
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from naive import Rows, naive_block, rotate, rotate_interleaved
 from naive_backward import rope_rotation, unrotate
@@ -202,7 +203,8 @@ def check_trace(
     assert traced.loss.loss.value == pytest.approx(value, rel=BACKWARD_ORACLE)
     assert traced.loss.heads == heads
     want = oracle(model, tokens, context, d_block, d_softmax)
-    size = oracle(model, tokens, context, d_block, d_softmax, magnitudes=True)
+    upstream = upstream_magnitude(model, tokens, context, objective, d_block)
+    size = oracle(model, tokens, context, upstream, d_softmax, magnitudes=True)
     listed = [(s.name, s.head, s.kv_head) for s in traced.stages]
     assert listed == expected_stages(model, context)
     assert all(name in GRAD_ORDER for name, _, _ in listed)
@@ -246,6 +248,7 @@ def test_the_losses_stages_match_the_loops(index: int) -> None:
 
 @EXAMPLES
 @given(st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+@example(35213, True, False)  # a target within 1e-6 of the output: mse's d_projected cancels
 def test_random_models_losses_match_the_loops(seed: int, mse: bool, one_head: bool) -> None:
     model, tokens, context = random_block(seed)
     if mse:

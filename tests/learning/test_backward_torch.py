@@ -26,6 +26,7 @@ from backward_cases import (
     oracle_stage,
     random_upstream,
     rows_of,
+    upstream_magnitude,
     with_target,
 )
 from tolerances import BACKWARD_ORACLE
@@ -207,7 +208,8 @@ def test_the_losses_are_autograds(index: int) -> None:
             assert traced.loss.loss.value == pytest.approx(float(torch_grads["loss"]),
                                                            rel=BACKWARD_ORACLE)  # fmt: skip
             _, _, d_block, d_softmax = loss_upstream(spec, tokens, context, objective)
-            size = oracle(spec, tokens, context, d_block, d_softmax, magnitudes=True)
+            upstream = upstream_magnitude(spec, tokens, context, objective, d_block)
+            size = oracle(spec, tokens, context, upstream, d_softmax, magnitudes=True)
             whole = {"d_X": "X", "d_WQ": "WQ", "d_WK": "WK", "d_WV": "WV"}
             for stage in traced.stages:
                 what = f"{stage.name} head {stage.head} K/V head {stage.kv_head}"
