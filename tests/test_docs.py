@@ -78,24 +78,39 @@ def test_docs_show_examples() -> None:
     assert len(docs_examples()) >= 20
 
 
-def test_the_architecture_note_names_every_module() -> None:
-    """docs/architecture.md's tree names each module of the package under its folder, so
-    it cannot drift from the code as modules are added (names may share a line:
-    ``bert.py, llama.py``)."""
+def architecture_trees() -> set[str]:
+    """Every module docs/architecture.md's trees name, as a path under attntrace/.
+
+    Each fenced tree starts at a folder (``kernel/``) or at ``attntrace/`` itself; a
+    deeper ``name/`` line opens a subfolder; a line names one module or several
+    (``a.py, b.py``) before its description."""
     note = (DOCS / "architecture.md").read_text(encoding="utf-8")
-    tree = note[note.index("## The rooms") :].split("```")[1]
-    sections: dict[str, str] = {}  # folder ("" for the top) -> its lines of the tree
-    folder = ""
-    for line in tree.splitlines():
-        heading = re.match(r"^  (\w+)/", line)
-        folder = heading[1] if heading else folder
-        sections[folder] = sections.get(folder, "") + line + "\n"
+    named: set[str] = set()
+    for block in re.findall(r"^```\n(.*?)^```", note[note.index("## The map") :], re.S | re.M):
+        folders: list[tuple[int, str]] = []  # (indent, name) of the open folders
+        for line in block.splitlines():
+            indent = len(line) - len(line.lstrip())
+            folders = [(i, name) for i, name in folders if i < indent]
+            folder = re.match(r"^\s*(\w+)/(\s|$)", line)
+            if folder:
+                folders.append((indent, folder[1]))
+                continue
+            names = re.split(r"\s{2,}", line.strip())[0]
+            prefix = "/".join(name for _, name in folders if name != "attntrace")
+            named.update(f"{prefix}/{m}".lstrip("/") for m in re.findall(r"\w+\.py", names))
+    return named
+
+
+def test_the_architecture_note_names_every_module() -> None:
+    """docs/architecture.md's map names each module of the package in its folder's tree,
+    so it cannot drift from the code as modules are added or moved."""
     package = ROOT / "attntrace"
-    modules = [p for p in package.rglob("*.py") if p.name != "__init__.py" or p.parent == package]
+    modules = {
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*.py")
+        if p.name != "__init__.py" or p.parent == package
+    }
     assert len(modules) > 50
-    missing = [
-        str(p.relative_to(package))
-        for p in modules
-        if p.name not in sections.get("" if p.parent == package else p.parent.name, "")
-    ]
-    assert missing == [], f"docs/architecture.md's tree does not name {missing}"
+    named = architecture_trees()
+    assert sorted(modules - named) == [], "docs/architecture.md's map does not name these"
+    assert sorted(named - modules) == [], "docs/architecture.md's map names modules not there"
