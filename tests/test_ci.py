@@ -23,3 +23,13 @@ def test_every_run_time_dependency_is_pinned_at_its_floor_for_the_lowest_run() -
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert 'pip install -q -c "$logs/floors.txt"' in run
     assert 'python3 .ci/lowest.py > "$logs/floors.txt"' in run
+
+
+def test_ci_runs_the_long_runs_the_readme_command_leaves_out() -> None:
+    """The README's command deselects the long runs; .ci/run runs them after it, and the
+    floors' leg runs everything."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"-m", "not long"' in pyproject
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pytest -m long;" in run
+    assert 'HYPOTHESIS_PROFILE=dev pytest -m "long or not long"' in run

@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from paths import SAMPLES
 from typer.testing import Result  # type: ignore[attr-defined, unused-ignore]  # typer 0.26
 
+# Thousands of whole CLI runs: a long run (pytest -m long), which .ci/run makes.
+pytestmark = pytest.mark.long
+
 SAVED = json.loads(invoke("run", "the cat sat", "-s", "the-cat-sat", "--json").stdout)
 
 
