@@ -49,7 +49,7 @@ _LAZY = {
 
 def _show_trace(trace: Any, form: _display.Form) -> Any:
     """How print(trace), Rich and Jupyter show a trace: the renderer's one entry point,
-    imported the first time a trace is shown (the core cannot import it). In a notebook a
+    imported the first time a trace is shown (the kernel cannot import it). In a notebook a
     trace is the explorer page (attntrace.page), its plain text the tables'; its HTML
     alone (``_repr_html_``) draws no tables."""
     if form == "html":

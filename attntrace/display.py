@@ -1,7 +1,7 @@
 """A Trace's own display: ``print(trace)``, ``rich.print(trace)`` and Jupyter's.
 
 :class:`attntrace.kernel.trace.Trace` asks :mod:`attntrace.kernel.display`, which
-``attntrace/__init__.py`` points at :func:`show` here: the core names no renderer. Each
+``attntrace/__init__.py`` points at :func:`show` here: the kernel names no renderer. Each
 form is the whole document as the tables draw it, of the trace as shown (its text made
 visible), at a fixed width.
 """

@@ -7,7 +7,7 @@ shape (d_model 576, 9 heads, 3 K/V heads, head width 64) over 8 and 32 tokens: f
 alone, and each low-precision dtype. A low-precision decode also runs float64's (its
 error is measured against it) and the full causal attention in the dtype (for the exact
 comparison), and its matrix products loop over the inner dimension in Python
-(core/precision.matmul_in): so it costs several float64 decodes.
+(kernel/precision.matmul_in): so it costs several float64 decodes.
 """
 
 from __future__ import annotations

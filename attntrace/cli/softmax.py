@@ -98,7 +98,7 @@ _NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+
 
 def parse_values(words: Sequence[str]) -> list[float]:
     """Command-line words -> finite floats, or an InputError naming the bad word (its
-    messages name softmax's own options: this is the command line's, not the core's)."""
+    messages name softmax's own options: this is the command line's, not the kernel's)."""
     import math
 
     from attntrace.errors import InputError  # here, not above: --help stays light

@@ -2,8 +2,9 @@
 
 The model comes from `run`'s flags (a model file or a sample, not --model), the loss
 from the flags `grad` takes too (cli/objective_flags); the numbers from
-:func:`attntrace.learning.train.train`, the view from render/train and render/train_live,
-the JSON from files/train_json, the saved model file from files/model_writer.
+:func:`attntrace.learning.train.train`, the view from learning/views/train and
+learning/views/train_live, the JSON from learning/train_json, the saved model file from
+modelfile/model_writer.
 """
 
 from __future__ import annotations

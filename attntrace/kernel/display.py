@@ -1,6 +1,6 @@
-"""How a Trace shows itself (``print``, Rich, Jupyter) without the core importing a renderer.
+"""How a Trace shows itself (``print``, Rich, Jupyter) without the kernel importing a renderer.
 
-Renderers read what the core computed, so they import the core, never the reverse
+Renderers read what the kernel computed, so they import the kernel, never the reverse
 (docs/architecture.md). A :class:`~attntrace.kernel.trace.Trace` asks the one function set
 here to show it; ``attntrace/__init__.py`` sets one that imports the renderer the first
 time a trace is shown. Every import of an attntrace module runs that ``__init__`` first,

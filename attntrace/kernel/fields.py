@@ -15,8 +15,8 @@ value, what was found is the size: a count (``3``), :func:`counted` (``3 numbers
 number over a limit is written as the limit is (``at most 4,096, got 100,000,000``), and
 a list compared item by item with an expected list is shown as written (``[2, 3]``).
 
-This module is in the core, not in :mod:`attntrace.files`, because ModelSpec (core)
-checks its fields with it, and the core may import only the core and the base modules
+This module is in the kernel, not in :mod:`attntrace.modelfile`, because ModelSpec (kernel)
+checks its fields with it, and the kernel may import only the kernel and the base modules
 (errors, visible, arguments). Nothing here reads a file or knows a format.
 """
 

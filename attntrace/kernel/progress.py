@@ -1,10 +1,10 @@
-"""How far long work has got: the core reports it, and whoever listens shows it.
+"""How far long work has got: the kernel reports it, and whoever listens shows it.
 
 Hashing a weight file, running a real model's layers and decoding token by token can
 take seconds. That work reports through :func:`task`; nothing listens unless a caller
 installs a :class:`Listener` with :func:`reporting_to` (the CLI does: a Rich display on
 stderr when stderr is a terminal, see ``attntrace.ui.progress``). With no listener a
-report costs a context-variable lookup and an addition: the core never draws anything
+report costs a context-variable lookup and an addition: the kernel never draws anything
 and imports no display.
 """
 

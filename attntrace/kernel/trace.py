@@ -338,7 +338,7 @@ class Trace:
         return f"<Trace {self.model.name!r} tokens={list(self.tokens)} stages: {shapes}>"
 
     # print, Rich and Jupyter: shown by the renderer attntrace/__init__.py sets, through
-    # attntrace.kernel.display (the core imports no renderer)
+    # attntrace.kernel.display (the kernel imports no renderer)
     def __str__(self) -> str:
         """The tables as plain text, 80 columns wide: ``print(trace)``."""
         text: str = display.show(self, "text")

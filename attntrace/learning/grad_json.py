@@ -1,6 +1,6 @@
 """GradTrace -> the ``attntrace/grad/v1`` document (docs/learning.md#attntracegradv1).
 
-Plain dicts, as every document is written (files/serialize): the model as the trace
+Plain dicts, as every document is written (forward/trace_json): the model as the trace
 gives it, the loss with its cell's tokens, and every gradient stage in backward order
 with the forward stage it mirrors (``of``) and, for a K/V head's sum, the query heads it
 adds (``summed_heads``). The forward stages are not repeated: ``run --json`` writes them.

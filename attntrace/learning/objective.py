@@ -84,7 +84,7 @@ def _attend(objective: Objective, trace: Trace) -> Resolved:
     heads = tuple(range(trace.model.heads)) if objective.head is None else (objective.head,)
     try:
         loss = attend_loss(trace, row, col, objective.head)
-    except InputError as error:  # the core's argument names, said as the flags are
+    except InputError as error:  # the kernel's argument names, said as the flags are
         raise InputError(error.message, field=f"--{error.field}", expected=error.expected,
                          found=error.found) from None  # fmt: skip
     # the tables' labels: a repeated token is told apart (the#4), as in every table

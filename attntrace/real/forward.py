@@ -3,7 +3,7 @@
 A real model's layer L reads the hidden state that layers 0 … L−1 made, so tracing it
 means running those layers first. These are the textbook formulas (the references are
 Hugging Face transformers' BertModel and LlamaModel, which the golden tests compare
-with). Attention is the core's own (:func:`attntrace.kernel.ops.attention`), given every
+with). Attention is the kernel's own (:func:`attntrace.kernel.ops.attention`), given every
 head at once: the projections here multiply all of a layer's heads in one product each
 and split the result into heads, because a forward pass needs every head of every layer
 before the traced one; attntrace's stage-by-stage trace then recomputes the one layer

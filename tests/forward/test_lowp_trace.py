@@ -1,4 +1,4 @@
-"""run --dtype's trace (core/lowp_trace): every stage against an independent computation
+"""run --dtype's trace (forward/dtype): every stage against an independent computation
 by the casting rule written here with numpy's float16/float32 arithmetic (numpy's float16
 add, multiply and divide are correctly rounded, and float64 -> float16 conversion too),
 the errors against float64, the first overflow, and float64 left as it was."""

@@ -1,5 +1,5 @@
-"""The lines and marks a --dtype trace adds to the tables (render/lowp, the cells of
-render/stage_table): inf, −inf and NaN shown and marked so they survive NO_COLOR, the
+"""The lines and marks a --dtype trace adds to the tables (forward/views/dtype, the cells of
+ui/stage_table): inf, −inf and NaN shown and marked so they survive NO_COLOR, the
 columns wide enough for them, a mask's −∞ left as it was."""
 
 from __future__ import annotations

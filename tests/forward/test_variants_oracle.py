@@ -311,7 +311,7 @@ def test_flash_output_is_the_loops(fixed: dict[str, Any]) -> None:
         np.testing.assert_allclose(record.output, expected["output"][h], **FLOAT64)
 
 
-# ---- core/masks against the loops, cell by cell ----
+# ---- kernel/masks against the loops, cell by cell ----
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,4 +1,4 @@
-"""The casting rule's pieces (core/lowp_ops): the choices a user may name, the error of a
+"""The casting rule's pieces (kernel/casting): the choices a user may name, the error of a
 stage against float64, and overflow carried as IEEE arithmetic carries it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The backward pass as a record (core/grad_trace): each gradient shaped and labelled as
+"""The backward pass as a record (learning/grad_trace): each gradient shaped and labelled as
 the forward stage it mirrors, named as docs/learning.md's table, in its order."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The losses as a user names them (core/objective): tokens resolved as --focus resolves
+"""The losses as a user names them (learning/objective): tokens resolved as --focus resolves
 them, the heads summed or one, the values against plain loops (tests/naive.py), and every
 refusal one InputError naming the flag."""
 

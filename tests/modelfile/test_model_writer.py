@@ -1,4 +1,4 @@
-"""files/model_writer's ``save_model`` treats its name as ``cp`` would: what is not a
+"""modelfile/model_writer's ``save_model`` treats its name as ``cp`` would: what is not a
 regular file is refused and left as it was, a link is followed, a replaced file keeps its
 mode, a new one gets the umask's, and a failure anywhere leaves the old file and no
 temporary file. Never writes to /dev: the device case is checked with the writing

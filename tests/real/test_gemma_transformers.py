@@ -250,7 +250,7 @@ def test_gelu_tanh_is_pytorchs_tanh_approximation(x: float) -> None:
 
 
 def test_the_kv_cache_preset_has_the_models_local_layers() -> None:
-    """kv-cache's gemma3-270m preset (core/kv_memory, which may not import real/) prices
+    """kv-cache's gemma3-270m preset (decode/kv_memory, which may not import real/) prices
     the local layers this module's rule makes: every layer but each sixth."""
     from attntrace.decode.kv_memory import PRESETS
 

@@ -42,7 +42,7 @@ VARIANT_RULES = {
     "O ← (ℓ_old·rescale·O + exp(row max − m_new)·P̃·V_j) / ℓ_new, kept normalised",
 }
 SKIPPED = "skipped: every key after every query"
-# why a tile was skipped (core/flash), in the words of its line
+# why a tile was skipped (kernels/flash), in the words of its line
 SKIPPED_BECAUSE = {
     FUTURE: SKIPPED,
     OUT_OF_WINDOW: "skipped: every key out of the window",
