@@ -100,6 +100,19 @@ def test_docs_python_example(page: str, block: str) -> None:
     assert len(test.examples) >= 5
 
 
+def test_the_python_examples_are_there() -> None:
+    """The session of the plain API (forward.md) and the one of the real models' layers
+    (real-models.md), each the only ``pycon`` block of its page."""
+    blocks: dict[str, list[str]] = {}
+    for page, block in docs_python_examples():
+        blocks.setdefault(page, []).append(block)
+    assert len(blocks["forward.md"]) == 1
+    assert "from attntrace import trace_attention" in blocks["forward.md"][0]
+    assert "trace_attention(5)" in blocks["forward.md"][0]
+    assert len(blocks["real-models.md"]) == 1
+    assert "from attntrace.real.layer import" in blocks["real-models.md"][0]
+
+
 def test_docs_show_examples() -> None:
     """The pages that promise examples have them (a regex gone wrong would find none)."""
     pages = {page for page, _, _ in docs_examples()}
