@@ -50,6 +50,17 @@ def test_the_index_names_every_page() -> None:
     assert [p.name for p in PAGES if p.name != "README.md" and p.name not in index] == []
 
 
+def test_the_index_names_every_json_document() -> None:
+    """docs/README.md's entry for json.md names each document json.md's table lists (its
+    ``attntrace/NAME/vN``), so the index cannot fall behind a new document."""
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    entry = index[index.index("- [json.md](json.md)") :].split("\n- ", 1)[0]
+    table = (DOCS / "json.md").read_text(encoding="utf-8").split("\n## ", 1)[0]
+    documents = set(re.findall(r"`attntrace/([a-z-]+)/v\d+`", table))
+    assert len(documents) >= 13
+    assert sorted(name for name in documents if f"`{name}`" not in entry) == []
+
+
 def test_json_md_names_every_schema_file() -> None:
     text = (DOCS / "json.md").read_text(encoding="utf-8")
     schemas = sorted((ROOT / "attntrace" / "schema").glob("*.schema.json"))
