@@ -1,13 +1,17 @@
 """docs/ holds together: every relative link (and #anchor) in it and in the README
-resolves, docs/README.md names every page, and docs/json.md names every schema file."""
+resolves, docs/README.md names every page, and docs/json.md names every schema file; and
+its examples are real: every ``console`` block is run and compared, every ``pycon`` block
+runs as a doctest."""
 
 from __future__ import annotations
 
+import doctest
 import re
 from pathlib import Path
 
 import pytest
 from goldens import console_blocks, example_folder, run_shell, why_not_run
+from helpers import WEIGHTS_MISSING
 from paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -46,6 +50,17 @@ def test_the_index_names_every_page() -> None:
     assert [p.name for p in PAGES if p.name != "README.md" and p.name not in index] == []
 
 
+def test_the_index_names_every_json_document() -> None:
+    """docs/README.md's entry for json.md names each document json.md's table lists (its
+    ``attntrace/NAME/vN``), so the index cannot fall behind a new document."""
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    entry = index[index.index("- [json.md](json.md)") :].split("\n- ", 1)[0]
+    table = (DOCS / "json.md").read_text(encoding="utf-8").split("\n## ", 1)[0]
+    documents = set(re.findall(r"`attntrace/([a-z-]+)/v\d+`", table))
+    assert len(documents) >= 13
+    assert sorted(name for name in documents if f"`{name}`" not in entry) == []
+
+
 def test_json_md_names_every_schema_file() -> None:
     text = (DOCS / "json.md").read_text(encoding="utf-8")
     schemas = sorted((ROOT / "attntrace" / "schema").glob("*.schema.json"))
@@ -69,6 +84,44 @@ def test_docs_console_example(page: str, command: str, output: str, tmp_path: Pa
         pytest.skip(reason)
     folder = example_folder(tmp_path, DOCS / page)
     assert run_shell(command, folder) == output, f"{page}: {command}"
+
+
+PYCON_BLOCK = re.compile(r"```pycon\n(.*?)```", re.DOTALL)
+
+
+def docs_python_examples() -> list[tuple[str, str]]:
+    """Each ``pycon`` block of docs/ as (page, the block)."""
+    return [
+        (page.name, block)
+        for page in PAGES
+        for block in PYCON_BLOCK.findall(page.read_text(encoding="utf-8"))
+    ]
+
+
+@pytest.mark.parametrize(("page", "block"), docs_python_examples(), ids=lambda x: x[:40])
+def test_docs_python_example(page: str, block: str) -> None:
+    """Each ``pycon`` block of docs/ is a doctest, run in a fresh namespace as a new
+    session, as the README's are."""
+    if "attntrace.real" in block and WEIGHTS_MISSING is not None:
+        pytest.skip(WEIGHTS_MISSING)
+    test = doctest.DocTestParser().get_doctest(block, {}, page, str(DOCS / page), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    assert len(test.examples) >= 5
+
+
+def test_the_python_examples_are_there() -> None:
+    """The session of the plain API (forward.md) and the one of the real models' layers
+    (real-models.md), each the only ``pycon`` block of its page."""
+    blocks: dict[str, list[str]] = {}
+    for page, block in docs_python_examples():
+        blocks.setdefault(page, []).append(block)
+    assert len(blocks["forward.md"]) == 1
+    assert "from attntrace import trace_attention" in blocks["forward.md"][0]
+    assert "trace_attention(5)" in blocks["forward.md"][0]
+    assert len(blocks["real-models.md"]) == 1
+    assert "from attntrace.real.layer import" in blocks["real-models.md"][0]
 
 
 def test_docs_show_examples() -> None:
