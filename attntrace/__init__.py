@@ -6,7 +6,7 @@ From Python::
     trace = trace_attention("cat eats fish")
     trace["softmax"].data        # numpy array, the attention weights (read-only)
 
-The README's "What attntrace exports" documents each name, its arguments and errors.
+docs/forward.md's "What attntrace exports" documents each name, its arguments and errors.
 The public names are imported lazily, so ``attntrace --help`` does not pay for numpy.
 """
 
