@@ -1,4 +1,4 @@
-"""``check --json`` (attntrace/checking/v1) and ``diff --json`` (attntrace/diff/v1)."""
+"""``check --json`` (attntrace/check/v1) and ``diff --json`` (attntrace/diff/v1)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from attntrace.kernel.trace import Trace
 
 
-CHECK_SCHEMA_ID = "attntrace/checking/v1"
+CHECK_SCHEMA_ID = "attntrace/check/v1"
 
 
 def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, Any]:

@@ -197,7 +197,7 @@ def test_check_names_the_mistake(case: Case, tmp_path: Path) -> None:
     args += ["--config", str(write_model(tmp_path, document))]
     code, report, output = run_check(*args, *tolerance_flags(case.dtype, case.fmt))
     assert code == 1, output
-    assert report["schema"] == "attntrace/checking/v1"
+    assert report["schema"] == "attntrace/check/v1"
     divergent = report["first_divergent"]
     assert divergent["stage"] == first, output
     if first in PER_HEAD:

@@ -82,14 +82,14 @@ def open_gguf(
     return gguf, tokenizer
 
 
-# The modules whose code turns a GGUF's metadata into the cached tables.
+# The modules whose code turns a GGUF's metadata into the cached tables, under real/.
 _DERIVING = (
-    "bpe.py",
-    "sentencepiece.py",
-    "tokenizer_cache.py",
+    "tokenizers/bpe.py",
+    "tokenizers/sentencepiece.py",
+    "tokenizers/tokenizer_cache.py",
     "text.py",
-    "gguf.py",
-    "gguf_header.py",
+    "weights/gguf.py",
+    "weights/gguf_header.py",
     "llama.py",
 )
 
@@ -102,7 +102,7 @@ def code_digest() -> str | None:
     digest = hashlib.sha256()
     for name in _DERIVING:
         try:
-            digest.update((Path(__file__).parent / name).read_bytes())
+            digest.update((Path(__file__).parent.parent / name).read_bytes())
         except OSError:  # a zipped or stripped install: no cache is better than a stale one
             return None
     return digest.hexdigest()
