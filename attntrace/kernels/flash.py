@@ -41,12 +41,13 @@ causal mask or by the window, is skipped and says why (``Tile.why``), as the ker
 the key blocks outside ``[q − window + 1, q]`` (FlashAttention-2's ``window_size``,
 gpt-oss's ``BANDWIDTH`` loop bounds). ALiBi's bias ``−m_h · |i − j|`` is added to each
 tile's scaled scores and the cap ``C · tanh(x / C)`` applied after it, before the mask,
-as the full softmax computes them. A sink logit s enters as gpt-oss's Triton kernel
-takes it (``_attn_fwd`` in ``gpt_oss/triton/attention.py``): the running max starts at
-s instead of −∞ (``m_i = zeros + sink``), the running sum at 0, and after the last tile
-the sink's own ``exp(s − m)`` joins the sum the output is divided by (``z = l_i +
-exp(sink − m_i)``); ``FlashRecord.sink`` is its share, the trace's ``sink`` column.
-Since m starts finite, no row ever meets the ``−∞ − (−∞)`` guard.
+by the full softmax's own steps (:func:`attntrace.kernel.ops.logit_steps`). A sink logit
+s enters as gpt-oss's Triton kernel takes it (``_attn_fwd`` in
+``gpt_oss/triton/attention.py``): the running max starts at s instead of −∞ (``m_i =
+zeros + sink``), the running sum at 0, and after the last tile the sink's own ``exp(s −
+m)`` joins the sum the output is divided by (``z = l_i + exp(sink − m_i)``);
+``FlashRecord.sink`` is its share, the trace's ``sink`` column. Since m starts finite, no
+row ever meets the ``−∞ − (−∞)`` guard.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.kernel import masks
 from attntrace.kernel.frozen import Matrix, computed
+from attntrace.kernel.ops import logit_steps
 from attntrace.kernel.trace import Trace
 
 FLOAT64_BYTES = 8
@@ -227,13 +229,10 @@ def flash(
             tiles.append(Tile(i, j, (r0, r1), (c0, c1), True, None, None, None, None, *state,
                               why=_why_skipped(rows_at, cols_at, causal)))  # fmt: skip
             continue
-        S = (Q[r0:r1] @ K[c0:c1].T) * scale  # [bq, d_k]·[d_k, bk] -> [bq, bk]
-        if slope is not None:  # ALiBi on the scaled scores: −m · |i − j|
-            S = S + masks.alibi_bias(rows_at, cols_at, slope)
-        if softcap is not None:  # capped before the mask, as the full softmax
-            S = softcap * np.tanh(S / softcap)
-        if hidden is not None:
-            S = np.where(hidden, -np.inf, S)
+        raw = Q[r0:r1] @ K[c0:c1].T  # [bq, d_k]·[d_k, bk] -> [bq, bk]
+        # ALiBi's −m · |i − j|, the cap, the mask: the full softmax's steps, in its order
+        bias = None if slope is None else masks.alibi_bias(rows_at, cols_at, slope)
+        *_, S = logit_steps(raw * scale, raw, bias=bias, softcap=softcap, mask=hidden)
         block_max = S.max(axis=1)
         m_new = np.maximum(m_old, block_max)
         rescale = np.exp(m_old - _subtrahend(m_new))  # 0 where m_old is −∞
