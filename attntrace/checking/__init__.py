@@ -2,6 +2,6 @@
 
 `user_arrays` reads what a person saved, `compare` places each array among the stages
 (`layout`), compares within `tolerance` and finds the first divergence, `mistakes`
-recomputes the block with each known mistake to name it, `report` holds the result;
-`diff` compares two traces. Views in `views/`.
+lists the known mistakes and `recompute` computes the block with each to name it, `report`
+holds the result; `diff` compares two traces. Views in `views/`.
 """

@@ -21,7 +21,8 @@ import numpy.typing as npt
 
 from attntrace.checking.given import GivenArray
 from attntrace.checking.layout import LAYOUTS, Reading, readings
-from attntrace.checking.mistakes import Computed, Mistake, catalogue, recompute
+from attntrace.checking.mistakes import Mistake, catalogue
+from attntrace.checking.recompute import Computed, recompute
 from attntrace.checking.report import (
     CheckReport,
     Diagnosis,

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.kernel import ops, precision
-from attntrace.kernel.ops import Attention, Mask, Matrix, apply_mask, causal_mask, rope_angles
+from attntrace.kernel.ops import Attention, Mask, Matrix, rope_angles
 from attntrace.kernel.precision import ACCUMULATE, DTYPES, Accumulate, DTypeName
 
 # The short names kv-cache --dtype and the frameworks use, taken for the long ones.
@@ -179,29 +179,61 @@ class Cast:
         softmax in ``softmax_dtype`` (a sink logit, rounded to the dtype, as one more
         column of it), output by the product rule."""
         Q, K, V = self.round(Q), self.round(K), self.round(V)
-        dtype, accumulate = self.dtype, self.accumulate
-        # [n, d_k] · [d_k, m] -> [n, m]; from here on every input is already dtype's
-        scores = precision.matmul_in(Q, K.T, dtype, accumulate, in_dtype=True)
+        return ops.attention(
+            Q,
+            K,
+            V,
+            causal=causal,
+            mask=mask,
+            bias=bias,
+            softcap=softcap,
+            sink_logit=sink_logit,
+            steps=_Rounded(self),
+        )
+
+
+@dataclass(frozen=True)
+class _Rounded(ops.Steps):
+    """:func:`attntrace.kernel.ops.attention`'s steps by ``cast``'s rule, one head
+    ``[n, d]``, every input already the dtype's values (:meth:`Cast.attention`)."""
+
+    cast: Cast
+
+    def scores(self, Q: Matrix, K: Matrix) -> Matrix:
+        cast = self.cast  # [n, d_k] · [d_k, m] -> [n, m]
+        return precision.matmul_in(Q, K.T, cast.dtype, cast.accumulate, in_dtype=True)
+
+    def scale(self, scores: Matrix, d_k: int) -> Matrix:
         with np.errstate(over="ignore", invalid="ignore"):
-            scaled = self.round(scores / math.sqrt(Q.shape[-1]))
-            biased = None if bias is None else self.add(scaled, bias)
-            logits = scaled if biased is None else biased
-            capped = None if softcap is None else self.round(softcap * np.tanh(logits / softcap))
-        logits = logits if capped is None else capped
-        if mask is None and causal:
-            mask = causal_mask(*scaled.shape)
-        masked = None if mask is None else apply_mask(logits, mask)
-        logits = logits if masked is None else masked
-        sink = None
-        if sink_logit is not None:  # the sink as one more column, dropped after the softmax
-            column = np.full((logits.shape[0], 1), self.round(sink_logit))
-            logits = np.concatenate([logits, column], axis=1)
-        weights = precision.softmax_in(logits, dtype, self.softmax_dtype, stable=True,
-                                       in_dtype=True)  # fmt: skip
+            return self.cast.round(scores / math.sqrt(d_k))
+
+    def bias(self, logits: Matrix, bias: Matrix) -> Matrix:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.cast.add(logits, bias)
+
+    def cap(self, logits: Matrix, softcap: float, scores: Matrix) -> Matrix:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self.cast.round(softcap * np.tanh(logits / softcap))
+
+    def softmax(
+        self, logits: Matrix, sink_logit: npt.ArrayLike | None
+    ) -> tuple[Matrix, Matrix | None]:
+        """The stable softmax in ``softmax_dtype``; a sink logit, rounded to the dtype, as
+        one more column of it, dropped after."""
+        cast = self.cast
         if sink_logit is not None:
-            weights, sink = weights[:, :-1], weights[:, -1:]
-        output = precision.matmul_in(weights, V, dtype, accumulate, in_dtype=True)
-        return Attention(scores, scaled, masked, weights, output, biased, capped, sink)
+            column = np.full((logits.shape[0], 1), cast.round(sink_logit))
+            logits = np.concatenate([logits, column], axis=1)
+        weights = precision.softmax_in(
+            logits, cast.dtype, cast.softmax_dtype, stable=True, in_dtype=True
+        )
+        if sink_logit is None:
+            return weights, None
+        return weights[:, :-1], weights[:, -1:]
+
+    def output(self, weights: Matrix, V: Matrix) -> Matrix:
+        cast = self.cast  # [n, m] · [m, d_v] -> [n, d_v]
+        return precision.matmul_in(weights, V, cast.dtype, cast.accumulate, in_dtype=True)
 
 
 @dataclass(frozen=True)

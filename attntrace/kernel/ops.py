@@ -2,7 +2,9 @@
 
 Each function carries the shapes it maps, picoGPT-style: ``[n, m] -> [n, m]``.
 :func:`attention` is the one scaled dot-product attention of the package: the traced
-block, the KV-cache decode and the real models' forward pass all call it.
+block, the KV-cache decode and the real models' forward pass all call it, and so do the
+low-precision rule (:mod:`attntrace.kernel.casting`) and check's catalogue of mistakes,
+each with its own :class:`Steps`.
 """
 
 from __future__ import annotations
@@ -45,6 +47,69 @@ class Attention(NamedTuple):
         return self.scaled
 
 
+#: The steps between the scaling and the softmax, in the order the block takes them
+#: (docs/variants.md): an additive bias (ALiBi), the soft cap, the mask.
+LOGIT_STEPS = ("biased", "capped", "masked")
+
+
+class Steps:
+    """How each step of :func:`attention` is computed: here in float64, numpy's arithmetic.
+
+    The pipeline (which steps, in which order, and what each reads) is
+    :func:`attention`'s and :func:`logit_steps`'s alone; a subclass changes how a step
+    computes, never the pipeline: :mod:`attntrace.kernel.casting` rounds each step to a
+    low-precision dtype, and check's catalogue of mistakes
+    (:mod:`attntrace.checking.mistakes`) takes one step the wrong way (its ``order`` caps
+    after the mask).
+    """
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        """:data:`LOGIT_STEPS` in the order they are taken."""
+        return LOGIT_STEPS
+
+    def scores(self, Q: Matrix, K: Matrix) -> Matrix:
+        """``Q · Kᵀ``: ``[.., n, d_k] · [.., d_k, m] -> [.., n, m]``."""
+        product: Matrix = Q @ K.swapaxes(-1, -2)
+        return product
+
+    def scale(self, scores: Matrix, d_k: int) -> Matrix:
+        """``scores / √d_k``."""
+        scaled: Matrix = scores / np.sqrt(d_k)
+        return scaled
+
+    def bias(self, logits: Matrix, bias: Matrix) -> Matrix:
+        """``logits + bias`` (ALiBi's ``−m · |i − j|``)."""
+        biased: Matrix = logits + bias
+        return biased
+
+    def cap(self, logits: Matrix, softcap: float, scores: Matrix) -> Matrix:
+        """``C · tanh(x / C)`` of the logits (``scores``, before the scaling, are for a
+        step that caps something else: a mistake's)."""
+        capped: Matrix = softcap * np.tanh(logits / softcap)
+        return capped
+
+    def mask(self, logits: Matrix, mask: Mask) -> Matrix:
+        """−∞ where ``mask`` is True."""
+        return apply_mask(logits, mask)
+
+    def softmax(
+        self, logits: Matrix, sink_logit: npt.ArrayLike | None
+    ) -> tuple[Matrix, Matrix | None]:
+        """Each row's weights, and the sink's share (None without a sink logit)."""
+        if sink_logit is None:
+            return softmax(logits), None  # row-wise: [n, m] -> [n, m]
+        return softmax_with_sink(logits, sink_logit)
+
+    def output(self, weights: Matrix, V: Matrix) -> Matrix:
+        """``weights · V``: ``[.., n, m] · [.., m, d_v] -> [.., n, d_v]``."""
+        product: Matrix = weights @ V
+        return product
+
+
+EXACT = Steps()
+
+
 def attention(
     Q: Matrix,
     K: Matrix,
@@ -55,6 +120,7 @@ def attention(
     bias: Matrix | None = None,
     softcap: float | None = None,
     sink_logit: npt.ArrayLike | None = None,
+    steps: Steps = EXACT,
 ) -> Attention:
     """``softmax(Q · Kᵀ / √d_k) · V`` (Vaswani et al. 2017, eq. 1), keeping each step.
 
@@ -67,22 +133,45 @@ def attention(
     order: ``bias`` is added to the scaled scores (ALiBi), ``softcap`` C caps them to
     ``C · tanh(x / C)``, the mask hides cells, and ``sink_logit`` (broadcast to
     ``[.., n, 1]``) joins each row's softmax, taking weight but passing no value.
+    ``steps`` computes each step (:class:`Steps`: float64; a low-precision dtype's, or a
+    mistake's).
     """
-    scores = Q @ K.swapaxes(-1, -2)  # [n, d_k] · [d_k, m] -> [n, m]
-    scaled = scores / np.sqrt(Q.shape[-1])  # [n, m] -> [n, m]
-    biased = None if bias is None else scaled + bias  # [n, m] + [n, m] -> [n, m]
-    logits = scaled if biased is None else biased
-    capped = None if softcap is None else softcap * np.tanh(logits / softcap)
-    logits = logits if capped is None else capped
+    scores = steps.scores(Q, K)  # [n, d_k] · [d_k, m] -> [n, m]
+    scaled = steps.scale(scores, Q.shape[-1])  # [n, m] -> [n, m]
     if mask is None and causal:
         mask = causal_mask(*scaled.shape[-2:])
-    masked = None if mask is None else apply_mask(logits, mask)
-    logits = logits if masked is None else masked
-    if sink_logit is None:
-        weights = softmax(logits)  # row-wise: [n, m] -> [n, m]
-        return Attention(scores, scaled, masked, weights, weights @ V, biased, capped)
-    weights, sink = softmax_with_sink(logits, sink_logit)
-    return Attention(scores, scaled, masked, weights, weights @ V, biased, capped, sink)
+    biased, capped, masked, logits = logit_steps(
+        scaled, scores, bias=bias, softcap=softcap, mask=mask, steps=steps
+    )
+    weights, sink = steps.softmax(logits, sink_logit)
+    output = steps.output(weights, V)
+    return Attention(scores, scaled, masked, weights, output, biased, capped, sink)
+
+
+def logit_steps(
+    scaled: Matrix,
+    scores: Matrix,
+    *,
+    bias: Matrix | None = None,
+    softcap: float | None = None,
+    mask: Mask | None = None,
+    steps: Steps = EXACT,
+) -> tuple[Matrix | None, Matrix | None, Matrix | None, Matrix]:
+    """The steps from the scaled scores to what the softmax reads, each where it is on:
+    ``(biased, capped, masked, logits)``, the first three None where off. One place for
+    their order (:data:`LOGIT_STEPS`, or ``steps.order``): :func:`attention` takes them
+    on the whole score matrix, FlashAttention's tiles (:mod:`attntrace.kernels.flash`)
+    on each tile."""
+    made: dict[str, Matrix] = {}
+    logits = scaled
+    for stage in steps.order:
+        if stage == "biased" and bias is not None:
+            logits = made[stage] = steps.bias(logits, bias)
+        elif stage == "capped" and softcap is not None:
+            logits = made[stage] = steps.cap(logits, softcap, scores)
+        elif stage == "masked" and mask is not None:
+            logits = made[stage] = steps.mask(logits, mask)
+    return made.get("biased"), made.get("capped"), made.get("masked"), logits
 
 
 def softmax_with_sink(logits: Matrix, sink_logit: npt.ArrayLike) -> tuple[Matrix, Matrix]:

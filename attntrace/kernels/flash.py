@@ -41,12 +41,13 @@ causal mask or by the window, is skipped and says why (``Tile.why``), as the ker
 the key blocks outside ``[q − window + 1, q]`` (FlashAttention-2's ``window_size``,
 gpt-oss's ``BANDWIDTH`` loop bounds). ALiBi's bias ``−m_h · |i − j|`` is added to each
 tile's scaled scores and the cap ``C · tanh(x / C)`` applied after it, before the mask,
-as the full softmax computes them. A sink logit s enters as gpt-oss's Triton kernel
-takes it (``_attn_fwd`` in ``gpt_oss/triton/attention.py``): the running max starts at
-s instead of −∞ (``m_i = zeros + sink``), the running sum at 0, and after the last tile
-the sink's own ``exp(s − m)`` joins the sum the output is divided by (``z = l_i +
-exp(sink − m_i)``); ``FlashRecord.sink`` is its share, the trace's ``sink`` column.
-Since m starts finite, no row ever meets the ``−∞ − (−∞)`` guard.
+by the full softmax's own steps (:func:`attntrace.kernel.ops.logit_steps`). A sink logit
+s enters as gpt-oss's Triton kernel takes it (``_attn_fwd`` in
+``gpt_oss/triton/attention.py``): the running max starts at s instead of −∞ (``m_i =
+zeros + sink``), the running sum at 0, and after the last tile the sink's own ``exp(s −
+m)`` joins the sum the output is divided by (``z = l_i + exp(sink − m_i)``);
+``FlashRecord.sink`` is its share, the trace's ``sink`` column. Since m starts finite, no
+row ever meets the ``−∞ − (−∞)`` guard.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.kernel import masks
 from attntrace.kernel.frozen import Matrix, computed
+from attntrace.kernel.ops import logit_steps
 from attntrace.kernel.trace import Trace
 
 FLOAT64_BYTES = 8
@@ -179,6 +181,44 @@ def _subtrahend(m: Matrix) -> Matrix:
     return safe
 
 
+def _variant(variant: object) -> int:
+    """The variant asked for: 1 (FlashAttention) or 2 (FlashAttention-2)."""
+    chosen = arguments.whole("variant", variant)
+    if chosen not in (1, 2):
+        raise InputError(field="variant", expected="1 (FlashAttention) or 2 "
+                         "(FlashAttention-2)", found=str(chosen))  # fmt: skip
+    return chosen
+
+
+def _check_tiles(n: int, m: int, block_q: int, block_k: int) -> None:
+    """Refuses more than :data:`MAX_TILES` tiles."""
+    tiles_needed = -(-n // block_q) * -(-m // block_k)
+    if tiles_needed > MAX_TILES:
+        raise InputError(field="--block-q/--block-k", expected=f"at most {MAX_TILES:,} tiles "
+                         "(⌈queries / block_q⌉ · ⌈keys / block_k⌉); larger blocks make fewer",
+                         found=f"{tiles_needed:,} ({n} × {m} in blocks of {block_q} × "
+                         f"{block_k})")  # fmt: skip
+
+
+def _epilogue(
+    acc: Matrix, run_m: Matrix, run_l: Matrix, variant: int, sink_logit: float | None
+) -> Matrix | None:
+    """After the last tile: O divided by its row sums, in place, where the variant has not
+    kept it divided; with a sink logit, its ``exp(s − m)`` joins each sum first. Returns
+    the sink's share of each row (None without one)."""
+    if sink_logit is not None:  # the sink's exp(s − m) joins the sum
+        sink_term = np.exp(float(sink_logit) - run_m)
+        total = run_l + sink_term
+        if variant == 2:
+            acc /= total[:, None]
+        else:  # O was kept divided by ℓ: by ℓ + the sink's term instead
+            acc *= (run_l / total)[:, None]
+        return computed(sink_term / total)
+    if variant == 2:  # divided by ℓ once, at the end of each row block
+        acc /= np.where(run_l == 0.0, 1.0, run_l)[:, None]
+    return None
+
+
 def flash(
     Q: Matrix, K: Matrix, V: Matrix, *, block_q: int, block_k: int, causal: bool = False,
     variant: int = 2, window: int | None = None, sinks: int = 0, slope: float | None = None,
@@ -189,19 +229,11 @@ def flash(
     and a ``sink_logit`` as the module says. Refuses block sizes below 1 and a variant
     other than 1 or 2."""
     block_q, block_k = _block_size("block_q", block_q), _block_size("block_k", block_k)
-    variant = arguments.whole("variant", variant)
-    if variant not in (1, 2):
-        raise InputError(field="variant", expected="1 (FlashAttention) or 2 "
-                         "(FlashAttention-2)", found=str(variant))  # fmt: skip
+    variant = _variant(variant)
     causal = arguments.flag("causal", causal)
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n, m = len(Q), len(K)
-    tiles_needed = -(-n // block_q) * -(-m // block_k)
-    if tiles_needed > MAX_TILES:
-        raise InputError(field="--block-q/--block-k", expected=f"at most {MAX_TILES:,} tiles "
-                         "(⌈queries / block_q⌉ · ⌈keys / block_k⌉); larger blocks make fewer",
-                         found=f"{tiles_needed:,} ({n} × {m} in blocks of {block_q} × "
-                         f"{block_k})")  # fmt: skip
+    _check_tiles(n, m, block_q, block_k)
     scale = 1.0 / math.sqrt(Q.shape[1])
     offset = m - n  # the causal mask's: the last query is aligned with the last key
     q_blocks = [(s, min(s + block_q, n)) for s in range(0, n, block_q)]
@@ -227,13 +259,10 @@ def flash(
             tiles.append(Tile(i, j, (r0, r1), (c0, c1), True, None, None, None, None, *state,
                               why=_why_skipped(rows_at, cols_at, causal)))  # fmt: skip
             continue
-        S = (Q[r0:r1] @ K[c0:c1].T) * scale  # [bq, d_k]·[d_k, bk] -> [bq, bk]
-        if slope is not None:  # ALiBi on the scaled scores: −m · |i − j|
-            S = S + masks.alibi_bias(rows_at, cols_at, slope)
-        if softcap is not None:  # capped before the mask, as the full softmax
-            S = softcap * np.tanh(S / softcap)
-        if hidden is not None:
-            S = np.where(hidden, -np.inf, S)
+        raw = Q[r0:r1] @ K[c0:c1].T  # [bq, d_k]·[d_k, bk] -> [bq, bk]
+        # ALiBi's −m · |i − j|, the cap, the mask: the full softmax's steps, in its order
+        bias = None if slope is None else masks.alibi_bias(rows_at, cols_at, slope)
+        *_, S = logit_steps(raw * scale, raw, bias=bias, softcap=softcap, mask=hidden)
         block_max = S.max(axis=1)
         m_new = np.maximum(m_old, block_max)
         rescale = np.exp(m_old - _subtrahend(m_new))  # 0 where m_old is −∞
@@ -253,17 +282,7 @@ def flash(
                           computed(block_max), computed(rescale), computed(m_old),
                           computed(m_new), computed(l_old), computed(l_new.copy()),
                           computed(acc[r0:r1].copy())))  # fmt: skip
-    sink = None
-    if sink_logit is not None:  # the epilogue: the sink's exp(s − m) joins the sum
-        sink_term = np.exp(float(sink_logit) - run_m)
-        total = run_l + sink_term
-        if variant == 2:
-            acc /= total[:, None]
-        else:  # O was kept divided by ℓ: by ℓ + the sink's term instead
-            acc *= (run_l / total)[:, None]
-        sink = computed(sink_term / total)
-    elif variant == 2:  # divided by ℓ once, at the end of each row block
-        acc /= np.where(run_l == 0.0, 1.0, run_l)[:, None]
+    sink = _epilogue(acc, run_m, run_l, variant, sink_logit)
     return FlashRecord(variant, causal, block_q, block_k, m, tuple(tiles), computed(acc),
                        computed(run_m), computed(run_l), sink, window,
                        sinks)  # fmt: skip

@@ -19,7 +19,8 @@ from attntrace.api import prepared
 from attntrace.checking.compare import check_arrays
 from attntrace.checking.given import GivenArray
 from attntrace.checking.layout import readings
-from attntrace.checking.mistakes import Recipe, catalogue, recompute
+from attntrace.checking.mistakes import catalogue
+from attntrace.checking.recompute import Recipe, recompute
 from attntrace.checking.tolerance import Tolerance, compare, tolerance_for
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
@@ -199,7 +200,7 @@ def test_tiled_kv_heads_give_query_head_h_the_kv_head_h_mod_kv_heads() -> None:
 
 def test_the_unstable_softmax_overflows_in_the_dtype_it_was_computed_in() -> None:
     scaled = np.array([[100.0, 0.0]])  # exp(100) > float32's max (3.4e38), < float64's
-    from attntrace.checking.mistakes import _softmax
+    from attntrace.checking.recompute import _softmax
 
     assert np.isnan(_softmax(scaled, "unstable", "float32")[0, 0])
     np.testing.assert_allclose(_softmax(scaled, "unstable", "float64"), [[1.0, math.exp(-100)]])
