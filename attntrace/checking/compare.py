@@ -6,9 +6,10 @@ wrong, and which mistake of the catalogue reproduces it (docs/check.md).
 (:mod:`attntrace.checking.tolerance`), and at the first stage that differs recomputes
 the model with each mistake of :mod:`attntrace.checking.mistakes` that applies to it.
 
-It runs past 300 lines because placing an array on its heads, comparing it and
-diagnosing it share one set of settings and findings (:class:`_Check`): one job, the
-comparison; the record it produces is :mod:`attntrace.checking.report`.
+Placing an array on its heads and comparing it share one set of settings and findings
+(:class:`Check`); the diagnosis (:mod:`attntrace.checking.diagnosis`) asks it whether
+a recomputed block reproduces what was given. The record it produces is
+:mod:`attntrace.checking.report`.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.checking.diagnosis import diagnose
 from attntrace.checking.given import GivenArray
 from attntrace.checking.layout import LAYOUTS, Reading, readings
-from attntrace.checking.mistakes import Mistake, catalogue
-from attntrace.checking.recompute import Computed, recompute
+from attntrace.checking.recompute import Computed
 from attntrace.checking.report import (
     CheckReport,
-    Diagnosis,
     Divergence,
     Region,
     StageResult,
@@ -46,15 +46,12 @@ from attntrace.kernel.stage_names import (
 )
 from attntrace.kernel.trace import Trace
 
-#: The diagnosis of a right stage saved with its last two axes swapped.
-SAVED_TRANSPOSED = "saved-transposed"
-
 #: How many rows and columns of the differing region the report shows at most.
 REGION = 6
 
 
 @dataclass(frozen=True, eq=False)
-class _Placed:
+class Placed:
     """A given array placed on a stage: per head (or K/V head), or shared."""
 
     stage: str
@@ -65,7 +62,7 @@ class _Placed:
     shape_expected: str = ""
     # a shape that reads two ways, neither matching the trace: the other reading, and
     # how the two read (settled only if the stage is the first to differ)
-    other: _Placed | None = None
+    other: Placed | None = None
     readings: tuple[str, str] | None = None
 
 
@@ -87,7 +84,7 @@ def check_arrays(
     :data:`~attntrace.checking.layout.LAYOUTS` or None (the caller checks it).
     """
     expected = _expected(trace, head)
-    check = _Check(trace, expected, head, layout, rtol, atol)
+    check = Check(trace, expected, head, layout, rtol, atol)
     named = _named(given, expected, trace.model.name, cut=head is not None)
     check.settle(named)
     placed = {name: check.place(name, named[name]) for name in ORDER if name in named}
@@ -97,7 +94,7 @@ def check_arrays(
     if spot is None or spot.other is None or report.diagnosis is not None:
         return report
     # the first stage to differ reads two ways: the other reading, if a mistake explains it
-    other = _report(_Check(trace, expected, head, layout, rtol, atol), model,
+    other = _report(Check(trace, expected, head, layout, rtol, atol), model,
                     {**placed, spot.stage: spot.other})  # fmt: skip
     if other.diagnosis is not None:
         return other
@@ -112,7 +109,7 @@ def check_arrays(
     )
 
 
-def _report(check: _Check, model: ModelSpec, placed: Mapping[str, _Placed]) -> CheckReport:
+def _report(check: Check, model: ModelSpec, placed: Mapping[str, Placed]) -> CheckReport:
     """Every stage compared, the first that differs, and its diagnosis."""
     trace, expected = check.trace, check.expected
     results: list[StageResult] = []
@@ -123,7 +120,7 @@ def _report(check: _Check, model: ModelSpec, placed: Mapping[str, _Placed]) -> C
     divergence = diagnosis = None
     if first is not None:
         divergence = check.divergence(first, placed[first.name])
-        diagnosis = check.diagnose(model, placed, first.name)
+        diagnosis = diagnose(check, model, placed, first.name)
     return CheckReport(trace.model, trace.tokens, trace.context_tokens, tuple(results),
                        divergence, diagnosis, check.head)  # fmt: skip
 
@@ -185,7 +182,7 @@ def _named(
 Key = tuple[str, int | None, int | None]  # stage, head, K/V head
 
 
-class _Check:
+class Check:
     """One comparison's settings and what it has found so far."""
 
     def __init__(self, trace: Trace, expected: Computed, head: int | None, layout: str | None,
@@ -222,7 +219,7 @@ class _Check:
     def tolerance(self, array: GivenArray) -> Tolerance:
         return tolerance_for(array.dtype, self.rtol, self.atol)
 
-    def place(self, name: str, array: GivenArray, computed: Computed | None = None) -> _Placed:
+    def place(self, name: str, array: GivenArray, computed: Computed | None = None) -> Placed:
         """``array`` read as stage ``name``'s heads, as ``computed`` (the trace, or a
         mistake that changes the stage's shape) has them."""
         computed = computed or self.expected
@@ -230,7 +227,7 @@ class _Check:
             rows, cols = computed.shared[name].shape
             found = readings(array.data, [1], rows, cols, side_by_side=False)
             matrices = (found[0].matrices[0],) if found else None
-            return _Placed(name, array, "shared", (0,), matrices, f"[{rows}, {cols}]")
+            return Placed(name, array, "shared", (0,), matrices, f"[{rows}, {cols}]")
         rows, cols = computed.heads[name][0].shape
         if name in ONE_COLUMN and array.data.ndim and array.data.shape[-1] != 1:
             array = replace(array, data=array.data[..., None])  # [H, n]: the column left out
@@ -238,14 +235,14 @@ class _Check:
         options = readings(array.data, counts, rows, cols, layout=self.layout,
                            side_by_side=name in DIMENSION_COLUMNS)  # fmt: skip
         if not options:
-            return _Placed(name, array, "head", (), None, _shapes(name, counts, rows, cols))
+            return Placed(name, array, "head", (), None, _shapes(name, counts, rows, cols))
         placings = [self._on_heads(name, array, option) for option in options]
         if len(placings) == 1:
             return placings[0]
         # a shape that reads two ways: the one that fits, or the one the others were saved
         # in; else the first (heads first, PyTorch's), with the other kept to try
         for placing, option in zip(placings, options, strict=True):
-            if self._fits(placing, computed):
+            if self.fits(placing, computed):
                 if computed is self.expected and option.form in LAYOUTS:
                     self.settled = self.settled or option.form
                 return placing
@@ -258,7 +255,7 @@ class _Check:
             readings=(options[0].describe(name), options[1].describe(name)),
         )
 
-    def _on_heads(self, name: str, array: GivenArray, reading: Reading) -> _Placed:
+    def _on_heads(self, name: str, array: GivenArray, reading: Reading) -> Placed:
         """Which heads a reading's matrices are: the query heads, the K/V heads, or the
         one head of --head; cut to the heads compared."""
         model = self.trace.model
@@ -271,10 +268,10 @@ class _Check:
             per, indices = "head", [self.head]
         wanted = self.kv_heads if per == "kv_head" else self.heads
         keep = [i for i, index in enumerate(indices) if index in wanted]
-        return _Placed(name, array, per, tuple(indices[i] for i in keep),
+        return Placed(name, array, per, tuple(indices[i] for i in keep),
                        tuple(reading.matrices[i] for i in keep))  # fmt: skip
 
-    def results(self, name: str, spot: _Placed | None) -> list[StageResult]:
+    def results(self, name: str, spot: Placed | None) -> list[StageResult]:
         """The stage compared, one result per head (K/V head, or one if shared)."""
         if name not in PER_HEAD:
             targets: list[tuple[int | None, int | None]] = [(None, None)]
@@ -285,7 +282,7 @@ class _Check:
         return [self._result(name, h, g, spot) for h, g in targets]
 
     def _result(self, name: str, head: int | None, kv_head: int | None,
-                spot: _Placed | None) -> StageResult:  # fmt: skip
+                spot: Placed | None) -> StageResult:  # fmt: skip
         if spot is None:
             return StageResult(name, head, kv_head, "missing")
         tolerance = self.tolerance(spot.given)
@@ -302,7 +299,7 @@ class _Check:
                            spot.given.name, result.max_abs_delta, int(result.wrong.sum()),
                            int(want.size), nonfinite, tolerance)  # fmt: skip
 
-    def divergence(self, first: StageResult, spot: _Placed) -> Divergence:
+    def divergence(self, first: StageResult, spot: Placed) -> Divergence:
         """The first differing stage's worst cell and the region around it."""
         if first.shape_found is not None:
             return Divergence(first.name, first.head, first.kv_head, spot.given.name,
@@ -323,73 +320,21 @@ class _Check:
                           stage.rows[i], stage.cols[j], float(want[i, j]), float(got[i, j]),
                           region)  # fmt: skip
 
-    def diagnose(
-        self, model: ModelSpec, placed: Mapping[str, _Placed], stage: str
-    ) -> Diagnosis | None:
-        """The mistake whose recomputed stage reproduces the given one for every head
-        given; among several, the one that also reproduces the most later stages."""
-        trace = self.trace
-        inputs = {"X": trace.stage("X").data}
-        if trace.context_tokens is not None:
-            inputs["X_keys"] = trace.stage("X_context").data
-        if "embeddings" in trace.names:
-            inputs["embeddings"] = trace.stage("embeddings").data
-        if "embeddings_context" in trace.names:
-            inputs["embeddings_context"] = trace.stage("embeddings_context").data
-        spot = placed[stage]
-        n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
-        later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
-        earlier = [p for name, p in placed.items() if ORDER.index(name) < ORDER.index(stage)]
-        scored: list[tuple[int, Mistake]] = []
-        for mistake in catalogue(model, n, m):
-            computed = recompute(model, inputs, mistake.recipe,
-                                 dtype=spot.given.dtype)  # fmt: skip
-            # the stages before it matched, so a mistake that changes one of them is not
-            # the cause (no scaling changes scaled; a cap of the unscaled scores does not)
-            if self._reproduces(spot, computed) and all(
-                self._unchanged(p, computed) for p in earlier
-            ):
-                scored.append((sum(self._reproduces(p, computed) for p in later), mistake))
-        if not scored:
-            return self._transposed(spot)
-        best = max(score for score, _ in scored)
-        best_ones = [m for score, m in scored if score == best]
-        first = best_ones[0]
-        # one cause by several recipes (Q made with WK or with WV, equal here): say each
-        ways = list(dict.fromkeys(m.message for m in best_ones if m.cause == first.cause))
-        causes = list(dict.fromkeys(m.cause for m in best_ones))
-        return Diagnosis(first.cause, "; or ".join(ways), tuple(causes[1:]))
-
-    def _transposed(self, spot: _Placed) -> Diagnosis | None:
-        """``saved-transposed``: the stage was right, but saved with its last two axes
-        swapped (``K.transpose(-2, -1)``, ``attn.T``), a mistake of saving, not of
-        computing."""
-        name, expected = spot.stage, self.expected
-        flipped = Computed(
-            shared={k: v.T for k, v in expected.shared.items() if k == name},
-            heads={k: [m.T for m in v] for k, v in expected.heads.items() if k == name},
-            kv={k: [m.T for m in v] for k, v in expected.kv.items() if k == name},
-        )
-        if not self._reproduces(spot, flipped):
-            return None
-        return Diagnosis(SAVED_TRANSPOSED, f"{name} is right but was saved transposed (its "
-                         "last two axes swapped); save the stage itself")  # fmt: skip
-
-    def _reproduces(self, spot: _Placed, computed: Computed) -> bool:
+    def reproduces(self, spot: Placed, computed: Computed) -> bool:
         """Whether ``computed`` holds the given array's numbers, every head of it: as the
         array was read, or, where the mistake changes the stage's shape, read anew."""
         name = spot.stage
         if name not in computed.shared and name not in computed.heads:
             return False
         if spot.matrices is not None and self._same_shapes(spot, computed):
-            return self._fits(spot, computed)
+            return self.fits(spot, computed)
         try:
             spot = self.place(name, spot.given, computed)
         except InputError:
             return False
-        return self._fits(spot, computed)
+        return self.fits(spot, computed)
 
-    def _same_shapes(self, spot: _Placed, computed: Computed) -> bool:
+    def _same_shapes(self, spot: Placed, computed: Computed) -> bool:
         assert spot.matrices is not None
         wanted = (
             computed.shared[spot.stage]
@@ -398,27 +343,7 @@ class _Check:
         )
         return all(m.shape == wanted.shape for m in spot.matrices)
 
-    def _unchanged(self, spot: _Placed, computed: Computed) -> bool:
-        """Whether ``computed`` (a mistake's block) leaves the stage of ``spot`` as the
-        trace has it, on the heads the person gave, within the person's tolerance (a
-        stage the recipe does not compute is left as it was)."""
-        name, tolerance = spot.stage, self.tolerance(spot.given)
-        if name not in computed.shared and name not in computed.heads:
-            return True
-        for index in spot.indices:
-            if spot.per == "kv_head":
-                pair = (self.expected.kv[name][index], computed.kv[name][index])
-            elif spot.per == "head":
-                pair = (self.expected.heads[name][index], computed.heads[name][index])
-            else:
-                pair = (self.expected.shared[name], computed.shared[name])
-            if pair[0].shape != pair[1].shape:
-                return False
-            if not compare(*pair, tolerance, masked=name == "masked").matches:
-                return False
-        return True
-
-    def _fits(self, spot: _Placed, computed: Computed) -> bool:
+    def fits(self, spot: Placed, computed: Computed) -> bool:
         """Whether every matrix of ``spot`` matches ``computed``'s within the tolerance."""
         if spot.matrices is None:
             return False

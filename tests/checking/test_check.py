@@ -380,7 +380,7 @@ def test_one_mistake_by_two_recipes_says_both() -> None:
 def test_the_schema_lists_every_cause_the_catalogue_can_name() -> None:
     from helpers import schema
 
-    from attntrace.checking.compare import SAVED_TRANSPOSED
+    from attntrace.checking.diagnosis import SAVED_TRANSPOSED
     from attntrace.checking.mistakes import CAUSES
 
     diagnosis = schema("check-v1.schema.json")["properties"]["diagnosis"]["oneOf"][1]

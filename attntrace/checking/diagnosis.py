@@ -1,0 +1,98 @@
+"""Which mistake explains the first stage that differs: each mistake of the catalogue
+(:mod:`attntrace.checking.mistakes`) that applies is recomputed through the block, and
+the one that reproduces the given stage, on every head given, without changing a stage
+that matched, is the diagnosis; among several, the one that also reproduces the most
+later stages. A right stage saved transposed is a diagnosis of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from attntrace.checking.mistakes import Mistake, catalogue
+from attntrace.checking.recompute import Computed, recompute
+from attntrace.checking.report import Diagnosis
+from attntrace.checking.tolerance import compare
+from attntrace.kernel.spec import ModelSpec
+from attntrace.kernel.stage_names import ORDER
+
+if TYPE_CHECKING:
+    from attntrace.checking.compare import Check, Placed
+
+#: The diagnosis of a right stage saved with its last two axes swapped.
+SAVED_TRANSPOSED = "saved-transposed"
+
+
+def diagnose(
+    check: Check, model: ModelSpec, placed: Mapping[str, Placed], stage: str
+) -> Diagnosis | None:
+    """The mistake whose recomputed stage reproduces the given one for every head
+    given; among several, the one that also reproduces the most later stages."""
+    trace = check.trace
+    inputs = {"X": trace.stage("X").data}
+    if trace.context_tokens is not None:
+        inputs["X_keys"] = trace.stage("X_context").data
+    if "embeddings" in trace.names:
+        inputs["embeddings"] = trace.stage("embeddings").data
+    if "embeddings_context" in trace.names:
+        inputs["embeddings_context"] = trace.stage("embeddings_context").data
+    spot = placed[stage]
+    n, m = len(trace.tokens), len(trace.context_tokens or trace.tokens)
+    later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
+    earlier = [p for name, p in placed.items() if ORDER.index(name) < ORDER.index(stage)]
+    scored: list[tuple[int, Mistake]] = []
+    for mistake in catalogue(model, n, m):
+        computed = recompute(model, inputs, mistake.recipe,
+                             dtype=spot.given.dtype)  # fmt: skip
+        # the stages before it matched, so a mistake that changes one of them is not
+        # the cause (no scaling changes scaled; a cap of the unscaled scores does not)
+        if check.reproduces(spot, computed) and all(
+            _unchanged(check, p, computed) for p in earlier
+        ):
+            scored.append((sum(check.reproduces(p, computed) for p in later), mistake))
+    if not scored:
+        return _transposed(check, spot)
+    best = max(score for score, _ in scored)
+    best_ones = [m for score, m in scored if score == best]
+    first = best_ones[0]
+    # one cause by several recipes (Q made with WK or with WV, equal here): say each
+    ways = list(dict.fromkeys(m.message for m in best_ones if m.cause == first.cause))
+    causes = list(dict.fromkeys(m.cause for m in best_ones))
+    return Diagnosis(first.cause, "; or ".join(ways), tuple(causes[1:]))
+
+def _transposed(check: Check, spot: Placed) -> Diagnosis | None:
+    """``saved-transposed``: the stage was right, but saved with its last two axes
+    swapped (``K.transpose(-2, -1)``, ``attn.T``), a mistake of saving, not of
+    computing."""
+    name, expected = spot.stage, check.expected
+    flipped = Computed(
+        shared={k: v.T for k, v in expected.shared.items() if k == name},
+        heads={k: [m.T for m in v] for k, v in expected.heads.items() if k == name},
+        kv={k: [m.T for m in v] for k, v in expected.kv.items() if k == name},
+    )
+    if not check.reproduces(spot, flipped):
+        return None
+    return Diagnosis(SAVED_TRANSPOSED, f"{name} is right but was saved transposed (its "
+                     "last two axes swapped); save the stage itself")  # fmt: skip
+
+
+def _unchanged(check: Check, spot: Placed, computed: Computed) -> bool:
+    """Whether ``computed`` (a mistake's block) leaves the stage of ``spot`` as the
+    trace has it, on the heads the person gave, within the person's tolerance (a
+    stage the recipe does not compute is left as it was)."""
+    name, tolerance = spot.stage, check.tolerance(spot.given)
+    if name not in computed.shared and name not in computed.heads:
+        return True
+    for index in spot.indices:
+        if spot.per == "kv_head":
+            pair = (check.expected.kv[name][index], computed.kv[name][index])
+        elif spot.per == "head":
+            pair = (check.expected.heads[name][index], computed.heads[name][index])
+        else:
+            pair = (check.expected.shared[name], computed.shared[name])
+        if pair[0].shape != pair[1].shape:
+            return False
+        if not compare(*pair, tolerance, masked=name == "masked").matches:
+            return False
+    return True
