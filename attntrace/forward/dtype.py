@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from attntrace.forward.attention import computed_block, weight_stages
+from attntrace.forward.attention import computed_block
+from attntrace.forward.weight_stages import weight_stages
 from attntrace.kernel import precision
 from attntrace.kernel.casting import Cast, fresh_cells, stage_error
 from attntrace.kernel.overflow_words import amount, why_infinite
