@@ -8,9 +8,10 @@ imported inside the commands, so ``--help`` and ``--version`` stay fast.
 Here: the app, its callback and :func:`main`. Each command family has a module (run,
 check, diff, grad, train, scaling, softmax, decode, flash, kv_cache, real, samples), registered
 below in the order ``--help`` lists them; what they share is in options (flags),
-model_flags (the model's flags, checked), objective_flags (the loss's), emit (JSON or
-the view), show (drawing a trace), exits (bad input), pipes (stdout), prompts (step
-mode's keys), progress and process (start and exit).
+model_flags (the model's flags and --dtype's, one parameter each, checked and
+resolved), objective_flags (the loss's), emit (JSON or the view), show (drawing a
+trace), exits (bad input), pipes (stdout), prompts (step mode's keys), progress and
+process (start and exit).
 """
 
 from __future__ import annotations

@@ -12,23 +12,14 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.model_flags import check_model_flags, stdin_model
-from attntrace.cli.options import (
-    Causal,
-    Config,
-    Context,
-    Edits,
-    Layer,
-    PageExport,
-    RealModelName,
-    Sample,
-    TablePrecision,
-    json_flag,
-    sentence_argument,
-)
+from attntrace.cli.model_flags import ModelFlags, model_flags
+from attntrace.cli.options import PageExport, TablePrecision, json_flag, sentence_argument
 from attntrace.cli.saved import page_target
 
 
+# --head here compares one head of any model (not run's "with --model"); --help lists
+# --set after check's own --rtol, --atol and --layout.
+@model_flags("config sample real_model layer head causal context rtol atol layout edits")
 def check(
     file: Annotated[
         str,
@@ -37,18 +28,14 @@ def check(
     words: Annotated[
         list[str] | None, sentence_argument("The sentence (default: the model's own).")
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
-    real_model: RealModelName = None,
-    layer: Layer = None,
+    *,
+    chosen: ModelFlags,
     head: Annotated[
         int | None,
         typer.Option(
             min=0, metavar="H", help="Compare this head alone (default: all).", show_default=False
         ),
     ] = None,
-    causal: Causal = None,
-    context: Context = None,
     rtol: Annotated[
         float | None,
         typer.Option(
@@ -73,7 +60,6 @@ def check(
             show_default=False,
         ),
     ] = None,
-    edits: Edits = None,
     precision: TablePrecision = None,
     as_json: Annotated[bool, json_flag("Write the report as JSON to stdout.")] = False,
     export: PageExport = None,
@@ -83,27 +69,18 @@ def check(
     Exit 0 when every stage you gave matches, 1 when one differs, 2 on bad input."""
     from attntrace.api import checked
 
-    check_model_flags(
-        config,
-        sample,
-        real_model,
-        layer,
-        None,
-        step=False,
-        edits=edits or (),
-        mask_set=causal is not None or context is not None,
-    )
+    chosen.check()
     target = page_target(export)
     sentence = " ".join(words) if words else None
-    changes = () if config == "-" else edits or ()  # stdin's model took its edits already
     with bad_input_fails():
         from attntrace.checking.user_arrays import read_user_arrays
 
         given = read_user_arrays(file)
-        report = checked(given, sentence, config=None if config == "-" else config,
-                         sample=sample, model=stdin_model(config, edits or ()), trained=real_model,
-                         layer=layer, causal=causal, context=context, head=head, rtol=rtol,
-                         atol=atol, layout=layout, edits=changes, source=file)  # fmt: skip
+        config, model, edits = chosen.model_file()  # stdin's model is read after the arrays
+        report = checked(given, sentence, config=config, sample=chosen.sample, model=model,
+                         trained=chosen.real_model, layer=chosen.layer, causal=chosen.causal,
+                         context=chosen.context, head=head, rtol=rtol, atol=atol,
+                         layout=layout, edits=edits, source=file)  # fmt: skip
 
     def document() -> dict[str, object]:
         from attntrace.checking.check_json import check_to_dict

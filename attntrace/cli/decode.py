@@ -8,22 +8,8 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import check_model_flags, stdin_model
-from attntrace.cli.options import (
-    AccumulateFlag,
-    Config,
-    DType,
-    Head,
-    Layer,
-    MaxCols,
-    MaxRows,
-    PageExport,
-    RealModelName,
-    Sample,
-    SoftmaxDType,
-    json_flag,
-    sentence_argument,
-)
+from attntrace.cli.model_flags import DTypeFlags, ModelFlags, dtype_flags, model_flags
+from attntrace.cli.options import MaxCols, MaxRows, PageExport, json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
 from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
@@ -31,16 +17,15 @@ from attntrace.cli.saved import page_target
 from attntrace.cli.show import presentation
 
 
+@model_flags("config sample real_model layer head")
+@dtype_flags
 def decode(
     words: Annotated[
         list[str] | None,
         sentence_argument("The sentence to decode token by token; default: the model file's."),
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
-    real_model: RealModelName = None,
-    layer: Layer = None,
-    head: Head = None,
+    *,
+    chosen: ModelFlags,
     step: Annotated[
         bool, typer.Option("--step", metavar="", help="One decoding step per screen.")
     ] = False,
@@ -58,36 +43,34 @@ def decode(
     ] = None,
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
-    dtype: DType = None,
-    softmax_dtype: SoftmaxDType = None,
-    accumulate: AccumulateFlag = None,
+    arithmetic: DTypeFlags,
 ) -> None:
     """Decode SENTENCE one token at a time through a KV cache; compare with full attention.
 
     With --model, a layer of a real decoder (smollm2, gemma3) replays its own KV cache. With
     --dtype, every step is computed in that dtype (docs/kernels.md)."""
-    from attntrace.api import cast_of, choose_model, sentence_tokens
+    from attntrace.api import choose_model, sentence_tokens
     from attntrace.decode.decoder import decode as run_decode
 
     if step and as_json:
         usage("--json writes every step for programs: it does not mix with --step")
-    if head is not None and as_json:
+    if chosen.head is not None and as_json:
         usage("decode --json writes every head's numbers: leave out --head (pick with jq)")
-    check_model_flags(config, sample, real_model, layer, head, step=step)
+    chosen.check(step=step)
     target = page_target(export)
-    with bad_input_fails():  # a dtype's flags are checked before anything is read
-        cast = cast_of("float64" if dtype is None else dtype, softmax_dtype, accumulate)
+    cast = arithmetic.cast()  # a dtype's flags are checked before anything is read
     sentence = " ".join(words) if words else None
     with bad_input_fails():
-        if real_model is not None:
+        if chosen.real_model is not None:
             from attntrace.real.layer import decoder_layer
 
+            layer, head = chosen.layer or 0, chosen.head
             with progress_shown():
-                model, tokens = decoder_layer(real_model, sentence, layer or 0, head)
+                model, tokens = decoder_layer(chosen.real_model, sentence, layer, head)
                 result = run_decode(model, tokens, cast)
         else:
-            piped = stdin_model(config)
-            model = choose_model(None if piped is not None else config, sample, piped)
+            config, piped, _ = chosen.model_file()  # decode takes no --set
+            model = choose_model(config, chosen.sample, piped)
             tokens = tuple(sentence_tokens(sentence, model))
             result = run_decode(model, tokens, cast)
 
@@ -100,7 +83,7 @@ def decode(
         from attntrace.decode.views.decode import screens
 
         layout = presentation(precision=precision, max_rows=max_rows, max_cols=max_cols).view
-        pages = screens(result, layout, head)
+        pages = screens(result, layout, chosen.head)
         console = stdout_console()
         if not step:
             for index, page in enumerate(pages):

@@ -17,16 +17,8 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import check_model_flags
-from attntrace.cli.options import (
-    Config,
-    Edits,
-    MaxRows,
-    PageExport,
-    Sample,
-    TablePrecision,
-    json_flag,
-)
+from attntrace.cli.model_flags import ModelFlags, model_flags
+from attntrace.cli.options import MaxRows, PageExport, TablePrecision, json_flag
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
@@ -36,6 +28,7 @@ EXIT_CHANGED = 1  # as diff(1) and cmp(1): the inputs differ
 DIGITS = 4  # digits after the point in the tables, without --precision
 
 
+@model_flags("config sample edits")
 def diff(
     words: Annotated[
         list[str] | None,
@@ -46,9 +39,8 @@ def diff(
             show_default=False,
         ),
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
-    edits: Edits = None,
+    *,
+    chosen: ModelFlags,
     as_json: Annotated[bool, json_flag("Write the comparison as JSON.")] = False,
     export: PageExport = None,
     precision: TablePrecision = None,
@@ -59,12 +51,12 @@ def diff(
     A and B are saved traces; or, with --set, the model traced as it is (A) and
     edited (B). Exit 0 when nothing changed, 1 when something did, 2 on bad input."""
     words = words or []
-    edits = edits or []
+    edits = list(chosen.edits)
     target = page_target(export)
-    given = [flag for flag, value in (("--config", config), ("--sample", sample),
+    given = [flag for flag, value in (("--config", chosen.config), ("--sample", chosen.sample),
              ("--set", edits or None)) if value is not None]  # fmt: skip
     if given:
-        sources, a, b = _traced_twice(words, config, sample, edits, given[0])
+        sources, a, b = _traced_twice(words, chosen, given[0])
     else:
         if len(words) != 2:
             usage("give two saved traces, A B (from `attntrace run --json`; - for stdin), or "
@@ -81,12 +73,13 @@ def diff(
 
 
 def _traced_twice(
-    words: list[str], config: str | None, sample: str | None, edits: list[str], flag: str
+    words: list[str], chosen: ModelFlags, flag: str
 ) -> tuple[tuple[str, str], Trace, Trace]:
-    """The model traced as it is (A) and with ``edits`` (B): their names and traces."""
+    """The model traced as it is (A) and with --set's edits (B): their names and traces."""
     from attntrace.api import traced
     from attntrace.visible import quoted
 
+    config, sample, edits = chosen.config, chosen.sample, chosen.edits
     saved = [w for w in words if w == "-" or w.lower().endswith(".json")]
     if saved:
         usage(f"{quoted(saved[0])} reads as a saved trace, but {flag} traces a model: give "
@@ -94,7 +87,7 @@ def _traced_twice(
     if not edits:
         usage(f"{flag} names the model diff traces twice: add --set PATH=VALUE, the edit "
               "B is traced with")  # fmt: skip
-    check_model_flags(config, sample, None, None, None, step=False, edits=edits)
+    chosen.check()
     if config == "-":
         usage("diff traces the model twice, and stdin can be read once: give --config a file")
     sentence = " ".join(words) if words else None

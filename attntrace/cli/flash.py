@@ -2,8 +2,8 @@
 trace, with the memory it saves (docs/kernels.md, "attntrace flash"); --step walks the
 tiles one per screen, --json writes ``attntrace/flash/v1``.
 
-The model flags are `run`'s and are checked the same way (cli/model_flags); --head
-here is the head to tile, on any model, not `run --model`'s "this head alone".
+The model flags are `run`'s (cli/model_flags), all but its --head: --head here is the
+head to tile, on any model, not `run --model`'s "this head alone".
 """
 
 from __future__ import annotations
@@ -14,18 +14,11 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import check_model_flags, trace_from_flags
+from attntrace.cli.model_flags import ModelFlags, model_flags
 from attntrace.cli.options import (
-    Causal,
-    Config,
-    Context,
-    Edits,
-    Layer,
     MaxCols,
     MaxRows,
     PageExport,
-    RealModelName,
-    Sample,
     TablePrecision,
     json_flag,
     sentence_argument,
@@ -73,18 +66,14 @@ MaxTiles = Annotated[
 ]  # fmt: skip
 
 
+@model_flags("config sample real_model layer causal context edits")
 def flash(
     words: Annotated[
         list[str] | None,
         sentence_argument("The input sentence (quoted or not); default: the model's own."),
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
-    real_model: RealModelName = None,
-    layer: Layer = None,
-    causal: Causal = None,
-    context: Context = None,
-    edits: Edits = None,
+    *,
+    chosen: ModelFlags,
     head: FlashHead = 0,
     block_q: BlockQ = None,
     block_k: BlockK = None,
@@ -110,24 +99,12 @@ def flash(
         usage(f"--variant is 1 (FlashAttention) or 2 (FlashAttention-2), not {variant}")
     if sram < 2:
         usage(f"--sram is at least 2 bytes (one fp16 element), not {sram}")
-    # --head is the head to tile on every model: not check_model_flags' "with --model"
-    check_model_flags(
-        config,
-        sample,
-        real_model,
-        layer,
-        None,
-        step=step,
-        edits=edits or (),
-        mask_set=causal is not None or context is not None,
-    )
+    chosen.check(step=step)  # --head is the head to tile on every model, not "with --model"
     target = page_target(export)
     sentence = " ".join(words) if words else None
     with bad_input_fails():  # a head a real model lacks is refused there, naming its heads
-        trace = trace_from_flags(sentence, config, sample, real_model, layer,
-                                 head if real_model is not None else None, causal=causal,
-                                 context=context, edits=edits or ())  # fmt: skip
-        if real_model is None:
+        trace = chosen.trace(sentence, head=head)  # a real model's layer, cut to that head
+        if chosen.real_model is None:
             _check_head(head, trace.model.heads)
         from attntrace.kernels.flash_report import flash_report
 

@@ -2,9 +2,9 @@
 (docs/learning.md); --step walks it, --focus takes one row through the softmax's
 Jacobian, --json writes ``attntrace/grad/v1``.
 
-The model flags are `run`'s and are checked the same way (cli/model_flags); the loss
-flags are made one Objective by cli/objective_flags, once the model (and so whether it
-has a target) is known.
+The model flags are `run`'s (cli/model_flags) but for --head, which is the loss's here;
+the loss flags are made one Objective by cli/objective_flags, once the model (and so
+whether it has a target) is known.
 """
 
 from __future__ import annotations
@@ -15,23 +15,16 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.model_flags import ModelFlags, model_flags
 from attntrace.cli.objective_flags import check_head, objective_from_flags
 from attntrace.cli.options import (
-    Causal,
-    Config,
-    Context,
-    Edits,
     FromToken,
-    Layer,
     LossFlag,
     LossHead,
     MaxCols,
     MaxHeads,
     MaxRows,
     PageExport,
-    RealModelName,
-    Sample,
     TablePrecision,
     ToToken,
     json_flag,
@@ -55,18 +48,14 @@ GradFocus = Annotated[
 ]  # fmt: skip
 
 
+@model_flags("config sample real_model layer causal context edits")
 def grad(
     words: Annotated[
         list[str] | None,
         sentence_argument("The input sentence (quoted or not); default: the model's own."),
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
-    real_model: RealModelName = None,
-    layer: Layer = None,
-    causal: Causal = None,
-    context: Context = None,
-    edits: Edits = None,
+    *,
+    chosen: ModelFlags,
     loss: LossFlag = None,
     from_token: FromToken = None,
     to_token: ToToken = None,
@@ -91,32 +80,17 @@ def grad(
     if step and focus is not None:
         usage("--step and --focus are different views: choose one")
     target = page_target(export)
-    # --head is the loss's here, not "trace this head alone": not check_model_flags' rule
-    check_model_flags(
-        config,
-        sample,
-        real_model,
-        layer,
-        None,
-        step=step,
-        edits=edits or (),
-        mask_set=causal is not None or context is not None,
-    )
+    chosen.check(step=step)  # --head is the loss's here, not "trace this head alone"
     sentence = " ".join(words) if words else None
     with bad_input_fails():
-        if real_model is not None:
+        if chosen.real_model is not None:
             from attntrace.real.layer import layer_spec
 
             with progress_shown():
-                spec, tokens = layer_spec(real_model, sentence, layer or 0)
+                spec, tokens = layer_spec(chosen.real_model, sentence, chosen.layer or 0)
             keys = None
         else:
-            from attntrace.api import prepared
-
-            model = stdin_model(config, edits or ())
-            ready = prepared(sentence, config=None if model is not None else config,
-                             sample=sample, model=model, causal=causal, context=context,
-                             edits=() if model is not None else edits or ())  # fmt: skip
+            ready = chosen.prepared(sentence)
             spec, tokens, keys = ready.spec, ready.tokens, ready.key_tokens
     # Under mse (which reads every head) --head is only --focus's: the head to take by hand
     objective = objective_from_flags(loss, from_token, to_token, head,

@@ -1,94 +1,238 @@
-"""The flags that name a model, shared by `run`, `flash` and `decode`: --config,
---sample, --model.
+"""The flags that choose the model, declared once: --config, --sample, --model, --layer,
+--head, --causal, --context, --set; and the dtype it is computed in: --dtype,
+--softmax-dtype, --accumulate.
 
-Checked here with the flags' own names, before any file is read (the Python API's
-choose_model would name its arguments instead).
+A command takes them as one parameter, :class:`ModelFlags` (:func:`model_flags` lists
+which, in --help's order) or :class:`DTypeFlags` (:data:`dtype_flags`), and resolves them
+with its methods. They are checked here with the flags' own names, before any file is
+read (the Python API's choose_model would name its arguments instead).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
-from attntrace.cli.exits import flags_choose, usage
+import typer
+
+from attntrace.cli.exits import bad_input_fails, flags_choose, usage
+from attntrace.cli.options import Command, flag_group
 
 if TYPE_CHECKING:
+    from attntrace.api import Prepared
     from attntrace.kernel.casting import Cast
     from attntrace.kernel.spec import ModelSpec
     from attntrace.kernel.trace import Trace
 
+# The model's flags, each declared once.
+Config = Annotated[
+    str | None,
+    typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file (- for stdin)."),
+]
+Sample = Annotated[
+    str | None,
+    typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
+]
+# A real trained model's layer (issue 7).
+RealModelName = Annotated[
+    str | None,
+    typer.Option("--model", "-m", metavar="NAME",
+                 help="A real trained model (see `attntrace models`).", show_default=False),
+]  # fmt: skip
+# Edits to the model file or sample before it is traced (docs/check.md: the paths, the
+# values, the order).
+Edits = Annotated[
+    list[str] | None,
+    typer.Option("--set", metavar="PATH=VALUE", show_default=False,
+                 help="Edit the model first (repeatable): WQ[0][1]=0.5, embeddings.cat=[1,0], "
+                 "causal=true."),
+]  # fmt: skip
+Layer = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="L", help="With --model: the layer to trace (default 0).",
+                 show_default=False),
+]  # fmt: skip
+Head = Annotated[
+    int | None,
+    typer.Option(min=0, metavar="H", help="With --model: this head alone (default: all).",
+                 show_default=False),
+]  # fmt: skip
+# A model file's mask and context, overridden.
+Causal = Annotated[
+    bool | None,
+    typer.Option("--causal/--no-causal",
+                 help="Mask later tokens (a decoder), overriding the model file.",
+                 show_default=False),
+]  # fmt: skip
+Context = Annotated[
+    str | None,
+    typer.Option(metavar="SENTENCE",
+                 help="Cross-attention: take K and V from this sentence (overrides the file)."),
+]  # fmt: skip
+# The dtype it is computed in (docs/kernels.md, "The casting rule").
+DType = Annotated[
+    str | None,
+    typer.Option("--dtype", metavar="D", show_default=False,
+                 help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
+                 "rule (default float64)."),
+]  # fmt: skip
+SoftmaxDType = Annotated[
+    str | None,
+    typer.Option("--softmax-dtype", metavar="D", show_default=False,
+                 help="With --dtype: the softmax's dtype, float32 (default) or D itself."),
+]  # fmt: skip
+AccumulateFlag = Annotated[
+    str | None,
+    typer.Option("--accumulate", metavar="WHERE", show_default=False,
+                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
+]  # fmt: skip
 
-def stdin_model(config: str | None, edits: Sequence[str] = ()) -> ModelSpec | None:
-    """The model file on stdin for ``--config -``, with ``--set``'s ``edits`` made to it;
-    None for any other --config."""
-    if config != "-":
-        return None
-    from attntrace.modelfile.edits import parse_edit
-    from attntrace.modelfile.model_file import load_model_stdin
+# By parameter name: a flag without a name of its own (Layer, Head, Context) is named
+# after it (layer -> --layer).
+MODEL_FLAGS = {
+    "config": Config,
+    "sample": Sample,
+    "real_model": RealModelName,
+    "layer": Layer,
+    "head": Head,
+    "causal": Causal,
+    "context": Context,
+    "edits": Edits,
+}
 
-    parsed = [parse_edit(edit) for edit in edits]  # before stdin is read
-    return load_model_stdin(edits=parsed)
+
+def model_flags(taken: str) -> Callable[[Command], Command]:
+    """The command's parameter typed :class:`ModelFlags` becomes the flags ``taken``: their
+    names in :data:`MODEL_FLAGS`, space-separated, in --help's order (a name of one of the
+    command's own parameters places that flag among them: see
+    :func:`~attntrace.cli.options.flag_group`)."""
+    return flag_group(ModelFlags, MODEL_FLAGS, taken.split())
 
 
-def check_model_flags(
-    config: str | None,
-    sample: str | None,
-    real_model: str | None,
-    layer: int | None,
-    head: int | None,
-    *,
-    step: bool,
-    edits: Sequence[str] = (),
-    mask_set: bool = False,
-) -> None:
-    """A usage error naming the flags (choose_model would name its Python arguments):
-    one model at most, --layer and --head only with --model, --set not with it (nor
-    --causal or --context: ``mask_set``), and stdin not asked for both the model
-    (``--config -``) and step mode's keys."""
-    given = [flag for flag, value in (("--config", config), ("--sample", sample),
-             ("--model", real_model)) if value is not None]  # fmt: skip
-    if len(given) > 1:
-        usage(f"{given[0]} and {given[1]} both name a model: give one of them")
-    parts = [flag for flag, value in (("--layer", layer), ("--head", head)) if value is not None]
-    if real_model is None and parts:
-        usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
-    if real_model is not None and edits:
-        usage(
-            "--set edits a model file or a sample: it does not go with --model (a trained "
-            "model's weights)"
+@dataclass(frozen=True)
+class ModelFlags:
+    """The model the flags choose: a real model's layer (``real_model``), else a model
+    file (``config``; ``-`` for stdin), a sample or the worked example, with ``edits``
+    (``--set``), ``causal`` and ``context`` made to it."""
+
+    config: str | None = None
+    sample: str | None = None
+    real_model: str | None = None
+    layer: int | None = None
+    head: int | None = None  # with --model: this head alone
+    causal: bool | None = None
+    context: str | None = None
+    edits: Sequence[str] = ()
+
+    def check(self, *, step: bool = False) -> None:
+        """A usage error naming the flags (choose_model would name its Python arguments):
+        one model at most, --layer and --head only with --model, --set not with it (nor
+        --causal or --context), and stdin not asked for both the model (``--config -``)
+        and step mode's keys."""
+        given = [flag for flag, value in (("--config", self.config), ("--sample", self.sample),
+                 ("--model", self.real_model)) if value is not None]  # fmt: skip
+        if len(given) > 1:
+            usage(f"{given[0]} and {given[1]} both name a model: give one of them")
+        parts = [flag for flag, value in (("--layer", self.layer), ("--head", self.head))
+                 if value is not None]  # fmt: skip
+        if self.real_model is None and parts:
+            usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
+        if self.real_model is not None and self.edits:
+            usage(
+                "--set edits a model file or a sample: it does not go with --model (a trained "
+                "model's weights)"
+            )
+        if self.real_model is not None and (self.causal is not None or self.context is not None):
+            usage("--causal and --context change a model file: a real model has its own mask")
+        if step and self.config == "-":
+            usage("--step reads its keys from stdin, so the model cannot come from stdin too")
+
+    def stdin_model(self) -> ModelSpec | None:
+        """The model file on stdin for ``--config -``, with ``--set``'s edits made to it;
+        None for any other --config."""
+        if self.config != "-":
+            return None
+        from attntrace.modelfile.edits import parse_edit
+        from attntrace.modelfile.model_file import load_model_stdin
+
+        parsed = [parse_edit(edit) for edit in self.edits]  # before stdin is read
+        return load_model_stdin(edits=parsed)
+
+    def model_file(self) -> tuple[str | None, ModelSpec | None, Sequence[str]]:
+        """``config``, ``model`` and ``edits`` for the Python API: stdin's model, read and
+        edited (:meth:`stdin_model`), for ``--config -``; else --config and --set."""
+        model = self.stdin_model()
+        if model is not None:
+            return None, model, ()
+        return self.config, None, self.edits
+
+    def prepared(self, sentence: str | None) -> Prepared:
+        """The model file, sample or stdin's model (not --model's), edited, and the
+        sentence's tokens. Call it inside ``bad_input_fails()``, after :meth:`check`."""
+        from attntrace.api import prepared
+
+        config, model, edits = self.model_file()
+        return prepared(
+            sentence,
+            config=config,
+            sample=self.sample,
+            model=model,
+            causal=self.causal,
+            context=self.context,
+            edits=edits,
         )
-    if real_model is not None and mask_set:
-        usage("--causal and --context change a model file: a real model has its own mask")
-    if step and config == "-":
-        usage("--step reads its keys from stdin, so the model cannot come from stdin too")
+
+    def trace(
+        self, sentence: str | None, *, cast: Cast | None = None, head: int | None = None
+    ) -> Trace:
+        """The trace the flags name: a real model's layer (cut to --head, or to ``head``
+        for a command whose --head is its own, with a progress line), or :meth:`prepared`'s
+        model, by ``cast``'s casting rule where given. Call it inside
+        ``bad_input_fails()``, after :meth:`check`."""
+        if self.real_model is not None:
+            from attntrace.cli.progress import progress_shown
+            from attntrace.real.layer import layer_trace
+
+            cut = self.head if head is None else head
+            with progress_shown():
+                return layer_trace(self.real_model, sentence, self.layer or 0, cut, cast=cast)
+        from attntrace.api import traced
+
+        config, model, edits = self.model_file()
+        return traced(
+            sentence,
+            config=config,
+            sample=self.sample,
+            model=model,
+            causal=self.causal,
+            context=self.context,
+            edits=edits,
+            cast=cast,
+        )
 
 
-def trace_from_flags(
-    sentence: str | None,
-    config: str | None,
-    sample: str | None,
-    real_model: str | None,
-    layer: int | None,
-    head: int | None,
-    *,
-    causal: bool | None,
-    context: str | None,
-    edits: Sequence[str],
-    cast: Cast | None = None,
-) -> Trace:
-    """The trace the model flags name: a real model's layer (cut to ``head`` where
-    given, with a progress line), or a model file, a sample or stdin's (``--set``'s
-    edits made), by ``cast``'s casting rule where given. Call it inside
-    ``bad_input_fails()``, after :func:`check_model_flags`."""
-    if real_model is not None:
-        from attntrace.cli.progress import progress_shown
-        from attntrace.real.layer import layer_trace
+DTYPE_FLAGS = {"dtype": DType, "softmax_dtype": SoftmaxDType, "accumulate": AccumulateFlag}
 
-        with progress_shown():
-            return layer_trace(real_model, sentence, layer or 0, head, cast=cast)
-    from attntrace.api import traced
 
-    model = stdin_model(config, edits)
-    return traced(sentence, config=None if model is not None else config, sample=sample,
-                  model=model, causal=causal, context=context,
-                  edits=() if model is not None else edits, cast=cast)  # fmt: skip
+@dataclass(frozen=True)
+class DTypeFlags:
+    """The dtype `run` and `decode` compute in (docs/kernels.md, "The casting rule")."""
+
+    dtype: str | None = None  # float64
+    softmax_dtype: str | None = None
+    accumulate: str | None = None
+
+    def cast(self) -> Cast | None:
+        """The casting rule the flags name (None: float64's arithmetic), a bad name
+        refused (exit 2) before anything is read."""
+        from attntrace.api import cast_of
+
+        with bad_input_fails():
+            return cast_of(
+                "float64" if self.dtype is None else self.dtype, self.softmax_dtype, self.accumulate
+            )
+
+
+# The command's parameter typed DTypeFlags becomes the three flags.
+dtype_flags = flag_group(DTypeFlags, DTYPE_FLAGS, list(DTYPE_FLAGS))

@@ -2,62 +2,24 @@
 
 ``--json`` is one flag on six commands, each saying what it writes: :func:`json_flag`
 declares it with that command's help. A flag a single command takes stays in that
-command's signature. An option without a name of its own here (``Layer``,
-``Precision``, ...) is named after the parameter that takes it (``layer`` ->
-``--layer``), so the commands keep these parameter names.
+command's signature. An option without a name of its own here (``Precision``, ``Top``,
+...) is named after the parameter that takes it (``top`` -> ``--top``), so the commands
+keep these parameter names.
+
+A group of flags read together (the model's, in cli/model_flags) is declared once and
+given to each command by :func:`flag_group`: the command takes one parameter, the group
+gathered, and Typer sees the flags in its place.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
 
-# The model, for `run` and `decode`.
-Config = Annotated[
-    str | None,
-    typer.Option("--config", "-c", metavar="FILE", help="A YAML or JSON model file (- for stdin)."),
-]
-Sample = Annotated[
-    str | None,
-    typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
-]
-# A real trained model's layer, for `run` and `decode` (issue 7).
-RealModelName = Annotated[
-    str | None,
-    typer.Option("--model", "-m", metavar="NAME",
-                 help="A real trained model (see `attntrace models`).", show_default=False),
-]  # fmt: skip
-# Edits to the model file or sample before it is traced, for `run`, `check` and `diff`
-# (docs/check.md: the paths, the values, the order).
-Edits = Annotated[
-    list[str] | None,
-    typer.Option("--set", metavar="PATH=VALUE", show_default=False,
-                 help="Edit the model first (repeatable): WQ[0][1]=0.5, embeddings.cat=[1,0], "
-                 "causal=true."),
-]  # fmt: skip
-Layer = Annotated[
-    int | None,
-    typer.Option(min=0, metavar="L", help="With --model: the layer to trace (default 0).",
-                 show_default=False),
-]  # fmt: skip
-Head = Annotated[
-    int | None,
-    typer.Option(min=0, metavar="H", help="With --model: this head alone (default: all).",
-                 show_default=False),
-]  # fmt: skip
-# A model file's mask and context, overridden, for `run` and `check`.
-Causal = Annotated[
-    bool | None,
-    typer.Option("--causal/--no-causal",
-                 help="Mask later tokens (a decoder), overriding the model file.",
-                 show_default=False),
-]  # fmt: skip
-Context = Annotated[
-    str | None,
-    typer.Option(metavar="SENTENCE",
-                 help="Cross-attention: take K and V from this sentence (overrides the file)."),
-]  # fmt: skip
 # The loss of `grad` and `train` (docs/learning.md#the-losses).
 LossFlag = Annotated[
     str | None,
@@ -163,20 +125,48 @@ def json_flag(help_text: str) -> Any:
     return typer.Option("--json", metavar="", help=help_text)
 
 
-# The dtype `run` and `decode` compute in (docs/kernels.md, "The casting rule").
-DType = Annotated[
-    str | None,
-    typer.Option("--dtype", metavar="D", show_default=False,
-                 help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
-                 "rule (default float64)."),
-]  # fmt: skip
-SoftmaxDType = Annotated[
-    str | None,
-    typer.Option("--softmax-dtype", metavar="D", show_default=False,
-                 help="With --dtype: the softmax's dtype, float32 (default) or D itself."),
-]  # fmt: skip
-AccumulateFlag = Annotated[
-    str | None,
-    typer.Option("--accumulate", metavar="WHERE", show_default=False,
-                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
-]  # fmt: skip
+Command = Callable[..., None]
+
+
+def flag_group(
+    group: type, declared: Mapping[str, Any], taken: Sequence[str]
+) -> Callable[[Command], Command]:
+    """A decorator: the flags ``taken`` of ``declared`` (parameter name -> its Annotated
+    type, every one None when not given), spliced into the command's signature where it
+    has a parameter typed ``group``, and passed to it gathered as ``group(**flags)`` (a
+    flag left out is left to the group's default).
+
+    ``taken`` is the order ``--help`` lists them in. A name in it that is a parameter of
+    the command is the command's own flag, moved there and passed to it as it was (a flag
+    with its own help or use, listed among the group's)."""
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command, eval_str=True)  # Typer reads no strings here
+        params = signature.parameters
+        [marker] = [param for param in params.values() if param.annotation is group]
+        gathered = [name for name in taken if name not in params]
+
+        def spliced(name: str) -> inspect.Parameter:
+            if name in params:
+                return params[name].replace(kind=marker.kind)
+            return inspect.Parameter(name, marker.kind, default=None, annotation=declared[name])
+
+        listed: list[inspect.Parameter] = []
+        for param in params.values():
+            if param is marker:
+                listed += [spliced(name) for name in taken]
+            elif param.name not in taken:
+                listed.append(param)
+
+        @functools.wraps(command)
+        def with_group(**given: Any) -> None:
+            values = {name: given.pop(name) for name in gathered}
+            flags = group(**{name: value for name, value in values.items() if value is not None})
+            command(**given, **{marker.name: flags})
+
+        with_group.__signature__ = signature.replace(parameters=listed)  # type: ignore[attr-defined]
+        with_group.__annotations__ = {param.name: param.annotation for param in listed}
+        with_group.__annotations__["return"] = signature.return_annotation
+        return with_group
+
+    return decorate

@@ -13,27 +13,16 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
-from attntrace.cli.model_flags import check_model_flags, trace_from_flags
+from attntrace.cli.model_flags import DTypeFlags, ModelFlags, dtype_flags, model_flags
 from attntrace.cli.options import (
-    AccumulateFlag,
-    Causal,
-    Config,
-    Context,
-    DType,
-    Edits,
     Export,
     FocusFlag,
-    Head,
-    Layer,
     Map,
     MaxCols,
     MaxHeads,
     MaxRows,
     Overview,
     Precision,
-    RealModelName,
-    Sample,
-    SoftmaxDType,
     Step,
     Top,
     json_flag,
@@ -45,6 +34,8 @@ if TYPE_CHECKING:
     from attntrace.kernel.trace import Trace
 
 
+@model_flags("config sample real_model layer head causal context edits")
+@dtype_flags
 def run(
     words: Annotated[
         list[str] | None,
@@ -52,14 +43,8 @@ def run(
             "The input sentence (quoted or not); default: the model file's `sentence`."
         ),
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
-    real_model: RealModelName = None,
-    layer: Layer = None,
-    head: Head = None,
-    causal: Causal = None,
-    context: Context = None,
-    edits: Edits = None,
+    *,
+    chosen: ModelFlags,
     step: Step = False,
     as_json: Annotated[bool, json_flag("Write the whole trace as JSON to stdout.")] = False,
     precision: Precision = None,
@@ -87,18 +72,13 @@ def run(
             help="With --json: only these heads' stages, comma-separated (e.g. 0,3).",
         ),
     ] = None,
-    dtype: DType = None,
-    softmax_dtype: SoftmaxDType = None,
-    accumulate: AccumulateFlag = None,
+    arithmetic: DTypeFlags,
 ) -> None:
     """Trace attention over SENTENCE: X, Q, K, V, scores, scaled, softmax, output.
 
     The model: a model file (--config), a sample (--sample), the worked
     example, or a layer of a trained model (--model; see `attntrace models`)."""
-    from attntrace.api import cast_of
-
-    with bad_input_fails():  # a dtype's flags are checked before anything is read
-        cast = cast_of("float64" if dtype is None else dtype, softmax_dtype, accumulate)
+    cast = arithmetic.cast()  # a dtype's flags are checked before anything is read
     if cast is not None and focus is not None:
         usage("--focus is float64's arithmetic by hand: it does not mix with --dtype")
     display = [flag for flag, on in (("--step", step), ("--export", export is not None),
@@ -116,23 +96,12 @@ def run(
         precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
         max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
     )  # fmt: skip
-    check_model_flags(
-        config,
-        sample,
-        real_model,
-        layer,
-        head,
-        step=step,
-        edits=edits or (),
-        mask_set=causal is not None or context is not None,
-    )
-    if head is not None and only_heads is not None:
+    chosen.check(step=step)
+    if chosen.head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     sentence = " ".join(words) if words else None
     with bad_input_fails():
-        trace = trace_from_flags(sentence, config, sample, real_model, layer, head,
-                                 causal=causal, context=context, edits=edits or (),
-                                 cast=cast)  # fmt: skip
+        trace = chosen.trace(sentence, cast=cast)
 
     def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
         from attntrace.forward.trace_json import dump_bytes

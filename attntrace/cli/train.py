@@ -16,19 +16,14 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import check_model_flags, stdin_model
+from attntrace.cli.model_flags import ModelFlags, model_flags
 from attntrace.cli.objective_flags import check_head, objective_from_flags
 from attntrace.cli.options import (
-    Causal,
-    Config,
-    Context,
-    Edits,
     FromToken,
     LossFlag,
     LossHead,
     MaxCols,
     MaxRows,
-    Sample,
     TablePrecision,
     ToToken,
     json_flag,
@@ -41,23 +36,22 @@ if TYPE_CHECKING:
     from attntrace.learning.views.train_live import LiveTraining
     from attntrace.ui.view import View
 
+# --model, hidden: train's own, to refuse a real model by name
 NotTaken = Annotated[
     str | None,
     typer.Option("--model", "-m", metavar="NAME", hidden=True, show_default=False),
 ]  # fmt: skip
 
 
+@model_flags("config sample real_model causal context edits")
 def train(
     words: Annotated[
         list[str] | None,
         sentence_argument("The sentence to learn on; default: the model file's `sentence`."),
     ] = None,
-    config: Config = None,
-    sample: Sample = None,
+    *,
+    chosen: ModelFlags,
     real_model: NotTaken = None,
-    causal: Causal = None,
-    context: Context = None,
-    edits: Edits = None,
     loss: LossFlag = None,
     from_token: FromToken = None,
     to_token: ToToken = None,
@@ -107,24 +101,20 @@ def train(
 
     W ← W − lr·dL/dW for --steps steps, on the matrices --train names, from the loss
     `grad` takes (--from/--to, or --loss mse). Live in a terminal; a table when piped."""
-    from attntrace.api import prepared
     from attntrace.cli.pipes import quiet_pipe
     from attntrace.cli.prompts import interrupted, is_terminal
 
     if real_model is not None:
         usage("--model: train takes model files and samples (--config, --sample), not a "
               "real model (its weights are not retrained here)")  # fmt: skip
-    check_model_flags(config, sample, None, None, None, step=False, edits=edits or ())
+    chosen.check()
     if save is not None and save.strip() == "":
         usage("--save: expected a file name, got ''")
     if seed is not None and init != "random":
         usage("--seed draws the random weights: add --init random")
     sentence = " ".join(words) if words else None
     with bad_input_fails():
-        model = stdin_model(config, edits or ())
-        ready = prepared(sentence, config=None if model is not None else config,
-                         sample=sample, model=model, causal=causal, context=context,
-                         edits=() if model is not None else edits or ())  # fmt: skip
+        ready = chosen.prepared(sentence)
         if save is not None:  # refused before training, not after it
             from attntrace.modelfile.model_writer import check_destination
 
@@ -133,19 +123,19 @@ def train(
                                      has_target=ready.spec.target is not None)  # fmt: skip
     with bad_input_fails():
         check_head(head, ready.spec.heads)
-    chosen = [name.strip() for name in names.split(",") if name.strip()]
+    to_train = [name.strip() for name in names.split(",") if name.strip()]
     drawn = 0 if seed is None else seed
     from attntrace.ui.view import view_from_flags
 
     shown = view_from_flags(precision, max_rows, max_cols)
-    display = None if as_json else _display(steps, lr, init, drawn, chosen, shown)
+    display = None if as_json else _display(steps, lr, init, drawn, to_train, shown)
 
     def run(on_step: OnStep | None) -> Training:
         from attntrace.learning.train import train as descend
 
         with bad_input_fails():
             return descend(ready.spec, ready.tokens, ready.key_tokens, objective,
-                           names=chosen, steps=steps, lr=lr, init=init, seed=drawn,
+                           names=to_train, steps=steps, lr=lr, init=init, seed=drawn,
                            on_step=on_step, keep_rows=as_json)  # fmt: skip
 
     # Ctrl-C: the live display's line is ended; piped, nothing more is written (--json

@@ -212,17 +212,18 @@ def test_no_arguments_prints_the_help() -> None:
 
 
 def test_run_and_render_take_every_display_flag_alike() -> None:
-    """typer cannot share a group of parameters, so `run` and `render` each list the
-    display flags; Presentation.from_flags takes them by keyword with defaults, so a flag
-    added to one command only would be ignored by the other without a word."""
+    """`run` and `render` each list the display flags; Presentation.from_flags takes them
+    by keyword with defaults, so a flag added to one command only would be ignored by the
+    other without a word. (run's signature is the one its model flags are spliced into,
+    its annotations evaluated: render's are compared evaluated too.)"""
     import inspect
 
     from attntrace.cli.run import render, run
     from attntrace.forward.views.present import Presentation
 
     display = set(inspect.signature(Presentation.from_flags).parameters)
-    of_render = inspect.signature(render).parameters
-    of_run = inspect.signature(run).parameters
+    of_render = inspect.signature(render, eval_str=True).parameters
+    of_run = inspect.signature(run, eval_str=True).parameters
     assert set(of_render) - {"source"} == display
     for name in display:
         assert of_run[name].annotation == of_render[name].annotation, name
