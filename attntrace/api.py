@@ -1,9 +1,5 @@
 """The Python entry point: a sentence and a model in, a :class:`Trace` out; and a person's
 own arrays against that trace (:func:`check`).
-
-It runs past 300 lines because each public function checks its caller's arguments
-by type, then names them in its errors as the caller spelled them: one job, the entry
-points (trace_attention, check) and their argument checks.
 """
 
 from __future__ import annotations

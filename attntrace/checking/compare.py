@@ -5,10 +5,7 @@ wrong, and which mistake of the catalogue reproduces it (docs/check.md).
 (:mod:`attntrace.checking.layout`), compares it with the trace in computation order
 (:mod:`attntrace.checking.tolerance`), and at the first stage that differs recomputes
 the model with each mistake of :mod:`attntrace.checking.mistakes` that applies to it.
-
-It runs past 300 lines because placing an array on its heads, comparing it and
-diagnosing it share one set of settings and findings (:class:`_Check`): one job, the
-comparison; the record it produces is :mod:`attntrace.checking.report`.
+The record it produces is :mod:`attntrace.checking.report`.
 """
 
 from __future__ import annotations

@@ -15,10 +15,7 @@ unpacks to more than it holds, has every member's unpacked size (the zip's, and 
 A ``.npz`` member is read the way ``np.load(allow_pickle=False)`` reads it, by its
 ``.npy`` header, but never as an object array: nothing is unpickled. NaN and infinity
 are numbers here, not errors: an unstable softmax writes them, and ``check`` names that
-mistake from them.
-
-It runs past 300 lines because each of three formats is read within a bound, with its
-own refusals: one job, a person's arrays in; nested lists are :mod:`.nested_lists`'.
+mistake from them. Nested lists are read by :mod:`.nested_lists`.
 """
 
 from __future__ import annotations

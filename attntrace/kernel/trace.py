@@ -3,10 +3,6 @@
 The compute core returns a :class:`Trace`; renderers and the JSON serializer only read
 it. Stage names are a contract (docs/model-file.md, "What the options compute"): ``X``,
 ``Q``, ``K``, ``V``, ``scores``, ``scaled``, ``softmax``, ``output``.
-
-It runs a little over 300 lines because a trace is read in many ways (by name and head,
-a head's own weights and biases, a cut to some heads), and each lookup says, when it
-fails, what the trace does hold: one job, the record and its questions.
 """
 
 from __future__ import annotations

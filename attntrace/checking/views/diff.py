@@ -8,9 +8,6 @@ B's values with the changed cells marked, and, where softmax changed, a heatmap 
 Δ = B − A. A changed cell is marked with ``*`` as well as shaded, so the view reads the
 same without colour (``NO_COLOR=1``, a pipe). Every label came from a file or an
 argument: it is shown through :mod:`attntrace.ui.shown`.
-
-It runs past 300 lines because its marked table fits itself to the width (the most
-changed rows and columns first) and says what it leaves out: one job, the view.
 """
 
 from __future__ import annotations

@@ -16,9 +16,6 @@ never a traceback and never an allocation sized by a number the file merely clai
 the header length is checked against the file (and a 100 MB cap) before it is read, and
 every tensor's shape, dtype and offsets are checked against each other, the buffer and
 the other tensors before any view is made.
-
-It runs past 300 lines because every field a hostile header could lie about is checked
-before any view is made: one job, the file read safely.
 """
 
 from __future__ import annotations
