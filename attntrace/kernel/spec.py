@@ -53,7 +53,7 @@ def is_rope_base(value: object) -> TypeGuard[int | float]:
 
 
 def checked_array(
-    name: str, field_path: str, value: object, ndim: int, *, finite: bool = True
+    value: object, name: str, field_path: str, ndim: int, *, finite: bool = True
 ) -> Matrix:
     """A caller's array for ``name`` (``ModelSpec.WQ``), as a read-only float64 copy.
 
@@ -64,7 +64,7 @@ def checked_array(
     """
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
         kind = "a matrix" if ndim == 2 else "a vector"
-        raise arguments.wrong_type(name, f"a numpy array of real numbers ({kind})", value)
+        raise arguments.wrong_type(value, name, f"a numpy array of real numbers ({kind})")
     if value.ndim != ndim:
         expected = "a matrix (2-D array)" if ndim == 2 else "a vector (1-D array)"
         shape = shape_text(value.shape)
@@ -76,12 +76,12 @@ def checked_array(
     with np.errstate(over="ignore"):  # a longdouble past float64's range becomes inf
         converted = read_only(value)
     if finite and not known_finite(converted):
-        require_finite(field_path, converted)  # the float64 numbers the trace will use
+        require_finite(converted, field_path)  # the float64 numbers the trace will use
         freeze(converted, finite=True)
     return converted
 
 
-def require_finite(field_path: str, array: npt.NDArray[np.floating[Any] | np.integer[Any]]) -> None:
+def require_finite(array: npt.NDArray[np.floating[Any] | np.integer[Any]], field_path: str) -> None:
     """An InputError at the first NaN or infinity of ``array``: ``weights.WQ[0][1]``."""
     if not np.isfinite(array).all():
         where = tuple(int(i[0]) for i in np.nonzero(~np.isfinite(array)))
@@ -103,8 +103,8 @@ class GivenInputs:
     formula: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "X", checked_array("GivenInputs.X", "X", self.X, 2))
-        arguments.text("GivenInputs.formula", self.formula)
+        object.__setattr__(self, "X", checked_array(self.X, "GivenInputs.X", "X", 2))
+        arguments.text(self.formula, "GivenInputs.formula")
 
 
 @dataclass(frozen=True, eq=False)
@@ -254,39 +254,39 @@ class ModelSpec:
     def _check_types(self) -> None:
         """Each field of the right Python type (TypeError), its arrays copied read-only."""
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
-        arguments.optional_text("ModelSpec.source", self.source)
+        arguments.optional_text(self.source, "ModelSpec.source")
         for name in ("name", "description"):
-            arguments.text(f"ModelSpec.{name}", getattr(self, name))
+            arguments.text(getattr(self, name), f"ModelSpec.{name}")
         for name in ("sentence", "context"):
-            arguments.optional_text(f"ModelSpec.{name}", getattr(self, name))
-        set_field(self, "heads", arguments.whole("ModelSpec.heads", self.heads))
-        set_field(self, "kv_heads", arguments.optional_whole("ModelSpec.kv_heads", self.kv_heads))
-        set_field(self, "causal", arguments.flag("ModelSpec.causal", self.causal))
-        set_field(self, "rope_base", arguments.real("ModelSpec.rope_base", self.rope_base))
-        arguments.text("ModelSpec.rope_pairing", self.rope_pairing)
+            arguments.optional_text(getattr(self, name), f"ModelSpec.{name}")
+        set_field(self, "heads", arguments.whole(self.heads, "ModelSpec.heads"))
+        set_field(self, "kv_heads", arguments.optional_whole(self.kv_heads, "ModelSpec.kv_heads"))
+        set_field(self, "causal", arguments.flag(self.causal, "ModelSpec.causal"))
+        set_field(self, "rope_base", arguments.real(self.rope_base, "ModelSpec.rope_base"))
+        arguments.text(self.rope_pairing, "ModelSpec.rope_pairing")
         for name in ("WQ", "WK", "WV", "WO"):
             matrix = getattr(self, name)
             if matrix is not None or name != "WO":
-                checked = checked_array(f"ModelSpec.{name}", f"weights.{name}", matrix, 2)
+                checked = checked_array(matrix, f"ModelSpec.{name}", f"weights.{name}", 2)
                 set_field(self, name, checked)
         if self.target is not None:
-            set_field(self, "target", checked_array("ModelSpec.target", "target", self.target, 2))
+            set_field(self, "target", checked_array(self.target, "ModelSpec.target", "target", 2))
         positions: Any = self.positions
         if isinstance(positions, str) and positions == "none":
             positions = None
         elif isinstance(positions, np.ndarray) or not isinstance(positions, str | None):
             if not isinstance(positions, np.ndarray):
                 raise arguments.wrong_type(
+                    positions,
                     "ModelSpec.positions",
                     "None, 'sinusoidal', 'rope', 'alibi' or a numpy array of position vectors",
-                    positions,
                 )
-            positions = checked_array("ModelSpec.positions", "positions", positions, 2)
+            positions = checked_array(positions, "ModelSpec.positions", "positions", 2)
         set_field(self, "positions", positions)
         if not isinstance(self.variants, Variants):
-            raise arguments.wrong_type("ModelSpec.variants", "a Variants", self.variants)
+            raise arguments.wrong_type(self.variants, "ModelSpec.variants", "a Variants")
         if self.given is not None and not isinstance(self.given, GivenInputs):
-            raise arguments.wrong_type("ModelSpec.given", "a GivenInputs or None", self.given)
+            raise arguments.wrong_type(self.given, "ModelSpec.given", "a GivenInputs or None")
         set_field(self, "embeddings", self._vectors("embeddings", self.embeddings))
         set_field(self, "biases", self._vectors("biases", self.biases))
         if not self.embeddings and self.given is None:
@@ -304,8 +304,8 @@ class ModelSpec:
         """``embeddings`` or ``biases``: str keys to vectors, copied read-only, the
         mapping too (a token added to the caller's dict afterwards is not added here)."""
         if not isinstance(given, Mapping):
-            raise arguments.wrong_type(f"ModelSpec.{name}", "a mapping of str to numpy "
-                                       "vectors (a dict)", given)  # fmt: skip
+            raise arguments.wrong_type(given, f"ModelSpec.{name}", "a mapping of str to numpy "
+                                       "vectors (a dict)")  # fmt: skip
         vectors: dict[str, Matrix] = {}
         width = None
         shared: object = ()  # a frozen table whose rows are the vectors (none yet)
@@ -313,7 +313,7 @@ class ModelSpec:
         unchecked: list[Matrix] = []  # the vectors whose numbers are still to be checked
         for key, vector in given.items():
             if not isinstance(key, str):
-                raise arguments.wrong_type(f"ModelSpec.{name} keys", "str", key)
+                raise arguments.wrong_type(key, f"ModelSpec.{name} keys", "str")
             if name == "embeddings" and not is_token(key):
                 raise InputError(field="embeddings",
                                  expected="non-empty tokens without spaces (a sentence is "
@@ -327,7 +327,7 @@ class ModelSpec:
                 if not shared_finite:
                     unchecked.append(row)
             else:
-                row = checked_array(f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", vector, 1,
+                row = checked_array(vector, f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", 1,
                                   finite=False)  # fmt: skip
                 unchecked.append(row)
             vectors[key] = row
@@ -343,7 +343,7 @@ class ModelSpec:
         # one NaN check for all: a vocabulary of thousands costs one pass, not thousands
         if unchecked and not np.isfinite(np.concatenate(unchecked)).all():
             for key, row in vectors.items():
-                require_finite(f"{name}.{key}", row)
+                require_finite(row, f"{name}.{key}")
         return MappingProxyType(vectors)
 
     def _check_heads(self) -> None:
