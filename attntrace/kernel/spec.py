@@ -8,9 +8,6 @@ part of the model's contract, not of the file format; what an unknown token's er
 says is :mod:`attntrace.kernel.vocabulary`'s. How the block computes with these fields
 (the projections, RoPE, attention) is :mod:`attntrace.forward.attention`'s: a spec only
 hands out each head's columns (:meth:`ModelSpec.head_weight`).
-
-It is longer than the package's other modules because its checks are: each of the
-shape rules names its field, what it expected and how to fix it, and they are one job.
 """
 
 from __future__ import annotations
@@ -90,6 +87,17 @@ def require_finite(array: npt.NDArray[np.floating[Any] | np.integer[Any]], field
                          expected="a finite number", found=found)  # fmt: skip
 
 
+def _check_key(key: object, name: str) -> None:
+    """A key of ``embeddings`` or ``biases``: a str (TypeError), and for embeddings a
+    token a sentence can hold (InputError: a sentence is split on whitespace)."""
+    if not isinstance(key, str):
+        raise arguments.wrong_type(key, f"ModelSpec.{name} keys", "str")
+    if name == "embeddings" and not is_token(key):
+        raise InputError(field="embeddings",
+                         expected="non-empty tokens without spaces (a sentence is "
+                         "split on whitespace)", found=describe(key))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class GivenInputs:
     """X given row by row instead of looked up: a real model's hidden state at a layer.
@@ -165,8 +173,21 @@ class ModelSpec:
             raise error.with_source(self.source) from None
 
     def _check(self) -> None:
+        """Each rule in turn, one helper a group of fields: the first broken is the error."""
         self._check_types()
         self._check_heads()
+        self._check_weights()
+        self._check_positions()
+        self._check_rope()
+        self._check_biases()
+        check_variants(self.variants, heads=self.heads, d_k=self.d_k, causal=self.causal,
+                       alibi=self.position_kind == "alibi",
+                       context=self.context is not None)  # fmt: skip
+        self._check_rows()
+        self._check_context()
+
+    def _check_weights(self) -> None:
+        """WQ, WK, WV and WO fit the embeddings and the heads (docs/model-file.md#shapes)."""
         d_model, heads, kv_heads = self.d_model, self.heads, self.n_kv_heads
         rows_of = {"WQ": self.WQ, "WK": self.WK, "WV": self.WV}
         for name, matrix in rows_of.items():
@@ -179,20 +200,10 @@ class ModelSpec:
                 "weights.WQ", f"a number of columns divisible by heads ({heads})", self.WQ
             )
         if self.WK.shape[1] != kv_heads * self.d_k:
-            groups = self.WK.shape[1] // self.d_k if self.d_k else 0
-            hint = (
-                f"; for grouped-query attention with {groups} K/V head{'s' if groups > 1 else ''}, "
-                f"set kv_heads: {groups}"
-                if self.kv_heads is None
-                and groups
-                and self.WK.shape[1] % self.d_k == 0
-                and heads % groups == 0
-                else ""
-            )
             self._shape_error(
                 "weights.WK",
                 f"{d_model} × {kv_heads * self.d_k} (d_model × kv_heads·d_k = {d_model} × "
-                f"{kv_heads}·{self.d_k}, d_k from WQ){hint}",
+                f"{kv_heads}·{self.d_k}, d_k from WQ){self._gqa_hint()}",
                 self.WK,
             )
         if self.WV.shape[1] % kv_heads:
@@ -206,34 +217,47 @@ class ModelSpec:
                 f"{d_model})",
                 self.WO,
             )
-        if isinstance(self.positions, np.ndarray) and self.positions.shape[1] != d_model:
+
+    def _gqa_hint(self) -> str:
+        """``; for grouped-query attention with 2 K/V heads, set kv_heads: 2`` where WK's
+        columns make K/V heads that divide heads and kv_heads was not given; else empty."""
+        groups = self.WK.shape[1] // self.d_k if self.d_k else 0
+        return (
+            f"; for grouped-query attention with {groups} K/V head{'s' if groups > 1 else ''}, "
+            f"set kv_heads: {groups}"
+            if self.kv_heads is None
+            and groups
+            and self.WK.shape[1] % self.d_k == 0
+            and self.heads % groups == 0
+            else ""
+        )
+
+    def _check_positions(self) -> None:
+        """Learned positions as wide as the embeddings; a named kind one of those known."""
+        if isinstance(self.positions, np.ndarray) and self.positions.shape[1] != self.d_model:
             self._shape_error(
-                "positions", f"vectors of {d_model} numbers (d_model)", self.positions
+                "positions", f"vectors of {self.d_model} numbers (d_model)", self.positions
             )
         named = ("sinusoidal", "rope", "alibi")
         if isinstance(self.positions, str) and self.positions not in named:
             raise InputError(field="positions",
                              expected="none, sinusoidal, rope, alibi or a list of vectors",
                              found=describe(self.positions))  # fmt: skip
-        self._check_rope()
-        self._check_biases()
-        check_variants(self.variants, heads=heads, d_k=self.d_k, causal=self.causal,
-                       alibi=self.position_kind == "alibi",
-                       context=self.context is not None)  # fmt: skip
+
+    def _check_rows(self) -> None:
+        """The target's rows as wide as the block's output; a given X's as the embeddings'."""
+        heads, d_model = self.heads, self.d_model
         width = d_model if self.WO is not None else heads * self.d_v
         if self.target is not None and self.target.shape[1] != width:
+            what = "d_model, with WO" if self.WO is not None else f"heads·d_v = {heads}·{self.d_v}"
             self._shape_error(
-                "target",
-                f"rows of {width} numbers (the block output's width: "
-                + (
-                    "d_model, with WO)"
-                    if self.WO is not None
-                    else f"heads·d_v = {heads}·{self.d_v})"
-                ),
-                self.target,
+                "target", f"rows of {width} numbers (the block output's width: {what})", self.target
             )
         if self.given is not None and self.given.X.shape[1] != d_model:
             self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
+
+    def _check_context(self) -> None:
+        """What cross-attention rules out: RoPE and a causal mask are about one sequence."""
         if self.position_kind == "rope" and self.context is not None:
             raise InputError(
                 "RoPE turns queries and keys by their positions in one sequence; a context "
@@ -312,12 +336,7 @@ class ModelSpec:
         shared_finite = False
         unchecked: list[Matrix] = []  # the vectors whose numbers are still to be checked
         for key, vector in given.items():
-            if not isinstance(key, str):
-                raise arguments.wrong_type(key, f"ModelSpec.{name} keys", "str")
-            if name == "embeddings" and not is_token(key):
-                raise InputError(field="embeddings",
-                                 expected="non-empty tokens without spaces (a sentence is "
-                                 "split on whitespace)", found=describe(key))  # fmt: skip
+            _check_key(key, name)
             if (isinstance(vector, np.ndarray) and vector.dtype == np.float64
                     and vector.ndim == 1 and vector.size and not vector.flags.writeable
                     and (vector.base is shared or is_frozen(vector))):  # fmt: skip
