@@ -144,6 +144,13 @@ def _vector(value: object, name: str, field_path: str) -> Vector:
 
 def _check_alone(variants: Variants) -> None:
     """The rules each option has on its own."""
+    _check_window(variants)
+    _check_scores(variants)
+
+
+def _check_window(variants: Variants) -> None:
+    """A sliding window and its sinks: counts of keys, within reach of a sentence, and
+    sinks only with a window to keep them past."""
     if variants.window is not None and variants.window < 1:
         raise InputError(field="window", expected="a whole number of keys ≥ 1 (a query "
                          "sees itself and window − 1 keys before it)",
@@ -163,6 +170,11 @@ def _check_alone(variants: Variants) -> None:
             expected="a window with sinks",
             found=f"sinks {variants.sinks} and no window",
         )
+
+
+def _check_scores(variants: Variants) -> None:
+    """The options' numbers on the way to the scores and weights: QK-norm's epsilon and
+    weights, the soft-cap, the sink logit, ALiBi's slopes."""
     eps = variants.qk_norm_eps
     if not (math.isfinite(eps) and eps > 0):
         raise InputError(field="qk_norm_eps", expected="a number > 0", found=describe(eps))
