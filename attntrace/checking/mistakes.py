@@ -106,7 +106,7 @@ class Computed:
     kv: dict[str, list[Matrix]]
 
 
-def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
+def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:  # noqa: C901  split in the one-pipeline refactor
     """The mistakes that would change something for ``model`` over n queries and m keys
     (a mistake that computes the same numbers as the correct block cannot be told apart
     from it, so it is left out)."""
@@ -223,7 +223,7 @@ def _variant_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]
             sink_in_denominator=False)  # fmt: skip
 
 
-def recompute(
+def recompute(  # noqa: C901, PLR0915  split in the one-pipeline refactor
     model: ModelSpec,
     inputs: dict[str, Matrix],
     recipe: Recipe,

@@ -179,7 +179,7 @@ def _subtrahend(m: Matrix) -> Matrix:
     return safe
 
 
-def flash(
+def flash(  # noqa: PLR0915  split in the one-pipeline refactor
     Q: Matrix, K: Matrix, V: Matrix, *, block_q: int, block_k: int, causal: bool = False,
     variant: int = 2, window: int | None = None, sinks: int = 0, slope: float | None = None,
     softcap: float | None = None, sink_logit: float | None = None,
