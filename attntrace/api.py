@@ -1,9 +1,5 @@
 """The Python entry point: a sentence and a model in, a :class:`Trace` out; and a person's
 own arrays against that trace (:func:`check`).
-
-It runs past 300 lines because each public function checks its caller's arguments
-by type, then names them in its errors as the caller spelled them: one job, the entry
-points (trace_attention, check) and their argument checks.
 """
 
 from __future__ import annotations
@@ -95,17 +91,17 @@ def trace_attention(
     >>> [round(w, 6) for w in trace["softmax"].data[2].tolist()]
     [0.000848, 0.000848, 0.998304]
     """
-    arguments.optional_text("sentence", sentence)
+    arguments.optional_text(sentence, "sentence")
     if config is not None:
-        config = arguments.path("config", config, "a file name (str or pathlib.Path) or None")
-    arguments.optional_text("sample", sample)
+        config = arguments.path(config, "config", "a file name (str or pathlib.Path) or None")
+    arguments.optional_text(sample, "sample")
     _check_model_argument(model)
-    causal = arguments.optional_flag("causal", causal)
-    arguments.optional_text("context", context)
-    edits = arguments.labels("edits", edits)
-    arguments.text("dtype", dtype)
-    arguments.optional_text("softmax_dtype", softmax_dtype)
-    arguments.optional_text("accumulate", accumulate)
+    causal = arguments.optional_flag(causal, "causal")
+    arguments.optional_text(context, "context")
+    edits = arguments.labels(edits, "edits")
+    arguments.text(dtype, "dtype")
+    arguments.optional_text(softmax_dtype, "softmax_dtype")
+    arguments.optional_text(accumulate, "accumulate")
     cast = cast_of(dtype, softmax_dtype, accumulate, PYTHON_NAMES)
     return traced(sentence, config=config, sample=sample, model=model, causal=causal,
                   context=context, edits=edits, names=PYTHON_NAMES, cast=cast)  # fmt: skip
@@ -149,8 +145,8 @@ def _check_model_argument(model: object) -> None:
                     "sentence, layer)")  # fmt: skip
         else:
             hint = f"give a model file as config={model!r}"
-        raise TypeError(f"{arguments.wrong_type('model', accepts, model)}: {hint}")
-    raise arguments.wrong_type("model", accepts, model)
+        raise TypeError(f"{arguments.wrong_type(model, 'model', accepts)}: {hint}")
+    raise arguments.wrong_type(model, "model", accepts)
 
 
 def traced(
@@ -342,26 +338,26 @@ def check(
     """
     from attntrace.checking.user_arrays import given_arrays, read_user_arrays
 
-    arguments.optional_text("sentence", sentence)
+    arguments.optional_text(sentence, "sentence")
     if config is not None:
-        config = arguments.path("config", config, "a file name (str or pathlib.Path) or None")
-    arguments.optional_text("sample", sample)
+        config = arguments.path(config, "config", "a file name (str or pathlib.Path) or None")
+    arguments.optional_text(sample, "sample")
     _check_model_argument(model)
-    arguments.optional_text("trained", trained)
-    layer = arguments.optional_whole("layer", layer)
-    causal = arguments.optional_flag("causal", causal)
-    arguments.optional_text("context", context)
-    head = arguments.optional_whole("head", head)
-    rtol, atol = arguments.optional_real("rtol", rtol), arguments.optional_real("atol", atol)
-    arguments.optional_text("layout", layout)
-    edits = arguments.labels("edits", edits)
+    arguments.optional_text(trained, "trained")
+    layer = arguments.optional_whole(layer, "layer")
+    causal = arguments.optional_flag(causal, "causal")
+    arguments.optional_text(context, "context")
+    head = arguments.optional_whole(head, "head")
+    rtol, atol = arguments.optional_real(rtol, "rtol"), arguments.optional_real(atol, "atol")
+    arguments.optional_text(layout, "layout")
+    edits = arguments.labels(edits, "edits")
     if isinstance(arrays, str | Path):
         given = read_user_arrays(arrays)
     elif isinstance(arrays, Mapping):
         given = given_arrays(arrays)
     else:
-        raise arguments.wrong_type("arrays", "a mapping of stage name to array, or a file name",
-                                   arrays)  # fmt: skip
+        raise arguments.wrong_type(arrays, "arrays",
+                                   "a mapping of stage name to array, or a file name")  # fmt: skip
     return checked(given, sentence, config=config, sample=sample, model=model, trained=trained,
                    layer=layer, causal=causal, context=context, head=head, rtol=rtol, atol=atol,
                    layout=layout, edits=edits, names=PYTHON_NAMES,

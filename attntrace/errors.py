@@ -103,16 +103,28 @@ def _numpy_bool(value: Any) -> bool:
 
 def describe(value: Any) -> str:
     """How a found value reads in an error message: ``a string 'abc'``, ``3 numbers``..."""
+    return _describe_number(value) or _describe_other(value)
+
+
+def _describe_number(value: Any) -> str | None:
+    """A Python number (or a bool, which is no number here) as a message shows it: the
+    number itself where float64 holds it, else its size; None for anything else."""
     if isinstance(value, LongInteger):
         return f"an integer of {value.digits:,} digits (too large for float64)"
-    if value is None:
-        return "nothing (null)"
     if isinstance(value, bool) or _numpy_bool(value):
         return f"a boolean ({str(bool(value)).lower()})"
     if isinstance(value, int) and value.bit_length() > 64:
         return f"an integer of {value.bit_length()} bits (too large for float64)"
     if isinstance(value, int | float):
         return repr(value) if math.isfinite(value) else f"a non-finite number ({value})"
+    return None
+
+
+def _describe_other(value: Any) -> str:
+    """Anything but a Python number: null, a string (cut short), what else YAML or JSON
+    can hold, a numpy scalar; else the type's name."""
+    if value is None:
+        return "nothing (null)"
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"a string {shown!r}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
@@ -44,72 +45,88 @@ def median_seconds(action: Callable[[T], object], setup: Callable[[], T]) -> flo
     return statistics.median(times)
 
 
-def main() -> None:
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(TOKENS, D_MODEL))
-    WQ, WK, WV = (rng.normal(size=(D_MODEL, D_MODEL)) / np.sqrt(D_MODEL) for _ in range(3))
+@dataclass(frozen=True)
+class _Layer:
+    """The random model's inputs and weights, and each way of computing step t that is
+    timed: a method each, so that main reads as the measurement alone."""
 
-    def cached_step(cache: KVCache, t: int) -> None:
-        x = X[t]
-        q = np.stack([x @ head_columns(WQ, h, D_HEAD) for h in range(HEADS)])
-        k = np.stack([x @ head_columns(WK, h, D_HEAD) for h in range(HEADS)])
-        v = np.stack([x @ head_columns(WV, h, D_HEAD) for h in range(HEADS)])
+    X: Matrix
+    WQ: Matrix
+    WK: Matrix
+    WV: Matrix
+
+    @classmethod
+    def random(cls, rng: np.random.Generator) -> _Layer:
+        X = rng.normal(size=(TOKENS, D_MODEL))
+        WQ, WK, WV = (rng.normal(size=(D_MODEL, D_MODEL)) / np.sqrt(D_MODEL) for _ in range(3))
+        return cls(X, WQ, WK, WV)
+
+    def cached_step(self, cache: KVCache, t: int) -> None:
+        x = self.X[t]
+        q = np.stack([x @ head_columns(self.WQ, h, D_HEAD) for h in range(HEADS)])
+        k = np.stack([x @ head_columns(self.WK, h, D_HEAD) for h in range(HEADS)])
+        v = np.stack([x @ head_columns(self.WV, h, D_HEAD) for h in range(HEADS)])
         cache.append(k, v)
         for h in range(HEADS):
             weights = softmax((cache.keys[h] @ q[h])[None, :] / np.sqrt(D_HEAD))
             _ = weights[0] @ cache.values[h]
 
-    def recomputed_step(t: int) -> None:
-        prefix = X[: t + 1]
+    def recomputed_step(self, t: int) -> None:
+        prefix = self.X[: t + 1]
         mask = causal_mask(t + 1)
         for h in range(HEADS):
-            q = prefix @ head_columns(WQ, h, D_HEAD)
-            k = prefix @ head_columns(WK, h, D_HEAD)
-            v = prefix @ head_columns(WV, h, D_HEAD)
+            q = prefix @ head_columns(self.WQ, h, D_HEAD)
+            k = prefix @ head_columns(self.WK, h, D_HEAD)
+            v = prefix @ head_columns(self.WV, h, D_HEAD)
             scores = apply_mask(q @ k.T / np.sqrt(D_HEAD), mask)
             _ = softmax(scores) @ v
 
-    def cache_with(tokens: int) -> KVCache:
+    def cache_with(self, tokens: int) -> KVCache:
         return KVCache.holding(
-            [X[:tokens] @ head_columns(WK, g, D_HEAD) for g in range(HEADS)],
-            [X[:tokens] @ head_columns(WV, g, D_HEAD) for g in range(HEADS)],
+            [self.X[:tokens] @ head_columns(self.WK, g, D_HEAD) for g in range(HEADS)],
+            [self.X[:tokens] @ head_columns(self.WV, g, D_HEAD) for g in range(HEADS)],
         )
 
-    def cached_attention(state: tuple[KVCache, Matrix]) -> None:
-        """Only the attention of step t: the new q over the t+1 cached keys."""
-        cache, q = state
-        for h in range(HEADS):
-            weights = softmax((cache.keys[h] @ q[h])[None, :] / np.sqrt(D_HEAD))
-            _ = weights[0] @ cache.values[h]
+    def cache_and_query(self, t: int) -> tuple[KVCache, Matrix]:
+        return self.cache_with(t + 1), self.projected(t)[0][:, t]
 
-    def full_attention(state: tuple[Matrix, Matrix, Matrix, Mask]) -> None:
-        """Only the attention of recomputing: every prefix query over every prefix key."""
-        qs, ks, vs, mask = state
-        for h in range(HEADS):
-            scores = apply_mask(qs[h] @ ks[h].T / np.sqrt(D_HEAD), mask)
-            _ = softmax(scores) @ vs[h]
-
-    def cache_and_query(t: int) -> tuple[KVCache, Matrix]:
-        return cache_with(t + 1), projected(t)[0][:, t]
-
-    def projected(t: int) -> tuple[Matrix, Matrix, Matrix, Mask]:
-        prefix = X[: t + 1]
+    def projected(self, t: int) -> tuple[Matrix, Matrix, Matrix, Mask]:
+        prefix = self.X[: t + 1]
         q, k, v = (
             np.stack([prefix @ head_columns(W, h, D_HEAD) for h in range(HEADS)])
-            for W in (WQ, WK, WV)
+            for W in (self.WQ, self.WK, self.WV)
         )
         return q, k, v, causal_mask(t + 1)
 
+
+def cached_attention(state: tuple[KVCache, Matrix]) -> None:
+    """Only the attention of step t: the new q over the t+1 cached keys."""
+    cache, q = state
+    for h in range(HEADS):
+        weights = softmax((cache.keys[h] @ q[h])[None, :] / np.sqrt(D_HEAD))
+        _ = weights[0] @ cache.values[h]
+
+
+def full_attention(state: tuple[Matrix, Matrix, Matrix, Mask]) -> None:
+    """Only the attention of recomputing: every prefix query over every prefix key."""
+    qs, ks, vs, mask = state
+    for h in range(HEADS):
+        scores = apply_mask(qs[h] @ ks[h].T / np.sqrt(D_HEAD), mask)
+        _ = softmax(scores) @ vs[h]
+
+
+def main() -> None:
+    layer = _Layer.random(np.random.default_rng(0))
     print(f"d_model {D_MODEL}, {HEADS} heads, d_k = d_v = {D_HEAD}; median of {REPEATS} runs")
     print(f"{'tokens':>7} {'whole step, ms: cached':>23} {'recomputed':>11} {'ratio':>6}"
           f" {'attention only, ms: cached':>27} {'full':>8}")  # fmt: skip
     rows = []
     for steps in STEPS:
         t = steps - 1
-        cached = median_seconds(partial(cached_step, t=t), partial(cache_with, t))
-        recomputed = median_seconds(lambda _: recomputed_step(t), lambda: None)  # noqa: B023
-        attend = median_seconds(cached_attention, partial(cache_and_query, t))
-        attend_all = median_seconds(full_attention, partial(projected, t))
+        cached = median_seconds(partial(layer.cached_step, t=t), partial(layer.cache_with, t))
+        recomputed = median_seconds(lambda _: layer.recomputed_step(t), lambda: None)  # noqa: B023
+        attend = median_seconds(cached_attention, partial(layer.cache_and_query, t))
+        attend_all = median_seconds(full_attention, partial(layer.projected, t))
         rows.append((steps, cached, recomputed, attend, attend_all))
         print(
             f"{steps:>7} {1000 * cached:>23.3f} {1000 * recomputed:>11.3f} "

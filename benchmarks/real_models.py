@@ -362,48 +362,67 @@ def table(repeats: int, reference_python: str | None, models: list[str]) -> None
             print(f"{name}: skipped, its weights are not installed ({spec.install})")
             continue
         spec.verified_weights()  # hashed once, remembered after: no run below hashes
-        last = spec.layers - 1
-        short = len(open_model(name).tokenizer.encode(SENTENCE))
-        command = [sys.executable, "-m", "attntrace", "run", "--model", name, SENTENCE,
-                   "--layer", str(last)]  # fmt: skip
-        run15 = medians([timed_process(command) for _ in range(repeats)])
-        load = []
-        for _ in range(repeats):
-            wall, cpu = time.perf_counter(), time.process_time()
-            dequantize_all(name)
-            load.append((time.perf_counter() - wall, time.process_time() - cpu, ""))
-        opened_all = medians(load)
-        sentence = long_sentence(name)
-        with tempfile.TemporaryDirectory() as folder:
-            out = Path(folder) / "trace.json"
-            command = [sys.executable, "-m", "attntrace", "run", "--model", name, "--layer",
-                       str(last), "--json", sentence]  # fmt: skip
-            ours = medians([timed_process(command, out) for _ in range(repeats)])
-            size = out.stat().st_size
-        phases = ours_in_process(name, sentence)
-        print(f"{name}: run --layer {last} on {short} tokens {1000 * run15[0]:.0f} ms "
-              f"(CPU {1000 * run15[1]:.0f} ms) · open + dequantize {1000 * opened_all[0]:.0f} "
-              f"ms (CPU {1000 * opened_all[1]:.0f} ms) · {LONG_TOKENS} tokens, layer {last} "
-              f"to JSON ({size / 1e6:.0f} MB) {ours[0]:.2f} s (CPU {ours[1]:.2f} s; in "
-              f"process, CPU: layers before {phases['forward']:.2f} s, trace "
-              f"{phases['trace']:.2f} s, JSON {phases['json']:.2f} s)")  # fmt: skip
-        theirs = None
-        if reference is not None:
-            runs, details = [], []
-            with tempfile.TemporaryDirectory() as folder:
-                for _ in range(repeats):
-                    command = [reference, __file__, "--transformers-job", name,
-                               str(Path(folder) / "attentions.json")]  # fmt: skip
-                    runs.append(timed_process(command))
-                    details.append(json.loads(runs[-1][2].strip().splitlines()[-1]))
-            theirs = medians(runs)
-            phase = {key: statistics.median(d[key] for d in details)
-                     for key in ("import", "load", "forward", "json")}  # fmt: skip
-            print(f"{'':{len(name)}}  transformers ({details[0]['tokens']} tokens, "
-                  f"{details[0]['threads']} threads) {theirs[0]:.2f} s (CPU {theirs[1]:.2f} s; "
-                  f"wall: import {phase['import']:.2f} s, load {phase['load']:.2f} s, "
-                  f"forward {phase['forward']:.2f} s, JSON {phase['json']:.2f} s)")  # fmt: skip
+        run15, opened_all, ours = ours_timed(name, spec.layers - 1, repeats)
+        theirs = None if reference is None else theirs_timed(name, reference, repeats)
         rows.append((name, run15, opened_all, ours, theirs))
+    print_table(rows, repeats)
+
+
+Times = tuple[float, float]  # the median wall and CPU seconds of some runs
+
+
+def ours_timed(name: str, last: int, repeats: int) -> tuple[Times, Times, Times]:
+    """attntrace on ``name``: a run on 15 tokens, open + dequantize, and the last layer
+    of 512 tokens to JSON (with its phases in process), each printed on one line."""
+    short = len(open_model(name).tokenizer.encode(SENTENCE))
+    command = [sys.executable, "-m", "attntrace", "run", "--model", name, SENTENCE,
+               "--layer", str(last)]  # fmt: skip
+    run15 = medians([timed_process(command) for _ in range(repeats)])
+    load = []
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        dequantize_all(name)
+        load.append((time.perf_counter() - wall, time.process_time() - cpu, ""))
+    opened_all = medians(load)
+    sentence = long_sentence(name)
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "trace.json"
+        command = [sys.executable, "-m", "attntrace", "run", "--model", name, "--layer",
+                   str(last), "--json", sentence]  # fmt: skip
+        ours = medians([timed_process(command, out) for _ in range(repeats)])
+        size = out.stat().st_size
+    phases = ours_in_process(name, sentence)
+    print(f"{name}: run --layer {last} on {short} tokens {1000 * run15[0]:.0f} ms "
+          f"(CPU {1000 * run15[1]:.0f} ms) · open + dequantize {1000 * opened_all[0]:.0f} "
+          f"ms (CPU {1000 * opened_all[1]:.0f} ms) · {LONG_TOKENS} tokens, layer {last} "
+          f"to JSON ({size / 1e6:.0f} MB) {ours[0]:.2f} s (CPU {ours[1]:.2f} s; in "
+          f"process, CPU: layers before {phases['forward']:.2f} s, trace "
+          f"{phases['trace']:.2f} s, JSON {phases['json']:.2f} s)")  # fmt: skip
+    return run15, opened_all, ours
+
+
+def theirs_timed(name: str, reference: str, repeats: int) -> Times:
+    """transformers on the same 512 tokens, run by ``reference`` in a fresh process each
+    time, with its phases (import, load, forward, JSON) printed on one line."""
+    runs, details = [], []
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(repeats):
+            command = [reference, __file__, "--transformers-job", name,
+                       str(Path(folder) / "attentions.json")]  # fmt: skip
+            runs.append(timed_process(command))
+            details.append(json.loads(runs[-1][2].strip().splitlines()[-1]))
+    theirs = medians(runs)
+    phase = {key: statistics.median(d[key] for d in details)
+             for key in ("import", "load", "forward", "json")}  # fmt: skip
+    print(f"{'':{len(name)}}  transformers ({details[0]['tokens']} tokens, "
+          f"{details[0]['threads']} threads) {theirs[0]:.2f} s (CPU {theirs[1]:.2f} s; "
+          f"wall: import {phase['import']:.2f} s, load {phase['load']:.2f} s, "
+          f"forward {phase['forward']:.2f} s, JSON {phase['json']:.2f} s)")  # fmt: skip
+    return theirs
+
+
+def print_table(rows: list[tuple[str, Times, Times, Times, Times | None]], repeats: int) -> None:
+    """The summary table under the per-model lines, one row a model."""
     print()
     print("model     run, 15 tokens   open+dequantize   512 tokens: attntrace  transformers"
           "   ratio")  # fmt: skip

@@ -45,6 +45,14 @@ def process(command: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="attntrace-bench-cache-"))
     os.environ["XDG_CACHE_HOME"] = str(scratch)
+    cache = smollm2_in_process()
+    smollm2_runs(cache)
+    gemma3()
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def smollm2_in_process() -> Path:
+    """SmolLM2 opened in process, each part of the opening timed; returns the cache file."""
     from attntrace.real.catalog import SMOLLM2
     from attntrace.real.llama import TOKENIZER_ARRAYS, TOKENIZER_KIND, Llama
     from attntrace.real.tokenizers import tokenizer_cache
@@ -85,7 +93,11 @@ def main() -> None:
     for label, seconds in figures.items():
         print(f"  {label:<48} {1000 * seconds:7.1f} ms")
     print(f"  cache file: {cache.stat().st_size / 1e6:.1f} MB")
+    return cache
 
+
+def smollm2_runs(cache: Path) -> None:
+    """Whole runs as fresh processes, the cache cold and warm interleaved."""
     command = [sys.executable, "-m", "attntrace", "run", "--model", "smollm2", "--layer", "0"]
     command.append(SENTENCE)
     env = dict(os.environ)
@@ -98,7 +110,11 @@ def main() -> None:
     print(f"  cache cold {1000 * statistics.median(cold_runs):7.0f} ms")
     print(f"  cache warm {1000 * statistics.median(warm_runs):7.0f} ms")
 
+
+def gemma3() -> None:
+    """Gemma 3's GGUF opened with its tokenizer, where the GGUF is found."""
     from attntrace.real.catalog import GEMMA3
+    from attntrace.real.tokenizers import tokenizer_cache
 
     given = os.environ.get("ATTNTRACE_GEMMA3_GGUF")
     gemma = Path(given) if given else (GEMMA3.verified_weights() if GEMMA3.installed else None)
@@ -129,7 +145,6 @@ def main() -> None:
         for label, seconds in rows.items():
             print(f"  {label:<48} {1000 * seconds:7.1f} ms")
         print(f"  cache file: {gemma_cache.stat().st_size / 1e6:.1f} MB")
-    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -166,9 +166,9 @@ class TraceDiff:
 def diff_traces(a: Trace, b: Trace) -> TraceDiff:
     """Compare trace ``a`` with trace ``b``, stage by stage in computation order."""
     if not isinstance(a, Trace):
-        raise arguments.wrong_type("a", "a Trace", a)
+        raise arguments.wrong_type(a, "a", "a Trace")
     if not isinstance(b, Trace):
-        raise arguments.wrong_type("b", "a Trace", b)
+        raise arguments.wrong_type(b, "b", "a Trace")
     weights_compared = bool(a.weights) and bool(b.weights)
     return TraceDiff(
         a=a,

@@ -15,10 +15,7 @@ unpacks to more than it holds, has every member's unpacked size (the zip's, and 
 A ``.npz`` member is read the way ``np.load(allow_pickle=False)`` reads it, by its
 ``.npy`` header, but never as an object array: nothing is unpickled. NaN and infinity
 are numbers here, not errors: an unstable softmax writes them, and ``check`` names that
-mistake from them.
-
-It runs past 300 lines because each of three formats is read within a bound, with its
-own refusals: one job, a person's arrays in; nested lists are :mod:`.nested_lists`'.
+mistake from them. Nested lists are read by :mod:`.nested_lists`.
 """
 
 from __future__ import annotations
@@ -89,11 +86,11 @@ def given_arrays(arrays: Mapping[str, object]) -> dict[str, GivenArray]:
     no float array (integers, an empty one) an :class:`InputError` naming it.
     """
     if not isinstance(arrays, Mapping):
-        raise wrong_type("arrays", "a mapping of names to arrays (a dict)", arrays)
+        raise wrong_type(arrays, "arrays", "a mapping of names to arrays (a dict)")
     given: dict[str, GivenArray] = {}
     for name, value in arrays.items():
         if not isinstance(name, str):
-            raise wrong_type("each name in arrays", "a str", name)
+            raise wrong_type(name, "each name in arrays", "a str")
         given[name] = _python_array(name, value)
     if not given:
         raise InputError("no arrays", field="arrays", expected="at least one named array")
@@ -315,8 +312,8 @@ def _python_array(name: str, value: object) -> GivenArray:
         return _torch_array(name, value)
     if isinstance(value, list | tuple) and not torch:
         return _given(name, nested_numbers(value, name, python=True), "float64")
-    raise wrong_type(f"arrays[{name!r}]", "a numpy array, a torch tensor or nested lists "
-                     "of numbers", value)  # fmt: skip
+    raise wrong_type(value, f"arrays[{name!r}]", "a numpy array, a torch tensor or nested lists "
+                     "of numbers")  # fmt: skip
 
 
 def _torch_array(name: str, tensor: Any) -> GivenArray:

@@ -13,7 +13,7 @@ and JSON all show this same string.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -255,7 +255,7 @@ def _head(
     model: ModelSpec, info: ModelInfo, h: int, rows: _Rows, record: _Recorder, calc: Arithmetic
 ) -> Matrix:
     """Head ``h``: its Q, K and V, then softmax(Q·Kᵀ / √d_k) · V, recorded stage by
-    stage. Returns its output ``[n, d_v]``."""
+    stage (from the scores on by :func:`_add_attention`). Returns its output ``[n, d_v]``."""
     g = info.kv_head_of(h)  # the K/V head it reads: K/V head g serves the heads of its group
     WQ, bQ = model.head_weight("WQ", h), model.head_bias("bQ", h)
     WK, bK = model.head_weight("WK", g), model.head_bias("bK", g)
@@ -313,6 +313,30 @@ def _head(
         source = ("Q_norm", "K_norm") if normed else ("Q", "K")
         add("Q_rope", f"Q_rope = {source[0]} {how}", turned[0], queries, q_dims)
         add("K_rope", f"K_rope = {source[1]} {how}", turned[1], keys, k_dims)
+    sink_logit = None if sinks is None else sinks[h]
+    _add_attention(add, model, info, h, head, alibi, sink_logit, (queries, keys))
+    return head.output
+
+
+# How a head's recording helpers add a stage: name, formula, data, its rows' and its
+# columns' labels (the head and K/V head are the recorder's).
+_Add = Callable[[str, str, Matrix, tuple[str, ...], tuple[str, ...]], None]
+
+
+def _add_attention(
+    add: _Add,
+    model: ModelSpec,
+    info: ModelInfo,
+    h: int,
+    head: Attention,
+    alibi: Matrix | None,
+    sink_logit: float | None,
+    tokens: tuple[tuple[str, ...], tuple[str, ...]],
+) -> None:
+    """Head ``h``'s stages from the scores to its output, each with its formula: the
+    part of the head :func:`attntrace.kernel.ops.attention` computed."""
+    queries, keys = tokens
+    variants = model.variants
     q, k = info.score_inputs
     add("scores", f"scores = {q} · {k}ᵀ", head.scores, queries, keys)
     add("scaled", "scaled = scores / √d_k", head.scaled, queries, keys)
@@ -333,12 +357,12 @@ def _head(
     add("softmax", f"softmax = exp({x} − M) / (Σ exp({x} − M) + exp(s − M))"
         if head.sink is not None else f"softmax = exp({x} − row max) / row sum",
         head.softmax, queries, keys)  # fmt: skip
-    if head.sink is not None and sinks is not None:
-        add("sink", f"sink = exp(s − M) / the same sum, s = {sinks[h]:g}: weight that "
+    if head.sink is not None and sink_logit is not None:
+        add("sink", f"sink = exp(s − M) / the same sum, s = {sink_logit:g}: weight that "
             "passes no value", head.sink, queries, ("sink",))  # fmt: skip
     # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
+    d_v = model.d_v
     add("output", "output = softmax · V", head.output, queries, dims(d_v, h * d_v))
-    return head.output
 
 
 def _plus(bias: Matrix | None, name: str) -> str:

@@ -36,6 +36,30 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     if model.kv_heads > model.heads or model.heads % model.kv_heads:
         raise InputError(field="model.kv_heads", expected=f"a divisor of heads ({model.heads})",
                          found=describe(model.kv_heads))  # fmt: skip
+    seen = _seen_stages(trace)
+    per_head = _per_head_stages(model, {name for name, _ in seen})
+    cut = len(heads) < model.heads
+    shared = (
+        ["X"]
+        + (["X_context"] if trace.context_tokens is not None else [])
+        + (["concat"] if model.heads > 1 and not cut else [])
+    )
+    for name in shared:
+        if (name, None) not in seen:
+            raise InputError(field="stages", expected=f"the stage {name}", found="none")
+    _check_heads_traced(trace, heads, seen)
+    for head in heads:
+        missing = [name for name in per_head if (name, head) not in seen]
+        if missing:
+            where = f" of head {head}" if trace.model.heads > 1 else ""
+            raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",
+                             found=f"no {', '.join(missing)}")  # fmt: skip
+
+
+def _seen_stages(trace: Trace) -> set[tuple[str, int | None]]:
+    """Each stage's (name, head), refusing a stage twice or a head's stage that names
+    another K/V head than the one the head reads."""
+    model = trace.model
     seen: set[tuple[str, int | None]] = set()
     for index, stage in enumerate(trace.stages):
         key = (stage.name, stage.head)
@@ -54,27 +78,30 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
                 f"K/V head head // {model.group})",
                 found=describe(stage.kv_head),
             )
-    per_head = [n for n in PER_HEAD_STAGES if n != "masked" or trace.model.causal]
+    return seen
+
+
+def _per_head_stages(model: ModelInfo, names: set[str]) -> list[str]:
+    """The stages each head must have, in the order computed, as the model's options
+    make them; a stage of an option the model has off (RoPE, a mask) is refused."""
+    per_head = [n for n in PER_HEAD_STAGES if n != "masked" or model.causal]
     rotary = ["Q_rope", "K_rope"]
     if model.positions == "rope":
         per_head[3:3] = rotary  # after Q, K, V, as computed
-    elif any(name in rotary for name, _ in seen):
+    elif any(name in rotary for name in names):
         raise InputError(field="model.positions", expected="rope (the trace has Q_rope and "
                          "K_rope stages)", found=describe(model.positions))  # fmt: skip
-    per_head = _with_variant_stages(per_head, model, {name for name, _ in seen})
-    if not model.causal and any(name == "masked" for name, _ in seen):
+    per_head = _with_variant_stages(per_head, model, names)
+    if not model.causal and "masked" in names:
         raise InputError(field="model.causal", expected="true (the trace has masked stages)",
                          found="false")  # fmt: skip
-    cut = len(heads) < model.heads
-    shared = (
-        ["X"]
-        + (["X_context"] if trace.context_tokens is not None else [])
-        + (["concat"] if model.heads > 1 and not cut else [])
-    )
-    for name in shared:
-        if (name, None) not in seen:
-            raise InputError(field="stages", expected=f"the stage {name}", found="none")
-    # weights too: a WQ slice of a head left out, or a WK of a K/V head no traced head reads
+    return per_head
+
+
+def _check_heads_traced(trace: Trace, heads: list[int], seen: set[tuple[str, int | None]]) -> None:
+    """Stages and weights only of the heads traced: a WQ slice of a head left out, or a
+    WK of a K/V head no traced head reads, would be drawn as if it were traced."""
+    model = trace.model
     kv_read = {model.kv_head_of(h) for h in heads}
     named = {h for _, h in seen if h is not None} | {
         w.head for w in trace.weights if w.head is not None
@@ -88,12 +115,6 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     if stray:
         raise InputError(field="stages", expected=f"stages of the heads traced ({heads})",
                          found=f"stages of head {stray[0]}")  # fmt: skip
-    for head in heads:
-        missing = [name for name in per_head if (name, head) not in seen]
-        if missing:
-            where = f" of head {head}" if trace.model.heads > 1 else ""
-            raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",
-                             found=f"no {', '.join(missing)}")  # fmt: skip
 
 
 # The stages the variants add (docs/variants.md), each with the model key that turns

@@ -15,9 +15,16 @@ value, what was found is the size: a count (``3``), :func:`counted` (``3 numbers
 number over a limit is written as the limit is (``at most 4,096, got 100,000,000``), and
 a list compared item by item with an expected list is shown as written (``[2, 3]``).
 
-This module is in the kernel, not in :mod:`attntrace.modelfile`, because ModelSpec (kernel)
-checks its fields with it, and the kernel may import only the kernel and the base modules
-(errors, visible, arguments). Nothing here reads a file or knows a format.
+Which to use when: these checks are for data read from a file or the command line (a
+model file, a saved trace, a flag), and for a value of the right type that is wrong for
+the model: an :class:`InputError`, which the CLI prints as one line. A Python caller's
+argument of the wrong *type* (``ModelSpec(heads="2")``) is a TypeError, checked by
+:mod:`attntrace.arguments`. Both speak one vocabulary: the value first, then the field
+it is reported under (``whole(value, "heads", least=1)`` here, ``whole(value,
+"ModelSpec.heads")`` there), then what the check needs.
+
+This module is in the kernel because ModelSpec checks its fields with it. Nothing here
+reads a file or knows a format.
 """
 
 from __future__ import annotations

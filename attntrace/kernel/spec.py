@@ -8,9 +8,6 @@ part of the model's contract, not of the file format; what an unknown token's er
 says is :mod:`attntrace.kernel.vocabulary`'s. How the block computes with these fields
 (the projections, RoPE, attention) is :mod:`attntrace.forward.attention`'s: a spec only
 hands out each head's columns (:meth:`ModelSpec.head_weight`).
-
-It is longer than the package's other modules because its checks are: each of the
-shape rules names its field, what it expected and how to fix it, and they are one job.
 """
 
 from __future__ import annotations
@@ -53,7 +50,7 @@ def is_rope_base(value: object) -> TypeGuard[int | float]:
 
 
 def checked_array(
-    name: str, field_path: str, value: object, ndim: int, *, finite: bool = True
+    value: object, name: str, field_path: str, ndim: int, *, finite: bool = True
 ) -> Matrix:
     """A caller's array for ``name`` (``ModelSpec.WQ``), as a read-only float64 copy.
 
@@ -64,7 +61,7 @@ def checked_array(
     """
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
         kind = "a matrix" if ndim == 2 else "a vector"
-        raise arguments.wrong_type(name, f"a numpy array of real numbers ({kind})", value)
+        raise arguments.wrong_type(value, name, f"a numpy array of real numbers ({kind})")
     if value.ndim != ndim:
         expected = "a matrix (2-D array)" if ndim == 2 else "a vector (1-D array)"
         shape = shape_text(value.shape)
@@ -76,18 +73,29 @@ def checked_array(
     with np.errstate(over="ignore"):  # a longdouble past float64's range becomes inf
         converted = read_only(value)
     if finite and not known_finite(converted):
-        require_finite(field_path, converted)  # the float64 numbers the trace will use
+        require_finite(converted, field_path)  # the float64 numbers the trace will use
         freeze(converted, finite=True)
     return converted
 
 
-def require_finite(field_path: str, array: npt.NDArray[np.floating[Any] | np.integer[Any]]) -> None:
+def require_finite(array: npt.NDArray[np.floating[Any] | np.integer[Any]], field_path: str) -> None:
     """An InputError at the first NaN or infinity of ``array``: ``weights.WQ[0][1]``."""
     if not np.isfinite(array).all():
         where = tuple(int(i[0]) for i in np.nonzero(~np.isfinite(array)))
         found = describe(float(array[where]))
         raise InputError(field=field_path + "".join(f"[{i}]" for i in where),
                          expected="a finite number", found=found)  # fmt: skip
+
+
+def _check_key(key: object, name: str) -> None:
+    """A key of ``embeddings`` or ``biases``: a str (TypeError), and for embeddings a
+    token a sentence can hold (InputError: a sentence is split on whitespace)."""
+    if not isinstance(key, str):
+        raise arguments.wrong_type(key, f"ModelSpec.{name} keys", "str")
+    if name == "embeddings" and not is_token(key):
+        raise InputError(field="embeddings",
+                         expected="non-empty tokens without spaces (a sentence is "
+                         "split on whitespace)", found=describe(key))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -103,8 +111,8 @@ class GivenInputs:
     formula: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "X", checked_array("GivenInputs.X", "X", self.X, 2))
-        arguments.text("GivenInputs.formula", self.formula)
+        object.__setattr__(self, "X", checked_array(self.X, "GivenInputs.X", "X", 2))
+        arguments.text(self.formula, "GivenInputs.formula")
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,8 +173,21 @@ class ModelSpec:
             raise error.with_source(self.source) from None
 
     def _check(self) -> None:
+        """Each rule in turn, one helper a group of fields: the first broken is the error."""
         self._check_types()
         self._check_heads()
+        self._check_weights()
+        self._check_positions()
+        self._check_rope()
+        self._check_biases()
+        check_variants(self.variants, heads=self.heads, d_k=self.d_k, causal=self.causal,
+                       alibi=self.position_kind == "alibi",
+                       context=self.context is not None)  # fmt: skip
+        self._check_rows()
+        self._check_context()
+
+    def _check_weights(self) -> None:
+        """WQ, WK, WV and WO fit the embeddings and the heads (docs/model-file.md#shapes)."""
         d_model, heads, kv_heads = self.d_model, self.heads, self.n_kv_heads
         rows_of = {"WQ": self.WQ, "WK": self.WK, "WV": self.WV}
         for name, matrix in rows_of.items():
@@ -179,20 +200,10 @@ class ModelSpec:
                 "weights.WQ", f"a number of columns divisible by heads ({heads})", self.WQ
             )
         if self.WK.shape[1] != kv_heads * self.d_k:
-            groups = self.WK.shape[1] // self.d_k if self.d_k else 0
-            hint = (
-                f"; for grouped-query attention with {groups} K/V head{'s' if groups > 1 else ''}, "
-                f"set kv_heads: {groups}"
-                if self.kv_heads is None
-                and groups
-                and self.WK.shape[1] % self.d_k == 0
-                and heads % groups == 0
-                else ""
-            )
             self._shape_error(
                 "weights.WK",
                 f"{d_model} × {kv_heads * self.d_k} (d_model × kv_heads·d_k = {d_model} × "
-                f"{kv_heads}·{self.d_k}, d_k from WQ){hint}",
+                f"{kv_heads}·{self.d_k}, d_k from WQ){self._gqa_hint()}",
                 self.WK,
             )
         if self.WV.shape[1] % kv_heads:
@@ -206,34 +217,47 @@ class ModelSpec:
                 f"{d_model})",
                 self.WO,
             )
-        if isinstance(self.positions, np.ndarray) and self.positions.shape[1] != d_model:
+
+    def _gqa_hint(self) -> str:
+        """``; for grouped-query attention with 2 K/V heads, set kv_heads: 2`` where WK's
+        columns make K/V heads that divide heads and kv_heads was not given; else empty."""
+        groups = self.WK.shape[1] // self.d_k if self.d_k else 0
+        return (
+            f"; for grouped-query attention with {groups} K/V head{'s' if groups > 1 else ''}, "
+            f"set kv_heads: {groups}"
+            if self.kv_heads is None
+            and groups
+            and self.WK.shape[1] % self.d_k == 0
+            and self.heads % groups == 0
+            else ""
+        )
+
+    def _check_positions(self) -> None:
+        """Learned positions as wide as the embeddings; a named kind one of those known."""
+        if isinstance(self.positions, np.ndarray) and self.positions.shape[1] != self.d_model:
             self._shape_error(
-                "positions", f"vectors of {d_model} numbers (d_model)", self.positions
+                "positions", f"vectors of {self.d_model} numbers (d_model)", self.positions
             )
         named = ("sinusoidal", "rope", "alibi")
         if isinstance(self.positions, str) and self.positions not in named:
             raise InputError(field="positions",
                              expected="none, sinusoidal, rope, alibi or a list of vectors",
                              found=describe(self.positions))  # fmt: skip
-        self._check_rope()
-        self._check_biases()
-        check_variants(self.variants, heads=heads, d_k=self.d_k, causal=self.causal,
-                       alibi=self.position_kind == "alibi",
-                       context=self.context is not None)  # fmt: skip
+
+    def _check_rows(self) -> None:
+        """The target's rows as wide as the block's output; a given X's as the embeddings'."""
+        heads, d_model = self.heads, self.d_model
         width = d_model if self.WO is not None else heads * self.d_v
         if self.target is not None and self.target.shape[1] != width:
+            what = "d_model, with WO" if self.WO is not None else f"heads·d_v = {heads}·{self.d_v}"
             self._shape_error(
-                "target",
-                f"rows of {width} numbers (the block output's width: "
-                + (
-                    "d_model, with WO)"
-                    if self.WO is not None
-                    else f"heads·d_v = {heads}·{self.d_v})"
-                ),
-                self.target,
+                "target", f"rows of {width} numbers (the block output's width: {what})", self.target
             )
         if self.given is not None and self.given.X.shape[1] != d_model:
             self._shape_error("X", f"rows of {d_model} numbers (d_model)", self.given.X)
+
+    def _check_context(self) -> None:
+        """What cross-attention rules out: RoPE and a causal mask are about one sequence."""
         if self.position_kind == "rope" and self.context is not None:
             raise InputError(
                 "RoPE turns queries and keys by their positions in one sequence; a context "
@@ -254,39 +278,39 @@ class ModelSpec:
     def _check_types(self) -> None:
         """Each field of the right Python type (TypeError), its arrays copied read-only."""
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
-        arguments.optional_text("ModelSpec.source", self.source)
+        arguments.optional_text(self.source, "ModelSpec.source")
         for name in ("name", "description"):
-            arguments.text(f"ModelSpec.{name}", getattr(self, name))
+            arguments.text(getattr(self, name), f"ModelSpec.{name}")
         for name in ("sentence", "context"):
-            arguments.optional_text(f"ModelSpec.{name}", getattr(self, name))
-        set_field(self, "heads", arguments.whole("ModelSpec.heads", self.heads))
-        set_field(self, "kv_heads", arguments.optional_whole("ModelSpec.kv_heads", self.kv_heads))
-        set_field(self, "causal", arguments.flag("ModelSpec.causal", self.causal))
-        set_field(self, "rope_base", arguments.real("ModelSpec.rope_base", self.rope_base))
-        arguments.text("ModelSpec.rope_pairing", self.rope_pairing)
+            arguments.optional_text(getattr(self, name), f"ModelSpec.{name}")
+        set_field(self, "heads", arguments.whole(self.heads, "ModelSpec.heads"))
+        set_field(self, "kv_heads", arguments.optional_whole(self.kv_heads, "ModelSpec.kv_heads"))
+        set_field(self, "causal", arguments.flag(self.causal, "ModelSpec.causal"))
+        set_field(self, "rope_base", arguments.real(self.rope_base, "ModelSpec.rope_base"))
+        arguments.text(self.rope_pairing, "ModelSpec.rope_pairing")
         for name in ("WQ", "WK", "WV", "WO"):
             matrix = getattr(self, name)
             if matrix is not None or name != "WO":
-                checked = checked_array(f"ModelSpec.{name}", f"weights.{name}", matrix, 2)
+                checked = checked_array(matrix, f"ModelSpec.{name}", f"weights.{name}", 2)
                 set_field(self, name, checked)
         if self.target is not None:
-            set_field(self, "target", checked_array("ModelSpec.target", "target", self.target, 2))
+            set_field(self, "target", checked_array(self.target, "ModelSpec.target", "target", 2))
         positions: Any = self.positions
         if isinstance(positions, str) and positions == "none":
             positions = None
         elif isinstance(positions, np.ndarray) or not isinstance(positions, str | None):
             if not isinstance(positions, np.ndarray):
                 raise arguments.wrong_type(
+                    positions,
                     "ModelSpec.positions",
                     "None, 'sinusoidal', 'rope', 'alibi' or a numpy array of position vectors",
-                    positions,
                 )
-            positions = checked_array("ModelSpec.positions", "positions", positions, 2)
+            positions = checked_array(positions, "ModelSpec.positions", "positions", 2)
         set_field(self, "positions", positions)
         if not isinstance(self.variants, Variants):
-            raise arguments.wrong_type("ModelSpec.variants", "a Variants", self.variants)
+            raise arguments.wrong_type(self.variants, "ModelSpec.variants", "a Variants")
         if self.given is not None and not isinstance(self.given, GivenInputs):
-            raise arguments.wrong_type("ModelSpec.given", "a GivenInputs or None", self.given)
+            raise arguments.wrong_type(self.given, "ModelSpec.given", "a GivenInputs or None")
         set_field(self, "embeddings", self._vectors("embeddings", self.embeddings))
         set_field(self, "biases", self._vectors("biases", self.biases))
         if not self.embeddings and self.given is None:
@@ -304,20 +328,15 @@ class ModelSpec:
         """``embeddings`` or ``biases``: str keys to vectors, copied read-only, the
         mapping too (a token added to the caller's dict afterwards is not added here)."""
         if not isinstance(given, Mapping):
-            raise arguments.wrong_type(f"ModelSpec.{name}", "a mapping of str to numpy "
-                                       "vectors (a dict)", given)  # fmt: skip
+            raise arguments.wrong_type(given, f"ModelSpec.{name}", "a mapping of str to numpy "
+                                       "vectors (a dict)")  # fmt: skip
         vectors: dict[str, Matrix] = {}
         width = None
         shared: object = ()  # a frozen table whose rows are the vectors (none yet)
         shared_finite = False
         unchecked: list[Matrix] = []  # the vectors whose numbers are still to be checked
         for key, vector in given.items():
-            if not isinstance(key, str):
-                raise arguments.wrong_type(f"ModelSpec.{name} keys", "str", key)
-            if name == "embeddings" and not is_token(key):
-                raise InputError(field="embeddings",
-                                 expected="non-empty tokens without spaces (a sentence is "
-                                 "split on whitespace)", found=describe(key))  # fmt: skip
+            _check_key(key, name)
             if (isinstance(vector, np.ndarray) and vector.dtype == np.float64
                     and vector.ndim == 1 and vector.size and not vector.flags.writeable
                     and (vector.base is shared or is_frozen(vector))):  # fmt: skip
@@ -327,7 +346,7 @@ class ModelSpec:
                 if not shared_finite:
                     unchecked.append(row)
             else:
-                row = checked_array(f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", vector, 1,
+                row = checked_array(vector, f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", 1,
                                   finite=False)  # fmt: skip
                 unchecked.append(row)
             vectors[key] = row
@@ -343,7 +362,7 @@ class ModelSpec:
         # one NaN check for all: a vocabulary of thousands costs one pass, not thousands
         if unchecked and not np.isfinite(np.concatenate(unchecked)).all():
             for key, row in vectors.items():
-                require_finite(f"{name}.{key}", row)
+                require_finite(row, f"{name}.{key}")
         return MappingProxyType(vectors)
 
     def _check_heads(self) -> None:

@@ -3,10 +3,6 @@
 The compute core returns a :class:`Trace`; renderers and the JSON serializer only read
 it. Stage names are a contract (docs/model-file.md, "What the options compute"): ``X``,
 ``Q``, ``K``, ``V``, ``scores``, ``scaled``, ``softmax``, ``output``.
-
-It runs a little over 300 lines because a trace is read in many ways (by name and head,
-a head's own weights and biases, a cut to some heads), and each lookup says, when it
-fails, what the trace does hold: one job, the record and its questions.
 """
 
 from __future__ import annotations
@@ -51,19 +47,19 @@ class Stage:
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
-        arguments.text("Stage.name", self.name)
-        arguments.text("Stage.formula", self.formula)
-        set_field(self, "rows", arguments.labels("Stage.rows", self.rows))
-        set_field(self, "cols", arguments.labels("Stage.cols", self.cols))
+        arguments.text(self.name, "Stage.name")
+        arguments.text(self.formula, "Stage.formula")
+        set_field(self, "rows", arguments.labels(self.rows, "Stage.rows"))
+        set_field(self, "cols", arguments.labels(self.cols, "Stage.cols"))
         for name in ("head", "kv_head"):
-            index = arguments.optional_whole(f"Stage.{name}", getattr(self, name))
+            index = arguments.optional_whole(getattr(self, name), f"Stage.{name}")
             if index is not None and index < 0:
                 raise InputError(field=f"Stage.{name}", expected="None or a whole number ≥ 0",
                                  found=str(index))  # fmt: skip
             set_field(self, name, index)
         data = self.data
         if not isinstance(data, np.ndarray) or data.dtype.kind not in "fiu":
-            raise arguments.wrong_type("Stage.data", "a numpy array of real numbers", data)
+            raise arguments.wrong_type(data, "Stage.data", "a numpy array of real numbers")
         expected = (len(self.rows), len(self.cols))
         if data.shape != expected:
             raise InputError(
@@ -186,21 +182,21 @@ class Trace:
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
         if not isinstance(self.model, ModelInfo):
-            raise arguments.wrong_type("Trace.model", "a ModelInfo", self.model)
+            raise arguments.wrong_type(self.model, "Trace.model", "a ModelInfo")
         if self.precision is not None and not isinstance(self.precision, LowPrecision):
-            raise arguments.wrong_type("Trace.precision", "a LowPrecision or None",
-                                       self.precision)  # fmt: skip
-        set_field(self, "tokens", arguments.labels("Trace.tokens", self.tokens))
+            raise arguments.wrong_type(self.precision, "Trace.precision",
+                                       "a LowPrecision or None")  # fmt: skip
+        set_field(self, "tokens", arguments.labels(self.tokens, "Trace.tokens"))
         if self.context_tokens is not None:
-            context = arguments.labels("Trace.context_tokens", self.context_tokens)
+            context = arguments.labels(self.context_tokens, "Trace.context_tokens")
             set_field(self, "context_tokens", context)
         for name in ("stages", "weights"):
             stages = getattr(self, name)
             if isinstance(stages, str) or not isinstance(stages, Sequence):
-                raise arguments.wrong_type(f"Trace.{name}", "a tuple (or list) of Stage", stages)
+                raise arguments.wrong_type(stages, f"Trace.{name}", "a tuple (or list) of Stage")
             for index, stage in enumerate(stages):
                 if not isinstance(stage, Stage):
-                    raise arguments.wrong_type(f"Trace.{name}[{index}]", "a Stage", stage)
+                    raise arguments.wrong_type(stage, f"Trace.{name}[{index}]", "a Stage")
             set_field(self, name, tuple(stages))
 
     def __iter__(self) -> Iterator[Stage]:
@@ -215,7 +211,7 @@ class Trace:
             return self.stage(key[0], head=key[1])
         if not isinstance(key, str):
             raise arguments.wrong_type(
-                "a stage key", "a name or (name, head), as trace['softmax', 0]", key
+                key, "a stage key", "a name or (name, head), as trace['softmax', 0]"
             )
         return self.stage(key)
 
@@ -224,8 +220,8 @@ class Trace:
 
         A name (or head) the trace does not hold is a :class:`KeyError` naming the stages
         it does hold."""
-        arguments.text("name", name)
-        head = arguments.optional_whole("head", head)
+        arguments.text(name, "name")
+        head = arguments.optional_whole(head, "head")
         found = [s for s in self.stages if s.name == name and (head is None or s.head == head)]
         if len(found) == 1:
             return found[0]
@@ -239,7 +235,7 @@ class Trace:
 
     def softmax_input(self, head: int | None = None) -> Stage:
         """What softmax was applied to: ``masked`` under a causal mask, else ``scaled``."""
-        head = arguments.optional_whole("head", head)
+        head = arguments.optional_whole(head, "head")
         name = self.model.softmax_source
         return self.stage(name, head=head if head is not None else self._only_head())
 
@@ -270,7 +266,7 @@ class Trace:
         Left out: concat and projected, which need every head. ``heads`` must be heads
         this trace holds (an :class:`InputError` names them otherwise).
         """
-        wanted = set(arguments.head_numbers("heads", heads))
+        wanted = set(arguments.head_numbers(heads, "heads"))
         traced = self.traced_heads
         if not wanted:
             raise InputError(field="heads", expected=f"at least one of the traced heads "
@@ -301,9 +297,9 @@ class Trace:
         self, name: str, head: int | None = None, kv_head: int | None = None
     ) -> Stage | None:
         """The learned matrix ``name`` (its slice for ``head`` or ``kv_head``), if carried."""
-        arguments.text("name", name)
-        head = arguments.optional_whole("head", head)
-        kv_head = arguments.optional_whole("kv_head", kv_head)
+        arguments.text(name, "name")
+        head = arguments.optional_whole(head, "head")
+        kv_head = arguments.optional_whole(kv_head, "kv_head")
         return next(
             (w for w in self.weights if w.name == name and w.head == head
              and w.kv_head == kv_head),
@@ -313,13 +309,13 @@ class Trace:
     def weight_for(self, stage: Stage) -> Stage | None:
         """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""
         if not isinstance(stage, Stage):
-            raise arguments.wrong_type("stage", "a Stage", stage)
+            raise arguments.wrong_type(stage, "stage", "a Stage")
         return self._learned_for(stage, WEIGHT_OF_STAGE.get(stage.name))
 
     def bias_for(self, stage: Stage) -> Stage | None:
         """The bias vector (slice) added after ``stage``'s matrix: bQ for Q, ...; else None."""
         if not isinstance(stage, Stage):
-            raise arguments.wrong_type("stage", "a Stage", stage)
+            raise arguments.wrong_type(stage, "stage", "a Stage")
         return self._learned_for(stage, BIAS_OF_STAGE.get(stage.name))
 
     def _learned_for(self, stage: Stage, name: str | None) -> Stage | None:

@@ -55,23 +55,23 @@ class Variants:
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
-        set_field(self, "window", arguments.optional_whole("Variants.window", self.window))
-        set_field(self, "sinks", arguments.whole("Variants.sinks", self.sinks))
-        set_field(self, "qk_norm", arguments.flag("Variants.qk_norm", self.qk_norm))
-        set_field(self, "qk_norm_eps", arguments.real("Variants.qk_norm_eps", self.qk_norm_eps))
-        set_field(self, "softcap", arguments.optional_real("Variants.softcap", self.softcap))
+        set_field(self, "window", arguments.optional_whole(self.window, "Variants.window"))
+        set_field(self, "sinks", arguments.whole(self.sinks, "Variants.sinks"))
+        set_field(self, "qk_norm", arguments.flag(self.qk_norm, "Variants.qk_norm"))
+        set_field(self, "qk_norm_eps", arguments.real(self.qk_norm_eps, "Variants.qk_norm_eps"))
+        set_field(self, "softcap", arguments.optional_real(self.softcap, "Variants.softcap"))
         for name in ("q_norm", "k_norm"):
             value = getattr(self, name)
             if value is not None:
-                set_field(self, name, _vector(f"Variants.{name}", name, value))
+                set_field(self, name, _vector(value, f"Variants.{name}", name))
         for name in ("alibi_slopes", "sink_logit"):
             value = getattr(self, name)
             if value is None or (name == "sink_logit" and _is_number(value)):
                 continue
-            set_field(self, name, tuple(_numbers(f"Variants.{name}", name, value)))
+            set_field(self, name, tuple(_numbers(value, f"Variants.{name}", name)))
         if self.sink_logit is not None and _is_number(self.sink_logit):
             set_field(self, "sink_logit",
-                      arguments.real("Variants.sink_logit", self.sink_logit))  # fmt: skip
+                      arguments.real(self.sink_logit, "Variants.sink_logit"))  # fmt: skip
         _check_alone(self)
 
     def __eq__(self, other: object) -> bool:
@@ -117,10 +117,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
-def _numbers(name: str, field_path: str, value: object) -> list[float]:
+def _numbers(value: object, name: str, field_path: str) -> list[float]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
-        raise arguments.wrong_type(name, "a number per head (a list)", value)
-    numbers = [arguments.real(f"{name}[{i}]", v) for i, v in enumerate(value)]
+        raise arguments.wrong_type(value, name, "a number per head (a list)")
+    numbers = [arguments.real(v, f"{name}[{i}]") for i, v in enumerate(value)]
     for index, number in enumerate(numbers):
         if not math.isfinite(number):
             raise InputError(field=f"{field_path}[{index}]", expected="a finite number",
@@ -128,9 +128,9 @@ def _numbers(name: str, field_path: str, value: object) -> list[float]:
     return numbers
 
 
-def _vector(name: str, field_path: str, value: object) -> Vector:
+def _vector(value: object, name: str, field_path: str) -> Vector:
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
-        raise arguments.wrong_type(name, "a numpy vector of real numbers", value)
+        raise arguments.wrong_type(value, name, "a numpy vector of real numbers")
     if value.ndim != 1:
         raise InputError(field=field_path, expected="a vector of d_k numbers",
                          found=f"a {value.ndim}-D array")  # fmt: skip
@@ -144,6 +144,13 @@ def _vector(name: str, field_path: str, value: object) -> Vector:
 
 def _check_alone(variants: Variants) -> None:
     """The rules each option has on its own."""
+    _check_window(variants)
+    _check_scores(variants)
+
+
+def _check_window(variants: Variants) -> None:
+    """A sliding window and its sinks: counts of keys, within reach of a sentence, and
+    sinks only with a window to keep them past."""
     if variants.window is not None and variants.window < 1:
         raise InputError(field="window", expected="a whole number of keys ≥ 1 (a query "
                          "sees itself and window − 1 keys before it)",
@@ -163,6 +170,11 @@ def _check_alone(variants: Variants) -> None:
             expected="a window with sinks",
             found=f"sinks {variants.sinks} and no window",
         )
+
+
+def _check_scores(variants: Variants) -> None:
+    """The options' numbers on the way to the scores and weights: QK-norm's epsilon and
+    weights, the soft-cap, the sink logit, ALiBi's slopes."""
     eps = variants.qk_norm_eps
     if not (math.isfinite(eps) and eps > 0):
         raise InputError(field="qk_norm_eps", expected="a number > 0", found=describe(eps))

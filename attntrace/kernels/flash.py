@@ -155,7 +155,7 @@ def matrix_bytes(n: int, m: int, itemsize: int = FLOAT64_BYTES) -> int:
 
 
 def _block_size(name: str, value: object) -> int:
-    size = arguments.whole(name, value)
+    size = arguments.whole(value, name)
     if size < 1:
         raise InputError(field=name, expected="a whole number ≥ 1", found=str(size))
     return size
@@ -183,7 +183,7 @@ def _subtrahend(m: Matrix) -> Matrix:
 
 def _variant(variant: object) -> int:
     """The variant asked for: 1 (FlashAttention) or 2 (FlashAttention-2)."""
-    chosen = arguments.whole("variant", variant)
+    chosen = arguments.whole(variant, "variant")
     if chosen not in (1, 2):
         raise InputError(field="variant", expected="1 (FlashAttention) or 2 "
                          "(FlashAttention-2)", found=str(chosen))  # fmt: skip
@@ -230,7 +230,7 @@ def flash(
     other than 1 or 2."""
     block_q, block_k = _block_size("block_q", block_q), _block_size("block_k", block_k)
     variant = _variant(variant)
-    causal = arguments.flag("causal", causal)
+    causal = arguments.flag(causal, "causal")
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
     n, m = len(Q), len(K)
     _check_tiles(n, m, block_q, block_k)
@@ -294,8 +294,8 @@ def flash_head(
     """:func:`flash` on head ``head`` of ``trace``: its score inputs (Q and K, or
     Q_rope and K_rope under RoPE), its V, and the model's causal mask."""
     if not isinstance(trace, Trace):
-        raise arguments.wrong_type("trace", "a Trace", trace)
-    head = arguments.whole("head", head)
+        raise arguments.wrong_type(trace, "trace", "a Trace")
+    head = arguments.whole(head, "head")
     if head not in trace.traced_heads:
         held = ", ".join(map(str, trace.traced_heads))
         raise InputError(field="head", expected=f"a head the trace holds ({held})",

@@ -76,7 +76,7 @@ def flash_report(
     ``output`` stage, with the HBM traffic for an SRAM of ``sram_bytes``. A block size
     not given is :func:`default_block` of the queries (keys). Refuses an SRAM below one
     element (2 bytes), before any tile is computed."""
-    sram_bytes = arguments.whole("sram_bytes", sram_bytes)
+    sram_bytes = arguments.whole(sram_bytes, "sram_bytes")
     if sram_bytes < HBM_ITEMSIZE:
         raise InputError(field="--sram", expected=f"at least {HBM_ITEMSIZE} bytes (one fp16 "
                          "element)", found=str(sram_bytes))  # fmt: skip

@@ -32,9 +32,6 @@ and ``Gemma3RMSNorm`` in transformers, with the weight multiplied as written).
 
 The forward numbers are the trace's own (the block is traced once, here), so every
 gradient belongs to exactly the stages a reader sees.
-
-It runs past 300 lines because each gradient is kept whole and by head (and by K/V head,
-with each query head's share): one job, the chain rule walked back stage by stage.
 """
 
 from __future__ import annotations

@@ -18,7 +18,12 @@ from attntrace.kernel.labels import dims
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import ModelSpec
 from attntrace.kernel.trace import Stage, Trace
-from attntrace.learning.backward import Gradients, block_output_name, grad_block
+from attntrace.learning.backward import (
+    Gradients,
+    HeadGradients,
+    block_output_name,
+    grad_block,
+)
 from attntrace.learning.objective import Objective, Resolved, resolve
 
 # The forward stage (or learned matrix) each gradient is the gradient of.
@@ -111,123 +116,192 @@ def grad_trace(
 
 
 def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, ...]:
+    """Every gradient ``g`` holds as a named stage, in backward order: the block's output
+    (and WO's), each query head's, each shared K/V head's sum, then the learned matrices
+    and X. One helper a part, so that each reads as the part of the chain rule it is."""
     trace = g.trace
     tokens = trace.stage("X").rows
     keys = tokens if trace.context_tokens is None else trace.stage("X_context").rows
-    d_model, heads, d_k, d_v = model.d_model, model.heads, model.d_k, model.d_v
-    out: list[Stage] = []
-
-    def add(
-        name: str,
-        formula: str,
-        data: Matrix | None,
-        rows: Sequence[str],
-        cols: Sequence[str],
-        head: int | None = None,
-        kv_head: int | None = None,
-    ) -> None:
-        if data is not None:
-            matrix = data if data.ndim == 2 else data[None, :]
-            out.append(Stage(name, formula, tuple(rows), tuple(cols), matrix, head, kv_head))
-
     block = block_output_name(model)
     entering = f"dL/d {block}" if resolved.loss.d_output is not None else \
         f"0 (L does not read {block})"  # fmt: skip
+    found = [
+        *_output_stages(model, g, tokens, entering),
+        *(
+            stage
+            for hg in g.heads
+            for stage in _head_stages(model, trace, hg, resolved, entering, tokens, keys)
+        ),
+        *_kv_sums(model, g, keys),
+        *_model_stages(model, g, tokens, keys),
+    ]
+    return tuple(stage for stage in found if stage is not None)
+
+
+def _stage(
+    name: str,
+    formula: str,
+    data: Matrix | None,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    head: int | None = None,
+    kv_head: int | None = None,
+) -> Stage | None:
+    """A gradient as a stage (a vector as its one row); None where the model has no such
+    gradient (no WO, no bias, no RoPE...), so that each part lists every gradient there
+    may be and the model's own are kept."""
+    if data is None:
+        return None
+    matrix = data if data.ndim == 2 else data[None, :]
+    return Stage(name, formula, tuple(rows), tuple(cols), matrix, head, kv_head)
+
+
+def _output_stages(
+    model: ModelSpec, g: Gradients, tokens: Sequence[str], entering: str
+) -> list[Stage | None]:
+    """The gradients between the loss and the heads: back through WO (and bO), then the
+    concatenation the heads' columns are cut from."""
+    d_model, heads, d_v = model.d_model, model.heads, model.d_v
     before = "concat" if heads > 1 else "output"
+    found: list[Stage | None] = []
     if model.WO is not None:
-        add("d_projected", f"d_projected = {entering}", g.d_projected, tokens, dims(d_model))
-        add("d_WO", f"d_WO = {before}ᵀ · d_projected", g.d_WO, dims(heads * d_v), dims(d_model))
-        add("d_bO", "d_bO = column sums of d_projected", g.d_bO, ("d_bO",), dims(d_model))
+        found += [
+            _stage(
+                "d_projected", f"d_projected = {entering}", g.d_projected, tokens, dims(d_model)
+            ),
+            _stage(
+                "d_WO", f"d_WO = {before}ᵀ · d_projected", g.d_WO, dims(heads * d_v), dims(d_model)
+            ),
+            _stage("d_bO", "d_bO = column sums of d_projected", g.d_bO, ("d_bO",), dims(d_model)),
+        ]
     if heads > 1:
         source = "d_projected · WOᵀ" if model.WO is not None else entering
-        add("d_concat", f"d_concat = {source}", g.d_concat, tokens, dims(heads * d_v))
-    attend = resolved.loss.d_softmax is not None
-    for hg in g.heads:
-        h, kv = hg.head, hg.kv_head
-        if heads > 1:
-            d_out = f"d_output = columns {h * d_v}…{(h + 1) * d_v - 1} of d_concat"
-        elif model.WO is not None:
-            d_out = "d_output = d_projected · WOᵀ"
-        else:
-            d_out = f"d_output = {entering}"
-        read = attend and resolved.loss.d_softmax is not None \
-            and resolved.loss.d_softmax[h] is not None  # fmt: skip
-        q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else \
-            trace.model.score_inputs  # fmt: skip
-        landed = (("d_capped", hg.d_capped), ("d_biased", hg.d_biased), ("d_scaled", hg.d_scaled))
-        softmax_out = next(name for name, d in landed if d is not None)
-        backward = f"{softmax_out} = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))"
-        cap = model.variants.softcap
-        normed = hg.d_Q_norm is not None
-        turned_q = "d_Q_rope turned back (RoPE by −θ)"
-        turned_k = "d_K_rope turned back (RoPE by −θ)"
-        norm_back = "back through RMSNorm: r·u − r³·{x}·Σ(u∘{x})/d_k, u = {d}{w}, r = 1/rms({x})"
-        per_head = [
-            ("d_output", d_out, hg.d_output, tokens, dims(d_v, h * d_v)),
-            ("d_V", "d_V = softmaxᵀ · d_output", hg.d_V, keys, dims(d_v, kv * d_v)),
-            ("d_softmax", "d_softmax = d_output · Vᵀ" + (" + dL/d softmax" if read else ""),
-             hg.d_softmax, tokens, keys),
-            ("d_sink_logit", "d_sink_logit = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ",
-             hg.d_sink_logit, ("d_sink_logit",), ("sink",)),
-            ("d_capped", backward, hg.d_capped, tokens, keys),
-            ("d_biased", f"d_biased = d_capped ∘ (1 − (capped / {cap:g})²)" if cap is not None
-             and hg.d_biased is not None else backward, hg.d_biased, tokens, keys),
-            ("d_scaled", "d_scaled = d_biased (ALiBi's bias is a constant)"
-             if hg.d_biased is not None else f"d_scaled = d_capped ∘ (1 − (capped / {cap:g})²)"
-             if cap is not None else backward, hg.d_scaled, tokens, keys),
-            ("d_scores", "d_scores = d_scaled / √d_k", hg.d_scores, tokens, keys),
-            ("d_Q_rope", f"d_Q_rope = d_scores · {k_in}", hg.d_Q_rope, tokens, dims(d_k, h * d_k)),
-            ("d_K_rope", f"d_K_rope = d_scoresᵀ · {q_in}", hg.d_K_rope, keys, dims(d_k, kv * d_k)),
-            ("d_Q_norm", f"d_Q_norm = {turned_q}" if hg.d_Q_rope is not None
-             else "d_Q_norm = d_scores · K_norm", hg.d_Q_norm, tokens, dims(d_k, h * d_k)),
-            ("d_K_norm", f"d_K_norm = {turned_k}" if hg.d_K_rope is not None
-             else "d_K_norm = d_scoresᵀ · Q_norm", hg.d_K_norm, keys, dims(d_k, kv * d_k)),
-            ("d_Q", "d_Q = d_Q_norm " + norm_back.format(
-                x="Q", d="d_Q_norm", w=" ∘ q_norm" if model.variants.q_norm is not None else "")
-             if normed else f"d_Q = {turned_q}" if hg.d_Q_rope is not None
-             else "d_Q = d_scores · K", hg.d_Q, tokens, dims(d_k, h * d_k)),
-            ("d_K", "d_K = d_K_norm " + norm_back.format(
-                x="K", d="d_K_norm", w=" ∘ k_norm" if model.variants.k_norm is not None else "")
-             if normed else f"d_K = {turned_k}" if hg.d_K_rope is not None
-             else "d_K = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
-        ]  # fmt: skip
-        for name, formula, data, rows, cols in per_head:
-            add(name, formula, data, rows, cols, h, kv)
+        found.append(
+            _stage("d_concat", f"d_concat = {source}", g.d_concat, tokens, dims(heads * d_v))
+        )
+    return found
+
+
+def _head_stages(
+    model: ModelSpec,
+    trace: Trace,
+    hg: HeadGradients,
+    resolved: Resolved,
+    entering: str,
+    tokens: Sequence[str],
+    keys: Sequence[str],
+) -> list[Stage | None]:
+    """One query head's gradients, from its output back to its Q and K, each formula as
+    the model's variants (soft-cap, ALiBi, RoPE, QK-norm) make it."""
+    heads, d_k, d_v = model.heads, model.d_k, model.d_v
+    h, kv = hg.head, hg.kv_head
+    if heads > 1:
+        d_out = f"d_output = columns {h * d_v}…{(h + 1) * d_v - 1} of d_concat"
+    elif model.WO is not None:
+        d_out = "d_output = d_projected · WOᵀ"
+    else:
+        d_out = f"d_output = {entering}"
+    read = resolved.loss.d_softmax is not None and resolved.loss.d_softmax[h] is not None
+    q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else \
+        trace.model.score_inputs  # fmt: skip
+    landed = (("d_capped", hg.d_capped), ("d_biased", hg.d_biased), ("d_scaled", hg.d_scaled))
+    softmax_out = next(name for name, d in landed if d is not None)
+    backward = f"{softmax_out} = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))"
+    cap = model.variants.softcap
+    normed = hg.d_Q_norm is not None
+    turned_q = "d_Q_rope turned back (RoPE by −θ)"
+    turned_k = "d_K_rope turned back (RoPE by −θ)"
+    norm_back = "back through RMSNorm: r·u − r³·{x}·Σ(u∘{x})/d_k, u = {d}{w}, r = 1/rms({x})"
+    per_head = [
+        ("d_output", d_out, hg.d_output, tokens, dims(d_v, h * d_v)),
+        ("d_V", "d_V = softmaxᵀ · d_output", hg.d_V, keys, dims(d_v, kv * d_v)),
+        ("d_softmax", "d_softmax = d_output · Vᵀ" + (" + dL/d softmax" if read else ""),
+         hg.d_softmax, tokens, keys),
+        ("d_sink_logit", "d_sink_logit = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ",
+         hg.d_sink_logit, ("d_sink_logit",), ("sink",)),
+        ("d_capped", backward, hg.d_capped, tokens, keys),
+        ("d_biased", f"d_biased = d_capped ∘ (1 − (capped / {cap:g})²)" if cap is not None
+         and hg.d_biased is not None else backward, hg.d_biased, tokens, keys),
+        ("d_scaled", "d_scaled = d_biased (ALiBi's bias is a constant)"
+         if hg.d_biased is not None else f"d_scaled = d_capped ∘ (1 − (capped / {cap:g})²)"
+         if cap is not None else backward, hg.d_scaled, tokens, keys),
+        ("d_scores", "d_scores = d_scaled / √d_k", hg.d_scores, tokens, keys),
+        ("d_Q_rope", f"d_Q_rope = d_scores · {k_in}", hg.d_Q_rope, tokens, dims(d_k, h * d_k)),
+        ("d_K_rope", f"d_K_rope = d_scoresᵀ · {q_in}", hg.d_K_rope, keys, dims(d_k, kv * d_k)),
+        ("d_Q_norm", f"d_Q_norm = {turned_q}" if hg.d_Q_rope is not None
+         else "d_Q_norm = d_scores · K_norm", hg.d_Q_norm, tokens, dims(d_k, h * d_k)),
+        ("d_K_norm", f"d_K_norm = {turned_k}" if hg.d_K_rope is not None
+         else "d_K_norm = d_scoresᵀ · Q_norm", hg.d_K_norm, keys, dims(d_k, kv * d_k)),
+        ("d_Q", "d_Q = d_Q_norm " + norm_back.format(
+            x="Q", d="d_Q_norm", w=" ∘ q_norm" if model.variants.q_norm is not None else "")
+         if normed else f"d_Q = {turned_q}" if hg.d_Q_rope is not None
+         else "d_Q = d_scores · K", hg.d_Q, tokens, dims(d_k, h * d_k)),
+        ("d_K", "d_K = d_K_norm " + norm_back.format(
+            x="K", d="d_K_norm", w=" ∘ k_norm" if model.variants.k_norm is not None else "")
+         if normed else f"d_K = {turned_k}" if hg.d_K_rope is not None
+         else "d_K = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
+    ]  # fmt: skip
+    return [
+        _stage(name, formula, data, rows, cols, h, kv)
+        for name, formula, data, rows, cols in per_head
+    ]
+
+
+def _kv_sums(model: ModelSpec, g: Gradients, keys: Sequence[str]) -> list[Stage | None]:
+    """Each K/V head's d_K and d_V summed over the query heads that share it (GQA, MQA):
+    the gradient its weights receive; a head of its own needs no sum."""
+    d_k, d_v = model.d_k, model.d_v
+    found: list[Stage | None] = []
     for kvg in g.kv_heads:
         if len(kvg.query_heads) > 1:
             which = ", ".join(map(str, kvg.query_heads))
-            add("d_K", f"d_K = Σ over heads {which} of their d_K", kvg.d_K, keys,
-                dims(d_k, kvg.kv_head * d_k), None, kvg.kv_head)  # fmt: skip
-            add("d_V", f"d_V = Σ over heads {which} of their d_V", kvg.d_V, keys,
-                dims(d_v, kvg.kv_head * d_v), None, kvg.kv_head)  # fmt: skip
+            for name, data, width in (("d_K", kvg.d_K, d_k), ("d_V", kvg.d_V, d_v)):
+                formula = f"{name} = Σ over heads {which} of their {name}"
+                cols = dims(width, kvg.kv_head * width)
+                found.append(_stage(name, formula, data, keys, cols, None, kvg.kv_head))
+    return found
+
+
+def _model_stages(
+    model: ModelSpec, g: Gradients, tokens: Sequence[str], keys: Sequence[str]
+) -> list[Stage | None]:
+    """The whole model's gradients, summed over the heads: the learned matrices and
+    biases, the QK-norm weights, then X (and the context's X, which feeds K and V)."""
+    trace = g.trace
+    d_model, heads, d_k, d_v = model.d_model, model.heads, model.d_k, model.d_v
+    kv_width_k, kv_width_v = model.n_kv_heads * d_k, model.n_kv_heads * d_v
     x_keys = "X" if trace.context_tokens is None else "X_context"
     rows = dims(d_model)
-    add("d_WQ", "d_WQ = Xᵀ · d_Q", g.d_WQ, rows, dims(heads * d_k))
-    add("d_bQ", "d_bQ = column sums of d_Q", g.d_bQ, ("d_bQ",), dims(heads * d_k))
-    add("d_WK", f"d_WK = {x_keys}ᵀ · d_K", g.d_WK, rows, dims(model.n_kv_heads * d_k))
-    add("d_bK", "d_bK = column sums of d_K", g.d_bK, ("d_bK",), dims(model.n_kv_heads * d_k))
-    add("d_WV", f"d_WV = {x_keys}ᵀ · d_V", g.d_WV, rows, dims(model.n_kv_heads * d_v))
-    add("d_bV", "d_bV = column sums of d_V", g.d_bV, ("d_bV",), dims(model.n_kv_heads * d_v))
-    add(
-        "d_q_norm",
-        "d_q_norm = Σ over rows (and heads) of d_Q_norm ∘ Q / rms(Q)",
-        g.d_q_norm,
-        ("d_q_norm",),
-        dims(d_k),
-    )
-    add(
-        "d_k_norm",
-        "d_k_norm = Σ over rows (and heads) of d_K_norm ∘ K / rms(K)",
-        g.d_k_norm,
-        ("d_k_norm",),
-        dims(d_k),
-    )
+    found = [
+        _stage("d_WQ", "d_WQ = Xᵀ · d_Q", g.d_WQ, rows, dims(heads * d_k)),
+        _stage("d_bQ", "d_bQ = column sums of d_Q", g.d_bQ, ("d_bQ",), dims(heads * d_k)),
+        _stage("d_WK", f"d_WK = {x_keys}ᵀ · d_K", g.d_WK, rows, dims(kv_width_k)),
+        _stage("d_bK", "d_bK = column sums of d_K", g.d_bK, ("d_bK",), dims(kv_width_k)),
+        _stage("d_WV", f"d_WV = {x_keys}ᵀ · d_V", g.d_WV, rows, dims(kv_width_v)),
+        _stage("d_bV", "d_bV = column sums of d_V", g.d_bV, ("d_bV",), dims(kv_width_v)),
+        _stage(
+            "d_q_norm",
+            "d_q_norm = Σ over rows (and heads) of d_Q_norm ∘ Q / rms(Q)",
+            g.d_q_norm,
+            ("d_q_norm",),
+            dims(d_k),
+        ),
+        _stage(
+            "d_k_norm",
+            "d_k_norm = Σ over rows (and heads) of d_K_norm ∘ K / rms(K)",
+            g.d_k_norm,
+            ("d_k_norm",),
+            dims(d_k),
+        ),
+    ]
     every = " (summed over heads)" if heads > 1 else ""
     x_cols = trace.stage("X").cols
     if trace.context_tokens is None:
-        add("d_X", f"d_X = d_Q · WQᵀ + d_K · WKᵀ + d_V · WVᵀ{every}", g.d_X, tokens, x_cols)
+        found.append(
+            _stage("d_X", f"d_X = d_Q · WQᵀ + d_K · WKᵀ + d_V · WVᵀ{every}", g.d_X, tokens, x_cols)
+        )
     else:
-        add("d_X", f"d_X = d_Q · WQᵀ{every}", g.d_X, tokens, x_cols)
-        add("d_X_context", f"d_X_context = d_K · WKᵀ + d_V · WVᵀ{every}", g.d_X_context,
-            keys, trace.stage("X_context").cols)  # fmt: skip
-    return tuple(out)
+        found.append(_stage("d_X", f"d_X = d_Q · WQᵀ{every}", g.d_X, tokens, x_cols))
+        found.append(_stage("d_X_context", f"d_X_context = d_K · WKᵀ + d_V · WVᵀ{every}",
+                            g.d_X_context, keys, trace.stage("X_context").cols))  # fmt: skip
+    return found

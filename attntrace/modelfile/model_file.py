@@ -63,8 +63,8 @@ def load_model(path: str | Path, *, source: str | None = None) -> ModelSpec:
     does not hold a valid model is an :class:`InputError` naming the file and the field.
     The arrays of the spec are read-only.
     """
-    path = arguments.path("path", path, "a file name (str or pathlib.Path)")
-    arguments.optional_text("source", source)
+    path = arguments.path(path, "path", "a file name (str or pathlib.Path)")
+    arguments.optional_text(source, "source")
     if not str(path).strip():
         # The caller's name for the file, quoted as api.py quotes config=: not a value
         # read from a file, so not spelled by describe().

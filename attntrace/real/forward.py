@@ -104,7 +104,7 @@ class Transformer(ABC):
         """``ids`` as the model reads them: 1 to ``max_tokens`` token ids, each from 0 to
         the vocabulary's size − 1 (a TypeError for what is no sequence of ints)."""
         spec = self.spec
-        ids = checked_ids(arguments.head_numbers("ids", ids, what="token ids"), spec.vocabulary)
+        ids = checked_ids(arguments.head_numbers(ids, "ids", what="token ids"), spec.vocabulary)
         if not 1 <= len(ids) <= spec.max_tokens:
             raise InputError(field="ids", expected=f"1 to {spec.max_tokens} token ids for "
                              f"{spec.name}", found=f"{len(ids)}")  # fmt: skip
@@ -112,7 +112,7 @@ class Transformer(ABC):
 
     def _checked_count(self, name: str, value: int, low: int, high: int) -> int:
         """``layer`` (or ``layers``) an int from ``low`` to ``high``."""
-        value = arguments.whole(name, value)
+        value = arguments.whole(value, name)
         if not low <= value <= high:
             raise InputError(field=name, expected=f"a number from {low} to {high} "
                              f"({self.spec.name} has {self.spec.layers} layers)",
@@ -150,7 +150,7 @@ class Transformer(ABC):
         ids = self.checked_ids(ids)
         layers = self._checked_count("layers", layers, 0, self.spec.layers)
         if rows is not None:
-            rows = arguments.head_numbers("rows", rows, what="query positions")
+            rows = arguments.head_numbers(rows, "rows", what="query positions")
             for index, row in enumerate(rows):
                 if not 0 <= row < len(ids):
                     raise InputError(field=f"rows[{index}]", expected=f"a query position "

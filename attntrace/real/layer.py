@@ -47,7 +47,7 @@ def open_model(name: str) -> Transformer:
     """The model ``name`` (``minilm``, ``smollm2``: see ``attntrace models``), loaded once
     per process from its verified weight file. A name not in the catalogue, or weights
     not installed, is an :class:`InputError` saying what to do."""
-    arguments.text("name", name)
+    arguments.text(name, "name")
     return opened(find_model(name, PYTHON_NAMES.model).name)
 
 
@@ -112,10 +112,10 @@ def trace_layer(
     A wrong type is a :class:`TypeError`; an unknown model, a layer or head out of range
     or a sentence the model cannot read is an :class:`InputError` naming the argument.
     """
-    arguments.text("name", name)
-    arguments.optional_text("sentence", sentence)
-    layer = arguments.whole("layer", layer)
-    head = arguments.optional_whole("head", head)
+    arguments.text(name, "name")
+    arguments.optional_text(sentence, "sentence")
+    layer = arguments.whole(layer, "layer")
+    head = arguments.optional_whole(head, "head")
     return layer_trace(name, sentence, layer, head, PYTHON_NAMES)
 
 

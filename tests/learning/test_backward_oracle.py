@@ -69,9 +69,19 @@ def check_gradients(
     want = oracle(model, tokens, context, d_block, d_softmax)
     size = oracle(model, tokens, context, d_block, d_softmax, magnitudes=True)
     keys_in = rows_of(model, context) if context else rows_of(model, tokens)
+    check_query_heads(found, model, want, size, keys_in)
+    check_kv_heads(found, model, want, size)
+    check_whole_model(found, model, want, size, context)
+    return found
+
+
+def check_query_heads(
+    found: Gradients, model: ModelSpec, want: dict[str, Any], size: dict[str, Any], keys_in: Rows
+) -> None:
+    """Each query head's gradients, and its shares of the weights' and biases'."""
     abs_keys = [[abs(v) for v in row] for row in keys_in]
     rope = model.position_kind == "rope"
-    d_k, d_v, group = model.d_k, model.d_v, model.group
+    d_k, group = model.d_k, model.group
     assert len(found.heads) == model.heads
     for h, head in enumerate(found.heads):
         assert (head.head, head.kv_head) == (h, h // group)
@@ -97,6 +107,13 @@ def check_gradients(
             assert_equal(value, [sum(col) for col in zip(*want[grad][h], strict=True)],
                          [sum(col) for col in zip(*size[grad][h], strict=True)],
                          f"head {h} d_{bias}")  # fmt: skip
+
+
+def check_kv_heads(
+    found: Gradients, model: ModelSpec, want: dict[str, Any], size: dict[str, Any]
+) -> None:
+    """Each K/V head's sums over the query heads that share it."""
+    d_k, d_v, group = model.d_k, model.d_v, model.group
     assert len(found.kv_heads) == model.n_kv_heads
     for g, kv in enumerate(found.kv_heads):
         assert kv.kv_head == g
@@ -110,6 +127,17 @@ def check_gradients(
             assert_equal(getattr(kv, name), columns(want[name], g * width, width),
                          columns(size[name], g * width, width),
                          f"K/V head {g} {name}")  # fmt: skip
+
+
+def check_whole_model(
+    found: Gradients,
+    model: ModelSpec,
+    want: dict[str, Any],
+    size: dict[str, Any],
+    context: list[str] | None,
+) -> None:
+    """The whole model's gradients: weights, biases, X (and the context's), and those
+    of the block's output side (concat, WO), each None where the model has none."""
     for name in ("d_WQ", "d_WK", "d_WV", "d_X"):
         assert_equal(getattr(found, name), want[name], size[name], name)
     for name in ("d_bQ", "d_bK", "d_bV", "d_bO"):
@@ -132,7 +160,6 @@ def check_gradients(
             assert_equal(getattr(found, name), want[name], size[name], name)
     block = want["d_projected"] if model.WO is not None else want["d_concat"]
     assert_equal(found.d_block, block, np.abs(np.array(block)), "d_block")
-    return found
 
 
 # ---- grad_block from random upstream gradients ----

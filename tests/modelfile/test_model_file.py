@@ -6,9 +6,6 @@ contract and the tools are in ``tests/catalogue.py``): the top level, missing an
 unknown fields, values of the wrong kind, numbers that are not finite, matrices that are
 not matrices, token keys, duplicate keys, .npy files. ``ACCEPTED`` holds the files that
 must trace (YAML 1.1 words that are tokens in YAML 1.2, aliases, a BOM, suffixes).
-
-Over 300 lines: it is two tables, one row per input; split further, a reader would
-look in several files for the rows about one field.
 """
 
 from __future__ import annotations

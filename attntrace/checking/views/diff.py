@@ -8,9 +8,6 @@ B's values with the changed cells marked, and, where softmax changed, a heatmap 
 Δ = B − A. A changed cell is marked with ``*`` as well as shaded, so the view reads the
 same without colour (``NO_COLOR=1``, a pipe). Every label came from a file or an
 argument: it is shown through :mod:`attntrace.ui.shown`.
-
-It runs past 300 lines because its marked table fits itself to the width (the most
-changed rows and columns first) and says what it leaves out: one job, the view.
 """
 
 from __future__ import annotations
@@ -323,39 +320,47 @@ class MarkedTable:
 
         cols = chosen(sizes.max(axis=0).tolist(), cell.col, len(col_labels), fits)
         widths_shown = [1 if j is None else column_width(j) for j in cols]
-        gap = " " * GAP
-        line = Text(" " * label_width, no_wrap=True, overflow="crop")
-        for j, w in zip(cols, widths_shown, strict=True):
-            head = ELLIPSIS if j is None else col_labels[j]
-            line.append(gap + (" " * (w - 1 - cell_len(head)) + head + " "
-                               if j is not None else head), style=_BOLD)  # fmt: skip
-        line.rstrip()
-        yield line
+        yield _header_line(cols, widths_shown, col_labels, label_width)
         yield Text("─" * (label_width + sum(GAP + w for w in widths_shown)), no_wrap=True,
                    overflow="crop")  # fmt: skip
         for i in rows:
-            line = Text(no_wrap=True, overflow="crop")
             if i is None:
-                line.append(pad(ELLIPSIS, label_width))
-                for w in widths_shown:
-                    line.append(gap + ELLIPSIS.rjust(w))
-                yield line
+                yield _ellipsis_line(widths_shown, label_width)
                 continue
-            line.append(pad(shortened(row_labels[i], label_width), label_width), style=_BOLD)
-            for j, w in zip(cols, widths_shown, strict=True):
-                if j is None:
-                    line.append(gap + ELLIPSIS.rjust(w))
-                    continue
-                mark = bool(changed[i, j])
-                text = write(i, j, mark)
-                line.append(gap)
-                line.append(" " * (w - cell_len(text)) + text,
-                            style=self._style(a, stage, i, j) if mark else "")  # fmt: skip
-            line.rstrip()
-            yield line
+            label = pad(shortened(row_labels[i], label_width), label_width)
+            yield self._row_line(i, label, cols, widths_shown, write)
         note = hidden_note(changed, shown_rows, [j for j in cols if j is not None])
         if note:
             yield Text(note, style="dim")
+
+    def _row_line(
+        self,
+        i: int,
+        label: str,
+        cols: list[int | None],
+        widths: list[int],
+        write: Callable[[int, int, bool], str],
+    ) -> Text:
+        """Row ``i`` as the table draws it: its label, then each column shown (``…`` for
+        those left out), a changed cell marked and shaded."""
+        a, stage, changed = self.stage.a, self.stage.b, self.stage.changed
+        assert a is not None
+        assert stage is not None
+        assert changed is not None
+        gap = " " * GAP
+        line = Text(no_wrap=True, overflow="crop")
+        line.append(label, style=_BOLD)
+        for j, w in zip(cols, widths, strict=True):
+            if j is None:
+                line.append(gap + ELLIPSIS.rjust(w))
+                continue
+            mark = bool(changed[i, j])
+            text = write(i, j, mark)
+            line.append(gap)
+            line.append(" " * (w - cell_len(text)) + text,
+                        style=self._style(a, stage, i, j) if mark else "")  # fmt: skip
+        line.rstrip()
+        return line
 
     def _writer(self, a: Stage, b: Stage) -> Callable[[int, int, bool], str]:
         precision = self.precision
@@ -376,6 +381,30 @@ class MarkedTable:
         largest = self.stage.max_abs_delta or 0.0
         change = Cell(i, j, "", "", float(a.data[i, j]), float(b.data[i, j])).delta
         return delta_style(change, largest)
+
+
+def _header_line(
+    cols: list[int | None], widths: list[int], col_labels: list[str], label_width: int
+) -> Text:
+    """The column labels over the marked table, each over its column (``…`` for those
+    left out), past the row labels' width."""
+    gap = " " * GAP
+    line = Text(" " * label_width, no_wrap=True, overflow="crop")
+    for j, w in zip(cols, widths, strict=True):
+        head = ELLIPSIS if j is None else col_labels[j]
+        line.append(gap + (" " * (w - 1 - cell_len(head)) + head + " "
+                           if j is not None else head), style=_BOLD)  # fmt: skip
+    line.rstrip()
+    return line
+
+
+def _ellipsis_line(widths: list[int], label_width: int) -> Text:
+    """The line that stands for rows left out: ``…`` under the labels and each column."""
+    line = Text(no_wrap=True, overflow="crop")
+    line.append(pad(ELLIPSIS, label_width))
+    for w in widths:
+        line.append(" " * GAP + ELLIPSIS.rjust(w))
+    return line
 
 
 def chosen(

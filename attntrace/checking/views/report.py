@@ -10,9 +10,6 @@ Every mark is a character as well as a colour, so the report reads the same with
 files or arguments: they are shown through :mod:`attntrace.ui.shown`. A line too
 long for the width is broken between its facts, never inside one (``12 of`` over
 ``18 cells``, ``[2,`` over ``3, 2]``).
-
-It runs past 300 lines because a stage line breaks only between facts, never inside one,
-at any width: one job, the report; the region's table is :mod:`.check_region`.
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ class ByteLevelBPE:
 
     def encode(self, text: str) -> list[int]:
         """The ids SmolLM2's tokenizer gives ``text`` (no BOS)."""
-        arguments.text("text", text)
+        arguments.text(text, "text")
         ids: list[int] = []
         for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:

@@ -233,7 +233,7 @@ class SentencePieceTokenizer:
     def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
         """The ids Gemma's tokenizer gives ``text``: BOS first when the file says so (or
         ``add_bos``), then the pieces."""
-        arguments.text("text", text)
+        arguments.text(text, "text")
         bos = self.add_bos if add_bos is None else add_bos
         ids: list[int] = [self.bos_id] if bos and self.bos_id is not None else []
         for segment, is_added in self._split_added(text):

@@ -130,7 +130,7 @@ class WordPiece:
 
     def encode(self, text: str) -> list[int]:
         """The ids BERT's tokenizer gives ``text``: ``[CLS]``, the word pieces, ``[SEP]``."""
-        arguments.text("text", text)
+        arguments.text(text, "text")
         ids = [self.cls_id]
         for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:

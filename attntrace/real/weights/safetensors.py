@@ -16,9 +16,6 @@ never a traceback and never an allocation sized by a number the file merely clai
 the header length is checked against the file (and a 100 MB cap) before it is read, and
 every tensor's shape, dtype and offsets are checked against each other, the buffer and
 the other tensors before any view is made.
-
-It runs past 300 lines because every field a hostile header could lie about is checked
-before any view is made: one job, the file read safely.
 """
 
 from __future__ import annotations
@@ -196,7 +193,28 @@ def _check_entries(
     header: dict[str, Any], buffer_len: int, source: str
 ) -> list[tuple[str, str, tuple[int, ...], int]]:
     """Validate every entry; return (name, dtype, shape, begin) sorted by begin."""
-    metadata = header.get("__metadata__")
+    _check_metadata(header.get("__metadata__"), source)
+    entries = [
+        _check_entry(name, entry, buffer_len, source)
+        for name, entry in header.items()
+        if name != "__metadata__"
+    ]
+    entries.sort(key=lambda item: (item[3], item[4]))
+    overlap = first_overlap((begin, end, name) for name, _, _, begin, end in entries)
+    if overlap is not None:
+        name, begin, before, end = overlap
+        raise InputError(
+            "tensors overlap",
+            source=source,
+            field=f"{shown(name)}.data_offsets",
+            expected=f"begin >= {end} (where {shown(before)!r} ends)",
+            found=str(begin),
+        )
+    return [(name, dtype_name, shape, begin) for name, dtype_name, shape, begin, _ in entries]
+
+
+def _check_metadata(metadata: Any, source: str) -> None:
+    """``__metadata__``, where there is one: an object of strings, as the format says."""
     if metadata is not None and not (
         isinstance(metadata, dict) and all(isinstance(value, str) for value in metadata.values())
     ):
@@ -210,104 +228,105 @@ def _check_entries(
             else "a non-string value",
         )
 
-    entries: list[tuple[str, str, tuple[int, ...], int, int]] = []
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        field = shown(name)
-        if not isinstance(entry, dict):
-            raise InputError(
-                "bad tensor entry",
-                source=source,
-                field=field,
-                expected="an object {dtype, shape, data_offsets}",
-                found=type(entry).__name__,
-            )
-        missing = [key for key in ("dtype", "shape", "data_offsets") if key not in entry]
-        if missing:
-            raise InputError(f"tensor entry lacks {', '.join(missing)}", source=source, field=field)
-        dtype_name = entry["dtype"]
-        if not isinstance(dtype_name, str) or dtype_name not in SAFETENSORS_DTYPES:
-            raise InputError(
-                "unsupported dtype",
-                source=source,
-                field=f"{field}.dtype",
-                expected="one of " + ", ".join(SAFETENSORS_DTYPES),
-                found=repr(dtype_name),
-            )
-        shape = entry["shape"]
-        if not (
-            isinstance(shape, list)
-            and all(isinstance(dim, int) and not isinstance(dim, bool) for dim in shape)
-            and all(dim >= 0 for dim in shape)
-        ):
-            raise InputError(
-                "bad shape",
-                source=source,
-                field=f"{field}.shape",
-                expected="a list of non-negative integers",
-                found=_short(shape),
-            )
-        if len(shape) > MAX_AXES:  # numpy makes no array of more than 64 axes
-            raise InputError(source=source, field=f"{field}.shape",
-                             expected=f"at most {MAX_AXES} axes",
-                             found=f"{len(shape)} axes")  # fmt: skip
-        offsets = entry["data_offsets"]
-        if not (
-            isinstance(offsets, list)
-            and len(offsets) == 2
-            and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
-        ):
-            raise InputError(
-                "bad data_offsets",
-                source=source,
-                field=f"{field}.data_offsets",
-                expected="[begin, end], two non-negative integers",
-                found=_short(offsets),
-            )
-        begin, end = offsets
-        if end < begin:
-            raise InputError(
-                "data_offsets end before they begin",
-                source=source,
-                field=f"{field}.data_offsets",
-                expected="begin <= end",
-                found=f"[{begin}, {end}]",
-            )
-        if end > buffer_len:
-            raise InputError(
-                "tensor data beyond the end of the file",
-                source=source,
-                field=f"{field}.data_offsets",
-                expected=f"end <= {buffer_len} (the data buffer's size)",
-                found=f"[{begin}, {end}]",
-            )
-        itemsize = SAFETENSORS_DTYPES[dtype_name].itemsize
-        nbytes = math.prod(shape) * itemsize
-        if nbytes != end - begin:
-            # A lying shape can make nbytes astronomically large: do not print it then.
-            size = f"{nbytes} bytes" if nbytes <= buffer_len else "more bytes than the file has"
-            raise InputError(
-                "data_offsets do not match shape × dtype size",
-                source=source,
-                field=f"{field}.data_offsets",
-                expected=f"{size} (shape {_short(shape)} of {itemsize}-byte {dtype_name})",
-                found=f"{end - begin} bytes ([{begin}, {end}])",
-            )
-        entries.append((name, dtype_name, tuple(shape), begin, end))
 
-    entries.sort(key=lambda item: (item[3], item[4]))
-    overlap = first_overlap((begin, end, name) for name, _, _, begin, end in entries)
-    if overlap is not None:
-        name, begin, before, end = overlap
+def _check_entry(
+    name: str, entry: Any, buffer_len: int, source: str
+) -> tuple[str, str, tuple[int, ...], int, int]:
+    """One tensor's entry: (name, dtype, shape, begin, end), its shape × dtype size
+    exactly the bytes its offsets span, so that a view of them cannot be wrong."""
+    field = shown(name)
+    if not isinstance(entry, dict):
         raise InputError(
-            "tensors overlap",
+            "bad tensor entry",
             source=source,
-            field=f"{shown(name)}.data_offsets",
-            expected=f"begin >= {end} (where {shown(before)!r} ends)",
-            found=str(begin),
+            field=field,
+            expected="an object {dtype, shape, data_offsets}",
+            found=type(entry).__name__,
         )
-    return [(name, dtype_name, shape, begin) for name, dtype_name, shape, begin, _ in entries]
+    missing = [key for key in ("dtype", "shape", "data_offsets") if key not in entry]
+    if missing:
+        raise InputError(f"tensor entry lacks {', '.join(missing)}", source=source, field=field)
+    dtype_name, shape = _check_dtype_and_shape(entry, field, source)
+    begin, end = _check_offsets(entry["data_offsets"], field, buffer_len, source)
+    itemsize = SAFETENSORS_DTYPES[dtype_name].itemsize
+    nbytes = math.prod(shape) * itemsize
+    if nbytes != end - begin:
+        # A lying shape can make nbytes astronomically large: do not print it then.
+        size = f"{nbytes} bytes" if nbytes <= buffer_len else "more bytes than the file has"
+        raise InputError(
+            "data_offsets do not match shape × dtype size",
+            source=source,
+            field=f"{field}.data_offsets",
+            expected=f"{size} (shape {_short(shape)} of {itemsize}-byte {dtype_name})",
+            found=f"{end - begin} bytes ([{begin}, {end}])",
+        )
+    return (name, dtype_name, tuple(shape), begin, end)
+
+
+def _check_dtype_and_shape(entry: dict[str, Any], field: str, source: str) -> tuple[str, list[int]]:
+    """A dtype this reader knows and a shape of at most MAX_AXES non-negative integers."""
+    dtype_name = entry["dtype"]
+    if not isinstance(dtype_name, str) or dtype_name not in SAFETENSORS_DTYPES:
+        raise InputError(
+            "unsupported dtype",
+            source=source,
+            field=f"{field}.dtype",
+            expected="one of " + ", ".join(SAFETENSORS_DTYPES),
+            found=repr(dtype_name),
+        )
+    shape = entry["shape"]
+    if not (
+        isinstance(shape, list)
+        and all(isinstance(dim, int) and not isinstance(dim, bool) for dim in shape)
+        and all(dim >= 0 for dim in shape)
+    ):
+        raise InputError(
+            "bad shape",
+            source=source,
+            field=f"{field}.shape",
+            expected="a list of non-negative integers",
+            found=_short(shape),
+        )
+    if len(shape) > MAX_AXES:  # numpy makes no array of more than 64 axes
+        raise InputError(source=source, field=f"{field}.shape",
+                         expected=f"at most {MAX_AXES} axes",
+                         found=f"{len(shape)} axes")  # fmt: skip
+    return dtype_name, shape
+
+
+def _check_offsets(offsets: Any, field: str, buffer_len: int, source: str) -> tuple[int, int]:
+    """``data_offsets``: [begin, end], in order and inside the data buffer (a file that
+    claims more than it holds is refused before anything is mapped)."""
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+    ):
+        raise InputError(
+            "bad data_offsets",
+            source=source,
+            field=f"{field}.data_offsets",
+            expected="[begin, end], two non-negative integers",
+            found=_short(offsets),
+        )
+    begin, end = offsets
+    if end < begin:
+        raise InputError(
+            "data_offsets end before they begin",
+            source=source,
+            field=f"{field}.data_offsets",
+            expected="begin <= end",
+            found=f"[{begin}, {end}]",
+        )
+    if end > buffer_len:
+        raise InputError(
+            "tensor data beyond the end of the file",
+            source=source,
+            field=f"{field}.data_offsets",
+            expected=f"end <= {buffer_len} (the data buffer's size)",
+            found=f"[{begin}, {end}]",
+        )
+    return begin, end
 
 
 def _short(value: Any) -> str:
