@@ -47,10 +47,26 @@ class Names:
         return "--model" if name == "trained" else f"--{name}"
 
 
-CLI_NAMES = Names("SENTENCE", "--config", "--causal", "--context", "--causal", "--no-causal",
-                  "--context {}", flags=True)  # fmt: skip
-PYTHON_NAMES = Names("sentence", "config", "causal", "context", "causal=True", "causal=False",
-                     "context={}", edits="edits")  # fmt: skip
+CLI_NAMES = Names(
+    "SENTENCE",
+    "--config",
+    "--causal",
+    "--context",
+    "--causal",
+    "--no-causal",
+    "--context {}",
+    flags=True,
+)
+PYTHON_NAMES = Names(
+    "sentence",
+    "config",
+    "causal",
+    "context",
+    "causal=True",
+    "causal=False",
+    "context={}",
+    edits="edits",
+)
 
 
 def trace_attention(
@@ -103,8 +119,17 @@ def trace_attention(
     arguments.optional_text(softmax_dtype, "softmax_dtype")
     arguments.optional_text(accumulate, "accumulate")
     cast = cast_of(dtype, softmax_dtype, accumulate, PYTHON_NAMES)
-    return traced(sentence, config=config, sample=sample, model=model, causal=causal,
-                  context=context, edits=edits, names=PYTHON_NAMES, cast=cast)  # fmt: skip
+    return traced(
+        sentence,
+        config=config,
+        sample=sample,
+        model=model,
+        causal=causal,
+        context=context,
+        edits=edits,
+        names=PYTHON_NAMES,
+        cast=cast,
+    )
 
 
 def cast_of(
@@ -118,16 +143,19 @@ def cast_of(
         cast = Cast.of(dtype)
         if cast.exact and (softmax_dtype is not None or accumulate is not None):
             given = "softmax_dtype" if softmax_dtype is not None else "accumulate"
-            raise InputError(f"{names.option(given.replace('_', '-') if names.flags else given)}"
-                             f" says how a narrower dtype rounds: add {names.option('dtype')} "
-                             "float32, float16 or bfloat16")  # fmt: skip
+            raise InputError(
+                f"{names.option(given.replace('_', '-') if names.flags else given)}"
+                f" says how a narrower dtype rounds: add {names.option('dtype')} "
+                "float32, float16 or bfloat16"
+            )
         cast = Cast.of(dtype, softmax_dtype, accumulate)
     except InputError as error:
         if error.field is None:
             raise
         named = names.option(error.field.replace("_", "-") if names.flags else error.field)
-        raise InputError(error.message, field=named, expected=error.expected,
-                         found=error.found) from None  # fmt: skip
+        raise InputError(
+            error.message, field=named, expected=error.expected, found=error.found
+        ) from None
     return None if cast.exact else cast
 
 
@@ -141,8 +169,10 @@ def _check_model_argument(model: object) -> None:
 
         name = str(model)
         if name.lower() in {m.name for m in CATALOG}:
-            hint = (f"a trained model's layer is attntrace.real.layer.trace_layer({name!r}, "
-                    "sentence, layer)")  # fmt: skip
+            hint = (
+                f"a trained model's layer is attntrace.real.layer.trace_layer({name!r}, "
+                "sentence, layer)"
+            )
         else:
             hint = f"give a model file as config={model!r}"
         raise TypeError(f"{arguments.wrong_type(model, 'model', accepts)}: {hint}")
@@ -163,8 +193,16 @@ def traced(
 ) -> Trace:
     """:func:`trace_attention` without its type checks; messages name ``names``.
     ``cast`` (from :func:`cast_of`) computes it in a narrower dtype."""
-    inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
-                      context=context, edits=edits, names=names)  # fmt: skip
+    inputs = prepared(
+        sentence,
+        config=config,
+        sample=sample,
+        model=model,
+        causal=causal,
+        context=context,
+        edits=edits,
+        names=names,
+    )
     return inputs.trace(context_given=context is not None, names=names, cast=cast)
 
 
@@ -258,16 +296,20 @@ def choose_model(
     from attntrace.modelfile.model_file import model_from_document, read_model
     from attntrace.modelfile.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
-    chosen = [n for n, x in (("model", model), ("config", config), ("sample", sample))
-              if x is not None]  # fmt: skip
+    chosen = [
+        n for n, x in (("model", model), ("config", config), ("sample", sample)) if x is not None
+    ]
     if len(chosen) > 1:
         raise InputError(f"give one of model, config and sample, not {' and '.join(chosen)}")
     if config is not None and not str(config).strip():
         raise InputError(field=names.config, expected="a file name", found=repr(str(config)))
     if edits and isinstance(model, ModelSpec):
-        raise InputError("a ModelSpec is already checked: edits change a model file, a "
-                         "sample or a mapping of model fields before it is (or change the "
-                         "spec with dataclasses.replace)", field=names.edits)  # fmt: skip
+        raise InputError(
+            "a ModelSpec is already checked: edits change a model file, a "
+            "sample or a mapping of model fields before it is (or change the "
+            "spec with dataclasses.replace)",
+            field=names.edits,
+        )
     parsed = [parse_edit(edit, flag=names.edits) for edit in edits]  # before any file is read
     if isinstance(model, Mapping):
         return model_from_document(model, source="model", edits=parsed)
@@ -293,14 +335,16 @@ def _tokens(
     elif from_file is not None:
         text, where, name = from_file, source, field
     else:
-        raise InputError(f"no {field}: give one, or set `{field}` in the model file",
-                         source=source)  # fmt: skip
+        raise InputError(f"no {field}: give one, or set `{field}` in the model file", source=source)
     tokens = tokenize(text)
     if not tokens:
         raise InputError(
-            f"empty {field}", source=where, field=name, expected="at least one token",
+            f"empty {field}",
+            source=where,
+            field=name,
+            expected="at least one token",
             found=repr(text),
-        )  # fmt: skip
+        )
     return tokens
 
 
@@ -356,12 +400,27 @@ def check(
     elif isinstance(arrays, Mapping):
         given = given_arrays(arrays)
     else:
-        raise arguments.wrong_type(arrays, "arrays",
-                                   "a mapping of stage name to array, or a file name")  # fmt: skip
-    return checked(given, sentence, config=config, sample=sample, model=model, trained=trained,
-                   layer=layer, causal=causal, context=context, head=head, rtol=rtol, atol=atol,
-                   layout=layout, edits=edits, names=PYTHON_NAMES,
-                   source=str(arrays) if isinstance(arrays, str | Path) else None)  # fmt: skip
+        raise arguments.wrong_type(
+            arrays, "arrays", "a mapping of stage name to array, or a file name"
+        )
+    return checked(
+        given,
+        sentence,
+        config=config,
+        sample=sample,
+        model=model,
+        trained=trained,
+        layer=layer,
+        causal=causal,
+        context=context,
+        head=head,
+        rtol=rtol,
+        atol=atol,
+        layout=layout,
+        edits=edits,
+        names=PYTHON_NAMES,
+        source=str(arrays) if isinstance(arrays, str | Path) else None,
+    )
 
 
 def checked(
@@ -389,32 +448,48 @@ def checked(
     from attntrace.checking.layout import LAYOUTS
 
     if layout is not None and layout not in LAYOUTS:
-        raise InputError(field=names.option("layout"), expected=" or ".join(LAYOUTS),
-                         found=repr(layout))  # fmt: skip
+        raise InputError(
+            field=names.option("layout"), expected=" or ".join(LAYOUTS), found=repr(layout)
+        )
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and not (value >= 0 and math.isfinite(value)):
-            raise InputError(field=names.option(name), expected="a finite number ≥ 0",
-                             found=describe(value))  # fmt: skip
+            raise InputError(
+                field=names.option(name), expected="a finite number ≥ 0", found=describe(value)
+            )
     if trained is not None:
         from attntrace.real import layer as real_layer
 
         if any(x is not None for x in (config, sample, model, causal, context)) or edits:
-            raise InputError(f"{names.option('trained')} names the model: give no "
-                             "config, sample, model, causal, context or edits with it")  # fmt: skip
+            raise InputError(
+                f"{names.option('trained')} names the model: give no "
+                "config, sample, model, causal, context or edits with it"
+            )
         real_names = real_layer.CLI_NAMES if names is CLI_NAMES else real_layer.PYTHON_NAMES
         spec, tokens = real_layer.layer_spec(trained, sentence, layer or 0, head, real_names)
         trace = trace_block(spec, tokens)
     else:
         if layer is not None:
-            raise InputError(f"{names.option('layer')} is a layer of a trained model: name "
-                             f"one with {names.option('trained')}")  # fmt: skip
-        inputs = prepared(sentence, config=config, sample=sample, model=model, causal=causal,
-                          context=context, edits=edits, names=names)  # fmt: skip
+            raise InputError(
+                f"{names.option('layer')} is a layer of a trained model: name "
+                f"one with {names.option('trained')}"
+            )
+        inputs = prepared(
+            sentence,
+            config=config,
+            sample=sample,
+            model=model,
+            causal=causal,
+            context=context,
+            edits=edits,
+            names=names,
+        )
         spec, trace = inputs.spec, inputs.trace(context_given=context is not None, names=names)
     if head is not None and head >= spec.heads:
-        raise InputError(field=names.option("head"), expected=f"a head from 0 to "
-                         f"{spec.heads - 1} ({spec.name} has {spec.heads})",
-                         found=str(head))  # fmt: skip
+        raise InputError(
+            field=names.option("head"),
+            expected=f"a head from 0 to {spec.heads - 1} ({spec.name} has {spec.heads})",
+            found=str(head),
+        )
     try:
         return check_arrays(spec, trace, given, head=head, rtol=rtol, atol=atol, layout=layout)
     except InputError as error:  # about the arrays (a name, a shape): located in their file

@@ -13,6 +13,7 @@ the CLI prints as one line. Both speak one vocabulary: the value first, then the
 it is reported under (``whole(value, "ModelSpec.heads")`` here, ``whole(value,
 "heads", least=1)`` there), then what the check needs.
 """
+
 from __future__ import annotations
 
 import os

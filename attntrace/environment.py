@@ -30,8 +30,13 @@ def env_number(name: str, default: float, lowest: float, highest: float, expecte
 
 
 # The variables the BLAS libraries numpy is built with read for their thread count.
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                         "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS")  # fmt: skip
+BLAS_THREAD_VARIABLES = (
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "BLIS_NUM_THREADS",
+)
 
 
 def one_blas_thread() -> None:

@@ -34,14 +34,20 @@ def model_document(rng: np.random.Generator, vocabulary: list[str]) -> dict[str,
     width, kv_width = D_MODEL, D_MODEL // HEADS * KV_HEADS
     return {
         "embeddings": {t: rng.normal(size=D_MODEL).tolist() for t in vocabulary},
-        "weights": {name: (rng.normal(size=shape) / np.sqrt(D_MODEL)).tolist()
-                    for name, shape in (("WQ", (D_MODEL, width)), ("WK", (D_MODEL, kv_width)),
-                                        ("WV", (D_MODEL, kv_width)), ("WO", (width, D_MODEL)))},
+        "weights": {
+            name: (rng.normal(size=shape) / np.sqrt(D_MODEL)).tolist()
+            for name, shape in (
+                ("WQ", (D_MODEL, width)),
+                ("WK", (D_MODEL, kv_width)),
+                ("WV", (D_MODEL, kv_width)),
+                ("WO", (width, D_MODEL)),
+            )
+        },
         "biases": {"bQ": rng.normal(size=width).tolist(), "bK": rng.normal(size=kv_width).tolist()},
         "heads": HEADS,
         "kv_heads": KV_HEADS,
         "causal": True,
-    }  # fmt: skip
+    }
 
 
 def stages_of(trace: attntrace.Trace, scale: float = 1.0) -> dict[str, npt.NDArray[Any]]:

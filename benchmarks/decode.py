@@ -118,8 +118,10 @@ def full_attention(state: tuple[Matrix, Matrix, Matrix, Mask]) -> None:
 def main() -> None:
     layer = _Layer.random(np.random.default_rng(0))
     print(f"d_model {D_MODEL}, {HEADS} heads, d_k = d_v = {D_HEAD}; median of {REPEATS} runs")
-    print(f"{'tokens':>7} {'whole step, ms: cached':>23} {'recomputed':>11} {'ratio':>6}"
-          f" {'attention only, ms: cached':>27} {'full':>8}")  # fmt: skip
+    print(
+        f"{'tokens':>7} {'whole step, ms: cached':>23} {'recomputed':>11} {'ratio':>6}"
+        f" {'attention only, ms: cached':>27} {'full':>8}"
+    )
     rows = []
     for steps in STEPS:
         t = steps - 1
@@ -134,8 +136,12 @@ def main() -> None:
         )
     upper = [row for row in rows if row[0] >= 128]
     logs = np.log([row[0] for row in upper])
-    names = ("whole step, cached", "whole step, recomputed", "attention, cached",
-             "attention, recomputed")  # fmt: skip
+    names = (
+        "whole step, cached",
+        "whole step, recomputed",
+        "attention, cached",
+        "attention, recomputed",
+    )
     for index, label in enumerate(names, start=1):
         slope = np.polyfit(logs, np.log([row[index] for row in upper]), 1)[0]
         print(f"log-log slope over 128..1024 tokens, {label:<22}: {slope:.2f}")

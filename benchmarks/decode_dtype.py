@@ -29,11 +29,17 @@ def layer(tokens: int) -> tuple[ModelSpec, list[str]]:
     d_model, heads, kv_heads, width = 576, 9, 3, 64
     vocab = {f"t{i}": rng.normal(size=d_model) for i in range(tokens)}
     scale = d_model**-0.5
-    model = ModelSpec(vocab, rng.normal(size=(d_model, heads * width)) * scale,
-                      rng.normal(size=(d_model, kv_heads * width)) * scale,
-                      rng.normal(size=(d_model, kv_heads * width)) * scale,
-                      WO=rng.normal(size=(heads * width, d_model)) * scale,
-                      heads=heads, kv_heads=kv_heads, causal=True, positions="rope")  # fmt: skip
+    model = ModelSpec(
+        vocab,
+        rng.normal(size=(d_model, heads * width)) * scale,
+        rng.normal(size=(d_model, kv_heads * width)) * scale,
+        rng.normal(size=(d_model, kv_heads * width)) * scale,
+        WO=rng.normal(size=(heads * width, d_model)) * scale,
+        heads=heads,
+        kv_heads=kv_heads,
+        causal=True,
+        positions="rope",
+    )
     return model, list(vocab)
 
 

@@ -38,8 +38,10 @@ D_MODEL, D_HEAD, HEADS, REPEATS = 64, 16, 4, 5
 def model_file(folder: Path, tokens: int) -> tuple[Path, str]:
     rng = np.random.default_rng(0)
     vocab = {f"w{i}": rng.normal(size=D_MODEL).round(4).tolist() for i in range(tokens)}
-    weights = {name: (rng.normal(size=(D_MODEL, HEADS * D_HEAD)) / 8).round(4).tolist()
-               for name in ("WQ", "WK", "WV")}  # fmt: skip
+    weights = {
+        name: (rng.normal(size=(D_MODEL, HEADS * D_HEAD)) / 8).round(4).tolist()
+        for name in ("WQ", "WK", "WV")
+    }
     path = folder / f"random-{tokens}.json"
     path.write_text(json.dumps({"heads": HEADS, "embeddings": vocab, "weights": weights}))
     return path, " ".join(vocab)

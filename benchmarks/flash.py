@@ -49,8 +49,9 @@ def main() -> None:
             times = []
             for _ in range(RUNS):
                 start = time.perf_counter()
-                record = flash(Q, K, V, block_q=BLOCK, block_k=BLOCK, causal=causal,
-                               variant=variant)  # fmt: skip
+                record = flash(
+                    Q, K, V, block_q=BLOCK, block_k=BLOCK, causal=causal, variant=variant
+                )
                 times.append(time.perf_counter() - start)
             gap = np.abs(record.output - attention(Q, K, V, causal=causal).output).max()
             print(
@@ -80,11 +81,13 @@ def best(action: Callable[[], object], runs: int = RUNS) -> float:
 def model_file(folder: Path) -> Path:
     rng = np.random.default_rng(0)
     vocab = {f"w{i}": rng.normal(size=D).round(4).tolist() for i in range(N)}
-    weights = {name: (rng.normal(size=(D, D)) / 8).round(4).tolist()
-               for name in ("WQ", "WK", "WV")}  # fmt: skip
+    weights = {name: (rng.normal(size=(D, D)) / 8).round(4).tolist() for name in ("WQ", "WK", "WV")}
     path = folder / "random-512.json"
-    path.write_text(json.dumps({"embeddings": vocab, "weights": weights, "causal": True,
-                                "sentence": " ".join(vocab)}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {"embeddings": vocab, "weights": weights, "causal": True, "sentence": " ".join(vocab)}
+        )
+    )
     return path
 
 
@@ -102,15 +105,27 @@ def command_path() -> None:
         def document() -> None:
             flash_dump_bytes(flash_report(traced(None, config=path), 0, BLOCK, BLOCK))
 
-        print(f"attntrace flash: {N} random tokens, causal, blocks {BLOCK} × {BLOCK}, best of "
-              f"{RUNS}")  # fmt: skip
+        print(
+            f"attntrace flash: {N} random tokens, causal, blocks {BLOCK} × {BLOCK}, best of {RUNS}"
+        )
         for name, action in (("trace + flash + view", view), ("trace + flash + --json", document)):
             seconds = best(action)
             print(f"  {name:<26}{seconds * 1e3:7.1f} ms")
             assert seconds < TARGET_SECONDS, f"{seconds:.2f} s, over {TARGET_SECONDS} s"
         for extra in ((), ("--json",)):
-            argv = [sys.executable, "-m", "attntrace", "flash", "-c", str(path), "--block-q",
-                    str(BLOCK), "--block-k", str(BLOCK), *extra]  # fmt: skip
+            argv = [
+                sys.executable,
+                "-m",
+                "attntrace",
+                "flash",
+                "-c",
+                str(path),
+                "--block-q",
+                str(BLOCK),
+                "--block-k",
+                str(BLOCK),
+                *extra,
+            ]
             walls, cpus = [], []
             for _ in range(3):
                 before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
@@ -119,8 +134,10 @@ def command_path() -> None:
                 walls.append(time.perf_counter() - start)
                 cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             # the wall clock counts whatever else the machine runs; the CPU time is the cost
-            print(f"  {'process' + (' --json' if extra else ''):<26}{min(walls) * 1e3:7.1f} ms "
-                  f"wall, {min(cpus) * 1e3:.1f} ms CPU")  # fmt: skip
+            print(
+                f"  {'process' + (' --json' if extra else ''):<26}{min(walls) * 1e3:7.1f} ms "
+                f"wall, {min(cpus) * 1e3:.1f} ms CPU"
+            )
 
 
 if __name__ == "__main__":

@@ -71,25 +71,44 @@ def main() -> None:
     print(f"gemma3, {len(ids)} tokens, layer {LAYER} ({model.layer_kind(LAYER)})")
     show("open (header, checks, tokenizer)", timed(lambda: Gemma3.load(path)))
     names = [n for n in model.gguf.tensor_names if n != "token_embd.weight"]
-    show(f"dequantize {len(names)} tensors (all but the embeddings)",
-         timed(lambda: [model.gguf.tensor(n) for n in names]))  # fmt: skip
+    show(
+        f"dequantize {len(names)} tensors (all but the embeddings)",
+        timed(lambda: [model.gguf.tensor(n) for n in names]),
+    )
     show(f"dequantize {len(ids)} embedding rows", timed(lambda: model.embed(ids)))
     show(f"forward pass to layer {LAYER}'s input", timed(lambda: model.layer_input(ids, LAYER)))
     spec, tokens = layer_spec("gemma3", DEFAULT_SENTENCE, LAYER)
     opened("gemma3")  # the CLI's cached model, as a run holds it
     show(f"trace of layer {LAYER}, 4 heads", timed(lambda: trace_block(spec, tokens)))
-    show("layer_spec (forward pass, weights, X given)",
-         timed(lambda: layer_spec("gemma3", DEFAULT_SENTENCE, LAYER)))  # fmt: skip
-    command = [sys.executable, "-m", "attntrace", "run", "--model", "gemma3", DEFAULT_SENTENCE,
-               "--layer", str(LAYER), "--head", "0"]  # fmt: skip
+    show(
+        "layer_spec (forward pass, weights, X given)",
+        timed(lambda: layer_spec("gemma3", DEFAULT_SENTENCE, LAYER)),
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "attntrace",
+        "run",
+        "--model",
+        "gemma3",
+        DEFAULT_SENTENCE,
+        "--layer",
+        str(LAYER),
+        "--head",
+        "0",
+    ]
     env = {**os.environ, "NO_COLOR": "1"}
 
     def fresh(args: list[str]) -> Callable[[], object]:
         return lambda: subprocess.run(args, stdout=subprocess.DEVNULL, check=True, env=env)
 
-    for what, args in (("`run --model gemma3 --layer 5 --head 0` (process)", command),
-                       ("python -c 'import attntrace.cli' (start-up)",
-                        [sys.executable, "-c", "import attntrace.cli"])):  # fmt: skip
+    for what, args in (
+        ("`run --model gemma3 --layer 5 --head 0` (process)", command),
+        (
+            "python -c 'import attntrace.cli' (start-up)",
+            [sys.executable, "-c", "import attntrace.cli"],
+        ),
+    ):
         wall, _ = timed(fresh(args), 3)
         print(f"{what:<52} {wall * 1000:8.0f} ms wall")
 

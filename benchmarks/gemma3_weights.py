@@ -56,15 +56,18 @@ def first_assembly() -> float:
 def main() -> None:
     if not GEMMA3.installed:
         raise SystemExit(f"gemma3 is not installed: {GEMMA3.install}")
-    size = sum((GEMMA3.part_folder(p) or Path()).joinpath(p.chunk).stat().st_size
-               for p in GEMMA3.parts)  # fmt: skip
+    size = sum(
+        (GEMMA3.part_folder(p) or Path()).joinpath(p.chunk).stat().st_size for p in GEMMA3.parts
+    )
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import attntrace.real.catalog"], check=True)
     startup = time.perf_counter() - start
     first = first_assembly()
-    print(f"first time: assemble + verify {size / 1e6:.0f} MB: {1000 * first:.0f} ms in a fresh "
-          f"process ({1000 * (first - startup):.0f} ms less its start-up), "
-          f"{size / 1e6 / (first - startup):.0f} MB/s")  # fmt: skip
+    print(
+        f"first time: assemble + verify {size / 1e6:.0f} MB: {1000 * first:.0f} ms in a fresh "
+        f"process ({1000 * (first - startup):.0f} ms less its start-up), "
+        f"{size / 1e6 / (first - startup):.0f} MB/s"
+    )
     path = GEMMA3.verified_weights()  # the user's cache: assembled here if it is not yet
     opened = median(lambda: GGUFFile(GEMMA3.verified_weights()), 5)
     print(f"after: verified_weights() + GGUF header: {1000 * opened:.0f} ms")
@@ -77,8 +80,10 @@ def main() -> None:
         took = median(lambda names=names: [reader.tensor(n) for n in names], 3)  # type: ignore[misc]
         total += took
         count = sum(reader.tensor_info(n).n_elements for n in names)
-        print(f"dequantize {type_name:5} {len(names):3} tensors, {count / 1e6:6.1f} M weights: "
-              f"{1000 * took:6.0f} ms")  # fmt: skip
+        print(
+            f"dequantize {type_name:5} {len(names):3} tensors, {count / 1e6:6.1f} M weights: "
+            f"{1000 * took:6.0f} ms"
+        )
     print(f"open + dequantize every tensor: {1000 * (opened + total):.0f} ms (target < 2000)")
 
 

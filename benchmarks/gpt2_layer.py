@@ -74,8 +74,9 @@ def make_model(folder: Path) -> tuple[Path, str]:
 def process(command: list[str]) -> tuple[float, int]:
     """Wall seconds and peak KB of a fresh process (GNU time)."""
     start = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-f", "PEAK %M", *command], capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        ["/usr/bin/time", "-f", "PEAK %M", *command], capture_output=True, text=True, check=True
+    )
     return time.perf_counter() - start, int(done.stderr.rsplit("PEAK ", 1)[1].split()[0])
 
 
@@ -96,12 +97,14 @@ def main() -> None:
         folder = Path(name)
         path, sentence = make_model(folder)
         python = sys.executable
-        medians = interleaved({
-            "ours": [python, "-m", "attntrace", "run", sentence, "-c", str(path)],
-            "bare": [python, "-c", BARE, str(folder)],
-            "floor": [python, "-c", FLOOR, str(folder), "keep"],
-            "imports": [python, "-c", "import numpy, typer, rich, yaml"],
-        })  # fmt: skip
+        medians = interleaved(
+            {
+                "ours": [python, "-m", "attntrace", "run", sentence, "-c", str(path)],
+                "bare": [python, "-c", BARE, str(folder)],
+                "floor": [python, "-c", FLOOR, str(folder), "keep"],
+                "imports": [python, "-c", "import numpy, typer, rich, yaml"],
+            }
+        )
         (ours, our_peak), (bare, _) = medians["ours"], medians["bare"]
         floor, imports_peak = medians["floor"][0], medians["imports"][1]
         trace = trace_attention(sentence, config=path)

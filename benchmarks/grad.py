@@ -68,14 +68,22 @@ def main() -> None:
             print(f"{name}: skipped ({error})")
             continue
         last = str(len(words) - 1)
-        measure(f"{name} layer {layer}, {len(words)} tokens, attend", real, words,
-                Objective("attend", last, "0"))  # fmt: skip
+        measure(
+            f"{name} layer {layer}, {len(words)} tokens, attend",
+            real,
+            words,
+            Objective("attend", last, "0"),
+        )
     rng = np.random.default_rng(0)
     model = random_model(rng)
     for n in LENGTHS:
         tokens = [f"t{int(i)}" for i in rng.integers(0, 50, size=n)]
-        measure(f"random d_model {D_MODEL}, {HEADS}/{KV_HEADS} heads, n {n}", model, tokens,
-                Objective("attend", str(n - 1), "0"))  # fmt: skip
+        measure(
+            f"random d_model {D_MODEL}, {HEADS}/{KV_HEADS} heads, n {n}",
+            model,
+            tokens,
+            Objective("attend", str(n - 1), "0"),
+        )
 
 
 if __name__ == "__main__":

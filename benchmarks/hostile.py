@@ -40,8 +40,12 @@ def measure(args: list[str], stdin: IO[Any] | int | None = None) -> tuple[float,
     start = time.perf_counter()
     done = subprocess.run(
         ["/usr/bin/time", "-f", "PEAK %M", sys.executable, "-m", "attntrace", *args],
-        stdin=stdin, capture_output=True, text=True, check=False, timeout=600,
-    )  # fmt: skip
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     seconds = time.perf_counter() - start
     peak = int(done.stderr.rsplit("PEAK ", 1)[1].split()[0])
     return seconds, done.returncode, peak
@@ -87,10 +91,11 @@ def main() -> None:
             "render - < /dev/zero": lambda: measure(["render", "-"], stdin=zero_file()),
             "300 MB through a pipe": lambda: piped(["cat", str(big)], ["run", "cat", "-c", "-"]),
             "endless pipe (yes)": lambda: piped(["yes"], ["run", "cat", "-c", "-"]),
-            "FIFO fed slowly": lambda: with_writer(lambda: feed_slowly(slow),
-                                                   ["run", "cat", "-c", str(slow)]),
+            "FIFO fed slowly": lambda: with_writer(
+                lambda: feed_slowly(slow), ["run", "cat", "-c", str(slow)]
+            ),
             "FIFO with no writer": lambda: measure(["run", "cat", "-c", str(silent)]),
-        }  # fmt: skip
+        }
         for label, run in cases.items():
             seconds, code, peak = run()
             line = f"{label:<26} exit {code}  {1000 * seconds:6.0f} ms  peak {peak / 1024:6.1f} MB"

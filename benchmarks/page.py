@@ -93,13 +93,28 @@ def main() -> None:
         path, sentence = make_model(folder)
         page = folder / "gpt2.html"
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "attntrace", "run", sentence, "-c", str(path),
-                        "--export", str(page)], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "attntrace",
+                "run",
+                sentence,
+                "-c",
+                str(path),
+                "--export",
+                str(page),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         export = time.perf_counter() - start
         size = page.stat().st_size
-        print(f"run --export page.html: {export:.1f} s wall; the page is {size / 2**20:.1f} MB "
-              f"({size:,} bytes)")  # fmt: skip
+        print(
+            f"run --export page.html: {export:.1f} s wall; the page is {size / 2**20:.1f} MB "
+            f"({size:,} bytes)"
+        )
 
         opened, hovers, steps, expands, pages = [], [], [], [], []
         for browser in open_browser():
@@ -121,13 +136,17 @@ def main() -> None:
             left_out = browser.execute_script(
                 "return document.getElementById('left-out').textContent"
             )
-        print(f"open, navigation to drawn: {statistics.median(opened):.0f} ms "
-              f"(of {', '.join(f'{x:.0f}' for x in opened)})")  # fmt: skip
+        print(
+            f"open, navigation to drawn: {statistics.median(opened):.0f} ms "
+            f"(of {', '.join(f'{x:.0f}' for x in opened)})"
+        )
         print(f"→ to softmax (512 × 512, summarized): {statistics.median(steps):.0f} ms")
         print(f"hover a softmax cell (512 terms): {statistics.median(hovers):.1f} ms")
-        print(f"Show all (512 × 512: its first 32 rows, 16,384 cells), to painted: "
-              f"{statistics.median(expands):.0f} ms; the next 32 rows: "
-              f"{statistics.median(pages):.0f} ms")  # fmt: skip
+        print(
+            f"Show all (512 × 512: its first 32 rows, 16,384 cells), to painted: "
+            f"{statistics.median(expands):.0f} ms; the next 32 rows: "
+            f"{statistics.median(pages):.0f} ms"
+        )
         print(f"the page says: {left_out}")
 
 

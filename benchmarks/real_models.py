@@ -100,10 +100,14 @@ def minilm() -> None:
     ids = model.tokenizer.encode(SENTENCE)
     forward = median(lambda: model.layer_input(ids, 3))
     traced = median(lambda: trace_layer("minilm", SENTENCE, 3, 1))
-    print(f"minilm   run --layer 3 --head 1 (fresh process)  {1000 * whole:6.0f} ms   "
-          f"[{len(ids)} tokens]")  # fmt: skip
-    print(f"         open (SHA-256, map, vocab) {1000 * open_time:5.0f} ms · forward to layer 3 "
-          f"{1000 * forward:4.0f} ms · layer_spec + trace {1000 * traced:4.0f} ms")  # fmt: skip
+    print(
+        f"minilm   run --layer 3 --head 1 (fresh process)  {1000 * whole:6.0f} ms   "
+        f"[{len(ids)} tokens]"
+    )
+    print(
+        f"         open (SHA-256, map, vocab) {1000 * open_time:5.0f} ms · forward to layer 3 "
+        f"{1000 * forward:4.0f} ms · layer_spec + trace {1000 * traced:4.0f} ms"
+    )
 
 
 def smollm2_load() -> None:
@@ -150,8 +154,9 @@ class WholeModelStep:
             hidden = hidden + model.mlp(layer, hidden)
         return hidden
 
-    def _attend(self, x: npt.NDArray[Any], w: LayerAttention, cache: KVCache, position: int
-                ) -> npt.NDArray[Any]:  # fmt: skip
+    def _attend(
+        self, x: npt.NDArray[Any], w: LayerAttention, cache: KVCache, position: int
+    ) -> npt.NDArray[Any]:
         spec, d = SMOLLM2, SMOLLM2.head_dim
         q, k, v = ((x @ m).reshape(-1, d) for m in (w.WQ, w.WK, w.WV))  # a row per head
         q = rope(q, np.full(spec.heads, position), self.model.rope_base or 0.0)
@@ -177,8 +182,9 @@ def decode_steps() -> None:
     run = decode(spec, tokens)
     replay = median(lambda: decode(spec, tokens)) / len(tokens)
     print(f"decode   attntrace decode's step of one layer    {1000 * replay:6.2f} ms per token")
-    print(f"         (with its full-trace check; {len(tokens)} tokens, max |Δ| "
-          f"{run.max_delta:.0e})")  # fmt: skip
+    print(
+        f"         (with its full-trace check; {len(tokens)} tokens, max |Δ| {run.max_delta:.0e})"
+    )
 
     stepper = WholeModelStep()
     model, last = stepper.model, SMOLLM2.layers - 1
@@ -186,25 +192,38 @@ def decode_steps() -> None:
     caches = stepper.prefill(ids[:-1])
     # checked first: the step's input to the last layer is the parallel pass's last row
     hidden = stepper.step(ids[-1], len(ids) - 1, copied(caches), layers=last)
-    gap = float(np.abs(model.attention_input(last, hidden)[0]
-                       - model.layer_input(ids, last)[-1]).max())  # fmt: skip
+    gap = float(
+        np.abs(model.attention_input(last, hidden)[0] - model.layer_input(ids, last)[-1]).max()
+    )
     assert gap < 1e-9, gap
 
     whole = median(lambda: stepper.step(ids[-1], len(ids) - 1, copied(caches)))
-    print(f"         a whole-model step, 30 layers, after 64 tokens {1000 * whole:6.1f} ms "
-          f"(matches the parallel pass to {gap:.0e})")  # fmt: skip
+    print(
+        f"         a whole-model step, 30 layers, after 64 tokens {1000 * whole:6.1f} ms "
+        f"(matches the parallel pass to {gap:.0e})"
+    )
 
 
 def progress_display() -> None:
     sentence = " ".join(["the cat sat on the mat"] * 85)  # 510 tokens
-    command = [sys.executable, "-m", "attntrace", "run", "--model", "smollm2", "--layer",
-               "29", sentence]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "attntrace",
+        "run",
+        "--model",
+        "smollm2",
+        "--layer",
+        "29",
+        sentence,
+    ]
     env = {**os.environ, "ATTNTRACE_PROGRESS_AFTER": "0", "TERM": "xterm-256color"}
     env.pop("COLUMNS", None)
 
     def piped() -> None:
-        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                       check=True)  # fmt: skip
+        subprocess.run(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=True
+        )
 
     def on_a_terminal() -> None:
         master, slave = os.openpty()
@@ -226,8 +245,10 @@ def progress_display() -> None:
         pipe.append(median(piped, 1))
         terminal.append(median(on_a_terminal, 1))
     a, b = statistics.median(pipe), statistics.median(terminal)
-    print(f"progress run --layer 29, 510 tokens: stderr a pipe {1000 * a:6.0f} ms · a terminal, "
-          f"display from the start {1000 * b:6.0f} ms ({100 * (b / a - 1):+.1f}%)")  # fmt: skip
+    print(
+        f"progress run --layer 29, 510 tokens: stderr a pipe {1000 * a:6.0f} ms · a terminal, "
+        f"display from the start {1000 * b:6.0f} ms ({100 * (b / a - 1):+.1f}%)"
+    )
 
 
 def catalogued(name: str) -> RealModel | None:
@@ -301,8 +322,9 @@ def transformers_job(name: str, out: str) -> None:
         model = AutoModel.from_pretrained(path.parent, attn_implementation="eager")
     else:  # a GGUF file: transformers dequantizes it to float32 as it loads
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                     attn_implementation="eager")  # fmt: skip
+        model = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=path.name, attn_implementation="eager"
+        )
     model = model.eval()
     loaded = time.perf_counter()
     words = (WORDS * LONG_TOKENS)[: LONG_TOKENS - (2 if spec.architecture == "bert" else 0)]
@@ -313,9 +335,18 @@ def transformers_job(name: str, out: str) -> None:
     forward = time.perf_counter()
     Path(out).write_text(json.dumps({"attention": attentions[-1][0].tolist()}))
     written = time.perf_counter()
-    print(json.dumps({"tokens": len(ids), "threads": torch.get_num_threads(),
-                      "import": imported - start, "load": loaded - imported,
-                      "forward": forward - loaded, "json": written - forward}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "tokens": len(ids),
+                "threads": torch.get_num_threads(),
+                "import": imported - start,
+                "load": loaded - imported,
+                "forward": forward - loaded,
+                "json": written - forward,
+            }
+        )
+    )
 
 
 def ours_in_process(name: str, sentence: str) -> dict[str, float]:
@@ -347,11 +378,15 @@ def table(repeats: int, reference_python: str | None, models: list[str]) -> None
     reference: str | None = reference_python or sys.executable
     if not importable(reference_python or sys.executable, "transformers"):
         reference = None
-        print("transformers is not importable: the 512-token row is attntrace's alone "
-              "(give --reference-python PYTHON to compare)")  # fmt: skip
+        print(
+            "transformers is not importable: the 512-token row is attntrace's alone "
+            "(give --reference-python PYTHON to compare)"
+        )
     if not importable(sys.executable, "orjson"):
-        print("note: orjson is not importable here, so attntrace writes JSON with json "
-              "(run the benchmark with attntrace's own venv)")  # fmt: skip
+        print(
+            "note: orjson is not importable here, so attntrace writes JSON with json "
+            "(run the benchmark with attntrace's own venv)"
+        )
     rows = []
     for name in models:
         spec = catalogued(name)
@@ -375,8 +410,17 @@ def ours_timed(name: str, last: int, repeats: int) -> tuple[Times, Times, Times]
     """attntrace on ``name``: a run on 15 tokens, open + dequantize, and the last layer
     of 512 tokens to JSON (with its phases in process), each printed on one line."""
     short = len(open_model(name).tokenizer.encode(SENTENCE))
-    command = [sys.executable, "-m", "attntrace", "run", "--model", name, SENTENCE,
-               "--layer", str(last)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "attntrace",
+        "run",
+        "--model",
+        name,
+        SENTENCE,
+        "--layer",
+        str(last),
+    ]
     run15 = medians([timed_process(command) for _ in range(repeats)])
     load = []
     for _ in range(repeats):
@@ -387,17 +431,29 @@ def ours_timed(name: str, last: int, repeats: int) -> tuple[Times, Times, Times]
     sentence = long_sentence(name)
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "trace.json"
-        command = [sys.executable, "-m", "attntrace", "run", "--model", name, "--layer",
-                   str(last), "--json", sentence]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "attntrace",
+            "run",
+            "--model",
+            name,
+            "--layer",
+            str(last),
+            "--json",
+            sentence,
+        ]
         ours = medians([timed_process(command, out) for _ in range(repeats)])
         size = out.stat().st_size
     phases = ours_in_process(name, sentence)
-    print(f"{name}: run --layer {last} on {short} tokens {1000 * run15[0]:.0f} ms "
-          f"(CPU {1000 * run15[1]:.0f} ms) · open + dequantize {1000 * opened_all[0]:.0f} "
-          f"ms (CPU {1000 * opened_all[1]:.0f} ms) · {LONG_TOKENS} tokens, layer {last} "
-          f"to JSON ({size / 1e6:.0f} MB) {ours[0]:.2f} s (CPU {ours[1]:.2f} s; in "
-          f"process, CPU: layers before {phases['forward']:.2f} s, trace "
-          f"{phases['trace']:.2f} s, JSON {phases['json']:.2f} s)")  # fmt: skip
+    print(
+        f"{name}: run --layer {last} on {short} tokens {1000 * run15[0]:.0f} ms "
+        f"(CPU {1000 * run15[1]:.0f} ms) · open + dequantize {1000 * opened_all[0]:.0f} "
+        f"ms (CPU {1000 * opened_all[1]:.0f} ms) · {LONG_TOKENS} tokens, layer {last} "
+        f"to JSON ({size / 1e6:.0f} MB) {ours[0]:.2f} s (CPU {ours[1]:.2f} s; in "
+        f"process, CPU: layers before {phases['forward']:.2f} s, trace "
+        f"{phases['trace']:.2f} s, JSON {phases['json']:.2f} s)"
+    )
     return run15, opened_all, ours
 
 
@@ -407,33 +463,47 @@ def theirs_timed(name: str, reference: str, repeats: int) -> Times:
     runs, details = [], []
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(repeats):
-            command = [reference, __file__, "--transformers-job", name,
-                       str(Path(folder) / "attentions.json")]  # fmt: skip
+            command = [
+                reference,
+                __file__,
+                "--transformers-job",
+                name,
+                str(Path(folder) / "attentions.json"),
+            ]
             runs.append(timed_process(command))
             details.append(json.loads(runs[-1][2].strip().splitlines()[-1]))
     theirs = medians(runs)
-    phase = {key: statistics.median(d[key] for d in details)
-             for key in ("import", "load", "forward", "json")}  # fmt: skip
-    print(f"{'':{len(name)}}  transformers ({details[0]['tokens']} tokens, "
-          f"{details[0]['threads']} threads) {theirs[0]:.2f} s (CPU {theirs[1]:.2f} s; "
-          f"wall: import {phase['import']:.2f} s, load {phase['load']:.2f} s, "
-          f"forward {phase['forward']:.2f} s, JSON {phase['json']:.2f} s)")  # fmt: skip
+    phase = {
+        key: statistics.median(d[key] for d in details)
+        for key in ("import", "load", "forward", "json")
+    }
+    print(
+        f"{'':{len(name)}}  transformers ({details[0]['tokens']} tokens, "
+        f"{details[0]['threads']} threads) {theirs[0]:.2f} s (CPU {theirs[1]:.2f} s; "
+        f"wall: import {phase['import']:.2f} s, load {phase['load']:.2f} s, "
+        f"forward {phase['forward']:.2f} s, JSON {phase['json']:.2f} s)"
+    )
     return theirs
 
 
 def print_table(rows: list[tuple[str, Times, Times, Times, Times | None]], repeats: int) -> None:
     """The summary table under the per-model lines, one row a model."""
     print()
-    print("model     run, 15 tokens   open+dequantize   512 tokens: attntrace  transformers"
-          "   ratio")  # fmt: skip
-    print("          wall / CPU (ms)  wall / CPU (ms)   wall / CPU (s)         wall / CPU (s)"
-          "  wall / CPU")  # fmt: skip
+    print(
+        "model     run, 15 tokens   open+dequantize   512 tokens: attntrace  transformers   ratio"
+    )
+    print(
+        "          wall / CPU (ms)  wall / CPU (ms)   wall / CPU (s)         wall / CPU (s)"
+        "  wall / CPU"
+    )
     for name, run15, opened_all, ours, theirs in rows:
         other = f"{theirs[0]:6.1f} / {theirs[1]:5.1f}" if theirs else f"{'-':>14}"
         ratio = f"{ours[0] / theirs[0]:.2f} / {ours[1] / theirs[1]:.2f}" if theirs else "-"
-        print(f"{name:<9} {1000 * run15[0]:6.0f} / {1000 * run15[1]:5.0f}   "
-              f"{1000 * opened_all[0]:6.0f} / {1000 * opened_all[1]:5.0f}    "
-              f"{ours[0]:6.1f} / {ours[1]:5.1f}         {other}  {ratio}")  # fmt: skip
+        print(
+            f"{name:<9} {1000 * run15[0]:6.0f} / {1000 * run15[1]:5.0f}   "
+            f"{1000 * opened_all[0]:6.0f} / {1000 * opened_all[1]:5.0f}    "
+            f"{ours[0]:6.1f} / {ours[1]:5.1f}         {other}  {ratio}"
+        )
     print(
         f"(medians of {repeats}; L is the last layer; targets: run under 1 s, Gemma 3's "
         f"open + dequantize under 2 s, ratio at most 0.6)"
@@ -442,13 +512,15 @@ def print_table(rows: list[tuple[str, Times, Times, Times, Times | None]], repea
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sections", nargs="*", metavar="SECTION",
-                        help="table, decode, progress (default: all)")  # fmt: skip
+    parser.add_argument(
+        "sections", nargs="*", metavar="SECTION", help="table, decode, progress (default: all)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--models", nargs="+", default=list(MODELS), metavar="MODEL")
     parser.add_argument("--reference-python", help="a python with transformers and torch")
-    parser.add_argument("--transformers-job", nargs=2, metavar=("MODEL", "OUT"),
-                        help=argparse.SUPPRESS)  # fmt: skip
+    parser.add_argument(
+        "--transformers-job", nargs=2, metavar=("MODEL", "OUT"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.transformers_job:
         transformers_job(*args.transformers_job)

@@ -36,8 +36,10 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-        print(f"{name:<12} {samples:>8,} {keys:>5,} {max_dk:>7,} {elapsed:>7.1f}s {peak:>6.1f} MiB",
-              flush=True)  # fmt: skip
+        print(
+            f"{name:<12} {samples:>8,} {keys:>5,} {max_dk:>7,} {elapsed:>7.1f}s {peak:>6.1f} MiB",
+            flush=True,
+        )
         assert peak < BOUND_MIB, f"{name}: a peak of {peak:.1f} MiB, over {BOUND_MIB} MiB"
 
 

@@ -33,13 +33,25 @@ def wide_model() -> tuple[ModelSpec, list[str]]:
     d_model = 64
     scale = 1 / math.sqrt(d_model)
     weights = [rng.normal(size=(d_model, d_model)) * scale for _ in range(3)]
-    model = ModelSpec(embeddings={f"t{i}": rng.normal(size=d_model) for i in range(50)},
-                      WQ=weights[0], WK=weights[1], WV=weights[2], heads=8)  # fmt: skip
+    model = ModelSpec(
+        embeddings={f"t{i}": rng.normal(size=d_model) for i in range(50)},
+        WQ=weights[0],
+        WK=weights[1],
+        WV=weights[2],
+        heads=8,
+    )
     return model, [f"t{int(i)}" for i in rng.integers(0, 50, size=300)]
 
 
-def measure(label: str, model: ModelSpec, tokens: Sequence[str], objective: Objective,
-            steps: int, *, largest: bool) -> None:  # fmt: skip
+def measure(
+    label: str,
+    model: ModelSpec,
+    tokens: Sequence[str],
+    objective: Objective,
+    steps: int,
+    *,
+    largest: bool,
+) -> None:
     start = time.perf_counter()
     train(model, tokens, None, objective, steps=steps, lr=0.1, init="random")
     elapsed = time.perf_counter() - start
@@ -64,8 +76,9 @@ def main() -> None:
     model, tokens = wide_model()
     objective = Objective("attend", "299", "0")
     most = largest_steps(model, 300, 300, 8, keep_rows=True)
-    measure("300 tokens, 8 heads, d_model 64, the most", model, tokens, objective, most,
-            largest=True)  # fmt: skip
+    measure(
+        "300 tokens, 8 heads, d_model 64, the most", model, tokens, objective, most, largest=True
+    )
 
 
 if __name__ == "__main__":

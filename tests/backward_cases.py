@@ -22,32 +22,98 @@ from attntrace.learning.objective import Objective
 # Each option alone and together (random_block's keywords); positions are set after.
 FIXED: list[dict[str, Any]] = [
     {"heads": 1, "cross": False, "causal": False, "rope": False, "biases": False, "wo": False},
-    {"heads": 3, "kv_heads": 3, "cross": False, "causal": False, "rope": False,
-     "biases": False, "wo": False},
-    {"heads": 4, "kv_heads": 2, "cross": False, "causal": False, "rope": False,
-     "biases": False, "wo": False},
-    {"heads": 3, "kv_heads": 1, "cross": False, "causal": False, "rope": False,
-     "biases": False, "wo": False},
+    {
+        "heads": 3,
+        "kv_heads": 3,
+        "cross": False,
+        "causal": False,
+        "rope": False,
+        "biases": False,
+        "wo": False,
+    },
+    {
+        "heads": 4,
+        "kv_heads": 2,
+        "cross": False,
+        "causal": False,
+        "rope": False,
+        "biases": False,
+        "wo": False,
+    },
+    {
+        "heads": 3,
+        "kv_heads": 1,
+        "cross": False,
+        "causal": False,
+        "rope": False,
+        "biases": False,
+        "wo": False,
+    },
     {"heads": 1, "cross": False, "causal": True, "rope": False, "biases": False, "wo": False},
     {"heads": 2, "cross": True, "rope": False, "biases": False, "wo": False},
-    {"heads": 1, "cross": False, "causal": False, "rope": True, "rope_pairing": "half",
-     "biases": False, "wo": False},
-    {"heads": 2, "cross": False, "causal": False, "rope": True, "rope_pairing": "interleaved",
-     "biases": False, "wo": False},
+    {
+        "heads": 1,
+        "cross": False,
+        "causal": False,
+        "rope": True,
+        "rope_pairing": "half",
+        "biases": False,
+        "wo": False,
+    },
+    {
+        "heads": 2,
+        "cross": False,
+        "causal": False,
+        "rope": True,
+        "rope_pairing": "interleaved",
+        "biases": False,
+        "wo": False,
+    },
     {"heads": 1, "cross": False, "causal": False, "rope": False, "biases": True, "wo": False},
     {"heads": 1, "cross": False, "causal": False, "rope": False, "biases": False, "wo": True},
     {"heads": 2, "cross": False, "causal": False, "rope": False, "biases": True, "wo": True},
-    {"heads": 4, "kv_heads": 2, "cross": False, "causal": True, "rope": True,
-     "rope_pairing": "half", "biases": True, "wo": True},
-    {"heads": 4, "kv_heads": 1, "cross": False, "causal": True, "rope": True,
-     "rope_pairing": "interleaved", "biases": True, "wo": True},
+    {
+        "heads": 4,
+        "kv_heads": 2,
+        "cross": False,
+        "causal": True,
+        "rope": True,
+        "rope_pairing": "half",
+        "biases": True,
+        "wo": True,
+    },
+    {
+        "heads": 4,
+        "kv_heads": 1,
+        "cross": False,
+        "causal": True,
+        "rope": True,
+        "rope_pairing": "interleaved",
+        "biases": True,
+        "wo": True,
+    },
     {"heads": 4, "kv_heads": 2, "cross": True, "rope": False, "biases": True, "wo": True},
     {"heads": 2, "kv_heads": 1, "cross": True, "rope": False, "biases": True, "wo": False},
-    {"heads": 2, "kv_heads": 2, "cross": False, "causal": True, "rope": False, "biases": True,
-     "wo": False, "positions": "sinusoidal"},
-    {"heads": 2, "kv_heads": 1, "cross": True, "rope": False, "biases": False, "wo": True,
-     "positions": "learned"},
-]  # fmt: skip
+    {
+        "heads": 2,
+        "kv_heads": 2,
+        "cross": False,
+        "causal": True,
+        "rope": False,
+        "biases": True,
+        "wo": False,
+        "positions": "sinusoidal",
+    },
+    {
+        "heads": 2,
+        "kv_heads": 1,
+        "cross": True,
+        "rope": False,
+        "biases": False,
+        "wo": True,
+        "positions": "learned",
+    },
+]
 
 
 def fixed_model(index: int, seed: int) -> tuple[ModelSpec, list[str], list[str] | None]:
@@ -150,8 +216,10 @@ def assert_equal(found: Any, expected: Any, magnitude: Any, what: str) -> None:
 
 def transposed_product(rows: Rows, grad: Rows) -> Rows:
     """rowsᵀ · grad as loops: a weight's gradient from its input and its output's."""
-    return [[sum(rows[i][r] * grad[i][c] for i in range(len(rows))) for c in range(len(grad[0]))]
-            for r in range(len(rows[0]))]  # fmt: skip
+    return [
+        [sum(rows[i][r] * grad[i][c] for i in range(len(rows))) for c in range(len(grad[0]))]
+        for r in range(len(rows[0]))
+    ]
 
 
 def columns(matrix: Any, start: int, width: int) -> Any:
@@ -192,8 +260,10 @@ def loss_upstream(
     assert model.target is not None
     out = forward["projected"] if model.WO is not None else forward["concat"]
     cells = len(out) * len(out[0])
-    diff = [[o - t for o, t in zip(row, target, strict=True)]
-            for row, target in zip(out, model.target.tolist(), strict=True)]  # fmt: skip
+    diff = [
+        [o - t for o, t in zip(row, target, strict=True)]
+        for row, target in zip(out, model.target.tolist(), strict=True)
+    ]
     value = math.fsum(d * d for row in diff for d in row) / cells
     return value, tuple(range(model.heads)), [[2 * d / cells for d in row] for row in diff], None
 
@@ -216,8 +286,10 @@ def upstream_magnitude(
     forward = oracle(model, tokens, context, None, None)["forward"]
     out = forward["projected"] if model.WO is not None else forward["concat"]
     cells = len(out) * len(out[0])
-    return [[2 * (abs(o) + abs(t)) / cells for o, t in zip(row, target, strict=True)]
-            for row, target in zip(out, model.target.tolist(), strict=True)]  # fmt: skip
+    return [
+        [2 * (abs(o) + abs(t)) / cells for o, t in zip(row, target, strict=True)]
+        for row, target in zip(out, model.target.tolist(), strict=True)
+    ]
 
 
 def oracle_stage(want: dict[str, Any], name: str, head: int | None, kv_head: int | None) -> Any:

@@ -46,12 +46,19 @@ def open_browser(width: int = 1280, height: int = 900) -> Iterator[Any]:
         _no_browser("selenium is not installed (pip install -e '.[test]')")
     binary, driver = _found(CHROMIUM), _found(DRIVER)
     if binary is None or driver is None:
-        _no_browser("no chromium and chromedriver on PATH "
-                    "(apt-get install chromium chromium-driver)")  # fmt: skip
+        _no_browser(
+            "no chromium and chromedriver on PATH (apt-get install chromium chromium-driver)"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 f"--window-size={width},{height}", "--force-device-scale-factor=1"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--force-device-scale-factor=1",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     browser = webdriver.Chrome(service=Service(driver), options=options)

@@ -90,10 +90,12 @@ def naive_block(
     for h in range(heads):
         g = h // (heads // kv_heads)  # the K/V head that query head h reads
         q = [row[h * d_k : (h + 1) * d_k] for row in add_bias(matmul(x, wq), biases.get("bQ"))]
-        k = [row[g * d_k : (g + 1) * d_k]
-             for row in add_bias(matmul(keys_in, wk), biases.get("bK"))]  # fmt: skip
-        v = [row[g * d_v : (g + 1) * d_v]
-             for row in add_bias(matmul(keys_in, wv), biases.get("bV"))]  # fmt: skip
+        k = [
+            row[g * d_k : (g + 1) * d_k] for row in add_bias(matmul(keys_in, wk), biases.get("bK"))
+        ]
+        v = [
+            row[g * d_v : (g + 1) * d_v] for row in add_bias(matmul(keys_in, wv), biases.get("bV"))
+        ]
         if rope_base is not None:
             result["Q"].append(q)
             result["K"].append(k)

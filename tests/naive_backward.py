@@ -114,19 +114,53 @@ def naive_block_backward(
     """
     biases = biases or {}
     if magnitudes:
-        return _magnitudes(x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal,
-                           context=context, wo=wo, biases=biases, rope_base=rope_base,
-                           rope_pairing=rope_pairing, d_block=d_block,
-                           d_softmax=d_softmax)  # fmt: skip
-    return _backward(x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal,
-                     context=context, wo=wo, biases=biases, rope_base=rope_base,
-                     rope_pairing=rope_pairing, d_block=d_block, d_softmax=d_softmax,
-                     forward=None, sign=-1.0)  # fmt: skip
+        return _magnitudes(
+            x,
+            wq,
+            wk,
+            wv,
+            heads=heads,
+            kv_heads=kv_heads,
+            causal=causal,
+            context=context,
+            wo=wo,
+            biases=biases,
+            rope_base=rope_base,
+            rope_pairing=rope_pairing,
+            d_block=d_block,
+            d_softmax=d_softmax,
+        )
+    return _backward(
+        x,
+        wq,
+        wk,
+        wv,
+        heads=heads,
+        kv_heads=kv_heads,
+        causal=causal,
+        context=context,
+        wo=wo,
+        biases=biases,
+        rope_base=rope_base,
+        rope_pairing=rope_pairing,
+        d_block=d_block,
+        d_softmax=d_softmax,
+        forward=None,
+        sign=-1.0,
+    )
 
 
-def _magnitudes(x: Rows, wq: Rows, wk: Rows, wv: Rows, *, biases: dict[str, list[float]],
-                d_block: Rows | None, d_softmax: list[Rows | None] | None,
-                **options: Any) -> dict[str, Any]:  # fmt: skip
+def _magnitudes(
+    x: Rows,
+    wq: Rows,
+    wk: Rows,
+    wv: Rows,
+    *,
+    biases: dict[str, list[float]],
+    d_block: Rows | None,
+    d_softmax: list[Rows | None] | None,
+    **options: Any,
+) -> dict[str, Any]:
     """The backward pass on absolute values (see :func:`naive_block_backward`)."""
     forward = naive_block(x, wq, wk, wv, biases=biases, **options)
 
@@ -137,10 +171,15 @@ def _magnitudes(x: Rows, wq: Rows, wk: Rows, wv: Rows, *, biases: dict[str, list
     heads = options["heads"]
     # |X|·|W| + |b|: the magnitudes of Q, K and V's sums, before RoPE
     sized = naive_block(
-        size(x) or [], size(wq) or [], size(wk) or [], size(wv) or [],
-        heads=heads, kv_heads=options["kv_heads"], context=size(context),
+        size(x) or [],
+        size(wq) or [],
+        size(wk) or [],
+        size(wv) or [],
+        heads=heads,
+        kv_heads=options["kv_heads"],
+        context=size(context),
         biases={name: [abs(v) for v in b] for name, b in biases.items()},
-    )  # fmt: skip
+    )
     magnitude: dict[str, Any] = {"softmax": forward["softmax"]}  # weights are ≥ 0
     for name in ("Q", "K", "V"):
         magnitude[name] = sized[name]
@@ -148,19 +187,22 @@ def _magnitudes(x: Rows, wq: Rows, wk: Rows, wv: Rows, *, biases: dict[str, list
         for name in ("Q", "K"):
             magnitude[f"{name}_rope"] = [
                 [
-                    [sum(abs(r) * v for r, v in zip(turn, row, strict=True))
-                     for turn in rope_rotation(len(row), p, rope_base, options["rope_pairing"])]
+                    [
+                        sum(abs(r) * v for r, v in zip(turn, row, strict=True))
+                        for turn in rope_rotation(len(row), p, rope_base, options["rope_pairing"])
+                    ]
                     for p, row in enumerate(rows)
                 ]
                 for rows in sized[name]
-            ]  # fmt: skip
+            ]
     outputs = [
-        [[sum(a[i][j] * v[j][c] for j in range(len(v))) for c in range(len(v[0]))]
-         for i in range(len(a))]
+        [
+            [sum(a[i][j] * v[j][c] for j in range(len(v))) for c in range(len(v[0]))]
+            for i in range(len(a))
+        ]
         for a, v in zip(forward["softmax"], sized["V"], strict=True)
-    ]  # fmt: skip
-    magnitude["concat"] = [[c for h in range(heads) for c in outputs[h][i]]
-                           for i in range(len(x))]  # fmt: skip
+    ]
+    magnitude["concat"] = [[c for h in range(heads) for c in outputs[h][i]] for i in range(len(x))]
     return _backward(
         size(x) or [],
         size(wq) or [],
@@ -201,9 +243,19 @@ def _backward(
     keys_in = x if context is None else context
     if forward is None:
         forward = naive_block(
-            x, wq, wk, wv, heads=heads, kv_heads=kv_heads, causal=causal, context=context,
-            wo=wo, biases=biases, rope_base=rope_base, rope_pairing=rope_pairing,
-        )  # fmt: skip
+            x,
+            wq,
+            wk,
+            wv,
+            heads=heads,
+            kv_heads=kv_heads,
+            causal=causal,
+            context=context,
+            wo=wo,
+            biases=biases,
+            rope_base=rope_base,
+            rope_pairing=rope_pairing,
+        )
     n, m, d_model = len(x), len(keys_in), len(x[0])
     d_k, d_v = len(wq[0]) // heads, len(wv[0]) // kv_heads
     concat = forward["concat"]
@@ -242,8 +294,9 @@ def _backward(
         q_used = forward["Q_rope" if rope_base is not None else "Q"][h]
         k_used = forward["K_rope" if rope_base is not None else "K"][h]
         d_out = [[d_concat[i][h * d_v + c] for c in range(d_v)] for i in range(n)]
-        d_v_h = [[sum(a[i][j] * d_out[i][c] for i in range(n)) for c in range(d_v)]
-                 for j in range(m)]  # fmt: skip
+        d_v_h = [
+            [sum(a[i][j] * d_out[i][c] for i in range(n)) for c in range(d_v)] for j in range(m)
+        ]
         direct = d_softmax[h] if d_softmax is not None else None
         d_a = [
             [
@@ -258,14 +311,17 @@ def _backward(
             for j in range(m):
                 if causal and j > i + (m - n):
                     continue  # a masked score reaches nothing: 0
-                jacobian_row = [a[i][j] * ((1.0 if k == j else 0.0) + sign * a[i][k])
-                                for k in range(m)]  # fmt: skip
+                jacobian_row = [
+                    a[i][j] * ((1.0 if k == j else 0.0) + sign * a[i][k]) for k in range(m)
+                ]
                 d_s[i][j] = sum(jacobian_row[k] * d_a[i][k] for k in range(m))
         d_sc = [[d_s[i][j] / scale for j in range(m)] for i in range(n)]
-        d_q_used = [[sum(d_sc[i][j] * k_used[j][c] for j in range(m)) for c in range(d_k)]
-                    for i in range(n)]  # fmt: skip
-        d_k_used = [[sum(d_sc[i][j] * q_used[i][c] for i in range(n)) for c in range(d_k)]
-                    for j in range(m)]  # fmt: skip
+        d_q_used = [
+            [sum(d_sc[i][j] * k_used[j][c] for j in range(m)) for c in range(d_k)] for i in range(n)
+        ]
+        d_k_used = [
+            [sum(d_sc[i][j] * q_used[i][c] for i in range(n)) for c in range(d_k)] for j in range(m)
+        ]
         if rope_base is not None:
             result["d_Q_rope"].append(d_q_used)
             result["d_K_rope"].append(d_k_used)
@@ -282,47 +338,67 @@ def _backward(
 
     # a K/V head's gradient: the sum of its query heads' contributions
     result["d_K_sum"] = [
-        [[sum(result["d_K"][h][j][c] for h in range(g * group, (g + 1) * group))
-          for c in range(d_k)] for j in range(m)]
+        [
+            [
+                sum(result["d_K"][h][j][c] for h in range(g * group, (g + 1) * group))
+                for c in range(d_k)
+            ]
+            for j in range(m)
+        ]
         for g in range(kv_heads)
-    ]  # fmt: skip
+    ]
     result["d_V_sum"] = [
-        [[sum(result["d_V"][h][j][c] for h in range(g * group, (g + 1) * group))
-          for c in range(d_v)] for j in range(m)]
+        [
+            [
+                sum(result["d_V"][h][j][c] for h in range(g * group, (g + 1) * group))
+                for c in range(d_v)
+            ]
+            for j in range(m)
+        ]
         for g in range(kv_heads)
-    ]  # fmt: skip
+    ]
 
     # whole-model gradients: each head's block of columns, as in the weights
-    d_q_full = [[result["d_Q"][col // d_k][i][col % d_k] for col in range(heads * d_k)]
-                for i in range(n)]  # fmt: skip
-    d_k_full = [[result["d_K_sum"][col // d_k][j][col % d_k] for col in range(kv_heads * d_k)]
-                for j in range(m)]  # fmt: skip
-    d_v_full = [[result["d_V_sum"][col // d_v][j][col % d_v] for col in range(kv_heads * d_v)]
-                for j in range(m)]  # fmt: skip
-    for name, rows_in, grad in (("Q", x, d_q_full), ("K", keys_in, d_k_full),
-                                ("V", keys_in, d_v_full)):  # fmt: skip
+    d_q_full = [
+        [result["d_Q"][col // d_k][i][col % d_k] for col in range(heads * d_k)] for i in range(n)
+    ]
+    d_k_full = [
+        [result["d_K_sum"][col // d_k][j][col % d_k] for col in range(kv_heads * d_k)]
+        for j in range(m)
+    ]
+    d_v_full = [
+        [result["d_V_sum"][col // d_v][j][col % d_v] for col in range(kv_heads * d_v)]
+        for j in range(m)
+    ]
+    for name, rows_in, grad in (
+        ("Q", x, d_q_full),
+        ("K", keys_in, d_k_full),
+        ("V", keys_in, d_v_full),
+    ):
         cols = len(grad[0])
         result[f"d_W{name}"] = [
             [sum(rows_in[i][r] * grad[i][col] for i in range(len(rows_in))) for col in range(cols)]
             for r in range(d_model)
         ]
         if f"b{name}" in biases:
-            result[f"d_b{name}"] = [sum(grad[i][col] for i in range(len(grad)))
-                                    for col in range(cols)]  # fmt: skip
+            result[f"d_b{name}"] = [
+                sum(grad[i][col] for i in range(len(grad))) for col in range(cols)
+            ]
 
     def back_through(grad: Rows, weight: Rows) -> Rows:  # grad · weightᵀ
         return [
-            [sum(grad[i][col] * weight[r][col] for col in range(len(weight[0])))
-             for r in range(d_model)]
+            [
+                sum(grad[i][col] * weight[r][col] for col in range(len(weight[0])))
+                for r in range(d_model)
+            ]
             for i in range(len(grad))
-        ]  # fmt: skip
+        ]
 
     from_q = back_through(d_q_full, wq)
     from_k, from_v = back_through(d_k_full, wk), back_through(d_v_full, wv)
     keys_path = [[from_k[j][r] + from_v[j][r] for r in range(d_model)] for j in range(m)]
     if context is None:
-        result["d_X"] = [[from_q[i][r] + keys_path[i][r] for r in range(d_model)]
-                         for i in range(n)]  # fmt: skip
+        result["d_X"] = [[from_q[i][r] + keys_path[i][r] for r in range(d_model)] for i in range(n)]
         result["d_X_context"] = None
     else:
         result["d_X"] = from_q

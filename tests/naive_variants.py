@@ -21,9 +21,23 @@ from naive import Rows, add_bias, matmul, rotate, rotate_interleaved
 
 # The contract's order of a head's stages, every option on.
 ORDER = (
-    "Q", "K", "V", "Q_norm", "K_norm", "Q_rope", "K_rope", "scores", "scaled", "alibi",
-    "biased", "capped", "masked", "softmax", "sink", "output",
-)  # fmt: skip
+    "Q",
+    "K",
+    "V",
+    "Q_norm",
+    "K_norm",
+    "Q_rope",
+    "K_rope",
+    "scores",
+    "scaled",
+    "alibi",
+    "biased",
+    "capped",
+    "masked",
+    "softmax",
+    "sink",
+    "output",
+)
 
 
 def alibi_slopes(heads: int) -> list[float]:
@@ -131,25 +145,33 @@ def naive_variant_head(
         q = [turn(row, p, rope_base) for p, row in zip(positions, q, strict=True)]
         k = [turn(row, p, rope_base) for p, row in enumerate(k)]
         stages["Q_rope"], stages["K_rope"] = q, k
-    scores = [[math.fsum(a * b for a, b in zip(q[i], k[j], strict=True)) for j in range(m)]
-              for i in range(n)]  # fmt: skip
+    scores = [
+        [math.fsum(a * b for a, b in zip(q[i], k[j], strict=True)) for j in range(m)]
+        for i in range(n)
+    ]
     stages["scores"] = scores
     current = [[s / math.sqrt(d_k) for s in row] for row in scores]
     stages["scaled"] = current
     if slope is not None:
         bias = [[-slope * abs(positions[i] - j) for j in range(m)] for i in range(n)]
-        current = [[s + b for s, b in zip(row, brow, strict=True)]
-                   for row, brow in zip(current, bias, strict=True)]  # fmt: skip
+        current = [
+            [s + b for s, b in zip(row, brow, strict=True)]
+            for row, brow in zip(current, bias, strict=True)
+        ]
         stages["alibi"], stages["biased"] = bias, current
     if softcap is not None:
         current = [[softcap * math.tanh(s / softcap) for s in row] for row in current]
         stages["capped"] = current
     if causal:
         current = [
-            [s if visible(positions[i], j, causal=True, window=window, sinks=sinks)
-             else -math.inf for j, s in enumerate(row)]
+            [
+                s
+                if visible(positions[i], j, causal=True, window=window, sinks=sinks)
+                else -math.inf
+                for j, s in enumerate(row)
+            ]
             for i, row in enumerate(current)
-        ]  # fmt: skip
+        ]
         stages["masked"] = current
     weights: Rows = []
     sink: Rows = []
@@ -214,12 +236,19 @@ def naive_variant_block(
             [row[h * d_k : (h + 1) * d_k] for row in q_all],
             [row[g * d_k : (g + 1) * d_k] for row in k_all],
             [row[g * d_v : (g + 1) * d_v] for row in v_all],
-            causal=causal, window=window, sinks=sinks,
+            causal=causal,
+            window=window,
+            sinks=sinks,
             slope=None if head_slopes is None else head_slopes[h],
-            qk_norm=qk_norm, q_norm=q_norm, k_norm=k_norm, eps=eps,
-            rope_base=rope_base, rope_pairing=rope_pairing, softcap=softcap,
+            qk_norm=qk_norm,
+            q_norm=q_norm,
+            k_norm=k_norm,
+            eps=eps,
+            rope_base=rope_base,
+            rope_pairing=rope_pairing,
+            softcap=softcap,
             sink_logit=None if logits is None else float(logits[h]),
-        )  # fmt: skip
+        )
         for name, value in stages.items():
             result.setdefault(name, []).append(value)
     n = len(x)

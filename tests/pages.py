@@ -27,14 +27,20 @@ HOSTILE = (
 
 def embedded(page: str, name: str = "trace") -> Any:
     """The JSON of a page's ``<script type="application/json" id=name>`` block."""
-    block = re.search(rf'<script type="application/json" id="{name}">(.*?)</script>', page,
-                      re.DOTALL)  # fmt: skip
+    block = re.search(
+        rf'<script type="application/json" id="{name}">(.*?)</script>', page, re.DOTALL
+    )
     assert block is not None, name
     return json.loads(block[1])
 
 
 def hostile_trace() -> Trace:
     vectors = {token: np.eye(5)[i] for i, token in enumerate(HOSTILE)}
-    spec = ModelSpec(vectors, np.eye(5)[:, :2], np.eye(5)[:, :2], np.eye(5)[:, :2],
-                     name='evil"><script>alert(2)</script>')  # fmt: skip
+    spec = ModelSpec(
+        vectors,
+        np.eye(5)[:, :2],
+        np.eye(5)[:, :2],
+        np.eye(5)[:, :2],
+        name='evil"><script>alert(2)</script>',
+    )
     return trace_attention(" ".join(HOSTILE), model=spec)

@@ -86,8 +86,24 @@ ORDER = (
     "concat",
     "projected",
 )
-PER_HEAD = ("Q", "K", "V", "Q_norm", "K_norm", "Q_rope", "K_rope", "scores", "scaled", "alibi",
-            "biased", "capped", "masked", "softmax", "sink", "output")  # fmt: skip
+PER_HEAD = (
+    "Q",
+    "K",
+    "V",
+    "Q_norm",
+    "K_norm",
+    "Q_rope",
+    "K_rope",
+    "scores",
+    "scaled",
+    "alibi",
+    "biased",
+    "capped",
+    "masked",
+    "softmax",
+    "sink",
+    "output",
+)
 #: The stages of n × m cells (and the sink's n × 1): heads first in every layout ([r, H,
 #: c] is no form of them).
 SQUARE = ("scores", "scaled", "alibi", "biased", "capped", "masked", "softmax", "sink")
@@ -441,8 +457,9 @@ def student_attention(
             return plain_softmax(t)
         # gpt-oss: the sink as one more column, softmaxed with the row, then dropped
         sink = np.array(document["sink_logit"], dtype=dt).reshape(-1)
-        column = np.broadcast_to(sink.reshape(1, -1, 1, 1) if sink.size > 1 else sink,
-                                 (*t.shape[:-1], 1))  # fmt: skip
+        column = np.broadcast_to(
+            sink.reshape(1, -1, 1, 1) if sink.size > 1 else sink, (*t.shape[:-1], 1)
+        )
         probs = plain_softmax(np.concatenate([t, column], axis=-1))
         out["sink"] = probs[..., -1:]
         return probs[..., :-1]
@@ -567,8 +584,19 @@ def given_stages(native: Mapping[str, Array], subset: str = "all") -> list[str]:
     present = [s for s in ORDER if s in native]
     keep: tuple[str, ...]
     if subset == "attention":
-        keep = ("scores", "scaled", "alibi", "biased", "capped", "masked", "softmax", "sink",
-                "output", "concat", "projected")  # fmt: skip
+        keep = (
+            "scores",
+            "scaled",
+            "alibi",
+            "biased",
+            "capped",
+            "masked",
+            "softmax",
+            "sink",
+            "output",
+            "concat",
+            "projected",
+        )
     elif subset == "ends":
         keep = ("softmax", "output", "concat", "projected")
     else:
@@ -819,8 +847,17 @@ VARIANT_MODELS: dict[str, dict[str, Any]] = {
 }
 
 #: The variant keys of a model document (docs/variants.md, "The keys").
-VARIANT_KEYS = ("window", "sinks", "alibi_slopes", "qk_norm", "qk_norm_eps", "q_norm",
-                "k_norm", "softcap", "sink_logit")  # fmt: skip
+VARIANT_KEYS = (
+    "window",
+    "sinks",
+    "alibi_slopes",
+    "qk_norm",
+    "qk_norm_eps",
+    "q_norm",
+    "k_norm",
+    "softcap",
+    "sink_logit",
+)
 
 
 # --------------------------------------------------------------- comparing as check does

@@ -42,8 +42,17 @@ ROOMS: dict[str, set[str]] = {
     # attntrace/testing.py: check's report as an AssertionError, drawn by its view
     "testing": {"api", "kernel", "checking"},
     "cli": {
-        "kernel", "modelfile", "ui", "forward", "decode", "checking", "learning", "kernels",
-        "real", "page", "api",
+        "kernel",
+        "modelfile",
+        "ui",
+        "forward",
+        "decode",
+        "checking",
+        "learning",
+        "kernels",
+        "real",
+        "page",
+        "api",
     },
     # attntrace/__init__.py: the public names, lazily; the display hook, with the page in
     # Jupyter

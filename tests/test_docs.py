@@ -23,8 +23,9 @@ FENCED = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 def anchors(page: Path) -> set[str]:
     """The #fragments of a page's headings, as GitHub makes them."""
     found: set[str] = set()
-    for heading in re.findall(r"^#+ (.+)$", FENCED.sub("", page.read_text(encoding="utf-8")),
-                              re.MULTILINE):  # fmt: skip
+    for heading in re.findall(
+        r"^#+ (.+)$", FENCED.sub("", page.read_text(encoding="utf-8")), re.MULTILINE
+    ):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         found.add(slug if slug not in found else f"{slug}-1")
     return found
@@ -70,12 +71,14 @@ def test_json_md_names_every_schema_file() -> None:
 
 def docs_examples() -> list[tuple[str, str, str]]:
     """Each ``console`` block of docs/ as (page, command, what it prints)."""
-    return [(page.name, command, output) for page in PAGES
-            for command, output in console_blocks(page.read_text(encoding="utf-8"))]  # fmt: skip
+    return [
+        (page.name, command, output)
+        for page in PAGES
+        for command, output in console_blocks(page.read_text(encoding="utf-8"))
+    ]
 
 
-@pytest.mark.parametrize(("page", "command", "output"), docs_examples(),
-                         ids=lambda x: x[:40])  # fmt: skip
+@pytest.mark.parametrize(("page", "command", "output"), docs_examples(), ids=lambda x: x[:40])
 def test_docs_console_example(page: str, command: str, output: str, tmp_path: Path) -> None:
     """docs/ shows real output: each block is run in an empty folder with a ``docs`` link
     (its commands name docs/examples/ files), as the README's are, and compared."""

@@ -21,8 +21,10 @@ def read(monkeypatch: pytest.MonkeyPatch, value: str | None) -> float:
     return env_number(NAME, 5.0, 1.0, 10.0, "a number from 1 to 10")
 
 
-@pytest.mark.parametrize(("value", "number"), [(None, 5.0), ("", 5.0), ("  ", 5.0), ("1", 1.0),
-                                               (" 2.5 ", 2.5), ("1e1", 10.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [(None, 5.0), ("", 5.0), ("  ", 5.0), ("1", 1.0), (" 2.5 ", 2.5), ("1e1", 10.0)],
+)
 def test_unset_is_the_default_and_a_number_in_range_is_itself(
     monkeypatch: pytest.MonkeyPatch, value: str | None, number: float
 ) -> None:

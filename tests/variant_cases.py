@@ -129,8 +129,12 @@ def naive_forward(
         sink = None if p["sink_logit"] is None else p["sink_logit"][h]
         weights = np.zeros((n, n))
         for i in range(n):
-            seen = [j for j in range(n) if not model.causal or (
-                j <= i and (v.window is None or i - j < v.window or j < v.sinks))]  # fmt: skip
+            seen = [
+                j
+                for j in range(n)
+                if not model.causal
+                or (j <= i and (v.window is None or i - j < v.window or j < v.sinks))
+            ]
             top = max([logits[i, j] for j in seen] + ([] if sink is None else [sink]))
             total = sum(math.exp(logits[i, j] - top) for j in seen)
             total += 0.0 if sink is None else math.exp(sink - top)
@@ -148,7 +152,14 @@ def naive_forward(
 def params(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
     v = model.variants
     sinks = v.sink_logits(model.heads)
-    return {"WQ": model.WQ, "WK": model.WK, "WV": model.WV, "WO": model.WO,
-            "X": trace_block(model, tokens)["X"].data, "q_norm": v.q_norm,
-            "k_norm": v.k_norm, "sink_logit": None if sinks is None else np.array(sinks),
-            **{name: model.bias(name) for name in ("bQ", "bK", "bV", "bO")}}  # fmt: skip
+    return {
+        "WQ": model.WQ,
+        "WK": model.WK,
+        "WV": model.WV,
+        "WO": model.WO,
+        "X": trace_block(model, tokens)["X"].data,
+        "q_norm": v.q_norm,
+        "k_norm": v.k_norm,
+        "sink_logit": None if sinks is None else np.array(sinks),
+        **{name: model.bias(name) for name in ("bQ", "bK", "bV", "bO")},
+    }

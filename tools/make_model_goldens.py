@@ -39,12 +39,21 @@ def reference(model: Any, tokenizer_ids: list[int], q_module: Any) -> dict[str, 
     with torch.no_grad():
         out = model(torch.tensor([tokenizer_ids]), output_attentions=True)
     hook.remove()
-    return {"attentions": [a[0].double() for a in out.attentions], "x": captured["x"][0],
-            "q": captured["q"][0]}  # fmt: skip
+    return {
+        "attentions": [a[0].double() for a in out.attentions],
+        "x": captured["x"][0],
+        "q": captured["q"][0],
+    }
 
 
-def model_entry(name: str, ids: list[int], tokens: list[str], ref: dict[str, Any],
-                rows: list[int], head_dim: int) -> dict[str, Any]:  # fmt: skip
+def model_entry(
+    name: str,
+    ids: list[int],
+    tokens: list[str],
+    ref: dict[str, Any],
+    rows: list[int],
+    head_dim: int,
+) -> dict[str, Any]:
     attentions = ref["attentions"]
     return {
         "model": name,
@@ -74,12 +83,17 @@ def loaded(name: str) -> tuple[Any, Any]:
 
     if name == "minilm":
         path = MINILM.weights_path().parent
-        return (AutoTokenizer.from_pretrained(path),
-                AutoModel.from_pretrained(path, attn_implementation="eager").eval())  # fmt: skip
+        return (
+            AutoTokenizer.from_pretrained(path),
+            AutoModel.from_pretrained(path, attn_implementation="eager").eval(),
+        )
     path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
-    return (AutoTokenizer.from_pretrained(path, gguf_file=gguf),
-            AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf,
-                                                 attn_implementation="eager").eval())  # fmt: skip
+    return (
+        AutoTokenizer.from_pretrained(path, gguf_file=gguf),
+        AutoModelForCausalLM.from_pretrained(
+            path, gguf_file=gguf, attn_implementation="eager"
+        ).eval(),
+    )
 
 
 def minilm() -> dict[str, Any]:
@@ -123,9 +137,11 @@ def long_entry(name: str, ids: list[int], attentions: list[Any]) -> dict[str, An
         "layers": layers,
         "row": row,
         # [i][head] -> the last token's probabilities over every key, layer layers[i]
-        "attention": [[rounded(attentions[layer][h, row].tolist())
-                       for h in range(attentions[layer].shape[0])] for layer in layers],
-    }  # fmt: skip
+        "attention": [
+            [rounded(attentions[layer][h, row].tolist()) for h in range(attentions[layer].shape[0])]
+            for layer in layers
+        ],
+    }
 
 
 def long_goldens() -> dict[str, Any]:
@@ -150,19 +166,23 @@ GEMMA3_SHORT = (
 )
 # Over 512 tokens (about 600 with <bos>), so the local layers' window cuts in: the
 # paragraph about the library, then more of the same meeting.
-GEMMA3_LONG = " ".join([LONG] * 2 + [
-    "The next spring the library opened its doors to the town. Children came after "
-    "school to read in the north room, and their parents borrowed novels, maps and "
-    "cookery books by the armful. The librarian, who had worked in the old building for "
-    "thirty years, said she had never seen so many people at once; on the first Saturday "
-    "she ran out of cards for new readers before noon and had to write names on the "
-    "backs of envelopes. A local paper printed a photograph of the queue, which went "
-    "round the corner and past the baker's, where the owner handed out warm bread to "
-    "those who had waited longest. By the summer the committee met again, this time to "
-    "discuss a second floor, since the shelves were already full and the reading room "
-    "was crowded every afternoon. The architect smiled and said that she had left room "
-    "for it in the foundations, because she had expected exactly this.",
-] * 2)  # fmt: skip
+GEMMA3_LONG = " ".join(
+    [LONG] * 2
+    + [
+        "The next spring the library opened its doors to the town. Children came after "
+        "school to read in the north room, and their parents borrowed novels, maps and "
+        "cookery books by the armful. The librarian, who had worked in the old building for "
+        "thirty years, said she had never seen so many people at once; on the first Saturday "
+        "she ran out of cards for new readers before noon and had to write names on the "
+        "backs of envelopes. A local paper printed a photograph of the queue, which went "
+        "round the corner and past the baker's, where the owner handed out warm bread to "
+        "those who had waited longest. By the summer the committee met again, this time to "
+        "discuss a second floor, since the shelves were already full and the reading room "
+        "was crowded every afternoon. The architect smiled and said that she had left room "
+        "for it in the foundations, because she had expected exactly this.",
+    ]
+    * 2
+)
 GEMMA3_LONG_ROWS = (0, 511, 512, -1)  # the window first cuts in at query 512
 
 
@@ -178,8 +198,9 @@ def gemma3_loaded() -> tuple[Any, Any]:
     path = GEMMA3.verified_weights()
     folder, name = path.parent, path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32,
-                                                 attn_implementation="eager").eval()  # fmt: skip
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, gguf_file=name, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
     return tokenizer, model
 
 
@@ -209,8 +230,14 @@ def gemma3() -> dict[str, Any]:
         ids = tokenizer(text)["input_ids"]  # <bos> first: tokenizer.ggml.add_bos_token
         ref = gemma3_forward(model, ids)
         attentions = ref["attentions"]
-        entry = model_entry("gemma3", ids, tokenizer.convert_ids_to_tokens(ids), ref,
-                            [len(ids) - 1, 1], config.head_dim)  # fmt: skip
+        entry = model_entry(
+            "gemma3",
+            ids,
+            tokenizer.convert_ids_to_tokens(ids),
+            ref,
+            [len(ids) - 1, 1],
+            config.head_dim,
+        )
         entry.update(sentence=text, layer=GEMMA3_LOCAL, head=0)
         # the traced layer's X and Q (q_proj's output), and q_norm's (head 0, last row)
         row = len(ids) - 1
@@ -218,8 +245,10 @@ def gemma3() -> dict[str, Any]:
         entry["q_first"] = rounded(ref["q"][row, :8].tolist())
         entry["q_normed_first"] = rounded(ref["q_normed"][0, row, :8].tolist())
         # the local and the global layer whole: [head][query][key]
-        entry["full"] = {str(layer): rounded(attentions[layer].tolist())
-                         for layer in (GEMMA3_LOCAL, GEMMA3_GLOBAL)}  # fmt: skip
+        entry["full"] = {
+            str(layer): rounded(attentions[layer].tolist())
+            for layer in (GEMMA3_LOCAL, GEMMA3_GLOBAL)
+        }
         short.append(entry)
     ids = tokenizer(GEMMA3_LONG)["input_ids"]
     assert 520 < len(ids) <= 700, len(ids)
@@ -230,10 +259,14 @@ def gemma3() -> dict[str, Any]:
         "ids": ids,
         "rows": rows,
         # {layer: [head][i] -> query rows[i]'s probabilities over every key}
-        "attention": {str(layer): [[rounded(attentions[layer][h, r].tolist()) for r in rows]
-                                   for h in range(attentions[layer].shape[0])]
-                      for layer in (GEMMA3_LOCAL, GEMMA3_GLOBAL)},
-    }  # fmt: skip
+        "attention": {
+            str(layer): [
+                [rounded(attentions[layer][h, r].tolist()) for r in rows]
+                for h in range(attentions[layer].shape[0])
+            ]
+            for layer in (GEMMA3_LOCAL, GEMMA3_GLOBAL)
+        },
+    }
     return {
         "reference": {  # what transformers made of the file, for the tests to state
             "layer_types": list(config.layer_types),
@@ -252,8 +285,9 @@ def main() -> None:
 
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     if sys.argv[1:] != ["gemma3"]:  # `make_model_goldens.py gemma3`: only Gemma 3's
-        GOLDEN.write_text(json.dumps({"minilm": minilm(), "smollm2": smollm2(),
-                                      "long": long_goldens()}) + "\n")  # fmt: skip
+        GOLDEN.write_text(
+            json.dumps({"minilm": minilm(), "smollm2": smollm2(), "long": long_goldens()}) + "\n"
+        )
         print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size // 1024} KB)")
     GEMMA3_GOLDEN.write_text(json.dumps(gemma3()) + "\n")
     print(f"wrote {GEMMA3_GOLDEN} ({GEMMA3_GOLDEN.stat().st_size // 1024} KB)")

@@ -47,8 +47,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         page = Path(folder) / "it.html"
-        subprocess.run([sys.executable, "-m", "attntrace", "run", "-s", "it-animal", "--export",
-                        str(page)], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "attntrace", "run", "-s", "it-animal", "--export", str(page)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         for browser in open_browser(1280, 860):
             load(browser, page)
             for _ in range(6):  # X, Q, K, V, scores, scaled: then softmax

@@ -106,9 +106,13 @@ def diff_to_dict(
 
     def side(trace: Trace, source: str, made_with: Sequence[str]) -> dict[str, Any]:
         context = trace.context_tokens
-        return {"source": source, "edits": list(made_with), "model": model_to_dict(trace.model),
-                "tokens": list(trace.tokens),
-                "context_tokens": None if context is None else list(context)}  # fmt: skip
+        return {
+            "source": source,
+            "edits": list(made_with),
+            "model": model_to_dict(trace.model),
+            "tokens": list(trace.tokens),
+            "context_tokens": None if context is None else list(context),
+        }
 
     first = diff.first_changed
     return {
@@ -144,9 +148,15 @@ def stage_diff_to_dict(stage: StageDiff) -> dict[str, Any]:
 
 
 def _cell_to_dict(cell: Cell) -> dict[str, Any]:
-    return {"row": cell.row, "column": cell.col, "row_label": cell.row_label,
-            "column_label": cell.col_label, "a": _finite(cell.a), "b": _finite(cell.b),
-            "delta": _finite(cell.delta)}  # fmt: skip
+    return {
+        "row": cell.row,
+        "column": cell.col,
+        "row_label": cell.row_label,
+        "column_label": cell.col_label,
+        "a": _finite(cell.a),
+        "b": _finite(cell.b),
+        "delta": _finite(cell.delta),
+    }
 
 
 def _finite(value: float | None) -> float | None:

@@ -94,8 +94,9 @@ def check_arrays(
     if spot is None or spot.other is None or report.diagnosis is not None:
         return report
     # the first stage to differ reads two ways: the other reading, if a mistake explains it
-    other = _report(Check(trace, expected, head, layout, rtol, atol), model,
-                    {**placed, spot.stage: spot.other})  # fmt: skip
+    other = _report(
+        Check(trace, expected, head, layout, rtol, atol), model, {**placed, spot.stage: spot.other}
+    )
     if other.diagnosis is not None:
         return other
     assert spot.readings is not None
@@ -121,8 +122,15 @@ def _report(check: Check, model: ModelSpec, placed: Mapping[str, Placed]) -> Che
     if first is not None:
         divergence = check.divergence(first, placed[first.name])
         diagnosis = diagnose(check, model, placed, first.name)
-    return CheckReport(trace.model, trace.tokens, trace.context_tokens, tuple(results),
-                       divergence, diagnosis, check.head)  # fmt: skip
+    return CheckReport(
+        trace.model,
+        trace.tokens,
+        trace.context_tokens,
+        tuple(results),
+        divergence,
+        diagnosis,
+        check.head,
+    )
 
 
 def _expected(trace: Trace, head: int | None) -> Computed:
@@ -150,8 +158,9 @@ def _named(
     is the embeddings, so an array named embeddings is X."""
     have = [n for n in ORDER if n in expected.shared or n in expected.heads]
     if not given:
-        raise InputError(field="arrays", expected=f"at least one of {', '.join(have)}",
-                         found="none")  # fmt: skip
+        raise InputError(
+            field="arrays", expected=f"at least one of {', '.join(have)}", found="none"
+        )
     stages: dict[str, GivenArray] = {}
     for key, array in given.items():
         name = stage_name(key)
@@ -165,16 +174,23 @@ def _named(
                 found=repr(key),
             )
         if name in stages:
-            raise InputError(f"{stages[name].name!r} and {key!r} both name the stage {name}",
-                             field=key, expected="one array per stage",
-                             found=f"two names for {name}")  # fmt: skip
+            raise InputError(
+                f"{stages[name].name!r} and {key!r} both name the stage {name}",
+                field=key,
+                expected="one array per stage",
+                found=f"two names for {name}",
+            )
         if name not in have:
-            why = ("; --head compares one head, and it needs every head"
-                   if cut and name in ("concat", "projected") else
-                   "; is it the model you meant?")  # fmt: skip
-            raise InputError(field=key, expected=f"a stage of the trace of {model} "
-                             f"({', '.join(have)})", found=f"{name}, which it does not "
-                             f"have{why}")  # fmt: skip
+            why = (
+                "; --head compares one head, and it needs every head"
+                if cut and name in ("concat", "projected")
+                else "; is it the model you meant?"
+            )
+            raise InputError(
+                field=key,
+                expected=f"a stage of the trace of {model} ({', '.join(have)})",
+                found=f"{name}, which it does not have{why}",
+            )
         stages[name] = array
     return stages
 
@@ -185,8 +201,15 @@ Key = tuple[str, int | None, int | None]  # stage, head, K/V head
 class Check:
     """One comparison's settings and what it has found so far."""
 
-    def __init__(self, trace: Trace, expected: Computed, head: int | None, layout: str | None,
-                 rtol: float | None, atol: float | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        trace: Trace,
+        expected: Computed,
+        head: int | None,
+        layout: str | None,
+        rtol: float | None,
+        atol: float | None,
+    ) -> None:
         self.trace, self.expected, self.head, self.layout = trace, expected, head, layout
         self.rtol, self.atol = rtol, atol
         model = trace.model
@@ -232,8 +255,14 @@ class Check:
         if name in ONE_COLUMN and array.data.ndim and array.data.shape[-1] != 1:
             array = replace(array, data=array.data[..., None])  # [H, n]: the column left out
         counts = self._counts(name)  # the query heads, the K/V heads, or --head's one
-        options = readings(array.data, counts, rows, cols, layout=self.layout,
-                           side_by_side=name in DIMENSION_COLUMNS)  # fmt: skip
+        options = readings(
+            array.data,
+            counts,
+            rows,
+            cols,
+            layout=self.layout,
+            side_by_side=name in DIMENSION_COLUMNS,
+        )
         if not options:
             return Placed(name, array, "head", (), None, _shapes(name, counts, rows, cols))
         placings = [self._on_heads(name, array, option) for option in options]
@@ -268,8 +297,13 @@ class Check:
             per, indices = "head", [self.head]
         wanted = self.kv_heads if per == "kv_head" else self.heads
         keep = [i for i, index in enumerate(indices) if index in wanted]
-        return Placed(name, array, per, tuple(indices[i] for i in keep),
-                       tuple(reading.matrices[i] for i in keep))  # fmt: skip
+        return Placed(
+            name,
+            array,
+            per,
+            tuple(indices[i] for i in keep),
+            tuple(reading.matrices[i] for i in keep),
+        )
 
     def results(self, name: str, spot: Placed | None) -> list[StageResult]:
         """The stage compared, one result per head (K/V head, or one if shared)."""
@@ -281,44 +315,93 @@ class Check:
             targets = [(h, None) for h in self.heads]
         return [self._result(name, h, g, spot) for h, g in targets]
 
-    def _result(self, name: str, head: int | None, kv_head: int | None,
-                spot: Placed | None) -> StageResult:  # fmt: skip
+    def _result(
+        self, name: str, head: int | None, kv_head: int | None, spot: Placed | None
+    ) -> StageResult:
         if spot is None:
             return StageResult(name, head, kv_head, "missing")
         tolerance = self.tolerance(spot.given)
         if spot.matrices is None:
-            return StageResult(name, head, kv_head, "differs", spot.given.name,
-                               tolerance=tolerance, shape_found=tuple(spot.given.data.shape),
-                               shape_expected=spot.shape_expected)  # fmt: skip
+            return StageResult(
+                name,
+                head,
+                kv_head,
+                "differs",
+                spot.given.name,
+                tolerance=tolerance,
+                shape_found=tuple(spot.given.data.shape),
+                shape_expected=spot.shape_expected,
+            )
         want = _matrix(self.expected, name, head, kv_head)
         got = spot.matrices[spot.indices.index(_index(head, kv_head))]
         result = compare(want, got, tolerance, masked=name == "masked")
         self.compared[(name, head, kv_head)] = (result, want, got)
         nonfinite = int((result.wrong & ~(np.isfinite(want) & np.isfinite(got))).sum())
-        return StageResult(name, head, kv_head, "match" if result.matches else "differs",
-                           spot.given.name, result.max_abs_delta, int(result.wrong.sum()),
-                           int(want.size), nonfinite, tolerance)  # fmt: skip
+        return StageResult(
+            name,
+            head,
+            kv_head,
+            "match" if result.matches else "differs",
+            spot.given.name,
+            result.max_abs_delta,
+            int(result.wrong.sum()),
+            int(want.size),
+            nonfinite,
+            tolerance,
+        )
 
     def divergence(self, first: StageResult, spot: Placed) -> Divergence:
         """The first differing stage's worst cell and the region around it."""
         if first.shape_found is not None:
-            return Divergence(first.name, first.head, first.kv_head, spot.given.name,
-                              None, None, None, None, None, None, None,
-                              first.shape_found, first.shape_expected)  # fmt: skip
+            return Divergence(
+                first.name,
+                first.head,
+                first.kv_head,
+                spot.given.name,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                first.shape_found,
+                first.shape_expected,
+            )
         comparison, want, got = self.compared[(first.name, first.head, first.kv_head)]
         assert comparison.worst is not None
         i, j = comparison.worst
-        stage = next(s for s in self.trace.stages if s.name == first.name
-                     and (first.head is None or s.head == first.head)
-                     and (first.kv_head is None or s.kv_head == first.kv_head))  # fmt: skip
+        stage = next(
+            s
+            for s in self.trace.stages
+            if s.name == first.name
+            and (first.head is None or s.head == first.head)
+            and (first.kv_head is None or s.kv_head == first.kv_head)
+        )
         rows = _window(np.any(comparison.wrong, axis=1), i)
         cols = _window(np.any(comparison.wrong, axis=0), j)
-        region = Region(tuple(stage.rows[r] for r in rows), tuple(stage.cols[c] for c in cols),
-                        want[np.ix_(rows, cols)], got[np.ix_(rows, cols)],
-                        comparison.wrong[np.ix_(rows, cols)], rows[0], cols[0])  # fmt: skip
-        return Divergence(first.name, first.head, first.kv_head, spot.given.name, i, j,
-                          stage.rows[i], stage.cols[j], float(want[i, j]), float(got[i, j]),
-                          region)  # fmt: skip
+        region = Region(
+            tuple(stage.rows[r] for r in rows),
+            tuple(stage.cols[c] for c in cols),
+            want[np.ix_(rows, cols)],
+            got[np.ix_(rows, cols)],
+            comparison.wrong[np.ix_(rows, cols)],
+            rows[0],
+            cols[0],
+        )
+        return Divergence(
+            first.name,
+            first.head,
+            first.kv_head,
+            spot.given.name,
+            i,
+            j,
+            stage.rows[i],
+            stage.cols[j],
+            float(want[i, j]),
+            float(got[i, j]),
+            region,
+        )
 
     def reproduces(self, spot: Placed, computed: Computed) -> bool:
         """Whether ``computed`` holds the given array's numbers, every head of it: as the

@@ -43,8 +43,7 @@ def diagnose(
     earlier = [p for name, p in placed.items() if ORDER.index(name) < ORDER.index(stage)]
     scored: list[tuple[int, Mistake]] = []
     for mistake in catalogue(model, n, m):
-        computed = recompute(model, inputs, mistake.recipe,
-                             dtype=spot.given.dtype)  # fmt: skip
+        computed = recompute(model, inputs, mistake.recipe, dtype=spot.given.dtype)
         # the stages before it matched, so a mistake that changes one of them is not
         # the cause (no scaling changes scaled; a cap of the unscaled scores does not)
         if check.reproduces(spot, computed) and all(
@@ -61,6 +60,7 @@ def diagnose(
     causes = list(dict.fromkeys(m.cause for m in best_ones))
     return Diagnosis(first.cause, "; or ".join(ways), tuple(causes[1:]))
 
+
 def _transposed(check: Check, spot: Placed) -> Diagnosis | None:
     """``saved-transposed``: the stage was right, but saved with its last two axes
     swapped (``K.transpose(-2, -1)``, ``attn.T``), a mistake of saving, not of
@@ -73,8 +73,11 @@ def _transposed(check: Check, spot: Placed) -> Diagnosis | None:
     )
     if not check.reproduces(spot, flipped):
         return None
-    return Diagnosis(SAVED_TRANSPOSED, f"{name} is right but was saved transposed (its "
-                     "last two axes swapped); save the stage itself")  # fmt: skip
+    return Diagnosis(
+        SAVED_TRANSPOSED,
+        f"{name} is right but was saved transposed (its "
+        "last two axes swapped); save the stage itself",
+    )
 
 
 def _unchanged(check: Check, spot: Placed, computed: Computed) -> bool:

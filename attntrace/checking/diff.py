@@ -158,9 +158,12 @@ class TraceDiff:
         """Whether anything that is computed differs: a stage, a learned matrix, the
         model's sizes or settings, the tokens (the exit code of ``attntrace diff``)."""
         return bool(
-            self.changed_stages or self.changed_weights or self.model_changes
-            or self.tokens_differ or self.context_differs
-        )  # fmt: skip
+            self.changed_stages
+            or self.changed_weights
+            or self.model_changes
+            or self.tokens_differ
+            or self.context_differs
+        )
 
 
 def diff_traces(a: Trace, b: Trace) -> TraceDiff:

@@ -35,10 +35,12 @@ class Reading:
         rows = "m" if stage in KEY_ROWS else "n"
         cols = "d_v" if stage in ("V", "output") else "d_k" if stage in DIMENSION_COLUMNS else "m"
         heads = "heads"
-        axes = {"heads-first": f"{heads} × {rows} × {cols}",
-                "tokens-first": f"{rows} × {heads} × {cols}",
-                "side-by-side": f"{rows} × {heads}·{cols}",
-                "one-head": f"{rows} × {cols}"}[self.form]  # fmt: skip
+        axes = {
+            "heads-first": f"{heads} × {rows} × {cols}",
+            "tokens-first": f"{rows} × {heads} × {cols}",
+            "side-by-side": f"{rows} × {heads}·{cols}",
+            "one-head": f"{rows} × {cols}",
+        }[self.form]
         return f"{axes} ({self.form.replace('-', ' ')})"
 
 

@@ -83,26 +83,43 @@ def _input_mistakes(model: ModelSpec, add: Callable[..., None]) -> None:
     """The mistakes before the scores: X, the projections, the heads, RoPE."""
     d_k, heads, kv_heads = model.d_k, model.heads, model.n_kv_heads
     if model.positions is not None and model.position_kind not in ("rope", "alibi"):
-        add("positions-not-added", "X is the embeddings alone: the position vectors were "
-            "not added", positions=False)  # fmt: skip
+        add(
+            "positions-not-added",
+            "X is the embeddings alone: the position vectors were not added",
+            positions=False,
+        )
     _projection_mistakes(model, add)
     for bias in ("bQ", "bK", "bV", "bO"):
         if model.bias(bias) is not None:
             add("missing-bias", f"the bias {bias} was left out", without_bias=bias)
     if heads > 1 and max(d_k, model.d_v) > 1:
-        add("heads-split-wrong", "the heads were split with a [n, d, heads] reshape where "
-            "[n, heads, d] was meant", split="dims-then-heads")  # fmt: skip
+        add(
+            "heads-split-wrong",
+            "the heads were split with a [n, d, heads] reshape where [n, heads, d] was meant",
+            split="dims-then-heads",
+        )
     if 1 < kv_heads < heads:
-        add("kv-heads-tiled", f"query head h read K/V head h mod {kv_heads} instead of h // "
+        add(
+            "kv-heads-tiled",
+            f"query head h read K/V head h mod {kv_heads} instead of h // "
             f"{heads // kv_heads} (repeat where repeat_interleave was meant)",
-            kv_map="tiled")  # fmt: skip
+            kv_map="tiled",
+        )
     if model.position_kind == "rope" and d_k >= 4:
         if model.rope_pairing == "half":
-            add("rope-interleaved", "RoPE paired neighbouring dimensions (2i, 2i+1) where "
-                "the model pairs i with i + d/2", pairing="interleaved")  # fmt: skip
+            add(
+                "rope-interleaved",
+                "RoPE paired neighbouring dimensions (2i, 2i+1) where "
+                "the model pairs i with i + d/2",
+                pairing="interleaved",
+            )
         else:
-            add("rope-half", "RoPE paired i with i + d/2 where the model pairs neighbouring "
-                "dimensions (2i, 2i+1)", pairing="half")  # fmt: skip
+            add(
+                "rope-half",
+                "RoPE paired i with i + d/2 where the model pairs neighbouring "
+                "dimensions (2i, 2i+1)",
+                pairing="half",
+            )
 
 
 def _projection_mistakes(model: ModelSpec, add: Callable[..., None]) -> None:
@@ -126,55 +143,96 @@ def _projection_mistakes(model: ModelSpec, add: Callable[..., None]) -> None:
                 ):
                     continue  # no bias either way: the one variant is enough
                 added[slot] = bias
-                add("wrong-projection", f"{stage} was made with {other} instead of "
-                    f"{names[slot]}", weights=tuple(made), biases=tuple(added))  # fmt: skip
+                add(
+                    "wrong-projection",
+                    f"{stage} was made with {other} instead of {names[slot]}",
+                    weights=tuple(made),
+                    biases=tuple(added),
+                )
 
 
 def _score_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]) -> None:
     """The scores taken the other way round, and their scaling."""
     d_k = model.d_k
     if n == m:
-        add("scores-transposed", "scores = K·Qᵀ: the product was taken the other way round",
-            scores_transposed=True)  # fmt: skip
+        add(
+            "scores-transposed",
+            "scores = K·Qᵀ: the product was taken the other way round",
+            scores_transposed=True,
+        )
     if d_k > 1:
         add("no-scaling", "the scores were not divided by √d_k", scale="none")
         add("scaled-by-d_k", "the scores were divided by d_k instead of √d_k", scale="d_k")
     if model.d_model != d_k:
-        add("scaled-by-d_model", "the scores were divided by √d_model instead of √d_k",
-            scale="sqrt_d_model")  # fmt: skip
+        add(
+            "scaled-by-d_model",
+            "the scores were divided by √d_model instead of √d_k",
+            scale="sqrt_d_model",
+        )
 
 
 def _mask_mistakes(model: ModelSpec, add: Callable[..., None]) -> None:
     """The causal mask's mistakes (a causal model's only)."""
     if not model.causal:
         return
-    add("no-mask", "the causal mask was not applied: each token saw the tokens after it",
-        mask="none")  # fmt: skip
+    add(
+        "no-mask",
+        "the causal mask was not applied: each token saw the tokens after it",
+        mask="none",
+    )
     for fill in (-np.inf, -1e9):  # a fully hidden row is NaN with −∞, uniform with −1e9
-        add("mask-hides-diagonal", "the mask also hid the diagonal: a token could not "
-            "see itself", mask="diagonal", fill=fill)  # fmt: skip
-    add("mask-wrong-triangle", "the mask hid the past instead of the future (the wrong "
-        "triangle)", mask="upper")  # fmt: skip
-    add("mask-after-softmax", "the future cells were zeroed after softmax, so rows no "
-        "longer sum to 1", mask="after")  # fmt: skip
-    add("mask-filled-with-zero", "hidden cells were set to 0 instead of −∞ before "
-        "softmax", mask="zero")  # fmt: skip
+        add(
+            "mask-hides-diagonal",
+            "the mask also hid the diagonal: a token could not see itself",
+            mask="diagonal",
+            fill=fill,
+        )
+    add(
+        "mask-wrong-triangle",
+        "the mask hid the past instead of the future (the wrong triangle)",
+        mask="upper",
+    )
+    add(
+        "mask-after-softmax",
+        "the future cells were zeroed after softmax, so rows no longer sum to 1",
+        mask="after",
+    )
+    add(
+        "mask-filled-with-zero",
+        "hidden cells were set to 0 instead of −∞ before softmax",
+        mask="zero",
+    )
 
 
 def _softmax_mistakes(model: ModelSpec, n: int, add: Callable[..., None]) -> None:
     """The softmax's mistakes, and the heads put back together wrong."""
     heads = model.heads
-    add("softmax-over-columns", "softmax normalised each column instead of each row",
-        softmax="columns")  # fmt: skip
+    add(
+        "softmax-over-columns",
+        "softmax normalised each column instead of each row",
+        softmax="columns",
+    )
     if heads > 1:  # a hidden cell of every head: NaN with a −∞ fill, 1/heads with −1e9
         for fill in (-np.inf, -1e9) if model.causal else (-np.inf,):
-            add("softmax-over-heads", "softmax normalised across the heads (axis 0 of [heads, "
-                "n, m]) instead of along each row", softmax="heads", fill=fill)  # fmt: skip
-    add("unstable-softmax", "softmax took exp without subtracting the row max, and exp "
-        "overflowed", softmax="unstable")  # fmt: skip
+            add(
+                "softmax-over-heads",
+                "softmax normalised across the heads (axis 0 of [heads, "
+                "n, m]) instead of along each row",
+                softmax="heads",
+                fill=fill,
+            )
+    add(
+        "unstable-softmax",
+        "softmax took exp without subtracting the row max, and exp overflowed",
+        softmax="unstable",
+    )
     if heads > 1 and n > 1:
-        add("concat-without-transpose", "the heads' outputs [heads, n, d_v] were reshaped "
-            "to [n, heads·d_v] without moving the heads axis", concat="reshaped")  # fmt: skip
+        add(
+            "concat-without-transpose",
+            "the heads' outputs [heads, n, d_v] were reshaped "
+            "to [n, heads·d_v] without moving the heads axis",
+            concat="reshaped",
+        )
 
 
 def _variant_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]) -> None:
@@ -182,25 +240,44 @@ def _variant_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]
     v, d_k = model.variants, model.d_k
     # key j = i − N is let in wrongly only where it is no sink: some i ≥ N + S
     if model.causal and v.window is not None and max(n, m) > v.window + v.sinks:
-        add("window-off-by-one", "the window lets in one key too many: i − j ≤ N instead "
-            "of < N", window_extra=1)  # fmt: skip
+        add(
+            "window-off-by-one",
+            "the window lets in one key too many: i − j ≤ N instead of < N",
+            window_extra=1,
+        )
     weighted = [w for w in (v.q_norm, v.k_norm) if w is not None and np.ptp(w) > 0]
     if v.qk_norm and model.position_kind == "rope" and weighted:
         # RoPE turns a row without changing its RMS: only a weight that is not one number
         # for every dimension tells norm-then-turn from turn-then-norm
-        add("qk-norm-after-rope", "QK-norm was applied after RoPE instead of before it (the "
-            "rows turned, then normed)", qk_norm_after_rope=True)  # fmt: skip
+        add(
+            "qk-norm-after-rope",
+            "QK-norm was applied after RoPE instead of before it (the rows turned, then normed)",
+            qk_norm_after_rope=True,
+        )
     if model.position_kind == "alibi" and d_k > 1 and max(n, m) > 1:
-        add("alibi-before-scaling", "ALiBi's bias was added to the scores before ÷ √d_k "
-            "instead of after", alibi_unscaled=True)  # fmt: skip
+        add(
+            "alibi-before-scaling",
+            "ALiBi's bias was added to the scores before ÷ √d_k instead of after",
+            alibi_unscaled=True,
+        )
     if v.softcap is not None:
         if model.causal and max(n, m) > 1:
-            add("softcap-after-mask", "the cap was applied after the mask: the hidden cells "
-                "became −C instead of −∞, and took weight", softcap="after-mask")  # fmt: skip
+            add(
+                "softcap-after-mask",
+                "the cap was applied after the mask: the hidden cells "
+                "became −C instead of −∞, and took weight",
+                softcap="after-mask",
+            )
         if d_k > 1:
-            add("softcap-unscaled", "the cap was applied to the unscaled scores: C · "
-                "tanh(scores / C), before ÷ √d_k", softcap="unscaled")  # fmt: skip
+            add(
+                "softcap-unscaled",
+                "the cap was applied to the unscaled scores: C · tanh(scores / C), before ÷ √d_k",
+                softcap="unscaled",
+            )
     if v.sink_logit is not None:
-        add("sink-not-in-denominator", "the sink logit was forgotten in the softmax's "
+        add(
+            "sink-not-in-denominator",
+            "the sink logit was forgotten in the softmax's "
             "denominator: each row sums to 1, not 1 − sink",
-            sink_in_denominator=False)  # fmt: skip
+            sink_in_denominator=False,
+        )

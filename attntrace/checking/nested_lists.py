@@ -29,16 +29,25 @@ def nested_numbers(value: Any, name: str, *, python: bool) -> npt.NDArray[np.flo
     probe: Any = value
     while isinstance(probe, sequences):  # the shape, from the first item of each level
         if len(shape) == MAX_AXES:
-            raise InputError(f"lists nested more than {MAX_AXES} deep", field=name,
-                             expected=f"an array of at most {MAX_AXES} axes")  # fmt: skip
+            raise InputError(
+                f"lists nested more than {MAX_AXES} deep",
+                field=name,
+                expected=f"an array of at most {MAX_AXES} axes",
+            )
         shape.append(len(probe))
         if not probe:
-            raise InputError(field=name + "[0]" * (len(shape) - 1),
-                             expected="a non-empty list", found=describe(probe))  # fmt: skip
+            raise InputError(
+                field=name + "[0]" * (len(shape) - 1),
+                expected="a non-empty list",
+                found=describe(probe),
+            )
         probe = probe[0]
     if not shape:
-        raise InputError(field=name, expected="an array (a list, or nested lists, of "
-                         "numbers)", found=describe(value))  # fmt: skip
+        raise InputError(
+            field=name,
+            expected="an array (a list, or nested lists, of numbers)",
+            found=describe(value),
+        )
     _Level(name, tuple(shape), sequences, python).check(value, 0, name)
     return np.array(value, dtype=np.float64)
 
@@ -75,9 +84,12 @@ class _Level:
             where = f"{field}[{index}]"
             if not isinstance(row, self.sequences) or len(row) != length:
                 first = self.name + "[0]" * (depth + 1)
-                raise InputError("ragged lists", field=where,
-                                 expected=f"a list of {counted(length, noun)}, as {first} is",
-                                 found=describe(row))  # fmt: skip
+                raise InputError(
+                    "ragged lists",
+                    field=where,
+                    expected=f"a list of {counted(length, noun)}, as {first} is",
+                    found=describe(row),
+                )
             self.check(row, depth + 1, where)
 
     def number(self, item: Any, field: str) -> None:
@@ -89,5 +101,6 @@ class _Level:
             try:
                 float(item)
             except OverflowError:
-                raise InputError(field=field, expected="a number within float64's range",
-                                 found=describe(item)) from None  # fmt: skip
+                raise InputError(
+                    field=field, expected="a number within float64's range", found=describe(item)
+                ) from None

@@ -182,8 +182,12 @@ def _attend(
     n, m = len(Q_in[0]), len(K_in[0])
     mask, shut = _masks(model, recipe, n, m)
     zeroed = shut if mask is not None and recipe.mask == "after" else None
-    divisor = {"sqrt_d_k": np.sqrt(model.d_k), "none": 1.0, "d_k": float(model.d_k),
-               "sqrt_d_model": np.sqrt(model.d_model)}[recipe.scale]  # fmt: skip
+    divisor = {
+        "sqrt_d_k": np.sqrt(model.d_k),
+        "none": 1.0,
+        "d_k": float(model.d_k),
+        "sqrt_d_model": np.sqrt(model.d_model),
+    }[recipe.scale]
     slopes = v.slopes(model.heads) if model.position_kind == "alibi" else None
     sinks = v.sink_logits(model.heads) if recipe.sink_in_denominator else None
     read: list[Matrix] = []  # what each head's softmax read (softmax-over-heads reads it)
@@ -217,15 +221,21 @@ def _masks(model: ModelSpec, recipe: Recipe, n: int, m: int) -> tuple[Mask | Non
     recipe's window)."""
     v = model.variants
     window = None if v.window is None else v.window + recipe.window_extra
-    shut = masks.hidden(np.arange(n) + (m - n), np.arange(m), causal=True, window=window,
-                        sinks=v.sinks)  # fmt: skip
+    shut = masks.hidden(
+        np.arange(n) + (m - n), np.arange(m), causal=True, window=window, sinks=v.sinks
+    )
     if not model.causal:
         return None, shut
     future = causal_mask(n, m)  # j > i (the last query aligned with the last key)
     diagonal = np.eye(n, m, m - n, dtype=bool)
-    hidden = {"causal": shut, "zero": shut, "after": shut, "diagonal": shut | diagonal,
-              "upper": ~future & ~diagonal,
-              "none": np.zeros((n, m), dtype=bool)}[recipe.mask]  # fmt: skip
+    hidden = {
+        "causal": shut,
+        "zero": shut,
+        "after": shut,
+        "diagonal": shut | diagonal,
+        "upper": ~future & ~diagonal,
+        "none": np.zeros((n, m), dtype=bool),
+    }[recipe.mask]
     return hidden, shut
 
 

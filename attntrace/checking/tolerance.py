@@ -41,8 +41,9 @@ class Tolerance:
 def tolerance_for(dtype: str, rtol: float | None = None, atol: float | None = None) -> Tolerance:
     """The table's tolerance for ``dtype``, with ``--rtol`` / ``--atol`` replacing it."""
     table_rtol, table_atol = TOLERANCES[dtype]
-    return Tolerance(table_rtol if rtol is None else rtol, table_atol if atol is None else atol,
-                     dtype)  # fmt: skip
+    return Tolerance(
+        table_rtol if rtol is None else rtol, table_atol if atol is None else atol, dtype
+    )
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,11 @@ def read_user_arrays(path: str | Path) -> dict[str, GivenArray]:
         found = f"a {suffix} file" if suffix else "a file with no suffix"
         if suffix == ".npy":  # one unnamed array
             found += " (one unnamed array: save named ones with np.savez(path, Q=q, ...))"
-        raise InputError(source=source, expected="a " + ", ".join(SUFFIXES[:-1]) +
-                         f" or {SUFFIXES[-1]} file of named arrays", found=found)  # fmt: skip
+        raise InputError(
+            source=source,
+            expected="a " + ", ".join(SUFFIXES[:-1]) + f" or {SUFFIXES[-1]} file of named arrays",
+            found=found,
+        )
     try:
         arrays = reader(path)
         if not arrays:
@@ -120,8 +123,10 @@ def _float_dtype(dtype: np.dtype[Any], name: str) -> str:
     if dtype.hasobject:
         found = "object (Python objects)"
     elif dtype.kind == "V" and dtype.itemsize == 2 and dtype.names is None:
-        found = ("V2 (raw 2-byte values: how numpy saves ml_dtypes' bfloat16; save "
-                 "bfloat16 arrays with safetensors, or cast them to float32)")  # fmt: skip
+        found = (
+            "V2 (raw 2-byte values: how numpy saves ml_dtypes' bfloat16; save "
+            "bfloat16 arrays with safetensors, or cast them to float32)"
+        )
     raise InputError(field=name, expected=FLOAT_ARRAY, found=found)
 
 
@@ -142,8 +147,9 @@ def _read_npz(path: Path) -> dict[str, GivenArray]:
                 members = _npz_members(archive)
                 return {name: _npz_array(archive, info, name) for name, info in members}
         except _UNPACK_ERRORS as error:  # garbled, cut short, encrypted, unknown packing
-            raise InputError("not a readable .npz file (a zip of .npy arrays): "
-                             f"{_first_line(error)}") from None  # fmt: skip
+            raise InputError(
+                f"not a readable .npz file (a zip of .npy arrays): {_first_line(error)}"
+            ) from None
 
 
 def _npz_members(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
@@ -153,18 +159,21 @@ def _npz_members(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
     for info in archive.infolist():
         name = info.filename.removesuffix(".npy")
         if name == info.filename:
-            raise InputError(f"the member {info.filename!r} is no .npy array",
-                             expected="only NAME.npy members, as np.savez writes")  # fmt: skip
+            raise InputError(
+                f"the member {info.filename!r} is no .npy array",
+                expected="only NAME.npy members, as np.savez writes",
+            )
         if name in members:
-            raise InputError("two arrays of one name", field=name,
-                             expected="each name once")  # fmt: skip
+            raise InputError("two arrays of one name", field=name, expected="each name once")
         members[name] = info
     total = sum(info.file_size for info in members.values())
     limit = max_file_bytes()
     if total > limit:
-        raise InputError(f"the arrays unpack to {sized(total)}, over the limit of "
-                         f"{sized(limit, limit=True)} (set {MAX_MB_VARIABLE} to read "
-                         "larger files)")  # fmt: skip
+        raise InputError(
+            f"the arrays unpack to {sized(total)}, over the limit of "
+            f"{sized(limit, limit=True)} (set {MAX_MB_VARIABLE} to read "
+            "larger files)"
+        )
     return list(members.items())
 
 
@@ -178,31 +187,41 @@ def _npz_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Gi
                 raise ValueError(f"an unknown .npy version {version[0]}.{version[1]}")
             # 3.0 differs from 2.0 only in its header's encoding (UTF-8, for structured
             # dtypes' field names, which are refused here whatever they read as)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)  # fmt: skip
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
             shape, fortran_order, dtype = read_header(member)  # type: ignore[no-untyped-call, unused-ignore]
         except (ValueError, TypeError, SyntaxError, TokenError, RecursionError) as error:
             # numpy parses the header as a Python literal (ast), Python 2's via tokenize
             raise InputError(f"not a .npy array ({_header_problem(error)})", field=name) from None
         if dtype.hasobject:  # np.load would need allow_pickle=True
-            raise InputError("an array of Python objects, which only pickle can load (a "
-                             ".npz is never unpickled)", field=name, expected=FLOAT_ARRAY,
-                             found="object")  # fmt: skip
+            raise InputError(
+                "an array of Python objects, which only pickle can load (a "
+                ".npz is never unpickled)",
+                field=name,
+                expected=FLOAT_ARRAY,
+                found="object",
+            )
         saved = _float_dtype(dtype, name)
         if any(length < 0 for length in shape):
-            raise InputError("a .npy header with a negative length", field=name,
-                             found=str(shape))  # fmt: skip
+            raise InputError("a .npy header with a negative length", field=name, found=str(shape))
         _check_shape(shape, name)
         size = math.prod(shape) * dtype.itemsize
         room = info.file_size - member.tell()  # what the zip says follows the header
         if size > room:  # said plainly (read() would stop at the member's end anyway)
-            raise InputError("its header declares more numbers than the member holds",
-                             field=name, expected=f"at most {sized(room)}",
-                             found=f"{shape_text(shape)} {dtype.name} ({sized(size)})")  # fmt: skip
+            raise InputError(
+                "its header declares more numbers than the member holds",
+                field=name,
+                expected=f"at most {sized(room)}",
+                found=f"{shape_text(shape)} {dtype.name} ({sized(size)})",
+            )
         data = member.read(size)
     if len(data) < size:
-        raise InputError("the array is cut short", field=name, expected=sized(size),
-                         found=sized(len(data)))  # fmt: skip
+        raise InputError(
+            "the array is cut short", field=name, expected=sized(size), found=sized(len(data))
+        )
     order: Literal["C", "F"] = "F" if fortran_order else "C"
     return _given(name, np.frombuffer(data, dtype=dtype).reshape(shape, order=order), saved)
 
@@ -227,9 +246,16 @@ def _first_line(error: BaseException) -> str:
 def _unpack_errors() -> tuple[type[Exception], ...]:
     """What unpacking a garbled zip can raise: zipfile's own error, and those of the
     decompressors and readers under it."""
-    errors: list[type[Exception]] = [zipfile.BadZipFile, zlib.error, EOFError, OSError,
-                                     NotImplementedError, RuntimeError, ValueError,
-                                     struct.error]  # fmt: skip
+    errors: list[type[Exception]] = [
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        NotImplementedError,
+        RuntimeError,
+        ValueError,
+        struct.error,
+    ]
     try:
         import lzma
     except ImportError:  # a Python built without lzma (zipfile then refuses LZMA members)
@@ -277,8 +303,9 @@ def _read_safetensors(path: Path) -> dict[str, GivenArray]:
 def _read_json(path: Path) -> dict[str, GivenArray]:
     document = parse_document(read_text(path, HOLDING), str(path), is_json=True)
     if not isinstance(document, ParsedMapping):
-        raise InputError(expected="a JSON object of name -> nested lists of numbers",
-                         found=describe(document))  # fmt: skip
+        raise InputError(
+            expected="a JSON object of name -> nested lists of numbers", found=describe(document)
+        )
     if document.duplicates:
         key = document.duplicates[0][0]
         raise InputError(f"duplicate key {key!r}: each array may appear once")
@@ -312,8 +339,9 @@ def _python_array(name: str, value: object) -> GivenArray:
         return _torch_array(name, value)
     if isinstance(value, list | tuple) and not torch:
         return _given(name, nested_numbers(value, name, python=True), "float64")
-    raise wrong_type(value, f"arrays[{name!r}]", "a numpy array, a torch tensor or nested lists "
-                     "of numbers")  # fmt: skip
+    raise wrong_type(
+        value, f"arrays[{name!r}]", "a numpy array, a torch tensor or nested lists of numbers"
+    )
 
 
 def _torch_array(name: str, tensor: Any) -> GivenArray:
@@ -326,6 +354,9 @@ def _torch_array(name: str, tensor: Any) -> GivenArray:
     try:
         array = (tensor.float() if dtype == "bfloat16" else tensor).numpy()
     except (TypeError, RuntimeError) as error:  # a sparse or quantized tensor
-        raise InputError(f"a tensor numpy cannot read ({_first_line(error)})", field=name,
-                         expected="a dense tensor (call .to_dense() first)") from None  # fmt: skip
+        raise InputError(
+            f"a tensor numpy cannot read ({_first_line(error)})",
+            field=name,
+            expected="a dense tensor (call .to_dense() first)",
+        ) from None
     return _given(name, array, dtype)

@@ -77,10 +77,23 @@ def check(
 
         given = read_user_arrays(file)
         config, model, edits = chosen.model_file()  # stdin's model is read after the arrays
-        report = checked(given, sentence, config=config, sample=chosen.sample, model=model,
-                         trained=chosen.real_model, layer=chosen.layer, causal=chosen.causal,
-                         context=chosen.context, head=head, rtol=rtol, atol=atol,
-                         layout=layout, edits=edits, source=file)  # fmt: skip
+        report = checked(
+            given,
+            sentence,
+            config=config,
+            sample=chosen.sample,
+            model=model,
+            trained=chosen.real_model,
+            layer=chosen.layer,
+            causal=chosen.causal,
+            context=chosen.context,
+            head=head,
+            rtol=rtol,
+            atol=atol,
+            layout=layout,
+            edits=edits,
+            source=file,
+        )
 
     def document() -> dict[str, object]:
         from attntrace.checking.check_json import check_to_dict

@@ -94,8 +94,13 @@ def decode(
         from attntrace.forward.views.step import page_through
 
         with interrupted():
-            page_through(console, pages, read_line, echo=not stdin_is_terminal(),
-                         prompt_console=prompt_console())  # fmt: skip
+            page_through(
+                console,
+                pages,
+                read_line,
+                echo=not stdin_is_terminal(),
+                prompt_console=prompt_console(),
+            )
 
     def page() -> str:
         from attntrace.page.build import decode_page

@@ -53,18 +53,29 @@ def diff(
     words = words or []
     edits = list(chosen.edits)
     target = page_target(export)
-    given = [flag for flag, value in (("--config", chosen.config), ("--sample", chosen.sample),
-             ("--set", edits or None)) if value is not None]  # fmt: skip
+    given = [
+        flag
+        for flag, value in (
+            ("--config", chosen.config),
+            ("--sample", chosen.sample),
+            ("--set", edits or None),
+        )
+        if value is not None
+    ]
     if given:
         sources, a, b = _traced_twice(words, chosen, given[0])
     else:
         if len(words) != 2:
-            usage("give two saved traces, A B (from `attntrace run --json`; - for stdin), or "
-                  "a model and the --set edits to trace it with")  # fmt: skip
+            usage(
+                "give two saved traces, A B (from `attntrace run --json`; - for stdin), or "
+                "a model and the --set edits to trace it with"
+            )
         if words == ["-", "-"]:
             usage("A and B cannot both come from stdin: give at least one as a file")
-        sources = ("stdin" if words[0] == "-" else words[0],
-                   "stdin" if words[1] == "-" else words[1])  # fmt: skip
+        sources = (
+            "stdin" if words[0] == "-" else words[0],
+            "stdin" if words[1] == "-" else words[1],
+        )
         a, b = (_saved(word, source) for word, source in zip(words, sources, strict=True))
     digits = DIGITS if precision is None else precision
     _compare(
@@ -82,11 +93,15 @@ def _traced_twice(
     config, sample, edits = chosen.config, chosen.sample, chosen.edits
     saved = [w for w in words if w == "-" or w.lower().endswith(".json")]
     if saved:
-        usage(f"{quoted(saved[0])} reads as a saved trace, but {flag} traces a model: give "
-              "A B alone, or a SENTENCE with --set")  # fmt: skip
+        usage(
+            f"{quoted(saved[0])} reads as a saved trace, but {flag} traces a model: give "
+            "A B alone, or a SENTENCE with --set"
+        )
     if not edits:
-        usage(f"{flag} names the model diff traces twice: add --set PATH=VALUE, the edit "
-              "B is traced with")  # fmt: skip
+        usage(
+            f"{flag} names the model diff traces twice: add --set PATH=VALUE, the edit "
+            "B is traced with"
+        )
     chosen.check()
     if config == "-":
         usage("diff traces the model twice, and stdin can be read once: give --config a file")
@@ -138,8 +153,7 @@ def _compare(
         from attntrace.checking.views.diff import diff_view
         from attntrace.cli.pipes import stdout_console
 
-        stdout_console().print(diff_view(result, sources, precision=precision,
-                                         max_rows=max_rows))  # fmt: skip
+        stdout_console().print(diff_view(result, sources, precision=precision, max_rows=max_rows))
 
     def page() -> str:
         from attntrace.page.build import diff_page

@@ -35,35 +35,53 @@ DEFAULT_TILES = 16  # render.flash.DEFAULT_MAX_TILES, likewise
 FlashHead = Annotated[int, typer.Option("--head", min=0, metavar="H", help="The head to tile.")]
 BlockQ = Annotated[
     int | None,
-    typer.Option("--block-q", min=1, metavar="N",
-                 help="Query rows per block (default 2, or n/8 for long inputs).",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        "--block-q",
+        min=1,
+        metavar="N",
+        help="Query rows per block (default 2, or n/8 for long inputs).",
+        show_default=False,
+    ),
+]
 BlockK = Annotated[
     int | None,
-    typer.Option("--block-k", min=1, metavar="N",
-                 help="Keys per block (default 2, or m/8 for long inputs).",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        "--block-k",
+        min=1,
+        metavar="N",
+        help="Keys per block (default 2, or m/8 for long inputs).",
+        show_default=False,
+    ),
+]
 Variant = Annotated[
     int,
-    typer.Option("--variant", metavar="1|2",
-                 help="2: FlashAttention-2 (O divided by ℓ once, at the end); "
-                 "1: FlashAttention (O rescaled and normalised every tile)."),
-]  # fmt: skip
+    typer.Option(
+        "--variant",
+        metavar="1|2",
+        help="2: FlashAttention-2 (O divided by ℓ once, at the end); "
+        "1: FlashAttention (O rescaled and normalised every tile).",
+    ),
+]
 Sram = Annotated[
     int,
-    typer.Option("--sram", metavar="BYTES",
-                 help="The SRAM the HBM traffic is counted for (the A100's 192 KiB)."),
-]  # fmt: skip
+    typer.Option(
+        "--sram",
+        metavar="BYTES",
+        help="The SRAM the HBM traffic is counted for (the A100's 192 KiB).",
+    ),
+]
 FlashStep = Annotated[
     bool, typer.Option("--step", metavar="", help="One tile per screen, with a prompt.")
 ]
 MaxTiles = Annotated[
     int,
-    typer.Option("--max-tiles", min=0, metavar="N",
-                 help="Tiles drawn in full; past N, one line each (0: all in full)."),
-]  # fmt: skip
+    typer.Option(
+        "--max-tiles",
+        min=0,
+        metavar="N",
+        help="Tiles drawn in full; past N, one line each (0: all in full).",
+    ),
+]
 
 
 @model_flags("config sample real_model layer causal context edits")
@@ -137,9 +155,13 @@ def _check_head(head: int, heads: int) -> None:
     if head >= heads:
         from attntrace.errors import InputError
 
-        raise InputError(field="--head", expected=f"a head of this model, 0 to {heads - 1}"
-                         if heads > 1 else "0, the model's one head",
-                         found=str(head))  # fmt: skip
+        raise InputError(
+            field="--head",
+            expected=f"a head of this model, 0 to {heads - 1}"
+            if heads > 1
+            else "0, the model's one head",
+            found=str(head),
+        )
 
 
 def _tiles(report: FlashReport, view: View, max_tiles: int | None) -> None:
@@ -159,5 +181,10 @@ def _walk(report: FlashReport, view: View) -> None:
 
     console = stdout_console()
     with quiet_pipe(), interrupted():
-        page_through(console, screens(report, view), read_line, echo=not stdin_is_terminal(),
-                     prompt_console=prompt_console())  # fmt: skip
+        page_through(
+            console,
+            screens(report, view),
+            read_line,
+            echo=not stdin_is_terminal(),
+            prompt_console=prompt_console(),
+        )

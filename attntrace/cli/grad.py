@@ -42,10 +42,13 @@ GradStep = Annotated[
 ]
 GradFocus = Annotated[
     str | None,
-    typer.Option("--focus", metavar="TOKEN", show_default=False,
-                 help="One query row through the softmax backward by hand (e.g. the "
-                 "--from token)."),
-]  # fmt: skip
+    typer.Option(
+        "--focus",
+        metavar="TOKEN",
+        show_default=False,
+        help="One query row through the softmax backward by hand (e.g. the --from token).",
+    ),
+]
 
 
 @model_flags("config sample real_model layer causal context edits")
@@ -93,9 +96,14 @@ def grad(
             ready = chosen.prepared(sentence)
             spec, tokens, keys = ready.spec, ready.tokens, ready.key_tokens
     # Under mse (which reads every head) --head is only --focus's: the head to take by hand
-    objective = objective_from_flags(loss, from_token, to_token, head,
-                                     has_target=spec.target is not None,
-                                     head_elsewhere=focus is not None)  # fmt: skip
+    objective = objective_from_flags(
+        loss,
+        from_token,
+        to_token,
+        head,
+        has_target=spec.target is not None,
+        head_elsewhere=focus is not None,
+    )
     with bad_input_fails():
         check_head(head, spec.heads)
         from attntrace.learning.grad_trace import grad_trace
@@ -144,8 +152,14 @@ def _walk(grad: GradTrace, view: View) -> None:
 
     console = stdout_console()
     with quiet_pipe(), interrupted():
-        run_grad_steps(console, shown_grad(grad), read_line, view,
-                       echo=not stdin_is_terminal(), prompt_console=prompt_console())  # fmt: skip
+        run_grad_steps(
+            console,
+            shown_grad(grad),
+            read_line,
+            view,
+            echo=not stdin_is_terminal(),
+            prompt_console=prompt_console(),
+        )
 
 
 def _focus(grad: GradTrace, token: str, head: int | None, view: View) -> None:

@@ -61,18 +61,24 @@ def kv_cache(
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
     if preset is None and all(flag is None for flag in shape_flags):
         if tokens is not None or batch != 1 or dtype != "fp16" or window is not None or no_window:
-            usage("give --preset NAME or the model's shape (--layers, --heads, --head-dim) "
-                  "for --tokens, --batch, --dtype and --window to apply to")  # fmt: skip
+            usage(
+                "give --preset NAME or the model's shape (--layers, --heads, --head-dim) "
+                "for --tokens, --batch, --dtype and --window to apply to"
+            )
         emit(as_json, _presets_document, _presets_view)
         return
     with bad_input_fails():
         if preset is not None and any(flag is not None for flag in shape_flags):
             raise InputError("--preset gives the model's shape: drop --layers, --heads, ...")
         if dtype not in BYTES_PER_VALUE:
-            raise InputError(field="--dtype", expected=", ".join(BYTES_PER_VALUE),
-                             found=repr(dtype))  # fmt: skip
-        shape = (preset_shape(preset) if preset is not None
-                 else explicit_shape(layers, heads, kv_heads, head_dim, d_model))  # fmt: skip
+            raise InputError(
+                field="--dtype", expected=", ".join(BYTES_PER_VALUE), found=repr(dtype)
+            )
+        shape = (
+            preset_shape(preset)
+            if preset is not None
+            else explicit_shape(layers, heads, kv_heads, head_dim, d_model)
+        )
         shape = windowed(shape, window, no_window)
         count = tokens if tokens is not None else shape.context
         if count is None:
@@ -84,8 +90,11 @@ def kv_cache(
         # a window caps the bytes, not the count: bound the count itself too, or a number
         # of thousands of digits would be printed whole
         if count >= MAX_CACHE_BYTES:
-            raise InputError(field="--tokens", expected=f"fewer than {MAX_CACHE_BYTES:,}",
-                             found=f"a {len(str(count)):,}-digit number")  # fmt: skip
+            raise InputError(
+                field="--tokens",
+                expected=f"fewer than {MAX_CACHE_BYTES:,}",
+                found=f"a {len(str(count)):,}-digit number",
+            )
     name = preset or "your model"
 
     def document() -> dict[str, Any]:
@@ -131,13 +140,15 @@ def windowed(shape: Shape, window: int | None, no_window: bool) -> Shape:
     from attntrace.kernel.variants import MOST_POSITIONS
 
     if window < 1:
-        raise InputError(field="--window", expected="a whole number of tokens ≥ 1",
-                         found=str(window))  # fmt: skip
+        raise InputError(
+            field="--window", expected="a whole number of tokens ≥ 1", found=str(window)
+        )
     if window > MOST_POSITIONS:  # as a model file's window: longer than any sentence
         digits = len(str(window))  # typer parsed it: at most Python's 4,300 digits
         found = f"{window:,}" if digits <= 30 else f"a {digits:,}-digit number"
-        raise InputError(field="--window", expected=f"at most {MOST_POSITIONS:,} tokens",
-                         found=found)  # fmt: skip
+        raise InputError(
+            field="--window", expected=f"at most {MOST_POSITIONS:,} tokens", found=found
+        )
     return replace(shape, window=window)
 
 
@@ -147,41 +158,57 @@ def preset_shape(name: str) -> Shape:
     from attntrace.errors import InputError
 
     if name not in PRESETS:
-        raise InputError(field="--preset", expected=f"one of {', '.join(PRESETS)}",
-                         found=repr(name))  # fmt: skip
+        raise InputError(
+            field="--preset", expected=f"one of {', '.join(PRESETS)}", found=repr(name)
+        )
     return PRESETS[name]
 
 
 def explicit_shape(
-    layers: int | None, heads: int | None, kv_heads: int | None, head_dim: int | None,
+    layers: int | None,
+    heads: int | None,
+    kv_heads: int | None,
+    head_dim: int | None,
     d_model: int | None,
-) -> Shape:  # fmt: skip
+) -> Shape:
     """A shape from flags: layers and heads, with head_dim or d_model (head_dim = d_model /
     heads); kv_heads defaults to heads."""
     from attntrace.decode.kv_memory import Shape
     from attntrace.errors import InputError
 
     if layers is None or heads is None or (head_dim is None and d_model is None):
-        missing = [flag for flag, value in (("--layers", layers), ("--heads", heads)) if value
-                   is None] + (["--head-dim (or --d-model)"] if head_dim is d_model is None
-                               else [])  # fmt: skip
+        missing = [
+            flag for flag, value in (("--layers", layers), ("--heads", heads)) if value is None
+        ] + (["--head-dim (or --d-model)"] if head_dim is d_model is None else [])
         raise InputError(f"give --preset NAME, or the model's shape: missing {', '.join(missing)}")
     kv = heads if kv_heads is None else kv_heads
-    for flag, value in (("--layers", layers), ("--heads", heads), ("--kv-heads", kv),
-                        ("--head-dim", head_dim), ("--d-model", d_model)):  # fmt: skip
+    for flag, value in (
+        ("--layers", layers),
+        ("--heads", heads),
+        ("--kv-heads", kv),
+        ("--head-dim", head_dim),
+        ("--d-model", d_model),
+    ):
         if value is not None and value < 1:
             raise InputError(field=flag, expected="a whole number ≥ 1", found=str(value))
     if heads % kv:
-        raise InputError(field="--kv-heads", expected=f"a divisor of --heads ({heads})",
-                         found=str(kv))  # fmt: skip
+        raise InputError(
+            field="--kv-heads", expected=f"a divisor of --heads ({heads})", found=str(kv)
+        )
     if head_dim is not None and d_model is not None and d_model != heads * head_dim:
-        raise InputError(field="--d-model", expected=f"--heads × --head-dim = {heads} × "
-                         f"{head_dim} = {heads * head_dim}, or only one of the two",
-                         found=str(d_model))  # fmt: skip
+        raise InputError(
+            field="--d-model",
+            expected=f"--heads × --head-dim = {heads} × "
+            f"{head_dim} = {heads * head_dim}, or only one of the two",
+            found=str(d_model),
+        )
     if head_dim is None:
         d_model = d_model or 0  # given: the first check refused neither
         if d_model % heads:
-            raise InputError(field="--d-model", expected=f"a multiple of --heads ({heads}), so "
-                             "head_dim = d_model / heads is whole", found=str(d_model))  # fmt: skip
+            raise InputError(
+                field="--d-model",
+                expected=f"a multiple of --heads ({heads}), so head_dim = d_model / heads is whole",
+                found=str(d_model),
+            )
         head_dim = d_model // heads
     return Shape(layers, heads, kv, head_dim, d_model)

@@ -37,56 +37,82 @@ Sample = Annotated[
 # A real trained model's layer (issue 7).
 RealModelName = Annotated[
     str | None,
-    typer.Option("--model", "-m", metavar="NAME",
-                 help="A real trained model (see `attntrace models`).", show_default=False),
-]  # fmt: skip
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="NAME",
+        help="A real trained model (see `attntrace models`).",
+        show_default=False,
+    ),
+]
 # Edits to the model file or sample before it is traced (docs/check.md: the paths, the
 # values, the order).
 Edits = Annotated[
     list[str] | None,
-    typer.Option("--set", metavar="PATH=VALUE", show_default=False,
-                 help="Edit the model first (repeatable): WQ[0][1]=0.5, embeddings.cat=[1,0], "
-                 "causal=true."),
-]  # fmt: skip
+    typer.Option(
+        "--set",
+        metavar="PATH=VALUE",
+        show_default=False,
+        help="Edit the model first (repeatable): WQ[0][1]=0.5, embeddings.cat=[1,0], causal=true.",
+    ),
+]
 Layer = Annotated[
     int | None,
-    typer.Option(min=0, metavar="L", help="With --model: the layer to trace (default 0).",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        min=0, metavar="L", help="With --model: the layer to trace (default 0).", show_default=False
+    ),
+]
 Head = Annotated[
     int | None,
-    typer.Option(min=0, metavar="H", help="With --model: this head alone (default: all).",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        min=0, metavar="H", help="With --model: this head alone (default: all).", show_default=False
+    ),
+]
 # A model file's mask and context, overridden.
 Causal = Annotated[
     bool | None,
-    typer.Option("--causal/--no-causal",
-                 help="Mask later tokens (a decoder), overriding the model file.",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        "--causal/--no-causal",
+        help="Mask later tokens (a decoder), overriding the model file.",
+        show_default=False,
+    ),
+]
 Context = Annotated[
     str | None,
-    typer.Option(metavar="SENTENCE",
-                 help="Cross-attention: take K and V from this sentence (overrides the file)."),
-]  # fmt: skip
+    typer.Option(
+        metavar="SENTENCE",
+        help="Cross-attention: take K and V from this sentence (overrides the file).",
+    ),
+]
 # The dtype it is computed in (docs/kernels.md, "The casting rule").
 DType = Annotated[
     str | None,
-    typer.Option("--dtype", metavar="D", show_default=False,
-                 help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
-                 "rule (default float64)."),
-]  # fmt: skip
+    typer.Option(
+        "--dtype",
+        metavar="D",
+        show_default=False,
+        help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
+        "rule (default float64).",
+    ),
+]
 SoftmaxDType = Annotated[
     str | None,
-    typer.Option("--softmax-dtype", metavar="D", show_default=False,
-                 help="With --dtype: the softmax's dtype, float32 (default) or D itself."),
-]  # fmt: skip
+    typer.Option(
+        "--softmax-dtype",
+        metavar="D",
+        show_default=False,
+        help="With --dtype: the softmax's dtype, float32 (default) or D itself.",
+    ),
+]
 AccumulateFlag = Annotated[
     str | None,
-    typer.Option("--accumulate", metavar="WHERE", show_default=False,
-                 help="With --dtype: matrix products summed in float32 (default) or dtype."),
-]  # fmt: skip
+    typer.Option(
+        "--accumulate",
+        metavar="WHERE",
+        show_default=False,
+        help="With --dtype: matrix products summed in float32 (default) or dtype.",
+    ),
+]
 
 # By parameter name: a flag without a name of its own (Layer, Head, Context) is named
 # after it (layer -> --layer).
@@ -130,12 +156,22 @@ class ModelFlags:
         one model at most, --layer and --head only with --model, --set not with it (nor
         --causal or --context), and stdin not asked for both the model (``--config -``)
         and step mode's keys."""
-        given = [flag for flag, value in (("--config", self.config), ("--sample", self.sample),
-                 ("--model", self.real_model)) if value is not None]  # fmt: skip
+        given = [
+            flag
+            for flag, value in (
+                ("--config", self.config),
+                ("--sample", self.sample),
+                ("--model", self.real_model),
+            )
+            if value is not None
+        ]
         if len(given) > 1:
             usage(f"{given[0]} and {given[1]} both name a model: give one of them")
-        parts = [flag for flag, value in (("--layer", self.layer), ("--head", self.head))
-                 if value is not None]  # fmt: skip
+        parts = [
+            flag
+            for flag, value in (("--layer", self.layer), ("--head", self.head))
+            if value is not None
+        ]
         if self.real_model is None and parts:
             usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
         if self.real_model is not None and self.edits:

@@ -31,24 +31,29 @@ def objective_from_flags(
     refused (the objective then has no head)."""
     from attntrace.learning.objective import LOSS_KINDS, Objective
 
-    tokens = [flag for flag, value in (("--from", from_token), ("--to", to_token))
-              if value is not None]  # fmt: skip
+    tokens = [
+        flag for flag, value in (("--from", from_token), ("--to", to_token)) if value is not None
+    ]
     if loss is None:
         if tokens:
             loss = "attend"
         elif has_target:
             loss = "mse"
         else:
-            usage("choose a loss: --from TOKEN --to TOKEN (the attend loss), or --loss mse "
-                  "with a target: in the model file")  # fmt: skip
+            usage(
+                "choose a loss: --from TOKEN --to TOKEN (the attend loss), or --loss mse "
+                "with a target: in the model file"
+            )
     if loss not in LOSS_KINDS:
         usage(f"--loss: expected {' or '.join(LOSS_KINDS)}, got {loss!r}")
     if loss == "attend" and len(tokens) < 2:
         missing = "--to" if tokens == ["--from"] else "--from"
         usage(f"the attend loss needs both tokens: add {missing} TOKEN")
     if loss == "mse" and tokens:
-        usage(f"{' and '.join(tokens)} name the attend loss's tokens: --loss mse reads the "
-              "model's target instead")  # fmt: skip
+        usage(
+            f"{' and '.join(tokens)} name the attend loss's tokens: --loss mse reads the "
+            "model's target instead"
+        )
     if loss == "mse" and head is not None:
         if not head_elsewhere:
             usage("--head chooses the attend loss's head: --loss mse reads every head")
@@ -63,5 +68,4 @@ def check_head(head: int | None, heads: int) -> None:
     from attntrace.errors import InputError
 
     if head is not None and head >= heads:
-        raise InputError(field="--head", expected=f"a head from 0 to {heads - 1}",
-                         found=str(head))  # fmt: skip
+        raise InputError(field="--head", expected=f"a head from 0 to {heads - 1}", found=str(head))

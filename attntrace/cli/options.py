@@ -23,26 +23,40 @@ import typer
 # The loss of `grad` and `train` (docs/learning.md#the-losses).
 LossFlag = Annotated[
     str | None,
-    typer.Option("--loss", metavar="LOSS", show_default=False,
-                 help="attend (−log softmax[from, to]) or mse (against the model's target); "
-                 "default: attend with --from/--to, else mse with a target."),
-]  # fmt: skip
+    typer.Option(
+        "--loss",
+        metavar="LOSS",
+        show_default=False,
+        help="attend (−log softmax[from, to]) or mse (against the model's target); "
+        "default: attend with --from/--to, else mse with a target.",
+    ),
+]
 FromToken = Annotated[
     str | None,
-    typer.Option("--from", metavar="TOKEN", show_default=False,
-                 help="The attend loss's query token (a token, it#7, or an index)."),
-]  # fmt: skip
+    typer.Option(
+        "--from",
+        metavar="TOKEN",
+        show_default=False,
+        help="The attend loss's query token (a token, it#7, or an index).",
+    ),
+]
 # --head of grad and train: the attend loss's head (not `run --model`'s head to trace).
 LossHead = Annotated[
     int | None,
-    typer.Option("--head", min=0, metavar="H", show_default=False,
-                 help="The attend loss of head H alone (default: summed over every head)."),
-]  # fmt: skip
+    typer.Option(
+        "--head",
+        min=0,
+        metavar="H",
+        show_default=False,
+        help="The attend loss of head H alone (default: summed over every head).",
+    ),
+]
 ToToken = Annotated[
     str | None,
-    typer.Option("--to", metavar="TOKEN", show_default=False,
-                 help="The key token it should look at."),
-]  # fmt: skip
+    typer.Option(
+        "--to", metavar="TOKEN", show_default=False, help="The key token it should look at."
+    ),
+]
 # Display flags shared by `run` and `render`: none of them changes a number.
 Step = Annotated[
     bool, typer.Option("--step", metavar="", help="One stage per screen, with a prompt.")
@@ -60,9 +74,15 @@ Precision = Annotated[
 # --precision for the commands without --map (check, diff): tables only.
 TablePrecision = Annotated[
     int | None,
-    typer.Option("--precision", min=0, max=15, metavar="N",
-                 help="Digits after the point in the tables (default 4).", show_default=False),
-]  # fmt: skip
+    typer.Option(
+        "--precision",
+        min=0,
+        max=15,
+        metavar="N",
+        help="Digits after the point in the tables (default 4).",
+        show_default=False,
+    ),
+]
 FocusFlag = Annotated[
     str | None,
     typer.Option(
@@ -89,19 +109,26 @@ Overview = Annotated[
 MaxRows = Annotated[int, typer.Option(min=0, metavar="N", help="Rows shown per table (0: all).")]
 MaxCols = Annotated[
     int | None,
-    typer.Option(min=0, metavar="N", help="Columns shown per table (0: all; default: fit).",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="Columns shown per table (0: all; default: fit).",
+        show_default=False,
+    ),
+]
 MaxHeads = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),
 ]
 PageExport = Annotated[  # decode, flash, grad, check and diff: the explorer page only
     str | None,
-    typer.Option("--export", metavar="FILE",
-                 help="Also save the explorer page: one self-contained .html file.",
-                 show_default=False),
-]  # fmt: skip
+    typer.Option(
+        "--export",
+        metavar="FILE",
+        help="Also save the explorer page: one self-contained .html file.",
+        show_default=False,
+    ),
+]
 Export = Annotated[  # a str: a Path would make 'x.svg/' into x.svg and '' into '.'
     str | None,
     typer.Option(

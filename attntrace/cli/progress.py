@@ -22,8 +22,9 @@ def progress_after() -> float:
     (0: at once; inf: never)."""
     from attntrace.environment import env_number
 
-    return env_number(PROGRESS_AFTER_VARIABLE, PROGRESS_AFTER, 0, math.inf,
-                      "a number of seconds ≥ 0")  # fmt: skip
+    return env_number(
+        PROGRESS_AFTER_VARIABLE, PROGRESS_AFTER, 0, math.inf, "a number of seconds ≥ 0"
+    )
 
 
 @contextmanager

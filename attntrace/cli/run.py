@@ -81,21 +81,44 @@ def run(
     cast = arithmetic.cast()  # a dtype's flags are checked before anything is read
     if cast is not None and focus is not None:
         usage("--focus is float64's arithmetic by hand: it does not mix with --dtype")
-    display = [flag for flag, on in (("--step", step), ("--export", export is not None),
-               ("--focus", focus is not None), ("--map", map_view), ("--overview", overview))
-               if on]  # fmt: skip
+    display = [
+        flag
+        for flag, on in (
+            ("--step", step),
+            ("--export", export is not None),
+            ("--focus", focus is not None),
+            ("--map", map_view),
+            ("--overview", overview),
+        )
+        if on
+    ]
     if as_json and display:
         usage(f"--json writes the whole trace for programs: it does not mix with {display[0]}")
-    filters = [flag for flag, value in (("--stages", only_stages), ("--heads", only_heads))
-               if value is not None]  # fmt: skip
+    filters = [
+        flag
+        for flag, value in (("--stages", only_stages), ("--heads", only_heads))
+        if value is not None
+    ]
     if not as_json and filters:
         usage(f"{flags_choose(filters)} what --json writes: add --json")
     # --json never loads the renderers (nor Rich): the display flags are checked only
     # when something is displayed.
-    how = None if as_json else presentation(
-        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
-        max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
-    )  # fmt: skip
+    how = (
+        None
+        if as_json
+        else presentation(
+            precision=precision,
+            focus=focus,
+            map_view=map_view,
+            top=top,
+            overview=overview,
+            max_rows=max_rows,
+            max_cols=max_cols,
+            max_heads=max_heads,
+            step=step,
+            export=export,
+        )
+    )
     chosen.check(step=step)
     if chosen.head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
@@ -127,15 +150,21 @@ def json_filters(
     known = list(dict.fromkeys(trace.names))
     unknown = [name for name in names or [] if name not in known]
     if names == [] or unknown:  # no name at all (--stages ,) is quoted whole
-        raise InputError(field="--stages", expected=f"names from {', '.join(known)}",
-                         found=repr(unknown[0] if unknown else stages))  # fmt: skip
+        raise InputError(
+            field="--stages",
+            expected=f"names from {', '.join(known)}",
+            found=repr(unknown[0] if unknown else stages),
+        )
     numbers = None
     if heads is not None:
         parts = [p.strip() for p in heads.split(",") if p.strip()]
         last = trace.model.heads - 1
         if not all(p.isdecimal() and int(p) <= last for p in parts) or not parts:
-            raise InputError(field="--heads", expected=f"head numbers from 0 to {last}, "
-                             "comma-separated", found=repr(heads))  # fmt: skip
+            raise InputError(
+                field="--heads",
+                expected=f"head numbers from 0 to {last}, comma-separated",
+                found=repr(heads),
+            )
         numbers = sorted({int(p) for p in parts})  # 1,1 is head 1
     return names, numbers
 
@@ -160,9 +189,17 @@ def render(
     from attntrace.kernel.reading import read_stdin, read_text
 
     how = presentation(
-        precision=precision, focus=focus, map_view=map_view, top=top, overview=overview,
-        max_rows=max_rows, max_cols=max_cols, max_heads=max_heads, step=step, export=export,
-    )  # fmt: skip
+        precision=precision,
+        focus=focus,
+        map_view=map_view,
+        top=top,
+        overview=overview,
+        max_rows=max_rows,
+        max_cols=max_cols,
+        max_heads=max_heads,
+        step=step,
+        export=export,
+    )
     if step and source == "-":
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")
     name = "stdin" if source == "-" else source

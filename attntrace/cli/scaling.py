@@ -11,8 +11,13 @@ from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.options import json_flag
 
 # The core's names for its settings, as the command line spells them.
-_FLAGS = {"seed": "--seed", "keys": "--keys", "samples": "--samples", "max_dk": "--max-dk",
-          "samples × keys × max_dk": "--samples × --keys × --max-dk"}  # fmt: skip
+_FLAGS = {
+    "seed": "--seed",
+    "keys": "--keys",
+    "samples": "--samples",
+    "max_dk": "--max-dk",
+    "samples × keys × max_dk": "--samples × --keys × --max-dk",
+}
 
 
 def scaling(
@@ -51,8 +56,9 @@ def scaling(
             expected = error.expected
             if expected is not None:
                 expected = expected.replace(LOWER, "lower --samples, --keys or --max-dk")
-            raise InputError(error.message, field=field, expected=expected,
-                             found=error.found) from None  # fmt: skip
+            raise InputError(
+                error.message, field=field, expected=expected, found=error.found
+            ) from None
 
     def document() -> dict[str, object]:
         from attntrace.learning.scaling_json import scaling_to_dict

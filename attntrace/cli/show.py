@@ -99,8 +99,15 @@ def walk_steps(
     from attntrace.forward.views.step import run_steps
 
     with interrupted():
-        run_steps(console, trace, read_line, how.view, echo=not stdin_is_terminal(),
-                  prompt_console=prompt_console(), focus=focus)  # fmt: skip
+        run_steps(
+            console,
+            trace,
+            read_line,
+            how.view,
+            echo=not stdin_is_terminal(),
+            prompt_console=prompt_console(),
+            focus=focus,
+        )
 
 
 def recording_console(like: Console) -> Console:
@@ -109,9 +116,15 @@ def recording_console(like: Console) -> Console:
 
     from rich.console import Console
 
-    return Console(file=StringIO(), record=True, width=like.width, highlight=False,
-                   color_system=like.color_system, no_color=like.no_color,  # type: ignore[arg-type]
-                   force_terminal=like.is_terminal)  # fmt: skip
+    return Console(
+        file=StringIO(),
+        record=True,
+        width=like.width,
+        highlight=False,
+        color_system=like.color_system,  # type: ignore[arg-type]
+        no_color=like.no_color,
+        force_terminal=like.is_terminal,
+    )
 
 
 def save_export(console: Console, path: Path) -> None:

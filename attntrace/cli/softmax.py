@@ -92,8 +92,9 @@ def _online(row: list[float], as_json: bool, precision: int) -> None:
 
 # A number as a model file writes one (JSON's and YAML 1.2's form, ASCII digits): not
 # Python's float() alone, which also takes 1_000, ' 1' and Arabic-Indic digits.
-_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:inf|nan)",
-                     re.IGNORECASE)  # fmt: skip
+_NUMBER = re.compile(
+    r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:inf|nan)", re.IGNORECASE
+)
 
 
 def parse_values(words: Sequence[str]) -> list[float]:
@@ -112,12 +113,12 @@ def parse_values(words: Sequence[str]) -> list[float]:
                 "--precision N, --dtype D, --online; after --, every word is a value)"
             )
         if not _NUMBER.fullmatch(word):
-            raise InputError(field=f"value {position + 1}", expected="a number",
-                             found=quoted(word))  # fmt: skip
+            raise InputError(field=f"value {position + 1}", expected="a number", found=quoted(word))
         number = float(word)
         if not math.isfinite(number):
-            raise InputError(field=f"value {position + 1}", expected="a finite number",
-                             found=quoted(word))  # fmt: skip
+            raise InputError(
+                field=f"value {position + 1}", expected="a finite number", found=quoted(word)
+            )
         numbers.append(number)
     if not numbers:
         raise InputError(expected="at least one number (the scores of one row)", found="none")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 NotTaken = Annotated[
     str | None,
     typer.Option("--model", "-m", metavar="NAME", hidden=True, show_default=False),
-]  # fmt: skip
+]
 
 
 @model_flags("config sample real_model causal context edits")
@@ -105,8 +105,10 @@ def train(
     from attntrace.cli.prompts import interrupted, is_terminal
 
     if real_model is not None:
-        usage("--model: train takes model files and samples (--config, --sample), not a "
-              "real model (its weights are not retrained here)")  # fmt: skip
+        usage(
+            "--model: train takes model files and samples (--config, --sample), not a "
+            "real model (its weights are not retrained here)"
+        )
     chosen.check()
     if save is not None and save.strip() == "":
         usage("--save: expected a file name, got ''")
@@ -119,8 +121,9 @@ def train(
             from attntrace.modelfile.model_writer import check_destination
 
             check_destination(save)
-    objective = objective_from_flags(loss, from_token, to_token, head,
-                                     has_target=ready.spec.target is not None)  # fmt: skip
+    objective = objective_from_flags(
+        loss, from_token, to_token, head, has_target=ready.spec.target is not None
+    )
     with bad_input_fails():
         check_head(head, ready.spec.heads)
     to_train = [name.strip() for name in names.split(",") if name.strip()]
@@ -134,9 +137,19 @@ def train(
         from attntrace.learning.train import train as descend
 
         with bad_input_fails():
-            return descend(ready.spec, ready.tokens, ready.key_tokens, objective,
-                           names=to_train, steps=steps, lr=lr, init=init, seed=drawn,
-                           on_step=on_step, keep_rows=as_json)  # fmt: skip
+            return descend(
+                ready.spec,
+                ready.tokens,
+                ready.key_tokens,
+                objective,
+                names=to_train,
+                steps=steps,
+                lr=lr,
+                init=init,
+                seed=drawn,
+                on_step=on_step,
+                keep_rows=as_json,
+            )
 
     # Ctrl-C: the live display's line is ended; piped, nothing more is written (--json
     # writes its whole document or nothing; the table's lines printed so far stay).
@@ -159,21 +172,27 @@ def train(
         from attntrace.learning.views.train import PipedTraining, summary
 
         console = stdout_console()
-        parts = display.finish(training) if isinstance(display, PipedTraining) \
-            else summary(training, shown)  # fmt: skip
+        parts = (
+            display.finish(training)
+            if isinstance(display, PipedTraining)
+            else summary(training, shown)
+        )
         for part in parts:
             console.print(part)
         if save is not None:
             from attntrace.visible import visible
 
-            console.print(f"\nsaved the trained model to {visible(save)} "
-                          f"(attntrace run -c {visible(save)})", style="dim")  # fmt: skip
+            console.print(
+                f"\nsaved the trained model to {visible(save)} (attntrace run -c {visible(save)})",
+                style="dim",
+            )
 
     emit(as_json, document, view)
 
 
-def _display(steps: int, lr: float, init: str, seed: int, names: list[str],
-             view: View) -> LiveTraining | PipedTraining:  # fmt: skip
+def _display(
+    steps: int, lr: float, init: str, seed: int, names: list[str], view: View
+) -> LiveTraining | PipedTraining:
     """The live display where stdout is a terminal that redraws (not piped, not dumb);
     else the table, printed a line at a time as the steps are reached."""
     from attntrace.cli.pipes import stdout_console
@@ -196,11 +215,17 @@ def _save(training: Training, sentence: str | None, path: str) -> None:
 
     model = training.final
     what = ", ".join(training.names)
-    described = (f"{model.name} after {training.steps} steps of gradient descent on {what} "
-                 f"(lr {training.lr:g}, from {training.init} weights"
-                 f"{f', seed {training.seed}' if training.init == 'random' else ''}) toward "
-                 f"{training.loss.formula}.")  # fmt: skip
-    saved = replace(model, name=f"{model.name}-trained", description=described,
-                    sentence=sentence or model.sentence)  # fmt: skip
+    described = (
+        f"{model.name} after {training.steps} steps of gradient descent on {what} "
+        f"(lr {training.lr:g}, from {training.init} weights"
+        f"{f', seed {training.seed}' if training.init == 'random' else ''}) toward "
+        f"{training.loss.formula}."
+    )
+    saved = replace(
+        model,
+        name=f"{model.name}-trained",
+        description=described,
+        sentence=sentence or model.sentence,
+    )
     with bad_input_fails():
         save_model(saved, path)

@@ -35,9 +35,12 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
         if not low:
             return {}
         errors = run.errors[index]
-        return {"error": stage_error_to_dict(errors.output),
-                "projected_error": None if errors.projected is None
-                else stage_error_to_dict(errors.projected)}  # fmt: skip
+        return {
+            "error": stage_error_to_dict(errors.output),
+            "projected_error": None
+            if errors.projected is None
+            else stage_error_to_dict(errors.projected),
+        }
 
     return {
         "schema": DECODE_SCHEMA_ID,
@@ -105,8 +108,14 @@ def _first_overflow(run: Decode) -> dict[str, Any] | None:
     found = first_overflow(run)
     if found is None:
         return None
-    return {"t": found.t, "stage": found.stage, "row": found.row, "col": found.col,
-            "value": low_cell(found.value), "exact": low_cell(found.exact)}  # fmt: skip
+    return {
+        "t": found.t,
+        "stage": found.stage,
+        "row": found.row,
+        "col": found.col,
+        "value": low_cell(found.value),
+        "exact": low_cell(found.exact),
+    }
 
 
 def _lowp_cells(matrix: Matrix) -> Any:
@@ -168,10 +177,17 @@ def _window_parts(shape: Shape, tokens: int, batch: int, dtype: str) -> dict[str
     parts = window_parts(shape, tokens, batch, dtype)
     if parts is None:
         return {}
-    return {"window": {"tokens": shape.window, "local_layers": parts.local_layers,
-                       "tokens_per_local_layer": parts.held, "local_bytes": parts.local_bytes,
-                       "global_layers": parts.global_layers,
-                       "global_bytes": parts.global_bytes, "bytes": parts.total}}  # fmt: skip
+    return {
+        "window": {
+            "tokens": shape.window,
+            "local_layers": parts.local_layers,
+            "tokens_per_local_layer": parts.held,
+            "local_bytes": parts.local_bytes,
+            "global_layers": parts.global_layers,
+            "global_bytes": parts.global_bytes,
+            "bytes": parts.total,
+        }
+    }
 
 
 def presets_to_dict() -> dict[str, Any]:
@@ -181,10 +197,17 @@ def presets_to_dict() -> dict[str, Any]:
     return {
         "schema": "attntrace/kv-cache-presets/v1",
         "presets": [
-            {"name": name, "layers": shape.layers, "heads": shape.heads,
-             "kv_heads": shape.kv_heads, "head_dim": shape.head_dim, "d_model": shape.d_model,
-             "context": shape.context, "attention": shape.attention,
-             **_window_shape(shape)}
+            {
+                "name": name,
+                "layers": shape.layers,
+                "heads": shape.heads,
+                "kv_heads": shape.kv_heads,
+                "head_dim": shape.head_dim,
+                "d_model": shape.d_model,
+                "context": shape.context,
+                "attention": shape.attention,
+                **_window_shape(shape),
+            }
             for name, shape in PRESETS.items()
         ],
-    }  # fmt: skip
+    }

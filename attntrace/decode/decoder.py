@@ -225,8 +225,9 @@ def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             keys, values = tuple(cache.keys), tuple(cache.values)
             # each head's one query row against its K/V head's cache: [1, d_k], [rows, d_k],
             # [rows, d_v] -> [1, d_v]
-            attended = attend_cache(model, attention, q, keys, values, cache.positions, t,
-                                    kv_head_of, lambda m: m)  # fmt: skip
+            attended = attend_cache(
+                model, attention, q, keys, values, cache.positions, t, kv_head_of, lambda m: m
+            )
             output = np.concatenate([a.output for a in attended])  # [heads, d_v]
             # [heads·d_v] · [heads·d_v, d_model] + [d_model] -> [d_model], with WO
             projected = (
@@ -236,20 +237,34 @@ def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:
             )
             steps.append(
                 DecodeStep(
-                    t=t, token=token, x=x, q=q, k=k, v=v, keys=keys, values=values,
-                    output=output, projected=projected,
-                    costs=step_costs(model, t, cache.length), cache_bytes=cache.bytes,
-                    positions=cache.positions, dropped=dropped, **stacked(attended),
+                    t=t,
+                    token=token,
+                    x=x,
+                    q=q,
+                    k=k,
+                    v=v,
+                    keys=keys,
+                    values=values,
+                    output=output,
+                    projected=projected,
+                    costs=step_costs(model, t, cache.length),
+                    cache_bytes=cache.bytes,
+                    positions=cache.positions,
+                    dropped=dropped,
+                    **stacked(attended),
                 )
-            )  # fmt: skip
+            )
             decoding.advance()
     deltas, bounds = _compared(steps, full, model)
     return Decode(
-        model, words, tuple(steps), full,
+        model,
+        words,
+        tuple(steps),
+        full,
         max_delta=max(float(d.max()) for d in deltas),
         bound=max(float(b.max()) for b in bounds),
         matches=all(bool(np.all(d <= b)) for d, b in zip(deltas, bounds, strict=True)),
-    )  # fmt: skip
+    )
 
 
 def _compared(

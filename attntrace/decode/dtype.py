@@ -50,8 +50,9 @@ def decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
             dropped = make_room(model, cache, t)
             cache.append(k, v, t)
             keys, values = tuple(cache.keys), tuple(cache.values)
-            attended = attend_cache(model, cast.attention, q, keys, values, cache.positions, t,
-                                    kv_head_of, cast.round)  # fmt: skip
+            attended = attend_cache(
+                model, cast.attention, q, keys, values, cache.positions, t, kv_head_of, cast.round
+            )
             rows = stacked(attended)
             weights = rows["weights"]  # [heads, rows]
             output = np.concatenate([a.output for a in attended])  # [heads, d_v]
@@ -62,17 +63,32 @@ def decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
             )
             steps.append(
                 DecodeStep(
-                    t=t, token=token, x=x[0], q=q, k=k, v=v, keys=keys, values=values,
-                    output=output, projected=projected, costs=twin.costs,
-                    cache_bytes=cache.bytes, positions=cache.positions, dropped=dropped,
+                    t=t,
+                    token=token,
+                    x=x[0],
+                    q=q,
+                    k=k,
+                    v=v,
+                    keys=keys,
+                    values=values,
+                    output=output,
+                    projected=projected,
+                    costs=twin.costs,
+                    cache_bytes=cache.bytes,
+                    positions=cache.positions,
+                    dropped=dropped,
                     **rows,
                 )
-            )  # fmt: skip
-            errors.append(StepErrors(
-                stage_error(weights, twin.weights), stage_error(output, twin.output),
-                None if projected is None or twin.projected is None
-                else stage_error(projected, twin.projected),
-            ))  # fmt: skip
+            )
+            errors.append(
+                StepErrors(
+                    stage_error(weights, twin.weights),
+                    stage_error(output, twin.output),
+                    None
+                    if projected is None or twin.projected is None
+                    else stage_error(projected, twin.projected),
+                )
+            )
             task.advance()
     outputs, full_projected = _full_in(model, words, cast)
     decoded = [np.stack([s.output for s in steps], axis=1)]  # [heads, n, d_v]
@@ -85,11 +101,16 @@ def decode_in(model: ModelSpec, exact: Decode, cast: Cast) -> Decode:
     deltas = [np.abs(a[f] - b[f]) for a, b, f in zip(decoded, whole, both, strict=True)]
     differing = sum(int(np.count_nonzero(~s)) for s in same)
     return replace(
-        exact, steps=tuple(steps),
+        exact,
+        steps=tuple(steps),
         max_delta=max((float(d.max()) for d in deltas if d.size), default=0.0),
-        bound=0.0, matches=differing == 0, cast=cast, reference=exact, errors=tuple(errors),
+        bound=0.0,
+        matches=differing == 0,
+        cast=cast,
+        reference=exact,
+        errors=tuple(errors),
         differing=differing,
-    )  # fmt: skip
+    )
 
 
 def _same(a: Matrix, b: Matrix) -> npt.NDArray[np.bool_]:
@@ -148,6 +169,7 @@ def first_overflow(run: Decode) -> Overflow | None:
             fresh = fresh_cells(low, exact)
             if fresh.any():
                 row, col = (int(i) for i in np.argwhere(fresh)[0])
-                return Overflow(step.t, name, row, col, float(low[row, col]),
-                                float(exact[row, col]))  # fmt: skip
+                return Overflow(
+                    step.t, name, row, col, float(low[row, col]), float(exact[row, col])
+                )
     return None

@@ -147,8 +147,9 @@ Turn = Callable[[Matrix, "npt.NDArray[np.int64]", float, str], Matrix]
 Attend = Callable[..., Attention]
 
 
-def prepared(model: ModelSpec, q: Matrix, k: Matrix, t: int, norm: Norm,
-             turn: Turn) -> tuple[Matrix, Matrix]:  # fmt: skip
+def prepared(
+    model: ModelSpec, q: Matrix, k: Matrix, t: int, norm: Norm, turn: Turn
+) -> tuple[Matrix, Matrix]:
     """The new token's q [heads, d_k] and k [kv_heads, d_k] as the scores read them: each
     row RMS-normed first (QK-norm), then turned by RoPE at position t, the full trace's
     order (docs/variants.md; transformers' ``Gemma3Attention.forward``)."""
@@ -196,18 +197,23 @@ def attend_cache(
     past it) and the sink logit."""
     variants = model.variants
     here = np.array([t])
-    mask = masks.hidden(here, positions, causal=True, window=variants.window,
-                        sinks=variants.sinks)  # fmt: skip
+    mask = masks.hidden(here, positions, causal=True, window=variants.window, sinks=variants.sinks)
     slopes = variants.slopes(model.heads) if model.position_kind == "alibi" else None
     sinks = variants.sink_logits(model.heads)
     return [
-        attend(q[h : h + 1], keys[kv_head_of(h)], values[kv_head_of(h)],
-               mask=mask if mask.any() else None,
-               bias=None if slopes is None
-               else round_bias(masks.alibi_bias(here, positions, slopes[h])),
-               softcap=variants.softcap, sink_logit=None if sinks is None else sinks[h])
+        attend(
+            q[h : h + 1],
+            keys[kv_head_of(h)],
+            values[kv_head_of(h)],
+            mask=mask if mask.any() else None,
+            bias=None
+            if slopes is None
+            else round_bias(masks.alibi_bias(here, positions, slopes[h])),
+            softcap=variants.softcap,
+            sink_logit=None if sinks is None else sinks[h],
+        )
         for h in range(model.heads)
-    ]  # fmt: skip
+    ]
 
 
 def stacked(attended: Sequence[Attention]) -> dict[str, Any]:
@@ -218,5 +224,11 @@ def stacked(attended: Sequence[Attention]) -> dict[str, Any]:
         parts = [getattr(a, name) for a in attended]
         return None if parts[0] is None else np.concatenate(parts)
 
-    return {"scores": rows("scores"), "scaled": rows("scaled"), "weights": rows("softmax"),
-            "biased": rows("biased"), "capped": rows("capped"), "sink": rows("sink")}  # fmt: skip
+    return {
+        "scores": rows("scores"),
+        "scaled": rows("scaled"),
+        "weights": rows("softmax"),
+        "biased": rows("biased"),
+        "capped": rows("capped"),
+        "sink": rows("sink"),
+    }

@@ -148,10 +148,14 @@ def variants(shape: Shape, tokens: int, batch: int, dtype: str) -> list[Variant]
         kinds.append(("GQA", shape.kv_heads))
     kinds.append(("MQA", 1))
     return [
-        Variant(f"{kind} (this model)" if kv == shape.kv_heads else kind, kv,
-                kv_cache_bytes(shape, kv, tokens, batch, dtype), kv == shape.kv_heads)
+        Variant(
+            f"{kind} (this model)" if kv == shape.kv_heads else kind,
+            kv,
+            kv_cache_bytes(shape, kv, tokens, batch, dtype),
+            kv == shape.kv_heads,
+        )
         for kind, kv in kinds
-    ]  # fmt: skip
+    ]
 
 
 def human_bytes(count: int) -> str:

@@ -74,14 +74,24 @@ def decode_bounds(model: ModelSpec, full: Trace) -> tuple[Matrix, Matrix | None]
             q, k = _turned(*q, model.rope_pairing), _turned(*k, model.rope_pairing)
         weights = np.abs(full.stage("softmax", head=h).data)
         scaled = full.softmax_input(h).data  # what the exps were taken of (−∞: masked)
-        outputs.append(_attention_error(q, k, v, weights, scaled, model.d_k,
-                                        _logit_rounding(model, full, h),
-                                        _sink(model, full, h)))  # fmt: skip
+        outputs.append(
+            _attention_error(
+                q,
+                k,
+                v,
+                weights,
+                scaled,
+                model.d_k,
+                _logit_rounding(model, full, h),
+                _sink(model, full, h),
+            )
+        )
     heads = np.stack(outputs)  # [heads, n, d_v]: one computation's error
     projected = None
     if model.WO is not None:
-        concat = np.abs(np.concatenate([full.stage("output", head=h).data
-                                        for h in range(model.heads)], axis=1))  # fmt: skip
+        concat = np.abs(
+            np.concatenate([full.stage("output", head=h).data for h in range(model.heads)], axis=1)
+        )
         errors = np.concatenate(list(heads), axis=1)  # [n, heads·d_v]
         WO = np.abs(model.WO)
         terms = concat @ WO
@@ -134,8 +144,10 @@ def _logit_rounding(model: ModelSpec, full: Trace, h: int) -> Matrix | None:
     if variants.softcap is not None:
         before = "biased" if added is not None else "scaled"
         capped = np.abs(full.stage("capped", head=h).data)
-        cap = (UNIT_ROUNDOFF * np.abs(full.stage(before, head=h).data)
-               + (ELEMENTARY + 2 * UNIT_ROUNDOFF) * capped)  # fmt: skip
+        cap = (
+            UNIT_ROUNDOFF * np.abs(full.stage(before, head=h).data)
+            + (ELEMENTARY + 2 * UNIT_ROUNDOFF) * capped
+        )
         added = cap if added is None else added + cap
     return added
 

@@ -40,13 +40,22 @@ class Arithmetic(Protocol):
     def round(self, values: npt.ArrayLike) -> Matrix: ...  # a stored matrix, as held
     def add(self, a: npt.ArrayLike, b: npt.ArrayLike) -> Matrix: ...
     def linear(self, x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix: ...
-    def rope(self, rows: Matrix, positions: npt.NDArray[np.int64], base: float,
-             pairing: str = "half") -> Matrix: ...  # fmt: skip
+    def rope(
+        self, rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+    ) -> Matrix: ...
     def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix: ...
-    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False,
-                  mask: Mask | None = None, bias: Matrix | None = None,
-                  softcap: float | None = None,
-                  sink_logit: float | None = None) -> Attention: ...  # fmt: skip
+    def attention(
+        self,
+        Q: Matrix,
+        K: Matrix,
+        V: Matrix,
+        *,
+        causal: bool = False,
+        mask: Mask | None = None,
+        bias: Matrix | None = None,
+        softcap: float | None = None,
+        sink_logit: float | None = None,
+    ) -> Attention: ...
 
 
 class _Exact:
@@ -62,19 +71,29 @@ class _Exact:
     def linear(self, x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix:
         return ops.linear(x, w, b)
 
-    def rope(self, rows: Matrix, positions: npt.NDArray[np.int64], base: float,
-             pairing: str = "half") -> Matrix:  # fmt: skip
+    def rope(
+        self, rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+    ) -> Matrix:
         return ops.rope(rows, positions, base, pairing)
 
     def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix:
         return ops.rms_norm(rows, weight, eps)
 
-    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False,
-                  mask: Mask | None = None, bias: Matrix | None = None,
-                  softcap: float | None = None,
-                  sink_logit: float | None = None) -> Attention:  # fmt: skip
-        return ops.attention(Q, K, V, causal=causal, mask=mask, bias=bias, softcap=softcap,
-                             sink_logit=sink_logit)  # fmt: skip
+    def attention(
+        self,
+        Q: Matrix,
+        K: Matrix,
+        V: Matrix,
+        *,
+        causal: bool = False,
+        mask: Mask | None = None,
+        bias: Matrix | None = None,
+        softcap: float | None = None,
+        sink_logit: float | None = None,
+    ) -> Attention:
+        return ops.attention(
+            Q, K, V, causal=causal, mask=mask, bias=bias, softcap=softcap, sink_logit=sink_logit
+        )
 
 
 EXACT: Arithmetic = _Exact()
@@ -139,14 +158,30 @@ def computed_block(
 
     with np.errstate(over="ignore", invalid="ignore"):
         X = _inputs(model, query_tokens, record, calc, context=False)
-        X_keys = (X if context_tokens is None
-                  else _inputs(model, key_tokens, record, calc, context=True))  # fmt: skip
+        X_keys = (
+            X if context_tokens is None else _inputs(model, key_tokens, record, calc, context=True)
+        )
         n, m = len(query_tokens), len(key_tokens)
         variants = model.variants
-        mask = (masks.hidden(np.arange(n), np.arange(m), causal=True, window=variants.window,
-                             sinks=variants.sinks) if model.causal else None)  # fmt: skip
-        rows = _Rows(X, X_keys, "X" if context_tokens is None else "X_context",
-                     query_tokens, key_tokens, mask)  # fmt: skip
+        mask = (
+            masks.hidden(
+                np.arange(n),
+                np.arange(m),
+                causal=True,
+                window=variants.window,
+                sinks=variants.sinks,
+            )
+            if model.causal
+            else None
+        )
+        rows = _Rows(
+            X,
+            X_keys,
+            "X" if context_tokens is None else "X_context",
+            query_tokens,
+            key_tokens,
+            mask,
+        )
         outputs = [_head(model, info, h, rows, record, calc) for h in range(model.heads)]
         block = outputs[0]
         if model.heads > 1:
@@ -162,9 +197,13 @@ def computed_block(
             block_name = "concat" if model.heads > 1 else "output"
             bO = model.bias("bO")
             # [n, heads·d_v] · [heads·d_v, d_model] + [d_model] -> [n, d_model]
-            record.add("projected", f"projected = {block_name} · WO{_plus(bO, 'bO')}",
-                       calc.linear(block, model.WO, bO), query_tokens,
-                       dims(model.d_model))  # fmt: skip
+            record.add(
+                "projected",
+                f"projected = {block_name} · WO{_plus(bO, 'bO')}",
+                calc.linear(block, model.WO, bO),
+                query_tokens,
+                dims(model.d_model),
+            )
 
     return Trace(
         model=info,
@@ -207,21 +246,39 @@ def _inputs(
     labels = dims(model.d_model)
     if model.given is not None and not context:
         if model.given.X.shape[0] != len(tokens):
-            raise InputError(field="X", expected=f"{len(tokens)} rows (one per token)",
-                             found=str(model.given.X.shape[0]))  # fmt: skip
+            raise InputError(
+                field="X",
+                expected=f"{len(tokens)} rows (one per token)",
+                found=str(model.given.X.shape[0]),
+            )
         return record.add("X", model.given.formula, calc.round(model.given.X), tokens, labels)
     embedded = calc.round(model.embed(tokens, field))  # [n, d_model]
     if model.positions is None or model.position_kind in ("rope", "alibi"):  # on Q, K, scores
         return record.add(f"X{suffix}", f"X{suffix} = embeddings", embedded, tokens, labels)
     positions = calc.round(_positions_for(model, len(tokens), context))
-    record.add(f"embeddings{suffix}", f"embeddings{suffix} = rows of the embedding table",
-               embedded, tokens, labels)  # fmt: skip
+    record.add(
+        f"embeddings{suffix}",
+        f"embeddings{suffix} = rows of the embedding table",
+        embedded,
+        tokens,
+        labels,
+    )
     kind = "sinusoidal" if model.position_kind == "sinusoidal" else "learned"
-    record.add(f"positions{suffix}", f"positions{suffix} = {kind} PE, a row per position",
-               positions, tokens, labels)  # fmt: skip
+    record.add(
+        f"positions{suffix}",
+        f"positions{suffix} = {kind} PE, a row per position",
+        positions,
+        tokens,
+        labels,
+    )
     # [n, d_model] + [n, d_model] -> [n, d_model]
-    return record.add(f"X{suffix}", f"X{suffix} = embeddings + positions",
-                      calc.add(embedded, positions), tokens, labels)  # fmt: skip
+    return record.add(
+        f"X{suffix}",
+        f"X{suffix} = embeddings + positions",
+        calc.add(embedded, positions),
+        tokens,
+        labels,
+    )
 
 
 def _positions_for(model: ModelSpec, n: int, context: bool) -> Matrix:
@@ -268,31 +325,41 @@ def _head(
     normed = None
     if variants.qk_norm:  # each row RMS-normed, before RoPE (Gemma 3's order)
         eps = variants.qk_norm_eps
-        normed = (calc.rms_norm(Q, variants.q_norm, eps),  # [n, d_k] -> [n, d_k]
-                  calc.rms_norm(K, variants.k_norm, eps))  # fmt: skip
+        normed = (
+            calc.rms_norm(Q, variants.q_norm, eps),  # [n, d_k] -> [n, d_k]
+            calc.rms_norm(K, variants.k_norm, eps),
+        )
     q_in, k_in = normed or (Q, K)
     turned = None
     if model.position_kind == "rope":  # each row turned by its position's angles
         base, pairing = model.rope_base, model.rope_pairing
-        turned = (calc.rope(q_in, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
-                  calc.rope(k_in, np.arange(len(K)), base, pairing))  # fmt: skip
+        turned = (
+            calc.rope(q_in, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
+            calc.rope(k_in, np.arange(len(K)), base, pairing),
+        )
     n, m = len(Q), len(K)
     alibi = None
     if model.position_kind == "alibi":  # [n, m]: −m_h · |i − j|
         slope = variants.slopes(model.heads)[h]
         alibi = calc.round(masks.alibi_bias(np.arange(n), np.arange(m), slope))
     sinks = variants.sink_logits(model.heads)
-    head = calc.attention(*(turned or (q_in, k_in)), V, mask=rows.mask, bias=alibi,
-                          softcap=variants.softcap,
-                          sink_logit=None if sinks is None else sinks[h])  # fmt: skip
+    head = calc.attention(
+        *(turned or (q_in, k_in)),
+        V,
+        mask=rows.mask,
+        bias=alibi,
+        softcap=variants.softcap,
+        sink_logit=None if sinks is None else sinks[h],
+    )
 
     # The stages in trace order, each with its formula. Columns over dimensions are
     # labelled by where they sit in the model's matrices: d2, d3 for head 1's Q of d_k 2.
     queries, keys, d_k, d_v = rows.query_tokens, rows.key_tokens, model.d_k, model.d_v
     q_dims, k_dims, v_dims = dims(d_k, h * d_k), dims(d_k, g * d_k), dims(d_v, g * d_v)
 
-    def add(name: str, formula: str, data: Matrix, on: tuple[str, ...],
-            cols: tuple[str, ...]) -> None:  # fmt: skip
+    def add(
+        name: str, formula: str, data: Matrix, on: tuple[str, ...], cols: tuple[str, ...]
+    ) -> None:
         record.add(name, formula, data, on, cols, head=h, kv_head=g)
 
     add("Q", f"Q = X · WQ{_plus(bQ, 'bQ')}", Q, queries, q_dims)
@@ -304,8 +371,14 @@ def _head(
             ("K", normed[1], variants.k_norm, keys, k_dims),
         ):
             times = f" · {name.lower()}_norm" if weight is not None else ""
-            add(f"{name}_norm", f"{name}_norm = RMSNorm({name}){times}: each row / "
-                f"√(mean(row²) + {variants.qk_norm_eps:g})", data, on, cols)  # fmt: skip
+            add(
+                f"{name}_norm",
+                f"{name}_norm = RMSNorm({name}){times}: each row / "
+                f"√(mean(row²) + {variants.qk_norm_eps:g})",
+                data,
+                on,
+                cols,
+            )
     if turned:
         # the default pairing goes unsaid (the formulas read as they always have)
         neighbours = ", neighbours paired" if model.rope_pairing == "interleaved" else ""
@@ -354,12 +427,23 @@ def _add_attention(
     # with a sink logit s, M = max(row max, s) (the captions say so): short enough that
     # the title and its shape fit one line of 80 columns
     x = info.softmax_source
-    add("softmax", f"softmax = exp({x} − M) / (Σ exp({x} − M) + exp(s − M))"
-        if head.sink is not None else f"softmax = exp({x} − row max) / row sum",
-        head.softmax, queries, keys)  # fmt: skip
+    add(
+        "softmax",
+        f"softmax = exp({x} − M) / (Σ exp({x} − M) + exp(s − M))"
+        if head.sink is not None
+        else f"softmax = exp({x} − row max) / row sum",
+        head.softmax,
+        queries,
+        keys,
+    )
     if head.sink is not None and sink_logit is not None:
-        add("sink", f"sink = exp(s − M) / the same sum, s = {sink_logit:g}: weight that "
-            "passes no value", head.sink, queries, ("sink",))  # fmt: skip
+        add(
+            "sink",
+            f"sink = exp(s − M) / the same sum, s = {sink_logit:g}: weight that passes no value",
+            head.sink,
+            queries,
+            ("sink",),
+        )
     # labelled by where the head's columns go in concat: d0..d_v-1 for head 0, ...
     d_v = model.d_v
     add("output", "output = softmax · V", head.output, queries, dims(d_v, h * d_v))

@@ -25,8 +25,20 @@ from attntrace.kernel.trace import Stage, Trace
 from attntrace.visible import quoted
 
 # Stages before softmax, whose overflow reaches softmax's rows (inf − inf is NaN).
-_BEFORE_SOFTMAX = ("Q", "Q_norm", "Q_rope", "K", "K_norm", "K_rope", "scores", "scaled",
-                   "alibi", "biased", "capped", "masked")  # fmt: skip
+_BEFORE_SOFTMAX = (
+    "Q",
+    "Q_norm",
+    "Q_rope",
+    "K",
+    "K_norm",
+    "K_rope",
+    "scores",
+    "scaled",
+    "alibi",
+    "biased",
+    "capped",
+    "masked",
+)
 
 
 def trace_low(
@@ -40,8 +52,10 @@ def trace_low(
     if cast.exact:
         return reference
     low = computed_block(model, tokens, context, arithmetic=cast, refuse=False)
-    errors = {(s.name, s.head): stage_error(s.data, r.data)
-              for s, r in zip(low.stages, reference.stages, strict=True)}  # fmt: skip
+    errors = {
+        (s.name, s.head): stage_error(s.data, r.data)
+        for s, r in zip(low.stages, reference.stages, strict=True)
+    }
     overflowed = any(error.overflowed for error in errors.values())  # else nothing to find
     first = first_overflow(low, reference, cast) if overflowed else None
     record = LowPrecision(cast, errors, first)
@@ -51,8 +65,15 @@ def trace_low(
 
 def _rounded(stage: Stage, cast: Cast) -> Stage:
     """A learned matrix as the dtype holds it (a checkpoint cast to it)."""
-    return Stage(stage.name, stage.formula, stage.rows, stage.cols, cast.round(stage.data),
-                 head=stage.head, kv_head=stage.kv_head)  # fmt: skip
+    return Stage(
+        stage.name,
+        stage.formula,
+        stage.rows,
+        stage.cols,
+        cast.round(stage.data),
+        head=stage.head,
+        kv_head=stage.kv_head,
+    )
 
 
 def first_overflow(low: Trace, reference: Trace, cast: Cast) -> Overflow | None:
@@ -81,8 +102,10 @@ def _explained(stage: Stage, i: int, j: int, exact: float, trace: Trace, cast: C
     shown = amount(exact) if np.isfinite(exact) else "past float64's range"
     if np.isnan(value):
         top = amount(precision.largest(cast.accumulates_in))
-        why = (f"is NaN in {cast.dtype}: a running sum passed {top} and met an infinity "
-               "of the other sign (inf − inf)")  # fmt: skip
+        why = (
+            f"is NaN in {cast.dtype}: a running sum passed {top} and met an infinity "
+            "of the other sign (inf − inf)"
+        )
     else:
         into = cast.accumulates_in if stage.name in _PRODUCTS else None
         why = why_infinite(value, exact, cast.dtype, into)

@@ -146,8 +146,12 @@ def _as_a_word_without_case(token: str, which: str) -> bool:
 
 # How a token given by name is matched, first rule with a match first.
 _MATCHING_RULES: tuple[Callable[[str, str], bool], ...] = (
-    _exactly, _canonically, _as_a_word, _without_case, _as_a_word_without_case
-)  # fmt: skip
+    _exactly,
+    _canonically,
+    _as_a_word,
+    _without_case,
+    _as_a_word_without_case,
+)
 
 
 def resolve_focus(trace: Trace, which: str) -> tuple[int, str]:
@@ -186,8 +190,7 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     if not matches:
         token, _, position = which.rpartition("#")  # ##ing#4: the last # numbers it
         at = int(position) if re.fullmatch(r"[0-9]+", position) else None
-        if at is not None and at < len(tokens) and any(rule(tokens[at], token)
-                                                       for rule in rules):  # fmt: skip
+        if at is not None and at < len(tokens) and any(rule(tokens[at], token) for rule in rules):
             return at, ""  # a table label, typed otherwise: The#7
         candidates = ([i for i, t in enumerate(tokens) if rule(t, which)] for rule in rules)
         matches = next((found for found in candidates if found), [])
@@ -239,10 +242,11 @@ def focus_at(trace: Trace, index: int, head: int = 0, note: str = "") -> Focus:
     window, sinks = model.variants.window, model.variants.sinks
     cross = trace.context_tokens is not None
     why = tuple(
-        None if cross else masks.why_hidden(index, j, causal=model.causal, window=window,
-                                            sinks=sinks)
+        None
+        if cross
+        else masks.why_hidden(index, j, causal=model.causal, window=window, sinks=sinks)
         for j in range(len(keys))
-    )  # fmt: skip
+    )
     kept = tuple(masks.kept_as_sink(index, j, window=window, sinks=sinks) for j in range(len(keys)))
     return Focus(
         index=index,

@@ -53,8 +53,12 @@ def _trace(document: Any) -> Trace:
     schema = document.get("schema")
     if schema != SCHEMA_ID:
         found = describe(schema) if schema is not None else "no schema field"
-        raise InputError("not a trace this version can read", field="schema",
-                         expected=repr(SCHEMA_ID), found=found)  # fmt: skip
+        raise InputError(
+            "not a trace this version can read",
+            field="schema",
+            expected=repr(SCHEMA_ID),
+            found=found,
+        )
     model = fields.mapping(document.get("model"), "model", "an object with the model's sizes")
     d_k = fields.whole(model.get("d_k"), "model.d_k")
     heads = fields.whole(model.get("heads", 1), "model.heads", most=MAX_HEADS)
@@ -110,8 +114,12 @@ def _rope_pairing(model: Mapping[str, Any]) -> str | None:
     rope trace carries one, and a trace saved before the field existed was ``half``."""
     if model.get("positions") != "rope":
         return None
-    return fields.choice(model.get("rope_pairing", "half"), "model.rope_pairing", ROPE_PAIRINGS,
-                         "half or interleaved")  # fmt: skip
+    return fields.choice(
+        model.get("rope_pairing", "half"),
+        "model.rope_pairing",
+        ROPE_PAIRINGS,
+        "half or interleaved",
+    )
 
 
 def _heads_traced(value: Any, model: ModelInfo) -> list[int]:
@@ -119,11 +127,17 @@ def _heads_traced(value: Any, model: ModelInfo) -> list[int]:
     if value is None:
         return list(range(model.heads))
     last = model.heads - 1
-    if (not isinstance(value, list) or not value or len(set(value)) != len(value)
-            or not all(isinstance(h, int) and not isinstance(h, bool) and 0 <= h <= last
-                       for h in value)):  # fmt: skip
-        raise InputError(field="heads_traced", expected=f"distinct head numbers from 0 to "
-                         f"{last}", found=describe(value))  # fmt: skip
+    if (
+        not isinstance(value, list)
+        or not value
+        or len(set(value)) != len(value)
+        or not all(isinstance(h, int) and not isinstance(h, bool) and 0 <= h <= last for h in value)
+    ):
+        raise InputError(
+            field="heads_traced",
+            expected=f"distinct head numbers from 0 to {last}",
+            found=describe(value),
+        )
     return sorted(value)
 
 
@@ -136,13 +150,16 @@ def _stage(value: Any, field: str, *, weight: bool = False, low: bool = False) -
     shape = stage.get("shape")
     if shape is not None and shape != [len(rows), len(cols)]:  # written by run --json
         # compared with the list expected, a short list is shown as written: [2, 3]
-        raise InputError(field=f"{field}.shape", expected=f"[{len(rows)}, {len(cols)}] (its "
-                         "rows and cols)", found=repr(shape) if isinstance(shape, list)
-                         and len(shape) <= 4 else describe(shape))  # fmt: skip
+        raise InputError(
+            field=f"{field}.shape",
+            expected=f"[{len(rows)}, {len(cols)}] (its rows and cols)",
+            found=repr(shape) if isinstance(shape, list) and len(shape) <= 4 else describe(shape),
+        )
     head = fields.optional_whole(stage.get("head"), f"{field}.head")
     kv_head = fields.optional_whole(stage.get("kv_head"), f"{field}.kv_head")
-    formula = (weight_title(name) if weight
-               else fields.text(stage.get("formula"), f"{field}.formula"))  # fmt: skip
+    formula = (
+        weight_title(name) if weight else fields.text(stage.get("formula"), f"{field}.formula")
+    )
     return Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head)
 
 
@@ -154,19 +171,26 @@ def _matrix(value: Any, field: str, rows: int, cols: int, *, low: bool = False) 
     (``low``), ``"inf"`` and ``"nan"`` are cells that overflowed."""
     matrix = fields.items(value, field)
     if len(matrix) != rows:
-        raise InputError(field=field, expected=f"{rows} rows (one per label)",
-                         found=describe(len(matrix)))  # fmt: skip
+        raise InputError(
+            field=field, expected=f"{rows} rows (one per label)", found=describe(len(matrix))
+        )
     out = np.empty((rows, cols), dtype=np.float64)
     for i, row in enumerate(matrix):
         cells = fields.items(row, f"{field}[{i}]")
         if len(cells) != cols:
-            raise InputError(field=f"{field}[{i}]", expected=f"{cols} numbers",
-                             found=describe(len(cells)))  # fmt: skip
+            raise InputError(
+                field=f"{field}[{i}]", expected=f"{cols} numbers", found=describe(len(cells))
+            )
         out[i] = [
-            -math.inf if cell is None
-            else _LOW_CELLS[cell] if low and isinstance(cell, str) and cell in _LOW_CELLS
-            else fields.number(cell, f"{field}[{i}][{j}]", expected="a number or null"
-                               + (', "inf" or "nan"' if low else ""))
+            -math.inf
+            if cell is None
+            else _LOW_CELLS[cell]
+            if low and isinstance(cell, str) and cell in _LOW_CELLS
+            else fields.number(
+                cell,
+                f"{field}[{i}][{j}]",
+                expected="a number or null" + (', "inf" or "nan"' if low else ""),
+            )
             for j, cell in enumerate(cells)
-        ]  # fmt: skip
+        ]
     return freeze(out)  # the stage keeps it as it is (see attntrace.kernel.frozen)

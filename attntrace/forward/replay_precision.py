@@ -22,22 +22,32 @@ def saved_precision(
 ) -> LowPrecision:
     """``precision`` and each stage's ``error`` (``raw``: the stages as saved); every
     cell of the stages and ``weights`` must be a value of the dtype."""
-    record = fields.mapping(document.get("precision"), "precision",
-                            "an object with dtype, softmax_dtype, accumulate, rule")  # fmt: skip
+    record = fields.mapping(
+        document.get("precision"),
+        "precision",
+        "an object with dtype, softmax_dtype, accumulate, rule",
+    )
     names = ", ".join(_NARROW)
     dtype = fields.choice(record.get("dtype"), "precision.dtype", _NARROW, f"one of {names}")
-    softmax = fields.choice(record.get("softmax_dtype"), "precision.softmax_dtype",
-                            ("float32", dtype), f"float32 or {dtype}")  # fmt: skip
-    accumulate = fields.choice(record.get("accumulate"), "precision.accumulate", ACCUMULATE,
-                               "float32 or dtype")  # fmt: skip
+    softmax = fields.choice(
+        record.get("softmax_dtype"),
+        "precision.softmax_dtype",
+        ("float32", dtype),
+        f"float32 or {dtype}",
+    )
+    accumulate = fields.choice(
+        record.get("accumulate"), "precision.accumulate", ACCUMULATE, "float32 or dtype"
+    )
     fields.text(record.get("rule"), "precision.rule")  # shown from the cast, not the file
     for index, stage in enumerate(stages):
         _held_in(stage, dtype, f"stages[{index}].data")
     for index, weight in enumerate(weights):
         _held_in(weight, dtype, f"weights[{index}].data")
-    errors = {(stage.name, stage.head): _error(saved, f"stages[{i}].error")
-              for i, (saved, stage) in enumerate(zip(raw, stages, strict=True))
-              if isinstance(saved, dict) and saved.get("error") is not None}  # fmt: skip
+    errors = {
+        (stage.name, stage.head): _error(saved, f"stages[{i}].error")
+        for i, (saved, stage) in enumerate(zip(raw, stages, strict=True))
+        if isinstance(saved, dict) and saved.get("error") is not None
+    }
     cast = Cast.of(dtype, softmax, accumulate)
     return LowPrecision(cast, errors, _overflow(record.get("first_overflow")))
 
@@ -54,16 +64,21 @@ def _held_in(stage: Stage, dtype: str, field: str) -> None:
     wrong = finite & (round_to(np.where(finite, data, 0.0), dtype) != data)
     if wrong.any():
         i, j = (int(k[0]) for k in np.nonzero(wrong))
-        raise InputError(field=f"{field}[{i}][{j}]", expected=f"a value of {dtype} (the "
-                         "trace's precision.dtype)", found=repr(float(data[i, j])))  # fmt: skip
+        raise InputError(
+            field=f"{field}[{i}][{j}]",
+            expected=f"a value of {dtype} (the trace's precision.dtype)",
+            found=repr(float(data[i, j])),
+        )
 
 
 def _error(stage: Any, field: str) -> StageError:
     error = fields.mapping(stage.get("error"), field, "an object with max_abs, max_rel, inf, nan")
-    return StageError(_optional_number(error.get("max_abs"), f"{field}.max_abs"),
-                      _optional_number(error.get("max_rel"), f"{field}.max_rel"),
-                      fields.whole(error.get("inf"), f"{field}.inf", least=0),
-                      fields.whole(error.get("nan"), f"{field}.nan", least=0))  # fmt: skip
+    return StageError(
+        _optional_number(error.get("max_abs"), f"{field}.max_abs"),
+        _optional_number(error.get("max_rel"), f"{field}.max_rel"),
+        fields.whole(error.get("inf"), f"{field}.inf", least=0),
+        fields.whole(error.get("nan"), f"{field}.nan", least=0),
+    )
 
 
 def _optional_number(value: Any, field: str) -> float | None:
@@ -78,9 +93,11 @@ def _optional_number(value: Any, field: str) -> float | None:
 def _overflow(value: Any) -> Overflow | None:
     if value is None:
         return None
-    first = fields.mapping(value, "precision.first_overflow",
-                           "an object with stage, head, explanation, or null")  # fmt: skip
-    return Overflow(fields.text(first.get("stage"), "precision.first_overflow.stage"),
-                    fields.optional_whole(first.get("head"), "precision.first_overflow.head"),
-                    fields.text(first.get("explanation"),
-                                "precision.first_overflow.explanation"))  # fmt: skip
+    first = fields.mapping(
+        value, "precision.first_overflow", "an object with stage, head, explanation, or null"
+    )
+    return Overflow(
+        fields.text(first.get("stage"), "precision.first_overflow.stage"),
+        fields.optional_whole(first.get("head"), "precision.first_overflow.head"),
+        fields.text(first.get("explanation"), "precision.first_overflow.explanation"),
+    )

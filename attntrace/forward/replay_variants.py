@@ -24,32 +24,44 @@ def saved_variants(model: Mapping[str, Any], *, heads: int, d_k: int, causal: bo
     """The variants of the saved ``model`` object (``Variants()`` without any key)."""
     window = _optional_count(model, "window", least=1)
     if window is not None and not causal:
-        raise InputError(field="model.window", expected="causal: true with a window",
-                         found="causal: false")  # fmt: skip
+        raise InputError(
+            field="model.window", expected="causal: true with a window", found="causal: false"
+        )
     sinks = _optional_count(model, "sinks", least=0) or 0
     if sinks and window is None:
         raise InputError(field="model.sinks", expected="a window with sinks", found="no window")
     slopes = None
     if "alibi_slopes" in model:
         if model.get("positions") != "alibi":
-            raise InputError(field="model.alibi_slopes", expected='positions "alibi" with them',
-                             found=describe(model.get("positions", "none")))  # fmt: skip
+            raise InputError(
+                field="model.alibi_slopes",
+                expected='positions "alibi" with them',
+                found=describe(model.get("positions", "none")),
+            )
         slopes = _per_head(model["alibi_slopes"], "model.alibi_slopes", heads, positive=True)
     elif model.get("positions") == "alibi":
-        raise InputError(field="model.alibi_slopes", expected=f"{heads} slopes (positions "
-                         '"alibi")', found="none")  # fmt: skip
+        raise InputError(
+            field="model.alibi_slopes", expected=f'{heads} slopes (positions "alibi")', found="none"
+        )
     qk = _qk_norm(model.get("qk_norm"), d_k)
     softcap = None
     if "softcap" in model:
         softcap = fields.number(model["softcap"], "model.softcap")
         if not softcap > 0:
-            raise InputError(field="model.softcap", expected="a number > 0",
-                             found=describe(model["softcap"]))  # fmt: skip
+            raise InputError(
+                field="model.softcap", expected="a number > 0", found=describe(model["softcap"])
+            )
     sinks_logits = None
     if "sink_logits" in model:
         sinks_logits = _per_head(model["sink_logits"], "model.sink_logits", heads)
-    return Variants(window=window, sinks=sinks, alibi_slopes=slopes, softcap=softcap,
-                    sink_logit=sinks_logits, **qk)  # fmt: skip
+    return Variants(
+        window=window,
+        sinks=sinks,
+        alibi_slopes=slopes,
+        softcap=softcap,
+        sink_logit=sinks_logits,
+        **qk,
+    )
 
 
 def _optional_count(model: Mapping[str, Any], key: str, *, least: int) -> int | None:
@@ -61,13 +73,15 @@ def _optional_count(model: Mapping[str, Any], key: str, *, least: int) -> int | 
 def _per_head(value: Any, field: str, heads: int, *, positive: bool = False) -> tuple[float, ...]:
     listed = fields.items(value, field, expected=f"a list of {heads} numbers (one per head)")
     if len(listed) != heads:
-        raise InputError(field=field, expected=f"{heads} numbers (one per head)",
-                         found=describe(len(listed)))  # fmt: skip
+        raise InputError(
+            field=field, expected=f"{heads} numbers (one per head)", found=describe(len(listed))
+        )
     numbers = tuple(fields.number(v, f"{field}[{i}]") for i, v in enumerate(listed))
     for index, number in enumerate(numbers):
         if positive and not number > 0:
-            raise InputError(field=f"{field}[{index}]", expected="a number > 0",
-                             found=describe(number))  # fmt: skip
+            raise InputError(
+                field=f"{field}[{index}]", expected="a number > 0", found=describe(number)
+            )
     return numbers
 
 
@@ -79,8 +93,9 @@ def _qk_norm(value: Any, d_k: int) -> dict[str, Any]:
     fields.known_keys(qk, ("eps", "q_norm", "k_norm"), "model.qk_norm", noun="key")
     eps = fields.number(qk.get("eps", DEFAULT_QK_NORM_EPS), "model.qk_norm.eps")
     if not eps > 0:
-        raise InputError(field="model.qk_norm.eps", expected="a number > 0",
-                         found=describe(qk.get("eps")))  # fmt: skip
+        raise InputError(
+            field="model.qk_norm.eps", expected="a number > 0", found=describe(qk.get("eps"))
+        )
     out: dict[str, Any] = {"qk_norm": True, "qk_norm_eps": eps}
     for name in ("q_norm", "k_norm"):
         weight = qk.get(name)
@@ -89,7 +104,8 @@ def _qk_norm(value: Any, d_k: int) -> dict[str, Any]:
         where = f"model.qk_norm.{name}"
         numbers = fields.numbers(weight, where)
         if len(numbers) != d_k:
-            raise InputError(field=where, expected=f"{d_k} numbers (d_k)",
-                             found=describe(len(numbers)))  # fmt: skip
+            raise InputError(
+                field=where, expected=f"{d_k} numbers (d_k)", found=describe(len(numbers))
+            )
         out[name] = freeze(np.array(numbers, dtype=np.float64), finite=True)
     return out

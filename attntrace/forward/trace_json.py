@@ -45,9 +45,10 @@ def trace_to_dict(
     low = trace.precision
     stage_dicts = [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)]
     if low is not None:  # run --dtype: each stage's error, and inf and NaN as strings
-        stage_dicts = [_low_stage(d, stage, low)
-                       for d, stage in zip(stage_dicts, [s for s in trace.stages if kept(s)],
-                                           strict=True)]  # fmt: skip
+        stage_dicts = [
+            _low_stage(d, stage, low)
+            for d, stage in zip(stage_dicts, [s for s in trace.stages if kept(s)], strict=True)
+        ]
     return {
         "schema": SCHEMA_ID,
         "model": model_to_dict(trace.model),
@@ -72,9 +73,10 @@ def precision_to_dict(low: LowPrecision) -> dict[str, Any]:
         "softmax_dtype": low.softmax_dtype,
         "accumulate": low.accumulate,
         "rule": low.rule,
-        "first_overflow": None if first is None else {
-            "stage": first.stage, "head": first.head, "explanation": first.sentence},
-    }  # fmt: skip
+        "first_overflow": None
+        if first is None
+        else {"stage": first.stage, "head": first.head, "explanation": first.sentence},
+    }
 
 
 def _low_stage(data: dict[str, Any], stage: Stage, low: LowPrecision) -> dict[str, Any]:
@@ -85,8 +87,12 @@ def _low_stage(data: dict[str, Any], stage: Stage, low: LowPrecision) -> dict[st
         data["data"] = [[low_cell(x) for x in row] for row in stage.data.tolist()]
     error = low.error_of(stage.name, stage.head)
     if error is not None:
-        data["error"] = {"max_abs": error.max_abs, "max_rel": error.max_rel,
-                         "inf": error.inf, "nan": error.nan}  # fmt: skip
+        data["error"] = {
+            "max_abs": error.max_abs,
+            "max_rel": error.max_rel,
+            "inf": error.inf,
+            "nan": error.nan,
+        }
     return data
 
 
@@ -98,8 +104,7 @@ def matrix_to_dict(matrix: Stage, *, raw: bool = False) -> dict[str, Any]:
 
 def stage_to_dict(stage: Stage, *, raw: bool = False) -> dict[str, Any]:
     """A stage as JSON-ready data; ``raw`` keeps the matrix an array, for orjson."""
-    data = c_ordered(stage.data) if raw else [[cell(x) for x in row]
-                                                for row in stage.data.tolist()]  # fmt: skip
+    data = c_ordered(stage.data) if raw else [[cell(x) for x in row] for row in stage.data.tolist()]
     return {
         "name": stage.name,
         "head": stage.head,

@@ -34,8 +34,11 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
     to output, with masked exactly when the model is causal; concat with several heads."""
     model = trace.model
     if model.kv_heads > model.heads or model.heads % model.kv_heads:
-        raise InputError(field="model.kv_heads", expected=f"a divisor of heads ({model.heads})",
-                         found=describe(model.kv_heads))  # fmt: skip
+        raise InputError(
+            field="model.kv_heads",
+            expected=f"a divisor of heads ({model.heads})",
+            found=describe(model.kv_heads),
+        )
     seen = _seen_stages(trace)
     per_head = _per_head_stages(model, {name for name, _ in seen})
     cut = len(heads) < model.heads
@@ -52,8 +55,11 @@ def _check_stages_present(trace: Trace, heads: list[int]) -> None:
         missing = [name for name in per_head if (name, head) not in seen]
         if missing:
             where = f" of head {head}" if trace.model.heads > 1 else ""
-            raise InputError(field="stages", expected=f"the stages {', '.join(per_head)}{where}",
-                             found=f"no {', '.join(missing)}")  # fmt: skip
+            raise InputError(
+                field="stages",
+                expected=f"the stages {', '.join(per_head)}{where}",
+                found=f"no {', '.join(missing)}",
+            )
 
 
 def _seen_stages(trace: Trace) -> set[tuple[str, int | None]]:
@@ -89,12 +95,16 @@ def _per_head_stages(model: ModelInfo, names: set[str]) -> list[str]:
     if model.positions == "rope":
         per_head[3:3] = rotary  # after Q, K, V, as computed
     elif any(name in rotary for name in names):
-        raise InputError(field="model.positions", expected="rope (the trace has Q_rope and "
-                         "K_rope stages)", found=describe(model.positions))  # fmt: skip
+        raise InputError(
+            field="model.positions",
+            expected="rope (the trace has Q_rope and K_rope stages)",
+            found=describe(model.positions),
+        )
     per_head = _with_variant_stages(per_head, model, names)
     if not model.causal and "masked" in names:
-        raise InputError(field="model.causal", expected="true (the trace has masked stages)",
-                         found="false")  # fmt: skip
+        raise InputError(
+            field="model.causal", expected="true (the trace has masked stages)", found="false"
+        )
     return per_head
 
 
@@ -106,15 +116,24 @@ def _check_heads_traced(trace: Trace, heads: list[int], seen: set[tuple[str, int
     named = {h for _, h in seen if h is not None} | {
         w.head for w in trace.weights if w.head is not None
     }
-    unread = {w.kv_head for w in trace.weights if w.head is None and w.kv_head is not None
-              and w.kv_head not in kv_read}  # fmt: skip
+    unread = {
+        w.kv_head
+        for w in trace.weights
+        if w.head is None and w.kv_head is not None and w.kv_head not in kv_read
+    }
     if unread:
-        raise InputError(field="weights", expected=f"K/V heads the traced heads read "
-                         f"({sorted(kv_read)})", found=f"K/V head {min(unread)}")  # fmt: skip
+        raise InputError(
+            field="weights",
+            expected=f"K/V heads the traced heads read ({sorted(kv_read)})",
+            found=f"K/V head {min(unread)}",
+        )
     stray = sorted(named - set(heads))
     if stray:
-        raise InputError(field="stages", expected=f"stages of the heads traced ({heads})",
-                         found=f"stages of head {stray[0]}")  # fmt: skip
+        raise InputError(
+            field="stages",
+            expected=f"stages of the heads traced ({heads})",
+            found=f"stages of head {stray[0]}",
+        )
 
 
 # The stages the variants add (docs/variants.md), each with the model key that turns
@@ -131,8 +150,12 @@ _VARIANT_STAGES = (
 
 def _variant_on(model: ModelInfo, key: str) -> bool:
     v = model.variants
-    on = {"qk_norm": v.qk_norm, "alibi_slopes": model.positions == "alibi",
-          "softcap": v.softcap is not None, "sink_logits": v.sink_logit is not None}  # fmt: skip
+    on = {
+        "qk_norm": v.qk_norm,
+        "alibi_slopes": model.positions == "alibi",
+        "softcap": v.softcap is not None,
+        "sink_logits": v.sink_logit is not None,
+    }
     return on[key]
 
 
@@ -142,22 +165,46 @@ def _with_variant_stages(per_head: list[str], model: ModelInfo, names: set[str])
     stages = list(per_head)
     for name, key in _VARIANT_STAGES:
         if _variant_on(model, key):
-            after = {"Q_norm": "V", "K_norm": "Q_norm", "alibi": "scaled", "biased": "alibi",
-                     "capped": "biased" if "biased" in stages else "scaled",
-                     "sink": "softmax"}[name]  # fmt: skip
+            after = {
+                "Q_norm": "V",
+                "K_norm": "Q_norm",
+                "alibi": "scaled",
+                "biased": "alibi",
+                "capped": "biased" if "biased" in stages else "scaled",
+                "sink": "softmax",
+            }[name]
             stages.insert(stages.index(after) + 1, name)
         elif name in names:
             field = "positions" if key == "alibi_slopes" else key
-            raise InputError(field=f"model.{field}", expected=f"{field} on (the trace has "
-                             f"{name} stages)", found="none")  # fmt: skip
+            raise InputError(
+                field=f"model.{field}",
+                expected=f"{field} on (the trace has {name} stages)",
+                found="none",
+            )
     return stages
 
 
 # Which labels each stage's rows and columns must carry: the query tokens, the key
 # tokens (the context's, for cross-attention), or a width of the model.
-_QUERY_ROWS = ("embeddings", "positions", "X", "Q", "Q_rope", "scores", "scaled", "masked",
-               "softmax", "output", "concat", "projected",
-               "Q_norm", "alibi", "biased", "capped", "sink")  # fmt: skip
+_QUERY_ROWS = (
+    "embeddings",
+    "positions",
+    "X",
+    "Q",
+    "Q_rope",
+    "scores",
+    "scaled",
+    "masked",
+    "softmax",
+    "output",
+    "concat",
+    "projected",
+    "Q_norm",
+    "alibi",
+    "biased",
+    "capped",
+    "sink",
+)
 # The variants' stages of a key per row, or a key per column (docs/variants.md).
 _KEY_ROWS = KEY_ROWS | {"K_norm"}
 _KEY_COLUMNS = KEY_COLUMNS | {"alibi", "biased", "capped"}
@@ -167,12 +214,23 @@ def _check_consistent(trace: Trace) -> None:
     """Stages must fit together as one computation, or the views would misread them."""
     keys = trace.context_tokens or trace.tokens
     model = trace.model
-    widths = {"embeddings": model.d_model, "positions": model.d_model, "X": model.d_model,
-              "X_context": model.d_model, "Q": model.d_k, "K": model.d_k, "V": model.d_v,
-              "Q_rope": model.d_k, "K_rope": model.d_k, "Q_norm": model.d_k,
-              "K_norm": model.d_k, "sink": 1,
-              "output": model.d_v, "concat": model.heads * model.d_v,
-              "projected": model.d_model}  # fmt: skip
+    widths = {
+        "embeddings": model.d_model,
+        "positions": model.d_model,
+        "X": model.d_model,
+        "X_context": model.d_model,
+        "Q": model.d_k,
+        "K": model.d_k,
+        "V": model.d_v,
+        "Q_rope": model.d_k,
+        "K_rope": model.d_k,
+        "Q_norm": model.d_k,
+        "K_norm": model.d_k,
+        "sink": 1,
+        "output": model.d_v,
+        "concat": model.heads * model.d_v,
+        "projected": model.d_model,
+    }
     for index, stage in enumerate(trace.stages):
         field = f"stages[{index}] ({stage.name})"
         rows = (
@@ -180,25 +238,43 @@ def _check_consistent(trace: Trace) -> None:
         )
         # labels compared with the labels expected are shown as a list, as those are
         if rows is not None and stage.rows != rows:
-            raise InputError(field=f"{field}.rows", expected=f"the tokens {list(rows)}",
-                             found=repr(list(stage.rows)))  # fmt: skip
+            raise InputError(
+                field=f"{field}.rows",
+                expected=f"the tokens {list(rows)}",
+                found=repr(list(stage.rows)),
+            )
         if stage.name == "sink" and stage.cols != ("sink",):
-            raise InputError(field=f"{field}.cols", expected="['sink'] (one column)",
-                             found=repr(list(stage.cols)))  # fmt: skip
+            raise InputError(
+                field=f"{field}.cols",
+                expected="['sink'] (one column)",
+                found=repr(list(stage.cols)),
+            )
         if stage.name in _KEY_COLUMNS and stage.cols != keys:
-            raise InputError(field=f"{field}.cols", expected=f"the key tokens {list(keys)}",
-                             found=repr(list(stage.cols)))  # fmt: skip
+            raise InputError(
+                field=f"{field}.cols",
+                expected=f"the key tokens {list(keys)}",
+                found=repr(list(stage.cols)),
+            )
         if stage.name in widths and stage.shape[1] != widths[stage.name]:
-            raise InputError(field=f"{field}.cols", expected=f"{widths[stage.name]} columns "
-                             "(from model)", found=describe(stage.shape[1]))  # fmt: skip
+            raise InputError(
+                field=f"{field}.cols",
+                expected=f"{widths[stage.name]} columns (from model)",
+                found=describe(stage.shape[1]),
+            )
         masked = np.isneginf(stage.data)
         # a --dtype trace may hold −∞ anywhere: an overflow (its error line counts it)
         if stage.name != "masked" and masked.any() and trace.precision is None:
-            raise InputError(field=f"{field}.data", expected="numbers (null marks a masked "
-                             "cell, only in the masked stage)", found="null")  # fmt: skip
+            raise InputError(
+                field=f"{field}.data",
+                expected="numbers (null marks a masked cell, only in the masked stage)",
+                found="null",
+            )
         if masked.all(axis=1).any():
-            raise InputError(field=f"{field}.data", expected="at least one unmasked cell a row",
-                             found="a row of nulls")  # fmt: skip
+            raise InputError(
+                field=f"{field}.data",
+                expected="at least one unmasked cell a row",
+                found="a row of nulls",
+            )
         if stage.name == "softmax":
             sink = _sink_of(trace, stage.head)
             _check_weights(stage.data, field, _weights_tolerance(trace), sink)
@@ -214,16 +290,19 @@ def _check_mask(trace: Trace, data: npt.NDArray[Any], field: str) -> None:
     Under --dtype a visible cell may be −∞ too (an overflow, counted by its error line)."""
     v = trace.model.variants
     n, m = data.shape
-    hidden = masks.hidden(np.arange(n), np.arange(m), causal=trace.model.causal,
-                          window=v.window, sinks=v.sinks)  # fmt: skip
+    hidden = masks.hidden(
+        np.arange(n), np.arange(m), causal=trace.model.causal, window=v.window, sinks=v.sinks
+    )
     shown = np.isneginf(data)
     wrong = (hidden & ~shown) if trace.precision is not None else (hidden != shown)
     if wrong.any():
         i, j = (int(x[0]) for x in np.nonzero(wrong))
         rule = masks.mask_words(trace.model.causal, v.window, v.sinks)
-        raise InputError(field=f"{field}.data[{i}][{j}]", expected=f"the model's mask ({rule})"
-                         f": {'null' if hidden[i, j] else 'a number'} here",
-                         found="a number" if hidden[i, j] else "null")  # fmt: skip
+        raise InputError(
+            field=f"{field}.data[{i}][{j}]",
+            expected=f"the model's mask ({rule}): {'null' if hidden[i, j] else 'a number'} here",
+            found="a number" if hidden[i, j] else "null",
+        )
 
 
 def _check_alibi(trace: Trace, data: npt.NDArray[Any], head: int | None, field: str) -> None:
@@ -232,9 +311,12 @@ def _check_alibi(trace: Trace, data: npt.NDArray[Any], head: int | None, field: 
     slope = trace.model.variants.slopes(trace.model.heads)[head or 0]
     expected = masks.alibi_bias(np.arange(n), np.arange(m), slope)
     if not np.allclose(data, expected, rtol=1e-12, atol=1e-12):
-        raise InputError(field=f"{field}.data", expected=f"−m·|i − j| with the head's slope "
-                         f"m = {masks.slope_text(slope)} (model.alibi_slopes)",
-                         found="other numbers")  # fmt: skip
+        raise InputError(
+            field=f"{field}.data",
+            expected=f"−m·|i − j| with the head's slope "
+            f"m = {masks.slope_text(slope)} (model.alibi_slopes)",
+            found="other numbers",
+        )
 
 
 def _sink_of(trace: Trace, head: int | None) -> npt.NDArray[Any] | None:
@@ -268,9 +350,18 @@ def _check_weights(
     nan_rows = np.isnan(weights).all(axis=1)
     with np.errstate(invalid="ignore"):
         sums = weights.sum(axis=1) + (0.0 if sink is None else sink[:, 0])
-        bad = np.nonzero(~nan_rows & ((np.abs(sums - 1) > tolerance) | (weights < 0).any(axis=1)
-                         | (weights > 1).any(axis=1)))[0]  # fmt: skip
+        bad = np.nonzero(
+            ~nan_rows
+            & (
+                (np.abs(sums - 1) > tolerance)
+                | (weights < 0).any(axis=1)
+                | (weights > 1).any(axis=1)
+            )
+        )[0]
     if bad.size:
         row = int(bad[0])
-        raise InputError(field=f"{field}.data[{row}]", expected="weights in [0, 1] that sum to 1",
-                         found=f"a row summing to {float(sums[row])!r}")  # fmt: skip
+        raise InputError(
+            field=f"{field}.data[{row}]",
+            expected="weights in [0, 1] that sum to 1",
+            found=f"a row summing to {float(sums[row])!r}",
+        )

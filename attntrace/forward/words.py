@@ -197,8 +197,10 @@ def _variant_line(stage: Stage, trace: Trace) -> str | None:
     v = trace.model.variants
     if stage.name == "masked" and v.window is not None:
         kept = f"; the first {v.sinks} kept" if v.sinks else ""
-        return (f"−∞ where key j is later than query i, or {v.window} or more keys back "
-                f"(the window){kept}.")  # fmt: skip
+        return (
+            f"−∞ where key j is later than query i, or {v.window} or more keys back "
+            f"(the window){kept}."
+        )
     if stage.name == "masked" and trace.model.mask_source != "scaled":
         return (
             f"The {trace.model.mask_source} logits with −∞ where query i would see a later key j."
@@ -249,11 +251,12 @@ def _variant_paragraph(stage: Stage, trace: Trace) -> str:
     v = trace.model.variants
     if stage.name == "masked" and v.window is not None:
         first = f"first {v.sinks} tokens stay" if v.sinks > 1 else "first token stays"
-        sinks = (f" The {first} visible "
-                 "however far back: a sink (StreamingLLM)." if v.sinks else "")  # fmt: skip
-        return (f" A sliding window of {v.window} hides more: query i sees only itself and "
-                f"the {v.window - 1} keys before it, so a key {v.window} or more back is −∞ "
-                f"too.{sinks}")  # fmt: skip
+        sinks = f" The {first} visible however far back: a sink (StreamingLLM)." if v.sinks else ""
+        return (
+            f" A sliding window of {v.window} hides more: query i sees only itself and "
+            f"the {v.window - 1} keys before it, so a key {v.window} or more back is −∞ "
+            f"too.{sinks}"
+        )
     if stage.name == "softmax" and v.sink_logit is not None:
         return " With a sink logit its exp joins each row's sum: the row sums to 1 − sink."
     return ""

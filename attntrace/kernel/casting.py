@@ -34,8 +34,13 @@ from attntrace.kernel.ops import Attention, Mask, Matrix, rope_angles
 from attntrace.kernel.precision import ACCUMULATE, DTYPES, Accumulate, DTypeName
 
 # The short names kv-cache --dtype and the frameworks use, taken for the long ones.
-ALIASES: dict[str, DTypeName] = {"fp64": "float64", "fp32": "float32", "fp16": "float16",
-                                 "half": "float16", "bf16": "bfloat16"}  # fmt: skip
+ALIASES: dict[str, DTypeName] = {
+    "fp64": "float64",
+    "fp32": "float32",
+    "fp16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+}
 
 
 def _dtype_name(field: str, value: str) -> DTypeName:
@@ -45,8 +50,9 @@ def _dtype_name(field: str, value: str) -> DTypeName:
             return name
     if value in ALIASES:
         return ALIASES[value]
-    raise InputError(field=field, expected=f"one of {', '.join(DTYPES)} (or fp32, fp16, bf16)",
-                     found=repr(value))  # fmt: skip
+    raise InputError(
+        field=field, expected=f"one of {', '.join(DTYPES)} (or fp32, fp16, bf16)", found=repr(value)
+    )
 
 
 @dataclass(frozen=True)
@@ -72,12 +78,14 @@ class Cast:
         soft = wide if softmax_dtype is None else _dtype_name("softmax_dtype", softmax_dtype)
         if soft not in (wide, name):
             choices = {"float64": "float64", "float32": "float32"}.get(name, f"float32 or {name}")
-            raise InputError(field="softmax_dtype", expected=f"{choices} (with dtype {name})",
-                             found=repr(soft))  # fmt: skip
+            raise InputError(
+                field="softmax_dtype", expected=f"{choices} (with dtype {name})", found=repr(soft)
+            )
         acc = "float32" if accumulate is None else ALIASES.get(accumulate, accumulate)
         if acc not in ACCUMULATE:
-            raise InputError(field="accumulate", expected=f"one of {', '.join(ACCUMULATE)}",
-                             found=repr(acc))  # fmt: skip
+            raise InputError(
+                field="accumulate", expected=f"one of {', '.join(ACCUMULATE)}", found=repr(acc)
+            )
         chosen: Accumulate = "float32" if acc == "float32" else "dtype"
         return cls(name, soft, chosen)
 
@@ -92,9 +100,11 @@ class Cast:
         if self.exact:
             return "float64 throughout (numpy's arithmetic)"
         into = self.accumulates_in
-        return (f"values rounded to {self.dtype}; matrix products accumulated in {into}, "
-                f"rounded to {self.dtype} once; element-wise stages rounded once; "
-                f"softmax in {self.softmax_dtype}")  # fmt: skip
+        return (
+            f"values rounded to {self.dtype}; matrix products accumulated in {into}, "
+            f"rounded to {self.dtype} once; element-wise stages rounded once; "
+            f"softmax in {self.softmax_dtype}"
+        )
 
     @property
     def accumulates_in(self) -> DTypeName:
@@ -169,10 +179,18 @@ class Cast:
         normed = ops.rms_norm(x, None if weight is None else self.round(weight), eps)
         return self.round(normed)
 
-    def attention(self, Q: Matrix, K: Matrix, V: Matrix, *, causal: bool = False,
-                  mask: Mask | None = None, bias: Matrix | None = None,
-                  softcap: float | None = None,
-                  sink_logit: float | None = None) -> Attention:  # fmt: skip
+    def attention(
+        self,
+        Q: Matrix,
+        K: Matrix,
+        V: Matrix,
+        *,
+        causal: bool = False,
+        mask: Mask | None = None,
+        bias: Matrix | None = None,
+        softcap: float | None = None,
+        sink_logit: float | None = None,
+    ) -> Attention:
         """:func:`attntrace.kernel.ops.attention` by the rule, one head ``[n, d]``: scores by
         the product rule, scaled = scores / √d_k rounded once, a bias added and rounded
         once, a cap C·tanh(x/C) computed exactly and rounded once, the mask, the stable

@@ -86,5 +86,4 @@ def c_ordered(data: Matrix) -> Matrix:
 
 
 def stage_error_to_dict(error: StageError) -> dict[str, Any]:
-    return {"max_abs": error.max_abs, "max_rel": error.max_rel, "inf": error.inf,
-            "nan": error.nan}  # fmt: skip
+    return {"max_abs": error.max_abs, "max_rel": error.max_rel, "inf": error.inf, "nan": error.nan}

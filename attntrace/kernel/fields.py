@@ -47,11 +47,9 @@ _BOOLS = (bool, np.bool_)
 def whole(value: Any, field: str, *, least: int = 1, most: int | None = None) -> int:
     """A whole number ≥ ``least`` (and ≤ ``most``, where given): heads, d_k, a count."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InputError(field=field, expected=f"a whole number ≥ {least}",
-                         found=describe(value))  # fmt: skip
+        raise InputError(field=field, expected=f"a whole number ≥ {least}", found=describe(value))
     if most is not None and value > most:
-        raise InputError(field=field, expected=f"at most {most:,}",
-                         found=f"{value:,}")  # fmt: skip
+        raise InputError(field=field, expected=f"at most {most:,}", found=f"{value:,}")
     return value
 
 
@@ -60,8 +58,9 @@ def optional_whole(value: Any, field: str, *, least: int = 0) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InputError(field=field, expected=f"null or a whole number ≥ {least}",
-                         found=describe(value))  # fmt: skip
+        raise InputError(
+            field=field, expected=f"null or a whole number ≥ {least}", found=describe(value)
+        )
     return value
 
 
@@ -79,8 +78,7 @@ def index(value: object, field: str, count: int, what: str) -> int:
 def flag(value: Any, field: str) -> bool:
     """``true`` or ``false``: no ``yes``, no 1 (YAML 1.2 reads ``yes`` as a string)."""
     if not isinstance(value, bool):
-        raise InputError(field=field, expected="true or false",
-                         found=describe(value))  # fmt: skip
+        raise InputError(field=field, expected="true or false", found=describe(value))
     return value
 
 
@@ -149,8 +147,7 @@ def known_keys(
     named = unknown if every else unknown[:1]
     names = ", ".join(repr(key) + did_you_mean(key, known) for key in named)
     nouns = noun + ("s" if len(named) > 1 else "")
-    raise InputError(f"unknown {nouns} {names} ({listing}: {', '.join(known)})",
-                     field=field)  # fmt: skip
+    raise InputError(f"unknown {nouns} {names} ({listing}: {', '.join(known)})", field=field)
 
 
 def required_keys(
@@ -197,8 +194,7 @@ def number(value: Any, field: str, *, expected: str = "a number") -> float:
     except OverflowError:  # an integer beyond float64
         converted = math.inf
     if not math.isfinite(converted):
-        raise InputError(field=field, expected="a finite number",
-                         found=describe(value))  # fmt: skip
+        raise InputError(field=field, expected="a finite number", found=describe(value))
     return converted
 
 

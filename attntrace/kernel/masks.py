@@ -61,8 +61,10 @@ def why_hidden(
     if causal and key > query:
         return "the future: a later token"
     if window is not None and query - key >= window and not key < sinks:
-        return (f"out of the window: {query - key} tokens back, and a query sees itself "
-                f"and the {window - 1} before it")  # fmt: skip
+        return (
+            f"out of the window: {query - key} tokens back, and a query sees itself "
+            f"and the {window - 1} before it"
+        )
     return None
 
 
@@ -78,8 +80,11 @@ def hidden_counts(
     kept = sum(kept_as_sink(query, j, window=window, sinks=sinks) for j in range(min(sinks, keys)))
     lines = []
     if far and window is not None:
-        sees = ("a query sees only itself" if window == 1
-                else f"a query sees itself and the {window - 1} before it")  # fmt: skip
+        sees = (
+            "a query sees only itself"
+            if window == 1
+            else f"a query sees itself and the {window - 1} before it"
+        )
         lines.append(f"{_keys(far)} hidden: out of the window ({sees})")
     if later:
         lines.append(f"{_keys(later, 'later ')} hidden: the future")

@@ -183,8 +183,7 @@ def softmax_with_sink(logits: Matrix, sink_logit: npt.ArrayLike) -> tuple[Matrix
     column, the softmax taken, and the column dropped).
     """
     logits = np.asarray(logits, dtype=np.float64)
-    sink = np.broadcast_to(np.asarray(sink_logit, dtype=np.float64),
-                           (*logits.shape[:-1], 1))  # fmt: skip
+    sink = np.broadcast_to(np.asarray(sink_logit, dtype=np.float64), (*logits.shape[:-1], 1))
     top = np.maximum(logits.max(axis=-1, keepdims=True), sink)
     weights: Matrix = np.exp(logits - top)
     taken: Matrix = np.exp(sink - top)

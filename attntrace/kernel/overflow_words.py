@@ -59,7 +59,9 @@ def why_infinite(held: float, exact: float, dtype: str, accumulated_in: str | No
         return f"{past} {sign}{top}, {largest} {dtype}: it rounds to {word}"
     inputs = f"from its inputs as {dtype} holds them"
     if accumulated_in == dtype:
-        return (f"fits {dtype}, but summed in {dtype} {inputs}, its running sum passed "
-                f"{sign}{top} and became {word}")  # fmt: skip
+        return (
+            f"fits {dtype}, but summed in {dtype} {inputs}, its running sum passed "
+            f"{sign}{top} and became {word}"
+        )
     kept = f" (summed in {accumulated_in})" if accumulated_in is not None else ""
     return f"fits {dtype}, but {inputs}{kept} the result is past {sign}{top}: it rounds to {word}"

@@ -75,8 +75,7 @@ FORMATS: dict[DTypeName, Format] = {
 
 
 # The formats numpy has as its own dtypes, whose conversion and arithmetic are IEEE's.
-_NATIVE: dict[str, type[np.floating[Any]]] = {"float32": np.float32,
-                                             "float16": np.float16}  # fmt: skip
+_NATIVE: dict[str, type[np.floating[Any]]] = {"float32": np.float32, "float16": np.float16}
 
 
 def format_of(dtype: str) -> Format:

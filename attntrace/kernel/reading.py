@@ -77,9 +77,13 @@ def check_size(size: int, *, stream: bool = False) -> None:
 
 def file_kind(mode: int) -> str:
     """What a file that is not a regular one is, for messages: ``a named pipe (FIFO)``."""
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-             (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
@@ -112,9 +116,11 @@ def read_text(path: Path, holding: str | None = None) -> str:
     finally:
         os.close(fd)
     if size == 0 and fifo:
-        raise InputError(f"nothing came through the pipe (no writer within "
-                         f"{FIFO_WAIT_SECONDS:g} s, or it wrote nothing)",
-                         expected=content)  # fmt: skip
+        raise InputError(
+            f"nothing came through the pipe (no writer within "
+            f"{FIFO_WAIT_SECONDS:g} s, or it wrote nothing)",
+            expected=content,
+        )
     if not text.strip():
         raise InputError("the file is empty", expected=content)
     return text
@@ -174,8 +180,7 @@ def decode_limited(read: Callable[[int], bytes], holding: str | None) -> tuple[s
         nul = chunk.find(b"\0")
         if nul >= 0:  # a byte that is not UTF-8 before it is named first
             decode(chunk[:nul], final=True)
-            raise InputError(f"binary data (a NUL byte at byte {size + nul}): "
-                             f"expected {expected}")  # fmt: skip
+            raise InputError(f"binary data (a NUL byte at byte {size + nul}): expected {expected}")
         decode(chunk, final=False)
         size += len(chunk)
     check_size(size, stream=True)

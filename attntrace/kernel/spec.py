@@ -68,8 +68,9 @@ def checked_array(
         found = f"a {value.ndim}-D array" + (f" of {shape}" if shape else "")
         raise InputError(field=field_path, expected=expected, found=found)
     if value.size == 0:
-        raise InputError(field=field_path, expected="at least one number",
-                         found=shape_text(value.shape))  # fmt: skip
+        raise InputError(
+            field=field_path, expected="at least one number", found=shape_text(value.shape)
+        )
     with np.errstate(over="ignore"):  # a longdouble past float64's range becomes inf
         converted = read_only(value)
     if finite and not known_finite(converted):
@@ -83,8 +84,11 @@ def require_finite(array: npt.NDArray[np.floating[Any] | np.integer[Any]], field
     if not np.isfinite(array).all():
         where = tuple(int(i[0]) for i in np.nonzero(~np.isfinite(array)))
         found = describe(float(array[where]))
-        raise InputError(field=field_path + "".join(f"[{i}]" for i in where),
-                         expected="a finite number", found=found)  # fmt: skip
+        raise InputError(
+            field=field_path + "".join(f"[{i}]" for i in where),
+            expected="a finite number",
+            found=found,
+        )
 
 
 def _check_key(key: object, name: str) -> None:
@@ -93,9 +97,11 @@ def _check_key(key: object, name: str) -> None:
     if not isinstance(key, str):
         raise arguments.wrong_type(key, f"ModelSpec.{name} keys", "str")
     if name == "embeddings" and not is_token(key):
-        raise InputError(field="embeddings",
-                         expected="non-empty tokens without spaces (a sentence is "
-                         "split on whitespace)", found=describe(key))  # fmt: skip
+        raise InputError(
+            field="embeddings",
+            expected="non-empty tokens without spaces (a sentence is split on whitespace)",
+            found=describe(key),
+        )
 
 
 @dataclass(frozen=True)
@@ -180,9 +186,14 @@ class ModelSpec:
         self._check_positions()
         self._check_rope()
         self._check_biases()
-        check_variants(self.variants, heads=self.heads, d_k=self.d_k, causal=self.causal,
-                       alibi=self.position_kind == "alibi",
-                       context=self.context is not None)  # fmt: skip
+        check_variants(
+            self.variants,
+            heads=self.heads,
+            d_k=self.d_k,
+            causal=self.causal,
+            alibi=self.position_kind == "alibi",
+            context=self.context is not None,
+        )
         self._check_rows()
         self._check_context()
 
@@ -240,9 +251,11 @@ class ModelSpec:
             )
         named = ("sinusoidal", "rope", "alibi")
         if isinstance(self.positions, str) and self.positions not in named:
-            raise InputError(field="positions",
-                             expected="none, sinusoidal, rope, alibi or a list of vectors",
-                             found=describe(self.positions))  # fmt: skip
+            raise InputError(
+                field="positions",
+                expected="none, sinusoidal, rope, alibi or a list of vectors",
+                found=describe(self.positions),
+            )
 
     def _check_rows(self) -> None:
         """The target's rows as wide as the block's output; a given X's as the embeddings'."""
@@ -314,9 +327,11 @@ class ModelSpec:
         set_field(self, "embeddings", self._vectors("embeddings", self.embeddings))
         set_field(self, "biases", self._vectors("biases", self.biases))
         if not self.embeddings and self.given is None:
-            raise InputError(field="embeddings",
-                             expected="a non-empty mapping of token -> vector",
-                             found="an empty mapping")  # fmt: skip
+            raise InputError(
+                field="embeddings",
+                expected="a non-empty mapping of token -> vector",
+                found="an empty mapping",
+            )
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (and copied) through the constructor, so a copy is checked and frozen
@@ -328,8 +343,9 @@ class ModelSpec:
         """``embeddings`` or ``biases``: str keys to vectors, copied read-only, the
         mapping too (a token added to the caller's dict afterwards is not added here)."""
         if not isinstance(given, Mapping):
-            raise arguments.wrong_type(given, f"ModelSpec.{name}", "a mapping of str to numpy "
-                                       "vectors (a dict)")  # fmt: skip
+            raise arguments.wrong_type(
+                given, f"ModelSpec.{name}", "a mapping of str to numpy vectors (a dict)"
+            )
         vectors: dict[str, Matrix] = {}
         width = None
         shared: object = ()  # a frozen table whose rows are the vectors (none yet)
@@ -337,17 +353,23 @@ class ModelSpec:
         unchecked: list[Matrix] = []  # the vectors whose numbers are still to be checked
         for key, vector in given.items():
             _check_key(key, name)
-            if (isinstance(vector, np.ndarray) and vector.dtype == np.float64
-                    and vector.ndim == 1 and vector.size and not vector.flags.writeable
-                    and (vector.base is shared or is_frozen(vector))):  # fmt: skip
+            if (
+                isinstance(vector, np.ndarray)
+                and vector.dtype == np.float64
+                and vector.ndim == 1
+                and vector.size
+                and not vector.flags.writeable
+                and (vector.base is shared or is_frozen(vector))
+            ):
                 row = vector  # the package's own (a model file's): kept as it is
                 if vector.base is not shared:  # the rows of one table are checked at once
                     shared, shared_finite = vector.base, known_finite(vector)
                 if not shared_finite:
                     unchecked.append(row)
             else:
-                row = checked_array(vector, f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", 1,
-                                  finite=False)  # fmt: skip
+                row = checked_array(
+                    vector, f"ModelSpec.{name}[{key!r}]", f"{name}.{key}", 1, finite=False
+                )
                 unchecked.append(row)
             vectors[key] = row
             if name != "embeddings":
@@ -355,10 +377,12 @@ class ModelSpec:
             if width is None:
                 width = len(row)
             elif len(row) != width:
-                raise InputError(field=f"embeddings.{key}",
-                                 expected=f"a vector of {width} numbers "
-                                 f"(d_model, the length of {next(iter(vectors))!r})",
-                                 found=counted(len(row), "number"))  # fmt: skip
+                raise InputError(
+                    field=f"embeddings.{key}",
+                    expected=f"a vector of {width} numbers "
+                    f"(d_model, the length of {next(iter(vectors))!r})",
+                    found=counted(len(row), "number"),
+                )
         # one NaN check for all: a vocabulary of thousands costs one pass, not thousands
         if unchecked and not np.isfinite(np.concatenate(unchecked)).all():
             for key, row in vectors.items():
@@ -381,16 +405,20 @@ class ModelSpec:
     def _check_rope(self) -> None:
         """RoPE rotates pairs of Q's and K's columns, so a head's width must be even."""
         if self.rope_pairing not in ROPE_PAIRINGS:  # a typo is an error with or without rope
-            raise InputError(field="rope_pairing",
-                             expected="half or interleaved",
-                             found=describe(self.rope_pairing))  # fmt: skip
+            raise InputError(
+                field="rope_pairing",
+                expected="half or interleaved",
+                found=describe(self.rope_pairing),
+            )
         if self.position_kind != "rope":
             return
         base = self.rope_base
         if not is_rope_base(base):
-            raise InputError(field="rope_base",
-                             expected="a number > 1 (10000 in RoFormer and LLaMA)",
-                             found=describe(base))  # fmt: skip
+            raise InputError(
+                field="rope_base",
+                expected="a number > 1 (10000 in RoFormer and LLaMA)",
+                found=describe(base),
+            )
         if self.d_k % 2:
             raise InputError(
                 "RoPE rotates pairs of dimensions",
@@ -403,9 +431,9 @@ class ModelSpec:
         for name, vector in self.biases.items():
             weight = BIAS_OF_WEIGHT.get(name)
             if weight is None:
-                raise InputError(field=f"biases.{name}",
-                                 expected="one of bQ, bK, bV, bO",
-                                 found=describe(name))  # fmt: skip
+                raise InputError(
+                    field=f"biases.{name}", expected="one of bQ, bK, bV, bO", found=describe(name)
+                )
             matrix = getattr(self, weight)
             if matrix is None:
                 raise InputError(
@@ -416,13 +444,14 @@ class ModelSpec:
                 )
             width = int(matrix.shape[1])
             if vector.shape[0] != width:  # a vector: _vectors admits no other shape
-                raise InputError(field=f"biases.{name}",
-                                 expected=f"{width} numbers (one per column of {weight})",
-                                 found=counted(int(vector.shape[0]), "number"))  # fmt: skip
+                raise InputError(
+                    field=f"biases.{name}",
+                    expected=f"{width} numbers (one per column of {weight})",
+                    found=counted(int(vector.shape[0]), "number"),
+                )
 
     def _shape_error(self, field_name: str, expected: str, matrix: Matrix) -> None:
-        raise InputError(field=field_name, expected=expected,
-                         found=shape_text(matrix.shape))  # fmt: skip
+        raise InputError(field=field_name, expected=expected, found=shape_text(matrix.shape))
 
     @property
     def n_kv_heads(self) -> int:
@@ -491,6 +520,9 @@ class ModelSpec:
         keys = [self.resolve(t) for t in tokens]
         unknown = list(dict.fromkeys(t for t, k in zip(tokens, keys, strict=True) if k is None))
         if unknown:
-            raise InputError(unknown_tokens(unknown, tuple(self.embeddings)),
-                             source=self.source, field=field_name)  # fmt: skip
+            raise InputError(
+                unknown_tokens(unknown, tuple(self.embeddings)),
+                source=self.source,
+                field=field_name,
+            )
         return np.stack([self.embeddings[k] for k in keys if k is not None])

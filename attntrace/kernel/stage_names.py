@@ -76,9 +76,25 @@ ALIASES = {
 
 #: Stages computed once per query head (the rest are shared by every head).
 PER_HEAD = frozenset(
-    ("Q", "K", "V", "Q_norm", "K_norm", "Q_rope", "K_rope", "scores", "scaled", "alibi",
-     "biased", "capped", "masked", "softmax", "sink", "output")
-)  # fmt: skip
+    (
+        "Q",
+        "K",
+        "V",
+        "Q_norm",
+        "K_norm",
+        "Q_rope",
+        "K_rope",
+        "scores",
+        "scaled",
+        "alibi",
+        "biased",
+        "capped",
+        "masked",
+        "softmax",
+        "sink",
+        "output",
+    )
+)
 
 #: Per-head stages computed once per K/V head, which a file may also give repeated per
 #: query head (as after PyTorch's ``repeat_kv``).

@@ -54,8 +54,9 @@ class Stage:
         for name in ("head", "kv_head"):
             index = arguments.optional_whole(getattr(self, name), f"Stage.{name}")
             if index is not None and index < 0:
-                raise InputError(field=f"Stage.{name}", expected="None or a whole number ≥ 0",
-                                 found=str(index))  # fmt: skip
+                raise InputError(
+                    field=f"Stage.{name}", expected="None or a whole number ≥ 0", found=str(index)
+                )
             set_field(self, name, index)
         data = self.data
         if not isinstance(data, np.ndarray) or data.dtype.kind not in "fiu":
@@ -71,8 +72,10 @@ class Stage:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (and copied) through the constructor: the copy's data is read-only too."""
-        return (Stage, (self.name, self.formula, self.rows, self.cols, self.data, self.head,
-                        self.kv_head))  # fmt: skip
+        return (
+            Stage,
+            (self.name, self.formula, self.rows, self.cols, self.data, self.head, self.kv_head),
+        )
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -184,8 +187,7 @@ class Trace:
         if not isinstance(self.model, ModelInfo):
             raise arguments.wrong_type(self.model, "Trace.model", "a ModelInfo")
         if self.precision is not None and not isinstance(self.precision, LowPrecision):
-            raise arguments.wrong_type(self.precision, "Trace.precision",
-                                       "a LowPrecision or None")  # fmt: skip
+            raise arguments.wrong_type(self.precision, "Trace.precision", "a LowPrecision or None")
         set_field(self, "tokens", arguments.labels(self.tokens, "Trace.tokens"))
         if self.context_tokens is not None:
             context = arguments.labels(self.context_tokens, "Trace.context_tokens")
@@ -227,8 +229,10 @@ class Trace:
             return found[0]
         if found:
             heads = ", ".join(str(s.head) for s in found)
-            raise KeyError(f"stage {name!r} is traced for heads {heads}: say which, as "
-                           f"trace[{name!r}, 0] or trace.stage({name!r}, head=0)")  # fmt: skip
+            raise KeyError(
+                f"stage {name!r} is traced for heads {heads}: say which, as "
+                f"trace[{name!r}, 0] or trace.stage({name!r}, head=0)"
+            )
         known = ", ".join(dict.fromkeys(s.name for s in self.stages))
         where = f" for head {head}" if head is not None else ""
         raise KeyError(f"no stage {name!r}{where} in this trace (stages: {known})")
@@ -269,12 +273,18 @@ class Trace:
         wanted = set(arguments.head_numbers(heads, "heads"))
         traced = self.traced_heads
         if not wanted:
-            raise InputError(field="heads", expected=f"at least one of the traced heads "
-                             f"({', '.join(map(str, traced))})", found="none")  # fmt: skip
+            raise InputError(
+                field="heads",
+                expected=f"at least one of the traced heads ({', '.join(map(str, traced))})",
+                found="none",
+            )
         missing = sorted(wanted - set(traced))
         if missing:
-            raise InputError(field="heads", expected=f"heads this trace holds "
-                             f"({', '.join(map(str, traced))})", found=str(missing[0]))  # fmt: skip
+            raise InputError(
+                field="heads",
+                expected=f"heads this trace holds ({', '.join(map(str, traced))})",
+                found=str(missing[0]),
+            )
         kv_read = {self.model.kv_head_of(h) for h in wanted}
 
         def kept(stage: Stage) -> bool:
@@ -301,10 +311,9 @@ class Trace:
         head = arguments.optional_whole(head, "head")
         kv_head = arguments.optional_whole(kv_head, "kv_head")
         return next(
-            (w for w in self.weights if w.name == name and w.head == head
-             and w.kv_head == kv_head),
+            (w for w in self.weights if w.name == name and w.head == head and w.kv_head == kv_head),
             None,
-        )  # fmt: skip
+        )
 
     def weight_for(self, stage: Stage) -> Stage | None:
         """The learned matrix (slice) ``stage`` was computed with: WQ for Q, ...; else None."""

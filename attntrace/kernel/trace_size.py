@@ -39,8 +39,9 @@ def check_trace_size(model: ModelSpec, n: int, m: int) -> None:
     """Refuse a trace bigger than ATTNTRACE_MAX_TRACE_MB (2 GiB) before computing it:
     a trace keeps every n × n matrix of every head, so 20,000 tokens would take 9 GB of
     one head's scores alone (and an hour of drawing them)."""
-    limit = env_number(MAX_TRACE_VARIABLE, DEFAULT_MAX_TRACE_MB, 1, 2**30,
-                       "a number of MiB from 1 to 2**30")  # fmt: skip
+    limit = env_number(
+        MAX_TRACE_VARIABLE, DEFAULT_MAX_TRACE_MB, 1, 2**30, "a number of MiB from 1 to 2**30"
+    )
     size = trace_bytes(model, n, m)
     if size > limit * 2**20:
         heads = f" × {model.heads} heads" if model.heads > 1 else ""

@@ -70,29 +70,41 @@ class Variants:
                 continue
             set_field(self, name, tuple(_numbers(value, f"Variants.{name}", name)))
         if self.sink_logit is not None and _is_number(self.sink_logit):
-            set_field(self, "sink_logit",
-                      arguments.real(self.sink_logit, "Variants.sink_logit"))  # fmt: skip
+            set_field(self, "sink_logit", arguments.real(self.sink_logit, "Variants.sink_logit"))
         _check_alone(self)
 
     def __eq__(self, other: object) -> bool:
         """The same options, weights compared by value (two traces of one model agree)."""
         if not isinstance(other, Variants):
             return NotImplemented
-        for name in ("window", "sinks", "alibi_slopes", "qk_norm", "qk_norm_eps", "softcap",
-                     "sink_logit"):  # fmt: skip
+        for name in (
+            "window",
+            "sinks",
+            "alibi_slopes",
+            "qk_norm",
+            "qk_norm_eps",
+            "softcap",
+            "sink_logit",
+        ):
             if getattr(self, name) != getattr(other, name):
                 return False
-        return all(_same_vector(getattr(self, name), getattr(other, name))
-                   for name in ("q_norm", "k_norm"))  # fmt: skip
+        return all(
+            _same_vector(getattr(self, name), getattr(other, name)) for name in ("q_norm", "k_norm")
+        )
 
     __hash__ = None  # type: ignore[assignment]  # holds arrays
 
     @property
     def any(self) -> bool:
         """Whether any option is on."""
-        return (self.window is not None or self.sinks > 0 or self.alibi_slopes is not None
-                or self.qk_norm or self.softcap is not None
-                or self.sink_logit is not None)  # fmt: skip
+        return (
+            self.window is not None
+            or self.sinks > 0
+            or self.alibi_slopes is not None
+            or self.qk_norm
+            or self.softcap is not None
+            or self.sink_logit is not None
+        )
 
     def slopes(self, heads: int) -> list[float]:
         """ALiBi's slope of each head: the given ones, else the paper's rule."""
@@ -123,8 +135,9 @@ def _numbers(value: object, name: str, field_path: str) -> list[float]:
     numbers = [arguments.real(v, f"{name}[{i}]") for i, v in enumerate(value)]
     for index, number in enumerate(numbers):
         if not math.isfinite(number):
-            raise InputError(field=f"{field_path}[{index}]", expected="a finite number",
-                             found=describe(number))  # fmt: skip
+            raise InputError(
+                field=f"{field_path}[{index}]", expected="a finite number", found=describe(number)
+            )
     return numbers
 
 
@@ -132,13 +145,17 @@ def _vector(value: object, name: str, field_path: str) -> Vector:
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
         raise arguments.wrong_type(value, name, "a numpy vector of real numbers")
     if value.ndim != 1:
-        raise InputError(field=field_path, expected="a vector of d_k numbers",
-                         found=f"a {value.ndim}-D array")  # fmt: skip
+        raise InputError(
+            field=field_path, expected="a vector of d_k numbers", found=f"a {value.ndim}-D array"
+        )
     vector = read_only(value)
     if not np.isfinite(vector).all():
         index = int(np.nonzero(~np.isfinite(vector))[0][0])
-        raise InputError(field=f"{field_path}[{index}]", expected="a finite number",
-                         found=describe(float(vector[index])))  # fmt: skip
+        raise InputError(
+            field=f"{field_path}[{index}]",
+            expected="a finite number",
+            found=describe(float(vector[index])),
+        )
     return vector
 
 
@@ -152,16 +169,22 @@ def _check_window(variants: Variants) -> None:
     """A sliding window and its sinks: counts of keys, within reach of a sentence, and
     sinks only with a window to keep them past."""
     if variants.window is not None and variants.window < 1:
-        raise InputError(field="window", expected="a whole number of keys ≥ 1 (a query "
-                         "sees itself and window − 1 keys before it)",
-                         found=str(variants.window))  # fmt: skip
+        raise InputError(
+            field="window",
+            expected="a whole number of keys ≥ 1 (a query "
+            "sees itself and window − 1 keys before it)",
+            found=str(variants.window),
+        )
     if variants.sinks < 0:
         raise InputError(field="sinks", expected="a whole number ≥ 0", found=str(variants.sinks))
     for name in ("window", "sinks"):
         count = getattr(variants, name)
         if count is not None and count > MOST_POSITIONS:
-            raise InputError(field=name, expected=f"at most {MOST_POSITIONS:,} (longer than "
-                             "any sentence)", found=f"{count:,}")  # fmt: skip
+            raise InputError(
+                field=name,
+                expected=f"at most {MOST_POSITIONS:,} (longer than any sentence)",
+                found=f"{count:,}",
+            )
     if variants.sinks and variants.window is None:
         raise InputError(
             "sinks keep the first tokens visible past a sliding window; without one every "
@@ -181,19 +204,27 @@ def _check_scores(variants: Variants) -> None:
     if not variants.qk_norm:
         for name in ("q_norm", "k_norm"):
             if getattr(variants, name) is not None:
-                raise InputError(f"{name} weighs QK-norm's rows", field=name,
-                                 expected="qk_norm: true with it", found="qk_norm off")  # fmt: skip
+                raise InputError(
+                    f"{name} weighs QK-norm's rows",
+                    field=name,
+                    expected="qk_norm: true with it",
+                    found="qk_norm off",
+                )
     cap = variants.softcap
     if cap is not None and not (math.isfinite(cap) and cap > 0):
-        raise InputError(field="softcap", expected="a number > 0 (logits are capped to "
-                         "±softcap)", found=describe(cap))  # fmt: skip
+        raise InputError(
+            field="softcap",
+            expected="a number > 0 (logits are capped to ±softcap)",
+            found=describe(cap),
+        )
     sink = variants.sink_logit
     if isinstance(sink, float) and not math.isfinite(sink):
         raise InputError(field="sink_logit", expected="a finite number", found=describe(sink))
     for index, slope in enumerate(variants.alibi_slopes or ()):
         if not slope > 0:
-            raise InputError(field=f"alibi_slopes[{index}]", expected="a number > 0",
-                             found=describe(slope))  # fmt: skip
+            raise InputError(
+                field=f"alibi_slopes[{index}]", expected="a number > 0", found=describe(slope)
+            )
 
 
 def check_variants(
@@ -224,17 +255,27 @@ def check_variants(
         )
     if variants.alibi_slopes is not None:
         if not alibi:
-            raise InputError(field="alibi_slopes", expected="positions: alibi with them",
-                             found="no ALiBi")  # fmt: skip
+            raise InputError(
+                field="alibi_slopes", expected="positions: alibi with them", found="no ALiBi"
+            )
         if len(variants.alibi_slopes) != heads:
-            raise InputError(field="alibi_slopes", expected=f"{heads} slopes (one per head)",
-                             found=str(len(variants.alibi_slopes)))  # fmt: skip
+            raise InputError(
+                field="alibi_slopes",
+                expected=f"{heads} slopes (one per head)",
+                found=str(len(variants.alibi_slopes)),
+            )
     for name in ("q_norm", "k_norm"):
         weight = getattr(variants, name)
         if weight is not None and weight.shape[0] != d_k:
-            raise InputError(field=name, expected=f"{d_k} numbers (d_k, shared by every head)",
-                             found=str(weight.shape[0]))  # fmt: skip
+            raise InputError(
+                field=name,
+                expected=f"{d_k} numbers (d_k, shared by every head)",
+                found=str(weight.shape[0]),
+            )
     sink = variants.sink_logit
     if sink is not None and not isinstance(sink, float) and len(sink) != heads:
-        raise InputError(field="sink_logit", expected=f"a number, or {heads} (one per head)",
-                         found=f"{len(sink)} number{'' if len(sink) == 1 else 's'}")  # fmt: skip
+        raise InputError(
+            field="sink_logit",
+            expected=f"a number, or {heads} (one per head)",
+            found=f"{len(sink)} number{'' if len(sink) == 1 else 's'}",
+        )

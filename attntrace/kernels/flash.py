@@ -139,8 +139,11 @@ class FlashRecord:
         for tile in self.tiles:
             if (tile.i, tile.j) == (i, j):
                 return tile
-        raise InputError(field="tile", expected="a query block and a key block of this "
-                         "record", found=f"({i}, {j})")  # fmt: skip
+        raise InputError(
+            field="tile",
+            expected="a query block and a key block of this record",
+            found=f"({i}, {j})",
+        )
 
     @property
     def standard_bytes(self) -> int:
@@ -185,8 +188,11 @@ def _variant(variant: object) -> int:
     """The variant asked for: 1 (FlashAttention) or 2 (FlashAttention-2)."""
     chosen = arguments.whole(variant, "variant")
     if chosen not in (1, 2):
-        raise InputError(field="variant", expected="1 (FlashAttention) or 2 "
-                         "(FlashAttention-2)", found=str(chosen))  # fmt: skip
+        raise InputError(
+            field="variant",
+            expected="1 (FlashAttention) or 2 (FlashAttention-2)",
+            found=str(chosen),
+        )
     return chosen
 
 
@@ -194,10 +200,12 @@ def _check_tiles(n: int, m: int, block_q: int, block_k: int) -> None:
     """Refuses more than :data:`MAX_TILES` tiles."""
     tiles_needed = -(-n // block_q) * -(-m // block_k)
     if tiles_needed > MAX_TILES:
-        raise InputError(field="--block-q/--block-k", expected=f"at most {MAX_TILES:,} tiles "
-                         "(⌈queries / block_q⌉ · ⌈keys / block_k⌉); larger blocks make fewer",
-                         found=f"{tiles_needed:,} ({n} × {m} in blocks of {block_q} × "
-                         f"{block_k})")  # fmt: skip
+        raise InputError(
+            field="--block-q/--block-k",
+            expected=f"at most {MAX_TILES:,} tiles "
+            "(⌈queries / block_q⌉ · ⌈keys / block_k⌉); larger blocks make fewer",
+            found=f"{tiles_needed:,} ({n} × {m} in blocks of {block_q} × {block_k})",
+        )
 
 
 def _epilogue(
@@ -220,10 +228,20 @@ def _epilogue(
 
 
 def flash(
-    Q: Matrix, K: Matrix, V: Matrix, *, block_q: int, block_k: int, causal: bool = False,
-    variant: int = 2, window: int | None = None, sinks: int = 0, slope: float | None = None,
-    softcap: float | None = None, sink_logit: float | None = None,
-) -> FlashRecord:  # fmt: skip
+    Q: Matrix,
+    K: Matrix,
+    V: Matrix,
+    *,
+    block_q: int,
+    block_k: int,
+    causal: bool = False,
+    variant: int = 2,
+    window: int | None = None,
+    sinks: int = 0,
+    slope: float | None = None,
+    softcap: float | None = None,
+    sink_logit: float | None = None,
+) -> FlashRecord:
     """softmax(Q·Kᵀ/√d_k)·V for one head, tile by tile: Q ``[n, d_k]``, K ``[m, d_k]``,
     V ``[m, d_v]``; with a ``window`` (and ``sinks``), ALiBi's ``slope``, a ``softcap``
     and a ``sink_logit`` as the module says. Refuses block sizes below 1 and a variant
@@ -243,21 +261,44 @@ def flash(
     run_m = np.full(n, -np.inf if sink_logit is None else float(sink_logit))
     run_l = np.zeros(n)
     acc = np.zeros((n, V.shape[1]))
-    order = ([(i, j) for i in range(len(q_blocks)) for j in range(len(k_blocks))]
-             if variant == 2 else
-             [(i, j) for j in range(len(k_blocks)) for i in range(len(q_blocks))])  # fmt: skip
+    order = (
+        [(i, j) for i in range(len(q_blocks)) for j in range(len(k_blocks))]
+        if variant == 2
+        else [(i, j) for j in range(len(k_blocks)) for i in range(len(q_blocks))]
+    )
     tiles: list[Tile] = []
     for i, j in order:
         (r0, r1), (c0, c1) = q_blocks[i], k_blocks[j]
         m_old, l_old = run_m[r0:r1].copy(), run_l[r0:r1].copy()
         rows_at, cols_at = query_at[r0:r1], key_at[c0:c1]
-        hidden = (masks.hidden(rows_at, cols_at, causal=True, window=window, sinks=sinks)
-                  if causal else None)  # fmt: skip
+        hidden = (
+            masks.hidden(rows_at, cols_at, causal=True, window=window, sinks=sinks)
+            if causal
+            else None
+        )
         if hidden is not None and hidden.all():  # no cell of the tile is visible: skipped
-            state = (computed(m_old), computed(m_old.copy()), computed(l_old),
-                     computed(l_old.copy()), computed(acc[r0:r1].copy()))  # fmt: skip
-            tiles.append(Tile(i, j, (r0, r1), (c0, c1), True, None, None, None, None, *state,
-                              why=_why_skipped(rows_at, cols_at, causal)))  # fmt: skip
+            state = (
+                computed(m_old),
+                computed(m_old.copy()),
+                computed(l_old),
+                computed(l_old.copy()),
+                computed(acc[r0:r1].copy()),
+            )
+            tiles.append(
+                Tile(
+                    i,
+                    j,
+                    (r0, r1),
+                    (c0, c1),
+                    True,
+                    None,
+                    None,
+                    None,
+                    None,
+                    *state,
+                    why=_why_skipped(rows_at, cols_at, causal),
+                )
+            )
             continue
         raw = Q[r0:r1] @ K[c0:c1].T  # [bq, d_k]·[d_k, bk] -> [bq, bk]
         # ALiBi's −m · |i − j|, the cap, the mask: the full softmax's steps, in its order
@@ -275,17 +316,43 @@ def flash(
             to_new = np.exp(block_max - _subtrahend(m_new))
             l_new = rescale * l_old + to_new * P.sum(axis=1)
             divisor = np.where(l_new == 0.0, 1.0, l_new)[:, None]
-            acc[r0:r1] = ((l_old * rescale)[:, None] * acc[r0:r1]
-                        + to_new[:, None] * (P @ V[c0:c1])) / divisor  # fmt: skip
+            acc[r0:r1] = (
+                (l_old * rescale)[:, None] * acc[r0:r1] + to_new[:, None] * (P @ V[c0:c1])
+            ) / divisor
         run_m[r0:r1], run_l[r0:r1] = m_new, l_new
-        tiles.append(Tile(i, j, (r0, r1), (c0, c1), False, computed(S), computed(P),
-                          computed(block_max), computed(rescale), computed(m_old),
-                          computed(m_new), computed(l_old), computed(l_new.copy()),
-                          computed(acc[r0:r1].copy())))  # fmt: skip
+        tiles.append(
+            Tile(
+                i,
+                j,
+                (r0, r1),
+                (c0, c1),
+                False,
+                computed(S),
+                computed(P),
+                computed(block_max),
+                computed(rescale),
+                computed(m_old),
+                computed(m_new),
+                computed(l_old),
+                computed(l_new.copy()),
+                computed(acc[r0:r1].copy()),
+            )
+        )
     sink = _epilogue(acc, run_m, run_l, variant, sink_logit)
-    return FlashRecord(variant, causal, block_q, block_k, m, tuple(tiles), computed(acc),
-                       computed(run_m), computed(run_l), sink, window,
-                       sinks)  # fmt: skip
+    return FlashRecord(
+        variant,
+        causal,
+        block_q,
+        block_k,
+        m,
+        tuple(tiles),
+        computed(acc),
+        computed(run_m),
+        computed(run_l),
+        sink,
+        window,
+        sinks,
+    )
 
 
 def flash_head(
@@ -298,18 +365,26 @@ def flash_head(
     head = arguments.whole(head, "head")
     if head not in trace.traced_heads:
         held = ", ".join(map(str, trace.traced_heads))
-        raise InputError(field="head", expected=f"a head the trace holds ({held})",
-                         found=str(head))  # fmt: skip
+        raise InputError(field="head", expected=f"a head the trace holds ({held})", found=str(head))
     model = trace.model
     q, k = model.score_inputs
     Q, K, V = (trace.stage(name, head=head).data for name in (q, k, "V"))
     variants = model.variants
     sink_logits = variants.sink_logits(model.heads)
-    return flash(Q, K, V, block_q=block_q, block_k=block_k, causal=model.causal,
-                 variant=variant, window=variants.window, sinks=variants.sinks,
-                 slope=variants.slopes(model.heads)[head] if model.positions == "alibi"
-                 else None, softcap=variants.softcap,
-                 sink_logit=None if sink_logits is None else sink_logits[head])  # fmt: skip
+    return flash(
+        Q,
+        K,
+        V,
+        block_q=block_q,
+        block_k=block_k,
+        causal=model.causal,
+        variant=variant,
+        window=variants.window,
+        sinks=variants.sinks,
+        slope=variants.slopes(model.heads)[head] if model.positions == "alibi" else None,
+        softcap=variants.softcap,
+        sink_logit=None if sink_logits is None else sink_logits[head],
+    )
 
 
 @dataclass(frozen=True)
@@ -341,10 +416,18 @@ def hbm_traffic(n: int, d: int, sram_bytes: int, itemsize: int = 2) -> Traffic:
     sram_bytes, itemsize = _block_size("sram_bytes", sram_bytes), _block_size("itemsize", itemsize)
     M = sram_bytes // itemsize
     if M < 1:
-        raise InputError(field="sram_bytes", expected=f"at least one element ({itemsize} "
-                         "bytes)", found=str(sram_bytes))  # fmt: skip
+        raise InputError(
+            field="sram_bytes",
+            expected=f"at least one element ({itemsize} bytes)",
+            found=str(sram_bytes),
+        )
     B_c = -(-M // (4 * d))
     B_r = min(B_c, d)
     T_c = -(-n // B_c)
-    return Traffic(standard=4 * n * d + 4 * n * n, tiled=2 * n * d + T_c * (3 * n * d + 4 * n),
-                   block_q=B_r, block_k=B_c, sram_elements=M)  # fmt: skip
+    return Traffic(
+        standard=4 * n * d + 4 * n * n,
+        tiled=2 * n * d + T_c * (3 * n * d + 4 * n),
+        block_q=B_r,
+        block_k=B_c,
+        sram_elements=M,
+    )

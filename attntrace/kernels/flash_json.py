@@ -78,8 +78,14 @@ def _tile(tile: Tile) -> dict[str, Any]:
 
 
 def _traffic(n: int, d: int, traffic: Traffic) -> dict[str, int]:
-    return {"n": n, "d": d, "standard": traffic.standard, "tiled": traffic.tiled,
-            "block_q": traffic.block_q, "block_k": traffic.block_k}  # fmt: skip
+    return {
+        "n": n,
+        "d": d,
+        "standard": traffic.standard,
+        "tiled": traffic.tiled,
+        "block_q": traffic.block_q,
+        "block_k": traffic.block_k,
+    }
 
 
 def flash_dump_bytes(report: FlashReport) -> bytes:

@@ -78,8 +78,11 @@ def flash_report(
     element (2 bytes), before any tile is computed."""
     sram_bytes = arguments.whole(sram_bytes, "sram_bytes")
     if sram_bytes < HBM_ITEMSIZE:
-        raise InputError(field="--sram", expected=f"at least {HBM_ITEMSIZE} bytes (one fp16 "
-                         "element)", found=str(sram_bytes))  # fmt: skip
+        raise InputError(
+            field="--sram",
+            expected=f"at least {HBM_ITEMSIZE} bytes (one fp16 element)",
+            found=str(sram_bytes),
+        )
     keys = trace.context_tokens if trace.context_tokens is not None else trace.tokens
     block_q = default_block(len(trace.tokens)) if block_q is None else block_q
     block_k = default_block(len(keys)) if block_k is None else block_k

@@ -245,10 +245,13 @@ def _backward(
     X = trace["X"].data
     d_X = sum((hg.d_Q @ model.head_weight("WQ", hg.head).T for hg in heads), np.zeros_like(X))
     d_keys = sum(
-        (kv.d_K @ model.head_weight("WK", kv.kv_head).T
-         + kv.d_V @ model.head_weight("WV", kv.kv_head).T for kv in kv_heads),
+        (
+            kv.d_K @ model.head_weight("WK", kv.kv_head).T
+            + kv.d_V @ model.head_weight("WV", kv.kv_head).T
+            for kv in kv_heads
+        ),
         np.zeros((m, model.d_model)),
-    )  # fmt: skip
+    )
     d_X_context = None
     if trace.context_tokens is None:
         d_X = d_X + d_keys
@@ -396,8 +399,11 @@ def _upstream(name: str, given: Matrix | None, shape: tuple[int, int]) -> Matrix
         return np.zeros(shape)
     array = np.asarray(given)
     if array.dtype.kind not in "fiu" or array.shape != shape:
-        raise InputError(field=name, expected=f"a {shape[0]} × {shape[1]} matrix of numbers",
-                         found=shape_text(array.shape) or "a scalar")  # fmt: skip
+        raise InputError(
+            field=name,
+            expected=f"a {shape[0]} × {shape[1]} matrix of numbers",
+            found=shape_text(array.shape) or "a scalar",
+        )
     array = array.astype(np.float64)
     if not np.isfinite(array).all():
         raise InputError(field=name, expected="finite numbers", found="inf or NaN")
@@ -411,10 +417,12 @@ def _entering(
     if given is None:
         return [None] * heads
     if len(given) != heads:
-        raise InputError(field="d_softmax", expected=f"{heads} gradients (one per head)",
-                         found=str(len(given)))  # fmt: skip
-    return [None if d is None else _upstream(f"d_softmax[{h}]", d, shape)
-            for h, d in enumerate(given)]  # fmt: skip
+        raise InputError(
+            field="d_softmax", expected=f"{heads} gradients (one per head)", found=str(len(given))
+        )
+    return [
+        None if d is None else _upstream(f"d_softmax[{h}]", d, shape) for h, d in enumerate(given)
+    ]
 
 
 def _frozen(array: Matrix | None) -> Matrix:
@@ -431,13 +439,20 @@ def _require_finite(gradients: Gradients) -> None:
     gradient is checked: the view, the JSON and train read them all)."""
     named: list[tuple[str, Matrix | None]] = []
     for hg in gradients.heads:
-        named += [(f"{f.name} (head {hg.head})", getattr(hg, f.name)) for f in fields(hg)
-                  if f.name.startswith("d_")]  # fmt: skip
+        named += [
+            (f"{f.name} (head {hg.head})", getattr(hg, f.name))
+            for f in fields(hg)
+            if f.name.startswith("d_")
+        ]
     for kv in gradients.kv_heads:
-        named += [(f"{f.name} (K/V head {kv.kv_head})", getattr(kv, f.name)) for f in fields(kv)
-                  if f.name.startswith("d_")]  # fmt: skip
-    named += [(f.name, getattr(gradients, f.name)) for f in fields(gradients)
-              if f.name.startswith("d_")]  # fmt: skip
+        named += [
+            (f"{f.name} (K/V head {kv.kv_head})", getattr(kv, f.name))
+            for f in fields(kv)
+            if f.name.startswith("d_")
+        ]
+    named += [
+        (f.name, getattr(gradients, f.name)) for f in fields(gradients) if f.name.startswith("d_")
+    ]
     for name, array in named:
         if array is not None and not np.isfinite(array).all():
             raise InputError(

@@ -28,14 +28,35 @@ from attntrace.learning.objective import Objective, Resolved, resolve
 
 # The forward stage (or learned matrix) each gradient is the gradient of.
 MIRRORS: Mapping[str, str] = {
-    "d_projected": "projected", "d_WO": "WO", "d_bO": "bO", "d_concat": "concat",
-    "d_output": "output", "d_V": "V", "d_softmax": "softmax", "d_sink_logit": "sink",
-    "d_capped": "capped", "d_biased": "biased", "d_scaled": "scaled",
-    "d_scores": "scores", "d_Q_rope": "Q_rope", "d_K_rope": "K_rope", "d_Q_norm": "Q_norm",
-    "d_K_norm": "K_norm", "d_Q": "Q", "d_K": "K", "d_WQ": "WQ", "d_bQ": "bQ", "d_WK": "WK",
-    "d_bK": "bK", "d_WV": "WV", "d_bV": "bV", "d_q_norm": "q_norm", "d_k_norm": "k_norm",
-    "d_X": "X", "d_X_context": "X_context",
-}  # fmt: skip
+    "d_projected": "projected",
+    "d_WO": "WO",
+    "d_bO": "bO",
+    "d_concat": "concat",
+    "d_output": "output",
+    "d_V": "V",
+    "d_softmax": "softmax",
+    "d_sink_logit": "sink",
+    "d_capped": "capped",
+    "d_biased": "biased",
+    "d_scaled": "scaled",
+    "d_scores": "scores",
+    "d_Q_rope": "Q_rope",
+    "d_K_rope": "K_rope",
+    "d_Q_norm": "Q_norm",
+    "d_K_norm": "K_norm",
+    "d_Q": "Q",
+    "d_K": "K",
+    "d_WQ": "WQ",
+    "d_bQ": "bQ",
+    "d_WK": "WK",
+    "d_bK": "bK",
+    "d_WV": "WV",
+    "d_bV": "bV",
+    "d_q_norm": "q_norm",
+    "d_k_norm": "k_norm",
+    "d_X": "X",
+    "d_X_context": "X_context",
+}
 # Every name a grad/v1 document may hold, in the order its stages come.
 GRAD_ORDER = tuple(MIRRORS)
 
@@ -72,8 +93,9 @@ class GradTrace:
             ):
                 return stage
         known = ", ".join(dict.fromkeys(self.names))
-        raise KeyError(f"no gradient {name!r} for head {head}, K/V head {kv_head} "
-                       f"(gradients: {known})")  # fmt: skip
+        raise KeyError(
+            f"no gradient {name!r} for head {head}, K/V head {kv_head} (gradients: {known})"
+        )
 
     def mirror(self, stage: Stage) -> Stage | None:
         """The forward stage (or learned matrix, as the trace carries it) ``stage`` is
@@ -107,12 +129,16 @@ def grad_trace(
     forward = trace_block(model, tokens, context)
     resolved = resolve(objective, model, forward)
     loss = resolved.loss
-    gradients = grad_block(model, tokens, context, d_output=loss.d_output,
-                           d_softmax=loss.d_softmax, forward=forward)  # fmt: skip
-    return GradTrace(forward=gradients.trace, objective=objective, loss=resolved,
-                     stages=_stages(model, gradients, resolved),
-                     summed={kv.kv_head: kv.query_heads for kv in gradients.kv_heads
-                             if len(kv.query_heads) > 1})  # fmt: skip
+    gradients = grad_block(
+        model, tokens, context, d_output=loss.d_output, d_softmax=loss.d_softmax, forward=forward
+    )
+    return GradTrace(
+        forward=gradients.trace,
+        objective=objective,
+        loss=resolved,
+        stages=_stages(model, gradients, resolved),
+        summed={kv.kv_head: kv.query_heads for kv in gradients.kv_heads if len(kv.query_heads) > 1},
+    )
 
 
 def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, ...]:
@@ -123,8 +149,9 @@ def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, 
     tokens = trace.stage("X").rows
     keys = tokens if trace.context_tokens is None else trace.stage("X_context").rows
     block = block_output_name(model)
-    entering = f"dL/d {block}" if resolved.loss.d_output is not None else \
-        f"0 (L does not read {block})"  # fmt: skip
+    entering = (
+        f"dL/d {block}" if resolved.loss.d_output is not None else f"0 (L does not read {block})"
+    )
     found = [
         *_output_stages(model, g, tokens, entering),
         *(
@@ -202,8 +229,7 @@ def _head_stages(
     else:
         d_out = f"d_output = {entering}"
     read = resolved.loss.d_softmax is not None and resolved.loss.d_softmax[h] is not None
-    q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else \
-        trace.model.score_inputs  # fmt: skip
+    q_in, k_in = ("Q_rope", "K_rope") if hg.d_Q_rope is not None else trace.model.score_inputs
     landed = (("d_capped", hg.d_capped), ("d_biased", hg.d_biased), ("d_scaled", hg.d_scaled))
     softmax_out = next(name for name, d in landed if d is not None)
     backward = f"{softmax_out} = softmax ∘ (d_softmax − rowsum(d_softmax ∘ softmax))"
@@ -215,32 +241,89 @@ def _head_stages(
     per_head = [
         ("d_output", d_out, hg.d_output, tokens, dims(d_v, h * d_v)),
         ("d_V", "d_V = softmaxᵀ · d_output", hg.d_V, keys, dims(d_v, kv * d_v)),
-        ("d_softmax", "d_softmax = d_output · Vᵀ" + (" + dL/d softmax" if read else ""),
-         hg.d_softmax, tokens, keys),
-        ("d_sink_logit", "d_sink_logit = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ",
-         hg.d_sink_logit, ("d_sink_logit",), ("sink",)),
+        (
+            "d_softmax",
+            "d_softmax = d_output · Vᵀ" + (" + dL/d softmax" if read else ""),
+            hg.d_softmax,
+            tokens,
+            keys,
+        ),
+        (
+            "d_sink_logit",
+            "d_sink_logit = −Σᵢ sinkᵢ · rowsum(d_softmax ∘ softmax)ᵢ",
+            hg.d_sink_logit,
+            ("d_sink_logit",),
+            ("sink",),
+        ),
         ("d_capped", backward, hg.d_capped, tokens, keys),
-        ("d_biased", f"d_biased = d_capped ∘ (1 − (capped / {cap:g})²)" if cap is not None
-         and hg.d_biased is not None else backward, hg.d_biased, tokens, keys),
-        ("d_scaled", "d_scaled = d_biased (ALiBi's bias is a constant)"
-         if hg.d_biased is not None else f"d_scaled = d_capped ∘ (1 − (capped / {cap:g})²)"
-         if cap is not None else backward, hg.d_scaled, tokens, keys),
+        (
+            "d_biased",
+            f"d_biased = d_capped ∘ (1 − (capped / {cap:g})²)"
+            if cap is not None and hg.d_biased is not None
+            else backward,
+            hg.d_biased,
+            tokens,
+            keys,
+        ),
+        (
+            "d_scaled",
+            "d_scaled = d_biased (ALiBi's bias is a constant)"
+            if hg.d_biased is not None
+            else f"d_scaled = d_capped ∘ (1 − (capped / {cap:g})²)"
+            if cap is not None
+            else backward,
+            hg.d_scaled,
+            tokens,
+            keys,
+        ),
         ("d_scores", "d_scores = d_scaled / √d_k", hg.d_scores, tokens, keys),
         ("d_Q_rope", f"d_Q_rope = d_scores · {k_in}", hg.d_Q_rope, tokens, dims(d_k, h * d_k)),
         ("d_K_rope", f"d_K_rope = d_scoresᵀ · {q_in}", hg.d_K_rope, keys, dims(d_k, kv * d_k)),
-        ("d_Q_norm", f"d_Q_norm = {turned_q}" if hg.d_Q_rope is not None
-         else "d_Q_norm = d_scores · K_norm", hg.d_Q_norm, tokens, dims(d_k, h * d_k)),
-        ("d_K_norm", f"d_K_norm = {turned_k}" if hg.d_K_rope is not None
-         else "d_K_norm = d_scoresᵀ · Q_norm", hg.d_K_norm, keys, dims(d_k, kv * d_k)),
-        ("d_Q", "d_Q = d_Q_norm " + norm_back.format(
-            x="Q", d="d_Q_norm", w=" ∘ q_norm" if model.variants.q_norm is not None else "")
-         if normed else f"d_Q = {turned_q}" if hg.d_Q_rope is not None
-         else "d_Q = d_scores · K", hg.d_Q, tokens, dims(d_k, h * d_k)),
-        ("d_K", "d_K = d_K_norm " + norm_back.format(
-            x="K", d="d_K_norm", w=" ∘ k_norm" if model.variants.k_norm is not None else "")
-         if normed else f"d_K = {turned_k}" if hg.d_K_rope is not None
-         else "d_K = d_scoresᵀ · Q", hg.d_K, keys, dims(d_k, kv * d_k)),
-    ]  # fmt: skip
+        (
+            "d_Q_norm",
+            f"d_Q_norm = {turned_q}" if hg.d_Q_rope is not None else "d_Q_norm = d_scores · K_norm",
+            hg.d_Q_norm,
+            tokens,
+            dims(d_k, h * d_k),
+        ),
+        (
+            "d_K_norm",
+            f"d_K_norm = {turned_k}"
+            if hg.d_K_rope is not None
+            else "d_K_norm = d_scoresᵀ · Q_norm",
+            hg.d_K_norm,
+            keys,
+            dims(d_k, kv * d_k),
+        ),
+        (
+            "d_Q",
+            "d_Q = d_Q_norm "
+            + norm_back.format(
+                x="Q", d="d_Q_norm", w=" ∘ q_norm" if model.variants.q_norm is not None else ""
+            )
+            if normed
+            else f"d_Q = {turned_q}"
+            if hg.d_Q_rope is not None
+            else "d_Q = d_scores · K",
+            hg.d_Q,
+            tokens,
+            dims(d_k, h * d_k),
+        ),
+        (
+            "d_K",
+            "d_K = d_K_norm "
+            + norm_back.format(
+                x="K", d="d_K_norm", w=" ∘ k_norm" if model.variants.k_norm is not None else ""
+            )
+            if normed
+            else f"d_K = {turned_k}"
+            if hg.d_K_rope is not None
+            else "d_K = d_scoresᵀ · Q",
+            hg.d_K,
+            keys,
+            dims(d_k, kv * d_k),
+        ),
+    ]
     return [
         _stage(name, formula, data, rows, cols, h, kv)
         for name, formula, data, rows, cols in per_head
@@ -302,6 +385,13 @@ def _model_stages(
         )
     else:
         found.append(_stage("d_X", f"d_X = d_Q · WQᵀ{every}", g.d_X, tokens, x_cols))
-        found.append(_stage("d_X_context", f"d_X_context = d_K · WKᵀ + d_V · WVᵀ{every}",
-                            g.d_X_context, keys, trace.stage("X_context").cols))  # fmt: skip
+        found.append(
+            _stage(
+                "d_X_context",
+                f"d_X_context = d_K · WKᵀ + d_V · WVᵀ{every}",
+                g.d_X_context,
+                keys,
+                trace.stage("X_context").cols,
+            )
+        )
     return found

@@ -76,8 +76,9 @@ ATTEND_ZERO = (
     "no gradient reaches output, V or WV."
 )
 # The stages the attend loss leaves at exactly 0.
-ATTEND_ZEROS = frozenset({"d_projected", "d_WO", "d_bO", "d_concat", "d_output", "d_V",
-                          "d_WV", "d_bV"})  # fmt: skip
+ATTEND_ZEROS = frozenset(
+    {"d_projected", "d_WO", "d_bO", "d_concat", "d_output", "d_V", "d_WV", "d_bV"}
+)
 
 PARAGRAPHS: Mapping[str, str] = {
     "d_projected": (
@@ -256,8 +257,9 @@ def stage_caption(stage: Stage, grad: GradTrace) -> str:
 
 def stage_paragraph(stage: Stage, grad: GradTrace) -> str:
     """:func:`paragraph` of one of ``grad``'s stages, under its trace."""
-    return paragraph(stage.name, cross=grad.forward.context_tokens is not None,
-                     formula=stage.formula)  # fmt: skip
+    return paragraph(
+        stage.name, cross=grad.forward.context_tokens is not None, formula=stage.formula
+    )
 
 
 def paragraph(name: str, *, cross: bool = False, formula: str = "") -> str:

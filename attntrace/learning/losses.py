@@ -81,10 +81,12 @@ def mse_loss(block_output: Matrix, target: Matrix) -> Loss:
     out = np.asarray(block_output, dtype=np.float64)
     goal = np.asarray(target)
     if goal.dtype.kind not in "fiu" or goal.shape != out.shape:
-        raise InputError(field="target",
-                         expected=f"a {' × '.join(map(str, out.shape))} matrix of numbers "
-                         "(the block output's shape)",
-                         found=shape_text(goal.shape) or "a scalar")  # fmt: skip
+        raise InputError(
+            field="target",
+            expected=f"a {' × '.join(map(str, out.shape))} matrix of numbers "
+            "(the block output's shape)",
+            found=shape_text(goal.shape) or "a scalar",
+        )
     goal = goal.astype(np.float64)
     if not np.isfinite(goal).all():
         raise InputError(field="target", expected="finite numbers", found="inf or NaN")
@@ -92,7 +94,10 @@ def mse_loss(block_output: Matrix, target: Matrix) -> Loss:
         difference = out - goal
         value = float(np.mean(difference**2))
     if not np.isfinite(value):
-        raise InputError("the mse loss overflows float64: the output and the target are "
-                         "too far apart", field="target", expected="a finite loss",
-                         found=repr(value))  # fmt: skip
+        raise InputError(
+            "the mse loss overflows float64: the output and the target are too far apart",
+            field="target",
+            expected="a finite loss",
+            found=repr(value),
+        )
     return Loss("mse", value, d_output=computed(2.0 * difference / difference.size))

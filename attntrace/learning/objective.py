@@ -68,8 +68,12 @@ def resolve(objective: Objective, model: ModelSpec, trace: Trace) -> Resolved:
 def _attend(objective: Objective, trace: Trace) -> Resolved:
     if objective.from_token is None or objective.to_token is None:
         missing = "--from" if objective.from_token is None else "--to"
-        raise InputError("the attend loss needs both tokens: --from TOKEN --to TOKEN",
-                         field=missing, expected="a token", found="nothing")  # fmt: skip
+        raise InputError(
+            "the attend loss needs both tokens: --from TOKEN --to TOKEN",
+            field=missing,
+            expected="a token",
+            found="nothing",
+        )
     cross = trace.context_tokens is not None
     keys = trace.context_tokens if trace.context_tokens is not None else trace.tokens
     row, from_note = resolve_position(trace.tokens, objective.from_token, "--from")
@@ -78,15 +82,19 @@ def _attend(objective: Objective, trace: Trace) -> Resolved:
     except InputError as error:
         if not cross:
             raise
-        raise InputError(field="--to", found=error.found,
-                         expected="a token of the context (the keys, under cross-attention) "
-                         "or its 0-based index") from None  # fmt: skip
+        raise InputError(
+            field="--to",
+            found=error.found,
+            expected="a token of the context (the keys, under cross-attention) "
+            "or its 0-based index",
+        ) from None
     heads = tuple(range(trace.model.heads)) if objective.head is None else (objective.head,)
     try:
         loss = attend_loss(trace, row, col, objective.head)
     except InputError as error:  # the kernel's argument names, said as the flags are
-        raise InputError(error.message, field=f"--{error.field}", expected=error.expected,
-                         found=error.found) from None  # fmt: skip
+        raise InputError(
+            error.message, field=f"--{error.field}", expected=error.expected, found=error.found
+        ) from None
     # the tables' labels: a repeated token is told apart (the#4), as in every table
     cell = f"softmax[{unique_labels(trace.tokens)[row]}, {unique_labels(keys)[col]}]"
     if objective.head is not None or trace.model.heads == 1:
@@ -100,16 +108,21 @@ def _attend(objective: Objective, trace: Trace) -> Resolved:
 def _mse(model: ModelSpec, trace: Trace) -> Resolved:
     name = block_output_name(model)
     if model.target is None:
-        raise InputError("--loss mse pulls the block's output toward the model file's "
-                         "target, and this model has none", field="target",
-                         expected=f"a matrix shaped as {name} (one row per token)",
-                         found="no target")  # fmt: skip
+        raise InputError(
+            "--loss mse pulls the block's output toward the model file's "
+            "target, and this model has none",
+            field="target",
+            expected=f"a matrix shaped as {name} (one row per token)",
+            found="no target",
+        )
     output: Matrix = trace.stage(name).data
     target = np.asarray(model.target)
     rows = target.shape[0]
     if rows != output.shape[0]:
-        raise InputError(field="target",
-                         expected=f"{output.shape[0]} rows (one per token of the sentence)",
-                         found=f"{rows} row{'s' if rows != 1 else ''}")  # fmt: skip
+        raise InputError(
+            field="target",
+            expected=f"{output.shape[0]} rows (one per token of the sentence)",
+            found=f"{rows} row{'s' if rows != 1 else ''}",
+        )
     loss = mse_loss(output, target)
     return Resolved(loss, f"L = mean(({name} − target)²)", None, tuple(range(model.heads)))

@@ -135,8 +135,9 @@ def settings(seed: Any, keys: Any, samples: Any, max_dk: Any) -> tuple[int, int,
     samples = whole(samples, "samples", least=MIN_SAMPLES, most=MAX_SAMPLES)
     max_dk = whole(max_dk, "max_dk", least=2, most=MAX_DK)
     if max_dk & (max_dk - 1):
-        raise InputError(field="max_dk", expected=f"a power of two (2, 4, …, {MAX_DK:,})",
-                         found=f"{max_dk:,}")  # fmt: skip
+        raise InputError(
+            field="max_dk", expected=f"a power of two (2, 4, …, {MAX_DK:,})", found=f"{max_dk:,}"
+        )
     work = samples * keys * max_dk
     if work > MAX_WORK:
         raise InputError(

@@ -152,50 +152,64 @@ OnStep = Callable[[StepRecord, Trace, Resolved], None]
 
 
 def check_settings(
-    model: ModelSpec, objective: Objective, names: Sequence[str], steps: int, lr: float,
-    init: str, seed: int = 0,
-) -> tuple[str, ...]:  # fmt: skip
+    model: ModelSpec,
+    objective: Objective,
+    names: Sequence[str],
+    steps: int,
+    lr: float,
+    init: str,
+    seed: int = 0,
+) -> tuple[str, ...]:
     """The names to train, checked (duplicates dropped, in the order given), and the
     other settings; an :class:`InputError` for the first that does not fit."""
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise InputError(field="--steps", expected=f"a whole number from 1 to {MAX_STEPS:,}",
-                         found=repr(steps))  # fmt: skip
-    if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr) \
-            or lr <= 0:  # fmt: skip
-        raise InputError(field="--lr", expected="a finite number > 0 (the learning rate)",
-                         found=repr(lr))  # fmt: skip
+        raise InputError(
+            field="--steps", expected=f"a whole number from 1 to {MAX_STEPS:,}", found=repr(steps)
+        )
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or not math.isfinite(lr) or lr <= 0:
+        raise InputError(
+            field="--lr", expected="a finite number > 0 (the learning rate)", found=repr(lr)
+        )
     if init not in INITS:
         raise InputError(field="--init", expected=" or ".join(INITS), found=repr(init))
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(field="--seed", expected="a whole number ≥ 0", found=repr(seed))
     chosen = tuple(dict.fromkeys(names))
     if not chosen:
-        raise InputError(field="--train", expected=f"names from {', '.join(TRAINABLE)}",
-                         found="none")  # fmt: skip
+        raise InputError(
+            field="--train", expected=f"names from {', '.join(TRAINABLE)}", found="none"
+        )
     for name in chosen:
         if name not in TRAINABLE:
-            raise InputError(field="--train", expected=f"names from {', '.join(TRAINABLE)}",
-                             found=repr(name))  # fmt: skip
+            raise InputError(
+                field="--train", expected=f"names from {', '.join(TRAINABLE)}", found=repr(name)
+            )
         if _current(model, name) is None:
-            raise InputError(_lacks(model, name), field="--train",
-                             expected=f"names of what this model has: {', '.join(has(model))}",
-                             found=name)  # fmt: skip
+            raise InputError(
+                _lacks(model, name),
+                field="--train",
+                expected=f"names of what this model has: {', '.join(has(model))}",
+                found=name,
+            )
         rope = model.position_kind == "rope"
         before = "WQ, WK, bQ, bK" if rope else "WQ, WK, bQ"
         if objective.kind == "attend" and name in AFTER_SOFTMAX:
             raise InputError(
                 f"the attend loss reads the softmax, and {name} acts after it: its gradient "
                 f"is 0, so it would never change (train {before}, or use --loss mse)",
-                field="--train", expected=f"{before.replace(', bQ', ' or bQ')} under the "
-                "attend loss", found=name,
-            )  # fmt: skip
+                field="--train",
+                expected=f"{before.replace(', bQ', ' or bQ')} under the attend loss",
+                found=name,
+            )
         if name == "bK" and not rope:
             raise InputError(
                 "bK adds q·bK to every score of a query's row, and a softmax does not move "
                 "when its whole row shifts: its gradient is 0, so it would never change "
                 "(it matters only with rope positions, which turn it by position)",
-                field="--train", expected="a name that moves the weights", found="bK",
-            )  # fmt: skip
+                field="--train",
+                expected="a name that moves the weights",
+                found="bK",
+            )
     return chosen
 
 
@@ -208,8 +222,7 @@ def step_work(model: ModelSpec, n: int, m: int) -> int:
     return model.heads * per_head
 
 
-def largest_steps(model: ModelSpec, n: int, m: int, heads_read: int, *,
-                  keep_rows: bool) -> int:  # fmt: skip
+def largest_steps(model: ModelSpec, n: int, m: int, heads_read: int, *, keep_rows: bool) -> int:
     """The most steps :func:`check_work` allows this model and sentence."""
     largest = min(MAX_STEPS, MAX_WORK // step_work(model, n, m))
     if keep_rows and heads_read:
@@ -217,8 +230,9 @@ def largest_steps(model: ModelSpec, n: int, m: int, heads_read: int, *,
     return max(largest, 0)
 
 
-def check_work(model: ModelSpec, n: int, m: int, heads_read: int, steps: int, *,
-               keep_rows: bool) -> None:  # fmt: skip
+def check_work(
+    model: ModelSpec, n: int, m: int, heads_read: int, steps: int, *, keep_rows: bool
+) -> None:
     """Refuse a run whose work is over :data:`MAX_WORK`, or whose kept rows of weights
     are over :data:`MAX_HISTORY` floats, before it starts: it says the most steps this
     model allows."""
@@ -227,14 +241,19 @@ def check_work(model: ModelSpec, n: int, m: int, heads_read: int, steps: int, *,
         return
     work = step_work(model, n, m)
     if largest == min(MAX_STEPS, MAX_WORK // work):
-        why = (f"a step's work on {n:,} tokens × {m:,} keys × {model.heads} "
-               f"head{'s' if model.heads > 1 else ''} is {work:,}, and a run's may be at "
-               f"most 2**32 = {MAX_WORK:,}, about half a minute at most")  # fmt: skip
+        why = (
+            f"a step's work on {n:,} tokens × {m:,} keys × {model.heads} "
+            f"head{'s' if model.heads > 1 else ''} is {work:,}, and a run's may be at "
+            f"most 2**32 = {MAX_WORK:,}, about half a minute at most"
+        )
     else:
-        why = (f"the history keeps each step's {heads_read} × {m:,} weights, at most "
-               f"{MAX_HISTORY:,} floats in all")  # fmt: skip
-    raise InputError(field="--steps", expected=f"at most {largest:,} for this model ({why})",
-                     found=f"{steps:,}")  # fmt: skip
+        why = (
+            f"the history keeps each step's {heads_read} × {m:,} weights, at most "
+            f"{MAX_HISTORY:,} floats in all"
+        )
+    raise InputError(
+        field="--steps", expected=f"at most {largest:,} for this model ({why})", found=f"{steps:,}"
+    )
 
 
 def has(model: ModelSpec) -> tuple[str, ...]:
@@ -290,8 +309,9 @@ def train(
     keys = None if context is None else tuple(context)
     n = len(tokens)
     m = n if keys is None else len(keys)
-    heads_read = 0 if objective.kind != "attend" else 1 if objective.head is not None \
-        else model.heads  # fmt: skip
+    heads_read = (
+        0 if objective.kind != "attend" else 1 if objective.head is not None else model.heads
+    )
     check_work(model, n, m, heads_read, steps, keep_rows=keep_rows)
     start = initial_model(model, chosen, init, seed)
     current = start
@@ -301,8 +321,9 @@ def train(
     first: Resolved | None = None
     before: Trace | None = None
     for step in range(steps + 1):
-        trace, resolved, gradients = _measure(current, tokens, keys, objective, step, lr,
-                                              last=step == steps)  # fmt: skip
+        trace, resolved, gradients = _measure(
+            current, tokens, keys, objective, step, lr, last=step == steps
+        )
         record = _record(step, trace, resolved)
         if step == 0:
             first, before = resolved, trace
@@ -320,17 +341,41 @@ def train(
     assert first is not None
     assert before is not None
     assert weights is not None
-    changes = tuple(Change(name, _as_matrix(_current(start, name)),
-                           _as_matrix(_current(current, name))) for name in chosen)  # fmt: skip
-    return Training(objective, chosen, steps, float(lr), init, seed, tuple(tokens), keys,
-                    start, current, first, losses, weights, rows, changes, before,
-                    trace)  # fmt: skip
+    changes = tuple(
+        Change(name, _as_matrix(_current(start, name)), _as_matrix(_current(current, name)))
+        for name in chosen
+    )
+    return Training(
+        objective,
+        chosen,
+        steps,
+        float(lr),
+        init,
+        seed,
+        tuple(tokens),
+        keys,
+        start,
+        current,
+        first,
+        losses,
+        weights,
+        rows,
+        changes,
+        before,
+        trace,
+    )
 
 
 def _measure(
-    model: ModelSpec, tokens: Sequence[str], context: Sequence[str] | None,
-    objective: Objective, step: int, lr: float, *, last: bool,
-) -> tuple[Trace, Resolved, Gradients | None]:  # fmt: skip
+    model: ModelSpec,
+    tokens: Sequence[str],
+    context: Sequence[str] | None,
+    objective: Objective,
+    step: int,
+    lr: float,
+    *,
+    last: bool,
+) -> tuple[Trace, Resolved, Gradients | None]:
     """The model's trace, loss and (but at the last step) gradients. At step 0 an
     error is the input's, said as it is; later it is the learning's: too large a rate."""
     try:
@@ -339,9 +384,18 @@ def _measure(
         resolved = resolve(objective, model, trace)
         if not math.isfinite(resolved.loss.value):
             raise InputError("the loss is not finite")
-        gradients = None if last else grad_block(
-            model, tokens, context, d_output=resolved.loss.d_output,
-            d_softmax=resolved.loss.d_softmax, forward=trace)  # fmt: skip
+        gradients = (
+            None
+            if last
+            else grad_block(
+                model,
+                tokens,
+                context,
+                d_output=resolved.loss.d_output,
+                d_softmax=resolved.loss.d_softmax,
+                forward=trace,
+            )
+        )
     except InputError as error:
         if step == 0:
             raise
@@ -349,8 +403,9 @@ def _measure(
     return trace, resolved, gradients
 
 
-def _step(model: ModelSpec, names: Sequence[str], gradients: Gradients, lr: float,
-          step: int) -> ModelSpec:  # fmt: skip
+def _step(
+    model: ModelSpec, names: Sequence[str], gradients: Gradients, lr: float, step: int
+) -> ModelSpec:
     """The model one step on: each named matrix moved by −lr times its gradient."""
     moved: dict[str, Matrix] = {}
     with np.errstate(over="ignore", invalid="ignore"):
@@ -367,8 +422,10 @@ def _step(model: ModelSpec, names: Sequence[str], gradients: Gradients, lr: floa
 
 
 def _diverged(step: int, lr: float, why: str) -> InputError:
-    return InputError(f"the training diverged at step {step} with a rate of {lr!r} "
-                      f"({why}): lower --lr", field="--lr")  # fmt: skip
+    return InputError(
+        f"the training diverged at step {step} with a rate of {lr!r} ({why}): lower --lr",
+        field="--lr",
+    )
 
 
 def _record(step: int, trace: Trace, resolved: Resolved) -> StepRecord:
@@ -406,5 +463,6 @@ def _lacks(model: ModelSpec, name: str) -> str:
         return "this model has no WO (no output projection): there is nothing to train"
     if name == "bO" and model.WO is None:
         return "this model has no bO: an output bias needs WO, and the model has neither"
-    return (f"this model has no {name}: add one to the model file (biases.{name}), "
-            "or train what it has")  # fmt: skip
+    return (
+        f"this model has no {name}: add one to the model file (biases.{name}), or train what it has"
+    )

@@ -30,31 +30,36 @@ def _document(training: Training) -> dict[str, Any]:
         "tokens": list(trace.tokens),
         "context_tokens": None if trace.context_tokens is None else list(trace.context_tokens),
         "loss": loss_to_dict(training.loss, trace, value=False),
-        "settings": {"train": list(training.names), "steps": training.steps,
-                     "lr": training.lr, "init": training.init, "seed": training.seed},
+        "settings": {
+            "train": list(training.names),
+            "steps": training.steps,
+            "lr": training.lr,
+            "init": training.init,
+            "seed": training.seed,
+        },
         "history": [
-            {"step": step, "loss": float(training.losses[step]),
-             "to_weights": training.weights[step] if cell is not None else None,
-             "rows": None if cell is None or training.rows is None
-             else training.rows[step]}
+            {
+                "step": step,
+                "loss": float(training.losses[step]),
+                "to_weights": training.weights[step] if cell is not None else None,
+                "rows": None if cell is None or training.rows is None else training.rows[step],
+            }
             for step in range(training.steps + 1)
         ],
         "before": {c.name: c.before.tolist() for c in training.changes},
         "after": {c.name: c.after.tolist() for c in training.changes},
         "changes": [
-            {"name": c.name, "largest": c.largest, "at": list(c.where),
-             "delta": c.delta.tolist()}
+            {"name": c.name, "largest": c.largest, "at": list(c.where), "delta": c.delta.tolist()}
             for c in training.changes
         ],
-    }  # fmt: skip
+    }
 
 
 def training_bytes(training: Training) -> bytes:
     """The document as compact UTF-8 JSON (one line, as every document)."""
     import orjson
 
-    return orjson.dumps(_document(training),
-                        option=orjson.OPT_SERIALIZE_NUMPY, default=_listed)  # fmt: skip
+    return orjson.dumps(_document(training), option=orjson.OPT_SERIALIZE_NUMPY, default=_listed)
 
 
 def _listed(value: Any) -> Any:

@@ -61,8 +61,9 @@ def path_steps(path: str, text: str, flag: str) -> tuple[Step, ...]:
         return InputError(field=flag, expected=PATH_FORM, found=f"{path!r}: {problem}")
 
     if not path:
-        raise InputError(field=flag, expected=PATH_FORM,
-                         found=f"nothing before the '=' of {text!r}")  # fmt: skip
+        raise InputError(
+            field=flag, expected=PATH_FORM, found=f"nothing before the '=' of {text!r}"
+        )
     head = _HEAD.match(path)
     if head is None:
         raise bad("a path starts with a key")
@@ -110,11 +111,13 @@ def yaml_value(written: str, field: str) -> Any:
     from attntrace.modelfile.yaml_file import parse_yaml  # PyYAML only when there is an edit
 
     if not written.strip():
-        raise InputError(field=field, expected="a value after '=' (null for nothing)",
-                         found="nothing")  # fmt: skip
+        raise InputError(
+            field=field, expected="a value after '=' (null for nothing)", found="nothing"
+        )
     if "\n" in written or "\r" in written:
-        raise InputError(field=field, expected="a value on one line ([1, 0], {a: 1})",
-                         found="a line break")  # fmt: skip
+        raise InputError(
+            field=field, expected="a value on one line ([1, 0], {a: 1})", found="a line break"
+        )
     try:
         return parse_yaml(written, "VALUE")
     except InputError as error:  # the place in one line: its column, or the end
@@ -122,5 +125,6 @@ def yaml_value(written: str, field: str) -> Any:
         message = error.message or ""
         if at is not None and at[1] != "1":
             message = "at its end: " + message[at.end() :]
-        raise InputError(f"the value {written.strip()!r}: {message.removeprefix('line 1, ')}",
-                         field=field) from None  # fmt: skip
+        raise InputError(
+            f"the value {written.strip()!r}: {message.removeprefix('line 1, ')}", field=field
+        ) from None

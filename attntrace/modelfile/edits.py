@@ -33,8 +33,10 @@ from attntrace.modelfile.npy_files import NpyReader
 from attntrace.modelfile.parse import ParsedMapping
 
 #: A path that starts with a weight's or a bias's name means the one under weights or biases.
-SHORTHAND = {**dict.fromkeys(("WQ", "WK", "WV", "WO"), "weights"),
-             **dict.fromkeys(("bQ", "bK", "bV", "bO"), "biases")}  # fmt: skip
+SHORTHAND = {
+    **dict.fromkeys(("WQ", "WK", "WV", "WO"), "weights"),
+    **dict.fromkeys(("bQ", "bK", "bV", "bO"), "biases"),
+}
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,9 @@ def parse_edit(text: str, *, flag: str = "--set") -> Edit:
     """
     end = path_end(text)
     if end < 0:
-        raise InputError(field=flag, expected="PATH=VALUE, as in WQ[0][1]=0.5",
-                         found=f"{text!r} (no '=')")  # fmt: skip
+        raise InputError(
+            field=flag, expected="PATH=VALUE, as in WQ[0][1]=0.5", found=f"{text!r} (no '=')"
+        )
     path = text[:end].strip()
     steps = path_steps(path, text, flag)
     if steps[0] in SHORTHAND:
@@ -139,9 +142,11 @@ class _Editor:
             elif isinstance(child, Mapping | list):
                 child = self._own(child)
             else:
-                raise InputError(f"{spelled(steps[: k + 1])} is {describe(child)}, not a "
-                                 "mapping or a list: the path ends there",
-                                 field=edit.field)  # fmt: skip
+                raise InputError(
+                    f"{spelled(steps[: k + 1])} is {describe(child)}, not a "
+                    "mapping or a list: the path ends there",
+                    field=edit.field,
+                )
             self.owned[id(child)] = child
             holder[step] = child
             holder = child
@@ -154,12 +159,16 @@ class _Editor:
             listed = (
                 f" (keys: {', '.join(keys)}{', ...' if len(holder) > 8 else ''})" if keys else ""
             )
-            raise InputError(f"{where} is a mapping: name a key ({where}.KEY), not "
-                             f"[{step}]{listed}", field=edit.field)  # fmt: skip
+            raise InputError(
+                f"{where} is a mapping: name a key ({where}.KEY), not [{step}]{listed}",
+                field=edit.field,
+            )
         if isinstance(holder, list):
             if isinstance(step, str):
-                raise InputError(f"{where} is a list: name an item by its index "
-                                 f"({where}[0]), not .{step}", field=edit.field)  # fmt: skip
+                raise InputError(
+                    f"{where} is a list: name an item by its index ({where}[0]), not .{step}",
+                    field=edit.field,
+                )
             _in_range(step, len(holder), _noun(holder), where, edit)
 
     def _loaded(self, holder: Any, step: Step, name: str, edit: Edit, k: int) -> Any:
@@ -188,11 +197,15 @@ class _Editor:
             where = spelled(edit.steps[: first + offset])
             if len(index) == array.ndim:
                 found = describe(array[tuple(index)].item())
-                raise InputError(f"{where} is {found}, not a mapping or a list: the path "
-                                 "ends there", field=edit.field)  # fmt: skip
+                raise InputError(
+                    f"{where} is {found}, not a mapping or a list: the path ends there",
+                    field=edit.field,
+                )
             if isinstance(step, str):
-                raise InputError(f"{where} is a list: name an item by its index "
-                                 f"({where}[0]), not .{step}", field=edit.field)  # fmt: skip
+                raise InputError(
+                    f"{where} is a list: name an item by its index ({where}[0]), not .{step}",
+                    field=edit.field,
+                )
             noun = "number" if len(index) == array.ndim - 1 else "row"
             _in_range(step, array.shape[len(index)], noun, where, edit)
             index.append(step)
@@ -209,17 +222,22 @@ def _nothing_there(edit: Edit, k: int, keys: list[str]) -> InputError:
     """An index into something the model does not have: step ``k`` (beside ``keys``) is
     the first of the path the model lacks."""
     hint = did_you_mean(str(edit.steps[k]), keys)
-    return InputError(f"the model has no {spelled(edit.steps[: k + 1])}{hint}: a new entry "
-                      "is set whole, not indexed into", field=edit.field)  # fmt: skip
+    return InputError(
+        f"the model has no {spelled(edit.steps[: k + 1])}{hint}: a new entry "
+        "is set whole, not indexed into",
+        field=edit.field,
+    )
 
 
 def _in_range(index: int, size: int, noun: str, where: str, edit: Edit) -> None:
     if size == 0:
         raise InputError(f"{where} is an empty list: it has no [{index}]", field=edit.field)
     if index >= size:
-        raise InputError(field=edit.field,
-                         expected=f"an index from 0 to {size - 1} ({where} has "
-                         f"{counted(size, noun)})", found=str(index))  # fmt: skip
+        raise InputError(
+            field=edit.field,
+            expected=f"an index from 0 to {size - 1} ({where} has {counted(size, noun)})",
+            found=str(index),
+        )
 
 
 def _noun(items: list[Any]) -> str:
@@ -245,5 +263,8 @@ def _fits(value: Any, shape: tuple[int, ...]) -> bool:
     """``value`` is numbers in exactly ``shape`` (a number for ``()``, a row for ``(n,)``)."""
     if not shape:
         return _real(value)
-    return (isinstance(value, list) and len(value) == shape[0]
-            and all(_fits(item, shape[1:]) for item in value))  # fmt: skip
+    return (
+        isinstance(value, list)
+        and len(value) == shape[0]
+        and all(_fits(item, shape[1:]) for item in value)
+    )

@@ -139,11 +139,13 @@ def edited_source(source: str | None, edits: Sequence[Edit]) -> str:
 
 
 def _model(document: Any, source: str | None, arrays: NpyReader, *, named: str | None) -> ModelSpec:
-    document = fields.mapping(document, None, "a mapping of model fields at the top level "
-                              "(embeddings, weights, ...)")  # fmt: skip
+    document = fields.mapping(
+        document, None, "a mapping of model fields at the top level (embeddings, weights, ...)"
+    )
     refuse_duplicates(document, None)
-    fields.known_keys(document, KNOWN_FIELDS, None, noun="field", listing="known fields",
-                      every=True)  # fmt: skip
+    fields.known_keys(
+        document, KNOWN_FIELDS, None, noun="field", listing="known fields", every=True
+    )
     fields.required_keys(document, REQUIRED_FIELDS, None, noun="field")
 
     embeddings = embeddings_table(document["embeddings"], document.get("vocabulary"), arrays)
@@ -193,9 +195,11 @@ def _positions(value: Any, arrays: NpyReader) -> str | Matrix | None:
         return matrix(value, "positions")
     if arrays.names_file(value):
         return arrays.load(value, "positions")
-    raise InputError(field="positions",
-                     expected="none, sinusoidal, rope, alibi, or a list of position vectors",
-                     found=describe(value))  # fmt: skip
+    raise InputError(
+        field="positions",
+        expected="none, sinusoidal, rope, alibi, or a list of position vectors",
+        found=describe(value),
+    )
 
 
 def _target(value: Any, arrays: NpyReader) -> Matrix | None:
@@ -219,17 +223,23 @@ def _rope_pairing(document: Mapping[str, Any]) -> str:
     meaningful only with ``positions: rope``."""
     if "rope_pairing" not in document:
         return "half"
-    _only_with_rope(document, "rope_pairing", "says which dimensions rotary positions turn "
-                    "together")  # fmt: skip
-    return fields.choice(document["rope_pairing"], "rope_pairing", ROPE_PAIRINGS,
-                         "half or interleaved")  # fmt: skip
+    _only_with_rope(
+        document, "rope_pairing", "says which dimensions rotary positions turn together"
+    )
+    return fields.choice(
+        document["rope_pairing"], "rope_pairing", ROPE_PAIRINGS, "half or interleaved"
+    )
 
 
 def _only_with_rope(document: Mapping[str, Any], key: str, what: str) -> None:
     """A setting of rotary positions given without them is an error, not ignored."""
     if document.get("positions") != "rope":
-        raise InputError(f"{key} {what}", field=key, expected=f"positions: rope with {key}",
-                         found=f"positions: {document.get('positions', 'none')}")  # fmt: skip
+        raise InputError(
+            f"{key} {what}",
+            field=key,
+            expected=f"positions: rope with {key}",
+            found=f"positions: {document.get('positions', 'none')}",
+        )
 
 
 def _optional_text(document: Mapping[str, Any], key: str) -> str | None:

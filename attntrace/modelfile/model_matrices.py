@@ -45,10 +45,11 @@ def weight_matrices(value: Any, arrays: NpyReader) -> dict[str, Matrix]:
     fields.known_keys(value, KNOWN_WEIGHTS, "weights", noun="weight matrix")
     fields.required_keys(value, REQUIRED_WEIGHTS, "weights", noun="matrix")
     return {
-        key: arrays.load(given, f"weights.{key}") if arrays.names_file(given)
+        key: arrays.load(given, f"weights.{key}")
+        if arrays.names_file(given)
         else matrix(given, f"weights.{key}")
         for key, given in value.items()
-    }  # fmt: skip
+    }
 
 
 def bias_vectors(value: Any) -> dict[str, Matrix]:
@@ -65,43 +66,62 @@ def embeddings_table(value: Any, vocabulary: Any, arrays: NpyReader) -> dict[str
     if arrays.names_file(value):
         return _named_rows(arrays.load(value, "embeddings"), vocabulary)
     if vocabulary is not None:
-        raise InputError(field="vocabulary", expected="nothing, unless embeddings is a .npy file",
-                         found=describe(vocabulary))  # fmt: skip
+        raise InputError(
+            field="vocabulary",
+            expected="nothing, unless embeddings is a .npy file",
+            found=describe(vocabulary),
+        )
     value = _mapping(value, "embeddings", "a non-empty mapping of token -> vector")
     table: dict[str, Matrix] = {}
     first_token: str | None = None
     for token, given in value.items():
         if not fields.is_token(token):
-            raise InputError(field="embeddings", found=describe(token), expected=(
-                "a non-empty token" if not token
-                else "tokens without spaces (a sentence is split on whitespace)"))  # fmt: skip
+            raise InputError(
+                field="embeddings",
+                found=describe(token),
+                expected=(
+                    "a non-empty token"
+                    if not token
+                    else "tokens without spaces (a sentence is split on whitespace)"
+                ),
+            )
         row = vector(given, f"embeddings.{token}")
         if first_token is None:
             first_token = token
         elif len(row) != len(table[first_token]):
-            raise InputError(field=f"embeddings.{token}",
-                             expected=f"a vector of {len(table[first_token])} numbers "
-                             f"(d_model, the length of {first_token!r})",
-                             found=fields.counted(len(row), "number"))  # fmt: skip
+            raise InputError(
+                field=f"embeddings.{token}",
+                expected=f"a vector of {len(table[first_token])} numbers "
+                f"(d_model, the length of {first_token!r})",
+                found=fields.counted(len(row), "number"),
+            )
         table[token] = row
     return table
 
 
 def _named_rows(rows: Matrix, vocabulary: Any) -> dict[str, Matrix]:
     """The rows of an embedding table, named by the vocabulary (a list of tokens)."""
-    tokens = fields.texts(vocabulary, "vocabulary", empty=True,
-                          expected=f"a list of the {rows.shape[0]} tokens the table's rows "
-                          "stand for", item="a token (a string: quote numbers)")  # fmt: skip
+    tokens = fields.texts(
+        vocabulary,
+        "vocabulary",
+        empty=True,
+        expected=f"a list of the {rows.shape[0]} tokens the table's rows stand for",
+        item="a token (a string: quote numbers)",
+    )
     if len(tokens) != rows.shape[0]:
-        raise InputError(field="vocabulary",
-                         expected=f"{rows.shape[0]} tokens (one per row of embeddings)",
-                         found=describe(len(tokens)))  # fmt: skip
+        raise InputError(
+            field="vocabulary",
+            expected=f"{rows.shape[0]} tokens (one per row of embeddings)",
+            found=describe(len(tokens)),
+        )
     table: dict[str, Matrix] = {}
     for index, token in enumerate(tokens):
         if not fields.is_token(token) or token in table:
-            raise InputError(field=f"vocabulary[{index}]",
-                             expected="a non-empty token without spaces, given once",
-                             found=describe(token))  # fmt: skip
+            raise InputError(
+                field=f"vocabulary[{index}]",
+                expected="a non-empty token without spaces, given once",
+                found=describe(token),
+            )
         table[token] = rows[index]
     return table
 
@@ -124,15 +144,19 @@ def matrix(value: Any, field: str) -> Matrix:
             return checked
         value = value.tolist()
     if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
-        raise InputError(field=field,
-                         expected="a matrix (a non-empty list of rows, each a list of numbers)",
-                         found=describe(value))  # fmt: skip
+        raise InputError(
+            field=field,
+            expected="a matrix (a non-empty list of rows, each a list of numbers)",
+            found=describe(value),
+        )
     rows = [vector(row, f"{field}[{i}]") for i, row in enumerate(value)]
     for i, row in enumerate(rows):
         if len(row) != len(rows[0]):
-            raise InputError(field=f"{field}[{i}]",
-                             expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix "
-                             "have one length)", found=describe(len(row)))  # fmt: skip
+            raise InputError(
+                field=f"{field}[{i}]",
+                expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix have one length)",
+                found=describe(len(row)),
+            )
     return freeze(np.stack(rows), finite=True)
 
 
@@ -151,7 +175,9 @@ def _real_array(value: npt.NDArray[Any], ndim: int, field: str) -> Matrix | None
     bad = ~np.isfinite(array)
     if bad.any():
         at = tuple(int(axis[0]) for axis in np.nonzero(bad))
-        raise InputError(field=field + "".join(f"[{i}]" for i in at),
-                         expected="a finite number",
-                         found=describe(float(array[at])))  # fmt: skip
+        raise InputError(
+            field=field + "".join(f"[{i}]" for i in at),
+            expected="a finite number",
+            found=describe(float(array[at])),
+        )
     return freeze(array, finite=True)

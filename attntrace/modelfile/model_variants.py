@@ -42,16 +42,21 @@ def variants_from(document: Mapping[str, Any]) -> Variants:
     qk_norm = fields.flag(document["qk_norm"], "qk_norm") if "qk_norm" in document else False
     for key in ("qk_norm_eps", "q_norm", "k_norm"):
         if key in document and not qk_norm:
-            raise InputError(f"{key} belongs to QK-norm", field=key,
-                             expected=f"qk_norm: true with {key}",
-                             found="qk_norm: false" if "qk_norm" in document
-                             else "no qk_norm")  # fmt: skip
+            raise InputError(
+                f"{key} belongs to QK-norm",
+                field=key,
+                expected=f"qk_norm: true with {key}",
+                found="qk_norm: false" if "qk_norm" in document else "no qk_norm",
+            )
     eps = DEFAULT_QK_NORM_EPS
     if "qk_norm_eps" in document:
         eps = fields.number(document["qk_norm_eps"], "qk_norm_eps")
         if not eps > 0:
-            raise InputError(field="qk_norm_eps", expected="a number > 0 (added to mean(row²))",
-                             found=describe(document["qk_norm_eps"]))  # fmt: skip
+            raise InputError(
+                field="qk_norm_eps",
+                expected="a number > 0 (added to mean(row²))",
+                found=describe(document["qk_norm_eps"]),
+            )
     return Variants(
         window=window,
         sinks=sinks,
@@ -70,8 +75,11 @@ def _window(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(field="window", expected="a whole number ≥ 1 (a query sees itself "
-                         "and window − 1 keys before it)", found=describe(value))  # fmt: skip
+        raise InputError(
+            field="window",
+            expected="a whole number ≥ 1 (a query sees itself and window − 1 keys before it)",
+            found=describe(value),
+        )
     return value
 
 
@@ -81,12 +89,18 @@ def _sinks(document: Mapping[str, Any], window: int | None) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(field="sinks", expected="a whole number ≥ 0 (the first tokens "
-                         "kept past the window)", found=describe(value))  # fmt: skip
+        raise InputError(
+            field="sinks",
+            expected="a whole number ≥ 0 (the first tokens kept past the window)",
+            found=describe(value),
+        )
     if value and window is None:
-        raise InputError("sinks keep the first tokens visible past a sliding window",
-                         field="sinks", expected="window: N with sinks",
-                         found="no window")  # fmt: skip
+        raise InputError(
+            "sinks keep the first tokens visible past a sliding window",
+            field="sinks",
+            expected="window: N with sinks",
+            found="no window",
+        )
     return value
 
 
@@ -95,15 +109,21 @@ def _slopes(document: Mapping[str, Any]) -> tuple[float, ...] | None:
     if "alibi_slopes" not in document:
         return None
     if document.get("positions") != "alibi":
-        raise InputError("alibi_slopes are ALiBi's, one per head", field="alibi_slopes",
-                         expected="positions: alibi with alibi_slopes",
-                         found=f"positions: {document.get('positions', 'none')}")  # fmt: skip
+        raise InputError(
+            "alibi_slopes are ALiBi's, one per head",
+            field="alibi_slopes",
+            expected="positions: alibi with alibi_slopes",
+            found=f"positions: {document.get('positions', 'none')}",
+        )
     given = document["alibi_slopes"]
     slopes = _per_head(given, "alibi_slopes", "a list of slopes, one per head")
     for index, slope in enumerate(slopes):
         if not slope > 0:
-            raise InputError(field=f"alibi_slopes[{index}]", expected="a number > 0",
-                             found=describe(given[index]))  # fmt: skip
+            raise InputError(
+                field=f"alibi_slopes[{index}]",
+                expected="a number > 0",
+                found=describe(given[index]),
+            )
     return tuple(slopes)
 
 
@@ -125,8 +145,11 @@ def _softcap(value: Any) -> float | None:
         return None
     cap = fields.number(value, "softcap", expected="a number > 0 (logits are capped to ±softcap)")
     if not cap > 0:
-        raise InputError(field="softcap", expected="a number > 0 (logits are capped to "
-                         "±softcap)", found=describe(value))  # fmt: skip
+        raise InputError(
+            field="softcap",
+            expected="a number > 0 (logits are capped to ±softcap)",
+            found=describe(value),
+        )
     return cap
 
 

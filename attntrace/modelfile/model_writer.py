@@ -29,8 +29,10 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
     """The model file's fields for ``model``, as plain data, in the order the docs list
     them. A model with X given (a real model's layer) has no embeddings: refused."""
     if model.given is not None:
-        raise InputError("a real model's layer has no embeddings to write: only a model "
-                         "file or a sample can be saved")  # fmt: skip
+        raise InputError(
+            "a real model's layer has no embeddings to write: only a model "
+            "file or a sample can be saved"
+        )
     document: dict[str, Any] = {"name": model.name}
     if model.description:
         document["description"] = model.description
@@ -50,8 +52,7 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
             document["rope_pairing"] = model.rope_pairing
     elif positions is not None:
         document["positions"] = positions.tolist()
-    document["embeddings"] = {token: vector.tolist() for token, vector in
-                              model.embeddings.items()}  # fmt: skip
+    document["embeddings"] = {token: vector.tolist() for token, vector in model.embeddings.items()}
     weights = {"WQ": model.WQ, "WK": model.WK, "WV": model.WV, "WO": model.WO}
     document["weights"] = {name: w.tolist() for name, w in weights.items() if w is not None}
     if model.biases:
@@ -134,8 +135,9 @@ def save_model(model: ModelSpec, path: str | Path) -> None:
         with contextlib.suppress(OSError):  # the new name on disk; some systems cannot
             os.fsync(folder)
     except OSError as error:
-        raise InputError(f"cannot write the model file: {error.strerror or error}",
-                         source=name, field="--save") from None  # fmt: skip
+        raise InputError(
+            f"cannot write the model file: {error.strerror or error}", source=name, field="--save"
+        ) from None
     finally:
         if folder is not None:
             if temporary is not None:
@@ -188,23 +190,28 @@ def _destination(path: Path, name: str) -> tuple[Path, int]:
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     if status is None:
         if path.is_symlink():
-            raise refuse(f"is a symbolic link to {str(target)!r}, which does not exist: "
-                         "not writing through a dangling link")  # fmt: skip
+            raise refuse(
+                f"is a symbolic link to {str(target)!r}, which does not exist: "
+                "not writing through a dangling link"
+            )
         if not target.parent.is_dir():
             raise refuse(f"no folder {str(target.parent)!r} to write into")
         return target, 0o666 & ~_umask()
     if stat.S_ISDIR(status.st_mode):
         raise refuse("is a folder: give a file name")
     if not stat.S_ISREG(status.st_mode):
-        raise refuse(f"is a {_kind(status.st_mode)}, not a regular file: refused, left as "
-                     "it is")  # fmt: skip
+        raise refuse(f"is a {_kind(status.st_mode)}, not a regular file: refused, left as it is")
     return target, stat.S_IMODE(status.st_mode)
 
 
 def _kind(mode: int) -> str:
     """What a non-regular, non-folder file is, in the words ``ls`` and ``stat`` use."""
-    kinds = ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-             (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"))  # fmt: skip
+    kinds = (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISSOCK, "socket"),
+    )
     return next((word for test, word in kinds if test(mode)), "special file")
 
 

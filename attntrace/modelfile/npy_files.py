@@ -35,9 +35,12 @@ class NpyReader:
 
     def load(self, name: str, field: str) -> Matrix:
         if self.folder is None:
-            raise InputError(source=self.source, field=field,
-                             expected="numbers (a .npy file needs a model file to be "
-                             "relative to)", found=describe(name))  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="numbers (a .npy file needs a model file to be relative to)",
+                found=describe(name),
+            )
         path = self.folder / name
         try:
             # A regular file only (it is memory-mapped), opened without waiting: a FIFO
@@ -54,37 +57,57 @@ class NpyReader:
                 raise
             raise InputError(error.message, source=self.source, field=field) from None
         except FileNotFoundError:
-            raise InputError(source=self.source, field=field,
-                             expected="a .npy file (relative to the model file)",
-                             found=f"no file {str(path)!r}") from None  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="a .npy file (relative to the model file)",
+                found=f"no file {str(path)!r}",
+            ) from None
         except (OSError, ValueError) as error:  # not .npy, truncated, or pickled objects
-            raise InputError(source=self.source, field=field, expected="a .npy array file",
-                             found=f"{str(path)!r}: {_npy_problem(error)}") from None  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="a .npy array file",
+                found=f"{str(path)!r}: {_npy_problem(error)}",
+            ) from None
         if array.ndim != 2 or not (
             np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
         ):
             shape = shape_text(array.shape) or "a scalar"
-            raise InputError(source=self.source, field=field,
-                             expected="a 2-D array of real numbers",
-                             found=f"{shape} of {array.dtype}")  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="a 2-D array of real numbers",
+                found=f"{shape} of {array.dtype}",
+            )
         if 0 in array.shape:
-            raise InputError(source=self.source, field=field, expected="a non-empty matrix",
-                             found=shape_text(array.shape))  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="a non-empty matrix",
+                found=shape_text(array.shape),
+            )
         matrix = np.array(array, dtype=np.float64)  # into memory; the file is let go
         if not np.all(np.isfinite(matrix)):
             i, j = (int(x[0]) for x in np.nonzero(~np.isfinite(matrix)))
-            raise InputError(source=self.source, field=f"{field}[{i}][{j}]",
-                             expected="a finite number",
-                             found=describe(float(matrix[i, j])))  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=f"{field}[{i}][{j}]",
+                expected="a finite number",
+                found=describe(float(matrix[i, j])),
+            )
         return freeze(matrix, finite=True)  # the spec keeps it as it is (attntrace.kernel.frozen)
 
     def _open(self, path: Path, field: str) -> BinaryIO:
         try:
             return open_regular(path, "a .npy array file")
         except InputError as error:  # a FIFO, a device, a directory
-            raise InputError(source=self.source, field=field, expected="a .npy array file",
-                             found=f"{str(path)!r}: {error.message} (.npy files are "
-                             "memory-mapped)") from None  # fmt: skip
+            raise InputError(
+                source=self.source,
+                field=field,
+                expected="a .npy array file",
+                found=f"{str(path)!r}: {error.message} (.npy files are memory-mapped)",
+            ) from None
 
 
 def _npy_problem(error: Exception) -> str:

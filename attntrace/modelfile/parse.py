@@ -55,8 +55,9 @@ def _parse_json(text: str, source: str) -> Any:
     try:
         # NaN and Infinity become floats, so validation rejects them with a field path.
         # 10**5000 written out is a LongInteger, not Python's ValueError for long ints
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=float,
-                          parse_int=parsed_integer)  # fmt: skip
+        return json.loads(
+            text, object_pairs_hook=pairs, parse_constant=float, parse_int=parsed_integer
+        )
     except json.JSONDecodeError as error:
         before, after = text[: error.pos].rstrip(), text[error.pos : error.pos + 1]
         # after is '' where the text ends (cut off after a comma): no hint, and no IndexError

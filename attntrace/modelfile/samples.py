@@ -78,8 +78,9 @@ def summarize(sample: Sample) -> SampleSummary:
 
     model = load_model(sample.path, source=f"sample {sample.name}")
     # the first sentence: a full stop ends it, but not one of "et al." or "e.g."
-    first = re.split(r"(?<!\bal\.)(?<!\be\.g\.)(?<=[.?!])\s", model.description.strip(),
-                     maxsplit=1)[0]  # fmt: skip
+    first = re.split(
+        r"(?<!\bal\.)(?<!\be\.g\.)(?<=[.?!])\s", model.description.strip(), maxsplit=1
+    )[0]
     twins = tuple(path.name for path in sample.twins)
     return SampleSummary(sample.name, model.d_model, model.sentence or "", first, twins)
 
@@ -107,8 +108,10 @@ def summaries() -> list[SampleSummary]:
     import json
 
     entries = json.loads((samples_dir() / INDEX_FILE).read_text(encoding="utf-8"))
-    return [SampleSummary(e["name"], e["d_model"], e["sentence"], e["summary"],
-                          tuple(e["twins"])) for e in entries]  # fmt: skip
+    return [
+        SampleSummary(e["name"], e["d_model"], e["sentence"], e["summary"], tuple(e["twins"]))
+        for e in entries
+    ]
 
 
 def build_index() -> str:
@@ -116,8 +119,13 @@ def build_index() -> str:
     import json
 
     entries = [
-        {"name": s.name, "d_model": s.d_model, "sentence": s.sentence, "summary": s.summary,
-         "twins": list(s.twins)}
+        {
+            "name": s.name,
+            "d_model": s.d_model,
+            "sentence": s.sentence,
+            "summary": s.summary,
+            "twins": list(s.twins),
+        }
         for s in (summarize(sample) for sample in list_samples())
-    ]  # fmt: skip
+    ]
     return json.dumps(entries, indent=2, ensure_ascii=False) + "\n"

@@ -139,11 +139,11 @@ def parse_yaml(text: str, source: str) -> Any:
         column = at - (text.rfind("\n", 0, at) + 1) + 1
         code = ord(error.character) if isinstance(error.character, str) else error.character
         problem = f"character #x{code:04x} is not printable, and YAML allows only printable ones"
-        raise InputError(f"line {line}, column {column}: malformed YAML: {problem}",
-                         source=source) from None  # fmt: skip
+        raise InputError(
+            f"line {line}, column {column}: malformed YAML: {problem}", source=source
+        ) from None
     except yaml.YAMLError as error:  # one line, as every error (PyYAML's may hold several)
-        raise InputError(f"malformed YAML: {' '.join(str(error).split())}",
-                         source=source) from None  # fmt: skip
+        raise InputError(f"malformed YAML: {' '.join(str(error).split())}", source=source) from None
     except RecursionError:
         raise InputError("malformed YAML: nested too deeply", source=source) from None
 
@@ -183,8 +183,10 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 def _represent_dict(dumper: yaml.SafeDumper, value: dict[str, Any]) -> yaml.MappingNode:
     """Keys as PyYAML chooses (plain where it can: the loader takes a key as the exact
     string written, whatever it looks like), values through the representers above."""
-    pairs = [(yaml.SafeDumper.represent_str(dumper, key), dumper.represent_data(item))
-             for key, item in value.items()]  # fmt: skip
+    pairs = [
+        (yaml.SafeDumper.represent_str(dumper, key), dumper.represent_data(item))
+        for key, item in value.items()
+    ]
     return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=False)
 
 
@@ -198,6 +200,12 @@ def dump_yaml(document: dict[str, Any]) -> str:
     reads back to the same data; keys keep their order. A float is written as Python's
     ``repr`` (``1.0e-05`` for ``1e-05``: YAML 1.2 needs the dot), so it reads back
     exactly."""
-    text: str = yaml.dump(document, Dumper=_ModelDumper, sort_keys=False, allow_unicode=True,
-                          width=2**16, default_flow_style=False)  # fmt: skip
+    text: str = yaml.dump(
+        document,
+        Dumper=_ModelDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=2**16,
+        default_flow_style=False,
+    )
     return text

@@ -86,8 +86,9 @@ def flash_page(report: FlashReport) -> str:
     """``flash``'s page: the grid of tiles, each tile's m, ℓ and O, the result."""
     from attntrace.kernels.flash_json import flash_dump_bytes
 
-    return page_html({"flash": flash_dump_bytes(report)},
-                     title=_title("flash", report.trace.model.name))  # fmt: skip
+    return page_html(
+        {"flash": flash_dump_bytes(report)}, title=_title("flash", report.trace.model.name)
+    )
 
 
 def grad_page(grad: GradTrace) -> str:
@@ -97,10 +98,16 @@ def grad_page(grad: GradTrace) -> str:
     from attntrace.learning.grad_words import stage_caption, stage_paragraph
 
     forward = grad.forward
-    words = [{"one_line": stage_caption(s, grad), "paragraph": stage_paragraph(s, grad)}
-             for s in grad.stages]  # fmt: skip
-    blocks = {"trace": dump_bytes(forward), "captions": _json(stage_captions(forward)),
-              "grad": grad_dump_bytes(grad), "grad_captions": _json(words)}  # fmt: skip
+    words = [
+        {"one_line": stage_caption(s, grad), "paragraph": stage_paragraph(s, grad)}
+        for s in grad.stages
+    ]
+    blocks = {
+        "trace": dump_bytes(forward),
+        "captions": _json(stage_captions(forward)),
+        "grad": grad_dump_bytes(grad),
+        "grad_captions": _json(words),
+    }
     return page_html(blocks, title=_title("grad", forward.model.name))
 
 
@@ -121,8 +128,12 @@ def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -
 
     compared = [*diff.stages, *(diff.weights if diff.weights_compared else ())]
     cells = [None if s.changed is None else np.argwhere(s.changed).tolist() for s in compared]
-    blocks = {"diff": _json(diff_to_dict(diff, sources, edits)), "trace": dump_bytes(diff.a),
-              "trace_b": dump_bytes(diff.b), "changed": _json(cells)}  # fmt: skip
+    blocks = {
+        "diff": _json(diff_to_dict(diff, sources, edits)),
+        "trace": dump_bytes(diff.a),
+        "trace_b": dump_bytes(diff.b),
+        "changed": _json(cells),
+    }
     return page_html(blocks, title=_title("diff", diff.b.model.name))
 
 
@@ -151,8 +162,10 @@ def stage_captions(trace: Trace) -> list[dict[str, str]]:
     document's order: its one-line caption and its paragraph."""
     from attntrace.forward.words import one_line, paragraph
 
-    return [{"one_line": one_line(stage, trace), "paragraph": paragraph(stage, trace)}
-            for stage in trace.stages]  # fmt: skip
+    return [
+        {"one_line": one_line(stage, trace), "paragraph": paragraph(stage, trace)}
+        for stage in trace.stages
+    ]
 
 
 def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 0) -> str:

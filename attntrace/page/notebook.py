@@ -34,8 +34,10 @@ def notebook_html(trace: Trace) -> str:
     try:
         page = trace_page(trace, limit=NOTEBOOK_NUMBERS)
     except InputError as error:  # too big even with one head: the tables, as print shows
-        return (f"<p>attntrace: no explorer for this trace ({html.escape(str(error))}); its "
-                f"tables:</p><pre>{html.escape(str(trace))}</pre>")  # fmt: skip
+        return (
+            f"<p>attntrace: no explorer for this trace ({html.escape(str(error))}); its "
+            f"tables:</p><pre>{html.escape(str(trace))}</pre>"
+        )
     return (
         f'<iframe title="attntrace explorer" sandbox="allow-scripts" '
         f'srcdoc="{html.escape(page, quote=True)}" '

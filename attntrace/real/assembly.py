@@ -110,8 +110,10 @@ def _copy(chunks: Sequence[Path], out: BinaryIO, name: str, reinstall: str, fold
 
 
 def _cannot_read(chunk: Path, why: object, reinstall: str) -> InputError:
-    return InputError(f"cannot read the file: {why}; reinstall it with: {reinstall} "
-                      "--force-reinstall", source=str(chunk))  # fmt: skip
+    return InputError(
+        f"cannot read the file: {why}; reinstall it with: {reinstall} --force-reinstall",
+        source=str(chunk),
+    )
 
 
 @contextlib.contextmanager

@@ -59,8 +59,12 @@ class Bert(Transformer):
         words = self._get("embeddings.word_embeddings.weight", ids)
         positions = self._get("embeddings.position_embeddings.weight", range(len(ids)))
         token_type = self._get("embeddings.token_type_embeddings.weight", [0])[0]
-        return layer_norm(words + positions + token_type, self._get("embeddings.LayerNorm.weight"),
-                          self._get("embeddings.LayerNorm.bias"), EPS)  # fmt: skip
+        return layer_norm(
+            words + positions + token_type,
+            self._get("embeddings.LayerNorm.weight"),
+            self._get("embeddings.LayerNorm.bias"),
+            EPS,
+        )
 
     def attention_input(self, layer: int, hidden: Matrix) -> Matrix:
         """BERT is post-norm: attention reads the hidden state as it is."""
@@ -69,13 +73,23 @@ class Bert(Transformer):
     def layer(self, layer: int, hidden: Matrix) -> tuple[Matrix, npt.NDArray[np.float64]]:
         p = f"encoder.layer.{layer}."
         attended, weights = self.attend(layer, hidden)
-        hidden = layer_norm(attended + hidden, self._get(p + "attention.output.LayerNorm.weight"),
-                            self._get(p + "attention.output.LayerNorm.bias"), EPS)  # fmt: skip
-        inner = gelu(hidden @ self._get(p + "intermediate.dense.weight").T
-                     + self._get(p + "intermediate.dense.bias"))  # fmt: skip
+        hidden = layer_norm(
+            attended + hidden,
+            self._get(p + "attention.output.LayerNorm.weight"),
+            self._get(p + "attention.output.LayerNorm.bias"),
+            EPS,
+        )
+        inner = gelu(
+            hidden @ self._get(p + "intermediate.dense.weight").T
+            + self._get(p + "intermediate.dense.bias")
+        )
         out = inner @ self._get(p + "output.dense.weight").T + self._get(p + "output.dense.bias")
-        hidden = layer_norm(out + hidden, self._get(p + "output.LayerNorm.weight"),
-                            self._get(p + "output.LayerNorm.bias"), EPS)  # fmt: skip
+        hidden = layer_norm(
+            out + hidden,
+            self._get(p + "output.LayerNorm.weight"),
+            self._get(p + "output.LayerNorm.bias"),
+            EPS,
+        )
         return hidden, weights
 
     def labels(self, ids: list[int]) -> list[str]:

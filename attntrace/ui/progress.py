@@ -72,8 +72,9 @@ class StderrProgress:
     # the Listener protocol
     def started(self, description: str, total: int | None, unit: str) -> int:
         # a model file's name may be in it ("decoding <name>"): shown made visible
-        self._works.append(Work(visible(description, DESCRIPTION_LIMIT), total, unit,
-                                self._clock()))  # fmt: skip
+        self._works.append(
+            Work(visible(description, DESCRIPTION_LIMIT), total, unit, self._clock())
+        )
         self._show(now=True)
         return len(self._works) - 1
 

@@ -98,9 +98,12 @@ def _precision(record: LowPrecision) -> LowPrecision:
     return replace(
         record,
         errors=errors,
-        overflow=None if first is None else replace(
-            first, stage=label(first.stage), sentence=visible(first.sentence, 2 * FORMULA_LIMIT)),
-    )  # fmt: skip
+        overflow=None
+        if first is None
+        else replace(
+            first, stage=label(first.stage), sentence=visible(first.sentence, 2 * FORMULA_LIMIT)
+        ),
+    )
 
 
 def _stage(stage: Stage, shown: Callable[[tuple[str, ...]], tuple[str, ...]]) -> Stage:

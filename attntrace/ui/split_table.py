@@ -51,10 +51,14 @@ class SplitTable:
         """Each column's natural width, from the cells' text: measuring tables of every
         row would be slow for a row of thousands of scores."""
         return [
-            max([_cell_width(console, options, self.headers[column]),
-                 *(_cell_width(console, options, row[column]) for row in self.rows)])
+            max(
+                [
+                    _cell_width(console, options, self.headers[column]),
+                    *(_cell_width(console, options, row[column]) for row in self.rows),
+                ]
+            )
             for column in range(len(self.headers))
-        ]  # fmt: skip
+        ]
 
     def parts(self, widths: Sequence[int], width: int) -> list[list[int]]:
         """The columns of each part, each part starting with the label column: as few
@@ -89,8 +93,9 @@ class SplitTable:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         widths = self.widths(console, options)
-        widest = max(_part_width(widths, columns)
-                     for columns in self.parts(widths, options.max_width))  # fmt: skip
+        widest = max(
+            _part_width(widths, columns) for columns in self.parts(widths, options.max_width)
+        )
         return Measurement(widest, widest)
 
 

@@ -100,8 +100,9 @@ class StageTable:
             edges = tuple(range(n_cols))
         else:
             edges = (*range(reach), *range(n_cols - reach, n_cols))
-        cells = cached_column_widths(stage, precision, edges,
-                                     reads_minus_inf_as_mask(stage, self.view))  # fmt: skip
+        cells = cached_column_widths(
+            stage, precision, edges, reads_minus_inf_as_mask(stage, self.view)
+        )
         pairs = zip(edges, cells, strict=True)
         widths = {j: max(cell, cell_len(col_labels[j])) for j, cell in pairs}
 
@@ -120,8 +121,7 @@ class StageTable:
         # is still too wide, drop a column until it fits (or one is left).
         while self.view.max_cols is None and grid.width > width and fits > 1:
             fits -= 1
-            grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels,
-                              col_labels)  # fmt: skip
+            grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
         return grid
 
     def _grid(

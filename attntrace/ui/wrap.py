@@ -147,8 +147,9 @@ class Facts:
     facts: tuple[str, ...]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        facts = [Term(Text(" · " + fact, style="dim"), Text(fact, style="dim"))
-                 for fact in self.facts]  # fmt: skip
+        facts = [
+            Term(Text(" · " + fact, style="dim"), Text(fact, style="dim")) for fact in self.facts
+        ]
         yield from between_terms(Text(self.name, style="bold magenta"), facts, options.max_width)
 
 
@@ -171,14 +172,19 @@ class Terms:
             # too wide: on lines of its own, broken between words, an operator kept with
             # what follows it ('× 33,581,…,727', then 'tokens')
             words = re.split(r"(?<=\S\S) ", term.plain)
-            pieces += [(joiner if i == 0 else " ", Text(word, style=term.style), i == 0)
-                       for i, word in enumerate(words)]  # fmt: skip
+            pieces += [
+                (joiner if i == 0 else " ", Text(word, style=term.style), i == 0)
+                for i, word in enumerate(words)
+            ]
         rest = [
-            Term(Text.assemble(joiner, term, style=term.style),
-                 Text.assemble(INDENT, term, style=term.style),
-                 Text(joiner.rstrip(), style=term.style), starts)
+            Term(
+                Text.assemble(joiner, term, style=term.style),
+                Text.assemble(INDENT, term, style=term.style),
+                Text(joiner.rstrip(), style=term.style),
+                starts,
+            )
             for joiner, term, starts in pieces[1:]
-        ]  # fmt: skip
+        ]
         return between_terms(pieces[0][1], rest, width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

@@ -23,13 +23,17 @@ EDITED_WQ = [[1.0, 0.5], [0.5, -1.0]]  # the tiny model's WQ with [0][1] = 0.5
 
 def _q(x: list[list[float]], wq: list[list[float]]) -> list[list[float]]:
     """Q = X · WQ, by loops (small halves and quarters: exact in float64)."""
-    return [[sum(row[k] * wq[k][j] for k in range(len(wq))) for j in range(len(wq[0]))]
-            for row in x]  # fmt: skip
+    return [
+        [sum(row[k] * wq[k][j] for k in range(len(wq))) for j in range(len(wq[0]))] for row in x
+    ]
 
 
 def _mapping() -> dict[str, Any]:
-    return {"sentence": "a b c", "embeddings": {t: list(v) for t, v in EMBEDDINGS.items()},
-            "weights": {"WQ": [r[:] for r in WQ], "WK": WK, "WV": WV}}  # fmt: skip
+    return {
+        "sentence": "a b c",
+        "embeddings": {t: list(v) for t, v in EMBEDDINGS.items()},
+        "weights": {"WQ": [r[:] for r in WQ], "WK": WK, "WV": WV},
+    }
 
 
 X = [EMBEDDINGS[t] for t in ("a", "b", "c")]
@@ -89,13 +93,17 @@ def test_edits_of_the_wrong_type_are_a_type_error(edits: Any, message: str) -> N
 @pytest.mark.parametrize(
     ("edits", "message"),
     [
-        (["WQ[0][9]=1"],
-         "edits WQ[0][9]: expected an index from 0 to 1 (weights.WQ[0] has 2 numbers), got 9"),
-        (["WQ[0][1]=x"],
-         "model (with edits WQ[0][1]): weights.WQ[0][1]: expected a number, got a string 'x'"),
+        (
+            ["WQ[0][9]=1"],
+            "edits WQ[0][9]: expected an index from 0 to 1 (weights.WQ[0] has 2 numbers), got 9",
+        ),
+        (
+            ["WQ[0][1]=x"],
+            "model (with edits WQ[0][1]): weights.WQ[0][1]: expected a number, got a string 'x'",
+        ),
         (["WQ"], "edits: expected PATH=VALUE, as in WQ[0][1]=0.5, got 'WQ' (no '=')"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_edit_names_edits(edits: list[str], message: str) -> None:
     with pytest.raises(InputError) as caught:
         trace_attention(model=_mapping(), edits=edits)

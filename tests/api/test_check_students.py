@@ -53,8 +53,9 @@ def model_for(mistake: str) -> str:
     if mistake == "unstable-softmax":
         return "huge"
     # the variants' mistakes (a window off by one, ...) apply to the models that have them
-    return next(name for name in (*PREFERRED, *VARIANT_MODELS)
-                if applies(mistake, document_of(name)))  # fmt: skip
+    return next(
+        name for name in (*PREFERRED, *VARIANT_MODELS) if applies(mistake, document_of(name))
+    )
 
 
 def document_of(name: str) -> dict[str, Any]:

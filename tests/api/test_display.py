@@ -25,8 +25,14 @@ print("RICH", "output = softmax · V" in console.file.getvalue())
 
 
 def test_a_trace_shows_itself_in_a_process_that_imported_only_trace_attention() -> None:
-    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                            cwd=ROOT, timeout=120, check=False)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "RENDERER False",  # nothing of the renderer until a trace is shown

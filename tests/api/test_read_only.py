@@ -38,21 +38,37 @@ def sample_traces() -> list[tuple[str, Callable[[], Trace]]]:
     made = [(s.name, sample(s.name)) for s in list_samples()]
     made += [
         ("ModelSpec", lambda: trace_attention("a b c", model=tiny_spec())),
-        ("learned positions", lambda: trace_attention("a b", model=tiny_spec(
-            positions=np.array([[0.5, 0.0], [0.0, 0.5]])))),
-        ("biases and WO", lambda: trace_attention("a b", model=tiny_spec(
-            WO=np.eye(2), biases={"bQ": np.ones(2), "bO": np.ones(2)}))),
-        ("given X", lambda: trace_attention("a b", model=tiny_spec(
-            given=GivenInputs(np.array([[1.0, 2.0], [3.0, 4.0]]), "X = given")))),
-        ("saved and read back", lambda: load_trace(
-            dump_bytes(trace_attention(sample="gqa")).decode(), "t.json")),
+        (
+            "learned positions",
+            lambda: trace_attention(
+                "a b", model=tiny_spec(positions=np.array([[0.5, 0.0], [0.0, 0.5]]))
+            ),
+        ),
+        (
+            "biases and WO",
+            lambda: trace_attention(
+                "a b", model=tiny_spec(WO=np.eye(2), biases={"bQ": np.ones(2), "bO": np.ones(2)})
+            ),
+        ),
+        (
+            "given X",
+            lambda: trace_attention(
+                "a b",
+                model=tiny_spec(given=GivenInputs(np.array([[1.0, 2.0], [3.0, 4.0]]), "X = given")),
+            ),
+        ),
+        (
+            "saved and read back",
+            lambda: load_trace(dump_bytes(trace_attention(sample="gqa")).decode(), "t.json"),
+        ),
         ("cut to heads", lambda: trace_attention(sample="gqa").only_heads([1, 3])),
-    ]  # fmt: skip
+    ]
     return made
 
 
-@pytest.mark.parametrize(("what", "make"), sample_traces(), ids=lambda x: x if
-                         isinstance(x, str) else "")  # fmt: skip
+@pytest.mark.parametrize(
+    ("what", "make"), sample_traces(), ids=lambda x: x if isinstance(x, str) else ""
+)
 def test_every_array_a_trace_holds_is_read_only(what: str, make: Callable[[], Trace]) -> None:
     trace = make()
     assert isinstance(trace.tokens, tuple)
@@ -146,8 +162,12 @@ def test_showing_a_trace_in_every_view_changes_no_number() -> None:
     trace = trace_attention(sample="it-animal")
     before = [data.copy() for _, data in arrays_of(trace)]
     console = Console(file=io.StringIO(), width=120, color_system="truecolor")
-    for how in (Presentation(), Presentation(map=True), Presentation(overview=True),
-                Presentation(focus="it")):  # fmt: skip
+    for how in (
+        Presentation(),
+        Presentation(map=True),
+        Presentation(overview=True),
+        Presentation(focus="it"),
+    ):
         focus = None if how.focus is None else (focus_row(trace, how.focus),)
         for renderable in renderables(trace, how, focus):
             console.print(renderable)

@@ -43,8 +43,16 @@ def model_file(tmp_path: Path) -> Path:
 
 
 def test_the_exported_names_are_the_documented_ones() -> None:
-    expected = ["InputError", "ModelSpec", "Stage", "Trace", "__version__", "check",
-                "load_model", "trace_attention"]  # fmt: skip
+    expected = [
+        "InputError",
+        "ModelSpec",
+        "Stage",
+        "Trace",
+        "__version__",
+        "check",
+        "load_model",
+        "trace_attention",
+    ]
     assert dir(attntrace) == expected == sorted(attntrace.__all__)
     for name in expected:
         assert getattr(attntrace, name) is not None
@@ -110,9 +118,17 @@ def test_numpy_numbers_and_integer_arrays_are_numbers() -> None:
     # integer arrays and numpy scalars on purpose (numpy 1.24's stubs see the int arrays)
     integers: list[Any] = [np.array(w) * k for w, k in ((WQ, 2), (WK, 4), (WV, 1))]
     wq, wk, wv = integers
-    ints = trace_attention("a b", model=ModelSpec(
-        {"a": np.array([2, 1]), "b": np.array([-1, 4])}, wq, wk, wv,
-        heads=np.int64(1), causal=np.True_))  # type: ignore[arg-type]  # fmt: skip
+    ints = trace_attention(
+        "a b",
+        model=ModelSpec(
+            {"a": np.array([2, 1]), "b": np.array([-1, 4])},
+            wq,
+            wk,
+            wv,
+            heads=np.int64(1),
+            causal=np.True_,  # type: ignore[arg-type]
+        ),
+    )
     assert ints.model.causal is True
     assert ints.model.heads == 1
     assert all(data.dtype == np.float64 for _, data in arrays_of(ints))
@@ -130,8 +146,9 @@ def test_a_spec_equals_only_itself() -> None:
     assert len({one, two}) == 2
 
 
-def test_numpy_scalars_in_a_model_dict_are_numbers_and_a_longdouble_past_float64_is_refused(
-) -> None:  # fmt: skip
+def test_numpy_scalars_in_a_model_dict_are_numbers_and_a_longdouble_past_float64_is_refused() -> (
+    None
+):
     """A dict built by numpy code holds np.float32 and np.int64, not Python floats; a
     longdouble of 1e400 is finite in its own type but not in float64, which the trace
     computes in: refused when the spec is made, with no overflow warning."""

@@ -105,8 +105,9 @@ def test_each_layout_puts_the_same_numbers_in_each_head() -> None:
 def test_a_shape_with_rows_equal_to_heads_reads_two_ways_unless_a_layout_is_named() -> None:
     array = np.arange(2 * 2 * 3, dtype=np.float64).reshape(2, 2, 3)
     assert {r.form for r in readings(array, [2], 2, 3, side_by_side=True)} == {
-        "heads-first", "tokens-first"
-    }  # fmt: skip
+        "heads-first",
+        "tokens-first",
+    }
     only = readings(array, [2], 2, 3, side_by_side=True, layout="tokens-first")
     assert [r.form for r in only] == ["tokens-first"]
     np.testing.assert_array_equal(only[0].matrices[1], array[:, 1, :])
@@ -133,8 +134,9 @@ def test_the_correct_recipe_recomputes_the_trace(seed: int) -> None:
             if stage.name in computed.shared:
                 np.testing.assert_allclose(computed.shared[stage.name], stage.data, 1e-12, 1e-12)
         else:
-            np.testing.assert_allclose(computed.heads[stage.name][stage.head], stage.data,
-                                       1e-12, 1e-12)  # fmt: skip
+            np.testing.assert_allclose(
+                computed.heads[stage.name][stage.head], stage.data, 1e-12, 1e-12
+            )
 
 
 def _causal_model() -> tuple[ModelSpec, Trace]:
@@ -155,17 +157,24 @@ def test_the_scaling_mistakes_divide_by_what_they_say() -> None:
     scores = trace.stage("scores").data
     assert model.d_k > 1
     np.testing.assert_allclose(_computed(model, trace, "no-scaling")["scaled"][0], scores)
-    np.testing.assert_allclose(_computed(model, trace, "scaled-by-d_k")["scaled"][0],
-                               scores / model.d_k)  # fmt: skip
+    np.testing.assert_allclose(
+        _computed(model, trace, "scaled-by-d_k")["scaled"][0], scores / model.d_k
+    )
 
 
 def test_the_mask_mistakes_hide_the_cells_they_say() -> None:
     model, trace = _causal_model()
     n = len(trace.tokens)
     i, j = np.indices((n, n))
-    weights = {cause: _computed(model, trace, cause)["softmax"][0]
-               for cause in ("no-mask", "mask-wrong-triangle", "mask-after-softmax",
-                             "mask-filled-with-zero")}  # fmt: skip
+    weights = {
+        cause: _computed(model, trace, cause)["softmax"][0]
+        for cause in (
+            "no-mask",
+            "mask-wrong-triangle",
+            "mask-after-softmax",
+            "mask-filled-with-zero",
+        )
+    }
     assert (weights["no-mask"] > 0).all()
     assert (weights["mask-wrong-triangle"][j < i] == 0).all()
     assert (weights["mask-wrong-triangle"][j >= i] > 0).all()
@@ -209,8 +218,14 @@ def test_the_unstable_softmax_overflows_in_the_dtype_it_was_computed_in() -> Non
 def test_no_mistake_in_the_catalogue_for_a_model_that_cannot_show_it() -> None:
     inputs = prepared(None)  # cat-eats-fish: one head, no mask, no RoPE, no biases
     causes = {m.cause for m in catalogue(inputs.spec, 3, 3)}
-    assert not causes & {"no-mask", "kv-heads-tiled", "heads-split-wrong", "rope-interleaved",
-                         "missing-bias", "concat-without-transpose"}  # fmt: skip
+    assert not causes & {
+        "no-mask",
+        "kv-heads-tiled",
+        "heads-split-wrong",
+        "rope-interleaved",
+        "missing-bias",
+        "concat-without-transpose",
+    }
     assert {"no-scaling", "softmax-over-columns", "unstable-softmax"} <= causes
 
 
@@ -238,8 +253,11 @@ def test_one_wrong_cell_is_the_first_divergence_with_its_labels() -> None:
     trace = inputs.trace()
     softmax = np.stack([trace.stage("softmax", head=h).data for h in range(2)])
     softmax[1, 2, 0] += 0.25
-    report = check_arrays(inputs.spec, trace, given64(attn=softmax, out=np.stack(
-        [trace.stage("output", head=h).data for h in range(2)])))  # fmt: skip
+    report = check_arrays(
+        inputs.spec,
+        trace,
+        given64(attn=softmax, out=np.stack([trace.stage("output", head=h).data for h in range(2)])),
+    )
     first = report.first_divergent
     assert report.exit_code == 1
     assert first is not None
@@ -295,8 +313,9 @@ def test_an_ambiguous_shape_that_matches_neither_way_names_both_readings() -> No
 def test_kv_given_per_kv_head_or_repeated_per_query_head_both_match() -> None:
     inputs = prepared(None, sample="gqa")
     trace = inputs.trace()
-    per_kv = np.stack([next(s for s in trace.stages if s.name == "K" and s.kv_head == g).data
-                       for g in range(2)])  # fmt: skip
+    per_kv = np.stack(
+        [next(s for s in trace.stages if s.name == "K" and s.kv_head == g).data for g in range(2)]
+    )
     repeated = np.repeat(per_kv, 2, axis=0)
     for K in (per_kv, repeated):
         report = check_arrays(inputs.spec, trace, given64(K=K[None]))
@@ -368,8 +387,11 @@ def test_one_mistake_by_two_recipes_says_both() -> None:
     inputs = prepared(None, sample="two-heads")
     model, trace = inputs.spec, inputs.trace()
     np.testing.assert_array_equal(model.WQ, model.WK)
-    made = next(m for m in catalogue(model, 3, 3) if m.cause == "wrong-projection"
-            and m.recipe.weights[2] == "WK")  # fmt: skip
+    made = next(
+        m
+        for m in catalogue(model, 3, 3)
+        if m.cause == "wrong-projection" and m.recipe.weights[2] == "WK"
+    )
     V = recompute(model, inputs_of(trace), made.recipe).kv["V"]
     report = check_arrays(model, trace, given64(V=np.stack(V)))
     assert report.diagnosis is not None
@@ -429,8 +451,9 @@ def test_positions_forgotten_under_cross_attention_are_forgotten_on_both_sides()
 def test_head_leaves_out_the_stages_that_need_every_head() -> None:
     inputs = prepared(None, sample="two-heads")
     trace = inputs.trace()
-    report = check_arrays(inputs.spec, trace, given64(softmax=trace.stage("softmax", 0).data),
-                          head=0)  # fmt: skip
+    report = check_arrays(
+        inputs.spec, trace, given64(softmax=trace.stage("softmax", 0).data), head=0
+    )
     assert {r.name for r in report.results} & {"concat", "projected"} == set()
     with pytest.raises(InputError, match="--head compares one head"):
         check_arrays(inputs.spec, trace, given64(concat=trace.stage("concat").data), head=0)

@@ -87,16 +87,28 @@ def test_the_correct_students_variant_stages_all_match(name: str, layout: str) -
 def test_people_s_names_for_the_new_stages_are_read_as_the_stages() -> None:
     document = VARIANT_MODELS["gemma-like"]
     native = saved(student_attention(document, dtype="float64"), layout="heads")
-    arrays = {"q_norm": native["Q_norm"], "k_normed": native["K_norm"],
-              "logits_capped": native["capped"], "attn": native["softmax"]}  # fmt: skip
+    arrays = {
+        "q_norm": native["Q_norm"],
+        "k_normed": native["K_norm"],
+        "logits_capped": native["capped"],
+        "attn": native["softmax"],
+    }
     report = report_for(document, arrays)
     assert {r.name for r in report.results if r.status == "match"} >= {
-        "Q_norm", "K_norm", "capped", "softmax"}  # fmt: skip
-    alibi = saved(student_attention(VARIANT_MODELS["bloom-like"], dtype="float64"),
-                  layout="heads")  # fmt: skip
-    report = report_for(VARIANT_MODELS["bloom-like"], {
-        "position_bias": alibi["alibi"], "biased_scores": alibi["biased"],
-        "softcapped": alibi["capped"]})  # fmt: skip
+        "Q_norm",
+        "K_norm",
+        "capped",
+        "softmax",
+    }
+    alibi = saved(student_attention(VARIANT_MODELS["bloom-like"], dtype="float64"), layout="heads")
+    report = report_for(
+        VARIANT_MODELS["bloom-like"],
+        {
+            "position_bias": alibi["alibi"],
+            "biased_scores": alibi["biased"],
+            "softcapped": alibi["capped"],
+        },
+    )
     assert {r.name for r in report.results if r.status == "match"} == {"alibi", "biased", "capped"}
 
 
@@ -109,8 +121,12 @@ def test_the_sink_may_be_saved_without_its_column() -> None:
         assert [r.status for r in report.results if r.name == "sink"] == ["match"] * 4
 
 
-CASES = [(mistake, name) for mistake in VARIANT_MISTAKES for name, doc in VARIANT_MODELS.items()
-         if applies(mistake, doc)]  # fmt: skip
+CASES = [
+    (mistake, name)
+    for mistake in VARIANT_MISTAKES
+    for name, doc in VARIANT_MODELS.items()
+    if applies(mistake, doc)
+]
 
 
 def test_every_variant_mistake_applies_to_a_model() -> None:
@@ -156,6 +172,9 @@ def test_the_correct_variant_student_is_the_loops(name: str) -> None:
     native = student_attention(document, dtype="float64")
     for h, weights in enumerate(softmaxes):
         np.testing.assert_allclose(native["softmax"][0, h], weights, rtol=1e-12, atol=1e-14)
-    whole = native["projected"][0] if "projected" in native else (
-        native["concat"][0] if "concat" in native else native["output"][0, 0])  # fmt: skip
+    whole = (
+        native["projected"][0]
+        if "projected" in native
+        else (native["concat"][0] if "concat" in native else native["output"][0, 0])
+    )
     np.testing.assert_allclose(whole, block, rtol=1e-12, atol=1e-12)

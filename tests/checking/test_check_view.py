@@ -42,8 +42,13 @@ def render(
     source: str | None = "mine.npz",
 ) -> str:
     out = io.StringIO()
-    console = Console(file=out, width=width, highlight=False, force_terminal=color,
-                      color_system="truecolor" if color else None)  # fmt: skip
+    console = Console(
+        file=out,
+        width=width,
+        highlight=False,
+        force_terminal=color,
+        color_system="truecolor" if color else None,
+    )
     console.print(check_view(report, precision, source), crop=False)
     return out.getvalue()
 
@@ -55,8 +60,9 @@ def naive(sample: str | None, model: dict[str, Any] | None = None) -> tuple[Any,
     trace = chosen.trace()
     x: Rows = trace.stage("X").data.tolist()
     weights = (spec.WQ.tolist(), spec.WK.tolist(), spec.WV.tolist())
-    stages = naive_block(x, *weights, heads=spec.heads, kv_heads=spec.n_kv_heads,
-                         causal=spec.causal)  # fmt: skip
+    stages = naive_block(
+        x, *weights, heads=spec.heads, kv_heads=spec.n_kv_heads, causal=spec.causal
+    )
     stages["X"] = x
     return (spec, trace), stages
 
@@ -73,10 +79,13 @@ def report_of(
     """check's report of the loops' stages ``given`` (name in the file -> stage), after
     ``edit`` changed them; and the loops' own (unedited) numbers."""
     (spec, trace), right = naive(sample, model)
-    mine = {name: [[list(row) for row in head] for head in value]
-            if isinstance(value, list) and value and isinstance(value[0][0], list)
-            else [list(row) for row in value]
-            for name, value in right.items() if value is not None}  # fmt: skip
+    mine = {
+        name: [[list(row) for row in head] for head in value]
+        if isinstance(value, list) and value and isinstance(value[0][0], list)
+        else [list(row) for row in value]
+        for name, value in right.items()
+        if value is not None
+    }
     if edit is not None:
         edit(mine)
     arrays = {}
@@ -191,8 +200,9 @@ def test_no_known_mistake_says_so_and_where() -> None:
     assert report.diagnosis is None
     assert "diagnosis" not in text
     said = " ".join(text.split())
-    assert ("no known mistake reproduces this; the difference is largest at row 'fish', "
-            "column 'cat'") in said  # fmt: skip
+    assert (
+        "no known mistake reproduces this; the difference is largest at row 'fish', column 'cat'"
+    ) in said
     assert stage_line(text, "softmax").startswith("✗ softmax head 1 max |Δ| 0.02")
     assert "2 of 18 cells" in stage_line(text, "softmax")
     assert stage_line(text, "Q").startswith("✓ Q ")
@@ -255,8 +265,10 @@ def test_nan_found_reads_as_nan() -> None:
 
 def test_a_masked_cell_and_repeated_tokens() -> None:
     def zero_fill(stages: dict[str, Any]) -> None:
-        stages["masked"] = [[[0.0 if s == -math.inf else s for s in row] for row in head]
-                            for head in stages["masked"]]  # fmt: skip
+        stages["masked"] = [
+            [[0.0 if s == -math.inf else s for s in row] for row in head]
+            for head in stages["masked"]
+        ]
 
     report, _ = report_of("causal", {"masked": "masked"}, zero_fill)
     text = render(report)
@@ -267,7 +279,12 @@ def test_a_masked_cell_and_repeated_tokens() -> None:
     header = table.splitlines()[1].split()
     assert header == ["cat", "sat", "on", "the#4", "mat"]
     assert [line.split()[0] for line in table.splitlines()[3:13:2]] == [
-        "the#0", "cat", "sat", "on", "the#4"]  # fmt: skip
+        "the#0",
+        "cat",
+        "sat",
+        "on",
+        "the#4",
+    ]
     assert "diagnosis: mask-filled-with-zero" in text
 
 
@@ -304,11 +321,13 @@ def test_text_from_files_shows_inert() -> None:
 
 
 def test_arrays_saved_in_two_dtypes_name_their_tolerances() -> None:
-    report, _ = report_of("two-heads", {"Q": "Q", "softmax": "softmax"},
-                          dtypes={"Q": "float32", "softmax": "float64"})  # fmt: skip
+    report, _ = report_of(
+        "two-heads", {"Q": "Q", "softmax": "softmax"}, dtypes={"Q": "float32", "softmax": "float64"}
+    )
     said = " ".join(render(report).split())
-    assert ("compared as float32 (Q): rtol 1e-4, atol 1e-5; as float64 (softmax): rtol 1e-6, "
-            "atol 1e-8") in said  # fmt: skip
+    assert (
+        "compared as float32 (Q): rtol 1e-4, atol 1e-5; as float64 (softmax): rtol 1e-6, atol 1e-8"
+    ) in said
 
 
 @pytest.mark.parametrize("width", [40, 80, 160])

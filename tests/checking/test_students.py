@@ -52,16 +52,24 @@ def test_the_correct_student_matches_the_loops(name: str) -> None:
     naive = loops(document)
     tolerance = OFFSET if name in OVERFLOWING else FLOAT64  # scores in the thousands
     s = students.sizes(document)
-    per_head = {"Q": "Q", "K": "K_rep", "V": "V_rep", "scores": "scores", "scaled": "scaled",
-                "softmax": "softmax", "output": "output"}  # fmt: skip
+    per_head = {
+        "Q": "Q",
+        "K": "K_rep",
+        "V": "V_rep",
+        "scores": "scores",
+        "scaled": "scaled",
+        "softmax": "softmax",
+        "output": "output",
+    }
     if s.rope:
         per_head |= {"Q_rope": "Q_rope", "K_rope": "K_rope_rep"}
     if s.causal:
         per_head["masked"] = "masked"
     for stage, native in per_head.items():
         for h in range(s.heads):
-            np.testing.assert_allclose(mine[native][0, h], naive[stage][h], **tolerance,
-                                       err_msg=f"{stage} head {h}")  # fmt: skip
+            np.testing.assert_allclose(
+                mine[native][0, h], naive[stage][h], **tolerance, err_msg=f"{stage} head {h}"
+            )
     if s.heads > 1:
         np.testing.assert_allclose(mine["concat"][0], naive["concat"], **tolerance)
     if s.wo:
@@ -77,8 +85,13 @@ def test_the_students_x_is_the_embeddings_plus_the_positions(name: str) -> None:
     positions = document.get("positions")
     d = len(rows[0])
     if positions == "sinusoidal":  # PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos
-        pe = [[(math.sin if c % 2 == 0 else math.cos)(p / 10000 ** ((c - c % 2) / d))
-               for c in range(d)] for p in range(len(rows))]  # fmt: skip
+        pe = [
+            [
+                (math.sin if c % 2 == 0 else math.cos)(p / 10000 ** ((c - c % 2) / d))
+                for c in range(d)
+            ]
+            for p in range(len(rows))
+        ]
     elif isinstance(positions, list):
         pe = positions[: len(rows)]
     else:
@@ -139,8 +152,11 @@ def native_pair(name: str, mistake: str, **options: Any) -> tuple[dict[str, Any]
 
 def test_the_scaling_mistakes_divide_the_loops_scores_by_what_they_say() -> None:
     naive = loops(MODELS["multi"])  # d_k 2, d_model 6
-    for mistake, divisor in (("no-scaling", 1), ("scaled-by-d_k", 2),
-                             ("scaled-by-d_model", math.sqrt(6))):  # fmt: skip
+    for mistake, divisor in (
+        ("no-scaling", 1),
+        ("scaled-by-d_k", 2),
+        ("scaled-by-d_model", math.sqrt(6)),
+    ):
         wrong, _ = native_pair("multi", mistake)
         for h in range(3):
             expected = np.array(naive["scores"][h]) / divisor
@@ -249,8 +265,9 @@ def test_wrong_projection_and_missing_bias_use_the_weights_they_say() -> None:
     np.testing.assert_allclose(swapped["K_proj"], expected, **FLOAT64)
     forgot, _ = native_pair("gqa-causal", "missing-bias", forgot="bO")
     concat = forgot["concat"][0].tolist()
-    np.testing.assert_allclose(forgot["projected"][0], matmul(concat, document["weights"]["WO"]),
-                               **FLOAT64)  # fmt: skip
+    np.testing.assert_allclose(
+        forgot["projected"][0], matmul(concat, document["weights"]["WO"]), **FLOAT64
+    )
 
 
 @pytest.mark.parametrize("mistake", MISTAKES)

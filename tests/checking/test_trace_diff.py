@@ -61,9 +61,14 @@ def loops(document: dict[str, Any]) -> dict[str, Any]:
     """Every stage of the model file's own sentence, by the loops of tests/naive.py."""
     x = [list(map(float, document["embeddings"][t])) for t in document["sentence"].split()]
     weights = document["weights"]
-    return naive_block(x, weights["WQ"], weights["WK"], weights["WV"],
-                       heads=document.get("heads", 1),
-                       kv_heads=document.get("kv_heads"))  # fmt: skip
+    return naive_block(
+        x,
+        weights["WQ"],
+        weights["WK"],
+        weights["WV"],
+        heads=document.get("heads", 1),
+        kv_heads=document.get("kv_heads"),
+    )
 
 
 def test_one_weight_changed_reaches_exactly_the_cells_the_loops_say() -> None:
@@ -87,8 +92,7 @@ def test_one_weight_changed_reaches_exactly_the_cells_the_loops_say() -> None:
         np.testing.assert_array_equal(stage.changed, delta > REACHED, err_msg=name)
         assert stage.status == (CHANGED if (delta > REACHED).any() else SAME), name
         assert stage.max_abs_delta == pytest.approx(delta.max(), **FLOAT64_APPROX), name
-    assert [s.name for s in diff.changed_stages] == ["Q", "scores", "scaled", "softmax",
-                                                      "output"]  # fmt: skip
+    assert [s.name for s in diff.changed_stages] == ["Q", "scores", "scaled", "softmax", "output"]
     # Q changes in one cell: "it"'s query for places, 3.47 → 0.5
     first = diff.first_changed
     assert first is not None
@@ -128,8 +132,10 @@ def test_the_first_change_is_the_earliest_stage_not_the_earliest_head() -> None:
     names = [s.name for s in diff.stages]
     assert names == ["X"] + [n for n in PER_HEAD for _ in range(4)] + ["concat"]
     assert [(s.name, s.head) for s in diff.changed_stages if s.name in ("Q", "V")] == [
-        ("Q", 3), ("V", 0), ("V", 1)  # V head 1 reads K/V head 0 as well
-    ]  # fmt: skip
+        ("Q", 3),
+        ("V", 0),
+        ("V", 1),  # V head 1 reads K/V head 0 as well
+    ]
 
 
 def test_the_same_cells_change_either_way_round() -> None:
@@ -231,8 +237,13 @@ def test_keys_only_b_holds_are_placed_after_the_key_before_them() -> None:
 
     a = [key("X"), key("Q"), key("softmax")]
     b = [key("X"), key("Q"), key("masked"), key("softmax"), key("projected")]
-    assert merged_order(a, b) == [key("X"), key("Q"), key("masked"), key("softmax"),
-                                  key("projected")]  # fmt: skip
+    assert merged_order(a, b) == [
+        key("X"),
+        key("Q"),
+        key("masked"),
+        key("softmax"),
+        key("projected"),
+    ]
     assert merged_order([key("Q")], [key("X"), key("Q")]) == [key("X"), key("Q")]
 
 

@@ -69,8 +69,13 @@ def test_npz_round_trip_in_the_saved_order_and_dtypes(
     got = read_user_arrays(path)
     assert list(got) == ["V", "Q", "attn", "K", "O"]
     dtypes = {name: array.dtype for name, array in got.items()}
-    assert dtypes == {"V": "float32", "Q": "float64", "attn": "float16", "K": "float32",
-                      "O": "float64"}  # fmt: skip
+    assert dtypes == {
+        "V": "float32",
+        "Q": "float64",
+        "attn": "float16",
+        "K": "float32",
+        "O": "float64",
+    }
     for name, array in arrays.items():
         assert got[name].name == name
         assert got[name].data.shape == array.shape
@@ -83,8 +88,11 @@ def test_npz_round_trip_in_the_saved_order_and_dtypes(
 def npz_member(header: dict[str, Any], data: bytes, *, version: int = 1) -> bytes:
     """A .npy member written by hand: the magic, a header numpy's writer formats, data."""
     out = io.BytesIO()
-    write = np.lib.format.write_array_header_1_0 if version == 1 else \
-        np.lib.format.write_array_header_2_0  # fmt: skip
+    write = (
+        np.lib.format.write_array_header_1_0
+        if version == 1
+        else np.lib.format.write_array_header_2_0
+    )
     write(out, header)  # type: ignore[no-untyped-call, unused-ignore]
     return out.getvalue() + data
 
@@ -100,8 +108,10 @@ def write_zip(path: Path, members: list[tuple[str, bytes]], compress: int = 0) -
 
 def test_npz_member_in_npy_version_2_is_read(tmp_path: Path) -> None:
     header = {"descr": "<f8", "fortran_order": False, "shape": (2,)}
-    path = write_zip(tmp_path / "v2.npz", [("Q.npy", npz_member(header, struct.pack("<2d",
-                     0.5, -1.25), version=2))])  # fmt: skip
+    path = write_zip(
+        tmp_path / "v2.npz",
+        [("Q.npy", npz_member(header, struct.pack("<2d", 0.5, -1.25), version=2))],
+    )
     same_numbers(read_user_arrays(path)["Q"], [0.5, -1.25])
 
 
@@ -247,8 +257,10 @@ def test_a_zip_bomb_is_refused_by_its_unpacked_size(
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert message == (f"{path}: the arrays unpack to 2.0 MiB, over the limit of 1 MiB "
-                       "(set ATTNTRACE_MAX_FILE_MB to read larger files)")  # fmt: skip
+    assert message == (
+        f"{path}: the arrays unpack to 2.0 MiB, over the limit of 1 MiB "
+        "(set ATTNTRACE_MAX_FILE_MB to read larger files)"
+    )
     assert peak < 2**20
     monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", "3")
     assert read_user_arrays(path)["Q"].data.shape == (2**18,)
@@ -294,8 +306,12 @@ def test_safetensors_round_trip_with_bfloat16(tmp_path: Path) -> None:
     path.write_bytes(safetensors_bytes(tensors, {"format": "pt"}))
     got = read_user_arrays(path)
     assert list(got) == ["scores", "Q", "K", "V"]  # the order of the data in the file
-    assert {n: a.dtype for n, a in got.items()} == {"scores": "float32", "Q": "bfloat16",
-                                                   "K": "float16", "V": "float64"}  # fmt: skip
+    assert {n: a.dtype for n, a in got.items()} == {
+        "scores": "float32",
+        "Q": "bfloat16",
+        "K": "float16",
+        "V": "float64",
+    }
     f32 = [struct.unpack("<f", struct.pack("<f", x))[0] for x in (0.5, NAN, -INF, 1e-30)]
     same_numbers(got["scores"], [[f32[:2], f32[2:]]])
     same_numbers(got["Q"], [bfloat16(x)[1] for x in brain])
@@ -342,8 +358,11 @@ def test_json_round_trip_with_nan_and_infinity(tmp_path: Path) -> None:
     got = read_user_arrays(path)
     assert list(got) == ["softmax", "Q", "X"]
     # every number but 0.1 is a float32 (docs/check.md: such arrays compare as float32)
-    assert {n: a.dtype for n, a in got.items()} == {"softmax": "float32", "Q": "float32",
-                                                   "X": "float64"}  # fmt: skip
+    assert {n: a.dtype for n, a in got.items()} == {
+        "softmax": "float32",
+        "Q": "float32",
+        "X": "float64",
+    }
     assert got["Q"].data.shape == (1, 1, 2)
     for name, expected in arrays.items():
         same_numbers(got[name], json.loads(json.dumps(expected), parse_int=float))
@@ -415,10 +434,11 @@ def test_a_bad_json_file_is_one_line(text: str, said: str, tmp_path: Path) -> No
 
 JSON_VALUES = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3)),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner,
-                                                                max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
     max_leaves=10,
-)  # fmt: skip
+)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -441,9 +461,11 @@ def test_any_json_is_arrays_or_one_line(document: Any, tmp_path: Path) -> None:
 def test_files_that_are_no_file_of_arrays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     npy = tmp_path / "one.npy"
     np.save(npy, np.ones(2))
-    assert refused(npy) == (f"{npy}: expected a .npz, .safetensors or .json file of named "
-                            "arrays, got a .npy file (one unnamed array: save named ones "
-                            "with np.savez(path, Q=q, ...))")  # fmt: skip
+    assert refused(npy) == (
+        f"{npy}: expected a .npz, .safetensors or .json file of named "
+        "arrays, got a .npy file (one unnamed array: save named ones "
+        "with np.savez(path, Q=q, ...))"
+    )
     bare = tmp_path / "arrays"
     assert refused(bare).endswith("got a file with no suffix")
     for suffix in (".npz", ".safetensors", ".json"):
@@ -461,9 +483,11 @@ def test_files_that_are_no_file_of_arrays(tmp_path: Path, monkeypatch: pytest.Mo
     for path in (big, tmp_path / "big.npz", tmp_path / "big.safetensors"):
         if path.suffix != ".json":
             path.write_bytes(bytes(5000))
-        assert refused(path) == (f"{path}: the file is {path.stat().st_size:,} bytes, over "
-                                 "the limit of 1,000 bytes (set ATTNTRACE_MAX_FILE_MB to "
-                                 "read larger files)")  # fmt: skip
+        assert refused(path) == (
+            f"{path}: the file is {path.stat().st_size:,} bytes, over "
+            "the limit of 1,000 bytes (set ATTNTRACE_MAX_FILE_MB to "
+            "read larger files)"
+        )
 
 
 # ------------------------------------------------------------------------- Python
@@ -515,17 +539,23 @@ class FakeSize(tuple[int, ...]):
 
 def test_python_arrays_lists_and_tensors(tmp_path: Path) -> None:
     brain = [bfloat16(x)[1] for x in (0.1, -2.0, 1 / 3)]
-    got = given_arrays({
-        "Q": np.array([[0.1, 2.0]], dtype=np.float32),
-        "K": [[1, 2.5], (3, np.float32(0.1))],  # lists, tuples, numpy's scalars
-        "V": FakeTensor([[0.5, NAN]], "float16"),
-        "attn": FakeTensor(brain, "bfloat16"),
-        "X": np.array([1.0, 2.0])[::2],  # a view: copied, the caller's left writeable
-    })  # fmt: skip
+    got = given_arrays(
+        {
+            "Q": np.array([[0.1, 2.0]], dtype=np.float32),
+            "K": [[1, 2.5], (3, np.float32(0.1))],  # lists, tuples, numpy's scalars
+            "V": FakeTensor([[0.5, NAN]], "float16"),
+            "attn": FakeTensor(brain, "bfloat16"),
+            "X": np.array([1.0, 2.0])[::2],  # a view: copied, the caller's left writeable
+        }
+    )
     assert list(got) == ["Q", "K", "V", "attn", "X"]
-    assert {n: a.dtype for n, a in got.items()} == {"Q": "float32", "K": "float64",
-                                                   "V": "float16", "attn": "bfloat16",
-                                                   "X": "float64"}  # fmt: skip
+    assert {n: a.dtype for n, a in got.items()} == {
+        "Q": "float32",
+        "K": "float64",
+        "V": "float16",
+        "attn": "bfloat16",
+        "X": "float64",
+    }
     f32 = struct.unpack("<f", struct.pack("<f", 0.1))[0]
     same_numbers(got["Q"], [[f32, 2.0]])
     same_numbers(got["K"], [[1.0, 2.5], [3.0, f32]])
@@ -546,10 +576,14 @@ def test_torch_tensors_when_installed() -> None:
     torch = pytest.importorskip("torch")
     values = [bfloat16(x)[1] for x in (0.1, -2.0, 1 / 3)]
     weights = torch.ones(2, 2, requires_grad=True)
-    got = given_arrays({"Q": torch.tensor(values, dtype=torch.bfloat16), "W": weights * 0.5,
-                        "h": torch.tensor([0.1], dtype=torch.float16)})  # fmt: skip
-    assert {n: a.dtype for n, a in got.items()} == {"Q": "bfloat16", "W": "float32",
-                                                   "h": "float16"}  # fmt: skip
+    got = given_arrays(
+        {
+            "Q": torch.tensor(values, dtype=torch.bfloat16),
+            "W": weights * 0.5,
+            "h": torch.tensor([0.1], dtype=torch.float16),
+        }
+    )
+    assert {n: a.dtype for n, a in got.items()} == {"Q": "bfloat16", "W": "float32", "h": "float16"}
     same_numbers(got["Q"], values)
     same_numbers(got["W"], [[0.5, 0.5], [0.5, 0.5]])
     same_numbers(got["h"], [struct.unpack("<e", struct.pack("<e", 0.1))[0]])
@@ -563,8 +597,10 @@ def test_what_the_safetensors_package_writes_when_installed(tmp_path: Path) -> N
     ml_dtypes = pytest.importorskip("ml_dtypes")
     values = [bfloat16(x)[1] for x in (0.1, -2.0, 1 / 3)]
     path = tmp_path / "theirs.safetensors"
-    numpy_writer.save_file({"Q": np.array([values], dtype=ml_dtypes.bfloat16),
-                            "K": np.array([0.1], dtype=np.float16)}, str(path))  # fmt: skip
+    numpy_writer.save_file(
+        {"Q": np.array([values], dtype=ml_dtypes.bfloat16), "K": np.array([0.1], dtype=np.float16)},
+        str(path),
+    )
     got = read_user_arrays(path)
     assert {n: a.dtype for n, a in got.items()} == {"Q": "bfloat16", "K": "float16"}
     same_numbers(got["Q"], [values])

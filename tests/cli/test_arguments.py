@@ -182,13 +182,25 @@ def run_entry_point(*args: str) -> subprocess.CompletedProcess[str]:
         (("heads", "--from"), "Option '--from' requires an argument.", "heads"),
         (("run", "--layer", "-1", "-m", "minilm"), "Invalid value for '--layer': -1 ", "run"),
         (("run", "--max-heads", "-1"), "Invalid value for '--max-heads': -1 ", "run"),
-        (("render", "t.json", "--max-heads", "two"), "Invalid value for '--max-heads': 'two' ",
-         "render"),
+        (
+            ("render", "t.json", "--max-heads", "two"),
+            "Invalid value for '--max-heads': 'two' ",
+            "render",
+        ),
     ],
-    ids=["precision--1", "precision-99", "precision-not-a-number", "unknown-flag",
-         "unknown-command", "missing-argument", "option-without-value", "negative-layer",
-         "negative-max-heads", "max-heads-not-a-number"],
-)  # fmt: skip
+    ids=[
+        "precision--1",
+        "precision-99",
+        "precision-not-a-number",
+        "unknown-flag",
+        "unknown-command",
+        "missing-argument",
+        "option-without-value",
+        "negative-layer",
+        "negative-max-heads",
+        "max-heads-not-a-number",
+    ],
+)
 def test_usage_error_is_one_line(args: tuple[str, ...], says: str, hint: str) -> None:
     """A usage error is one ``attntrace: error:`` line like every other bad input, with
     click's wording (which varies a little between Typer versions) and where to get help."""

@@ -29,8 +29,14 @@ BLAS = BLAS_THREAD_VARIABLES
 
 def _threads(env: dict[str, str]) -> str:
     clean = {k: v for k, v in os.environ.items() if k not in BLAS}
-    done = subprocess.run([sys.executable, "-c", PROBE], env={**clean, **env},
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     return done.stderr.rsplit("|", 1)[-1].strip()
 
 

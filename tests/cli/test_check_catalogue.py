@@ -78,8 +78,10 @@ class Case(NamedTuple):
     @property
     def id(self) -> str:
         extra = "".join(f"-{v}" for _, v in self.options)
-        return (f"{self.mistake}{extra}-{self.model}-{self.dtype}-{self.fmt}-{self.layout}-"
-                f"{self.naming}-{self.subset}")  # fmt: skip
+        return (
+            f"{self.mistake}{extra}-{self.model}-{self.dtype}-{self.fmt}-{self.layout}-"
+            f"{self.naming}-{self.subset}"
+        )
 
 
 def _case(mistake: str, model: str, dtype: str, fmt: str, j: int, **options: str) -> Case:
@@ -106,8 +108,11 @@ def catalogue_cases() -> list[Case]:
         if mistake == "unstable-softmax":
             # float32 overflows in "big", float64 only in "huge"; a .json holds float64,
             # so only "huge" overflows as the tool reads it.
-            combos = [("big", "float32", "npz"), ("big", "float32", "safetensors"),
-                      ("huge", "float32", "npz")]  # fmt: skip
+            combos = [
+                ("big", "float32", "npz"),
+                ("big", "float32", "safetensors"),
+                ("huge", "float32", "npz"),
+            ]
             combos += [("huge", "float64", fmt) for fmt in FORMATS]
         elif mistake in FULL:
             combos = list(product(FULL[mistake], DTYPES, FORMATS))
@@ -182,8 +187,9 @@ def test_check_names_the_mistake(case: Case, tmp_path: Path) -> None:
     document = ALL_MODELS[case.model]
     fill = fill_value(case.fill, case.dtype)
     options = dict(case.options)
-    wrong = student_attention(document, dtype=case.dtype, mistake=case.mistake, fill=fill,
-                              **options)  # fmt: skip
+    wrong = student_attention(
+        document, dtype=case.dtype, mistake=case.mistake, fill=fill, **options
+    )
     right = student_attention(document, dtype=case.dtype, fill=fill)
     # The oracle: the first stage handed over that the mistake changed, and its lowest head.
     stages = given_stages(wrong, case.subset)
@@ -235,8 +241,9 @@ def test_a_correct_student_passes(model: str, dtype: str, fmt: str, tmp_path: Pa
     layout = layouts_for(document)[j % len(layouts_for(document))]
     arrays = saved(native, naming=list(NAMINGS)[j % len(NAMINGS)], layout=layout)
     path = save(tmp_path, arrays, fmt, dtype="bfloat16" if dtype == "bfloat16" else None)
-    code, report, output = run_check(str(path), "--config", str(write_model(tmp_path, document)),
-                                     *tolerance_flags(computed, fmt))  # fmt: skip
+    code, report, output = run_check(
+        str(path), "--config", str(write_model(tmp_path, document)), *tolerance_flags(computed, fmt)
+    )
     assert code == 0, output
     assert report["first_divergent"] is None
     assert report["diagnosis"] is None
@@ -313,8 +320,9 @@ def test_layout_reads_a_shape_that_fits_two_ways(tmp_path: Path) -> None:
             assert report["first_divergent"]["stage"] == "Q", output
             assert (report["diagnosis"] or {}).get("cause") == "heads-split-wrong", output
     noise = {"Q": np.random.default_rng(0).normal(size=native["Q"].shape[1:])}
-    result = invoke("check", str(save(tmp_path, noise, "npz", stem="noise")), FOUR_TOKENS,
-                    "--config", model)  # fmt: skip
+    result = invoke(
+        "check", str(save(tmp_path, noise, "npz", stem="noise")), FOUR_TOKENS, "--config", model
+    )
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("attntrace: error: "), result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
@@ -328,8 +336,9 @@ def test_tokens_first_leaves_the_score_stages_heads_first(tmp_path: Path) -> Non
     model = str(write_model(tmp_path, document))
     native = student_attention(document, FOUR_TOKENS, dtype="float64", mistake="scores-transposed")
     path = save(tmp_path, saved(native, layout="tokens", subset="attention"), "npz")
-    code, report, output = run_check(str(path), FOUR_TOKENS, "--config", model,
-                                     "--layout", "tokens-first")  # fmt: skip
+    code, report, output = run_check(
+        str(path), FOUR_TOKENS, "--config", model, "--layout", "tokens-first"
+    )
     assert code == 1, output
     assert report["first_divergent"]["stage"] == "scores", output
     assert (report["diagnosis"] or {}).get("cause") == "scores-transposed", output

@@ -27,15 +27,18 @@ def arrays(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _shell(command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
-                          check=False)  # fmt: skip
+    return subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_the_answer_survives_a_reader_that_leaves_early(arrays: tuple[Path, Path]) -> None:
     right, wrong = arrays
     for path, code in ((right, 0), (wrong, 1)):
-        done = _shell(f"{sys.executable} -m attntrace check {path} --sample two-heads | head -c 0;"
-                      " exit ${PIPESTATUS[0]}")  # fmt: skip
+        done = _shell(
+            f"{sys.executable} -m attntrace check {path} --sample two-heads | head -c 0;"
+            " exit ${PIPESTATUS[0]}"
+        )
         assert done.returncode == code, done.stderr
         assert done.stderr == ""
 

@@ -128,9 +128,20 @@ def test_samples_lists_every_sample() -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[::2]] == [
-        "alibi", "cat-eats-fish", "causal", "cross", "gemma-like", "gqa", "it-animal",
-        "positions", "rope", "sink-logit", "the-cat-sat", "two-heads", "window",
-    ]  # fmt: skip
+        "alibi",
+        "cat-eats-fish",
+        "causal",
+        "cross",
+        "gemma-like",
+        "gqa",
+        "it-animal",
+        "positions",
+        "rope",
+        "sink-logit",
+        "the-cat-sat",
+        "two-heads",
+        "window",
+    ]
     assert lines[2].endswith('"cat eats fish"  (also cat-eats-fish.json)')
     assert lines[3] == "    The worked example: identity WQ/WK, WV swaps the two dimensions."
     assert "d_model 6" in lines[12]
@@ -179,8 +190,10 @@ COMMANDS = {
 def test_version_and_help() -> None:
     version = invoke("--version")
     assert (version.exit_code, version.stdout, version.stderr) == (
-        0, f"attntrace {__version__}\n", ""
-    )  # fmt: skip
+        0,
+        f"attntrace {__version__}\n",
+        "",
+    )
     result = invoke("--help")
     assert result.exit_code == 0
     assert result.stderr == ""
@@ -191,8 +204,11 @@ def test_version_and_help() -> None:
         ["--help", "-h", "Show", "this", "message", "and", "exit."],
     ]
     # a command's row starts at the box's edge; the wrapped rest of its help is indented
-    rows = [line.strip("│ ").split(maxsplit=1) for line in boxed(lines, "Commands")
-            if not line.startswith("│  ")]  # fmt: skip
+    rows = [
+        line.strip("│ ").split(maxsplit=1)
+        for line in boxed(lines, "Commands")
+        if not line.startswith("│  ")
+    ]
     assert [name for name, _ in rows] == list(COMMANDS)
     for name, said in rows:
         assert said.startswith(COMMANDS[name]), name
@@ -263,10 +279,17 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path, args: tuple[str, ...]) -> No
 
 @pytest.mark.parametrize(
     "args",
-    [("run", "-s", "gqa"), ("run", "-s", "gqa", "--json"), ("softmax", "1", "2", "3"),
-     ("samples",), ("decode", "-s", "causal"), ("run", "--help"), ("--version",)],
+    [
+        ("run", "-s", "gqa"),
+        ("run", "-s", "gqa", "--json"),
+        ("softmax", "1", "2", "3"),
+        ("samples",),
+        ("decode", "-s", "causal"),
+        ("run", "--help"),
+        ("--version",),
+    ],
     ids=["tables", "json", "softmax", "samples", "decode", "help", "version"],
-)  # fmt: skip
+)
 def test_a_process_writes_all_its_output_before_it_leaves(
     tmp_path: Path, args: tuple[str, ...]
 ) -> None:
@@ -277,8 +300,13 @@ def test_a_process_writes_all_its_output_before_it_leaves(
     assert into_pipe.stdout == invoke(*args).stdout
     with (tmp_path / "out.txt").open("w") as out:
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
-        done = subprocess.run([sys.executable, "-m", "attntrace", *args], cwd=tmp_path, env=env,
-                              stdout=out, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "attntrace", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            timeout=60,
+        )
     assert done.returncode == 0
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == into_pipe.stdout
 
@@ -286,23 +314,32 @@ def test_a_process_writes_all_its_output_before_it_leaves(
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize(
     "args",
-    [("run",), ("run", "--json"), ("samples",), ("softmax", "1", "2"), ("--help",),
-     ("--version",)],
-)  # fmt: skip
+    [("run",), ("run", "--json"), ("samples",), ("softmax", "1", "2"), ("--help",), ("--version",)],
+)
 def test_a_full_disk_is_one_line_and_exit_1(tmp_path: Path, args: tuple[str, ...]) -> None:
     with Path("/dev/full").open("w") as full:
-        done = subprocess.run([sys.executable, "-m", "attntrace", *args], cwd=tmp_path,
-                              stdout=full, stderr=subprocess.PIPE, text=True,
-                              timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "attntrace", *args],
+            cwd=tmp_path,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1
     assert done.stderr == "attntrace: error: cannot write the output: No space left on device\n"
 
 
 def test_python_dash_i_keeps_its_interpreter(tmp_path: Path) -> None:
     """Leaving by os._exit would take the REPL of ``python -i -m attntrace`` with it."""
-    done = subprocess.run([sys.executable, "-i", "-m", "attntrace", "samples"], cwd=tmp_path,
-                          input="print('still here')\n", capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-i", "-m", "attntrace", "samples"],
+        cwd=tmp_path,
+        input="print('still here')\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "still here" in done.stdout
 
 
@@ -326,8 +363,15 @@ def test_the_samples_index_says_what_the_files_say() -> None:
 
 
 def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
-    for args in (["--help"], ["samples"], ["run", "--help"], ["samples", "gqa"], ["models"],
-                 ["models", "--json"], ["kv-cache", "--json"]):  # fmt: skip
+    for args in (
+        ["--help"],
+        ["samples"],
+        ["run", "--help"],
+        ["samples", "gqa"],
+        ["models"],
+        ["models", "--json"],
+        ["kv-cache", "--json"],
+    ):
         probe = (
             f"import os, sys, runpy; sys.argv = ['attntrace', *{args!r}]\n"
             # main() leaves by os._exit (no teardown): made a SystemExit, to look after
@@ -336,6 +380,7 @@ def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> 
             "except SystemExit:\n    pass\n"
             "print('LOADED', 'numpy' in sys.modules, 'yaml' in sys.modules, file=sys.stderr)"
         )
-        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                                cwd=tmp_path, timeout=60)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        )
         assert "LOADED False False" in result.stderr, (args, result.stderr)

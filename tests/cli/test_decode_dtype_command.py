@@ -83,10 +83,20 @@ def test_json_carries_precision_and_each_steps_error(dtype: str) -> None:
 
 
 def test_softmax_and_accumulate_choices_are_written(tmp_path: Path) -> None:
-    data = document("--sample", "rope", "--dtype", "float16", "--softmax-dtype", "float16",
-                    "--accumulate", "dtype")  # fmt: skip
+    data = document(
+        "--sample",
+        "rope",
+        "--dtype",
+        "float16",
+        "--softmax-dtype",
+        "float16",
+        "--accumulate",
+        "dtype",
+    )
     assert (data["precision"]["softmax_dtype"], data["precision"]["accumulate"]) == (
-        "float16", "dtype")  # fmt: skip
+        "float16",
+        "dtype",
+    )
     assert data["comparison"]["matches"] is True
 
 
@@ -119,14 +129,28 @@ def test_marks_survive_no_color(tmp_path: Path) -> None:
     assert "\x1b[1;7m" in text or "\x1b[7;1m" in text or "\x1b[7m" in text  # reverse video
 
 
-@pytest.mark.parametrize(("dtype", "kv"), [("float16", "fp16"), ("bfloat16", "bf16"),
-                                            ("float32", "fp32")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("dtype", "kv"), [("float16", "fp16"), ("bfloat16", "bf16"), ("float32", "fp32")]
+)
 def test_cache_bytes_equal_kv_cache_with_the_same_shape(dtype: str, kv: str) -> None:
     data = document("--sample", "gqa", "--dtype", dtype)  # 4 heads, 2 K/V, d_k = d_v = 1
     model = data["model"]
-    result = invoke("kv-cache", "--layers", "1", "--heads", str(model["heads"]), "--kv-heads",
-                    str(model["kv_heads"]), "--head-dim", str(model["d_k"]), "--tokens",
-                    str(len(data["tokens"])), "--dtype", kv, "--json")  # fmt: skip
+    result = invoke(
+        "kv-cache",
+        "--layers",
+        "1",
+        "--heads",
+        str(model["heads"]),
+        "--kv-heads",
+        str(model["kv_heads"]),
+        "--head-dim",
+        str(model["d_k"]),
+        "--tokens",
+        str(len(data["tokens"])),
+        "--dtype",
+        kv,
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     priced = json.loads(result.stdout)
     this = next(v for v in priced["variants"] if v["this_model"])
@@ -197,11 +221,25 @@ def test_a_real_decoders_layer_decodes_in_float16() -> None:
     assert 0 < err["max_abs"] < 0.1
 
 
-@pytest.mark.parametrize(("long", "short"), [("float16", "fp16"), ("bfloat16", "bf16"),
-                                             ("float32", "fp32"), ("half", "fp16")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("long", "short"),
+    [("float16", "fp16"), ("bfloat16", "bf16"), ("float32", "fp32"), ("half", "fp16")],
+)
 def test_kv_cache_takes_the_names_decode_takes(long: str, short: str) -> None:
-    shape = ["kv-cache", "--layers", "1", "--heads", "4", "--kv-heads", "2", "--head-dim", "8",
-             "--tokens", "5", "--json"]  # fmt: skip
+    shape = [
+        "kv-cache",
+        "--layers",
+        "1",
+        "--heads",
+        "4",
+        "--kv-heads",
+        "2",
+        "--head-dim",
+        "8",
+        "--tokens",
+        "5",
+        "--json",
+    ]
     given, named = invoke(*shape, "--dtype", long), invoke(*shape, "--dtype", short)
     assert given.exit_code == named.exit_code == 0, given.stderr
     assert json.loads(given.stdout) == json.loads(named.stdout)
@@ -212,6 +250,12 @@ def test_the_json_says_where_the_first_overflow_is() -> None:
     240·260 + 80·100 = 70,400 in float64, inf in float16."""
     example = str(Path(__file__).resolve().parents[2] / "docs/examples/float16-overflow.yaml")
     first = document("-c", example, "--dtype", "float16")["precision"]["first_overflow"]
-    assert first == {"t": 4, "stage": "scores", "row": 0, "col": 1, "value": "inf",
-                     "exact": 70400.0}  # fmt: skip
+    assert first == {
+        "t": 4,
+        "stage": "scores",
+        "row": 0,
+        "col": 1,
+        "value": "inf",
+        "exact": 70400.0,
+    }
     assert document("--sample", "gqa", "--dtype", "float16")["precision"]["first_overflow"] is None

@@ -77,8 +77,12 @@ def test_a_change_is_exit_1_and_its_cells_are_marked(traces: tuple[Path, Path, P
     start = next(i for i, line in enumerate(lines) if line.startswith("  X "))
     status = {line[2:].split()[0]: line for line in lines[start : start + 8]}
     assert [name for name, line in status.items() if line.startswith("* ")] == [
-        "Q", "scores", "scaled", "softmax", "output"
-    ]  # fmt: skip
+        "Q",
+        "scores",
+        "scaled",
+        "softmax",
+        "output",
+    ]
     assert status["X"].split()[1:] == ["same"]
     assert status["K"].split()[1:] == ["same"]
     assert status["Q"].split()[-4:] == ["1", "of", "44", "cells"]
@@ -97,8 +101,11 @@ def test_a_change_is_exit_1_and_its_cells_are_marked(traces: tuple[Path, Path, P
     assert all(cell.endswith("*") for cell in rows["it"] if cell != "…")
     assert all(set(cells) <= {"·", "…"} for token, cells in rows.items() if token != "it")
     # 11 keys do not fit 80 columns: those shown and those hidden are the 11 that changed
-    note = re.fullmatch(r"showing (\d+)/11 columns \(most changed first\); (\d+) changed "
-                        r"cells hidden", heat[11])  # fmt: skip
+    note = re.fullmatch(
+        r"showing (\d+)/11 columns \(most changed first\); (\d+) changed "
+        r"cells hidden",
+        heat[11],
+    )
     assert note is not None, heat[11]
     shown = sum(cell.endswith("*") for cell in rows["it"])
     assert int(note[1]) == shown
@@ -137,8 +144,9 @@ def test_a_masked_cell_and_a_missing_stage_in_json(tmp_path: Path) -> None:
     a = tmp_path / "a.json"
     b = tmp_path / "b.json"
     a.write_text(invoke("run", "--sample", "causal", "--json").stdout, encoding="utf-8")
-    b.write_text(invoke("run", "--sample", "causal", "--no-causal", "--json").stdout,
-                 encoding="utf-8")  # fmt: skip
+    b.write_text(
+        invoke("run", "--sample", "causal", "--no-causal", "--json").stdout, encoding="utf-8"
+    )
     result = invoke("diff", str(a), str(b), "--json")
     assert result.exit_code == 1
     document = json.loads(result.stdout)
@@ -240,9 +248,7 @@ def test_a_change_below_the_shown_digits_is_shown_with_more(tmp_path: Path) -> N
     assert found[1] != found[2]
     assert float(found[2]) - float(found[1]) == pytest.approx(float(found[3]), abs=1e-12)
     table = result.stdout.split("B's values, * where they changed\n")[1].split("\n\n")[0]
-    assert [line.split()[1] for line in table.splitlines()[2:]] == [
-        "1.0000*", "3.0000*", "2.0000*"
-    ]  # fmt: skip
+    assert [line.split()[1] for line in table.splitlines()[2:]] == ["1.0000*", "3.0000*", "2.0000*"]
 
 
 # ------------------------------------------------------------ one model traced twice
@@ -265,8 +271,9 @@ def test_a_model_traced_with_and_without_its_edits(tmp_path: Path) -> None:
     assert apart["stages"] == document["stages"]
     view = invoke("diff", "--sample", "it-animal", "--set", "WQ[3][1]=0.5")
     assert view.stdout.splitlines()[:2] == [
-        "A: sample it-animal", "B: sample it-animal with --set WQ[3][1]=0.5"
-    ]  # fmt: skip
+        "A: sample it-animal",
+        "B: sample it-animal with --set WQ[3][1]=0.5",
+    ]
     assert "it       4.6400   0.5000*  2.7700   0.0000" in view.stdout
 
 
@@ -298,9 +305,17 @@ def test_edits_that_change_nothing_and_a_sentence_of_ones_own(tmp_path: Path) ->
         (["dog", "--set", "WQ[0][0]=2"], "unknown token 'dog'"),
         (["--sample", "gqa", "--config", "m.yaml", "--set", "a=1"], "both name a model"),
     ],
-    ids=["no-edits", "files-and-set", "stdin-and-sample", "config-stdin", "bad-path",
-         "bad-value", "unknown-token", "two-models"],
-)  # fmt: skip
+    ids=[
+        "no-edits",
+        "files-and-set",
+        "stdin-and-sample",
+        "config-stdin",
+        "bad-path",
+        "bad-value",
+        "unknown-token",
+        "two-models",
+    ],
+)
 def test_the_model_form_refuses_in_one_line(args: list[str], said: str) -> None:
     result = invoke("diff", *args, input="")
     assert result.exit_code == 2, result.output

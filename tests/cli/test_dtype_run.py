@@ -75,8 +75,10 @@ def test_causal_json_keeps_the_mask_null() -> None:
     assert invoke("render", "-", input=result.stdout).exit_code == 0
 
 
-@pytest.mark.parametrize("flags", [["--map"], ["--overview"], ["--max-rows", "2"],
-                                   ["--max-cols", "1"], ["--max-heads", "1"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "flags",
+    [["--map"], ["--overview"], ["--max-rows", "2"], ["--max-cols", "1"], ["--max-heads", "1"]],
+)
 def test_display_flags_work_on_a_low_trace(flags: list[str]) -> None:
     result = invoke("run", "-c", OVERFLOW, "--dtype", "float16", *flags)
     assert result.exit_code == 0, result.stderr

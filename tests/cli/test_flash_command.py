@@ -57,9 +57,13 @@ def test_refusals_are_one_line(args: list[str], words: list[str]) -> None:
 )
 def test_flags_the_parser_refuses_are_one_line(args: list[str], words: list[str]) -> None:
     """Typer's own refusals, shaped into one line by main() (so run as a user does)."""
-    result = subprocess.run([sys.executable, "-m", "attntrace", "flash", "-s", "causal", *args],
-                            capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "COLUMNS": "80"})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "attntrace", "flash", "-s", "causal", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert result.returncode == 2
     assert result.stdout == ""
     line, newline, rest = result.stderr.partition("\n")
@@ -71,10 +75,13 @@ def test_flags_the_parser_refuses_are_one_line(args: list[str], words: list[str]
 
 
 @needs_weights
-@pytest.mark.parametrize(("args", "words"), [
-    (["-m", "smollm2", "--head", "9"], ["--head", "0 to 8"]),
-    (["-m", "minilm", "--layer", "12"], ["--layer"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["-m", "smollm2", "--head", "9"], ["--head", "0 to 8"]),
+        (["-m", "minilm", "--layer", "12"], ["--layer"]),
+    ],
+)
 def test_a_real_models_refusals(args: list[str], words: list[str]) -> None:
     flash_error(args, *words)
 
@@ -104,8 +111,10 @@ def test_the_model_flags_are_runs() -> None:
 
 
 def test_a_model_file_from_stdin() -> None:
-    model = "embeddings: {a: [1, 0], b: [0, 1]}\nweights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], " \
-            "[0, 1]], WV: [[1, 2], [3, 4]]}\nsentence: a b a\n"  # fmt: skip
+    model = (
+        "embeddings: {a: [1, 0], b: [0, 1]}\nweights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], "
+        "[0, 1]], WV: [[1, 2], [3, 4]]}\nsentence: a b a\n"
+    )
     result = invoke("flash", "-c", "-", "--json", input=model)
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["tokens"] == ["a", "b", "a"]
@@ -114,8 +123,19 @@ def test_a_model_file_from_stdin() -> None:
 @needs_weights
 def test_a_real_models_gqa_head() -> None:
     # smollm2: 9 query heads over 3 K/V heads, causal, RoPE
-    result = invoke("flash", "-m", "smollm2", "--layer", "2", "--head", "5", "the cat sat on "
-                    "the mat", "--block-q", "3", "--json")  # fmt: skip
+    result = invoke(
+        "flash",
+        "-m",
+        "smollm2",
+        "--layer",
+        "2",
+        "--head",
+        "5",
+        "the cat sat on the mat",
+        "--block-q",
+        "3",
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["kv_head"] == 1  # 5 // 3
@@ -181,9 +201,26 @@ def test_step_shows_the_running_state_of_every_row() -> None:
 
 def test_help_lists_the_flags() -> None:
     out = invoke("flash", "--help", columns=120).stdout
-    for flag in ("--head", "--block-q", "--block-k", "--variant", "--sram", "--step", "--json",
-                 "--model", "--layer", "--config", "--sample", "--causal", "--context", "--set",
-                 "--precision", "--max-rows", "--max-cols", "--max-tiles"):  # fmt: skip
+    for flag in (
+        "--head",
+        "--block-q",
+        "--block-k",
+        "--variant",
+        "--sram",
+        "--step",
+        "--json",
+        "--model",
+        "--layer",
+        "--config",
+        "--sample",
+        "--causal",
+        "--context",
+        "--set",
+        "--precision",
+        "--max-rows",
+        "--max-cols",
+        "--max-tiles",
+    ):
         assert flag in out, flag
     assert "flash" in invoke("--help", columns=120).stdout
 
@@ -194,10 +231,23 @@ def test_step_on_many_blocks_shows_a_window_of_the_grid(tmp_path: Path) -> None:
     vocab = {f"w{i}": rng.normal(size=8).round(3).tolist() for i in range(512)}
     weights = {name: rng.normal(size=(8, 8)).round(3).tolist() for name in ("WQ", "WK", "WV")}
     path = tmp_path / "long.json"
-    path.write_text(json.dumps({"embeddings": vocab, "weights": weights, "causal": True,
-                                "sentence": " ".join(vocab)}))  # fmt: skip
-    result = invoke("flash", "-c", str(path), "--block-q", "16", "--block-k", "16", "--step",
-                    input="300\nq\n", columns=160)  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {"embeddings": vocab, "weights": weights, "causal": True, "sentence": " ".join(vocab)}
+        )
+    )
+    result = invoke(
+        "flash",
+        "-c",
+        str(path),
+        "--block-q",
+        "16",
+        "--block-k",
+        "16",
+        "--step",
+        input="300\nq\n",
+        columns=160,
+    )
     assert result.exit_code == 0, result.stderr
     # 32·33/2 = 528 tiles on or below the diagonal; the 300th, in order, is (23, 23)
     screen = result.stdout.split("Tile 300 of 528 computed · (23, 23)")[1]

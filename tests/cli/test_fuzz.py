@@ -41,8 +41,9 @@ def test_any_focus(which: str) -> None:
     ended_cleanly(invoke("run", "the cat sat", "-s", "the-cat-sat", "--focus", which))
 
 
-@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=8),
-                max_size=12))  # fmt: skip
+@given(
+    st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=8), max_size=12)
+)
 @whole_runs
 def test_any_step_keys(keys: list[str]) -> None:
     typed = "".join(key.replace("\n", " ") + "\n" for key in keys)
@@ -57,10 +58,11 @@ def test_any_softmax_values(values: list[str]) -> None:
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                 max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
-)  # fmt: skip
+)
 
 
 def mutate(document: Any, path: list[int], value: Any) -> Any:
@@ -82,14 +84,17 @@ def test_any_damaged_trace(path: list[int], value: Any) -> None:
     ended_cleanly(invoke("render", "-", "--focus", "cat", input=json.dumps(damaged)))
 
 
-WHOLE_FILES = {name: (SAMPLES / name).read_text(encoding="utf-8")
-               for name in ("the-cat-sat.yaml", "cat-eats-fish.json")}  # fmt: skip
+WHOLE_FILES = {
+    name: (SAMPLES / name).read_text(encoding="utf-8")
+    for name in ("the-cat-sat.yaml", "cat-eats-fish.json")
+}
 
 
 @given(st.sampled_from(sorted(WHOLE_FILES)), st.floats(0, 1))
 @whole_runs
-def test_any_cut_off_model_file(tmp_path_factory: pytest.TempPathFactory, name: str,
-                                where: float) -> None:  # fmt: skip
+def test_any_cut_off_model_file(
+    tmp_path_factory: pytest.TempPathFactory, name: str, where: float
+) -> None:
     """A model file cut off anywhere (a copy interrupted, a download stopped short)."""
     text = WHOLE_FILES[name]
     path = tmp_path_factory.mktemp("cut") / name

@@ -131,8 +131,11 @@ def test_the_views_d_wq_is_the_finite_difference_of_the_loss() -> None:
 
 @pytest.mark.parametrize("columns", [80, 160])
 def test_no_line_is_wider_than_the_terminal_or_padded(columns: int) -> None:
-    for args in (IT_ANIMAL, ["-s", "gqa", "--from", "the", "--to", "cat"],
-                 ["-s", "cross", "--from", "0", "--to", "0"]):  # fmt: skip
+    for args in (
+        IT_ANIMAL,
+        ["-s", "gqa", "--from", "the", "--to", "cat"],
+        ["-s", "cross", "--from", "0", "--to", "0"],
+    ):
         result = invoke("grad", *args, columns=columns)
         assert result.exit_code == 0, result.stderr
         lines = result.stdout.splitlines()
@@ -193,8 +196,13 @@ def test_mse_is_the_default_with_a_target_and_reaches_the_values(tmp_path: Path)
     assert result.exit_code == 0, result.stderr
     assert "L = mean((output − target)²)" in result.stdout
     document = json.loads(invoke("grad", "-c", str(model), "--json").stdout)
-    out = np.array(next(s for s in json.loads(invoke("run", "-c", str(model), "--json").stdout)
-                        ["stages"] if s["name"] == "output")["data"])  # fmt: skip
+    out = np.array(
+        next(
+            s
+            for s in json.loads(invoke("run", "-c", str(model), "--json").stdout)["stages"]
+            if s["name"] == "output"
+        )["data"]
+    )
     target = np.array([[1, 0], [0, 1], [1, 1]])
     assert document["loss"]["value"] == pytest.approx(float(np.mean((out - target) ** 2)))
     d_output = np.array(next(s for s in document["stages"] if s["name"] == "d_output")["data"])
@@ -210,19 +218,31 @@ def test_model_flags_change_the_gradients(tmp_path: Path) -> None:
     assert json.loads(edited.stdout)["loss"]["value"] != base
     causal = invoke("grad", *IT_ANIMAL, "--causal", "--json")
     assert json.loads(causal.stdout)["model"]["causal"] is True
-    cross = invoke("grad", "-s", "it-animal", "--context", "the animal was tired", "--from",
-                   "it", "--to", "tired", "--json")  # fmt: skip
+    cross = invoke(
+        "grad",
+        "-s",
+        "it-animal",
+        "--context",
+        "the animal was tired",
+        "--from",
+        "it",
+        "--to",
+        "tired",
+        "--json",
+    )
     document = json.loads(cross.stdout)
     assert document["context_tokens"] == ["the", "animal", "was", "tired"]
     assert document["loss"]["to"] == {"index": 3, "token": "tired"}
     assert "d_X_context" in [s["name"] for s in document["stages"]]
-    sentence = invoke("grad", "-s", "it-animal", "the", "animal", "it", "--from", "it",
-                      "--to", "animal", "--json")  # fmt: skip
+    sentence = invoke(
+        "grad", "-s", "it-animal", "the", "animal", "it", "--from", "it", "--to", "animal", "--json"
+    )
     assert json.loads(sentence.stdout)["tokens"] == ["the", "animal", "it"]
     copy = tmp_path / "it.yaml"
     copy.write_text(invoke("samples", "it-animal").stdout)
-    piped = invoke("grad", "-c", "-", "--from", "it", "--to", "animal", "--json",
-                   input=copy.read_text())  # fmt: skip
+    piped = invoke(
+        "grad", "-c", "-", "--from", "it", "--to", "animal", "--json", input=copy.read_text()
+    )
     assert json.loads(piped.stdout)["loss"]["value"] == base
 
 
@@ -232,8 +252,11 @@ def test_step_mode_walks_the_gradients_by_key() -> None:
     out = result.stdout
     screens = re.findall(r"Gradient (\d+) of (\d+) · (\w+)", out)
     assert [(n, name) for n, _, name in screens] == [
-        ("1", "d_output"), ("2", "d_V"), ("1", "d_output"), ("11", "d_X")
-    ]  # fmt: skip
+        ("1", "d_output"),
+        ("2", "d_V"),
+        ("1", "d_output"),
+        ("11", "d_X"),
+    ]
     assert "this model has one head" in out or "the loss reaches no other" in out
     assert "unknown key 'xyz'" in out
     assert "Enter or n: next gradient" in out
@@ -241,8 +264,9 @@ def test_step_mode_walks_the_gradients_by_key() -> None:
 
 
 def test_step_mode_h_goes_to_the_next_head_and_end_of_input_ends() -> None:
-    result = invoke("grad", "-s", "gqa", "--from", "the", "--to", "cat", "--step",
-                    input="d_Q\nh\nh 3\nh 9\n")  # fmt: skip
+    result = invoke(
+        "grad", "-s", "gqa", "--from", "the", "--to", "cat", "--step", input="d_Q\nh\nh 3\nh 9\n"
+    )
     assert result.exit_code == 0, result.stderr
     heads = re.findall(r"Gradient \d+ of \d+ · d_Q  head (\d)", result.stdout)
     assert heads == ["0", "1", "3"]
@@ -261,15 +285,39 @@ def test_focus_calls_the_softmax_backward_panel() -> None:
 
 def test_help_lists_the_loss_flags() -> None:
     out = invoke("grad", "--help", columns=120).stdout
-    for flag in ("--loss", "--from", "--to", "--head", "--step", "--focus", "--json",
-                 "--model", "--layer", "--set", "--max-heads"):  # fmt: skip
+    for flag in (
+        "--loss",
+        "--from",
+        "--to",
+        "--head",
+        "--step",
+        "--focus",
+        "--json",
+        "--model",
+        "--layer",
+        "--set",
+        "--max-heads",
+    ):
         assert flag in out, flag
 
 
 @needs_weights
 def test_a_real_models_layer() -> None:
-    result = invoke("grad", "-m", "minilm", "--layer", "3", "--head", "1", "the animal was "
-                    "tired because it", "--from", "it", "--to", "animal", "--json")  # fmt: skip
+    result = invoke(
+        "grad",
+        "-m",
+        "minilm",
+        "--layer",
+        "3",
+        "--head",
+        "1",
+        "the animal was tired because it",
+        "--from",
+        "it",
+        "--to",
+        "animal",
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["loss"]["heads"] == [1]

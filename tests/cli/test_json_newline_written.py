@@ -40,6 +40,10 @@ def test_a_process_writing_to_a_file_writes_the_same_bytes(tmp_path: Path) -> No
     out = tmp_path / "trace.json"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with out.open("wb") as stdout:
-        subprocess.run([sys.executable, "-m", "attntrace", "run", "-s", "gqa", "--json"],
-                       stdout=stdout, env=env, check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "attntrace", "run", "-s", "gqa", "--json"],
+            stdout=stdout,
+            env=env,
+            check=True,
+        )
     assert out.read_bytes() == dump_bytes(trace_attention(sample="gqa")) + b"\n"

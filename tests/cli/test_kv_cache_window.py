@@ -14,16 +14,36 @@ from hypothesis import strategies as st
 from attntrace.decode.kv_memory import PRESETS, Shape, kv_cache_bytes
 
 
-def _closed_form(layers: int, local: int, kv: int, head_dim: int, width: int, tokens: int,
-                 window: int, batch: int) -> int:  # fmt: skip
-    return 2 * kv * head_dim * width * batch * (local * min(tokens, window)
-                                                + (layers - local) * tokens)  # fmt: skip
+def _closed_form(
+    layers: int,
+    local: int,
+    kv: int,
+    head_dim: int,
+    width: int,
+    tokens: int,
+    window: int,
+    batch: int,
+) -> int:
+    return (
+        2
+        * kv
+        * head_dim
+        * width
+        * batch
+        * (local * min(tokens, window) + (layers - local) * tokens)
+    )
 
 
-@given(st.integers(1, 40), st.integers(1, 8), st.integers(1, 5000), st.integers(1, 5000),
-       st.integers(1, 4))  # fmt: skip
-def test_a_window_caps_each_local_layer(layers: int, kv: int, tokens: int, window: int,
-                                        batch: int) -> None:  # fmt: skip
+@given(
+    st.integers(1, 40),
+    st.integers(1, 8),
+    st.integers(1, 5000),
+    st.integers(1, 5000),
+    st.integers(1, 4),
+)
+def test_a_window_caps_each_local_layer(
+    layers: int, kv: int, tokens: int, window: int, batch: int
+) -> None:
     local = layers // 2
     shape = Shape(layers, kv, kv, 64, window=window, local_layers=local)
     assert kv_cache_bytes(shape, kv, tokens, batch, "fp16") == _closed_form(
@@ -33,9 +53,16 @@ def test_a_window_caps_each_local_layer(layers: int, kv: int, tokens: int, windo
 
 def test_gemma3_prices_15_local_layers_and_3_global_ones_apart() -> None:
     gemma = PRESETS["gemma3-270m"]
-    assert (gemma.layers, gemma.heads, gemma.kv_heads, gemma.head_dim, gemma.d_model,
-            gemma.context, gemma.window, gemma.windowed_layers) == (18, 4, 1, 256, 640, 32768,
-                                                                    512, 15)  # fmt: skip
+    assert (
+        gemma.layers,
+        gemma.heads,
+        gemma.kv_heads,
+        gemma.head_dim,
+        gemma.d_model,
+        gemma.context,
+        gemma.window,
+        gemma.windowed_layers,
+    ) == (18, 4, 1, 256, 640, 32768, 512, 15)
     document = json.loads(invoke("kv-cache", "--preset", "gemma3-270m", "--json").stdout)
     jsonschema.validate(document, schema("kv-cache-v1.schema.json"))
     per = 2 * 1 * 256 * 2  # K and V, one K/V head, head dim 256, fp16
@@ -52,8 +79,7 @@ def test_gemma3_prices_15_local_layers_and_3_global_ones_apart() -> None:
 
 def test_mistral_stops_growing_at_its_window() -> None:
     def bytes_at(*flags: str) -> int:
-        document = json.loads(invoke("kv-cache", "--preset", "mistral-7b", "--json",
-                                     *flags).stdout)  # fmt: skip
+        document = json.loads(invoke("kv-cache", "--preset", "mistral-7b", "--json", *flags).stdout)
         return int(next(v["bytes"] for v in document["variants"] if v["this_model"]))
 
     full = 2 * 32 * 8 * 128 * 2 * 4096
@@ -80,8 +106,9 @@ def test_bad_windows_are_one_line_and_exit_2(flags: tuple[str, ...], words: str)
 
 
 def test_a_window_on_a_preset_without_one_slides_every_layer() -> None:
-    document = json.loads(invoke("kv-cache", "--preset", "gpt2", "--window", "100",
-                                 "--json").stdout)  # fmt: skip
+    document = json.loads(
+        invoke("kv-cache", "--preset", "gpt2", "--window", "100", "--json").stdout
+    )
     assert document["shape"]["local_layers"] == 12
     assert document["window"]["bytes"] == 2 * 12 * 12 * 64 * 2 * 100
 
@@ -120,8 +147,9 @@ def test_a_window_longer_than_the_tokens_does_not_cut_in() -> None:
 )
 def test_a_windowed_cache_says_what_a_token_adds(preset: str, below: int, past: int | None) -> None:
     after = "none" if past is None else f"{past:,} bytes"
-    assert (f"per token (batch 1): {below:,} bytes up to the window, {after} past it"
-            in _words("--preset", preset))  # fmt: skip
+    assert f"per token (batch 1): {below:,} bytes up to the window, {after} past it" in _words(
+        "--preset", preset
+    )
 
 
 def test_a_token_count_past_the_byte_limit_is_one_line_even_when_a_window_caps_the_bytes() -> None:
@@ -130,5 +158,8 @@ def test_a_token_count_past_the_byte_limit_is_one_line_even_when_a_window_caps_t
     from helpers import invoke, one_line_error
 
     huge = "9" * 4000
-    one_line_error(invoke("kv-cache", "--preset", "mistral-7b", "--tokens", huge),
-                   "--tokens", "4,000-digit number")  # fmt: skip
+    one_line_error(
+        invoke("kv-cache", "--preset", "mistral-7b", "--tokens", huge),
+        "--tokens",
+        "4,000-digit number",
+    )

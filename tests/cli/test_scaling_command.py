@@ -18,12 +18,24 @@ def test_the_view_shows_the_chart_the_tables_and_the_worked_example() -> None:
     assert result.stderr == ""
     out = result.stdout
     assert out.startswith("Why ÷√d_k")
-    for part in ("largest weight", "gradient ‖J‖", "unscaled: q·k", "divided by √d_k: q·k / √d_k",
-                 "The article's example: d_k = 512"):  # fmt: skip
+    for part in (
+        "largest weight",
+        "gradient ‖J‖",
+        "unscaled: q·k",
+        "divided by √d_k: q·k / √d_k",
+        "The article's example: d_k = 512",
+    ):
         assert part in out, part
     assert [line.split()[0] for line in out.splitlines() if " q·k " in line and "█" in line] == [
-        "2", "4", "8", "16", "32", "64", "128", "256"
-    ]  # fmt: skip
+        "2",
+        "4",
+        "8",
+        "16",
+        "32",
+        "64",
+        "128",
+        "256",
+    ]
     assert max(len(line) for line in out.splitlines()) <= 80
     wide = invoke("scaling", *SMALL, columns=160).stdout
     assert max(len(line) for line in wide.splitlines()) <= 160
@@ -37,8 +49,13 @@ def test_json_validates_and_says_every_figure() -> None:
     shipped = schema("scaling-v1.schema.json")
     jsonschema.Draft202012Validator.check_schema(shipped)
     jsonschema.validate(document, shipped, cls=jsonschema.Draft202012Validator)
-    assert document["settings"] == {"seed": 3, "keys": 4, "samples": 200, "max_dk": 256,
-                                    "one_hot": 0.99}  # fmt: skip
+    assert document["settings"] == {
+        "seed": 3,
+        "keys": 4,
+        "samples": 200,
+        "max_dk": 256,
+        "one_hot": 0.99,
+    }
     assert [level["d_k"] for level in document["levels"]] == [2**p for p in range(1, 9)]
     worked = document["worked"]
     assert worked["unscaled"]["scores"] == [180, 210, 95]
@@ -63,11 +80,14 @@ def test_the_same_seed_gives_the_same_document() -> None:
         (["--max-dk", "1000"], "--max-dk: expected a power of two (2, 4, …, 16,384), got 1,000"),
         (["--max-dk", "0"], "--max-dk: expected a whole number ≥ 2, got 0"),
         (["--seed", "-1"], "--seed: expected a whole number ≥ 0, got -1"),
-        (["--max-dk", "16384"], "--samples × --keys × --max-dk: expected at most 134,217,728 "
-         "(the normals drawn for the largest d_k; lower --samples, --keys or --max-dk), got "
-         "2,000 × 8 × 16,384 = 262,144,000"),
+        (
+            ["--max-dk", "16384"],
+            "--samples × --keys × --max-dk: expected at most 134,217,728 "
+            "(the normals drawn for the largest d_k; lower --samples, --keys or --max-dk), got "
+            "2,000 × 8 × 16,384 = 262,144,000",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_refusal_is_one_line_and_exit_2(flags: list[str], line: str) -> None:
     result = invoke("scaling", *flags)
     assert result.exit_code == 2

@@ -190,8 +190,10 @@ def test_the_model_file_on_disk_is_not_changed(
 
 
 def test_set_edits_a_model_on_stdin() -> None:
-    text = '{"embeddings": {"a": [1, 2]}, "weights": {"WQ": [[1], [0]], "WK": [[1], [1]], ' \
-        '"WV": [[1], [0]]}}'  # fmt: skip
+    text = (
+        '{"embeddings": {"a": [1, 2]}, "weights": {"WQ": [[1], [0]], "WK": [[1], [1]], '
+        '"WV": [[1], [0]]}}'
+    )
     trace = traced("a", "--config", "-", "--set", "WQ[1][0]=3", input=text)
     assert trace["stages"]["Q"] == [[7.0]]  # 1·1 + 2·3
 

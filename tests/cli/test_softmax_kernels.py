@@ -18,8 +18,9 @@ ARTICLE = ["3.2", "4.0", "1.0", "6.2", "8.0"]
 
 def valid(text: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(text)
-    jsonschema.validate(document, schema("softmax-v1.schema.json"),
-                        cls=jsonschema.Draft202012Validator)  # fmt: skip
+    jsonschema.validate(
+        document, schema("softmax-v1.schema.json"), cls=jsonschema.Draft202012Validator
+    )
     return document
 
 
@@ -32,16 +33,20 @@ def test_float16_overflow_is_explained_in_numbers() -> None:
     assert result.exit_code == 0, result.stderr
     out = flat(result.stdout)
     assert "in float16: every value and every step rounded to float16" in out
-    assert ("exp(12.00) = 162,755 > 65,504, the largest float16: without subtracting the "
-            "max this row overflows") in out  # fmt: skip
+    assert (
+        "exp(12.00) = 162,755 > 65,504, the largest float16: without subtracting the "
+        "max this row overflows"
+    ) in out
     assert "the stable columns stay finite" in out
     first = next(line for line in result.stdout.splitlines() if line.startswith("◀ 1"))
     assert first.split()[3] == "inf"  # the naive exp(12) in float16
 
 
 def test_the_spellings_are_the_same_dtype() -> None:
-    assert invoke("softmax", "--dtype", "fp16", *ARTICLE).stdout == invoke(
-        "softmax", "--dtype", "float16", *ARTICLE).stdout  # fmt: skip
+    assert (
+        invoke("softmax", "--dtype", "fp16", *ARTICLE).stdout
+        == invoke("softmax", "--dtype", "float16", *ARTICLE).stdout
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -80,8 +85,13 @@ def test_a_score_past_float16s_largest_is_explained_not_refused() -> None:
     assert document["shifted"] == ["nan", None]
     assert document["weights"] == ["nan", "nan"]
     assert document["winner"] is None
-    assert document["overflow"] == {"kind": "input", "index": 0, "value": 70000.0,
-                                    "exact": 70000.0, "largest": 65504.0}  # fmt: skip
+    assert document["overflow"] == {
+        "kind": "input",
+        "index": 0,
+        "value": 70000.0,
+        "exact": 70000.0,
+        "largest": 65504.0,
+    }
 
 
 def test_json_carries_the_dtype_and_float16s_values() -> None:
@@ -158,8 +168,12 @@ def test_online_json_is_the_documented_member() -> None:
     assert online["max"] == 8.0
     total = math.fsum(math.exp(float(v) - 8.0) for v in ARTICLE)
     assert online["sum"] == pytest.approx(total, **FLOAT64_APPROX)
-    for got, two, want in zip(online["weights"], online["two_pass_weights"],
-                              closed_form([float(v) for v in ARTICLE]), strict=True):  # fmt: skip
+    for got, two, want in zip(
+        online["weights"],
+        online["two_pass_weights"],
+        closed_form([float(v) for v in ARTICLE]),
+        strict=True,
+    ):
         assert got == pytest.approx(want, **FLOAT64_APPROX)
         assert two == pytest.approx(want, **FLOAT64_APPROX)
     assert 0.0 <= online["max_difference"] <= 1e-15
@@ -167,10 +181,16 @@ def test_online_json_is_the_documented_member() -> None:
 
 @pytest.mark.parametrize(
     "values",
-    [["7"], ["2", "2", "2"], ["-3", "-1.5", "-7"], ["9", "1", "2", "2"], ["1e300", "-1e300", "5"],
-     ["1e308", "-1e308"]],
+    [
+        ["7"],
+        ["2", "2", "2"],
+        ["-3", "-1.5", "-7"],
+        ["9", "1", "2", "2"],
+        ["1e300", "-1e300", "5"],
+        ["1e308", "-1e308"],
+    ],
     ids=["one", "equal", "negative", "max-first", "huge", "range-past-float64"],
-)  # fmt: skip
+)
 def test_online_edge_rows(values: list[str]) -> None:
     document = valid(invoke("softmax", "--online", "--json", "--", *values).stdout)
     steps = document["online"]["steps"]

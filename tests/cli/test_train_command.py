@@ -46,8 +46,9 @@ def test_piped_it_learns_it_animal_and_says_what_changed() -> None:
 def test_the_table_and_the_json_say_the_same_numbers() -> None:
     table = invoke("train", *IT, "--steps", "12", "--precision", "6")
     document = json.loads(invoke("train", *IT, "--steps", "12", "--json").stdout)
-    jsonschema.validate(document, schema("train-v1.schema.json"),
-                        cls=jsonschema.Draft202012Validator)  # fmt: skip
+    jsonschema.validate(
+        document, schema("train-v1.schema.json"), cls=jsonschema.Draft202012Validator
+    )
     lines = table.stdout.splitlines()
     top = lines.index("step       loss   it → animal")
     for line, entry in zip(lines[top + 1 : top + 14], document["history"], strict=True):
@@ -56,8 +57,13 @@ def test_the_table_and_the_json_say_the_same_numbers() -> None:
         assert loss == f"{entry['loss']:.6f}"
         assert weight == f"{entry['to_weights'][0]:.6f}"
     assert len(document["history"]) == 13
-    assert document["settings"] == {"train": ["WQ", "WK"], "steps": 12, "lr": 0.5,
-                                    "init": "random", "seed": 0}  # fmt: skip
+    assert document["settings"] == {
+        "train": ["WQ", "WK"],
+        "steps": 12,
+        "lr": 0.5,
+        "init": "random",
+        "seed": 0,
+    }
     assert document["loss"]["from"] == {"index": 7, "token": "it"}
     change = document["changes"][0]
     delta = np.array(document["after"]["WQ"]) - np.array(document["before"]["WQ"])
@@ -74,8 +80,9 @@ def test_several_heads_get_a_column_each_and_mse_none() -> None:
     assert heads.exit_code == 0, heads.output
     assert "step     loss   head 0   head 1" in heads.stdout
     assert "summed over 2 heads" in heads.stdout
-    one = invoke("train", "-s", "two-heads", "--from", "cat", "--to", "fish", "--head", "1",
-                 "--steps", "3")  # fmt: skip
+    one = invoke(
+        "train", "-s", "two-heads", "--from", "cat", "--to", "fish", "--head", "1", "--steps", "3"
+    )
     assert "head 1 alone" in one.stdout
 
 
@@ -86,8 +93,15 @@ def test_save_round_trips_exactly(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         assert f"saved the trained model to {saved}" in " ".join(result.stdout.split())
         ready = prepared(None, sample="it-animal")
-        run = train(ready.spec, ready.tokens, None, Objective("attend", "it", "animal"),
-                    steps=20, init="random", seed=0)  # fmt: skip
+        run = train(
+            ready.spec,
+            ready.tokens,
+            None,
+            Objective("attend", "it", "animal"),
+            steps=20,
+            init="random",
+            seed=0,
+        )
         back = load_model(saved)
         assert back.name == "it-animal-trained"
         expected = trace_block(run.final, ready.tokens, None)
@@ -174,8 +188,14 @@ def drawn(width: int, step: int = 100) -> list[str]:
     ready = prepared(None, sample="it-animal")
     objective = Objective("attend", "it", "animal")
     records: list[tuple[StepRecord, Trace, Resolved]] = []
-    train(ready.spec, ready.tokens, None, objective, init="random",
-          on_step=lambda r, t, loss: records.append((r, t, loss)))  # fmt: skip
+    train(
+        ready.spec,
+        ready.tokens,
+        None,
+        objective,
+        init="random",
+        on_step=lambda r, t, loss: records.append((r, t, loss)),
+    )
     record, trace, loss = records[step]
     losses = [r.loss for r, _, _ in records[: step + 1]]
     out = StringIO()
@@ -228,8 +248,15 @@ def test_the_live_display_is_paced_and_skips_frames_not_steps(steps: int) -> Non
         live.on_step(record, trace, loss)  # type: ignore[arg-type]
         frames.append(live.drawn == clock.now)
 
-    run = train(ready.spec, ready.tokens, None, Objective("attend", "it", "animal"),
-                steps=steps, lr=0.1, on_step=counting)  # fmt: skip
+    run = train(
+        ready.spec,
+        ready.tokens,
+        None,
+        Objective("attend", "it", "animal"),
+        steps=steps,
+        lr=0.1,
+        on_step=counting,
+    )
     live.stop()
     assert len(run.history) == steps + 1  # every step computed
     assert clock.now <= LONGEST + 1e-9
@@ -244,8 +271,9 @@ def test_a_rate_that_diverges_is_one_line_after_the_lines_printed() -> None:
     assert result.stderr.count("\n") == 1
     assert "lower --lr" in result.stderr
     assert "ΔWQ" not in result.stdout  # no summary: the run did not end
-    as_json = invoke("train", "-s", "it-animal", "--from", "it", "--to", "animal", "--lr",
-                     "1e300", "--json")  # fmt: skip
+    as_json = invoke(
+        "train", "-s", "it-animal", "--from", "it", "--to", "animal", "--lr", "1e300", "--json"
+    )
     assert (as_json.exit_code, as_json.stdout) == (2, "")
 
 
@@ -263,8 +291,11 @@ def test_piped_lines_come_as_their_steps_are_reached() -> None:
         seen[record.step] = out.getvalue()
 
     train(ready.spec, ready.tokens, None, Objective("attend", "it", "animal"), on_step=on_step)
-    first = ["it-animal · 11 tokens · d_model 6 · d_k 4 · d_v 3",
-             "L = −log softmax[it, animal] · one head", "settings"]  # fmt: skip
+    first = [
+        "it-animal · 11 tokens · d_model 6 · d_k 4 · d_v 3",
+        "L = −log softmax[it, animal] · one head",
+        "settings",
+    ]
     assert seen[0].splitlines()[:3] == first
     assert seen[0].splitlines()[-2:][0] == "step     loss   it → animal"
     for step in (0, 5, 50, 100):  # a shown step's line is out when the step is reached
@@ -312,11 +343,22 @@ def test_the_live_view_says_what_follows_for_the_heads_it_leaves_out() -> None:
 
     rng = np.random.default_rng(0)
     square = rng.normal(size=(12, 12)) / np.sqrt(12)
-    model = ModelSpec(embeddings={w: rng.normal(size=12) for w in ("a", "b", "c")},
-                      WQ=square, WK=square, WV=square, heads=6)  # fmt: skip
+    model = ModelSpec(
+        embeddings={w: rng.normal(size=12) for w in ("a", "b", "c")},
+        WQ=square,
+        WK=square,
+        WV=square,
+        heads=6,
+    )
     records: list[tuple[StepRecord, Trace, Resolved]] = []
-    run = train(model, ("a", "b", "c"), None, Objective("attend", "a", "b"), steps=1,
-                on_step=lambda r, t, loss: records.append((r, t, loss)))  # fmt: skip
+    run = train(
+        model,
+        ("a", "b", "c"),
+        None,
+        Objective("attend", "a", "b"),
+        steps=1,
+        on_step=lambda r, t, loss: records.append((r, t, loss)),
+    )
     record, trace, loss = records[-1]
     out = StringIO()
     Console(file=out, width=80, color_system=None).print(

@@ -26,12 +26,22 @@ SAMPLES = ("window", "alibi", "gemma-like", "sink-logit")
 # Head 0's stages, in order (docs/variants.md, "The order of a head's stages").
 HEAD_STAGES = {
     "window": ["Q", "K", "V", "scores", "scaled", "masked", "softmax", "output"],
-    "alibi": ["Q", "K", "V", "scores", "scaled", "alibi", "biased", "masked", "softmax",
-              "output"],
-    "gemma-like": ["Q", "K", "V", "Q_norm", "K_norm", "scores", "scaled", "capped", "masked",
-                   "softmax", "output"],
+    "alibi": ["Q", "K", "V", "scores", "scaled", "alibi", "biased", "masked", "softmax", "output"],
+    "gemma-like": [
+        "Q",
+        "K",
+        "V",
+        "Q_norm",
+        "K_norm",
+        "scores",
+        "scaled",
+        "capped",
+        "masked",
+        "softmax",
+        "output",
+    ],
     "sink-logit": ["Q", "K", "V", "scores", "scaled", "softmax", "sink", "output"],
-}  # fmt: skip
+}
 
 
 def _json(name: str) -> str:
@@ -117,8 +127,7 @@ def test_alibi_adds_the_papers_bias() -> None:
         for i in range(alibi.shape[0]):
             for j in range(alibi.shape[1]):
                 assert alibi[i, j] == pytest.approx(-slope * abs(i - j), **FLOAT64_APPROX)
-                assert biased[i, j] == pytest.approx(scaled[i, j] + alibi[i, j],
-                                                     **FLOAT64_APPROX)  # fmt: skip
+                assert biased[i, j] == pytest.approx(scaled[i, j] + alibi[i, j], **FLOAT64_APPROX)
 
 
 def test_gemma_like_norms_then_caps() -> None:

@@ -94,8 +94,11 @@ class Loops:
     def rope(self, row: list[float], position: int, base: float, pairing: str) -> list[float]:
         width = len(row)
         half = width // 2
-        pairs = ([(i, i + half) for i in range(half)] if pairing == "half"
-                 else [(2 * i, 2 * i + 1) for i in range(half)])  # fmt: skip
+        pairs = (
+            [(i, i + half) for i in range(half)]
+            if pairing == "half"
+            else [(2 * i, 2 * i + 1) for i in range(half)]
+        )
         out = list(row)
         for i, (a, b) in enumerate(pairs):
             angle = position * float(base) ** (-(2 * i) / width)
@@ -167,11 +170,16 @@ def test_decode_equals_loops_by_the_rule(seed: int, dtype: str) -> None:
 
 @pytest.mark.parametrize(
     "fixed",
-    [{"heads": 1}, {"heads": 4, "kv_heads": 2}, {"heads": 4, "kv_heads": 1},
-     {"heads": 2, "wo": True, "biases": True}, {"heads": 4, "kv_heads": 2, "rope": True},
-     {"heads": 2, "rope": True, "rope_pairing": "interleaved"}],
+    [
+        {"heads": 1},
+        {"heads": 4, "kv_heads": 2},
+        {"heads": 4, "kv_heads": 1},
+        {"heads": 2, "wo": True, "biases": True},
+        {"heads": 4, "kv_heads": 2, "rope": True},
+        {"heads": 2, "rope": True, "rope_pairing": "interleaved"},
+    ],
     ids=["single", "GQA", "MQA", "WO+biases", "GQA+RoPE", "RoPE-interleaved"],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("accumulate", ["float32", "dtype"])
 @pytest.mark.parametrize("dtype", LOW)
 def test_decode_agrees_exactly_with_full_attention_in_the_dtype(
@@ -233,8 +241,9 @@ def test_a_score_past_65504_is_inf_and_its_row_nan_and_named() -> None:
     assert np.isfinite(decode(big, ["a", "b", "a"], Cast.of("bfloat16")).steps[0].output).all()
 
 
-@pytest.mark.parametrize(("dtype", "kv"), [("float32", "fp32"), ("float16", "fp16"),
-                                            ("bfloat16", "bf16")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("dtype", "kv"), [("float32", "fp32"), ("float16", "fp16"), ("bfloat16", "bf16")]
+)
 @pytest.mark.parametrize("seed", range(6))
 def test_cache_bytes_at_the_dtype_equal_kv_cache(seed: int, dtype: str, kv: str) -> None:
     model, tokens, _ = random_block(seed, cross=False)

@@ -26,8 +26,12 @@ def _with(model: ModelSpec, alibi: bool = False, **options: Any) -> ModelSpec:
     if options.pop("weights", False):
         options["q_norm"] = rng.normal(size=model.d_k)
         options["k_norm"] = rng.normal(size=model.d_k)
-    return replace(model, causal=True, variants=Variants(**options),
-                   positions="alibi" if alibi else model.positions)  # fmt: skip
+    return replace(
+        model,
+        causal=True,
+        variants=Variants(**options),
+        positions="alibi" if alibi else model.positions,
+    )
 
 
 def _rms(row: list[float], weight: Any, eps: float) -> list[float]:
@@ -38,8 +42,11 @@ def _rms(row: list[float], weight: Any, eps: float) -> list[float]:
 def _turned(row: list[float], p: int, base: float, pairing: str) -> list[float]:
     d = len(row)
     out = list(row)
-    pairs = ([(2 * i, 2 * i + 1) for i in range(d // 2)] if pairing == "interleaved"
-             else [(i, i + d // 2) for i in range(d // 2)])  # fmt: skip
+    pairs = (
+        [(2 * i, 2 * i + 1) for i in range(d // 2)]
+        if pairing == "interleaved"
+        else [(i, i + d // 2) for i in range(d // 2)]
+    )
     for i, (a, b) in enumerate(pairs):
         angle = p * base ** (-2 * i / d)
         out[a] = row[a] * math.cos(angle) - row[b] * math.sin(angle)
@@ -56,9 +63,14 @@ def _loop_rows(model: ModelSpec, tokens: list[str]) -> list[list[list[float]]]:
 
     def project(W: Any, bias: str, index: int, width: int) -> list[list[float]]:
         b = model.biases.get(bias)
-        return [[sum(x[r] * W[r][index * width + c] for r in range(len(x)))
-                 + (0.0 if b is None else b[index * width + c]) for c in range(width)]
-                for x in X]  # fmt: skip
+        return [
+            [
+                sum(x[r] * W[r][index * width + c] for r in range(len(x)))
+                + (0.0 if b is None else b[index * width + c])
+                for c in range(width)
+            ]
+            for x in X
+        ]
 
     slopes = var.slopes(H)
     sinks = var.sink_logits(H)
@@ -103,9 +115,15 @@ CASES: dict[str, dict[str, Any]] = {
     "qk_norm": {"qk_norm": True, "weights": True},
     "softcap": {"softcap": 1.5},
     "sink_logit": {"sink_logit": 0.3},
-    "everything": {"window": 3, "sinks": 2, "alibi": True, "qk_norm": True, "softcap": 2.0,
-                   "sink_logit": -0.5},
-}  # fmt: skip
+    "everything": {
+        "window": 3,
+        "sinks": 2,
+        "alibi": True,
+        "qk_norm": True,
+        "softcap": 2.0,
+        "sink_logit": -0.5,
+    },
+}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -178,8 +196,7 @@ def test_decode_json_carries_each_steps_cache_positions() -> None:
     document = decode_to_dict(decode(model, [f"t{i % 6}" for i in range(5)]))
     jsonschema.validate(document, schema("decode-v1.schema.json"))
     steps = document["steps"]
-    assert [s["cache_positions"] for s in steps] == [[0], [0, 1], [0, 1, 2], [0, 2, 3],
-                                                     [0, 3, 4]]  # fmt: skip
+    assert [s["cache_positions"] for s in steps] == [[0], [0, 1], [0, 1, 2], [0, 2, 3], [0, 3, 4]]
     assert [s["dropped"] for s in steps] == [None, None, None, 1, 2]
     assert all(len(s["sink"]) == 2 and len(s["biased"][0]) == s["cache_length"] for s in steps)
 

@@ -85,22 +85,64 @@ def test_a_trillion_tokens_fit_80_columns_in_pib() -> None:
     out = lines("--preset", "gemma-7b", "--tokens", str(10**12))
     assert by_hand(mha, 5) == "407.45 PiB"
     assert rows(out) == [
-        ["MHA", "(this", "model)", "16", "K/V", "heads", "407.45", "PiB",
-         f"{mha:,}", "B", "baseline"],
-        ["MQA", "1", "K/V", "head", by_hand(mqa, 5).split()[0], "PiB", f"{mqa:,}", "B", "16×",
-         "smaller"],
-    ]  # fmt: skip
+        [
+            "MHA",
+            "(this",
+            "model)",
+            "16",
+            "K/V",
+            "heads",
+            "407.45",
+            "PiB",
+            f"{mha:,}",
+            "B",
+            "baseline",
+        ],
+        [
+            "MQA",
+            "1",
+            "K/V",
+            "head",
+            by_hand(mqa, 5).split()[0],
+            "PiB",
+            f"{mqa:,}",
+            "B",
+            "16×",
+            "smaller",
+        ],
+    ]
 
 
 def test_a_quadrillion_tokens_are_eib() -> None:
     mha = 2 * 32 * 32 * 128 * 2 * 10**15  # llama2-7b: 2^19 × 10^15 bytes = 10^15 / 2^41 EiB
     assert by_hand(mha, 6) == "454.75 EiB"
     assert rows(lines("--preset", "llama2-7b", "--tokens", str(10**15))) == [
-        ["MHA", "(this", "model)", "32", "K/V", "heads", "454.75", "EiB", f"{mha:,}", "B",
-         "baseline"],
-        ["MQA", "1", "K/V", "head", by_hand(mha // 32, 6).split()[0], "EiB", f"{mha // 32:,}",
-         "B", "32×", "smaller"],
-    ]  # fmt: skip
+        [
+            "MHA",
+            "(this",
+            "model)",
+            "32",
+            "K/V",
+            "heads",
+            "454.75",
+            "EiB",
+            f"{mha:,}",
+            "B",
+            "baseline",
+        ],
+        [
+            "MQA",
+            "1",
+            "K/V",
+            "head",
+            by_hand(mha // 32, 6).split()[0],
+            "EiB",
+            f"{mha // 32:,}",
+            "B",
+            "32×",
+            "smaller",
+        ],
+    ]
 
 
 @pytest.mark.parametrize("columns", WIDTHS)
@@ -111,10 +153,24 @@ def test_the_header_and_formula_break_between_terms(columns: int, tokens: int) -
     broken, between its words."""
     out = lines("--preset", "gpt3-175b", "--tokens", str(tokens), columns=columns)
     cached = f"{tokens:,} token{'' if tokens == 1 else 's'}"
-    header = ["gpt3-175b", " · 96 layers", " · 96 query heads", " · 96 K/V heads (MHA)",
-              " · head dim 128", f" · KV cache of {cached}", " × batch 1"]  # fmt: skip
-    formula = ["= 2 (K, V)", " × 96 layers", " × K/V heads", " × 128", " × 2 B (fp16)",
-               f" × {cached}", " × 1"]  # fmt: skip
+    header = [
+        "gpt3-175b",
+        " · 96 layers",
+        " · 96 query heads",
+        " · 96 K/V heads (MHA)",
+        " · head dim 128",
+        f" · KV cache of {cached}",
+        " × batch 1",
+    ]
+    formula = [
+        "= 2 (K, V)",
+        " × 96 layers",
+        " × K/V heads",
+        " × 128",
+        " × 2 B (fp16)",
+        f" × {cached}",
+        " × 1",
+    ]
     top = out[: out.index("")]
     first = next(i for i, line in enumerate(top) if line.startswith("= "))
     for part, terms in ((top[:first], header), (top[first:], formula)):
@@ -186,9 +242,19 @@ def test_every_preset_is_one_line_at_80_columns_and_wider(columns: int) -> None:
     for name, shape in PRESETS.items():
         assert shape.d_model is not None
         (row,) = [line for line in out if line.split()[:1] == [name]]
-        words = [name, str(shape.layers), "layers", str(shape.heads), "heads",
-                 str(shape.kv_heads), "K/V", f"({shape.attention})", "head", "dim",
-                 str(shape.head_dim)]  # fmt: skip
+        words = [
+            name,
+            str(shape.layers),
+            "layers",
+            str(shape.heads),
+            "heads",
+            str(shape.kv_heads),
+            "K/V",
+            f"({shape.attention})",
+            "head",
+            "dim",
+            str(shape.head_dim),
+        ]
         derived = shape.d_model // shape.heads
         if derived == shape.head_dim:
             words += ["=", str(shape.d_model), "/", str(shape.heads)]
@@ -221,9 +287,28 @@ def test_every_variant_takes_the_same_number_of_lines(columns: int, tokens: str)
 def test_one_query_head_is_mha_and_mqa_at_once() -> None:
     out = lines("--heads", "1", "--layers", "2", "--head-dim", "64", "--tokens", "1")
     assert rows(out) == [
-        ["MHA", "=", "MQA", "(this", "model)", "1", "K/V", "head", "512", "B",  # once
-         "1", "query", "head:", "MHA", "and", "MQA", "are", "the", "same"],
-    ]  # fmt: skip
+        [
+            "MHA",
+            "=",
+            "MQA",
+            "(this",
+            "model)",
+            "1",
+            "K/V",
+            "head",
+            "512",
+            "B",  # once
+            "1",
+            "query",
+            "head:",
+            "MHA",
+            "and",
+            "MQA",
+            "are",
+            "the",
+            "same",
+        ],
+    ]
     # 2 × 2 layers × 1 × 64 × 2 B × 1 token = 512 B; under a KiB, no second "512 B"
     text = "\n".join(out)
     assert "baseline" not in text
@@ -235,10 +320,9 @@ def test_one_query_head_in_json_marks_both_variants_as_the_model() -> None:
     args = ("--heads", "1", "--layers", "2", "--head-dim", "64", "--tokens", "1", "--json")
     document = json.loads(invoke("kv-cache", *args).stdout)
     jsonschema.validate(document, schema("kv-cache-v1.schema.json"))
-    assert [(v["label"], v["kv_heads"], v["bytes"], v["this_model"])
-            for v in document["variants"]] == [
-        ("MHA (this model)", 1, 512, True), ("MQA (this model)", 1, 512, True)
-    ]  # fmt: skip
+    assert [
+        (v["label"], v["kv_heads"], v["bytes"], v["this_model"]) for v in document["variants"]
+    ] == [("MHA (this model)", 1, 512, True), ("MQA (this model)", 1, 512, True)]
 
 
 @pytest.mark.parametrize(
@@ -251,8 +335,11 @@ def test_json_says_which_variant_is_the_model(preset: str, mine: str) -> None:
 
 
 def test_one_of_everything_is_singular() -> None:
-    out = "\n".join(lines("--layers", "1", "--heads", "1", "--head-dim", "1", "--tokens", "1",
-                          "--dtype", "int8"))  # fmt: skip
+    out = "\n".join(
+        lines(
+            "--layers", "1", "--heads", "1", "--head-dim", "1", "--tokens", "1", "--dtype", "int8"
+        )
+    )
     assert "your model · 1 layer · 1 query head · 1 K/V head (MHA = MQA) · head dim 1" in out
     assert "KV cache of 1 token × batch 1" in out
     assert "= 2 (K, V) × 1 layer × K/V heads × 1 × 1 B (int8) × 1 token × 1" in out

@@ -27,25 +27,37 @@ def test_decode_matches_full_causal_attention_on_random_models(seed: int) -> Non
     run = decode(model, tokens)
     assert run.matches
     # and both match the loops, step by step
-    naive = naive_block([list(model.embeddings[t]) for t in tokens], model.WQ.tolist(),
-                        model.WK.tolist(), model.WV.tolist(), heads=model.heads,
-                        kv_heads=model.n_kv_heads, causal=True,
-                        biases={name: list(b) for name, b in model.biases.items()},
-                        rope_base=model.rope_base if model.position_kind == "rope" else None,
-                        rope_pairing=model.rope_pairing)  # fmt: skip
+    naive = naive_block(
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
+        causal=True,
+        biases={name: list(b) for name, b in model.biases.items()},
+        rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing,
+    )
     for step in run.steps:
         for h in range(model.heads):
             np.testing.assert_allclose(step.output[h], naive["output"][h][step.t], **FLOAT64)
-            np.testing.assert_allclose(step.weights[h], naive["softmax"][h][step.t][: step.t + 1],
-                                       **FLOAT64)  # fmt: skip
+            np.testing.assert_allclose(
+                step.weights[h], naive["softmax"][h][step.t][: step.t + 1], **FLOAT64
+            )
 
 
 @pytest.mark.parametrize(
     "fixed",
-    [{"heads": 1}, {"heads": 4, "kv_heads": 4}, {"heads": 4, "kv_heads": 2},
-     {"heads": 4, "kv_heads": 1}, {"heads": 2, "wo": True}],
+    [
+        {"heads": 1},
+        {"heads": 4, "kv_heads": 4},
+        {"heads": 4, "kv_heads": 2},
+        {"heads": 4, "kv_heads": 1},
+        {"heads": 2, "wo": True},
+    ],
     ids=["single", "MHA", "GQA", "MQA", "WO"],
-)  # fmt: skip
+)
 def test_named_kinds(fixed: dict[str, Any]) -> None:
     for seed in range(5):
         model, tokens, _ = random_block(seed, cross=False, **fixed)
@@ -71,16 +83,22 @@ def test_every_step_keeps_its_own_cache_through_the_buffers_growth() -> None:
     model, _, _ = random_block(3, cross=False, heads=4, kv_heads=2, rope=True, biases=True)
     tokens = [f"t{i % 6}" for i in range(40)]
     run = decode(model, tokens)
-    naive = naive_block([list(model.embeddings[t]) for t in tokens], model.WQ.tolist(),
-                        model.WK.tolist(), model.WV.tolist(), heads=4, kv_heads=2, causal=True,
-                        biases={name: list(b) for name, b in model.biases.items()},
-                        rope_base=model.rope_base, rope_pairing=model.rope_pairing)  # fmt: skip
+    naive = naive_block(
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=4,
+        kv_heads=2,
+        causal=True,
+        biases={name: list(b) for name, b in model.biases.items()},
+        rope_base=model.rope_base,
+        rope_pairing=model.rope_pairing,
+    )
     for step in run.steps:
         for g, h in ((0, 0), (1, 2)):  # K/V head g is read by query head h
-            np.testing.assert_allclose(step.keys[g], naive["K_rope"][h][: step.t + 1],
-                                       **FLOAT64)  # fmt: skip
-            np.testing.assert_allclose(step.values[g], naive["V"][h][: step.t + 1],
-                                       **FLOAT64)  # fmt: skip
+            np.testing.assert_allclose(step.keys[g], naive["K_rope"][h][: step.t + 1], **FLOAT64)
+            np.testing.assert_allclose(step.values[g], naive["V"][h][: step.t + 1], **FLOAT64)
 
 
 def test_the_cache_appends_without_copying_and_copies_on_request() -> None:
@@ -125,14 +143,23 @@ def test_costs_by_hand() -> None:
     cached = 2·(2+2+2) + (t+1)·(2+2); recomputed = (t+1)·12 + (t+1)²·4."""
     model = trace_model("cat-eats-fish")
     assert [(step_costs(model, t).cached, step_costs(model, t).recomputed) for t in range(3)] == [
-        (16, 16), (20, 40), (24, 72),
-    ]  # fmt: skip
-    big = model_from_document({
-        "embeddings": {"a": [0.0] * 8},
-        "weights": {"WQ": np.zeros((8, 8)), "WK": np.zeros((8, 4)), "WV": np.zeros((8, 4)),
-                    "WO": np.zeros((8, 8))},
-        "heads": 4, "kv_heads": 2,
-    })  # fmt: skip
+        (16, 16),
+        (20, 40),
+        (24, 72),
+    ]
+    big = model_from_document(
+        {
+            "embeddings": {"a": [0.0] * 8},
+            "weights": {
+                "WQ": np.zeros((8, 8)),
+                "WK": np.zeros((8, 4)),
+                "WV": np.zeros((8, 4)),
+                "WO": np.zeros((8, 8)),
+            },
+            "heads": 4,
+            "kv_heads": 2,
+        }
+    )
     # d_k = d_v = 2: projections 8·(8 + 4 + 4) = 128, WO 4·2·8 = 64
     assert step_costs(big, 9).cached == 128 + 4 * 10 * 4 + 64
     assert step_costs(big, 9).recomputed == 10 * 128 + 4 * 100 * 4 + 10 * 64
@@ -174,10 +201,15 @@ def test_decode_cli_and_json() -> None:
 def test_decode_step_mode_pages_through_steps() -> None:
     result = invoke("decode", "--step", input="\n3\nb\nq\n")
     assert result.exit_code == 0
-    shown = [line.split("):")[0] + ")" for line in result.stdout.splitlines()
-             if line.startswith("Step ")]  # fmt: skip
-    assert shown == ["Step 1 of 3 (t = 0)", "Step 2 of 3 (t = 1)", "Step 3 of 3 (t = 2)",
-                     "Step 2 of 3 (t = 1)"]  # fmt: skip
+    shown = [
+        line.split("):")[0] + ")" for line in result.stdout.splitlines() if line.startswith("Step ")
+    ]
+    assert shown == [
+        "Step 1 of 3 (t = 0)",
+        "Step 2 of 3 (t = 1)",
+        "Step 3 of 3 (t = 2)",
+        "Step 2 of 3 (t = 1)",
+    ]
 
 
 # ------------------------------------------------------------------ kv-cache memory
@@ -218,8 +250,18 @@ def test_the_saving_of_gqa_is_visible() -> None:
 
 
 def test_explicit_shapes_and_dtypes() -> None:
-    args = ["kv-cache", "--layers", "32", "--heads", "32", "--d-model", "4096", "--tokens",
-            "4096", "--json"]  # fmt: skip
+    args = [
+        "kv-cache",
+        "--layers",
+        "32",
+        "--heads",
+        "32",
+        "--d-model",
+        "4096",
+        "--tokens",
+        "4096",
+        "--json",
+    ]
     assert json.loads(invoke(*args).stdout)["variants"][0]["bytes"] == 2 * 2**30
     int8 = json.loads(invoke(*args, "--dtype", "int8").stdout)
     assert int8["variants"][0]["bytes"] == 2**30
@@ -235,37 +277,94 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--preset", "llama9"], "--preset: expected one of gpt2, gpt3-175b, llama2-7b, "
-                                 "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, "
-                                 "gemma3-270m, got "
-                                 "'llama9'"),
-        (["--preset", "gpt2", "--dtype", "fp8"], "--dtype: expected fp32, fp16, bf16, int8, "
-                                                 "got 'fp8'"),
-        (["--layers", "0", "--heads", "8", "--head-dim", "64", "--tokens", "1"],
-         "--layers: expected a whole number ≥ 1, got 0"),
-        (["--layers", "2", "--heads", "8", "--kv-heads", "3", "--head-dim", "64", "--tokens",
-          "1"], "--kv-heads: expected a divisor of --heads (8), got 3"),
-        (["--layers", "2", "--heads", "8", "--head-dim", "-4", "--tokens", "1"],
-         "--head-dim: expected a whole number ≥ 1, got -4"),
-        (["--heads", "8"], "give --preset NAME, or the model's shape: missing --layers, "
-                           "--head-dim (or --d-model)"),
-        (["--layers", "2", "--heads", "8", "--head-dim", "64"],
-         "give --tokens N: how many tokens the cache holds"),
+        (
+            ["--preset", "llama9"],
+            "--preset: expected one of gpt2, gpt3-175b, llama2-7b, "
+            "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, "
+            "gemma3-270m, got "
+            "'llama9'",
+        ),
+        (
+            ["--preset", "gpt2", "--dtype", "fp8"],
+            "--dtype: expected fp32, fp16, bf16, int8, got 'fp8'",
+        ),
+        (
+            ["--layers", "0", "--heads", "8", "--head-dim", "64", "--tokens", "1"],
+            "--layers: expected a whole number ≥ 1, got 0",
+        ),
+        (
+            [
+                "--layers",
+                "2",
+                "--heads",
+                "8",
+                "--kv-heads",
+                "3",
+                "--head-dim",
+                "64",
+                "--tokens",
+                "1",
+            ],
+            "--kv-heads: expected a divisor of --heads (8), got 3",
+        ),
+        (
+            ["--layers", "2", "--heads", "8", "--head-dim", "-4", "--tokens", "1"],
+            "--head-dim: expected a whole number ≥ 1, got -4",
+        ),
+        (
+            ["--heads", "8"],
+            "give --preset NAME, or the model's shape: missing --layers, --head-dim (or --d-model)",
+        ),
+        (
+            ["--layers", "2", "--heads", "8", "--head-dim", "64"],
+            "give --tokens N: how many tokens the cache holds",
+        ),
         (["--preset", "gpt2", "--tokens", "0"], "--tokens: expected a whole number ≥ 1, got 0"),
-        (["--preset", "gpt2", "--heads", "4"], "--preset gives the model's shape: drop "
-                                               "--layers, --heads, ..."),
-        (["--batch", "4"], "give --preset NAME or the model's shape (--layers, --heads, "
-                           "--head-dim) for --tokens, --batch, --dtype and --window to apply to"),
-        (["--layers", "2", "--heads", "4", "--d-model", "64", "--head-dim", "32", "--tokens",
-          "1"], "--d-model: expected --heads × --head-dim = 4 × 32 = 128, or only one of the "
-                "two, got 64"),
+        (
+            ["--preset", "gpt2", "--heads", "4"],
+            "--preset gives the model's shape: drop --layers, --heads, ...",
+        ),
+        (
+            ["--batch", "4"],
+            "give --preset NAME or the model's shape (--layers, --heads, "
+            "--head-dim) for --tokens, --batch, --dtype and --window to apply to",
+        ),
+        (
+            [
+                "--layers",
+                "2",
+                "--heads",
+                "4",
+                "--d-model",
+                "64",
+                "--head-dim",
+                "32",
+                "--tokens",
+                "1",
+            ],
+            "--d-model: expected --heads × --head-dim = 4 × 32 = 128, or only one of the "
+            "two, got 64",
+        ),
         # 2 × 1 × 1 × 1 × 1 B × 2^89 tokens = 2^90 bytes = 1024 YiB, the first refused
-        (["--layers", "1", "--heads", "1", "--head-dim", "1", "--dtype", "int8", "--tokens",
-          str(2**89)], "the KV cache as MHA would take 1.24e+27 bytes, and kv-cache sizes "
-                       "caches under 1024 YiB (2^90 bytes): lower --tokens, --batch or the "
-                       "model's shape"),
+        (
+            [
+                "--layers",
+                "1",
+                "--heads",
+                "1",
+                "--head-dim",
+                "1",
+                "--dtype",
+                "int8",
+                "--tokens",
+                str(2**89),
+            ],
+            "the KV cache as MHA would take 1.24e+27 bytes, and kv-cache sizes "
+            "caches under 1024 YiB (2^90 bytes): lower --tokens, --batch or the "
+            "model's shape",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_calculator_input(args: list[str], message: str) -> None:
     result = invoke("kv-cache", *args)
     assert result.exit_code == 2

@@ -30,13 +30,18 @@ def scaled(model: ModelSpec, factor: float) -> ModelSpec:
 def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
     """The block by tests/naive.py: Python sums left to right, math's exp, cos and sin."""
     return naive_block(
-        [list(model.embeddings[t]) for t in tokens], model.WQ.tolist(), model.WK.tolist(),
-        model.WV.tolist(), heads=model.heads, kv_heads=model.n_kv_heads, causal=model.causal,
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
+        causal=model.causal,
         wo=None if model.WO is None else model.WO.tolist(),
         biases={name: list(b) for name, b in model.biases.items()},
         rope_base=model.rope_base if model.position_kind == "rope" else None,
         rope_pairing=model.rope_pairing,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("factor", [1e-3, 1.0, 30.0], ids=["small", "unit", "big-scores"])

@@ -101,8 +101,18 @@ def test_it_animal_row_of_it() -> None:
     trace = trace_attention(sample="it-animal")
     tokens = list(trace.tokens)
     assert tokens == [
-        "The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "tired", ".",
-    ]  # fmt: skip
+        "The",
+        "animal",
+        "didn't",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "tired",
+        ".",
+    ]
     row = dict(zip(tokens, trace["softmax"].data[tokens.index("it")], strict=False))
     weights = trace["softmax"].data[tokens.index("it")]
     named = {"animal", "street", "tired"}
@@ -197,8 +207,8 @@ def test_large_finite_stages_are_not_mistaken_for_overflow() -> None:
     with pytest.raises(InputError, match="overflowed to nan at row 'a', column 'd0'"):
         _require_finite("X", np.array([[math.nan, 1.0], [2.0, 3.0]]), tokens, cols)
     # the masked stage keeps its −∞ cells, and still refuses +∞
-    _require_finite("masked", np.array([[1.0, -math.inf]]), tokens[:1], cols,
-                    masked_allowed=True)  # fmt: skip
+    _require_finite("masked", np.array([[1.0, -math.inf]]), tokens[:1], cols, masked_allowed=True)
     with pytest.raises(InputError, match="overflowed to inf"):
-        _require_finite("masked", np.array([[math.inf, -math.inf]]), tokens[:1], cols,
-                        masked_allowed=True)  # fmt: skip
+        _require_finite(
+            "masked", np.array([[math.inf, -math.inf]]), tokens[:1], cols, masked_allowed=True
+        )

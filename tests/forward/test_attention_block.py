@@ -52,8 +52,9 @@ def assert_matches(trace: Trace, naive: dict[str, Any], model: ModelSpec) -> Non
         for name in PER_HEAD + rope:
             stage = trace.stage(name, head=h)
             assert stage.kv_head == h // model.group
-            np.testing.assert_allclose(stage.data, naive[name][h], **FLOAT64,
-                                       err_msg=f"{name} head {h}")  # fmt: skip
+            np.testing.assert_allclose(
+                stage.data, naive[name][h], **FLOAT64, err_msg=f"{name} head {h}"
+            )
         if model.causal:
             np.testing.assert_allclose(
                 trace.stage("masked", head=h).data,
@@ -64,8 +65,7 @@ def assert_matches(trace: Trace, naive: dict[str, Any], model: ModelSpec) -> Non
     if model.heads > 1:
         np.testing.assert_allclose(trace["concat"].data, naive["concat"], **FLOAT64)
     if model.WO is not None:
-        np.testing.assert_allclose(trace["projected"].data, naive["projected"],
-                                   **FLOAT64)  # fmt: skip
+        np.testing.assert_allclose(trace["projected"].data, naive["projected"], **FLOAT64)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -89,8 +89,7 @@ def test_every_configuration_matches_the_loops(seed: int) -> None:
 def test_named_configurations(fixed: dict[str, Any]) -> None:
     for seed in range(5):
         model, tokens, context = random_block(seed, **fixed)
-        assert_matches(trace_block(model, tokens, context), expected(model, tokens, context),
-                       model)  # fmt: skip
+        assert_matches(trace_block(model, tokens, context), expected(model, tokens, context), model)
 
 
 def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group() -> None:
@@ -104,13 +103,22 @@ def test_gqa_equals_mha_with_each_kv_head_repeated_for_its_group() -> None:
         blocks = [matrix[:, g * width : (g + 1) * width] for g in range(model.n_kv_heads)]
         return np.concatenate([b for b in blocks for _ in range(model.group)], axis=1)
 
-    mha = ModelSpec(model.embeddings, model.WQ, repeat(model.WK, d_k), repeat(model.WV, d_v),
-                    WO=model.WO, heads=4, kv_heads=4, causal=True)  # fmt: skip
+    mha = ModelSpec(
+        model.embeddings,
+        model.WQ,
+        repeat(model.WK, d_k),
+        repeat(model.WV, d_v),
+        WO=model.WO,
+        heads=4,
+        kv_heads=4,
+        causal=True,
+    )
     gqa_trace, mha_trace = trace_block(model, tokens), trace_block(mha, tokens)
     for h in range(4):
         for name in PER_HEAD:
-            np.testing.assert_allclose(gqa_trace.stage(name, head=h).data,
-                                       mha_trace.stage(name, head=h).data, **FLOAT64)  # fmt: skip
+            np.testing.assert_allclose(
+                gqa_trace.stage(name, head=h).data, mha_trace.stage(name, head=h).data, **FLOAT64
+            )
     np.testing.assert_allclose(gqa_trace["projected"].data, mha_trace["projected"].data)
 
 
@@ -147,10 +155,14 @@ def test_positions_are_added_and_make_order_matter() -> None:
     np.testing.assert_allclose(a["X"].data, a["embeddings"].data + a["positions"].data)
     np.testing.assert_allclose(a["positions"].data, sinusoidal_positions(3, 4))
     assert not np.allclose(a["softmax"].data[1], b["softmax"].data[1])
-    learned = trace_attention("a b", model={
-        "embeddings": {"a": [1, 0], "b": [0, 1]}, "positions": [[10, 0], [0, 10], [5, 5]],
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    })  # fmt: skip
+    learned = trace_attention(
+        "a b",
+        model={
+            "embeddings": {"a": [1, 0], "b": [0, 1]},
+            "positions": [[10, 0], [0, 10], [5, 5]],
+            "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+        },
+    )
     np.testing.assert_array_equal(learned["X"].data, [[11, 0], [0, 11]])
     assert learned.model.positions == "learned"
 
@@ -181,8 +193,9 @@ def test_the_samples() -> None:
     cross = trace_attention(sample="cross")
     assert np.argmax(cross["softmax"].data, axis=1).tolist() == [0, 1, 2]  # each its translation
     two = trace_attention(sample="two-heads")
-    np.testing.assert_allclose(two.stage("softmax", head=0).data,
-                               trace_attention("cat eats fish")["softmax"].data)  # fmt: skip
+    np.testing.assert_allclose(
+        two.stage("softmax", head=0).data, trace_attention("cat eats fish")["softmax"].data
+    )
     np.testing.assert_allclose(two["projected"].data, two["concat"].data)
 
 
@@ -215,8 +228,9 @@ def test_pytorch_sdpa_agrees_where_it_is_installed() -> None:
         v = _heads_first(torch, x @ model.WV, model.n_kv_heads, d_v)
         out = sdpa(q, k, v, is_causal=model.causal, enable_gqa=model.group > 1)[0]
         for h in range(model.heads):
-            np.testing.assert_allclose(trace.stage("output", head=h).data, out[h].numpy(),
-                                       **FLOAT64)  # fmt: skip
+            np.testing.assert_allclose(
+                trace.stage("output", head=h).data, out[h].numpy(), **FLOAT64
+            )
 
 
 def _heads_first(torch: Any, projected: npt.NDArray[Any], count: int, width: int) -> Any:

@@ -71,10 +71,13 @@ def test_the_breakdown_matches_an_independent_computation(seed: int) -> None:
 
 
 def test_which_row() -> None:
-    trace = trace_attention("the cat saw the fish", model={
-        "embeddings": {"the": [1, 0], "cat": [0, 1], "saw": [1, 1], "fish": [2, 1]},
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    })  # fmt: skip
+    trace = trace_attention(
+        "the cat saw the fish",
+        model={
+            "embeddings": {"the": [1, 0], "cat": [0, 1], "saw": [1, 1], "fish": [2, 1]},
+            "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+        },
+    )
     assert resolve_focus(trace, "2") == (2, "")
     assert resolve_focus(trace, "fish") == (4, "")
     assert resolve_focus(trace, "FISH") == (4, "")
@@ -179,8 +182,10 @@ def test_a_dot_product_keeps_its_largest_term_when_two_do_not_fit() -> None:
     from attntrace.ui.view import View
 
     eye = np.eye(4) * 10.123
-    vectors = {"supercalifragilistic": np.array([-5.9133, 0.1, 0.2, 0.3]),
-               "expialidocious": np.array([-4.1842, 0.4, 0.5, 0.6])}  # fmt: skip
+    vectors = {
+        "supercalifragilistic": np.array([-5.9133, 0.1, 0.2, 0.3]),
+        "expialidocious": np.array([-4.1842, 0.4, 0.5, 0.6]),
+    }
     trace = trace_block(ModelSpec(vectors, eye, eye, eye), list(vectors))
     console = Console(width=90, record=True, color_system=None)
     console.print(dot_section(focus_row(trace, "supercalifragilistic"), View()))
@@ -205,11 +210,16 @@ def test_a_token_is_found_however_its_accent_is_spelled(tmp_path: Path) -> None:
     """é composed (U+00E9) and e + U+0301 are two tokens, labelled é#0 and é#1; --focus
     finds each as typed, and a label typed with the other spelling of é."""
     model = tmp_path / "accents.json"
-    model.write_text(json.dumps({
-        "sentence": "\u00e9 e\u0301 cat",
-        "embeddings": {"\u00e9": [1.0, 0.0], "e\u0301": [0.0, 1.0], "cat": [1.0, 1.0]},
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    }), encoding="utf-8")  # fmt: skip
+    model.write_text(
+        json.dumps(
+            {
+                "sentence": "\u00e9 e\u0301 cat",
+                "embeddings": {"\u00e9": [1.0, 0.0], "e\u0301": [0.0, 1.0], "cat": [1.0, 1.0]},
+                "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+            }
+        ),
+        encoding="utf-8",
+    )
     for typed, position in (("\u00e9", 0), ("e\u0301", 1), ("\u00e9#1", 1), ("e\u0301#0", 0)):
         out = invoke("run", "--config", str(model), "--focus", typed).stdout
         assert f", position {position} (counting from 0)" in out.splitlines()[0], typed

@@ -49,8 +49,9 @@ def _softmax(x: Any, softmax_dtype: str) -> Any:
     return weights.astype(F16).astype(F64)
 
 
-def _by_hand(emb: Any, WQ: Any, WK: Any, WV: Any, softmax_dtype: str, accumulate: str,
-             causal: bool = False) -> dict[str, Any]:  # fmt: skip
+def _by_hand(
+    emb: Any, WQ: Any, WK: Any, WV: Any, softmax_dtype: str, accumulate: str, causal: bool = False
+) -> dict[str, Any]:
     X = np.asarray(emb, F64).astype(F16).astype(F64)
     Q, K, V = (_matmul(X, w, accumulate) for w in (WQ, WK, WV))
     scores = _matmul(Q, K.T, accumulate)
@@ -86,10 +87,17 @@ def _same(trace: Trace, expected: dict[str, Any]) -> None:
 @pytest.mark.parametrize("softmax_dtype", ["float32", "float16"])
 @pytest.mark.parametrize("accumulate", ["float32", "dtype"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_every_stage_is_the_rule_in_float16(softmax_dtype: str, accumulate: str,
-                                            causal: bool) -> None:  # fmt: skip
-    trace = trace_attention("cat eats fish", model=MODEL, dtype="float16", causal=causal,
-                            softmax_dtype=softmax_dtype, accumulate=accumulate)  # fmt: skip
+def test_every_stage_is_the_rule_in_float16(
+    softmax_dtype: str, accumulate: str, causal: bool
+) -> None:
+    trace = trace_attention(
+        "cat eats fish",
+        model=MODEL,
+        dtype="float16",
+        causal=causal,
+        softmax_dtype=softmax_dtype,
+        accumulate=accumulate,
+    )
     w = MODEL["weights"]
     emb = [MODEL["embeddings"][t] for t in ("cat", "eats", "fish")]
     _same(trace, _by_hand(emb, w["WQ"], w["WK"], w["WV"], softmax_dtype, accumulate, causal))
@@ -132,8 +140,15 @@ def test_the_first_overflow_is_found_and_explained() -> None:
     first = trace.precision.overflow
     assert first is not None
     assert (first.stage, first.head) == ("scores", 0)
-    for part in ("70,400", "'cat'", "'fish'", "65,504", "float16", "rounds to inf",
-                 "softmax of that row is NaN"):  # fmt: skip
+    for part in (
+        "70,400",
+        "'cat'",
+        "'fish'",
+        "65,504",
+        "float16",
+        "rounds to inf",
+        "softmax of that row is NaN",
+    ):
         assert part in first.sentence
     error = trace.precision.error_of("softmax", 0)
     assert error is not None
@@ -145,9 +160,14 @@ def test_the_first_overflow_is_found_and_explained() -> None:
 def test_an_overflow_on_the_way_through_a_sum_is_said_so() -> None:
     """Q = 60,000 + 10,000 − 10,000 = 60,000 fits float16, but summed in float16 the
     partial 70,000 is inf, and inf − 10,000 stays inf: not "past 65,504" (the review)."""
-    model = {"embeddings": {"a": [60000.0, 10000.0, -10000.0]},
-             "weights": {"WQ": [[1.0], [1.0], [1.0]], "WK": [[0.0], [0.0], [0.0]],
-                         "WV": [[1.0], [0.0], [0.0]]}}  # fmt: skip
+    model = {
+        "embeddings": {"a": [60000.0, 10000.0, -10000.0]},
+        "weights": {
+            "WQ": [[1.0], [1.0], [1.0]],
+            "WK": [[0.0], [0.0], [0.0]],
+            "WV": [[1.0], [0.0], [0.0]],
+        },
+    }
     trace = trace_attention("a", model=model, dtype="float16", accumulate="dtype")
     assert trace["Q"].data[0, 0] == math.inf
     assert trace.precision is not None
@@ -170,8 +190,10 @@ def test_an_overflow_from_the_rounded_inputs_blames_no_partial_sum(accumulate: s
     and 256.25, whose product 65,535.9 is past the boundary 65,520: the result rounds
     to inf. Summed in float32 no partial sum came near float32's largest (the second
     review's case)."""
-    model = {"embeddings": {"bee": [255.7], "ant": [256.2]},
-             "weights": {"WQ": [[1.0]], "WK": [[1.0]], "WV": [[1.0]]}}  # fmt: skip
+    model = {
+        "embeddings": {"bee": [255.7], "ant": [256.2]},
+        "weights": {"WQ": [[1.0]], "WK": [[1.0]], "WV": [[1.0]]},
+    }
     trace = trace_attention("bee ant", model=model, dtype="float16", accumulate=accumulate)
     assert trace.precision is not None
     first = trace.precision.overflow
@@ -189,8 +211,7 @@ def test_an_overflow_from_the_rounded_inputs_blames_no_partial_sum(accumulate: s
 
 def test_huge_values_read_in_e_notation() -> None:
     """float32's largest is 3.40e38 in a sentence, not 39 digits."""
-    model = {"embeddings": {"a": [1e30]},
-             "weights": {"WQ": [[1e10]], "WK": [[1.0]], "WV": [[1.0]]}}  # fmt: skip
+    model = {"embeddings": {"a": [1e30]}, "weights": {"WQ": [[1e10]], "WK": [[1.0]], "WV": [[1.0]]}}
     first = trace_attention("a", model=model, dtype="float32").precision
     assert first is not None
     assert first.overflow is not None
@@ -230,17 +251,26 @@ def test_every_shape_of_block_keeps_its_stages(example: str, dtype: str) -> None
     plain, low = trace_attention(config=path), trace_attention(config=path, dtype=dtype)
     for a, b in zip(plain.stages, low.stages, strict=True):
         assert (a.name, a.head, a.kv_head, a.formula, a.rows, a.cols) == (
-            b.name, b.head, b.kv_head, b.formula, b.rows, b.cols)  # fmt: skip
+            b.name,
+            b.head,
+            b.kv_head,
+            b.formula,
+            b.rows,
+            b.cols,
+        )
         held = b.data[np.isfinite(b.data)]
         np.testing.assert_array_equal(round_to(held, dtype), held)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-30, 30, allow_nan=False), min_size=6, max_size=6),
-       st.sampled_from(["float32", "dtype"]))  # fmt: skip
+@given(
+    st.lists(st.floats(-30, 30, allow_nan=False), min_size=6, max_size=6),
+    st.sampled_from(["float32", "dtype"]),
+)
 def test_stages_are_the_rule_for_any_embeddings(values: list[float], accumulate: str) -> None:
     model = {**MODEL, "embeddings": {"a": values[:3], "b": values[3:]}}
     trace = trace_attention("a b", model=model, dtype="float16", accumulate=accumulate)
     w = MODEL["weights"]
-    _same(trace, _by_hand([values[:3], values[3:]], w["WQ"], w["WK"], w["WV"], "float32",
-                          accumulate))  # fmt: skip
+    _same(
+        trace, _by_hand([values[:3], values[3:]], w["WQ"], w["WK"], w["WV"], "float32", accumulate)
+    )

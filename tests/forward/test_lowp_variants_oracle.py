@@ -72,14 +72,12 @@ def test_rms_norm(dtype: str, data: st.DataObject) -> None:
     rows = data.draw(matrix(dtype, n, d, scale))
     weight = data.draw(st.none() | st.lists(st.floats(-3, 3), min_size=d, max_size=d))
     eps = data.draw(st.sampled_from([1e-6, 1e-2]))
-    got = Cast.of(dtype).rms_norm(np.array(rows), None if weight is None else np.array(weight),
-                                  eps)  # fmt: skip
+    got = Cast.of(dtype).rms_norm(np.array(rows), None if weight is None else np.array(weight), eps)
     assert_same(got, naive.rms_norm(rows, weight, eps, dtype), f"rms_norm {dtype}")
 
 
 @EXAMPLES
-@given(dtype=st.sampled_from(LOW), accumulate=st.sampled_from(["float32", "dtype"]),
-       data=st.data())  # fmt: skip
+@given(dtype=st.sampled_from(LOW), accumulate=st.sampled_from(["float32", "dtype"]), data=st.data())
 def test_attention_with_every_variant(dtype: str, accumulate: str, data: st.DataObject) -> None:
     n = data.draw(st.integers(1, 5))
     d = data.draw(st.sampled_from([1, 2, 4]))
@@ -97,38 +95,56 @@ def test_attention_with_every_variant(dtype: str, accumulate: str, data: st.Data
     positions = np.arange(n)
     shut = masks.hidden(positions, positions, causal=True, window=window, sinks=sinks)
     bias = None if slope is None else masks.alibi_bias(positions, positions, slope)
-    got = cast.attention(np.array(Q), np.array(K), np.array(V),
-                         mask=shut if causal else None,
-                         bias=None if bias is None else cast.round(bias), softcap=softcap,
-                         sink_logit=sink_logit)  # fmt: skip
+    got = cast.attention(
+        np.array(Q),
+        np.array(K),
+        np.array(V),
+        mask=shut if causal else None,
+        bias=None if bias is None else cast.round(bias),
+        softcap=softcap,
+        sink_logit=sink_logit,
+    )
     what = f"{dtype} softmax {softmax_dtype} accumulate {accumulate}"
 
     def oracle() -> dict[str, Rows]:  # the oracle end to end, from the same inputs
         return naive.variant_attention(
-            Q, K, V, dtype, softmax_dtype, accumulate, hidden=shut.tolist() if causal else None,
-            bias=None if bias is None else rows_of(bias), softcap=softcap,
-            sink_logit=sink_logit)  # fmt: skip
+            Q,
+            K,
+            V,
+            dtype,
+            softmax_dtype,
+            accumulate,
+            hidden=shut.tolist() if causal else None,
+            bias=None if bias is None else rows_of(bias),
+            softcap=softcap,
+            sink_logit=sink_logit,
+        )
 
     want = oracle()
     assert_same(got.scores, want["scores"], f"scores {what}")
     assert_same(got.scaled, want["scaled"], f"scaled {what}")
     if bias is not None:
         assert got.biased is not None
-        assert_same(got.biased, naive.add(rows_of(got.scaled), rows_of(cast.round(bias)), dtype),
-                    f"biased {what}")  # fmt: skip
+        assert_same(
+            got.biased,
+            naive.add(rows_of(got.scaled), rows_of(cast.round(bias)), dtype),
+            f"biased {what}",
+        )
     else:
         assert got.biased is None
     before = rows_of(got.biased if got.biased is not None else got.scaled)
     if softcap is not None:
         assert got.capped is not None
-        capped = [[naive.round_to(softcap * math.tanh(x / softcap), dtype) for x in r]
-                  for r in before]  # fmt: skip
+        capped = [
+            [naive.round_to(softcap * math.tanh(x / softcap), dtype) for x in r] for r in before
+        ]
         assert_same(got.capped, capped, f"capped {what}")  # one rounding of C·tanh(x/C)
         before = rows_of(got.capped)
     if causal:
         assert got.masked is not None
-        masked = [[-math.inf if shut[i, j] else x for j, x in enumerate(r)]
-                  for i, r in enumerate(before)]  # fmt: skip
+        masked = [
+            [-math.inf if shut[i, j] else x for j, x in enumerate(r)] for i, r in enumerate(before)
+        ]
         assert_same(got.masked, masked, f"masked {what}")
         before = masked
     if sink_logit is None:
@@ -141,8 +157,9 @@ def test_attention_with_every_variant(dtype: str, accumulate: str, data: st.Data
         assert got.sink is not None
         assert_within_spacings(got.softmax, [r[:-1] for r in rows], dtype, f"softmax {what}")
         assert_within_spacings(got.sink, [r[-1:] for r in rows], dtype, f"sink {what}")
-    assert_same(got.output, naive.matmul(rows_of(got.softmax), V, dtype, accumulate),
-                f"output {what}")  # fmt: skip
+    assert_same(
+        got.output, naive.matmul(rows_of(got.softmax), V, dtype, accumulate), f"output {what}"
+    )
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -150,8 +167,16 @@ def test_attention_with_every_variant(dtype: str, accumulate: str, data: st.Data
 def test_run_dtype_measures_every_new_stage(dtype: str, positions: str) -> None:
     """The stage errors of run --dtype hold a line for each stage the variants add,
     each stage no farther from float64 than the dtype's rounding allows there."""
-    model, tokens = variant_block(3, positions=positions, causal=True, window=True,
-                                  qk_norm=True, weighted=True, softcap=True, sink=True)  # fmt: skip
+    model, tokens = variant_block(
+        3,
+        positions=positions,
+        causal=True,
+        window=True,
+        qk_norm=True,
+        weighted=True,
+        softcap=True,
+        sink=True,
+    )
     tokens = [*tokens, "t1", "t2"]
     low = trace_low(model, tokens, Cast.of(dtype))
     assert low.precision is not None

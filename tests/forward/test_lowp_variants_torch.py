@@ -36,8 +36,10 @@ def test_rms_norm_is_gemma3s(name: str) -> None:
     t = torch.tensor(x).to(dtype_of(name)).float()
     weight = torch.tensor(w).to(dtype_of(name)).float()
     theirs = t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
-    assert spacings(cast.rms_norm(x, w, 1e-6), theirs.to(dtype_of(name)).double().numpy(),
-                    name) <= RMS_NORM_FRAMEWORK_SPACINGS  # fmt: skip
+    assert (
+        spacings(cast.rms_norm(x, w, 1e-6), theirs.to(dtype_of(name)).double().numpy(), name)
+        <= RMS_NORM_FRAMEWORK_SPACINGS
+    )
 
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
@@ -47,8 +49,13 @@ def test_the_sink_column_is_gpt_oss_s(name: str) -> None:
     column = torch.full((32, 1), sink).to(dtype_of(name))
     combined = torch.cat([torch.tensor(row).to(dtype_of(name)), column], -1)
     theirs = torch.softmax(combined.float(), -1).to(dtype_of(name)).double().numpy()
-    ours = precision.softmax_in(np.concatenate([row, np.full((32, 1), cast.round(sink))], 1),
-                                name, "float32", stable=True, in_dtype=True)  # fmt: skip
+    ours = precision.softmax_in(
+        np.concatenate([row, np.full((32, 1), cast.round(sink))], 1),
+        name,
+        "float32",
+        stable=True,
+        in_dtype=True,
+    )
     assert spacings(ours, theirs, name) == 0
 
 

@@ -26,8 +26,9 @@ OVERFLOW = Path(__file__).resolve().parents[2] / "docs" / "examples" / "float16-
 
 def drawn(renderable: object, *, width: int = 80) -> str:
     out = io.StringIO()
-    console = Console(file=out, width=width, no_color=True, force_terminal=True,
-                      color_system="standard")  # fmt: skip
+    console = Console(
+        file=out, width=width, no_color=True, force_terminal=True, color_system="standard"
+    )
     console.print(renderable)
     return out.getvalue()
 
@@ -47,8 +48,13 @@ def test_columns_are_wide_enough() -> None:
 
 
 def test_overflow_is_marked_without_colour() -> None:
-    stage = Stage("scores", "scores = Q · Kᵀ", ("a", "b"), ("a", "b"),
-                  np.array([[1.0, math.inf], [math.nan, -math.inf]]))  # fmt: skip
+    stage = Stage(
+        "scores",
+        "scores = Q · Kᵀ",
+        ("a", "b"),
+        ("a", "b"),
+        np.array([[1.0, math.inf], [math.nan, -math.inf]]),
+    )
     low = View(overflows=True)
     text = drawn(StageTable(stage, low))
     assert "\x1b[" in text
@@ -97,8 +103,9 @@ def test_the_map_draws_no_bar_for_a_nan_row() -> None:
     """A row of NaN weights (an overflow before softmax) is said, not drawn full."""
     from attntrace.forward.views.attention_map import AttentionMap
 
-    weights = Stage("softmax", "softmax", ("a", "b"), ("a", "b"),
-                    np.array([[math.nan, math.nan], [0.25, 0.75]]))  # fmt: skip
+    weights = Stage(
+        "softmax", "softmax", ("a", "b"), ("a", "b"), np.array([[math.nan, math.nan], [0.25, 0.75]])
+    )
     text = re.sub(r"\x1b\[[0-9;]*m", "", drawn(AttentionMap(weights, top=2)))
     first, second = (line for line in text.splitlines() if "→" in line)
     assert "NaN in every weight" in first

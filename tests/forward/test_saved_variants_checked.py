@@ -52,9 +52,11 @@ def test_an_unedited_trace_renders(sample: str, dtype: str | None) -> None:
 
 def test_a_window_past_any_sentence_is_one_line(tmp_path: Path) -> None:
     model = tmp_path / "huge-window.yaml"
-    model.write_text("embeddings: {a: [1, 0], b: [0, 1]}\n"
-                     "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n"
-                     "causal: true\nwindow: 99999999999999999999999999\n")  # fmt: skip
+    model.write_text(
+        "embeddings: {a: [1, 0], b: [0, 1]}\n"
+        "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n"
+        "causal: true\nwindow: 99999999999999999999999999\n"
+    )
     one_line_error(invoke("run", "-c", str(model), "a", "b", "--json"), "window", "at most")
     document = _saved("window")
     model_section = document["model"]

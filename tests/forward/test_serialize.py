@@ -32,8 +32,10 @@ def assert_same_trace(read: Trace, written: Trace) -> None:
     assert model_to_dict(read.model) == model_to_dict(written.model)
     assert read.tokens == written.tokens
     assert read.context_tokens == written.context_tokens
-    for kind, got, want in (("stage", read.stages, written.stages),
-                            ("weight", read.weights, written.weights)):  # fmt: skip
+    for kind, got, want in (
+        ("stage", read.stages, written.stages),
+        ("weight", read.weights, written.weights),
+    ):
         assert [(s.name, s.head, s.kv_head) for s in got] == [
             (s.name, s.head, s.kv_head) for s in want
         ], kind

@@ -167,8 +167,10 @@ def test_the_focus_softmax_table_splits_at_a_narrow_width() -> None:
     assert max(len(line) for line in section.splitlines()) <= 50
     assert sum(line.startswith("─") for line in section.splitlines()) == 2  # two parts
     rows = [line.split() for line in section.splitlines() if line.startswith("animal")]
-    assert rows == [["animal", "◀", "4.6400", "0.0000", "1.000000"], ["animal", "◀", "0.6486",
-                                                                     "64.86%"]]  # fmt: skip
+    assert rows == [
+        ["animal", "◀", "4.6400", "0.0000", "1.000000"],
+        ["animal", "◀", "0.6486", "64.86%"],
+    ]
 
 
 @pytest.mark.parametrize("word", ["1_000", " 1", "1 ", "\u0661", "0x10", "1e"])

@@ -76,8 +76,15 @@ def by_hand(values: list[float], rounded: Callable[[float], float]) -> dict[str,
     for term in exps:
         total = rounded(total + term)
     weights = [rounded(e / total) for e in exps]
-    return {"x": x, "naive": naive, "naive_sum": [naive_sum], "shifted": shifted,
-            "exps": exps, "total": [total], "weights": weights}  # fmt: skip
+    return {
+        "x": x,
+        "naive": naive,
+        "naive_sum": [naive_sum],
+        "shifted": shifted,
+        "exps": exps,
+        "total": [total],
+        "weights": weights,
+    }
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])

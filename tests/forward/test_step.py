@@ -126,12 +126,16 @@ def test_shape_equations_name_each_bias_also_in_a_saved_cut_trace(tmp_path: Path
 
     identity = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
     path = tmp_path / "biased.json"
-    path.write_text(json.dumps({
-        "embeddings": {"a": [1, 0, 0, 1], "b": [0, 1, 1, 0]},
-        "weights": dict.fromkeys(("WQ", "WK", "WV", "WO"), identity),
-        "heads": 2,
-        "biases": {"bQ": [1, 2, 3, 4], "bO": [0.5, 0.5, 0.5, 0.5]},
-    }))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "embeddings": {"a": [1, 0, 0, 1], "b": [0, 1, 1, 0]},
+                "weights": dict.fromkeys(("WQ", "WK", "WV", "WO"), identity),
+                "heads": 2,
+                "biases": {"bQ": [1, 2, 3, 4], "bO": [0.5, 0.5, 0.5, 0.5]},
+            }
+        )
+    )
     trace = trace_attention("a b", config=path)
     cut = load_trace(dump_bytes(trace, heads=[1]).decode(), "t")  # no concat, projected
     projected = "concat [2 × 4] · WO [4 × 4] + bO [4] = projected [2 × 4]"

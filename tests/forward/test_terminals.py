@@ -63,17 +63,31 @@ def test_an_export_is_written_whole_when_the_reader_stops_early(
     end: that takes no luck of timing."""
     tokens = [f"t{i}" for i in range(400)]
     model = tmp_path / "long.json"
-    model.write_text(json.dumps({
-        "sentence": " ".join(tokens),
-        "embeddings": {t: [float(i % 7), float(i % 5), 1.0] for i, t in enumerate(tokens)},
-        "weights": {"WQ": [[1, 0], [0, 1], [1, 1]], "WK": [[1, 0], [0, 1], [0, 1]],
-                    "WV": [[0, 1], [1, 0], [1, 1]]},
-    }), encoding="utf-8")  # fmt: skip
+    model.write_text(
+        json.dumps(
+            {
+                "sentence": " ".join(tokens),
+                "embeddings": {t: [float(i % 7), float(i % 5), 1.0] for i, t in enumerate(tokens)},
+                "weights": {
+                    "WQ": [[1, 0], [0, 1], [1, 1]],
+                    "WK": [[1, 0], [0, 1], [0, 1]],
+                    "WV": [[0, 1], [1, 0], [1, 1]],
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
     target = tmp_path / f"x{suffix}"
-    command = (f"{sys.executable} -m attntrace run -c {model} --max-rows 0 --export {target}"
-               " | head -1")  # fmt: skip
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
-                            text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    command = (
+        f"{sys.executable} -m attntrace run -c {model} --max-rows 0 --export {target} | head -1"
+    )
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("long")
     text = target.read_text(encoding="utf-8")
@@ -130,11 +144,16 @@ def test_a_map_never_cuts_a_weight(columns: int, tmp_path: Path) -> None:
     """However narrow, or however long the tokens: each query's line shows its top key's
     weight whole (the bars go first, then the labels give up their middles)."""
     long = tmp_path / "long.json"
-    long.write_text(json.dumps({
-        "sentence": f"{'x' * 100} {'y' * 100} cat",
-        "embeddings": {"x" * 100: [1, 0], "y" * 100: [0, 1], "cat": [1, 1]},
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    }), encoding="utf-8")  # fmt: skip
+    long.write_text(
+        json.dumps(
+            {
+                "sentence": f"{'x' * 100} {'y' * 100} cat",
+                "embeddings": {"x" * 100: [1, 0], "y" * 100: [0, 1], "cat": [1, 1]},
+                "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+            }
+        ),
+        encoding="utf-8",
+    )
     for args in (("-s", "it-animal"), ("--config", str(long))):
         output = invoke("run", *args, "--map", columns=columns).stdout
         lines = [line for line in output.splitlines() if " → " in line]

@@ -62,8 +62,11 @@ def test_flash_names_each_skipped_tiles_reason_and_the_sink(columns: int) -> Non
     report = flash_report(trace, 0, 1, 1)
 
     def draw(console: Console) -> None:
-        for part in (*header(report), *tiles_section(report, DEFAULT_VIEW, None),
-                     *summary(report, DEFAULT_VIEW)):  # fmt: skip
+        for part in (
+            *header(report),
+            *tiles_section(report, DEFAULT_VIEW, None),
+            *summary(report, DEFAULT_VIEW),
+        ):
             console.print(part)
 
     text = _shown(columns, draw)

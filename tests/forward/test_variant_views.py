@@ -188,8 +188,9 @@ def test_the_focus_marks_the_sinks_row_when_its_logit_is_the_max() -> None:
         scaled = [float(x) for x in trace.stage("scaled", head=head).data[index]]
         top = max(*scaled, logits[head])
         marked = [row[0] for row in rows if "◀" in row]
-        expected = [row[0] for row, x in zip(rows, [*scaled, logits[head]], strict=True)
-                    if x == top]  # fmt: skip
+        expected = [
+            row[0] for row, x in zip(rows, [*scaled, logits[head]], strict=True) if x == top
+        ]
         assert marked == expected, (head, rows)
         for row, x in zip(rows, [*scaled, logits[head]], strict=True):
             minus_max = float(row[3] if "◀" in row else row[2])

@@ -114,8 +114,9 @@ def variant_model(seed: int, options: dict[str, Any]) -> ModelSpec:
     rng = np.random.default_rng(seed + 10_000)
     window = options["window"]
     rope = options["positions"] == "rope"
-    model, _, _ = random_block(seed, cross=False, rope=rope,
-                               causal=options["causal"] or window is not None)  # fmt: skip
+    model, _, _ = random_block(
+        seed, cross=False, rope=rope, causal=options["causal"] or window is not None
+    )
     d_k = model.d_k
     weights = options["weights"] and options["qk_norm"]
     sink = options["sink_logit"]
@@ -124,15 +125,18 @@ def variant_model(seed: int, options: dict[str, Any]) -> ModelSpec:
     variants = Variants(
         window=window,
         sinks=options["sinks"] if window is not None else 0,
-        alibi_slopes=(list(rng.uniform(0.05, 2.0, size=model.heads))
-                      if options["positions"] == "alibi" and options["own_slopes"] else None),
+        alibi_slopes=(
+            list(rng.uniform(0.05, 2.0, size=model.heads))
+            if options["positions"] == "alibi" and options["own_slopes"]
+            else None
+        ),
         qk_norm=options["qk_norm"],
         q_norm=rng.normal(size=d_k) if weights else None,
         k_norm=rng.normal(size=d_k) if weights else None,
         qk_norm_eps=options["eps"],
         softcap=options["softcap"],
         sink_logit=sink,
-    )  # fmt: skip
+    )
     positions = "alibi" if options["positions"] == "alibi" else model.positions
     return replace(model, positions=positions, variants=variants)
 
@@ -142,19 +146,30 @@ def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
     computed): the embeddings, WQ, WK, WV, WO and biases, the options as the page names them."""
     v = model.variants
     return naive_variant_block(
-        [list(model.embeddings[t]) for t in tokens], model.WQ.tolist(), model.WK.tolist(),
-        model.WV.tolist(), heads=model.heads, kv_heads=model.n_kv_heads,
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
         biases={name: list(b) for name, b in model.biases.items()},
-        wo=None if model.WO is None else model.WO.tolist(), causal=model.causal,
-        window=v.window, sinks=v.sinks, alibi=model.position_kind == "alibi",
-        slopes=None if v.alibi_slopes is None else list(v.alibi_slopes), qk_norm=v.qk_norm,
+        wo=None if model.WO is None else model.WO.tolist(),
+        causal=model.causal,
+        window=v.window,
+        sinks=v.sinks,
+        alibi=model.position_kind == "alibi",
+        slopes=None if v.alibi_slopes is None else list(v.alibi_slopes),
+        qk_norm=v.qk_norm,
         q_norm=None if v.q_norm is None else v.q_norm.tolist(),
-        k_norm=None if v.k_norm is None else v.k_norm.tolist(), eps=v.qk_norm_eps,
+        k_norm=None if v.k_norm is None else v.k_norm.tolist(),
+        eps=v.qk_norm_eps,
         rope_base=model.rope_base if model.position_kind == "rope" else None,
-        rope_pairing=model.rope_pairing, softcap=v.softcap,
-        sink_logit=v.sink_logit if v.sink_logit is None or isinstance(v.sink_logit, float)
+        rope_pairing=model.rope_pairing,
+        softcap=v.softcap,
+        sink_logit=v.sink_logit
+        if v.sink_logit is None or isinstance(v.sink_logit, float)
         else list(v.sink_logit),
-    )  # fmt: skip
+    )
 
 
 def assert_trace_is_the_loops(model: ModelSpec, tokens: list[str]) -> Trace:
@@ -164,8 +179,12 @@ def assert_trace_is_the_loops(model: ModelSpec, tokens: list[str]) -> Trace:
         names = [s.name for s in trace.stages if s.head == h]
         assert names == [name for name in ORDER if name in expected], f"head {h}"
         for name in names:
-            np.testing.assert_allclose(trace.stage(name, head=h).data, expected[name][h],
-                                       **FLOAT64, err_msg=f"{name}, head {h}")  # fmt: skip
+            np.testing.assert_allclose(
+                trace.stage(name, head=h).data,
+                expected[name][h],
+                **FLOAT64,
+                err_msg=f"{name}, head {h}",
+            )
     if "concat" in trace.names:  # a block of more than one head
         np.testing.assert_allclose(trace["concat"].data, expected["concat"], **FLOAT64)
     if expected["projected"] is not None:
@@ -173,18 +192,20 @@ def assert_trace_is_the_loops(model: ModelSpec, tokens: list[str]) -> Trace:
     return trace
 
 
-OPTIONS = st.fixed_dictionaries({
-    "causal": st.booleans(),
-    "window": st.none() | st.integers(1, 7),
-    "sinks": st.integers(0, 3),
-    "positions": st.sampled_from(["none", "rope", "alibi"]),
-    "own_slopes": st.booleans(),
-    "qk_norm": st.booleans(),
-    "weights": st.booleans(),
-    "eps": st.sampled_from([1e-6, 0.5]),
-    "softcap": st.none() | st.sampled_from([0.3, 2.0, 50.0]),
-    "sink_logit": st.none() | st.sampled_from([0.0, -3.0, 2.5, "per head"]),
-})  # fmt: skip
+OPTIONS = st.fixed_dictionaries(
+    {
+        "causal": st.booleans(),
+        "window": st.none() | st.integers(1, 7),
+        "sinks": st.integers(0, 3),
+        "positions": st.sampled_from(["none", "rope", "alibi"]),
+        "own_slopes": st.booleans(),
+        "qk_norm": st.booleans(),
+        "weights": st.booleans(),
+        "eps": st.sampled_from([1e-6, 0.5]),
+        "softcap": st.none() | st.sampled_from([0.3, 2.0, 50.0]),
+        "sink_logit": st.none() | st.sampled_from([0.0, -3.0, 2.5, "per head"]),
+    }
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -204,18 +225,48 @@ def test_every_stage_of_a_random_variant_model_is_the_loops(
 
 
 FIXED = [  # each option alone and all together, so each is run whatever hypothesis draws
-    {"window": 1}, {"window": 3}, {"window": 3, "sinks": 2}, {"positions": "alibi"},
-    {"positions": "alibi", "own_slopes": True}, {"qk_norm": True},
-    {"qk_norm": True, "weights": True, "eps": 0.5}, {"softcap": 0.3},
-    {"sink_logit": 0.0}, {"sink_logit": "per head"},
-    {"window": 2, "sinks": 1, "positions": "rope", "qk_norm": True, "weights": True,
-     "softcap": 2.0, "sink_logit": "per head"},
-    {"window": 2, "sinks": 1, "positions": "alibi", "qk_norm": True, "weights": True,
-     "softcap": 2.0, "sink_logit": 2.5, "causal": True},
-]  # fmt: skip
-BASE = {"causal": False, "window": None, "sinks": 0, "positions": "none", "own_slopes": False,
-        "qk_norm": False, "weights": False, "eps": 1e-6, "softcap": None,
-        "sink_logit": None}  # fmt: skip
+    {"window": 1},
+    {"window": 3},
+    {"window": 3, "sinks": 2},
+    {"positions": "alibi"},
+    {"positions": "alibi", "own_slopes": True},
+    {"qk_norm": True},
+    {"qk_norm": True, "weights": True, "eps": 0.5},
+    {"softcap": 0.3},
+    {"sink_logit": 0.0},
+    {"sink_logit": "per head"},
+    {
+        "window": 2,
+        "sinks": 1,
+        "positions": "rope",
+        "qk_norm": True,
+        "weights": True,
+        "softcap": 2.0,
+        "sink_logit": "per head",
+    },
+    {
+        "window": 2,
+        "sinks": 1,
+        "positions": "alibi",
+        "qk_norm": True,
+        "weights": True,
+        "softcap": 2.0,
+        "sink_logit": 2.5,
+        "causal": True,
+    },
+]
+BASE = {
+    "causal": False,
+    "window": None,
+    "sinks": 0,
+    "positions": "none",
+    "own_slopes": False,
+    "qk_norm": False,
+    "weights": False,
+    "eps": 1e-6,
+    "softcap": None,
+    "sink_logit": None,
+}
 
 
 @pytest.mark.parametrize("fixed", FIXED, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
@@ -241,8 +292,9 @@ def test_a_window_of_1_gives_each_token_itself_alone(seed: int) -> None:
     trace = trace_block(causal_model(seed, window=1), TOKENS)
     for h in trace.traced_heads:
         assert trace.stage("softmax", head=h).data.tolist() == np.eye(len(TOKENS)).tolist()
-        np.testing.assert_allclose(trace.stage("output", head=h).data,
-                                   trace.stage("V", head=h).data, **FLOAT64)  # fmt: skip
+        np.testing.assert_allclose(
+            trace.stage("output", head=h).data, trace.stage("V", head=h).data, **FLOAT64
+        )
 
 
 @pytest.mark.parametrize("window", [7, 8, 100])
@@ -252,8 +304,9 @@ def test_a_window_at_least_as_long_as_the_sentence_changes_nothing(seed: int, wi
     windowed = trace_block(causal_model(seed, window=window), TOKENS)
     for h in plain.traced_heads:
         for name in ("masked", "softmax", "output"):
-            np.testing.assert_allclose(windowed.stage(name, head=h).data,
-                                       plain.stage(name, head=h).data, **FLOAT64)  # fmt: skip
+            np.testing.assert_allclose(
+                windowed.stage(name, head=h).data, plain.stage(name, head=h).data, **FLOAT64
+            )
     assert "7" not in plain.stage("masked", head=0).formula  # the window is named, not lost
     assert str(window) in windowed.stage("masked", head=0).formula
 
@@ -262,8 +315,9 @@ def test_a_window_at_least_as_long_as_the_sentence_changes_nothing(seed: int, wi
 def test_sinks_stay_visible_past_the_window(seed: int) -> None:
     trace = trace_block(causal_model(seed, window=2, sinks=2), TOKENS)
     masked = trace.stage("masked", head=0).data
-    seen = [[j for j in range(len(TOKENS)) if masked[i, j] != -math.inf]
-            for i in range(len(TOKENS))]  # fmt: skip
+    seen = [
+        [j for j in range(len(TOKENS)) if masked[i, j] != -math.inf] for i in range(len(TOKENS))
+    ]
     # query i: the sinks 0 and 1 (when not later than i), then itself and the key before it
     assert seen == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3], [0, 1, 3, 4], [0, 1, 4, 5], [0, 1, 5, 6]]
 
@@ -283,9 +337,13 @@ def test_the_alibi_stage_of_8_heads_has_the_slopes_1_2_to_1_256() -> None:
 # computed the paper's causal attention (head 0's last output −1.767 against the trace's
 # −0.654 for seed 3, window 2, softcap 0.5, sink logit 1).
 COMMAND_CASES = [
-    {"window": 2}, {"window": 3, "sinks": 1}, {"positions": "alibi"}, {"qk_norm": True},
-    {"softcap": 0.5}, {"sink_logit": 1.0},
-]  # fmt: skip
+    {"window": 2},
+    {"window": 3, "sinks": 1},
+    {"positions": "alibi"},
+    {"qk_norm": True},
+    {"softcap": 0.5},
+    {"sink_logit": 1.0},
+]
 
 
 @pytest.mark.parametrize("fixed", COMMAND_CASES, ids=lambda o: ",".join(o))
@@ -297,8 +355,12 @@ def test_each_decode_step_is_the_loops_row(fixed: dict[str, Any]) -> None:
     expected = loops(model, tokens)
     for step in decode(model, tokens).steps:
         for h in range(model.heads):
-            np.testing.assert_allclose(step.output[h], expected["output"][h][step.t],
-                                       **FLOAT64, err_msg=f"step {step.t}, head {h}")  # fmt: skip
+            np.testing.assert_allclose(
+                step.output[h],
+                expected["output"][h][step.t],
+                **FLOAT64,
+                err_msg=f"step {step.t}, head {h}",
+            )
 
 
 @pytest.mark.parametrize("fixed", COMMAND_CASES, ids=lambda o: ",".join(o))
@@ -316,9 +378,12 @@ def test_flash_output_is_the_loops(fixed: dict[str, Any]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    first=st.integers(0, 600), n=st.integers(1, 6), m=st.integers(1, 9),
-    window=st.none() | st.integers(1, 8), sinks=st.integers(0, 4),
-)  # fmt: skip
+    first=st.integers(0, 600),
+    n=st.integers(1, 6),
+    m=st.integers(1, 9),
+    window=st.none() | st.integers(1, 8),
+    sinks=st.integers(0, 4),
+)
 def test_the_mask_rule_by_position_is_the_loops(
     first: int, n: int, m: int, window: int | None, sinks: int
 ) -> None:
@@ -348,20 +413,34 @@ def test_the_cores_alibi_slopes_are_the_loops(heads: int) -> None:
 
 # grad carries every variant now (issue 17's grad part): no case is marked as missing.
 GRAD_CASES = [
-    ({"window": 2}, None), ({"window": 3, "sinks": 1}, None), ({"positions": "alibi"}, None),
+    ({"window": 2}, None),
+    ({"window": 3, "sinks": 1}, None),
+    ({"positions": "alibi"}, None),
     ({"sink_logit": "per head"}, None),
-    ({"softcap": 0.5}, None), ({"qk_norm": True}, None),
+    ({"softcap": 0.5}, None),
+    ({"qk_norm": True}, None),
     ({"qk_norm": True, "weights": True, "eps": 0.5}, None),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
     "fixed",
-    [pytest.param(case, marks=[] if missing is None else [pytest.mark.xfail(
-        strict=True, reason=f"grad_block does not carry {missing} yet (docs/variants.md)")])
-     for case, missing in GRAD_CASES],
+    [
+        pytest.param(
+            case,
+            marks=[]
+            if missing is None
+            else [
+                pytest.mark.xfail(
+                    strict=True,
+                    reason=f"grad_block does not carry {missing} yet (docs/variants.md)",
+                )
+            ],
+        )
+        for case, missing in GRAD_CASES
+    ],
     ids=lambda o: ",".join(o),
-)  # fmt: skip
+)
 @pytest.mark.parametrize("seed", range(2))
 def test_grad_is_the_finite_differences_of_the_loops(seed: int, fixed: dict[str, Any]) -> None:
     """L = Σ d ∘ the block's output, differentiated by grad_block and, cell by cell of
@@ -384,10 +463,12 @@ def test_grad_is_the_finite_differences_of_the_loops(seed: int, fixed: dict[str,
             up, down = weight.copy(), weight.copy()
             up[index] += step
             down[index] -= step
-            estimate[index] = (loss(replace(model, **{name: up}))
-                               - loss(replace(model, **{name: down}))) / (2 * step)  # fmt: skip
+            estimate[index] = (
+                loss(replace(model, **{name: up})) - loss(replace(model, **{name: down}))
+            ) / (2 * step)
         scale = max(float(np.abs(estimate).max()), float(np.abs(found).max()))
-        bound = (FINITE_DIFFERENCE["rtol"] * scale
-                 + FINITE_DIFFERENCE["atol"] * max(1.0, abs(loss(model))))  # fmt: skip
+        bound = FINITE_DIFFERENCE["rtol"] * scale + FINITE_DIFFERENCE["atol"] * max(
+            1.0, abs(loss(model))
+        )
         error = float(np.abs(estimate - np.asarray(found)).max())
         assert error <= bound, f"d{name}: off by {error:.3g} (scale {scale:.3g})"

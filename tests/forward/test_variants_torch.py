@@ -80,9 +80,15 @@ def test_sdpa_with_alibi_and_windowed_masks_agrees_with_the_loops(
     heads = alibi_heads or 1
     for h, slope in enumerate(alibi_slopes(heads) if alibi_heads else [None]):
         loops = naive_variant_head(
-            q.tolist(), k.tolist(), v.tolist(), causal=True, window=window, sinks=sinks,
-            slope=slope, sink_logit=sink,
-        )  # fmt: skip
+            q.tolist(),
+            k.tolist(),
+            v.tolist(),
+            causal=True,
+            window=window,
+            sinks=sinks,
+            slope=slope,
+            sink_logit=sink,
+        )
         allowed = _allowed(n, window, sinks)
         tq, tk, tv = (torch.tensor(a) for a in (q, k, v))
         if slope is None and sink is None:
@@ -104,8 +110,10 @@ def test_the_boolean_window_is_the_loops_visibility() -> None:
         for window in (None, 1, 2, 3, 5, 11):
             for sinks in range(0, 4) if window else (0,):
                 allowed = _allowed(n, window, sinks).tolist()
-                expected = [[visible(i, j, causal=True, window=window, sinks=sinks)
-                             for j in range(n)] for i in range(n)]  # fmt: skip
+                expected = [
+                    [visible(i, j, causal=True, window=window, sinks=sinks) for j in range(n)]
+                    for i in range(n)
+                ]
                 assert allowed == expected, (n, window, sinks)
 
 
@@ -123,13 +131,22 @@ TRACE_CASES = [
 @pytest.mark.parametrize(("heads", "kv_heads", "window", "sinks", "alibi", "sink"), TRACE_CASES)
 @pytest.mark.parametrize("seed", range(3))
 def test_sdpa_agrees_with_the_trace(
-    seed: int, heads: int, kv_heads: int, window: int | None, sinks: int, alibi: bool,
+    seed: int,
+    heads: int,
+    kv_heads: int,
+    window: int | None,
+    sinks: int,
+    alibi: bool,
     sink: float | None,
-) -> None:  # fmt: skip
-    model, _, _ = random_block(seed, cross=False, causal=True, rope=False, biases=False,
-                               heads=heads, kv_heads=kv_heads)  # fmt: skip
-    model = replace(model, positions="alibi" if alibi else model.positions,
-                    variants=Variants(window=window, sinks=sinks, sink_logit=sink))  # fmt: skip
+) -> None:
+    model, _, _ = random_block(
+        seed, cross=False, causal=True, rope=False, biases=False, heads=heads, kv_heads=kv_heads
+    )
+    model = replace(
+        model,
+        positions="alibi" if alibi else model.positions,
+        variants=Variants(window=window, sinks=sinks, sink_logit=sink),
+    )
     tokens = [f"t{i % 6}" for i in range(7)]
     trace = trace_block(model, tokens)
     n = len(tokens)
@@ -150,5 +167,6 @@ def test_sdpa_agrees_with_the_trace(
             tv = torch.cat([tv, torch.zeros(1, d_v, dtype=torch.float64)])
             mask = torch.cat([mask, torch.full((n, 1), sink, dtype=torch.float64)], dim=1)
         out = _sdpa(tq, tk, tv, mask).numpy()
-        np.testing.assert_allclose(trace.stage("output", head=h).data, out, **FLOAT64,
-                                   err_msg=f"head {h}")  # fmt: skip
+        np.testing.assert_allclose(
+            trace.stage("output", head=h).data, out, **FLOAT64, err_msg=f"head {h}"
+        )

@@ -28,8 +28,17 @@ def test_bars_are_drawn_in_eighths() -> None:
 def test_map_names_the_top_keys_of_each_token() -> None:
     out = invoke("run", "--sample", "it-animal", "--map").stdout
     line = next(line for line in out.splitlines() if line.startswith("it "))
-    assert line.split()[:9] == ["it", "→", "animal", "0.65", "█████▉", "street", "0.20", "█▊",
-                                "tired"]  # fmt: skip
+    assert line.split()[:9] == [
+        "it",
+        "→",
+        "animal",
+        "0.65",
+        "█████▉",
+        "street",
+        "0.20",
+        "█▊",
+        "tired",
+    ]
     top1 = invoke("run", "--sample", "it-animal", "--map", "--top", "1").stdout
     assert "street" not in next(line for line in top1.splitlines() if line.startswith("it "))
 
@@ -136,38 +145,68 @@ def test_render_steps_and_stdin(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda d: d.update(schema="attntrace/trace/v9"),
-         "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
-         "got a string 'attntrace/trace/v9'"),
-        (lambda d: d.pop("schema"),
-         "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
-         "got no schema field"),
-        (lambda d: d["stages"][4]["data"][1].pop(),
-         "t.json: stages[4].data[1]: expected 3 numbers, got 2"),
-        (lambda d: d["stages"][0]["data"][0].__setitem__(0, "x"),
-         "t.json: stages[0].data[0][0]: expected a number or null, got a string 'x'"),
-        (lambda d: d["stages"][5]["data"][0].__setitem__(1, None),
-         "t.json: stages[5] (scaled).data: expected numbers (null marks a masked cell, only "
-         "in the masked stage), got null"),
+        (
+            lambda d: d.update(schema="attntrace/trace/v9"),
+            "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
+            "got a string 'attntrace/trace/v9'",
+        ),
+        (
+            lambda d: d.pop("schema"),
+            "t.json: schema: not a trace this version can read: expected 'attntrace/trace/v1', "
+            "got no schema field",
+        ),
+        (
+            lambda d: d["stages"][4]["data"][1].pop(),
+            "t.json: stages[4].data[1]: expected 3 numbers, got 2",
+        ),
+        (
+            lambda d: d["stages"][0]["data"][0].__setitem__(0, "x"),
+            "t.json: stages[0].data[0][0]: expected a number or null, got a string 'x'",
+        ),
+        (
+            lambda d: d["stages"][5]["data"][0].__setitem__(1, None),
+            "t.json: stages[5] (scaled).data: expected numbers (null marks a masked cell, only "
+            "in the masked stage), got null",
+        ),
         # a row of exact weights: the sum the message quotes is exact on every machine
-        (lambda d: d["stages"][6]["data"].__setitem__(2, [0.25, 0.25, 0.25]),
-         "t.json: stages[6] (softmax).data[2]: expected weights in [0, 1] that sum to 1, got a "
-         "row summing to 0.75"),
-        (lambda d: d["tokens"].append("extra"),
-         "t.json: stages[0] (X).rows: expected the tokens ['cat', 'eats', 'fish', 'extra'], "
-         "got ['cat', 'eats', 'fish']"),
-        (lambda d: d["stages"][2]["data"][0].__setitem__(0, 10**400),
-         "t.json: stages[2].data[0][0]: expected a finite number, got an integer of 1329 "
-         "bits (too large for float64)"),
-        (lambda d: d.__setitem__("stages", d["stages"][:6]),
-         "t.json: stages: expected the stages Q, K, V, scores, scaled, softmax, output, "
-         "got no softmax, output"),
-        (lambda d: d["model"].__setitem__("d_k", 0),
-         "t.json: model.d_k: expected a whole number ≥ 1, got 0"),
+        (
+            lambda d: d["stages"][6]["data"].__setitem__(2, [0.25, 0.25, 0.25]),
+            "t.json: stages[6] (softmax).data[2]: expected weights in [0, 1] that sum to 1, got a "
+            "row summing to 0.75",
+        ),
+        (
+            lambda d: d["tokens"].append("extra"),
+            "t.json: stages[0] (X).rows: expected the tokens ['cat', 'eats', 'fish', 'extra'], "
+            "got ['cat', 'eats', 'fish']",
+        ),
+        (
+            lambda d: d["stages"][2]["data"][0].__setitem__(0, 10**400),
+            "t.json: stages[2].data[0][0]: expected a finite number, got an integer of 1329 "
+            "bits (too large for float64)",
+        ),
+        (
+            lambda d: d.__setitem__("stages", d["stages"][:6]),
+            "t.json: stages: expected the stages Q, K, V, scores, scaled, softmax, output, "
+            "got no softmax, output",
+        ),
+        (
+            lambda d: d["model"].__setitem__("d_k", 0),
+            "t.json: model.d_k: expected a whole number ≥ 1, got 0",
+        ),
     ],
-    ids=["unknown-schema", "no-schema", "ragged", "string-cell", "null-outside-masked",
-         "softmax-row-sum", "more-tokens-than-rows", "huge-integer", "missing-stages", "bad-size"],
-)  # fmt: skip
+    ids=[
+        "unknown-schema",
+        "no-schema",
+        "ragged",
+        "string-cell",
+        "null-outside-masked",
+        "softmax-row-sum",
+        "more-tokens-than-rows",
+        "huge-integer",
+        "missing-stages",
+        "bad-size",
+    ],
+)
 def test_render_refuses_a_bad_trace(change, message: str, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.chdir(tmp_path)
     document = json.loads(invoke("run", "--json").stdout)
@@ -192,10 +231,12 @@ def test_render_of_a_missing_or_malformed_file(tmp_path: Path) -> None:
     [
         (["--map", "--focus", "cat"], "--focus and --map are different views: choose one"),
         (["--step", "--map"], "--step walks the stage tables: it does not mix with --map"),
-        (["--json", "--focus", "cat"], "--json writes the whole trace for programs: it does not "
-                                       "mix with --focus"),
+        (
+            ["--json", "--focus", "cat"],
+            "--json writes the whole trace for programs: it does not mix with --focus",
+        ),
     ],
-)  # fmt: skip
+)
 def test_views_that_do_not_mix(flags: list[str], message: str) -> None:
     result = invoke("run", *flags)
     assert result.exit_code == 2
@@ -204,9 +245,10 @@ def test_views_that_do_not_mix(flags: list[str], message: str) -> None:
 
 @pytest.mark.parametrize("sample", ["two-heads", "gqa", "causal", "cross", "positions"])
 @pytest.mark.parametrize(
-    "flags", [[], ["--focus", "1"], ["--map"], ["--overview"]], ids=["tables", "focus", "map",
-                                                                    "overview"]
-)  # fmt: skip
+    "flags",
+    [[], ["--focus", "1"], ["--map"], ["--overview"]],
+    ids=["tables", "focus", "map", "overview"],
+)
 def test_render_replays_every_block_kind(sample: str, flags: list[str], tmp_path: Path) -> None:
     saved = tmp_path / "trace.json"
     saved.write_text(invoke("run", "-s", sample, "--json").stdout)
@@ -230,33 +272,61 @@ def test_gqa_json_names_heads_and_kv_heads() -> None:
     keys = [(s["head"], s["kv_head"]) for s in document["stages"] if s["name"] == "K"]
     assert keys == [(0, 0), (1, 0), (2, 1), (3, 1)]
     assert [(w["name"], w["head"], w["kv_head"]) for w in document["weights"]] == [
-        ("WQ", 0, None), ("WQ", 1, None), ("WQ", 2, None), ("WQ", 3, None),
-        ("WK", None, 0), ("WK", None, 1), ("WV", None, 0), ("WV", None, 1),
-    ]  # fmt: skip
+        ("WQ", 0, None),
+        ("WQ", 1, None),
+        ("WQ", 2, None),
+        ("WQ", 3, None),
+        ("WK", None, 0),
+        ("WK", None, 1),
+        ("WV", None, 0),
+        ("WV", None, 1),
+    ]
     assert document["weights"][5]["cols"] == ["d1"]  # WK's column 1 is K/V head 1's
 
 
 @pytest.mark.parametrize(
     ("sample", "jq", "message"),
     [
-        ("two-heads", lambda d: d.__setitem__("stages", [s for s in d["stages"]
-                                                         if s["name"] != "concat"]),
-         "t.json: stages: expected the stage concat, got none"),
-        ("cross", lambda d: d.__setitem__("stages", [s for s in d["stages"]
-                                                     if s["name"] != "X_context"]),
-         "t.json: stages: expected the stage X_context, got none"),
-        ("gqa", lambda d: d["stages"].append(d["stages"][1]),
-         "t.json: stages[30]: expected each stage once per head, got a second 'Q' for head 0"),
-        ("gqa", lambda d: d["model"].__setitem__("kv_heads", 3),
-         "t.json: model.kv_heads: expected a divisor of heads (4), got 3"),
-        ("gqa", lambda d: d["stages"][2].__setitem__("kv_head", 1),
-         "t.json: stages[2].kv_head: expected 0 (head 0 reads K/V head head // 2), got 1"),
-        ("causal", lambda d: d["model"].__setitem__("causal", False),
-         "t.json: model.causal: expected true (the trace has masked stages), got false"),
+        (
+            "two-heads",
+            lambda d: d.__setitem__("stages", [s for s in d["stages"] if s["name"] != "concat"]),
+            "t.json: stages: expected the stage concat, got none",
+        ),
+        (
+            "cross",
+            lambda d: d.__setitem__("stages", [s for s in d["stages"] if s["name"] != "X_context"]),
+            "t.json: stages: expected the stage X_context, got none",
+        ),
+        (
+            "gqa",
+            lambda d: d["stages"].append(d["stages"][1]),
+            "t.json: stages[30]: expected each stage once per head, got a second 'Q' for head 0",
+        ),
+        (
+            "gqa",
+            lambda d: d["model"].__setitem__("kv_heads", 3),
+            "t.json: model.kv_heads: expected a divisor of heads (4), got 3",
+        ),
+        (
+            "gqa",
+            lambda d: d["stages"][2].__setitem__("kv_head", 1),
+            "t.json: stages[2].kv_head: expected 0 (head 0 reads K/V head head // 2), got 1",
+        ),
+        (
+            "causal",
+            lambda d: d["model"].__setitem__("causal", False),
+            "t.json: model.causal: expected true (the trace has masked stages), got false",
+        ),
     ],
-    ids=["no-concat", "no-x-context", "duplicate", "kv-heads-not-dividing", "wrong-kv-head",
-         "masked-but-not-causal"],
-)  # fmt: skip
+    ids=[
+        "no-concat",
+        "no-x-context",
+        "duplicate",
+        "kv-heads-not-dividing",
+        "wrong-kv-head",
+        "masked-but-not-causal",
+    ],
+)
 def test_render_refuses_impossible_block_layouts(
     sample: str, jq: Any, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -275,8 +345,10 @@ def test_json_filters() -> None:
     assert {s["head"] for s in document["stages"]} == {None, 2}
     # only the slices head 2 reads: its WQ columns, and K/V head 1's WK and WV
     assert [(w["name"], w["head"], w["kv_head"]) for w in document["weights"]] == [
-        ("WQ", 2, None), ("WK", None, 1), ("WV", None, 1),
-    ]  # fmt: skip
+        ("WQ", 2, None),
+        ("WK", None, 1),
+        ("WV", None, 1),
+    ]
     empty = invoke("run", "--json", "--stages", "")
     assert empty.exit_code == 2
     assert "--stages: expected names from X, Q, K" in empty.stderr
@@ -309,7 +381,8 @@ def test_a_trace_cut_to_one_head_keeps_its_number_and_replays() -> None:
     assert "concat" not in tables.output  # it needs every head
     # a repeated head is the head once
     assert json.loads(invoke("run", "-s", "two-heads", "--json", "--heads", "1,1").output)[
-        "heads_traced"] == [1]  # fmt: skip
+        "heads_traced"
+    ] == [1]
     claimed = dict(document, heads_traced=[0])  # head 1's stages where head 0 is claimed
     refused = invoke("render", "-", input=json.dumps(claimed))
     assert refused.exit_code == 2
@@ -321,8 +394,7 @@ def test_a_trace_cut_to_one_head_keeps_its_number_and_replays() -> None:
     assert "stages: expected stages of the heads traced ([0]), got stages of head 1" in (
         refused.output
     )
-    stray = dict(document, weights=[*document["weights"], {**document["weights"][0],
-                                                           "head": 0}])  # fmt: skip
+    stray = dict(document, weights=[*document["weights"], {**document["weights"][0], "head": 0}])
     refused = invoke("render", "-", input=json.dumps(stray))
     assert "got stages of head 0" in refused.output
 
@@ -352,8 +424,10 @@ def many_heads_model(tmp_path: Path, heads: int, tokens: int = 3) -> tuple[Path,
     rng = np.random.default_rng(heads)
     d_model = 2 * heads
     vocab = {f"w{i}": rng.normal(size=d_model).round(3).tolist() for i in range(tokens)}
-    weights = {name: rng.normal(size=(d_model, d_model)).round(3).tolist()
-               for name in ("WQ", "WK", "WV", "WO")}  # fmt: skip
+    weights = {
+        name: rng.normal(size=(d_model, d_model)).round(3).tolist()
+        for name in ("WQ", "WK", "WV", "WO")
+    }
     path = tmp_path / f"heads{heads}.json"
     path.write_text(json.dumps({"embeddings": vocab, "weights": weights, "heads": heads}))
     return path, " ".join(vocab)
@@ -361,8 +435,11 @@ def many_heads_model(tmp_path: Path, heads: int, tokens: int = 3) -> tuple[Path,
 
 def heads_drawn(out: str) -> list[int]:
     """The heads whose softmax table is drawn, in order (titles end in ``head h``)."""
-    return [int(line.rsplit("head ", 1)[1]) for line in out.splitlines()
-            if line.startswith("softmax = ")]  # fmt: skip
+    return [
+        int(line.rsplit("head ", 1)[1])
+        for line in out.splitlines()
+        if line.startswith("softmax = ")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -376,7 +453,7 @@ def heads_drawn(out: str) -> list[int]:
         (6, ("--max-heads", "1"), [0], "… heads 1 to 5 not shown (1 of 6 heads;"),
         (5, ("--max-heads", "4"), [0, 1, 3, 4], "… head 2 not shown (4 of 5 heads;"),
     ],
-)  # fmt: skip
+)
 def test_max_heads_summarizes_the_middle_heads(
     tmp_path: Path, heads: int, flags: tuple[str, ...], drawn: list[int], note: str | None
 ) -> None:
@@ -417,12 +494,24 @@ def test_render_summarizes_heads_as_run_does_and_json_keeps_them_all(tmp_path: P
     path, sentence = many_heads_model(tmp_path, 6)
     saved = invoke("run", sentence, "-c", str(path), "--json").stdout
     assert sorted({s["head"] for s in json.loads(saved)["stages"] if s["head"] is not None}) == [
-        0, 1, 2, 3, 4, 5]  # fmt: skip
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     trace_file = tmp_path / "trace.json"
     trace_file.write_text(saved)
     assert heads_drawn(invoke("render", str(trace_file)).stdout) == [0, 1, 4, 5]
     assert heads_drawn(invoke("render", str(trace_file), "--max-heads", "0").stdout) == [
-        0, 1, 2, 3, 4, 5]  # fmt: skip
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     bad = invoke("run", sentence, "-c", str(path), "--max-heads", "-1")
     assert bad.exit_code == 2
 
@@ -455,17 +544,26 @@ def test_the_hidden_heads_of_a_cut_trace_are_named_one_by_one(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("source", "stdin", "message"),
     [
-        ("empty.json", None, "empty.json: the file is empty: expected a saved trace (from "
-         "attntrace run --json)"),
-        ("-", "  \n", "stdin: the input is empty: expected a saved trace (from attntrace run "
-         "--json)"),
+        (
+            "empty.json",
+            None,
+            "empty.json: the file is empty: expected a saved trace (from attntrace run --json)",
+        ),
+        (
+            "-",
+            "  \n",
+            "stdin: the input is empty: expected a saved trace (from attntrace run --json)",
+        ),
         (".", None, ".: is a directory, expected a saved trace (from attntrace run --json)"),
     ],
-)  # fmt: skip
+)
 def test_render_says_it_wants_a_saved_trace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, stdin: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    stdin: str | None,
     message: str,
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "empty.json").write_text("")
     result = invoke("render", source, input=stdin)

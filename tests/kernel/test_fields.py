@@ -30,10 +30,11 @@ SCALARS = st.one_of(
 )
 VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
     max_leaves=10,
-)  # fmt: skip
+)
 
 
 def message(call: Callable[[], object]) -> str:
@@ -53,62 +54,139 @@ def refusal(call: Callable[[], object]) -> InputError | None:
 
 REFUSED: list[tuple[str, Callable[[], object], str]] = [
     ("whole 0", lambda: fields.whole(0, "heads"), "heads: expected a whole number ≥ 1, got 0"),
-    ("whole bool", lambda: fields.whole(True, "heads"),
-     "heads: expected a whole number ≥ 1, got a boolean (true)"),
-    ("whole float", lambda: fields.whole(2.0, "heads"),
-     "heads: expected a whole number ≥ 1, got 2.0"),
-    ("whole over the limit", lambda: fields.whole(10**8, "model.heads", most=4096),
-     "model.heads: expected at most 4,096, got 100,000,000"),
-    ("optional whole -1", lambda: fields.optional_whole(-1, "stages[0].head"),
-     "stages[0].head: expected null or a whole number ≥ 0, got -1"),
-    ("flag yes", lambda: fields.flag("yes", "causal"),
-     "causal: expected true or false, got a string 'yes'"),
+    (
+        "whole bool",
+        lambda: fields.whole(True, "heads"),
+        "heads: expected a whole number ≥ 1, got a boolean (true)",
+    ),
+    (
+        "whole float",
+        lambda: fields.whole(2.0, "heads"),
+        "heads: expected a whole number ≥ 1, got 2.0",
+    ),
+    (
+        "whole over the limit",
+        lambda: fields.whole(10**8, "model.heads", most=4096),
+        "model.heads: expected at most 4,096, got 100,000,000",
+    ),
+    (
+        "optional whole -1",
+        lambda: fields.optional_whole(-1, "stages[0].head"),
+        "stages[0].head: expected null or a whole number ≥ 0, got -1",
+    ),
+    (
+        "flag yes",
+        lambda: fields.flag("yes", "causal"),
+        "causal: expected true or false, got a string 'yes'",
+    ),
     ("flag 1", lambda: fields.flag(1, "causal"), "causal: expected true or false, got 1"),
     ("text number", lambda: fields.text(123, "name"), "name: expected a string, got 123"),
-    ("text null", lambda: fields.text(None, "model.name"),
-     "model.name: expected a string, got nothing (null)"),
-    ("items empty", lambda: fields.items([], "stages"),
-     "stages: expected a non-empty list, got a list of 0 items"),
-    ("items a mapping", lambda: fields.items({}, "stages", empty=True),
-     "stages: expected a non-empty list, got a mapping with 0 keys"),
-    ("texts an item", lambda: fields.texts(["a", 1], "tokens"),
-     "tokens[1]: expected a string, got 1"),
-    ("mapping a list", lambda: fields.mapping([1, 2], "weights", "a mapping with WQ, WK, WV"),
-     "weights: expected a mapping with WQ, WK, WV, got a list of 2 items"),
-    ("mapping empty", lambda: fields.mapping({}, "weights", "a mapping", empty=False),
-     "weights: expected a mapping, got a mapping with 0 keys"),
-    ("choice", lambda: fields.choice("rotary", "model.positions", ("none", "rope"), "none, rope"),
-     "model.positions: expected none, rope, got a string 'rotary'"),
-    ("choice not a string", lambda: fields.choice(["rope"], "p", ("rope",), "rope"),
-     "p: expected rope, got a list of 1 item"),
-    ("number a string", lambda: fields.number("1.5", "x[0]"),
-     "x[0]: expected a number, got a string '1.5'"),
-    ("number null", lambda: fields.number(None, "x[0]", expected="a number or null"),
-     "x[0]: expected a number or null, got nothing (null)"),
-    ("number inf", lambda: fields.number(math.inf, "x[0]"),
-     "x[0]: expected a finite number, got a non-finite number (inf)"),
-    ("number 10**400", lambda: fields.number(10**400, "x[0]"),
-     "x[0]: expected a finite number, got an integer of 1329 bits (too large for float64)"),
-    ("number of 5,000 digits", lambda: fields.number(LongInteger("9" * 5000), "x[0]"),
-     "x[0]: expected a number, got an integer of 5,000 digits (too large for float64)"),
-    ("number numpy bool", lambda: fields.number(np.True_, "x[0]"),
-     "x[0]: expected a number, got a boolean (true)"),  # numpy's bool as Python's
-    ("numbers empty", lambda: fields.numbers([], "embeddings.cat"),
-     "embeddings.cat: expected a non-empty list of numbers, got a list of 0 items"),
-    ("numbers an entry", lambda: fields.numbers([1, "x"], "weights.WQ[0]"),
-     "weights.WQ[0][1]: expected a number, got a string 'x'"),
-    ("unknown keys, every one", lambda: fields.known_keys(
-        {"kv_head": 1, "causl": 0, "name": ""}, ("name", "kv_heads", "causal"), None,
-        noun="field", listing="known fields", every=True),
-     "unknown fields 'kv_head' (did you mean 'kv_heads'?), 'causl' (did you mean "
-     "'causal'?) (known fields: name, kv_heads, causal)"),
-    ("unknown keys, the first", lambda: fields.known_keys(
-        {"WX": 1, "WY": 2}, ("WQ", "WK"), "weights", noun="weight matrix"),
-     "weights: unknown weight matrix 'WX' (known: WQ, WK)"),
-    ("required key", lambda: fields.required_keys({"WQ": 1}, ("WQ", "WK"), "weights",
-                                                  noun="matrix"),
-     "weights: missing required matrix 'WK'"),
-]  # fmt: skip
+    (
+        "text null",
+        lambda: fields.text(None, "model.name"),
+        "model.name: expected a string, got nothing (null)",
+    ),
+    (
+        "items empty",
+        lambda: fields.items([], "stages"),
+        "stages: expected a non-empty list, got a list of 0 items",
+    ),
+    (
+        "items a mapping",
+        lambda: fields.items({}, "stages", empty=True),
+        "stages: expected a non-empty list, got a mapping with 0 keys",
+    ),
+    (
+        "texts an item",
+        lambda: fields.texts(["a", 1], "tokens"),
+        "tokens[1]: expected a string, got 1",
+    ),
+    (
+        "mapping a list",
+        lambda: fields.mapping([1, 2], "weights", "a mapping with WQ, WK, WV"),
+        "weights: expected a mapping with WQ, WK, WV, got a list of 2 items",
+    ),
+    (
+        "mapping empty",
+        lambda: fields.mapping({}, "weights", "a mapping", empty=False),
+        "weights: expected a mapping, got a mapping with 0 keys",
+    ),
+    (
+        "choice",
+        lambda: fields.choice("rotary", "model.positions", ("none", "rope"), "none, rope"),
+        "model.positions: expected none, rope, got a string 'rotary'",
+    ),
+    (
+        "choice not a string",
+        lambda: fields.choice(["rope"], "p", ("rope",), "rope"),
+        "p: expected rope, got a list of 1 item",
+    ),
+    (
+        "number a string",
+        lambda: fields.number("1.5", "x[0]"),
+        "x[0]: expected a number, got a string '1.5'",
+    ),
+    (
+        "number null",
+        lambda: fields.number(None, "x[0]", expected="a number or null"),
+        "x[0]: expected a number or null, got nothing (null)",
+    ),
+    (
+        "number inf",
+        lambda: fields.number(math.inf, "x[0]"),
+        "x[0]: expected a finite number, got a non-finite number (inf)",
+    ),
+    (
+        "number 10**400",
+        lambda: fields.number(10**400, "x[0]"),
+        "x[0]: expected a finite number, got an integer of 1329 bits (too large for float64)",
+    ),
+    (
+        "number of 5,000 digits",
+        lambda: fields.number(LongInteger("9" * 5000), "x[0]"),
+        "x[0]: expected a number, got an integer of 5,000 digits (too large for float64)",
+    ),
+    (
+        "number numpy bool",
+        lambda: fields.number(np.True_, "x[0]"),
+        "x[0]: expected a number, got a boolean (true)",
+    ),  # numpy's bool as Python's
+    (
+        "numbers empty",
+        lambda: fields.numbers([], "embeddings.cat"),
+        "embeddings.cat: expected a non-empty list of numbers, got a list of 0 items",
+    ),
+    (
+        "numbers an entry",
+        lambda: fields.numbers([1, "x"], "weights.WQ[0]"),
+        "weights.WQ[0][1]: expected a number, got a string 'x'",
+    ),
+    (
+        "unknown keys, every one",
+        lambda: fields.known_keys(
+            {"kv_head": 1, "causl": 0, "name": ""},
+            ("name", "kv_heads", "causal"),
+            None,
+            noun="field",
+            listing="known fields",
+            every=True,
+        ),
+        "unknown fields 'kv_head' (did you mean 'kv_heads'?), 'causl' (did you mean "
+        "'causal'?) (known fields: name, kv_heads, causal)",
+    ),
+    (
+        "unknown keys, the first",
+        lambda: fields.known_keys(
+            {"WX": 1, "WY": 2}, ("WQ", "WK"), "weights", noun="weight matrix"
+        ),
+        "weights: unknown weight matrix 'WX' (known: WQ, WK)",
+    ),
+    (
+        "required key",
+        lambda: fields.required_keys({"WQ": 1}, ("WQ", "WK"), "weights", noun="matrix"),
+        "weights: missing required matrix 'WK'",
+    ),
+]
 
 
 @pytest.mark.parametrize(("what", "call", "expected"), REFUSED, ids=[r[0] for r in REFUSED])

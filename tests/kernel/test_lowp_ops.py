@@ -104,8 +104,7 @@ def test_what_counts_as_a_fresh_overflow() -> None:
     inf, nan = math.inf, math.nan
     low = np.array([[inf, nan, -inf, inf, nan, nan, -inf, 1.0]])
     exact = np.array([[1.0, 2.0, -inf, -inf, inf, nan, inf, 1.0]])
-    assert fresh_cells(low, exact).tolist() == [[True, True, False, True, True, False, True,
-                                                  False]]  # fmt: skip
+    assert fresh_cells(low, exact).tolist() == [[True, True, False, True, True, False, True, False]]
     error = stage_error(low, exact)
     assert (error.inf, error.nan) == (3, 2)
     assert (error.max_abs, error.max_rel) == (0.0, 0.0)  # the one cell both hold finite

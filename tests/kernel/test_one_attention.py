@@ -23,20 +23,34 @@ from attntrace.kernel.spec import ModelSpec
 from attntrace.real.forward import LayerAttention, attend
 
 # real.forward turns RoPE's pairs as Hugging Face's LLaMA does (i with i + d/2): half
-KINDS = [{**kind, "rope_pairing": "half"}
-         for kind in ({"heads": 1}, {"heads": 4, "kv_heads": 4}, {"heads": 4, "kv_heads": 2},
-                      {"heads": 3, "kv_heads": 1}, {"rope": True}, {"biases": True})]  # fmt: skip
+KINDS = [
+    {**kind, "rope_pairing": "half"}
+    for kind in (
+        {"heads": 1},
+        {"heads": 4, "kv_heads": 4},
+        {"heads": 4, "kv_heads": 2},
+        {"heads": 3, "kv_heads": 1},
+        {"rope": True},
+        {"biases": True},
+    )
+]
 
 
 def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
     assert model.WO is not None
     return naive_block(
-        [list(model.embeddings[t]) for t in tokens], model.WQ.tolist(), model.WK.tolist(),
-        model.WV.tolist(), heads=model.heads, kv_heads=model.n_kv_heads, causal=model.causal,
-        wo=model.WO.tolist(), biases={name: list(b) for name, b in model.biases.items()},
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
+        causal=model.causal,
+        wo=model.WO.tolist(),
+        biases={name: list(b) for name, b in model.biases.items()},
         rope_base=model.rope_base if model.position_kind == "rope" else None,
         rope_pairing=model.rope_pairing,
-    )  # fmt: skip
+    )
 
 
 def forward(model: ModelSpec, tokens: list[str]) -> tuple[Any, Any]:
@@ -44,8 +58,14 @@ def forward(model: ModelSpec, tokens: list[str]) -> tuple[Any, Any]:
     assert model.WO is not None
     weights = LayerAttention(model.WQ, model.WK, model.WV, model.WO, dict(model.biases))
     rope_base = model.rope_base if model.position_kind == "rope" else None
-    return attend(model.embed(tokens), weights, model.heads, model.n_kv_heads,
-                  causal=model.causal, rope_base=rope_base)  # fmt: skip
+    return attend(
+        model.embed(tokens),
+        weights,
+        model.heads,
+        model.n_kv_heads,
+        causal=model.causal,
+        rope_base=rope_base,
+    )
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
@@ -80,10 +100,12 @@ def test_each_decode_step_agrees_with_the_trace_the_forward_pass_and_the_loops(
             row = trace.stage("softmax", head=h).data[step.t]
             np.testing.assert_allclose(step.weights[h], row[seen], **FLOAT64)
             np.testing.assert_allclose(step.weights[h], weights[h][step.t][seen], **FLOAT64)
-            np.testing.assert_allclose(step.weights[h], naive["softmax"][h][step.t][seen],
-                                       **FLOAT64)  # fmt: skip
-            np.testing.assert_allclose(step.output[h], trace.stage("output", head=h).data[step.t],
-                                       **FLOAT64)  # fmt: skip
+            np.testing.assert_allclose(
+                step.weights[h], naive["softmax"][h][step.t][seen], **FLOAT64
+            )
+            np.testing.assert_allclose(
+                step.output[h], trace.stage("output", head=h).data[step.t], **FLOAT64
+            )
             np.testing.assert_allclose(step.output[h], naive["output"][h][step.t], **FLOAT64)
         assert step.projected is not None
         np.testing.assert_allclose(step.projected, projected[step.t], **FLOAT64)

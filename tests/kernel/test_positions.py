@@ -69,12 +69,26 @@ TINY = {
 
 def test_a_tiny_rope_model_with_biases_from_a_document() -> None:
     model = model_from_document(
-        {**TINY, "positions": "rope", "rope_base": 100,
-         "biases": {"bQ": [0.5, 0.0], "bK": [0.0, 0.0], "bV": [1.0, 2.0]}}
-    )  # fmt: skip
+        {
+            **TINY,
+            "positions": "rope",
+            "rope_base": 100,
+            "biases": {"bQ": [0.5, 0.0], "bK": [0.0, 0.0], "bV": [1.0, 2.0]},
+        }
+    )
     trace = trace_attention("a b", model=model)
-    assert trace.names == ["X", "Q", "K", "V", "Q_rope", "K_rope", "scores", "scaled", "softmax",
-                           "output"]  # fmt: skip
+    assert trace.names == [
+        "X",
+        "Q",
+        "K",
+        "V",
+        "Q_rope",
+        "K_rope",
+        "scores",
+        "scaled",
+        "softmax",
+        "output",
+    ]
     np.testing.assert_allclose(trace["Q"].data, [[1.5, 0.0], [0.5, 1.0]])
     np.testing.assert_allclose(trace["V"].data, [[2.0, 2.0], [1.0, 3.0]])
     # b at position 1 is turned by 1 radian: (0.5, 1) -> (0.5 cos 1 − sin 1, cos 1 + 0.5 sin 1)
@@ -119,8 +133,11 @@ def test_empty_biases_are_no_biases() -> None:
 
 
 def test_an_odd_head_width_cannot_rotate() -> None:
-    document = {**TINY, "positions": "rope",
-                "weights": {"WQ": [[1], [0]], "WK": [[1], [0]], "WV": [[1], [0]]}}  # fmt: skip
+    document = {
+        **TINY,
+        "positions": "rope",
+        "weights": {"WQ": [[1], [0]], "WK": [[1], [0]], "WV": [[1], [0]]},
+    }
     with pytest.raises(InputError, match="expected an even d_k with rope, got d_k = 1"):
         model_from_document(document, "tiny.yaml")
 
@@ -178,13 +195,11 @@ def test_interleaved_turns_neighbours_by_hand() -> None:
     trace = trace_attention("a b", model=model_from_document(INTERLEAVED))
     c1, s1 = np.cos(1.0), np.sin(1.0)
     c10, s10 = np.cos(0.1), np.sin(0.1)
-    np.testing.assert_allclose(trace["Q_rope"].data, [[1, 0, 0, 0], [0, 0, c10, s10]],
-                               **FLOAT64)  # fmt: skip
+    np.testing.assert_allclose(trace["Q_rope"].data, [[1, 0, 0, 0], [0, 0, c10, s10]], **FLOAT64)
     half = trace_attention(
         "a b", model=model_from_document({**INTERLEAVED, "rope_pairing": "half"})
     )
-    np.testing.assert_allclose(half["Q_rope"].data, [[1, 0, 0, 0], [-s1, 0, c1, 0]],
-                               **FLOAT64)  # fmt: skip
+    np.testing.assert_allclose(half["Q_rope"].data, [[1, 0, 0, 0], [-s1, 0, c1, 0]], **FLOAT64)
     assert trace.model.rope_pairing == "interleaved"
     assert half.model.rope_pairing == "half"
 
@@ -196,15 +211,26 @@ def test_an_interleaved_model_matches_the_loops(seed: int) -> None:
     model, tokens, _ = random_block(seed, cross=False, rope=True, rope_pairing="interleaved")
     assert model.rope_pairing == "interleaved"
     trace = trace_attention(" ".join(tokens), model=model)
-    naive = naive_block([list(model.embeddings[t]) for t in tokens], model.WQ.tolist(),
-                        model.WK.tolist(), model.WV.tolist(), heads=model.heads,
-                        kv_heads=model.n_kv_heads, causal=model.causal,
-                        biases={name: list(b) for name, b in model.biases.items()},
-                        rope_base=model.rope_base, rope_pairing="interleaved")  # fmt: skip
+    naive = naive_block(
+        [list(model.embeddings[t]) for t in tokens],
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
+        causal=model.causal,
+        biases={name: list(b) for name, b in model.biases.items()},
+        rope_base=model.rope_base,
+        rope_pairing="interleaved",
+    )
     for h in range(model.heads):
         for name in ("Q_rope", "K_rope", "scores", "softmax", "output"):
-            np.testing.assert_allclose(trace.stage(name, head=h).data, naive[name][h],
-                                       **FLOAT64, err_msg=f"{name} head {h}")  # fmt: skip
+            np.testing.assert_allclose(
+                trace.stage(name, head=h).data,
+                naive[name][h],
+                **FLOAT64,
+                err_msg=f"{name} head {h}",
+            )
 
 
 def test_interleaved_scores_depend_only_on_the_offset() -> None:
@@ -215,8 +241,9 @@ def test_interleaved_scores_depend_only_on_the_offset() -> None:
     embeddings, WQ, WK, WV = {"w": rng.normal(size=3)}, *rng.normal(size=(3, 3, 6))
     scores = {}
     for pairing in ("half", "interleaved"):
-        model = ModelSpec(embeddings, WQ, WK, WV, positions="rope", rope_base=10.0,
-                          rope_pairing=pairing)  # fmt: skip
+        model = ModelSpec(
+            embeddings, WQ, WK, WV, positions="rope", rope_base=10.0, rope_pairing=pairing
+        )
         scores[pairing] = trace_attention("w " * 7, model=model)["scores"].data
         for offset in range(-6, 7):
             diagonal = np.diagonal(scores[pairing], offset)
@@ -274,8 +301,9 @@ def test_bad_rope_pairing_fields(extra: dict[str, object], message: str) -> None
 def test_rope_pairing_without_positions_is_refused_on_the_command_line(
     tmp_path: Any,
 ) -> None:
-    document = {key: value for key, value in INTERLEAVED.items()
-                if key not in ("positions", "rope_base")}  # fmt: skip
+    document = {
+        key: value for key, value in INTERLEAVED.items() if key not in ("positions", "rope_base")
+    }
     path = tmp_path / "m.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     result = invoke("run", "-c", str(path), "a b")
@@ -334,9 +362,9 @@ def test_decoding_an_interleaved_model_matches_the_full_trace(seed: int) -> None
     last = run.steps[-1]
     full = trace_attention(" ".join(tokens), model=model, causal=True)
     for h in range(model.heads):
-        np.testing.assert_allclose(last.weights[h], full.stage("softmax", head=h).data[-1],
-                                   **FLOAT64)  # fmt: skip
-        np.testing.assert_allclose(last.output[h], full.stage("output", head=h).data[-1],
-                                   **FLOAT64)  # fmt: skip
+        np.testing.assert_allclose(
+            last.weights[h], full.stage("softmax", head=h).data[-1], **FLOAT64
+        )
+        np.testing.assert_allclose(last.output[h], full.stage("output", head=h).data[-1], **FLOAT64)
         g = h // model.group  # the K/V head query head h reads
         np.testing.assert_allclose(last.keys[g], full.stage("K_rope", head=h).data, **FLOAT64)

@@ -93,10 +93,28 @@ def same(a: float, b: float) -> bool:
 # Every class of float32 pattern: +/− zero, subnormals, normals, the largest, inf, NaN,
 # and the ties of bfloat16 (low 16 bits exactly 0x8000, kept part odd and even).
 CLASSES = [
-    0x00000000, 0x80000000, 0x00000001, 0x00008000, 0x00018000, 0x007FFFFF, 0x00800000,
-    0x3F800000, 0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF, 0x7F7F7FFF, 0x7F7F8000,
-    0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001,
-]  # fmt: skip
+    0x00000000,
+    0x80000000,
+    0x00000001,
+    0x00008000,
+    0x00018000,
+    0x007FFFFF,
+    0x00800000,
+    0x3F800000,
+    0x3F808000,
+    0x3F818000,
+    0x3F808001,
+    0x3F807FFF,
+    0x7F7F7FFF,
+    0x7F7F8000,
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x7F800000,
+    0xFF800000,
+    0x7FC00000,
+    0xFFC00001,
+    0x7F800001,
+]
 
 
 @pytest.mark.parametrize("pattern", CLASSES, ids=[f"{p:08x}" for p in CLASSES])
@@ -195,9 +213,7 @@ def test_a_bad_dtype_is_one_input_error() -> None:
         matmul_in([[1.0, 2.0]], [[1.0, 2.0]], "float16")
 
 
-@given(
-    st.floats(-1e6, 1e6, width=32), st.floats(-1e6, 1e6, width=32), st.sampled_from(LOW)
-)  # fmt: skip
+@given(st.floats(-1e6, 1e6, width=32), st.floats(-1e6, 1e6, width=32), st.sampled_from(LOW))
 def test_add_in_rounds_the_exact_sum_once(a: float, b: float, dtype: str) -> None:
     x, y = reference(a, dtype), reference(b, dtype)
     if math.isinf(x) or math.isinf(y):

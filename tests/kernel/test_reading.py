@@ -213,44 +213,81 @@ OVER_1_MIB = re.escape(
 )
 
 NOT_FILES = [
-    pytest.param("attntrace run cat -c /dev/zero",
-                 re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
-                 id="config-dev-zero"),
-    pytest.param("attntrace run cat -c /dev/urandom", f"/dev/urandom: {RANDOM_MODEL}",
-                 id="config-dev-urandom"),
-    pytest.param("attntrace decode cat -c /dev/zero",
-                 re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
-                 id="decode-config-dev-zero"),
-    pytest.param("ln -s /dev/zero model.yaml && attntrace run cat -c model.yaml",
-                 re.escape(f"model.yaml: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
-                 id="config-link-to-dev-zero"),
-    pytest.param("attntrace render /dev/zero",
-                 re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {TRACE_TEXT}"),
-                 id="render-dev-zero"),
-    pytest.param("attntrace render /dev/urandom", f"/dev/urandom: {RANDOM_TRACE}",
-                 id="render-dev-urandom"),
-    pytest.param("attntrace run cat -c - < /dev/zero",
-                 re.escape(f"stdin: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
-                 id="config-stdin-dev-zero"),
-    pytest.param("attntrace render - < /dev/urandom", f"stdin: {RANDOM_TRACE}",
-                 id="render-stdin-dev-urandom"),
-    pytest.param("ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c <(yes)",
-                 rf"/dev/fd/\d+: {OVER_1_MIB}", id="config-endless-pipe"),
-    pytest.param("mkfifo f && { yes > f & } && ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c f",
-                 rf"f: {OVER_1_MIB}", id="config-endless-fifo"),
-    pytest.param("yes | ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c -", rf"stdin: {OVER_1_MIB}",
-                 id="config-endless-stdin"),
-    pytest.param("yes | ATTNTRACE_MAX_FILE_MB=1 attntrace render -", rf"stdin: {OVER_1_MIB}",
-                 id="render-endless-stdin"),
-    pytest.param("yes x | head -c 2000000 > big && ATTNTRACE_MAX_FILE_MB=1 attntrace render - "
-                 "< big", re.escape("stdin: the file is 1.9 MiB, over the limit of 1 MiB (set "
-                                    "ATTNTRACE_MAX_FILE_MB to read larger files)"),
-                 id="render-stdin-regular-file-by-its-size"),
-    pytest.param("attntrace run cat -c - <&-", re.escape("stdin: is closed, nothing to read"),
-                 id="config-stdin-closed"),
-    pytest.param("attntrace render - <&-", re.escape("stdin: is closed, nothing to read"),
-                 id="render-stdin-closed"),
-]  # fmt: skip
+    pytest.param(
+        "attntrace run cat -c /dev/zero",
+        re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+        id="config-dev-zero",
+    ),
+    pytest.param(
+        "attntrace run cat -c /dev/urandom",
+        f"/dev/urandom: {RANDOM_MODEL}",
+        id="config-dev-urandom",
+    ),
+    pytest.param(
+        "attntrace decode cat -c /dev/zero",
+        re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+        id="decode-config-dev-zero",
+    ),
+    pytest.param(
+        "ln -s /dev/zero model.yaml && attntrace run cat -c model.yaml",
+        re.escape(f"model.yaml: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+        id="config-link-to-dev-zero",
+    ),
+    pytest.param(
+        "attntrace render /dev/zero",
+        re.escape(f"/dev/zero: binary data (a NUL byte at byte 0): {TRACE_TEXT}"),
+        id="render-dev-zero",
+    ),
+    pytest.param(
+        "attntrace render /dev/urandom", f"/dev/urandom: {RANDOM_TRACE}", id="render-dev-urandom"
+    ),
+    pytest.param(
+        "attntrace run cat -c - < /dev/zero",
+        re.escape(f"stdin: binary data (a NUL byte at byte 0): {MODEL_TEXT}"),
+        id="config-stdin-dev-zero",
+    ),
+    pytest.param(
+        "attntrace render - < /dev/urandom", f"stdin: {RANDOM_TRACE}", id="render-stdin-dev-urandom"
+    ),
+    pytest.param(
+        "ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c <(yes)",
+        rf"/dev/fd/\d+: {OVER_1_MIB}",
+        id="config-endless-pipe",
+    ),
+    pytest.param(
+        "mkfifo f && { yes > f & } && ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c f",
+        rf"f: {OVER_1_MIB}",
+        id="config-endless-fifo",
+    ),
+    pytest.param(
+        "yes | ATTNTRACE_MAX_FILE_MB=1 attntrace run cat -c -",
+        rf"stdin: {OVER_1_MIB}",
+        id="config-endless-stdin",
+    ),
+    pytest.param(
+        "yes | ATTNTRACE_MAX_FILE_MB=1 attntrace render -",
+        rf"stdin: {OVER_1_MIB}",
+        id="render-endless-stdin",
+    ),
+    pytest.param(
+        "yes x | head -c 2000000 > big && ATTNTRACE_MAX_FILE_MB=1 attntrace render - < big",
+        re.escape(
+            "stdin: the file is 1.9 MiB, over the limit of 1 MiB (set "
+            "ATTNTRACE_MAX_FILE_MB to read larger files)"
+        ),
+        id="render-stdin-regular-file-by-its-size",
+    ),
+    pytest.param(
+        "attntrace run cat -c - <&-",
+        re.escape("stdin: is closed, nothing to read"),
+        id="config-stdin-closed",
+    ),
+    pytest.param(
+        "attntrace render - <&-",
+        re.escape("stdin: is closed, nothing to read"),
+        id="render-stdin-closed",
+    ),
+]
 
 
 def run_capped(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -259,8 +296,9 @@ def run_capped(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     path = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     env = {**os.environ, "COLUMNS": "80", "PATH": path}
     script = f"trap 'kill $(jobs -p) 2>/dev/null' EXIT; ulimit -v {MEMORY_CAP_KB} && {command}"
-    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize(("command", "pattern"), NOT_FILES)
@@ -284,15 +322,24 @@ PIPED = [
     pytest.param(f"attntrace run cat -c <({SAMPLE}) --json", id="process-substitution"),
     pytest.param(f"{SAMPLE} | attntrace run cat -c - --json", id="config-stdin-yaml"),
     pytest.param(f"{SAMPLE}.json | attntrace run cat -c - --json", id="config-stdin-json"),
-    pytest.param(f"mkfifo f && {{ {SAMPLE} > f & }} && attntrace run cat -c f --json",
-                 id="fifo-with-a-writer"),
-    pytest.param(f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE}; }} > f & }} && "
-                 "attntrace run cat -c f --json", id="fifo-writer-silent-at-first"),
-    pytest.param(f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE} > f; }} & }} && "
-                 "attntrace run cat -c f --json", id="fifo-writer-comes-late"),
-    pytest.param(f"{SAMPLE} | while IFS= read -r line; do printf '%s\\n' \"$line\"; sleep 0.02; "
-                 "done | attntrace run cat -c - --json", id="stdin-fed-slowly"),
-]  # fmt: skip
+    pytest.param(
+        f"mkfifo f && {{ {SAMPLE} > f & }} && attntrace run cat -c f --json",
+        id="fifo-with-a-writer",
+    ),
+    pytest.param(
+        f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE}; }} > f & }} && attntrace run cat -c f --json",
+        id="fifo-writer-silent-at-first",
+    ),
+    pytest.param(
+        f"mkfifo f && {{ {{ sleep 0.5; {SAMPLE} > f; }} & }} && attntrace run cat -c f --json",
+        id="fifo-writer-comes-late",
+    ),
+    pytest.param(
+        f"{SAMPLE} | while IFS= read -r line; do printf '%s\\n' \"$line\"; sleep 0.02; "
+        "done | attntrace run cat -c - --json",
+        id="stdin-fed-slowly",
+    ),
+]
 
 
 @pytest.mark.parametrize("command", PIPED)

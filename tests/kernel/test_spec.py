@@ -190,8 +190,12 @@ def test_a_spec_error_names_the_models_file_once_where_it_has_one(
 ) -> None:
     """Every check of ModelSpec is located in its ``source`` by one wrapper, so each
     message starts with the file (or with the field, for a model made in Python)."""
-    given: dict[str, Any] = {"embeddings": {"a": np.ones(2)}, "WQ": np.eye(2),
-                             "WK": np.eye(2), "WV": np.eye(2)}  # fmt: skip
+    given: dict[str, Any] = {
+        "embeddings": {"a": np.ones(2)},
+        "WQ": np.eye(2),
+        "WK": np.eye(2),
+        "WV": np.eye(2),
+    }
     given.update(changes)
     with pytest.raises(InputError) as caught:
         ModelSpec(**given, source=source)

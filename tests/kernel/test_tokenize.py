@@ -30,5 +30,15 @@ def test_tokenize(sentence: str, tokens: list[str]) -> None:
 
 def test_the_it_animal_sentence() -> None:
     assert tokenize("The animal didn't cross the street because it was tired.") == [
-        "The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "tired", ".",
-    ]  # fmt: skip
+        "The",
+        "animal",
+        "didn't",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "tired",
+        ".",
+    ]

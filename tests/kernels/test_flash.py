@@ -31,8 +31,7 @@ def hidden(i: int, j: int, n: int, m: int, causal: bool) -> bool:
 
 def loop_scores(Q: Matrix, K: Matrix) -> list[list[float]]:
     d = len(Q[0])
-    return [[sum(float(q[t]) * float(k[t]) for t in range(d)) / math.sqrt(d) for k in K]
-            for q in Q]  # fmt: skip
+    return [[sum(float(q[t]) * float(k[t]) for t in range(d)) / math.sqrt(d) for k in K] for q in Q]
 
 
 def loop_state(
@@ -49,30 +48,41 @@ def loop_state(
         top = max((S[i][j] for j in seen), default=-math.inf)
         maxes.append(top)
         sums.append(sum(math.exp(S[i][j] - top) for j in seen))
-        outs.append([sum(math.exp(S[i][j] - top) * float(V[j][c]) for j in seen)
-                     for c in range(len(V[0]))])  # fmt: skip
+        outs.append(
+            [sum(math.exp(S[i][j] - top) * float(V[j][c]) for j in seen) for c in range(len(V[0]))]
+        )
     return maxes, sums, outs
 
 
 def loop_attention(Q: Matrix, K: Matrix, V: Matrix, causal: bool) -> list[list[float]]:
     """softmax(Q·Kᵀ/√d_k)·V; a row with no visible key is 0 (the kernels' guard)."""
     _, sums, outs = loop_state(Q, K, V, causal)
-    return [[x / total if total else 0.0 for x in row]
-            for row, total in zip(outs, sums, strict=True)]  # fmt: skip
+    return [
+        [x / total if total else 0.0 for x in row] for row, total in zip(outs, sums, strict=True)
+    ]
 
 
 shapes = st.tuples(
-    st.integers(1, 12), st.integers(1, 12), st.integers(1, 5), st.integers(1, 4),
-    st.integers(1, 14), st.integers(1, 14), st.booleans(), st.sampled_from([1, 2]),
+    st.integers(1, 12),
+    st.integers(1, 12),
+    st.integers(1, 5),
+    st.integers(1, 4),
+    st.integers(1, 14),
+    st.integers(1, 14),
+    st.booleans(),
+    st.sampled_from([1, 2]),
     st.integers(0, 2**32 - 1),
-)  # fmt: skip
+)
 
 
 def draw(n: int, m: int, d_k: int, d_v: int, seed: int) -> tuple[Matrix, Matrix, Matrix]:
     rng = np.random.default_rng(seed)
     scale = rng.choice([0.1, 1.0, 4.0])  # scores from flat rows to near one-hot ones
-    return (rng.normal(size=(n, d_k)) * scale, rng.normal(size=(m, d_k)) * scale,
-            rng.normal(size=(m, d_v)))  # fmt: skip
+    return (
+        rng.normal(size=(n, d_k)) * scale,
+        rng.normal(size=(m, d_k)) * scale,
+        rng.normal(size=(m, d_v)),
+    )
 
 
 # ------------------------------------------------------------------ the output
@@ -105,16 +115,26 @@ def test_each_tile_leaves_the_state_of_the_keys_seen_so_far(shape: tuple[int, ..
         if variant == 2:
             expected = outs[r0:r1]
         else:
-            expected = [[x / t if t else 0.0 for x in row]
-                        for row, t in zip(outs[r0:r1], sums[r0:r1], strict=True)]  # fmt: skip
+            expected = [
+                [x / t if t else 0.0 for x in row]
+                for row, t in zip(outs[r0:r1], sums[r0:r1], strict=True)
+            ]
         np.testing.assert_allclose(tile.output, expected, **FLASH)
-        for array in (tile.scores, tile.weights, tile.block_max, tile.rescale, tile.l_new,
-                      tile.output):  # fmt: skip
+        for array in (
+            tile.scores,
+            tile.weights,
+            tile.block_max,
+            tile.rescale,
+            tile.l_new,
+            tile.output,
+        ):
             assert array is None or not np.isnan(array).any()
         if not tile.skipped:
             assert tile.rescale is not None
-            expected_rescale = [0.0 if math.isinf(a) else math.exp(a - b)
-                                for a, b in zip(tile.m_old, tile.m_new, strict=True)]  # fmt: skip
+            expected_rescale = [
+                0.0 if math.isinf(a) else math.exp(a - b)
+                for a, b in zip(tile.m_old, tile.m_new, strict=True)
+            ]
             np.testing.assert_allclose(tile.rescale, expected_rescale, **FLASH)
 
 
@@ -136,14 +156,16 @@ def test_every_head_of_a_random_block_matches_its_trace(
 @pytest.mark.parametrize("causal", [False, True])
 def test_single_head_gqa_and_mqa_models(heads: int, kv_heads: int, causal: bool) -> None:
     for seed in range(5):
-        model, tokens, _ = random_block(seed, heads=heads, kv_heads=kv_heads, causal=causal,
-                                        cross=False)  # fmt: skip
+        model, tokens, _ = random_block(
+            seed, heads=heads, kv_heads=kv_heads, causal=causal, cross=False
+        )
         trace = trace_block(model, tokens)
         for h in range(heads):
             for variant in (1, 2):
                 record = flash_head(trace, h, 2, 3, variant)
-                np.testing.assert_allclose(record.output, trace.stage("output", head=h).data,
-                                           **FLASH)  # fmt: skip
+                np.testing.assert_allclose(
+                    record.output, trace.stage("output", head=h).data, **FLASH
+                )
 
 
 # ------------------------------------------------------------------ the tiles
@@ -166,8 +188,9 @@ def test_skipped_tiles_are_exactly_those_wholly_above_the_diagonal(
     assert [(t.i, t.j) for t in record.tiles] == order
     for tile in record.tiles:
         assert (tile.rows, tile.cols) == (rows[tile.i], cols[tile.j])
-        cells = [hidden(i, j, n, m, bool(causal)) for i in range(*tile.rows)
-                 for j in range(*tile.cols)]  # fmt: skip
+        cells = [
+            hidden(i, j, n, m, bool(causal)) for i in range(*tile.rows) for j in range(*tile.cols)
+        ]
         assert tile.skipped == all(cells)
         if tile.skipped:
             assert tile.scores is None
@@ -186,7 +209,13 @@ def test_a_causal_square_grid_skips_the_upper_triangle() -> None:
     record = flash(Q, K, V, block_q=2, block_k=2, causal=True)
     assert record.skipped == 6  # 4 × 4 tiles, 6 strictly above the diagonal
     assert [(t.i, t.j) for t in record.tiles if t.skipped] == [
-        (0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]  # fmt: skip
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 2),
+        (1, 3),
+        (2, 3),
+    ]
 
 
 def test_one_query_and_blocks_larger_than_the_input() -> None:
@@ -225,10 +254,16 @@ def test_the_record_is_read_only_and_prices_the_matrices_it_never_stored() -> No
 # ------------------------------------------------------------------ refusals
 
 
-@pytest.mark.parametrize(("field", "block_q", "block_k", "variant"), [
-    ("block_q", 0, 1, 2), ("block_q", -3, 1, 2), ("block_k", 1, 0, 1), ("variant", 1, 1, 3),
-    ("variant", 1, 1, 0),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "block_q", "block_k", "variant"),
+    [
+        ("block_q", 0, 1, 2),
+        ("block_q", -3, 1, 2),
+        ("block_k", 1, 0, 1),
+        ("variant", 1, 1, 3),
+        ("variant", 1, 1, 0),
+    ],
+)
 def test_bad_block_sizes_and_variants_are_refused(
     field: str, block_q: int, block_k: int, variant: int
 ) -> None:
@@ -267,9 +302,16 @@ def counted(n: int, d: int, M: int) -> tuple[int, int]:
     return standard, tiled
 
 
-@pytest.mark.parametrize(("n", "d", "sram"), [
-    (1024, 64, 100 * 1024), (1024, 64, 192 * 1024), (7, 3, 40), (1, 1, 2), (300, 128, 8192),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("n", "d", "sram"),
+    [
+        (1024, 64, 100 * 1024),
+        (1024, 64, 192 * 1024),
+        (7, 3, 40),
+        (1, 1, 2),
+        (300, 128, 8192),
+    ],
+)
 def test_hbm_traffic_counts_the_papers_algorithms(n: int, d: int, sram: int) -> None:
     traffic = hbm_traffic(n, d, sram)  # fp16: M = sram / 2 elements
     assert (traffic.standard, traffic.tiled) == counted(n, d, sram // 2)

@@ -157,8 +157,10 @@ def test_every_tile_and_the_output_against_loops(args: tuple[str, ...], variant:
                 assert tile["l_new"][a] == 0
 
 
-@pytest.mark.parametrize(("n_words", "bq", "bk"), [(6, 2, 2), (6, 4, 4), (6, 1, 3), (6, 3, 1),
-                                                   (1, 3, 3), (6, 10, 10), (5, 2, 3)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("n_words", "bq", "bk"),
+    [(6, 2, 2), (6, 4, 4), (6, 1, 3), (6, 3, 1), (1, 3, 3), (6, 10, 10), (5, 2, 3)],
+)
 def test_causal_skipped_counts_by_closed_form(n_words: int, bq: int, bk: int) -> None:
     sentence = WORDS[:n_words]
     document = flash_json("-s", "causal", *sentence, "--block-q", str(bq), "--block-k", str(bk))
@@ -174,14 +176,19 @@ def test_gqa_head_names_its_kv_head() -> None:
 
 
 def test_variants_one_and_two_give_the_same_output() -> None:
-    one, two = (flash_json("-s", "causal", "--block-q", "4", "--block-k", "3", "--variant", v)
-                for v in ("1", "2"))  # fmt: skip
+    one, two = (
+        flash_json("-s", "causal", "--block-q", "4", "--block-k", "3", "--variant", v)
+        for v in ("1", "2")
+    )
     np.testing.assert_allclose(one["output"], two["output"], **FLASH)
     np.testing.assert_allclose(one["l"], two["l"], **FLASH)
     # variant 1 keeps O normalised: its last tile of each row block is the output already
     for tile in one["tiles"]:
-        if tile["j"] == max(t["j"] for t in one["tiles"] if t["i"] == tile["i"] and
-                            not t["skipped"]) and not tile["skipped"]:  # fmt: skip
+        if (
+            tile["j"]
+            == max(t["j"] for t in one["tiles"] if t["i"] == tile["i"] and not t["skipped"])
+            and not tile["skipped"]
+        ):
             r0, r1 = tile["rows"]
             np.testing.assert_allclose(tile["output"], one["output"][r0:r1], **FLASH)
 
@@ -191,15 +198,21 @@ def traffic(n: int, d: int, sram: int) -> dict[str, int]:
     M = sram // 2
     b_c = math.ceil(M / (4 * d))
     t_c = math.ceil(n / b_c)
-    return {"n": n, "d": d, "standard": 4 * n * d + 4 * n * n,
-            "tiled": 2 * n * d + t_c * (3 * n * d + 4 * n), "block_q": min(b_c, d),
-            "block_k": b_c}  # fmt: skip
+    return {
+        "n": n,
+        "d": d,
+        "standard": 4 * n * d + 4 * n * n,
+        "tiled": 2 * n * d + t_c * (3 * n * d + 4 * n),
+        "block_q": min(b_c, d),
+        "block_k": b_c,
+    }
 
 
 @pytest.mark.parametrize("sram", [2, 1000, 196_608, 100 * 1024])
 def test_memory_by_the_papers_formulas(sram: int) -> None:
-    document = flash_json("-s", "it-animal", "--block-q", "4", "--block-k", "3", "--sram",
-                          str(sram))  # fmt: skip
+    document = flash_json(
+        "-s", "it-animal", "--block-q", "4", "--block-k", "3", "--sram", str(sram)
+    )
     n, d_k = len(document["tokens"]), document["model"]["d_k"]
     memory = document["memory"]
     assert memory["standard_bytes"] == 2 * n * n * 8
@@ -228,8 +241,9 @@ def _causal_head(n: int) -> tuple[Any, Any, Any, Any]:
 def test_the_final_state_is_every_rows_max_and_sum(n: int, bq: int, bk: int, variant: str) -> None:
     """Property: whatever the blocks, m ends as the row max and ℓ as Σ exp(s − m)."""
     words = WORDS[:n]
-    document = flash_json("-s", "causal", *words, "--block-q", str(bq), "--block-k", str(bk),
-                          "--variant", variant)  # fmt: skip
+    document = flash_json(
+        "-s", "causal", *words, "--block-q", str(bq), "--block-k", str(bk), "--variant", variant
+    )
     Q, K, _, maxes = _causal_head(n)
     np.testing.assert_allclose(document["m"], maxes, **FLASH)
     d = len(Q[0])

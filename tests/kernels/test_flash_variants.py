@@ -28,12 +28,25 @@ def _model(seed: int, alibi: bool = False, **options: Any) -> ModelSpec:
         rng = np.random.default_rng(seed)
         options["q_norm"] = rng.normal(size=base.d_k)
         options["k_norm"] = rng.normal(size=base.d_k)
-    return replace(base, causal=True, variants=Variants(**options),
-                   positions="alibi" if alibi else base.positions)  # fmt: skip
+    return replace(
+        base,
+        causal=True,
+        variants=Variants(**options),
+        positions="alibi" if alibi else base.positions,
+    )
 
 
-def _loop(Q: Any, K: Any, V: Any, *, window: int | None, sinks: int, slope: float | None,
-          softcap: float | None, sink: float | None) -> list[list[float]]:  # fmt: skip
+def _loop(
+    Q: Any,
+    K: Any,
+    V: Any,
+    *,
+    window: int | None,
+    sinks: int,
+    slope: float | None,
+    softcap: float | None,
+    sink: float | None,
+) -> list[list[float]]:
     """softmax over each query's visible keys, with every variant, by plain loops."""
     rows = []
     for i in range(len(Q)):
@@ -50,8 +63,12 @@ def _loop(Q: Any, K: Any, V: Any, *, window: int | None, sinks: int, slope: floa
         top = max([*logits.values(), *([] if sink is None else [sink])])
         total = sum(math.exp(x - top) for x in logits.values())
         total += 0.0 if sink is None else math.exp(sink - top)
-        rows.append([sum(math.exp(logits[j] - top) / total * V[j][c] for j in logits)
-                     for c in range(len(V[0]))])  # fmt: skip
+        rows.append(
+            [
+                sum(math.exp(logits[j] - top) / total * V[j][c] for j in logits)
+                for c in range(len(V[0]))
+            ]
+        )
     return rows
 
 
@@ -62,9 +79,15 @@ CASES: dict[str, dict[str, Any]] = {
     "qk_norm": {"qk_norm": True, "weights": True},
     "softcap": {"softcap": 1.5},
     "sink_logit": {"sink_logit": 0.4},
-    "everything": {"window": 3, "sinks": 1, "alibi": True, "qk_norm": True, "softcap": 2.0,
-                   "sink_logit": -0.3},
-}  # fmt: skip
+    "everything": {
+        "window": 3,
+        "sinks": 1,
+        "alibi": True,
+        "qk_norm": True,
+        "softcap": 2.0,
+        "sink_logit": -0.3,
+    },
+}
 
 
 @pytest.mark.parametrize("variant", [1, 2])
@@ -83,9 +106,16 @@ def test_flash_equals_the_trace_and_the_loop(seed: int, case: str, variant: int)
         q, k = trace.model.score_inputs
         Q, K, V = (trace.stage(name, head=head).data.tolist() for name in (q, k, "V"))
         sinks = var.sink_logits(model.heads)
-        loop = _loop(Q, K, V, window=var.window, sinks=var.sinks,
-                     slope=var.slopes(model.heads)[head] if alibi else None,
-                     softcap=var.softcap, sink=None if sinks is None else sinks[head])  # fmt: skip
+        loop = _loop(
+            Q,
+            K,
+            V,
+            window=var.window,
+            sinks=var.sinks,
+            slope=var.slopes(model.heads)[head] if alibi else None,
+            softcap=var.softcap,
+            sink=None if sinks is None else sinks[head],
+        )
         np.testing.assert_allclose(report.record.output, np.array(loop), **FLOAT64)
         if sinks is not None:
             assert report.record.sink is not None
@@ -93,16 +123,18 @@ def test_flash_equals_the_trace_and_the_loop(seed: int, case: str, variant: int)
             np.testing.assert_allclose(report.record.sink, expected, **FLOAT64)
 
 
-@given(st.integers(1, 12), st.integers(1, 6), st.integers(0, 3), st.integers(1, 4),
-       st.integers(1, 4))  # fmt: skip
+@given(
+    st.integers(1, 12), st.integers(1, 6), st.integers(0, 3), st.integers(1, 4), st.integers(1, 4)
+)
 @settings(max_examples=60, deadline=None)
 def test_a_tile_is_skipped_exactly_when_every_cell_is_hidden(
     n: int, window: int, sinks: int, block_q: int, block_k: int
 ) -> None:
     rng = np.random.default_rng(n)
     Q, K, V = rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=(n, 3))
-    record = flash(Q, K, V, block_q=block_q, block_k=block_k, causal=True, window=window,
-                   sinks=sinks)  # fmt: skip
+    record = flash(
+        Q, K, V, block_q=block_q, block_k=block_k, causal=True, window=window, sinks=sinks
+    )
     for tile in record.tiles:
         (r0, r1), (c0, c1) = tile.rows, tile.cols
         cells = [(i, j) for i in range(r0, r1) for j in range(c0, c1)]
@@ -143,5 +175,4 @@ def test_flash_json_says_why_each_tile_was_skipped_and_the_sinks_share() -> None
     assert whys.count(FUTURE) == 6
     assert whys.count(OUT_OF_WINDOW) == 3
     assert all("why" not in tile for tile in document["tiles"] if not tile["skipped"])
-    np.testing.assert_allclose(document["sink"], trace.stage("sink", head=0).data[:, 0],
-                               **FLOAT64)  # fmt: skip
+    np.testing.assert_allclose(document["sink"], trace.stage("sink", head=0).data[:, 0], **FLOAT64)

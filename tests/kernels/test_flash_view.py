@@ -33,8 +33,9 @@ def test_every_tile_is_drawn_and_nothing_is_wider_than_the_terminal(columns: int
     out = flash_view("-s", "causal", columns=columns)
     assert widest(out) <= columns
     headings = re.findall(r"^tile \((\d), (\d)\)(.*)$", out, flags=re.MULTILINE)
-    assert [(int(i), int(j)) for i, j, _ in headings] == [(i, j) for i in range(3)
-                                                          for j in range(3)]  # fmt: skip
+    assert [(int(i), int(j)) for i, j, _ in headings] == [
+        (i, j) for i in range(3) for j in range(3)
+    ]
     skipped = [(i, j) for i, j, rest in headings if "skipped: every key after every query" in rest]
     assert skipped == [("0", "1"), ("0", "2"), ("1", "2")]
     assert "tile (1, 0): queries 'sat' 'on' (2–3) × keys 'the#0' 'cat' (0–1)" in out
@@ -81,8 +82,20 @@ def test_the_memory_story(sram: int) -> None:
 
 
 def test_precision_and_columns_cut_the_tables_as_runs_do() -> None:
-    out = flash_view("-s", "it-animal", "--block-q", "9", "--block-k", "9", "--precision", "2",
-                     "--max-cols", "4", "--max-rows", "4")  # fmt: skip
+    out = flash_view(
+        "-s",
+        "it-animal",
+        "--block-q",
+        "9",
+        "--block-k",
+        "9",
+        "--precision",
+        "2",
+        "--max-cols",
+        "4",
+        "--max-rows",
+        "4",
+    )
     assert "showing 4 of 9 rows and 4 of 9 columns" in out
     assert not re.search(r"\d\.\d{3}", out.split("tile (0, 0)")[1].split("O_i")[0])
 
@@ -92,11 +105,15 @@ def big_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """512 tokens of a random causal model, d_k = 64."""
     rng = np.random.default_rng(0)
     vocab = {f"w{i}": rng.normal(size=64).round(4).tolist() for i in range(512)}
-    weights = {name: (rng.normal(size=(64, 64)) / 8).round(4).tolist()
-               for name in ("WQ", "WK", "WV")}  # fmt: skip
+    weights = {
+        name: (rng.normal(size=(64, 64)) / 8).round(4).tolist() for name in ("WQ", "WK", "WV")
+    }
     path = tmp_path_factory.mktemp("flash") / "big.json"
-    path.write_text(json.dumps({"embeddings": vocab, "weights": weights, "causal": True,
-                                "sentence": " ".join(vocab)}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {"embeddings": vocab, "weights": weights, "causal": True, "sentence": " ".join(vocab)}
+        )
+    )
     return path
 
 
@@ -126,11 +143,16 @@ def test_max_rows_0_lists_every_tile_and_max_tiles_0_draws_them(big_model: Path)
 
 
 def test_tokens_never_reach_the_terminal_raw() -> None:
-    model = ('embeddings: {"a\\e[31mX": [1, 0], b: [0, 1]}\nweights: {WQ: [[1, 0], [0, 1]], '
-             'WK: [[1, 0], [0, 1]], WV: [[1, 2], [3, 4]]}\nsentence: "a\\e[31mX b"\n')  # fmt: skip
+    model = (
+        'embeddings: {"a\\e[31mX": [1, 0], b: [0, 1]}\nweights: {WQ: [[1, 0], [0, 1]], '
+        'WK: [[1, 0], [0, 1]], WV: [[1, 2], [3, 4]]}\nsentence: "a\\e[31mX b"\n'
+    )
     for extra in ((), ("--step",)):
-        result = invoke("flash", "-c", "-", *extra, input=model) if not extra else invoke(
-            "flash", "-s", "causal", "--step", input="q\n")  # fmt: skip
+        result = (
+            invoke("flash", "-c", "-", *extra, input=model)
+            if not extra
+            else invoke("flash", "-s", "causal", "--step", input="q\n")
+        )
         assert result.exit_code == 0, result.stderr
         assert "\x1b" not in result.stdout
     assert "a\\x1b[31mX" in invoke("flash", "-c", "-", input=model).stdout

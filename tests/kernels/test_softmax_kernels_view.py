@@ -24,8 +24,13 @@ REVERSE = re.compile(r"\x1b\[(?:[0-9]+;)*7(?:;[0-9]+)*m")  # an SGR with 7: reve
 
 def drawn(renderable: RenderableType, width: int = 80, *, styled: bool = False) -> str:
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=styled, no_color=True,
-                      color_system="standard" if styled else None)  # fmt: skip
+    console = Console(
+        file=out,
+        width=width,
+        force_terminal=styled,
+        no_color=True,
+        color_system="standard" if styled else None,
+    )
     console.print(renderable, crop=False)
     return out.getvalue()
 
@@ -61,22 +66,36 @@ def test_nothing_runs_past_80_columns(renderable: RenderableType) -> None:
 
 def test_the_header_names_the_dtype() -> None:
     assert "in bfloat16: every value and every step rounded to bfloat16" in drawn(
-        walkthrough(walk_in(ARTICLE, "bfloat16"), 2))  # fmt: skip
+        walkthrough(walk_in(ARTICLE, "bfloat16"), 2)
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(162754.79141900392, "162,755"), (65504.0, "65,504"), (119744.0, "119,744"),
-     (4.4896128191743455e38, "4.49e38"), (70000.0, "70,000"), (12.5, "12.50")],
-)  # fmt: skip
+    [
+        (162754.79141900392, "162,755"),
+        (65504.0, "65,504"),
+        (119744.0, "119,744"),
+        (4.4896128191743455e38, "4.49e38"),
+        (70000.0, "70,000"),
+        (12.5, "12.50"),
+    ],
+)
 def test_sizes_in_a_sentence(value: float, text: str) -> None:
     assert amount(value) == text
 
 
 @pytest.mark.parametrize(
     ("difference", "bound"),
-    [(0.0, "≤ 1e-15"), (1.1e-16, "≤ 1e-15"), (2.2e-16, "≤ 1e-15"), (1e-15, "≤ 1e-15"),
-     (3.4e-13, "≤ 1e-12"), (1e-12, "≤ 1e-12"), (2e-12, "≤ 1e-11")],
-)  # fmt: skip
+    [
+        (0.0, "≤ 1e-15"),
+        (1.1e-16, "≤ 1e-15"),
+        (2.2e-16, "≤ 1e-15"),
+        (1e-15, "≤ 1e-15"),
+        (3.4e-13, "≤ 1e-12"),
+        (1e-12, "≤ 1e-12"),
+        (2e-12, "≤ 1e-11"),
+    ],
+)
 def test_the_agreement_is_a_power_of_ten_bound(difference: float, bound: str) -> None:
     assert difference_bound(difference) == bound

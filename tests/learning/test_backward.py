@@ -53,8 +53,14 @@ def rotation(position: int, width: int, base: float, pairing: str) -> Array:
 def params_of(model: ModelSpec, tokens: list[str], context: list[str] | None) -> dict[str, Any]:
     trace = trace_block(model, tokens, context)
     params: dict[str, Any] = {name: model.bias(name) for name in ("bQ", "bK", "bV", "bO")}
-    params.update(WQ=model.WQ, WK=model.WK, WV=model.WV, WO=model.WO, X=trace["X"].data,
-                  X_context=trace["X_context"].data if context else None)  # fmt: skip
+    params.update(
+        WQ=model.WQ,
+        WK=model.WK,
+        WV=model.WV,
+        WO=model.WO,
+        X=trace["X"].data,
+        X_context=trace["X_context"].data if context else None,
+    )
     return params
 
 
@@ -115,9 +121,12 @@ def paired_with(upstream: Array) -> Objective:
 
 
 def check_against_finite_differences(
-    model: ModelSpec, tokens: list[str], context: list[str] | None, grads: Gradients,
+    model: ModelSpec,
+    tokens: list[str],
+    context: list[str] | None,
+    grads: Gradients,
     objective: Objective,
-) -> None:  # fmt: skip
+) -> None:
     p = params_of(model, tokens, context)
     loss = objective(*forward(model, p, {}))
 
@@ -134,13 +143,21 @@ def check_against_finite_differences(
                 assert name.endswith("_rope")
                 assert model.position_kind != "rope"
                 continue
-            assert_close_to(finite_difference(gradient.shape, at_point((name, hg.head))),
-                            gradient, loss, f"d_{name} (head {hg.head})")  # fmt: skip
+            assert_close_to(
+                finite_difference(gradient.shape, at_point((name, hg.head))),
+                gradient,
+                loss,
+                f"d_{name} (head {hg.head})",
+            )
     for kv in grads.kv_heads:
         for name in ("K", "V"):
             gradient = getattr(kv, "d_" + name)
-            assert_close_to(finite_difference(gradient.shape, at_point((f"{name}_kv", kv.kv_head))),
-                            gradient, loss, f"d_{name} (K/V head {kv.kv_head})")  # fmt: skip
+            assert_close_to(
+                finite_difference(gradient.shape, at_point((f"{name}_kv", kv.kv_head))),
+                gradient,
+                loss,
+                f"d_{name} (K/V head {kv.kv_head})",
+            )
     for name in PARAMS:
         gradient = getattr(grads, "d_" + name)
         if p[name] is None:
@@ -152,8 +169,12 @@ def check_against_finite_differences(
         )
     for name, gradient in (("concat", grads.d_concat), ("projected", grads.d_projected)):
         if gradient is not None:
-            assert_close_to(finite_difference(gradient.shape, at_point((name, None))),
-                            gradient, loss, f"d_{name}")  # fmt: skip
+            assert_close_to(
+                finite_difference(gradient.shape, at_point((name, None))),
+                gradient,
+                loss,
+                f"d_{name}",
+            )
 
 
 @EXAMPLES
@@ -185,9 +206,12 @@ def test_every_gradient_of_the_attend_loss_matches_finite_differences(
     assert loss.value == pytest.approx(-sum(math.log(w) for w in weights), rel=1e-12)
     grads = grad_block(model, tokens, context, d_softmax=loss.d_softmax)
     check_against_finite_differences(
-        model, tokens, context, grads,
+        model,
+        tokens,
+        context,
+        grads,
         lambda _, softmaxes: -sum(math.log(softmaxes[h][row, col]) for h in chosen),
-    )  # fmt: skip
+    )
 
 
 @EXAMPLES
@@ -197,9 +221,9 @@ def test_every_gradient_of_the_mse_loss_matches_finite_differences(seed: int) ->
     out = trace_block(model, tokens, context)[block_output_name(model)].data
     target = np.random.default_rng(seed).normal(size=out.shape)
     loss = mse_loss(out, target)
-    assert loss.value == pytest.approx(sum((a - b) ** 2 for a, b in
-                                           zip(out.flat, target.flat, strict=True)) / out.size,
-                                       rel=1e-12)  # fmt: skip
+    assert loss.value == pytest.approx(
+        sum((a - b) ** 2 for a, b in zip(out.flat, target.flat, strict=True)) / out.size, rel=1e-12
+    )
     grads = grad_block(model, tokens, context, d_output=loss.d_output)
     check_against_finite_differences(
         model,
@@ -219,9 +243,15 @@ def test_every_kind_of_block_is_among_the_finite_difference_checks() -> None:
         {"heads": 3, "kv_heads": 1},
         {"heads": 2, "cross": True, "biases": True, "wo": True},
         {"heads": 2, "cross": False, "rope": True, "rope_pairing": "half", "biases": True},
-        {"heads": 2, "kv_heads": 1, "cross": False, "rope": True,
-         "rope_pairing": "interleaved", "causal": True},
-    ]  # fmt: skip
+        {
+            "heads": 2,
+            "kv_heads": 1,
+            "cross": False,
+            "rope": True,
+            "rope_pairing": "interleaved",
+            "causal": True,
+        },
+    ]
     for seed, fixed in enumerate(kinds):
         model, tokens, context = random_block(seed, **fixed)
         trace = trace_block(model, tokens, context)
@@ -237,8 +267,11 @@ def test_positions_and_a_given_x_are_differentiated_at_x() -> None:
     model, tokens, _ = random_block(11, heads=2, cross=False, rope=False, causal=True, wo=True)
     learned = np.random.default_rng(11).normal(size=(len(tokens), model.d_model))
     x = np.random.default_rng(12).normal(size=(len(tokens), model.d_model))
-    for changed in (replace(model, positions="sinusoidal"), replace(model, positions=learned),
-                    replace(model, given=GivenInputs(x, "X = given"))):  # fmt: skip
+    for changed in (
+        replace(model, positions="sinusoidal"),
+        replace(model, positions=learned),
+        replace(model, given=GivenInputs(x, "X = given")),
+    ):
         trace = trace_block(changed, tokens)
         upstream = np.random.default_rng(13).normal(size=trace["projected"].shape)
         grads = grad_block(changed, tokens, d_output=upstream)
@@ -249,8 +282,9 @@ def test_positions_and_a_given_x_are_differentiated_at_x() -> None:
 @given(st.integers(0, 2**32 - 1))
 def test_masked_cells_get_exactly_zero_gradient(seed: int) -> None:
     model, tokens, _ = random_block(seed, causal=True, cross=False)
-    upstream = np.random.default_rng(seed).normal(size=trace_block(model, tokens)[
-        block_output_name(model)].shape)  # fmt: skip
+    upstream = np.random.default_rng(seed).normal(
+        size=trace_block(model, tokens)[block_output_name(model)].shape
+    )
     grads = grad_block(model, tokens, d_output=upstream)
     n = len(tokens)
     for hg in grads.heads:
@@ -265,8 +299,9 @@ def test_masked_cells_get_exactly_zero_gradient(seed: int) -> None:
 def test_a_kv_heads_gradient_is_the_sum_over_its_query_heads(seed: int) -> None:
     model, tokens, context = random_block(seed, heads=4, kv_heads=2)
     shape = trace_block(model, tokens, context)[block_output_name(model)].shape
-    grads = grad_block(model, tokens, context,
-                       d_output=np.random.default_rng(seed).normal(size=shape))  # fmt: skip
+    grads = grad_block(
+        model, tokens, context, d_output=np.random.default_rng(seed).normal(size=shape)
+    )
     for kv in grads.kv_heads:
         group = [hg for hg in grads.heads if hg.head // 2 == kv.kv_head]
         assert len(group) == 2
@@ -284,25 +319,38 @@ def test_the_softmax_backward_is_the_jacobian_times_dA_row_by_row(seed: int) -> 
     model, tokens, context = random_block(seed)
     trace = trace_block(model, tokens, context)
     shape = trace[block_output_name(model)].shape
-    grads = grad_block(model, tokens, context,
-                       d_output=np.random.default_rng(seed).normal(size=shape))  # fmt: skip
+    grads = grad_block(
+        model, tokens, context, d_output=np.random.default_rng(seed).normal(size=shape)
+    )
     for hg in grads.heads:
         weights = trace.stage("softmax", head=hg.head).data
         for i, a in enumerate(weights):
             m = len(a)
-            jacobian = [[(a[r] if r == c else 0.0) - a[r] * a[c] for c in range(m)]
-                        for r in range(m)]  # fmt: skip
-            expected = [sum(jacobian[r][c] * hg.d_softmax[i, c] for c in range(m))
-                        for r in range(m)]  # fmt: skip
+            jacobian = [
+                [(a[r] if r == c else 0.0) - a[r] * a[c] for c in range(m)] for r in range(m)
+            ]
+            expected = [
+                sum(jacobian[r][c] * hg.d_softmax[i, c] for c in range(m)) for r in range(m)
+            ]
             np.testing.assert_allclose(hg.d_scaled[i], expected, **FLOAT64)
 
 
 def test_gradients_are_read_only() -> None:
     model, tokens, context = random_block(3, heads=2, wo=True, biases=True)
-    grads = grad_block(model, tokens, context, d_output=np.ones(
-        trace_block(model, tokens, context)["projected"].shape))  # fmt: skip
-    for array in (grads.d_X, grads.d_WQ, grads.d_WO, grads.heads[0].d_scaled, grads.d_bQ,
-                  grads.kv_heads[0].d_WK):  # fmt: skip
+    grads = grad_block(
+        model,
+        tokens,
+        context,
+        d_output=np.ones(trace_block(model, tokens, context)["projected"].shape),
+    )
+    for array in (
+        grads.d_X,
+        grads.d_WQ,
+        grads.d_WO,
+        grads.heads[0].d_scaled,
+        grads.d_bQ,
+        grads.kv_heads[0].d_WK,
+    ):
         assert array is not None
         assert not array.flags.writeable
 
@@ -352,8 +400,10 @@ def test_torch_autograd_agrees_where_it_is_installed() -> None:
     for seed in range(12):
         model, tokens, context = random_block(seed, rope=False)
         p = params_of(model, tokens, context)
-        t: dict[str, Any] = {k: None if v is None else torch.tensor(np.array(v), requires_grad=True)
-             for k, v in p.items()}  # fmt: skip
+        t: dict[str, Any] = {
+            k: None if v is None else torch.tensor(np.array(v), requires_grad=True)
+            for k, v in p.items()
+        }
         keys = t["X"] if t["X_context"] is None else t["X_context"]
         n, m = t["X"].shape[0], keys.shape[0]
         d_k, d_v, group = model.d_k, model.d_v, model.heads // model.n_kv_heads
@@ -367,8 +417,11 @@ def test_torch_autograd_agrees_where_it_is_installed() -> None:
                 bias = t["b" + name[1]]
                 return out if bias is None else out + bias[cols]
 
-            Q, K, V = project("WQ", t["X"], h, d_k), project("WK", keys, g, d_k), \
-                project("WV", keys, g, d_v)  # fmt: skip
+            Q, K, V = (
+                project("WQ", t["X"], h, d_k),
+                project("WK", keys, g, d_k),
+                project("WV", keys, g, d_v),
+            )
             scaled = Q @ K.T / math.sqrt(d_k)
             if model.causal:
                 hidden = torch.ones(n, m, dtype=torch.bool).triu(1 + m - n)
@@ -382,5 +435,6 @@ def test_torch_autograd_agrees_where_it_is_installed() -> None:
         grads = grad_block(model, tokens, context, d_output=upstream)
         for name, tensor in t.items():
             if tensor is not None:
-                np.testing.assert_allclose(getattr(grads, "d_" + name),
-                                           tensor.grad.numpy(), **FLOAT64)  # fmt: skip
+                np.testing.assert_allclose(
+                    getattr(grads, "d_" + name), tensor.grad.numpy(), **FLOAT64
+                )

@@ -61,11 +61,14 @@ def check_gradients(
 ) -> Gradients:
     """grad_block equals the oracle in every field; returns it for more checks."""
     found = grad_block(
-        model, tokens, context,
+        model,
+        tokens,
+        context,
         d_output=None if d_block is None else np.array(d_block),
-        d_softmax=None if d_softmax is None else [
-            None if d is None else np.array(d) for d in d_softmax],
-    )  # fmt: skip
+        d_softmax=None
+        if d_softmax is None
+        else [None if d is None else np.array(d) for d in d_softmax],
+    )
     want = oracle(model, tokens, context, d_block, d_softmax)
     size = oracle(model, tokens, context, d_block, d_softmax, magnitudes=True)
     keys_in = rows_of(model, context) if context else rows_of(model, tokens)
@@ -93,20 +96,30 @@ def check_query_heads(
             else:
                 assert getattr(head, name) is None, f"head {h} {name} without RoPE"
         # the head's block of d_WQ, and its contributions to its K/V head's weights
-        assert_equal(head.d_WQ, columns(want["d_WQ"], h * d_k, d_k),
-                     columns(size["d_WQ"], h * d_k, d_k), f"head {h} d_WQ")  # fmt: skip
+        assert_equal(
+            head.d_WQ,
+            columns(want["d_WQ"], h * d_k, d_k),
+            columns(size["d_WQ"], h * d_k, d_k),
+            f"head {h} d_WQ",
+        )
         for name, grad in (("d_WK", "d_K"), ("d_WV", "d_V")):
-            assert_equal(getattr(head, name), transposed_product(keys_in, want[grad][h]),
-                         transposed_product(abs_keys, size[grad][h]),
-                         f"head {h} {name}")  # fmt: skip
+            assert_equal(
+                getattr(head, name),
+                transposed_product(keys_in, want[grad][h]),
+                transposed_product(abs_keys, size[grad][h]),
+                f"head {h} {name}",
+            )
         for bias, grad in (("bQ", "d_Q"), ("bK", "d_K"), ("bV", "d_V")):
             value = getattr(head, f"d_{bias}")
             if bias not in model.biases:
                 assert value is None, f"head {h} d_{bias} without {bias}"
                 continue
-            assert_equal(value, [sum(col) for col in zip(*want[grad][h], strict=True)],
-                         [sum(col) for col in zip(*size[grad][h], strict=True)],
-                         f"head {h} d_{bias}")  # fmt: skip
+            assert_equal(
+                value,
+                [sum(col) for col in zip(*want[grad][h], strict=True)],
+                [sum(col) for col in zip(*size[grad][h], strict=True)],
+                f"head {h} d_{bias}",
+            )
 
 
 def check_kv_heads(
@@ -124,9 +137,12 @@ def check_kv_heads(
             if want.get(name) is None and name.startswith("d_b"):
                 assert getattr(kv, name) is None, f"K/V head {g} {name} without its bias"
                 continue
-            assert_equal(getattr(kv, name), columns(want[name], g * width, width),
-                         columns(size[name], g * width, width),
-                         f"K/V head {g} {name}")  # fmt: skip
+            assert_equal(
+                getattr(kv, name),
+                columns(want[name], g * width, width),
+                columns(size[name], g * width, width),
+                f"K/V head {g} {name}",
+            )
 
 
 def check_whole_model(
@@ -237,8 +253,12 @@ def check_trace(
     assert all(name in GRAD_ORDER for name, _, _ in listed)
     for stage in traced.stages:
         what = f"{stage.name} head {stage.head} K/V head {stage.kv_head}"
-        assert_equal(stage.data, oracle_stage(want, stage.name, stage.head, stage.kv_head),
-                     oracle_stage(size, stage.name, stage.head, stage.kv_head), what)  # fmt: skip
+        assert_equal(
+            stage.data,
+            oracle_stage(want, stage.name, stage.head, stage.kv_head),
+            oracle_stage(size, stage.name, stage.head, stage.kv_head),
+            what,
+        )
         assert (len(stage.rows), len(stage.cols)) == stage.data.shape, what
         mirror = traced.mirror(stage)
         if mirror is not None:
@@ -247,8 +267,9 @@ def check_trace(
     group = model.group
     assert dict(traced.summed) == (
         {g: tuple(range(g * group, (g + 1) * group)) for g in range(model.n_kv_heads)}
-        if group > 1 else {}
-    )  # fmt: skip
+        if group > 1
+        else {}
+    )
     if objective.kind == "attend":  # the attend loss reads the softmax alone
         silent = {"d_output", "d_V", "d_WV", "d_bV", "d_projected", "d_WO", "d_bO", "d_concat"}
         for stage in traced.stages:
@@ -282,16 +303,43 @@ def test_random_models_losses_match_the_loops(seed: int, mse: bool, one_head: bo
         check_trace(with_target(model, tokens, seed), tokens, context, Objective("mse"))
     else:
         head = seed % model.heads if one_head else None
-        check_trace(model, tokens, context,
-                    attend_objective(tokens, context, model.causal, seed, head))  # fmt: skip
+        check_trace(
+            model, tokens, context, attend_objective(tokens, context, model.causal, seed, head)
+        )
 
 
 def test_the_contracts_table_order() -> None:
     """GRAD_ORDER is docs/learning.md's table, row by row."""
-    table = ["d_projected", "d_WO", "d_bO", "d_concat", "d_output", "d_V", "d_softmax",
-             "d_sink_logit", "d_capped", "d_biased", "d_scaled", "d_scores", "d_Q_rope",
-             "d_K_rope", "d_Q_norm", "d_K_norm", "d_Q", "d_K", "d_WQ", "d_bQ", "d_WK", "d_bK",
-             "d_WV", "d_bV", "d_q_norm", "d_k_norm", "d_X", "d_X_context"]  # fmt: skip
+    table = [
+        "d_projected",
+        "d_WO",
+        "d_bO",
+        "d_concat",
+        "d_output",
+        "d_V",
+        "d_softmax",
+        "d_sink_logit",
+        "d_capped",
+        "d_biased",
+        "d_scaled",
+        "d_scores",
+        "d_Q_rope",
+        "d_K_rope",
+        "d_Q_norm",
+        "d_K_norm",
+        "d_Q",
+        "d_K",
+        "d_WQ",
+        "d_bQ",
+        "d_WK",
+        "d_bK",
+        "d_WV",
+        "d_bV",
+        "d_q_norm",
+        "d_k_norm",
+        "d_X",
+        "d_X_context",
+    ]
     assert list(GRAD_ORDER) == table
 
 
@@ -318,28 +366,47 @@ def test_the_oracle_is_the_forwards_derivative(index: int) -> None:
     assert d_block is not None
     assert d_softmax is not None
     options: dict[str, Any] = {
-        "heads": model.heads, "kv_heads": model.n_kv_heads, "causal": model.causal,
+        "heads": model.heads,
+        "kv_heads": model.n_kv_heads,
+        "causal": model.causal,
         "rope_base": model.rope_base if model.position_kind == "rope" else None,
         "rope_pairing": model.rope_pairing,
-    }  # fmt: skip
+    }
     params: dict[str, Any] = {
-        "x": rows_of(model, tokens), "wq": model.WQ.tolist(), "wk": model.WK.tolist(),
-        "wv": model.WV.tolist(), "context": rows_of(model, context) if context else None,
+        "x": rows_of(model, tokens),
+        "wq": model.WQ.tolist(),
+        "wk": model.WK.tolist(),
+        "wv": model.WV.tolist(),
+        "context": rows_of(model, context) if context else None,
         "wo": model.WO.tolist() if model.WO is not None else None,
         "biases": {name: [[float(v) for v in b]] for name, b in model.biases.items()},
-    }  # fmt: skip
+    }
 
     def loss(p: dict[str, Any]) -> float:
         biases = {name: rows[0] for name, rows in p["biases"].items()}
-        f = naive_block(p["x"], p["wq"], p["wk"], p["wv"], context=p["context"], wo=p["wo"],
-                        biases=biases, **options)  # fmt: skip
+        f = naive_block(
+            p["x"],
+            p["wq"],
+            p["wk"],
+            p["wv"],
+            context=p["context"],
+            wo=p["wo"],
+            biases=biases,
+            **options,
+        )
         out = f["projected"] if p["wo"] is not None else f["concat"]
-        total = math.fsum(g * o for gr, orow in zip(d_block, out, strict=True)
-                          for g, o in zip(gr, orow, strict=True))  # fmt: skip
+        total = math.fsum(
+            g * o
+            for gr, orow in zip(d_block, out, strict=True)
+            for g, o in zip(gr, orow, strict=True)
+        )
         for h, d in enumerate(d_softmax):
             if d is not None:
-                total += math.fsum(g * a for gr, arow in zip(d, f["softmax"][h], strict=True)
-                                   for g, a in zip(gr, arow, strict=True))  # fmt: skip
+                total += math.fsum(
+                    g * a
+                    for gr, arow in zip(d, f["softmax"][h], strict=True)
+                    for g, a in zip(gr, arow, strict=True)
+                )
         return total
 
     want = oracle(model, tokens, context, d_block, d_softmax)
@@ -357,6 +424,6 @@ def test_the_oracle_is_the_forwards_derivative(index: int) -> None:
                     holder = p["biases"] if key.startswith("biases.") else p
                     holder[key.removeprefix("biases.")][i][j] += sign * step
                 numeric = (loss(moved[0]) - loss(moved[1])) / (2 * step)
-                assert abs(numeric - value) <= (FINITE_DIFFERENCE["rtol"] * largest
-                                                + FINITE_DIFFERENCE["atol"] * scale), (
-                    f"{name}[{i}][{j}]: oracle {value}, finite difference {numeric}")  # fmt: skip
+                assert abs(numeric - value) <= (
+                    FINITE_DIFFERENCE["rtol"] * largest + FINITE_DIFFERENCE["atol"] * scale
+                ), f"{name}[{i}][{j}]: oracle {value}, finite difference {numeric}"

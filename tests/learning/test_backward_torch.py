@@ -62,8 +62,9 @@ def autograd(
     """The block in torch, L = loss_of(out, weights per head), and every .grad."""
     leaf = {"X": torch.tensor(rows_of(model, tokens), dtype=torch.float64, requires_grad=True)}
     if context:
-        leaf["X_context"] = torch.tensor(rows_of(model, context), dtype=torch.float64,
-                                         requires_grad=True)  # fmt: skip
+        leaf["X_context"] = torch.tensor(
+            rows_of(model, context), dtype=torch.float64, requires_grad=True
+        )
     for name in ("WQ", "WK", "WV", "WO"):
         if getattr(model, name) is not None:
             leaf[name] = torch.tensor(getattr(model, name), requires_grad=True)
@@ -75,8 +76,11 @@ def autograd(
         out = rows @ leaf[name]
         return out + leaf[bias] if bias in leaf else out
 
-    full = {"Q": project(leaf["X"], "WQ", "bQ"), "K": project(keys_in, "WK", "bK"),
-            "V": project(keys_in, "WV", "bV")}  # fmt: skip
+    full = {
+        "Q": project(leaf["X"], "WQ", "bQ"),
+        "K": project(keys_in, "WK", "bK"),
+        "V": project(keys_in, "WV", "bV"),
+    }
     for value in full.values():
         value.retain_grad()
     d_k, d_v, group = model.d_k, model.d_v, model.group
@@ -140,8 +144,15 @@ def linear_loss(d_block: Any, d_softmax: Any) -> Any:
     return loss_of
 
 
-HEAD_NAMES = {"d_output": "output", "d_V": "V", "d_softmax": "softmax", "d_scaled": "scaled",
-              "d_scores": "scores", "d_Q": "Q", "d_K": "K"}  # fmt: skip
+HEAD_NAMES = {
+    "d_output": "output",
+    "d_V": "V",
+    "d_softmax": "softmax",
+    "d_scaled": "scaled",
+    "d_scores": "scores",
+    "d_Q": "Q",
+    "d_K": "K",
+}
 
 
 @pytest.mark.parametrize("kind", ["block", "softmax", "both"])
@@ -151,30 +162,55 @@ def test_grad_block_is_autograds(index: int, kind: str) -> None:
         model, tokens, context = fixed_model(index, seed)
         d_block, d_softmax = random_upstream(model, tokens, context, seed, kind)
         found = grad_block(
-            model, tokens, context,
+            model,
+            tokens,
+            context,
             d_output=None if d_block is None else np.array(d_block),
-            d_softmax=None if d_softmax is None else [
-                None if d is None else np.array(d) for d in d_softmax],
-        )  # fmt: skip
+            d_softmax=None
+            if d_softmax is None
+            else [None if d is None else np.array(d) for d in d_softmax],
+        )
         torch_grads = autograd(model, tokens, context, linear_loss(d_block, d_softmax))
         size = oracle(model, tokens, context, d_block, d_softmax, magnitudes=True)
         for h, head in enumerate(found.heads):
             for name, forward in HEAD_NAMES.items():
-                assert_equal(getattr(head, name), torch_grads[forward][h], size[name][h],
-                             f"head {h} {name}")  # fmt: skip
+                assert_equal(
+                    getattr(head, name), torch_grads[forward][h], size[name][h], f"head {h} {name}"
+                )
             if model.position_kind == "rope":
                 for name in ("d_Q_rope", "d_K_rope"):
-                    assert_equal(getattr(head, name), torch_grads[name[2:]][h], size[name][h],
-                                 f"head {h} {name}")  # fmt: skip
+                    assert_equal(
+                        getattr(head, name),
+                        torch_grads[name[2:]][h],
+                        size[name][h],
+                        f"head {h} {name}",
+                    )
         for g, kv in enumerate(found.kv_heads):
             d_k, d_v = model.d_k, model.d_v
-            assert_equal(kv.d_K, torch_grads["K_full"][:, g * d_k : (g + 1) * d_k],
-                         size["d_K_sum"][g], f"K/V head {g} d_K")  # fmt: skip
-            assert_equal(kv.d_V, torch_grads["V_full"][:, g * d_v : (g + 1) * d_v],
-                         size["d_V_sum"][g], f"K/V head {g} d_V")  # fmt: skip
-        whole = {"d_WQ": "WQ", "d_WK": "WK", "d_WV": "WV", "d_X": "X", "d_WO": "WO",
-                 "d_X_context": "X_context", "d_bQ": "bQ", "d_bK": "bK", "d_bV": "bV",
-                 "d_bO": "bO"}  # fmt: skip
+            assert_equal(
+                kv.d_K,
+                torch_grads["K_full"][:, g * d_k : (g + 1) * d_k],
+                size["d_K_sum"][g],
+                f"K/V head {g} d_K",
+            )
+            assert_equal(
+                kv.d_V,
+                torch_grads["V_full"][:, g * d_v : (g + 1) * d_v],
+                size["d_V_sum"][g],
+                f"K/V head {g} d_V",
+            )
+        whole = {
+            "d_WQ": "WQ",
+            "d_WK": "WK",
+            "d_WV": "WV",
+            "d_X": "X",
+            "d_WO": "WO",
+            "d_X_context": "X_context",
+            "d_bQ": "bQ",
+            "d_bK": "bK",
+            "d_bV": "bV",
+            "d_bO": "bO",
+        }
         for name, leaf in whole.items():
             if leaf in torch_grads:
                 assert_equal(getattr(found, name), torch_grads[leaf], size[name], name)
@@ -201,12 +237,15 @@ def test_the_losses_are_autograds(index: int) -> None:
             assert target.target is not None
             return ((out - torch.tensor(target.target)) ** 2).mean()
 
-        for spec, objective, loss_of in ((model, attend, attend_loss),
-                                         (target, Objective("mse"), mse_loss)):  # fmt: skip
+        for spec, objective, loss_of in (
+            (model, attend, attend_loss),
+            (target, Objective("mse"), mse_loss),
+        ):
             traced = grad_trace(spec, tokens, context, objective)
             torch_grads = autograd(spec, tokens, context, loss_of)
-            assert traced.loss.loss.value == pytest.approx(float(torch_grads["loss"]),
-                                                           rel=BACKWARD_ORACLE)  # fmt: skip
+            assert traced.loss.loss.value == pytest.approx(
+                float(torch_grads["loss"]), rel=BACKWARD_ORACLE
+            )
             _, _, d_block, d_softmax = loss_upstream(spec, tokens, context, objective)
             upstream = upstream_magnitude(spec, tokens, context, objective, d_block)
             size = oracle(spec, tokens, context, upstream, d_softmax, magnitudes=True)

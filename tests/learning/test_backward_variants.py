@@ -34,8 +34,14 @@ from attntrace.learning.objective import Objective
 
 Array = npt.NDArray[np.float64]
 EXAMPLES = settings(max_examples=25, deadline=None)
-ALL_ON = {"causal": True, "window": True, "qk_norm": True, "weighted": True, "softcap": True,
-          "sink": True}  # fmt: skip
+ALL_ON = {
+    "causal": True,
+    "window": True,
+    "qk_norm": True,
+    "weighted": True,
+    "softcap": True,
+    "sink": True,
+}
 
 
 def paired(upstream: Array) -> Callable[[Array, list[Array]], float]:
@@ -43,8 +49,13 @@ def paired(upstream: Array) -> Callable[[Array, list[Array]], float]:
     return lambda block, _: float((upstream * block).sum())
 
 
-def check(model: ModelSpec, tokens: list[str], objective: Callable[..., float],
-          d_output: Array | None, d_softmax: list[Array | None] | None) -> None:  # fmt: skip
+def check(
+    model: ModelSpec,
+    tokens: list[str],
+    objective: Callable[..., float],
+    d_output: Array | None,
+    d_softmax: list[Array | None] | None,
+) -> None:
     grads = grad_block(model, tokens, d_output=d_output, d_softmax=d_softmax)
     p = params(model, tokens)
     loss = objective(*naive_forward(model, p, {}))
@@ -58,29 +69,52 @@ def check(model: ModelSpec, tokens: list[str], objective: Callable[..., float],
     v = model.variants
     for hg in grads.heads:
         h = hg.head
-        points = {"Q": hg.d_Q, "K": hg.d_K, "scores": hg.d_scores, "scaled": hg.d_scaled,
-                  "softmax": hg.d_softmax, "Q_norm": hg.d_Q_norm, "K_norm": hg.d_K_norm,
-                  "Q_rope": hg.d_Q_rope, "K_rope": hg.d_K_rope, "biased": hg.d_biased,
-                  "capped": hg.d_capped}  # fmt: skip
-        on = {"Q_norm": v.qk_norm, "K_norm": v.qk_norm, "Q_rope": model.position_kind == "rope",
-              "K_rope": model.position_kind == "rope", "biased": model.position_kind == "alibi",
-              "capped": v.softcap is not None}  # fmt: skip
+        points = {
+            "Q": hg.d_Q,
+            "K": hg.d_K,
+            "scores": hg.d_scores,
+            "scaled": hg.d_scaled,
+            "softmax": hg.d_softmax,
+            "Q_norm": hg.d_Q_norm,
+            "K_norm": hg.d_K_norm,
+            "Q_rope": hg.d_Q_rope,
+            "K_rope": hg.d_K_rope,
+            "biased": hg.d_biased,
+            "capped": hg.d_capped,
+        }
+        on = {
+            "Q_norm": v.qk_norm,
+            "K_norm": v.qk_norm,
+            "Q_rope": model.position_kind == "rope",
+            "K_rope": model.position_kind == "rope",
+            "biased": model.position_kind == "alibi",
+            "capped": v.softcap is not None,
+        }
         for name, gradient in points.items():
             assert (gradient is not None) == on.get(name, True), f"d_{name} (head {h})"
             if gradient is not None:
-                assert_close_to(finite_difference(gradient.shape, at_point((name, h))),
-                                gradient, loss, f"d_{name} (head {h})")  # fmt: skip
+                assert_close_to(
+                    finite_difference(gradient.shape, at_point((name, h))),
+                    gradient,
+                    loss,
+                    f"d_{name} (head {h})",
+                )
         assert (hg.d_sink_logit is None) == (v.sink_logit is None)
     for name in ("WQ", "WK", "WV", "WO", "X", "q_norm", "k_norm"):
         gradient = getattr(grads, "d_" + name)
         assert (gradient is None) == (p[name] is None), f"d_{name}"
         if gradient is not None:
-            assert_close_to(finite_difference(gradient.shape, at_param(name)), gradient, loss,
-                            f"d_{name}")  # fmt: skip
+            assert_close_to(
+                finite_difference(gradient.shape, at_param(name)), gradient, loss, f"d_{name}"
+            )
     if p["sink_logit"] is not None:
         gradient = np.array([float(hg.d_sink_logit[0, 0]) for hg in grads.heads])  # type: ignore[index]
-        assert_close_to(finite_difference(gradient.shape, at_param("sink_logit")), gradient,
-                        loss, "d_sink_logit")  # fmt: skip
+        assert_close_to(
+            finite_difference(gradient.shape, at_param("sink_logit")),
+            gradient,
+            loss,
+            "d_sink_logit",
+        )
 
 
 @EXAMPLES
@@ -92,8 +126,9 @@ def test_every_variant_gradient_of_a_random_upstream_matches_finite_differences(
     trace = trace_block(model, tokens)
     rng = np.random.default_rng(seed + 1)
     upstream = rng.normal(size=trace[block_output_name(model)].shape)
-    entering: list[Array | None] = [rng.normal(size=(len(tokens), len(tokens)))
-                                    for _ in range(model.heads)]  # fmt: skip
+    entering: list[Array | None] = [
+        rng.normal(size=(len(tokens), len(tokens))) for _ in range(model.heads)
+    ]
 
     def objective(block: Array, softmaxes: list[Array]) -> float:
         return float((upstream * block).sum()) + sum(
@@ -151,12 +186,27 @@ def test_with_a_sink_each_row_of_the_logits_gradient_sums_to_minus_the_sinks_sha
 
 
 def test_the_grad_record_names_each_new_stage_in_backward_order() -> None:
-    model, tokens = variant_block(1, positions="alibi", causal=True, window=True, qk_norm=True,
-                                  weighted=True, softcap=True, sink=True)  # fmt: skip
+    model, tokens = variant_block(
+        1,
+        positions="alibi",
+        causal=True,
+        window=True,
+        qk_norm=True,
+        weighted=True,
+        softcap=True,
+        sink=True,
+    )
     grad = grad_trace(model, tokens, None, Objective("attend", tokens[-1], tokens[-1]))
     names = list(dict.fromkeys(grad.names))
-    for name in ("d_sink_logit", "d_capped", "d_biased", "d_Q_norm", "d_K_norm", "d_q_norm",
-                 "d_k_norm"):  # fmt: skip
+    for name in (
+        "d_sink_logit",
+        "d_capped",
+        "d_biased",
+        "d_Q_norm",
+        "d_K_norm",
+        "d_q_norm",
+        "d_k_norm",
+    ):
         assert name in names
     assert names == [name for name in GRAD_ORDER if name in names]
     formulas = {s.name: s.formula for s in grad.stages}
@@ -172,9 +222,11 @@ def test_the_focus_panel_checks_against_the_stage_the_softmax_backward_lands_on(
     by-hand row of grad --focus is set beside that stage's row, recomputed here."""
     from attntrace.learning.grad_focus import jacobian_focus
 
-    for fixed, landed in (({"softcap": True, "positions": "alibi"}, "d_capped"),
-                          ({"softcap": False, "positions": "alibi"}, "d_biased"),
-                          ({"softcap": False, "positions": "none"}, "d_scaled")):  # fmt: skip
+    for fixed, landed in (
+        ({"softcap": True, "positions": "alibi"}, "d_capped"),
+        ({"softcap": False, "positions": "alibi"}, "d_biased"),
+        ({"softcap": False, "positions": "none"}, "d_scaled"),
+    ):
         model, tokens = variant_block(2, causal=True, sink=True, **fixed)
         tokens = [*tokens, "t0", "t3"]
         grad = grad_trace(model, tokens, None, Objective("attend", "t3", "t0"))
@@ -182,6 +234,7 @@ def test_the_focus_panel_checks_against_the_stage_the_softmax_backward_lands_on(
         assert focus.landed == landed
         a = grad.forward.stage("softmax", head=0).data[-1]
         d_a = grad.stage("d_softmax", head=0).data[-1]
-        by_hand = [a[j] * (d_a[j] - sum(a[k] * d_a[k] for k in range(len(a))))
-                   for j in range(len(a))]  # fmt: skip
+        by_hand = [
+            a[j] * (d_a[j] - sum(a[k] * d_a[k] for k in range(len(a)))) for j in range(len(a))
+        ]
         np.testing.assert_allclose(focus.stage_d_scaled, by_hand, rtol=0, atol=1e-12)

@@ -35,11 +35,21 @@ def autograd(
     model: ModelSpec, tokens: list[str], d_block: Any, d_soft: list[Any]
 ) -> dict[str, Any]:
     v = model.variants
-    given = {"WQ": model.WQ, "WK": model.WK, "WV": model.WV, "WO": model.WO,
-             "X": trace_block(model, tokens)["X"].data, "q_norm": v.q_norm, "k_norm": v.k_norm,
-             "sink": v.sink_logits(model.heads)}  # fmt: skip
-    leaf = {name: torch.tensor(np.array(value), dtype=torch.float64, requires_grad=True)
-            for name, value in given.items() if value is not None}  # fmt: skip
+    given = {
+        "WQ": model.WQ,
+        "WK": model.WK,
+        "WV": model.WV,
+        "WO": model.WO,
+        "X": trace_block(model, tokens)["X"].data,
+        "q_norm": v.q_norm,
+        "k_norm": v.k_norm,
+        "sink": v.sink_logits(model.heads),
+    }
+    leaf = {
+        name: torch.tensor(np.array(value), dtype=torch.float64, requires_grad=True)
+        for name, value in given.items()
+        if value is not None
+    }
     n, d_k, d_v = len(tokens), model.d_k, model.d_v
     group = model.heads // model.n_kv_heads
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
@@ -91,19 +101,27 @@ ALL_ON = {
 }
 
 
-@pytest.mark.parametrize(("seed", "fixed"), [(seed, {}) for seed in range(12)]
-                         + [(seed, {**ALL_ON, "positions": kind}) for seed in range(2)
-                            for kind in ("rope", "alibi")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("seed", "fixed"),
+    [(seed, {}) for seed in range(12)]
+    + [(seed, {**ALL_ON, "positions": kind}) for seed in range(2) for kind in ("rope", "alibi")],
+)
 def test_every_variant_gradient_matches_torch_autograd(seed: int, fixed: dict[str, Any]) -> None:
     model, tokens = variant_block(seed, **fixed)
     rng = np.random.default_rng(seed)
     d_block = rng.normal(size=trace_block(model, tokens)[block_output_name(model)].shape)
     d_soft = [rng.normal(size=(len(tokens), len(tokens))) for _ in range(model.heads)]
     ours = grad_block(model, tokens, d_output=d_block, d_softmax=d_soft)
-    theirs = autograd(model, tokens, torch.tensor(d_block),
-                      [torch.tensor(d) for d in d_soft])  # fmt: skip
-    pairs = {"WQ": ours.d_WQ, "WK": ours.d_WK, "WV": ours.d_WV, "WO": ours.d_WO, "X": ours.d_X,
-             "q_norm": ours.d_q_norm, "k_norm": ours.d_k_norm}  # fmt: skip
+    theirs = autograd(model, tokens, torch.tensor(d_block), [torch.tensor(d) for d in d_soft])
+    pairs = {
+        "WQ": ours.d_WQ,
+        "WK": ours.d_WK,
+        "WV": ours.d_WV,
+        "WO": ours.d_WO,
+        "X": ours.d_X,
+        "q_norm": ours.d_q_norm,
+        "k_norm": ours.d_k_norm,
+    }
     if "sink" in theirs:
         pairs["sink"] = np.array([hg.d_sink_logit[0, 0] for hg in ours.heads])  # type: ignore[index]
     assert set(theirs) == {name for name, value in pairs.items() if value is not None}
@@ -111,5 +129,6 @@ def test_every_variant_gradient_matches_torch_autograd(seed: int, fixed: dict[st
         got = pairs[name]
         assert got is not None
         scale = max(1.0, float(np.abs(expected).max()))
-        np.testing.assert_allclose(got, expected, rtol=0, atol=BACKWARD_ORACLE * scale,
-                                   err_msg=name)  # fmt: skip
+        np.testing.assert_allclose(
+            got, expected, rtol=0, atol=BACKWARD_ORACLE * scale, err_msg=name
+        )

@@ -32,8 +32,9 @@ Array = npt.NDArray[np.float64]
 EXAMPLES = settings(max_examples=25, deadline=None)
 
 
-def with_target(model: ModelSpec, tokens: list[str], context: list[str] | None,
-                seed: int) -> ModelSpec:  # fmt: skip
+def with_target(
+    model: ModelSpec, tokens: list[str], context: list[str] | None, seed: int
+) -> ModelSpec:
     shape = trace_block(model, tokens, context)[block_output_name(model)].shape
     return replace(model, target=np.random.default_rng(seed).normal(size=shape))
 
@@ -112,8 +113,9 @@ def check(focus: JacobianFocus, grad: GradTrace, model: ModelSpec) -> None:
     np.testing.assert_allclose(focus.shortcut, stage, **FLOAT64)
     inner = sum(x * y for x, y in zip(a, d_a, strict=True))
     assert focus.inner == pytest.approx(inner, rel=1e-12, abs=1e-12 * max(map(abs, d_a), default=1))
-    np.testing.assert_allclose(focus.shortcut, [a[j] * (d_a[j] - inner) for j in range(m)],
-                               **FLOAT64)  # fmt: skip
+    np.testing.assert_allclose(
+        focus.shortcut, [a[j] * (d_a[j] - inner) for j in range(m)], **FLOAT64
+    )
     np.testing.assert_allclose(
         focus.stage_d_scores, np.asarray(stage) / math.sqrt(trace.model.d_k), **FLOAT64
     )

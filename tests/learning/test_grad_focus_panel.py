@@ -94,12 +94,24 @@ CASES: dict[str, tuple[Callable[[], GradTrace], int, int]] = {
     "it-animal, mse": (lambda: it_animal("mse"), 7, 0),
     "11 dense keys": (lambda: dense(11), 4, 0),
     "2 keys": (lambda: dense(2), 1, 0),
-    "causal": (lambda: grad_trace(prepared(None, sample="causal").spec,
-                                  prepared(None, sample="causal").tokens, None,
-                                  Objective("attend", "cat", "the")), 1, 0),
-    "gqa, head 3": (lambda: mse_grad(prepared(None, sample="gqa").spec,
-                                     list(prepared(None, sample="gqa").tokens)), 2, 3),
-}  # fmt: skip
+    "causal": (
+        lambda: grad_trace(
+            prepared(None, sample="causal").spec,
+            prepared(None, sample="causal").tokens,
+            None,
+            Objective("attend", "cat", "the"),
+        ),
+        1,
+        0,
+    ),
+    "gqa, head 3": (
+        lambda: mse_grad(
+            prepared(None, sample="gqa").spec, list(prepared(None, sample="gqa").tokens)
+        ),
+        2,
+        3,
+    ),
+}
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -33,23 +33,34 @@ def valid(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def loss_here(model: ModelSpec, tokens: list[str], context: list[str] | None,
-              objective: Objective, cell: tuple[int, int] | None) -> float:  # fmt: skip
+def loss_here(
+    model: ModelSpec,
+    tokens: list[str],
+    context: list[str] | None,
+    objective: Objective,
+    cell: tuple[int, int] | None,
+) -> float:
     """The loss from the forward trace alone (no attntrace loss code): Σ −log a or mse."""
     trace = trace_block(model, tokens, context)
     if objective.kind == "attend":
         assert cell is not None
         heads = range(model.heads) if objective.head is None else [objective.head]
         return float(sum(-np.log(trace.stage("softmax", head=h).data[cell]) for h in heads))
-    out = trace.stage("projected" if model.WO is not None else
-                      "concat" if model.heads > 1 else "output").data  # fmt: skip
+    out = trace.stage(
+        "projected" if model.WO is not None else "concat" if model.heads > 1 else "output"
+    ).data
     assert model.target is not None
     return float(np.mean((out - model.target) ** 2))
 
 
-def finite_difference(model: ModelSpec, tokens: list[str], context: list[str] | None,
-                      objective: Objective, cell: tuple[int, int] | None,
-                      name: str) -> Array:  # fmt: skip
+def finite_difference(
+    model: ModelSpec,
+    tokens: list[str],
+    context: list[str] | None,
+    objective: Objective,
+    cell: tuple[int, int] | None,
+    name: str,
+) -> Array:
     """(L(W + h) − L(W − h)) / 2h for every entry of weight (or bias) ``name``."""
     is_bias = name.startswith("b")
     base = np.array(model.biases[name] if is_bias else getattr(model, name), dtype=float)
@@ -61,8 +72,11 @@ def finite_difference(model: ModelSpec, tokens: list[str], context: list[str] | 
             bumped = base.copy()
             bumped[index] += sign * h
             weight: dict[str, Any] = {name: bumped}
-            changed = (replace(model, biases={**model.biases, name: bumped}) if is_bias
-                       else replace(model, **weight))  # fmt: skip
+            changed = (
+                replace(model, biases={**model.biases, name: bumped})
+                if is_bias
+                else replace(model, **weight)
+            )
             values.append(loss_here(changed, tokens, context, objective, cell))
         out[index] = (values[0] - values[1]) / (2 * h)
     return out
@@ -154,8 +168,9 @@ def test_each_kind_of_block_gives_the_contracts_stages_and_numbers(
         expected = finite_difference(model, tokens, context, objective, cell, name)
         got = np.array(stages[f"d_{name}"]["data"]).reshape(expected.shape)
         atol = FINITE_DIFFERENCE["atol"] * scale
-        np.testing.assert_allclose(got, expected, rtol=FINITE_DIFFERENCE["rtol"], atol=atol,
-                                   err_msg=name)  # fmt: skip
+        np.testing.assert_allclose(
+            got, expected, rtol=FINITE_DIFFERENCE["rtol"], atol=atol, err_msg=name
+        )
 
 
 def test_each_stage_names_what_it_mirrors_and_a_kv_sum_its_heads() -> None:
@@ -166,14 +181,21 @@ def test_each_stage_names_what_it_mirrors_and_a_kv_sum_its_heads() -> None:
     assert {("d_softmax", "softmax"), ("d_WQ", "WQ"), ("d_X", "X"), ("d_K", "K")} <= mirrors
     sums = [s for s in document["stages"] if s["summed_heads"] is not None]
     assert [(s["name"], s["kv_head"], s["summed_heads"]) for s in sums] == [
-        ("d_K", 0, [0, 1]), ("d_V", 0, [0, 1]), ("d_K", 1, [2, 3]), ("d_V", 1, [2, 3])
-    ]  # fmt: skip
+        ("d_K", 0, [0, 1]),
+        ("d_V", 0, [0, 1]),
+        ("d_K", 1, [2, 3]),
+        ("d_V", 1, [2, 3]),
+    ]
     # a sum is the sum of its heads' own contributions
     for s in sums:
-        parts = [t for t in document["stages"] if t["name"] == s["name"]
-                 and t["head"] in s["summed_heads"]]  # fmt: skip
-        np.testing.assert_allclose(np.array(s["data"]),
-                                   sum(np.array(t["data"]) for t in parts), rtol=1e-12)  # fmt: skip
+        parts = [
+            t
+            for t in document["stages"]
+            if t["name"] == s["name"] and t["head"] in s["summed_heads"]
+        ]
+        np.testing.assert_allclose(
+            np.array(s["data"]), sum(np.array(t["data"]) for t in parts), rtol=1e-12
+        )
 
 
 def test_the_numbers_read_back_exactly() -> None:
@@ -212,8 +234,10 @@ def test_every_sample_writes_a_valid_document(args: list[str]) -> None:
 def test_the_schema_refuses_what_is_not_in_the_contract() -> None:
     traced = grad_trace(*random_block(2, cross=False)[:2], None, Objective("attend", "0", "0"))
     document = grad_to_dict(traced)
-    for bad in ({**document, "extra": 1},
-                {**document, "stages": [{**document["stages"][0], "name": "d_nothing"}]},
-                {**document, "loss": {**document["loss"], "kind": "l1"}}):  # fmt: skip
+    for bad in (
+        {**document, "extra": 1},
+        {**document, "stages": [{**document["stages"][0], "name": "d_nothing"}]},
+        {**document, "loss": {**document["loss"], "kind": "l1"}},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, GRAD_SCHEMA, cls=jsonschema.Draft202012Validator)

@@ -16,8 +16,12 @@ def test_every_gradient_has_its_forward_stage_s_shape_and_labels(seed: int) -> N
     model, tokens, context = random_block(seed)
     forward = trace_block(model, tokens, context)
     keys = tokens if context is None else context
-    grad = grad_trace(model, tokens, context, Objective("attend", "0", str(len(keys) - 1)
-                                                        if not model.causal else "0"))  # fmt: skip
+    grad = grad_trace(
+        model,
+        tokens,
+        context,
+        Objective("attend", "0", str(len(keys) - 1) if not model.causal else "0"),
+    )
     for stage in grad.stages:
         mirror = grad.mirror(stage)
         if mirror is None:  # a whole-model weight gradient of several heads or K/V heads

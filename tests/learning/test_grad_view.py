@@ -52,8 +52,13 @@ def test_under_cross_attention_d_x_is_said_to_be_the_query_path_alone() -> None:
 
 def test_tokens_from_a_file_reach_the_terminal_escaped() -> None:
     eye = np.eye(2)
-    model = ModelSpec({"\x1b[2Jcat": np.array([1.0, 0.0]), "fish": np.array([0.0, 1.0])},
-                      eye, eye, eye, name="evil\x07")  # fmt: skip
+    model = ModelSpec(
+        {"\x1b[2Jcat": np.array([1.0, 0.0]), "fish": np.array([0.0, 1.0])},
+        eye,
+        eye,
+        eye,
+        name="evil\x07",
+    )
     traced = grad_trace(model, ["\x1b[2Jcat", "fish"], None, Objective("attend", "0", "1"))
     text = drawn(render_grad(shown_grad(traced)), 100)
     assert raw_controls(text) == []

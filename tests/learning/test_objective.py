@@ -70,11 +70,18 @@ def test_the_attend_loss_is_minus_log_the_weight_summed_over_heads(seed: int) ->
     model, tokens, context = random_block(seed, heads=3, kv_heads=3, causal=False, cross=False)
     trace = trace_block(model, tokens, context)
     x = [[float(v) for v in model.embeddings[t]] for t in tokens]
-    naive = naive_block(x, model.WQ.tolist(), model.WK.tolist(), model.WV.tolist(),
-                        heads=3, kv_heads=3, wo=None if model.WO is None else model.WO.tolist(),
-                        biases={k: v.tolist() for k, v in model.biases.items()},
-                        rope_base=model.rope_base if model.position_kind == "rope" else None,
-                        rope_pairing=model.rope_pairing)  # fmt: skip
+    naive = naive_block(
+        x,
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=3,
+        kv_heads=3,
+        wo=None if model.WO is None else model.WO.tolist(),
+        biases={k: v.tolist() for k, v in model.biases.items()},
+        rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing,
+    )
     row, col = len(tokens) - 1, 0
     summed = resolve(Objective("attend", str(row), str(col)), model, trace)
     expected = -sum(math.log(naive["softmax"][h][row][col]) for h in range(3))
@@ -97,8 +104,9 @@ def test_mse_against_the_target_is_the_mean_squared_difference() -> None:
     target = np.arange(output.size, dtype=float).reshape(output.shape) / 10
     model = replace(spec, target=target)
     resolved = resolve(Objective("mse"), model, trace)
-    cells = [(a - b) ** 2 for a, b in zip(output.ravel().tolist(), target.ravel().tolist(),
-                                          strict=True)]  # fmt: skip
+    cells = [
+        (a - b) ** 2 for a, b in zip(output.ravel().tolist(), target.ravel().tolist(), strict=True)
+    ]
     assert resolved.loss.value == pytest.approx(math.fsum(cells) / len(cells), **FLOAT64_APPROX)
     assert resolved.formula == "L = mean((output − target)²)"
     assert resolved.cell is None

@@ -152,12 +152,13 @@ def test_the_articles_example_against_its_closed_form() -> None:
     worked = worked_example()
     assert worked.d_k == 512
     assert worked.scale == pytest.approx(math.sqrt(512), **FLOAT64_APPROX)
-    for row, scores in ((worked.unscaled, ARTICLE_SCORES),
-                        (worked.scaled, [s / math.sqrt(512) for s in ARTICLE_SCORES])):  # fmt: skip
+    for row, scores in (
+        (worked.unscaled, ARTICLE_SCORES),
+        (worked.scaled, [s / math.sqrt(512) for s in ARTICLE_SCORES]),
+    ):
         weights = [1 / math.fsum(math.exp(y - x) for y in scores) for x in scores]
         # log wᵢ = −log(1 + Σ_{j≠i} exp(xⱼ − xᵢ)): log1p, or the top's 1 + 1e-13 loses digits
-        logs = [-math.log1p(math.fsum(math.exp(y - x) for y in scores if y != x))
-                for x in scores]  # fmt: skip
+        logs = [-math.log1p(math.fsum(math.exp(y - x) for y in scores if y != x)) for x in scores]
         top = weights.index(max(weights))
         rest = math.fsum(w for i, w in enumerate(weights) if i != top)
         one_minus = [rest if i == top else 1 - w for i, w in enumerate(weights)]
@@ -230,10 +231,12 @@ def test_no_draw_is_larger_than_a_chunk(monkeypatch: pytest.MonkeyPatch) -> None
         ({"seed": 2**64}, "seed: expected at most 18,446,744,073,709,551,615, got "),
         ({"keys": 2.0}, "keys: expected a whole number ≥ 2, got 2.0"),
         ({"samples": True}, "samples: expected a whole number ≥ 10, got a boolean (true)"),
-        ({"samples": 100_000, "keys": 8, "max_dk": 1024},
-         "samples × keys × max_dk: expected at most 134,217,728"),
+        (
+            {"samples": 100_000, "keys": 8, "max_dk": 1024},
+            "samples × keys × max_dk: expected at most 134,217,728",
+        ),
     ],
-)  # fmt: skip
+)
 def test_settings_out_of_range_are_one_input_error(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError) as caught:
         measure(**settings)

@@ -25,8 +25,14 @@ def result() -> Scaling:
 
 def drawn(result: Scaling, width: int, *, color: bool = False) -> str:
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color,
-                      color_system="standard" if color else None, highlight=False)  # fmt: skip
+    console = Console(
+        file=out,
+        width=width,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        highlight=False,
+    )
     console.print(scaling_view(result))
     return out.getvalue()
 
@@ -76,9 +82,17 @@ def test_the_worked_example_is_shown_as_the_numbers_it_is(result: Scaling) -> No
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(1007.5, "1008"), (62.93, "62.9"), (0.0778, "0.0778"), (1.2247e-6, "1.22e-6"),
-     (0.0, "0"), (1.0, "1.00"), (99.96, "100"), (2.9e-12, "2.90e-12")],
-)  # fmt: skip
+    [
+        (1007.5, "1008"),
+        (62.93, "62.9"),
+        (0.0778, "0.0778"),
+        (1.2247e-6, "1.22e-6"),
+        (0.0, "0"),
+        (1.0, "1.00"),
+        (99.96, "100"),
+        (2.9e-12, "2.90e-12"),
+    ],
+)
 def test_figures_have_three_significant_digits(value: float, text: str) -> None:
     assert figure(value) == text
     assert float(text) == pytest.approx(value, rel=5e-3, abs=0)

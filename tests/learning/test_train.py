@@ -58,8 +58,7 @@ def test_random_start_draws_in_the_documented_order() -> None:
 
 
 def test_a_trained_bias_starts_at_zero_under_random() -> None:
-    model, tokens, _ = random_block(3, heads=1, cross=False, causal=False, biases=True,
-                                    rope=False)  # fmt: skip
+    model, tokens, _ = random_block(3, heads=1, cross=False, causal=False, biases=True, rope=False)
     objective = Objective("attend", str(len(tokens) - 1), "0")
     run = train(model, tokens, None, objective, names=["bQ", "WK"], steps=2, init="random")
     start, given = run.initial.bias("bQ"), model.bias("bK")
@@ -71,16 +70,18 @@ def test_a_trained_bias_starts_at_zero_under_random() -> None:
 
 def test_same_input_same_numbers() -> None:
     model, tokens = it_animal()
-    runs = [train(model, tokens, None, IT_ANIMAL, steps=30, init="random", seed=9)
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        train(model, tokens, None, IT_ANIMAL, steps=30, init="random", seed=9) for _ in range(2)
+    ]
     assert [r.loss for r in runs[0].history] == [r.loss for r in runs[1].history]
     assert np.array_equal(runs[0].final.WQ, runs[1].final.WQ)
     other = train(model, tokens, None, IT_ANIMAL, steps=30, init="random", seed=10)
     assert not np.array_equal(other.initial.WQ, runs[0].initial.WQ)
 
 
-def loss_of(model: ModelSpec, tokens: list[str], context: list[str] | None,
-            objective: Objective) -> float:  # fmt: skip
+def loss_of(
+    model: ModelSpec, tokens: list[str], context: list[str] | None, objective: Objective
+) -> float:
     """The loss from the forward pass alone (no backward pass)."""
     return resolve(objective, model, trace_block(model, tokens, context)).loss.value
 
@@ -108,8 +109,12 @@ KINDS: dict[str, dict[str, Any]] = {
 def movable(model: ModelSpec, loss: str) -> list[str]:
     """What the loss moves: the attend loss not what acts after the softmax, and bK only
     where RoPE turns it (else it shifts a whole row of scores: the softmax cannot see it)."""
-    return [n for n in has(model) if (loss == "mse" or n in ("WQ", "WK", "bQ", "bK"))
-            and (n != "bK" or model.position_kind == "rope")]  # fmt: skip
+    return [
+        n
+        for n in has(model)
+        if (loss == "mse" or n in ("WQ", "WK", "bQ", "bK"))
+        and (n != "bK" or model.position_kind == "rope")
+    ]
 
 
 def objective_for(kind: str, tokens: list[str]) -> Objective:
@@ -125,8 +130,7 @@ def test_the_loss_falls_step_by_step_for_a_small_rate(kind: str, loss: str, seed
     if loss == "mse":
         model = with_target(model, tokens, seed)
     names = movable(model, loss)
-    run = train(model, tokens, context, objective_for(loss, tokens), names=names,
-                steps=25, lr=1e-3)  # fmt: skip
+    run = train(model, tokens, context, objective_for(loss, tokens), names=names, steps=25, lr=1e-3)
     losses = [r.loss for r in run.history]
     assert all(b <= a for a, b in itertools.pairwise(losses)), losses
     moved = any(c.largest > 0 for c in run.changes)
@@ -152,11 +156,11 @@ def test_one_step_is_minus_lr_times_a_central_difference(kind: str, loss: str) -
             for sign in (1, -1):
                 moved = start.copy()
                 moved[index] += sign * h
-                sides.append(loss_of(_set(model, change.name, moved), tokens, context,
-                                     objective))  # fmt: skip
+                sides.append(loss_of(_set(model, change.name, moved), tokens, context, objective))
             numeric[index] = (sides[0] - sides[1]) / (2 * h)
-        np.testing.assert_allclose(change.delta, -lr * numeric, **FINITE_DIFFERENCE,
-                                   err_msg=change.name)  # fmt: skip
+        np.testing.assert_allclose(
+            change.delta, -lr * numeric, **FINITE_DIFFERENCE, err_msg=change.name
+        )
 
 
 def _set(model: ModelSpec, name: str, value: np.ndarray[Any, Any]) -> ModelSpec:
@@ -180,8 +184,14 @@ def test_the_change_is_after_minus_before() -> None:
 def test_the_history_has_every_step_and_the_callback_sees_each() -> None:
     model, tokens = it_animal()
     seen: list[int] = []
-    run = train(model, tokens, None, IT_ANIMAL, steps=4,
-                on_step=lambda record, trace, loss: seen.append(record.step))  # fmt: skip
+    run = train(
+        model,
+        tokens,
+        None,
+        IT_ANIMAL,
+        steps=4,
+        on_step=lambda record, trace, loss: seen.append(record.step),
+    )
     assert [r.step for r in run.history] == seen == [0, 1, 2, 3, 4]
     assert run.loss.cell == (tokens.index("it"), tokens.index("animal"))
 
@@ -232,8 +242,7 @@ def test_refusals(settings: dict[str, object], field: str, said: str) -> None:
 def test_mse_reaches_what_the_attend_loss_cannot() -> None:
     model, tokens, _ = random_block(4, heads=1, cross=False, wo=True, biases=True)
     model = with_target(model, tokens, 0)
-    run = train(model, tokens, None, Objective("mse"), names=["WV", "WO", "bO"], steps=3,
-                lr=1e-2)  # fmt: skip
+    run = train(model, tokens, None, Objective("mse"), names=["WV", "WO", "bO"], steps=3, lr=1e-2)
     assert all(c.largest > 0 for c in run.changes)
     assert run.last.to_weights.size == 0
     assert run.last.rows.size == 0
@@ -247,15 +256,23 @@ def test_bk_is_refused_without_rope_since_a_row_shift_leaves_the_softmax() -> No
         # independently: moving bK leaves the loss where it was (to rounding)
         start = model.bias("bK")
         assert start is not None
-        shifted = loss_of(replace(model, biases={**model.biases, "bK": start + 1.0}), tokens,
-                          None, objective)  # fmt: skip
+        shifted = loss_of(
+            replace(model, biases={**model.biases, "bK": start + 1.0}), tokens, None, objective
+        )
         assert shifted == pytest.approx(loss_of(model, tokens, None, objective), rel=1e-9)
         with pytest.raises(InputError, match="bK adds q·bK to every score") as caught:
             train(model, tokens, None, objective, names=["WQ", "bK"], steps=1)
         assert caught.value.field == "--train"
         roped, words, _ = random_block(6, heads=2, cross=False, rope=True, biases=True)
-        run = train(with_target(roped, words, 0), words, None, objective_for(loss, words),
-                    names=["bK"], steps=1, lr=0.1)  # fmt: skip
+        run = train(
+            with_target(roped, words, 0),
+            words,
+            None,
+            objective_for(loss, words),
+            names=["bK"],
+            steps=1,
+            lr=0.1,
+        )
         assert run.changes[0].largest > 0
 
 
@@ -271,8 +288,13 @@ def test_the_wv_refusal_advises_bk_only_with_rope() -> None:
 def big_model(n: int, heads: int, d_model: int) -> tuple[ModelSpec, list[str]]:
     rng = np.random.default_rng(0)
     square = rng.normal(size=(d_model, d_model)) / math.sqrt(d_model)
-    model = ModelSpec(embeddings={f"t{i}": rng.normal(size=d_model) for i in range(20)},
-                      WQ=square, WK=square, WV=square, heads=heads)  # fmt: skip
+    model = ModelSpec(
+        embeddings={f"t{i}": rng.normal(size=d_model) for i in range(20)},
+        WQ=square,
+        WK=square,
+        WV=square,
+        heads=heads,
+    )
     return model, [f"t{i % 20}" for i in range(n)]
 
 

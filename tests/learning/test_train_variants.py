@@ -20,8 +20,14 @@ from variant_cases import (
 from attntrace.learning.objective import Objective
 from attntrace.learning.train import train
 
-ALL_ON = {"causal": True, "window": True, "qk_norm": True, "weighted": True, "softcap": True,
-          "sink": True}  # fmt: skip
+ALL_ON = {
+    "causal": True,
+    "window": True,
+    "qk_norm": True,
+    "weighted": True,
+    "softcap": True,
+    "sink": True,
+}
 
 
 @pytest.mark.parametrize("positions", ["rope", "alibi"])
@@ -29,8 +35,15 @@ def test_one_step_is_minus_lr_times_the_finite_difference_gradient(positions: st
     model, tokens = variant_block(4, positions=positions, **ALL_ON)
     last = len(tokens) - 1
     lr = 0.1
-    run = train(model, tokens, None, Objective("attend", tokens[last], tokens[last], head=0),
-                names=("WQ", "WK"), steps=1, lr=lr)  # fmt: skip
+    run = train(
+        model,
+        tokens,
+        None,
+        Objective("attend", tokens[last], tokens[last], head=0),
+        names=("WQ", "WK"),
+        steps=1,
+        lr=lr,
+    )
     p = params(model, tokens)
 
     def loss_at(name: str):  # type: ignore[no-untyped-def]
@@ -51,6 +64,13 @@ def test_one_step_is_minus_lr_times_the_finite_difference_gradient(positions: st
 
 def test_training_a_model_with_every_variant_lowers_its_loss() -> None:
     model, tokens = variant_block(7, positions="rope", **ALL_ON)
-    run = train(model, tokens, None, Objective("attend", tokens[-1], tokens[-1]),
-                names=("WQ", "WK"), steps=30, lr=0.2)  # fmt: skip
+    run = train(
+        model,
+        tokens,
+        None,
+        Objective("attend", tokens[-1], tokens[-1]),
+        names=("WQ", "WK"),
+        steps=30,
+        lr=0.2,
+    )
     assert run.losses[-1] < run.losses[0]

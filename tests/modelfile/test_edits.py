@@ -125,8 +125,10 @@ def test_a_key_the_file_gives_twice_is_still_refused_after_an_edit() -> None:
 
 def test_a_python_callers_arrays_are_edited_in_a_copy() -> None:
     wq = np.eye(2)
-    document = {"embeddings": {"a": np.array([1.0, 2.0])},
-                "weights": {"WQ": wq, "WK": np.eye(2), "WV": np.eye(2)}}  # fmt: skip
+    document = {
+        "embeddings": {"a": np.array([1.0, 2.0])},
+        "weights": {"WQ": wq, "WK": np.eye(2), "WV": np.eye(2)},
+    }
     spec = model_from_document(document, "model", edits=[parse_edit("WQ[0][1]=0.5")])
     np.testing.assert_array_equal(spec.WQ, [[1.0, 0.5], [0.0, 1.0]])
     np.testing.assert_array_equal(wq, np.eye(2))
@@ -141,8 +143,10 @@ def test_an_array_is_checked_as_its_lists_are() -> None:
         array = np.array([[1.0, 2.0], [np.inf, 3.0]], dtype=dtype)
         messages = []
         for wq in (array, array.tolist()):
-            document = {"embeddings": {"a": [1.0, 2.0]},
-                        "weights": {"WQ": wq, "WK": np.eye(2), "WV": np.eye(2)}}  # fmt: skip
+            document = {
+                "embeddings": {"a": [1.0, 2.0]},
+                "weights": {"WQ": wq, "WK": np.eye(2), "WV": np.eye(2)},
+            }
             with pytest.raises(InputError) as caught:
                 model_from_document(document, "model")
             messages.append(str(caught.value))
@@ -163,8 +167,7 @@ def _npy_model(path: Path) -> None:
         "vocabulary: [cat, eats, fish]\n"
         "weights:\n  WQ: wq.npy\n  WK: [[1, 0], [0, 1]]\n  WV: [[0, 1], [1, 0]]\n"
     )
-    with_npy(path, text, {"emb.npy": np.array([[1.0, 2], [3, 1], [2, 4]]),
-                          "wq.npy": np.eye(2)})  # fmt: skip
+    with_npy(path, text, {"emb.npy": np.array([[1.0, 2], [3, 1], [2, 4]]), "wq.npy": np.eye(2)})
 
 
 @pytest.mark.parametrize(

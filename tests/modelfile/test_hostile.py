@@ -24,12 +24,47 @@ from attntrace.kernel.spec import ModelSpec
 from attntrace.modelfile.model_file import load_model
 from attntrace.visible import visible
 
-FIELDS = ["name", "description", "sentence", "embeddings", "weights", "heads", "kv_heads",
-          "causal", "positions", "context", "biases", "rope_base", "rope_pairing", "WQ", "",
-          "ŵ", "embedding"]  # fmt: skip
-TOKENS = st.sampled_from(["cat", "eats", "fish", "", " ", "CAT", "é", "🐈", "no", "1", "x y",
-                          "\x1b[2J", "\u202e", "猫", "食べる", "e\u0301", "\u200b",
-                          "\x07"])  # fmt: skip
+FIELDS = [
+    "name",
+    "description",
+    "sentence",
+    "embeddings",
+    "weights",
+    "heads",
+    "kv_heads",
+    "causal",
+    "positions",
+    "context",
+    "biases",
+    "rope_base",
+    "rope_pairing",
+    "WQ",
+    "",
+    "ŵ",
+    "embedding",
+]
+TOKENS = st.sampled_from(
+    [
+        "cat",
+        "eats",
+        "fish",
+        "",
+        " ",
+        "CAT",
+        "é",
+        "🐈",
+        "no",
+        "1",
+        "x y",
+        "\x1b[2J",
+        "\u202e",
+        "猫",
+        "食べる",
+        "e\u0301",
+        "\u200b",
+        "\x07",
+    ]
+)
 NUMBERS = st.one_of(
     st.integers(-3, 3),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -48,22 +83,34 @@ MATRIX = st.lists(st.lists(NUMBERS, min_size=0, max_size=3), min_size=0, max_siz
 def documents(draw: st.DrawFn) -> dict[str, Any]:
     """Near-valid models with one or more fields broken in every way."""
     document: dict[str, Any] = {
-        "embeddings": draw(st.dictionaries(TOKENS, st.one_of(MATRIX.map(lambda m: m[0] if m
-                                                                         else []), VALUES),
-                                           max_size=4)),
-        "weights": draw(st.dictionaries(st.sampled_from(["WQ", "WK", "WV", "WO", "W?"]),
-                                        st.one_of(MATRIX, VALUES), max_size=5)),
-    }  # fmt: skip
+        "embeddings": draw(
+            st.dictionaries(
+                TOKENS, st.one_of(MATRIX.map(lambda m: m[0] if m else []), VALUES), max_size=4
+            )
+        ),
+        "weights": draw(
+            st.dictionaries(
+                st.sampled_from(["WQ", "WK", "WV", "WO", "W?"]),
+                st.one_of(MATRIX, VALUES),
+                max_size=5,
+            )
+        ),
+    }
     for key in draw(st.lists(st.sampled_from(FIELDS), max_size=4)):
         document[key] = draw(VALUES)
     if draw(st.booleans()):  # the fields of real models, near-valid
         document["positions"] = draw(st.sampled_from(["rope", "sinusoidal", "rotary"]))
         document["rope_base"] = draw(st.one_of(NUMBERS, VALUES))
-        document["rope_pairing"] = draw(st.one_of(
-            st.sampled_from(["half", "interleaved", "Half", "interleave"]), VALUES))  # fmt: skip
-        document["biases"] = draw(st.dictionaries(
-            st.sampled_from(["bQ", "bK", "bV", "bO", "bq"]),
-            st.one_of(st.lists(NUMBERS, max_size=3), VALUES), max_size=4))  # fmt: skip
+        document["rope_pairing"] = draw(
+            st.one_of(st.sampled_from(["half", "interleaved", "Half", "interleave"]), VALUES)
+        )
+        document["biases"] = draw(
+            st.dictionaries(
+                st.sampled_from(["bQ", "bK", "bV", "bO", "bq"]),
+                st.one_of(st.lists(NUMBERS, max_size=3), VALUES),
+                max_size=4,
+            )
+        )
     return document
 
 
@@ -123,8 +170,11 @@ def test_any_text_as_a_model_file(text: str, tmp_path_factory: Any) -> None:
 SPIKES = st.sampled_from([b"", b"\x00", b"\xff", b"\xef\xbb\xbf", "é".encode()[:1]])
 
 
-@given(data=st.one_of(st.binary(max_size=200), st.text(max_size=100).map(str.encode)),
-       at=st.floats(0, 1), spike=SPIKES)  # fmt: skip
+@given(
+    data=st.one_of(st.binary(max_size=200), st.text(max_size=100).map(str.encode)),
+    at=st.floats(0, 1),
+    spike=SPIKES,
+)
 @whole_runs
 def test_any_bytes_as_a_model_file(
     data: bytes, at: float, spike: bytes, tmp_path_factory: Any
@@ -176,8 +226,10 @@ def invoke_bytes(*args: str, stdin: bytes) -> Any:
     return CliRunner().invoke(app, list(args), input=stdin)
 
 
-@given(data=st.binary(max_size=300) | st.text(max_size=100).map(str.encode),
-       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8))  # fmt: skip
+@given(
+    data=st.binary(max_size=300) | st.text(max_size=100).map(str.encode),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
+)
 def test_text_read_in_any_chunks_is_the_text_read_at_once(data: bytes, sizes: list[int]) -> None:
     """However a pipe cuts the bytes (a character split across two reads), the chunked
     reader gives what one decode of the whole gives, and names the same first byte."""
@@ -231,8 +283,14 @@ def test_stdin_left_non_blocking_is_refused_not_cut_short(written: bytes, tmp_pa
     os.set_blocking(reader, False)
     os.write(writer, written)
     try:
-        done = subprocess.run([sys.executable, "-m", "attntrace", "render", "-"], stdin=reader,
-                              cwd=tmp_path, capture_output=True, text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "attntrace", "render", "-"],
+            stdin=reader,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         os.close(reader)
         os.close(writer)
@@ -268,12 +326,14 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 @pytest.mark.parametrize(
     ("tail", "message"),
     [
-        ("embeddings: {cat: [1, 2]}\nweights: {WQ: *i, WK: *i, WV: *i}\n",
-         "unknown fields 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'"),
+        (
+            "embeddings: {cat: [1, 2]}\nweights: {WQ: *i, WK: *i, WV: *i}\n",
+            "unknown fields 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'",
+        ),
         ("", "unknown fields 'a'"),
     ],
     ids=["bomb-as-weights", "bomb-alone"],
-)  # fmt: skip
+)
 def test_an_alias_bomb_is_refused(tail: str, message: str, tmp_path: Path) -> None:
     """A billion laughs: aliases stay shared references (never expanded), and the first
     check that reaches one refuses it. benchmarks/hostile.py measures time and memory."""
@@ -293,8 +353,15 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "big.json"
-    path.write_text(json.dumps({"description": "x" * 3_000_000, "embeddings": {"cat": [1]},
-                                "weights": {"WQ": [[1]], "WK": [[1]], "WV": [[1]]}}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "description": "x" * 3_000_000,
+                "embeddings": {"cat": [1]},
+                "weights": {"WQ": [[1]], "WK": [[1]], "WV": [[1]]},
+            }
+        )
+    )
     monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", "1")
     result = invoke("run", "cat", "-c", str(path))
     assert result.exit_code == 2
@@ -331,9 +398,13 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(
 def test_every_output_mode_ends_quietly_into_a_closed_pipe(args: list[str], tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
     with subprocess.Popen(
-        [sys.executable, "-m", "attntrace", *args], cwd=tmp_path, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    ) as process:  # fmt: skip
+        [sys.executable, "-m", "attntrace", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
         assert process.stdout is not None
         assert process.stderr is not None
         process.stdout.close()
@@ -347,9 +418,13 @@ def test_ctrl_c_at_a_step_prompt_exits_130_quietly(command: list[str], tmp_path:
     import signal
 
     with subprocess.Popen(
-        [sys.executable, "-m", "attntrace", *command], cwd=tmp_path, stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    ) as process:  # fmt: skip
+        [sys.executable, "-m", "attntrace", *command],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
         assert process.stdout is not None
         assert process.stderr is not None
         seen = ""
@@ -367,8 +442,9 @@ def test_a_size_limit_must_be_a_positive_number(
     value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ATTNTRACE_MAX_FILE_MB", value)
-    result = invoke("run", "--json", "-c", str(ROOT / "attntrace" /
-                                              "samples" / "cat-eats-fish.json"))  # fmt: skip
+    result = invoke(
+        "run", "--json", "-c", str(ROOT / "attntrace" / "samples" / "cat-eats-fish.json")
+    )
     assert result.exit_code == 2
     assert result.stderr.endswith(
         "ATTNTRACE_MAX_FILE_MB: expected a positive number of MiB (from 1e-6, about a byte, "
@@ -377,8 +453,12 @@ def test_a_size_limit_must_be_a_positive_number(
 
 
 def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
-    with subprocess.Popen([sys.executable, "-m", "attntrace", "run", "--help"], cwd=tmp_path,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:  # fmt: skip
+    with subprocess.Popen(
+        [sys.executable, "-m", "attntrace", "run", "--help"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
         assert process.stdout is not None
         assert process.stderr is not None
         process.stdout.close()
@@ -391,16 +471,27 @@ def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
     [
         (">&-", "run", 1, "attntrace: error: cannot write the output: stdout is closed\n"),
         (">&-", "--help", 1, "attntrace: error: cannot write the output: stdout is closed\n"),
-        (">&-", "samples cat-eats-fish", 1,
-         "attntrace: error: cannot write the output: stdout is closed\n"),
+        (
+            ">&-",
+            "samples cat-eats-fish",
+            1,
+            "attntrace: error: cannot write the output: stdout is closed\n",
+        ),
         ("<&- >/dev/null", "run --step", 0, ""),
         ("<&- >/dev/null", "decode --step", 0, ""),
         ("2>&-", "run 'cat dog'", 2, None),
         ("2>&- >/dev/null", "run", 0, None),
     ],
-    ids=["stdout-run", "stdout-help", "stdout-samples", "stdin-step", "stdin-decode-step",
-         "stderr-bad-input", "stderr-run"],
-)  # fmt: skip
+    ids=[
+        "stdout-run",
+        "stdout-help",
+        "stdout-samples",
+        "stdin-step",
+        "stdin-decode-step",
+        "stderr-bad-input",
+        "stderr-run",
+    ],
+)
 def test_a_closed_stream_is_no_traceback(
     redirect: str, args: str, code: int, stderr: str | None, tmp_path: Path
 ) -> None:
@@ -408,8 +499,9 @@ def test_a_closed_stream_is_no_traceback(
     closed stdout is one line and exit 1, a closed stdin is end of input, a closed
     stderr keeps the exit code the message would have come with."""
     command = f"{sys.executable} -m attntrace {args} {redirect}"
-    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
-                            timeout=60, cwd=tmp_path)  # fmt: skip
+    result = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr
     if stderr is not None:
@@ -428,31 +520,58 @@ def _saved(change: Any) -> str:
 @pytest.mark.parametrize(
     ("command", "name", "text", "message"),
     [
-        ("run", "model.json",
-         '{"embeddings": {"a": [' + "9" * 5000 + ', 1]}, "weights": {"WQ": [[1, 0], [0, 1]], '
-         '"WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]}}',
-         "model.json: embeddings.a[0]: expected a number, got an integer of 5,000 digits "
-         "(too large for float64)"),
-        ("run", "model.yaml",
-         "embeddings:\n  a: [" + "9" * 5000 + ", 1]\n"
-         "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n",
-         "model.yaml: embeddings.a[0]: expected a number, got an integer of 5,000 digits "
-         "(too large for float64)"),
-        ("render", "trace.json", _saved(lambda d: d["model"].update(heads=10**30)),
-         "trace.json: model.heads: expected at most 4,096, got "
-         "1,000,000,000,000,000,000,000,000,000,000"),
-        ("render", "trace.json", _saved(lambda d: d["model"].update(heads=10**8, kv_heads=1)),
-         "trace.json: model.heads: expected at most 4,096, got 100,000,000"),
-        ("render", "trace.json", _saved(lambda d: d["stages"][4].update(shape=[2, 3])),
-         "trace.json: stages[4].shape: expected [3, 3] (its rows and cols), got [2, 3]"),
+        (
+            "run",
+            "model.json",
+            '{"embeddings": {"a": [' + "9" * 5000 + ', 1]}, "weights": {"WQ": [[1, 0], [0, 1]], '
+            '"WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]}}',
+            "model.json: embeddings.a[0]: expected a number, got an integer of 5,000 digits "
+            "(too large for float64)",
+        ),
+        (
+            "run",
+            "model.yaml",
+            "embeddings:\n  a: [" + "9" * 5000 + ", 1]\n"
+            "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n",
+            "model.yaml: embeddings.a[0]: expected a number, got an integer of 5,000 digits "
+            "(too large for float64)",
+        ),
+        (
+            "render",
+            "trace.json",
+            _saved(lambda d: d["model"].update(heads=10**30)),
+            "trace.json: model.heads: expected at most 4,096, got "
+            "1,000,000,000,000,000,000,000,000,000,000",
+        ),
+        (
+            "render",
+            "trace.json",
+            _saved(lambda d: d["model"].update(heads=10**8, kv_heads=1)),
+            "trace.json: model.heads: expected at most 4,096, got 100,000,000",
+        ),
+        (
+            "render",
+            "trace.json",
+            _saved(lambda d: d["stages"][4].update(shape=[2, 3])),
+            "trace.json: stages[4].shape: expected [3, 3] (its rows and cols), got [2, 3]",
+        ),
     ],
-    ids=["json-5000-digits", "yaml-5000-digits", "render-heads-1e30", "render-heads-1e8",
-         "render-shape-not-its-data"],
-)  # fmt: skip
+    ids=[
+        "json-5000-digits",
+        "yaml-5000-digits",
+        "render-heads-1e30",
+        "render-heads-1e8",
+        "render-shape-not-its-data",
+    ],
+)
 def test_numbers_and_counts_no_model_holds_are_one_line(
-    command: str, name: str, text: str, message: str, tmp_path: Path,
+    command: str,
+    name: str,
+    text: str,
+    message: str,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """An integer of thousands of digits (Python will not convert it) and a saved trace
     claiming 10**30 heads (looped over, listed) are refused before any work."""
     monkeypatch.chdir(tmp_path)

@@ -293,8 +293,19 @@ def test_a_folder_deleted_while_writing_is_one_line(
 def test_train_refuses_a_fifo_before_it_trains(tmp_path: Path) -> None:
     fifo = tmp_path / "m.yaml"
     os.mkfifo(fifo)
-    result = invoke("train", "-s", "it-animal", "--from", "it", "--to", "animal",
-                    "--steps", "100000", "--save", str(fifo))  # fmt: skip
+    result = invoke(
+        "train",
+        "-s",
+        "it-animal",
+        "--from",
+        "it",
+        "--to",
+        "animal",
+        "--steps",
+        "100000",
+        "--save",
+        str(fifo),
+    )
     assert result.exit_code == 2
     assert result.stdout == ""  # nothing trained, nothing shown
     assert result.stderr.count("\n") == 1

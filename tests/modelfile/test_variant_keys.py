@@ -89,8 +89,17 @@ def test_train_save_writes_the_keys_back(keys: dict[str, Any]) -> None:
 
 def test_a_model_without_variants_writes_none_of_the_keys() -> None:
     document = model_document(model())
-    for key in ("window", "sinks", "alibi_slopes", "qk_norm", "qk_norm_eps", "q_norm",
-                "k_norm", "softcap", "sink_logit"):  # fmt: skip
+    for key in (
+        "window",
+        "sinks",
+        "alibi_slopes",
+        "qk_norm",
+        "qk_norm_eps",
+        "q_norm",
+        "k_norm",
+        "softcap",
+        "sink_logit",
+    ):
         assert key not in document
 
 
@@ -109,15 +118,15 @@ def _trace(tmp_path: Path, sentence: str, *args: str, **keys: Any) -> dict[str, 
 def _stage(trace: dict[str, Any], name: str, head: int = 0) -> npt.NDArray[np.float64]:
     for stage in trace["stages"]:
         if stage["name"] == name and stage["head"] == head:
-            return np.array([[-math.inf if c is None else c for c in row] for row in
-                             stage["data"]])  # fmt: skip
+            return np.array([[-math.inf if c is None else c for c in row] for row in stage["data"]])
     raise AssertionError(f"no stage {name}")
 
 
 def test_set_window_masks_as_the_rule_says(tmp_path: Path) -> None:
     """``--set window=2 --set sinks=1``: query i sees j when j ≤ i and (i − j < 2 or j < 1)."""
-    trace = _trace(tmp_path, "cat eats fish dog cat", "--set", "window=2", "--set", "sinks=1",
-                   causal=True)  # fmt: skip
+    trace = _trace(
+        tmp_path, "cat eats fish dog cat", "--set", "window=2", "--set", "sinks=1", causal=True
+    )
     assert trace["model"]["window"] == 2
     assert trace["model"]["sinks"] == 1
     masked = _stage(trace, "masked")
@@ -128,8 +137,17 @@ def test_set_window_masks_as_the_rule_says(tmp_path: Path) -> None:
 
 
 def test_json_model_keys_are_exactly_the_documented_ones(tmp_path: Path) -> None:
-    trace = _trace(tmp_path, "cat eats fish", causal=True, window=2, positions="alibi",
-                   qk_norm=True, q_norm=[2, 1], softcap=3, sink_logit=0.5)  # fmt: skip
+    trace = _trace(
+        tmp_path,
+        "cat eats fish",
+        causal=True,
+        window=2,
+        positions="alibi",
+        qk_norm=True,
+        q_norm=[2, 1],
+        softcap=3,
+        sink_logit=0.5,
+    )
     m = trace["model"]
     assert m["window"] == 2
     assert "sinks" not in m  # 0 is off
@@ -138,14 +156,27 @@ def test_json_model_keys_are_exactly_the_documented_ones(tmp_path: Path) -> None
     assert m["softcap"] == 3.0
     assert m["sink_logits"] == [0.5]
     names = [s["name"] for s in trace["stages"] if s["head"] == 0]
-    assert names == ["Q", "K", "V", "Q_norm", "K_norm", "scores", "scaled", "alibi", "biased",
-                     "capped", "masked", "softmax", "sink", "output"]  # fmt: skip
+    assert names == [
+        "Q",
+        "K",
+        "V",
+        "Q_norm",
+        "K_norm",
+        "scores",
+        "scaled",
+        "alibi",
+        "biased",
+        "capped",
+        "masked",
+        "softmax",
+        "sink",
+        "output",
+    ]
 
 
 def test_a_trace_without_variants_has_none_of_the_keys(tmp_path: Path) -> None:
     m = _trace(tmp_path, "cat eats", causal=True)["model"]
-    assert set(m) == {"name", "d_model", "d_k", "d_v", "heads", "kv_heads", "causal",
-                      "positions"}  # fmt: skip
+    assert set(m) == {"name", "d_model", "d_k", "d_v", "heads", "kv_heads", "causal", "positions"}
 
 
 def test_sink_and_softmax_rows_are_the_closed_form(tmp_path: Path) -> None:
@@ -157,8 +188,9 @@ def test_sink_and_softmax_rows_are_the_closed_form(tmp_path: Path) -> None:
         top = max(max(scaled[i]), 1.5)
         total = sum(math.exp(x - top) for x in scaled[i]) + math.exp(1.5 - top)
         for j in range(3):
-            assert softmax[i, j] == pytest.approx(math.exp(scaled[i, j] - top) / total,
-                                                  **FLOAT64_APPROX)  # fmt: skip
+            assert softmax[i, j] == pytest.approx(
+                math.exp(scaled[i, j] - top) / total, **FLOAT64_APPROX
+            )
         assert sink[i, 0] == pytest.approx(math.exp(1.5 - top) / total, **FLOAT64_APPROX)
 
 
@@ -175,27 +207,46 @@ def _render(tmp_path: Path, document: dict[str, Any]) -> Any:
 @pytest.mark.parametrize(
     ("keys", "edit", "words"),
     [
-        ({"causal": True, "window": 2}, lambda d: d["model"].update(window=0),
-         ("model.window", "a whole number ≥ 1")),
-        ({"causal": True, "window": 2}, lambda d: d["model"].update(causal=False),
-         ("model.window", "causal: true")),
-        ({"causal": True, "window": 2, "sinks": 1}, lambda d: d["model"].pop("window"),
-         ("model.sinks", "a window")),
-        ({"positions": "alibi"}, lambda d: d["model"].pop("alibi_slopes"),
-         ("model.alibi_slopes", "1 slopes")),
-        ({"positions": "alibi"}, lambda d: d["model"].update(alibi_slopes=[-1]),
-         ("model.alibi_slopes[0]", "> 0")),
-        ({"qk_norm": True}, lambda d: d["model"]["qk_norm"].update(q_norm=[1, 2, 3]),
-         ("model.qk_norm.q_norm", "2 numbers")),
-        ({"qk_norm": True}, lambda d: d["model"].pop("qk_norm"),
-         ("model.qk_norm", "Q_norm")),
+        (
+            {"causal": True, "window": 2},
+            lambda d: d["model"].update(window=0),
+            ("model.window", "a whole number ≥ 1"),
+        ),
+        (
+            {"causal": True, "window": 2},
+            lambda d: d["model"].update(causal=False),
+            ("model.window", "causal: true"),
+        ),
+        (
+            {"causal": True, "window": 2, "sinks": 1},
+            lambda d: d["model"].pop("window"),
+            ("model.sinks", "a window"),
+        ),
+        (
+            {"positions": "alibi"},
+            lambda d: d["model"].pop("alibi_slopes"),
+            ("model.alibi_slopes", "1 slopes"),
+        ),
+        (
+            {"positions": "alibi"},
+            lambda d: d["model"].update(alibi_slopes=[-1]),
+            ("model.alibi_slopes[0]", "> 0"),
+        ),
+        (
+            {"qk_norm": True},
+            lambda d: d["model"]["qk_norm"].update(q_norm=[1, 2, 3]),
+            ("model.qk_norm.q_norm", "2 numbers"),
+        ),
+        ({"qk_norm": True}, lambda d: d["model"].pop("qk_norm"), ("model.qk_norm", "Q_norm")),
         ({"softcap": 2}, lambda d: d["model"].update(softcap="big"), ("model.softcap",)),
-        ({"sink_logit": 1}, lambda d: d["model"].update(sink_logits=[1, 2]),
-         ("model.sink_logits", "1 numbers")),
-        ({"sink_logit": 1}, lambda d: d["model"].pop("sink_logits"),
-         ("model.sink_logits", "sink")),
+        (
+            {"sink_logit": 1},
+            lambda d: d["model"].update(sink_logits=[1, 2]),
+            ("model.sink_logits", "1 numbers"),
+        ),
+        ({"sink_logit": 1}, lambda d: d["model"].pop("sink_logits"), ("model.sink_logits", "sink")),
     ],
-)  # fmt: skip
+)
 def test_a_bad_saved_variant_is_one_line(
     tmp_path: Path, keys: dict[str, Any], edit: Any, words: tuple[str, ...]
 ) -> None:

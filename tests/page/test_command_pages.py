@@ -33,8 +33,13 @@ def exported(tmp_path: Path, *args: str, code: int = 0) -> tuple[Path, str]:
 def cells(browser: Any, table: Any) -> list[list[float]]:
     """A shown table's cells as numbers, row by row (−∞ as -inf)."""
     rows = table.find_elements("css selector", "tbody tr")
-    return [[-math.inf if td.text == "−∞" else float(td.text)
-             for td in row.find_elements("css selector", "td")] for row in rows]  # fmt: skip
+    return [
+        [
+            -math.inf if td.text == "−∞" else float(td.text)
+            for td in row.find_elements("css selector", "td")
+        ]
+        for row in rows
+    ]
 
 
 def close(shown: list[list[float]], expected: Any) -> bool:
@@ -80,8 +85,7 @@ def test_each_page_embeds_the_json_its_command_writes(
 
 
 def test_diff_marks_the_cells_diff_found(tmp_path: Path) -> None:
-    target, _ = exported(tmp_path, "diff", "-s", "cat-eats-fish", "--set", "WQ[0][1]=0.5",
-                         code=1)  # fmt: skip
+    target, _ = exported(tmp_path, "diff", "-s", "cat-eats-fish", "--set", "WQ[0][1]=0.5", code=1)
     page = target.read_text(encoding="utf-8")
     document = embedded(page, "diff")
     a, b = embedded(page, "trace"), embedded(page, "trace_b")
@@ -97,13 +101,19 @@ def test_diff_marks_the_cells_diff_found(tmp_path: Path) -> None:
 
 
 def test_an_export_other_than_html_is_refused_before_any_work(tmp_path: Path) -> None:
-    for command in (["decode"], ["flash"], ["grad", "--from", "cat", "--to", "fish"],
-                    ["diff", "--set", "WQ[0][1]=0.5"]):  # fmt: skip
+    for command in (
+        ["decode"],
+        ["flash"],
+        ["grad", "--from", "cat", "--to", "fish"],
+        ["diff", "--set", "WQ[0][1]=0.5"],
+    ):
         result = invoke(*command, "--export", str(tmp_path / "x.txt"))
         assert result.exit_code == 2, command
         assert result.stdout == ""
-        assert result.stderr == ("attntrace: error: --export: expected a .html file (the "
-                                 f"explorer page), got '{tmp_path / 'x.txt'}'\n")  # fmt: skip
+        assert result.stderr == (
+            "attntrace: error: --export: expected a .html file (the "
+            f"explorer page), got '{tmp_path / 'x.txt'}'\n"
+        )
         missing = invoke(*command, "--export", str(tmp_path / "nowhere" / "x.html"))
         assert missing.exit_code == 2
         assert "no such folder to save into" in missing.stderr
@@ -116,8 +126,10 @@ def test_a_page_too_big_is_refused_whole(tmp_path: Path, monkeypatch: pytest.Mon
     result = invoke("decode", "-s", "window", "--export", str(target))
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr == ("attntrace: error: --export: expected a page of at most 0 MB, "
-                             "got 0 MB of numbers: trace fewer tokens\n")  # fmt: skip
+    assert result.stderr == (
+        "attntrace: error: --export: expected a page of at most 0 MB, "
+        "got 0 MB of numbers: trace fewer tokens\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -191,8 +203,19 @@ def test_grad_walks_the_forward_stages_then_the_gradients(browser: Any, tmp_path
         names.append(one(browser, "article.stage.current").get_attribute("data-stage"))
         forward(browser)
     assert names[:8] == ["X", "Q", "K", "V", "scores", "scaled", "softmax", "output"]
-    assert names[8:] == ["d_output", "d_V", "d_softmax", "d_scaled", "d_scores", "d_Q", "d_K",
-                         "d_WQ", "d_WK", "d_WV", "d_X"]  # fmt: skip
+    assert names[8:] == [
+        "d_output",
+        "d_V",
+        "d_softmax",
+        "d_scaled",
+        "d_scores",
+        "d_Q",
+        "d_K",
+        "d_WQ",
+        "d_WK",
+        "d_WV",
+        "d_X",
+    ]
     # d_softmax[it, animal] = −1/a (output is not read by the loss): a, the trace's weight
     a = trace_attention(sample="it-animal")["softmax"].data[7, 1]
     while one(browser, "article.stage.current").get_attribute("data-stage") != "d_softmax":
@@ -236,8 +259,7 @@ def test_check_shows_the_verdicts_and_the_first_difference(
 
 
 def test_diff_marks_changed_cells_in_the_browser(browser: Any, tmp_path: Path) -> None:
-    target, _ = exported(tmp_path, "diff", "-s", "cat-eats-fish", "--set", "WQ[0][1]=0.5",
-                         code=1)  # fmt: skip
+    target, _ = exported(tmp_path, "diff", "-s", "cat-eats-fish", "--set", "WQ[0][1]=0.5", code=1)
     a = trace_attention(sample="cat-eats-fish")
     b = trace_attention(sample="cat-eats-fish", edits=["WQ[0][1]=0.5"])
     load(browser, target)
@@ -257,8 +279,10 @@ def test_diff_marks_changed_cells_in_the_browser(browser: Any, tmp_path: Path) -
     ]
     forward(browser)  # Q
     assert one(browser, "article.current").get_attribute("data-stage") == "Q"
-    marked = {(int(td.get_attribute("data-row")), int(td.get_attribute("data-col")))
-              for td in by_css(browser, "article.current td.changed")}  # fmt: skip
+    marked = {
+        (int(td.get_attribute("data-row")), int(td.get_attribute("data-col")))
+        for td in by_css(browser, "article.current td.changed")
+    }
     differ = np.abs(a["Q"].data - b["Q"].data) > 1e-9
     assert marked == set(zip(*map(list, np.nonzero(differ)), strict=True))
     shown_b = cells(browser, by_css(browser, "article.current table.matrix")[0])

@@ -62,8 +62,9 @@ def start(browser: Any, page: Path) -> None:
 
 
 @pytest.mark.parametrize("sample", SAMPLES)
-def test_every_stage_is_walked_with_the_arrow_keys(browser: Any, pages: dict[str, Path],
-                                                   sample: str) -> None:  # fmt: skip
+def test_every_stage_is_walked_with_the_arrow_keys(
+    browser: Any, pages: dict[str, Path], sample: str
+) -> None:
     from selenium.webdriver.common.keys import Keys
 
     start(browser, pages[sample])
@@ -180,8 +181,12 @@ def test_switching_heads_shows_that_heads_numbers(browser: Any, pages: dict[str,
     start(browser, pages["gqa"])
     walk_to(browser, "softmax")
     options = [o.text for o in Select(one(browser, "#head")).options]
-    assert options == ["head 0 (K/V head 0)", "head 1 (K/V head 0)", "head 2 (K/V head 1)",
-                       "head 3 (K/V head 1)"]  # fmt: skip
+    assert options == [
+        "head 0 (K/V head 0)",
+        "head 1 (K/V head 0)",
+        "head 2 (K/V head 1)",
+        "head 3 (K/V head 1)",
+    ]
     Select(one(browser, "#head")).select_by_value("2")
     assert one(browser, "#position").text.endswith(": softmax")  # the same stage, head 2
     card = one(browser, "article.current")
@@ -197,8 +202,12 @@ def test_the_head_view_draws_a_line_per_weight(browser: Any, pages: dict[str, Pa
     start(browser, pages["it-animal"])
     softmax = stage(document_of(browser), "softmax", 0)
     lines = by_css(browser, "#head-view line")
-    drawn = {(int(x.get_attribute("data-q")), int(x.get_attribute("data-k"))): float(
-        x.get_attribute("stroke-opacity")) for x in lines}  # fmt: skip
+    drawn = {
+        (int(x.get_attribute("data-q")), int(x.get_attribute("data-k"))): float(
+            x.get_attribute("stroke-opacity")
+        )
+        for x in lines
+    }
     assert len(drawn) == 11 * 11  # every weight here is above the 0.001 not drawn
     for (i, j), opacity in drawn.items():
         assert abs(opacity - softmax["data"][i][j]) <= 0.0005
@@ -305,8 +314,9 @@ def test_the_notebook_frame_runs_the_explorer(browser: Any, tmp_path: Path) -> N
 
     target = tmp_path / "notebook.html"
     frame = notebook_html(trace_attention("cat eats fish"))
-    target.write_text(f"<!DOCTYPE html><html><body><h1>a notebook</h1>{frame}</body></html>",
-                      encoding="utf-8")  # fmt: skip
+    target.write_text(
+        f"<!DOCTYPE html><html><body><h1>a notebook</h1>{frame}</body></html>", encoding="utf-8"
+    )
     browser.get(target.resolve().as_uri())
     browser.switch_to.frame(one(browser, "iframe"))
     try:
@@ -322,13 +332,24 @@ def test_the_notebook_frame_runs_the_explorer(browser: Any, tmp_path: Path) -> N
 @needs_weights
 def test_a_real_models_page(browser: Any, tmp_path: Path) -> None:
     target = tmp_path / "minilm.html"
-    result = invoke("run", "--model", "minilm", "The cat sat on the mat.", "--layer", "2",
-                    "--export", str(target))  # fmt: skip
+    result = invoke(
+        "run",
+        "--model",
+        "minilm",
+        "The cat sat on the mat.",
+        "--layer",
+        "2",
+        "--export",
+        str(target),
+    )
     assert result.exit_code == 0, result.output
     start(browser, target)
     document = document_of(browser)
-    assert document == json.loads(invoke("run", "--model", "minilm", "The cat sat on the mat.",
-                                         "--layer", "2", "--json").stdout)  # fmt: skip
+    assert document == json.loads(
+        invoke(
+            "run", "--model", "minilm", "The cat sat on the mat.", "--layer", "2", "--json"
+        ).stdout
+    )
     assert len(by_css(browser, "#head option")) == 12
     walk_to(browser, "scores")
     hover(browser, one(browser, 'article.current td[data-row="2"][data-col="1"]'))
@@ -345,9 +366,30 @@ def test_a_real_models_page(browser: Any, tmp_path: Path) -> None:
 
 
 VALUES = st.floats(allow_nan=False, allow_infinity=False)  # every finite double
-TIES = [0.03125, -0.03125, 0.00005, 0.00015, 2.5e-05, 1.00005, 0.5, 99999999.99995,
-        99999999.999949, 1e8, -1e8, 123456789.5, 1.5e20, 0.0, -0.0, 5e-324, 1e-5, 1e21,
-        -1.2345e22, 2.0**70, 1.7976931348623157e308, 2.2250738585072014e-308]  # fmt: skip
+TIES = [
+    0.03125,
+    -0.03125,
+    0.00005,
+    0.00015,
+    2.5e-05,
+    1.00005,
+    0.5,
+    99999999.99995,
+    99999999.999949,
+    1e8,
+    -1e8,
+    123456789.5,
+    1.5e20,
+    0.0,
+    -0.0,
+    5e-324,
+    1e-5,
+    1e21,
+    -1.2345e22,
+    2.0**70,
+    1.7976931348623157e308,
+    2.2250738585072014e-308,
+]
 
 
 def test_numbers_read_as_the_terminal_writes_them(browser: Any, pages: dict[str, Path]) -> None:
@@ -359,12 +401,15 @@ def test_numbers_read_as_the_terminal_writes_them(browser: Any, pages: dict[str,
         assert shown == [format_number(x, precision) for x in TIES]
     specials = browser.execute_script(
         "return [null, 'inf', '-inf', 'nan', 'Infinity', '-Infinity', 'NaN', undefined]"
-        ".map((x) => window.attntrace.fmt(x))")  # fmt: skip
+        ".map((x) => window.attntrace.fmt(x))"
+    )
     assert specials == ["−∞", "inf", "−inf", "NaN", "inf", "−inf", "NaN", "–"]
     for digits in (2, 3):
         shown = browser.execute_script(
             "return arguments[0].map((x) => window.attntrace.significant(x, arguments[1]))",
-            TIES, digits)  # fmt: skip
+            TIES,
+            digits,
+        )
         assert shown == [significant(x, digits) for x in TIES]
 
 
@@ -376,12 +421,29 @@ def test_any_number_reads_as_the_terminal_writes_it(
         start(browser, pages["cat-eats-fish"])
     shown = browser.execute_script(
         "return arguments[0].map((x) => [window.attntrace.fmt(x, 4), window.attntrace.fmt(x, 6),"
-        " window.attntrace.significant(x, 3)])", values)  # fmt: skip
+        " window.attntrace.significant(x, 3)])",
+        values,
+    )
     assert shown == [[format_number(x, 4), format_number(x, 6), significant(x, 3)] for x in values]
 
 
-TEXTS = ["cat", "\x1b[2J", "\u202e", "a\u200bb", "\u0301e", "e\u0301", "\t\n\r", "\x7f\x85",
-         "猫", "🐟", "\u3164", "\u00a0", "\ue000", "\U0010ffff", "\u2028"]  # fmt: skip
+TEXTS = [
+    "cat",
+    "\x1b[2J",
+    "\u202e",
+    "a\u200bb",
+    "\u0301e",
+    "e\u0301",
+    "\t\n\r",
+    "\x7f\x85",
+    "猫",
+    "🐟",
+    "\u3164",
+    "\u00a0",
+    "\ue000",
+    "\U0010ffff",
+    "\u2028",
+]
 
 
 def test_invisible_characters_are_shown_as_the_terminal_shows_them(

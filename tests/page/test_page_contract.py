@@ -102,13 +102,17 @@ def test_every_cell_is_explained_with_the_traces_own_numbers(
                 r, c, terms = panel["row"], panel["col"], panel["terms"]
                 assert panel["result"] == format_number(float(cell[r, c]), 4), (name, r, c)
                 if name == "scores":
-                    assert terms["product"] == [format_number(a * b, 4) for a, b in
-                                                zip(q[r], k[c], strict=True)]  # fmt: skip
+                    assert terms["product"] == [
+                        format_number(a * b, 4) for a, b in zip(q[r], k[c], strict=True)
+                    ]
                 elif name == "scaled":
                     assert terms["root"] == [format_number(math.sqrt(trace.model.d_k), 4)]
                 elif name == "softmax" and np.isfinite(x[r, c]):
-                    sink = None if sink_logits is None else float(np.ravel(sink_logits)[
-                        0 if np.size(sink_logits) == 1 else head])  # fmt: skip
+                    sink = (
+                        None
+                        if sink_logits is None
+                        else float(np.ravel(sink_logits)[0 if np.size(sink_logits) == 1 else head])
+                    )
                     finite = x[r][np.isfinite(x[r])]
                     top = max(float(finite.max()), -math.inf if sink is None else sink)
                     exps = [math.exp(v - top) for v in finite]
@@ -126,11 +130,16 @@ def test_every_cell_is_explained_with_the_traces_own_numbers(
 def overflowing_model(folder: Path) -> Path:
     """Scores past float16's 65,504: 300 · 300 = 90,000."""
     model = folder / "overflow.json"
-    model.write_text(json.dumps({
-        "sentence": "a b c",
-        "embeddings": {"a": [300.0, 0.0], "b": [0.0, 300.0], "c": [300.0, 300.0]},
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    }), encoding="utf-8")  # fmt: skip
+    model.write_text(
+        json.dumps(
+            {
+                "sentence": "a b c",
+                "embeddings": {"a": [300.0, 0.0], "b": [0.0, 300.0], "c": [300.0, 300.0]},
+                "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+            }
+        ),
+        encoding="utf-8",
+    )
     return model
 
 
@@ -166,11 +175,16 @@ def test_labels_read_as_the_terminals(browser: Any, tmp_path: Path) -> None:
     long = "antidisestablishmentarianism" * 3
     model = tmp_path / "words.json"
     tokens = ["the", "cat", "the", long, "the"]
-    model.write_text(json.dumps({
-        "sentence": " ".join(tokens),
-        "embeddings": {t: [float(i), 1.0] for i, t in enumerate(dict.fromkeys(tokens))},
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    }), encoding="utf-8")  # fmt: skip
+    model.write_text(
+        json.dumps(
+            {
+                "sentence": " ".join(tokens),
+                "embeddings": {t: [float(i), 1.0] for i, t in enumerate(dict.fromkeys(tokens))},
+                "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+            }
+        ),
+        encoding="utf-8",
+    )
     target = tmp_path / "words.html"
     assert invoke("run", "-c", str(model), "--export", str(target)).exit_code == 0
     expected = [visible(label, 40) for label in unique_labels(tokens)]
@@ -297,15 +311,19 @@ def test_a_table_of_more_than_16384_cells_shows_its_rows_a_page_at_a_time(
     walk_to(browser, "softmax")
     one(browser, "article.current button.expand").click()
     per_page = 16384 // n  # 126 rows of 130 columns
-    rows = [int(td.get_attribute("data-row"))
-            for td in by_css(browser, 'article.current td[data-col="0"]')]  # fmt: skip
+    rows = [
+        int(td.get_attribute("data-row"))
+        for td in by_css(browser, 'article.current td[data-col="0"]')
+    ]
     assert rows == list(range(per_page))
     assert len(by_css(browser, "article.current td[data-row]")) == per_page * n
     assert one(browser, "article.current .rows-shown").text == f"rows 1–{per_page} of {n}"
     assert one(browser, "article.current button.earlier").get_attribute("disabled") is not None
     one(browser, "article.current button.later").click()
-    rows = [int(td.get_attribute("data-row"))
-            for td in by_css(browser, 'article.current td[data-col="0"]')]  # fmt: skip
+    rows = [
+        int(td.get_attribute("data-row"))
+        for td in by_css(browser, 'article.current td[data-col="0"]')
+    ]
     assert rows == list(range(per_page, n))
     assert browser.execute_script("return document.activeElement.className") == "earlier"
     weights = trace.stage("softmax", head=0).data

@@ -99,8 +99,9 @@ def test_a_big_trace_keeps_the_first_heads_that_fit(sample: str) -> None:
     assert page_heads(trace) is None  # small: every head
     assert page_heads(trace, limit=whole) is None
     heads = trace.traced_heads
-    sizes = [numbers_in(json.loads(dump_bytes(trace, heads=heads[:k])))
-             for k in range(1, len(heads))]  # fmt: skip
+    sizes = [
+        numbers_in(json.loads(dump_bytes(trace, heads=heads[:k]))) for k in range(1, len(heads))
+    ]
     assert sizes == sorted(sizes)
     assert page_heads(trace, limit=1) == [0]  # at least one head, however small the limit
     for k, size in enumerate(sizes, start=1):

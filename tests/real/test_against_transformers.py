@@ -96,8 +96,13 @@ def test_attention_in_every_layer_and_head_matches_transformers(model: RealModel
         for head, rows in enumerate(per_head):
             for row, values in zip(expected["rows"], rows, strict=True):
                 where = f"L{layer}H{head} row {row}"
-                np.testing.assert_allclose(probabilities[layer][head, row], values, rtol=0,
-                                           atol=FLOAT32_REFERENCE, err_msg=where)  # fmt: skip
+                np.testing.assert_allclose(
+                    probabilities[layer][head, row],
+                    values,
+                    rtol=0,
+                    atol=FLOAT32_REFERENCE,
+                    err_msg=where,
+                )
 
 
 @BOTH
@@ -131,8 +136,9 @@ def test_a_whole_layer_traced_is_the_forward_pass(model: RealModel) -> None:
         assert trace.stage("softmax", head=head).kv_head == kv_head_of(
             head, model.heads, model.kv_heads
         )
-        np.testing.assert_allclose(trace.stage("softmax", head=head).data,
-                                   probabilities[1][head], **FLOAT64)  # fmt: skip
+        np.testing.assert_allclose(
+            trace.stage("softmax", head=head).data, probabilities[1][head], **FLOAT64
+        )
     assert trace["projected"].shape == (len(trace.tokens), model.d_model)
 
 
@@ -168,8 +174,9 @@ def test_decode_of_smollm2_grows_three_kv_heads_and_matches_the_full_layer() -> 
     ids = open_model("smollm2").tokenizer.encode("The cat sat on the mat")
     probabilities = open_model("smollm2").run(ids, 4)
     for step in run.steps:
-        np.testing.assert_allclose(step.weights, probabilities[3][:, step.t, : step.t + 1],
-                                   **FLOAT64)  # fmt: skip
+        np.testing.assert_allclose(
+            step.weights, probabilities[3][:, step.t, : step.t + 1], **FLOAT64
+        )
 
 
 def test_heads_ranks_the_animal_heads_of_minilm_first() -> None:
@@ -181,8 +188,9 @@ def test_heads_ranks_the_animal_heads_of_minilm_first() -> None:
     assert [(r.layer, r.head) for r in ranking.rows[:2]] == [(3, 1), (5, 11)]
     row = expected["rows"].index(it)
     for r in ranking.rows[:2]:
-        assert r.weight == pytest.approx(expected["attention"][r.layer][r.head][row][animal],
-                                         abs=FLOAT32_REFERENCE)  # fmt: skip
+        assert r.weight == pytest.approx(
+            expected["attention"][r.layer][r.head][row][animal], abs=FLOAT32_REFERENCE
+        )
         assert r.top_key == animal
     weights = [r.weight for r in ranking.rows]
     assert weights == sorted(weights, reverse=True)
@@ -223,17 +231,38 @@ def test_run_model_cli_shows_the_real_tokens_and_validates_as_json() -> None:
 @pytest.mark.parametrize(
     ("args", "shown"),
     [
-        (["--focus", "it"], ["Focus: it, position 10 (counting from 0) of the 15 tokens of "
-                             "minilm L3 · head 1", "= output[it]"]),
-        (["--map"], ["minilm L3 · 15 tokens · d_model 384 · head 1 of 12 · d_k 32 · d_v 32",
-                     "it      → animal 0.70"]),  # the head that resolves 'it' (0.6953)
-        (["--overview"], ["minilm L3 · 15 tokens · d_model 384 · head 1 of 12",
-                          "X [15×384]", "bV [1×32]  K/V 1"]),
-        (["--step"], ["Stage 1 of 8 · X   minilm L3: [CLS] the animal didn ' t cross",
-                      "(Enter: next · b back · q quit · ? help) > "]),
+        (
+            ["--focus", "it"],
+            [
+                "Focus: it, position 10 (counting from 0) of the 15 tokens of minilm L3 · head 1",
+                "= output[it]",
+            ],
+        ),
+        (
+            ["--map"],
+            [
+                "minilm L3 · 15 tokens · d_model 384 · head 1 of 12 · d_k 32 · d_v 32",
+                "it      → animal 0.70",
+            ],
+        ),  # the head that resolves 'it' (0.6953)
+        (
+            ["--overview"],
+            [
+                "minilm L3 · 15 tokens · d_model 384 · head 1 of 12",
+                "X [15×384]",
+                "bV [1×32]  K/V 1",
+            ],
+        ),
+        (
+            ["--step"],
+            [
+                "Stage 1 of 8 · X   minilm L3: [CLS] the animal didn ' t cross",
+                "(Enter: next · b back · q quit · ? help) > ",
+            ],
+        ),
     ],
     ids=["focus", "map", "overview", "step"],
-)  # fmt: skip
+)
 def test_every_view_works_on_a_real_layer(args: list[str], shown: list[str]) -> None:
     need(MINILM)
     result = invoke("run", "-m", "minilm", "--layer", "3", "--head", "1", *args, input="q\n")
@@ -273,31 +302,54 @@ def test_decode_and_heads_cli() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["run", "-m", "minilm", "--layer", "6"],
-         "--layer: expected a layer from 0 to 5 (minilm has 6), got 6"),
-        (["run", "-m", "smollm2", "--head", "9"],
-         "--head: expected a head from 0 to 8 (smollm2 has 9), got 9"),
-        (["run", "-m", "gpt5"], "--model: expected minilm or smollm2 or gemma3 (see "
-         "`attntrace models`), got 'gpt5'"),
-        (["decode", "-m", "minilm"], "--model: minilm is an encoder: every token attends to "
-         "every other, later ones too, so there is no token-by-token decoding to cache: "
-         "expected a decoder (smollm2, gemma3), got minilm"),
-        (["heads", "-m", "smollm2", "--from", "animal", "--to", "it"],
-         "--to: smollm2 is causal: a token attends only to itself and earlier tokens: "
-         "expected a token at or before 'Ġanimal' (position 1), got 'Ġit' at position 8"),
-        (["heads", "--from", "dog"], "--from: expected a token of the sentence or its "
-         "0-based index, got 'dog' (tokens: 0:[CLS], 1:the#1, 2:animal"),
-        (["run", "-m", "minilm", "   "], "SENTENCE: empty sentence: expected at least one token, "
-         "got none from '   '"),
-        (["run", "-m", "minilm", ""], "SENTENCE: empty sentence: expected at least one token, "
-         "got none from ''"),
-        (["run", "-m", "smollm2", "\x04\x04"], "SENTENCE: smollm2's vocabulary spells none of "
-         "it: expected at least one token, got none from '\\x04\\x04'"),
+        (
+            ["run", "-m", "minilm", "--layer", "6"],
+            "--layer: expected a layer from 0 to 5 (minilm has 6), got 6",
+        ),
+        (
+            ["run", "-m", "smollm2", "--head", "9"],
+            "--head: expected a head from 0 to 8 (smollm2 has 9), got 9",
+        ),
+        (
+            ["run", "-m", "gpt5"],
+            "--model: expected minilm or smollm2 or gemma3 (see `attntrace models`), got 'gpt5'",
+        ),
+        (
+            ["decode", "-m", "minilm"],
+            "--model: minilm is an encoder: every token attends to "
+            "every other, later ones too, so there is no token-by-token decoding to cache: "
+            "expected a decoder (smollm2, gemma3), got minilm",
+        ),
+        (
+            ["heads", "-m", "smollm2", "--from", "animal", "--to", "it"],
+            "--to: smollm2 is causal: a token attends only to itself and earlier tokens: "
+            "expected a token at or before 'Ġanimal' (position 1), got 'Ġit' at position 8",
+        ),
+        (
+            ["heads", "--from", "dog"],
+            "--from: expected a token of the sentence or its "
+            "0-based index, got 'dog' (tokens: 0:[CLS], 1:the#1, 2:animal",
+        ),
+        (
+            ["run", "-m", "minilm", "   "],
+            "SENTENCE: empty sentence: expected at least one token, got none from '   '",
+        ),
+        (
+            ["run", "-m", "minilm", ""],
+            "SENTENCE: empty sentence: expected at least one token, got none from ''",
+        ),
+        (
+            ["run", "-m", "smollm2", "\x04\x04"],
+            "SENTENCE: smollm2's vocabulary spells none of "
+            "it: expected at least one token, got none from '\\x04\\x04'",
+        ),
         (["decode", "-m", "smollm2", " "], "SENTENCE: empty sentence"),
-        (["heads", "-m", "smollm2", "\x06", "--from", "0", "--to", "0"],
-         "SENTENCE: smollm2's vocabulary spells none of it"),
+        (
+            ["heads", "-m", "smollm2", "\x06", "--from", "0", "--to", "0"],
+            "SENTENCE: smollm2's vocabulary spells none of it",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_real_model_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
     need(MINILM)
     need(SMOLLM2)
@@ -382,15 +434,20 @@ def test_one_head_keeps_its_number_columns_and_kv_head() -> None:
     assert alone["K"].kv_head == 2
     assert alone["K"].cols[0] == "d128"
     assert [(w.name, w.head, w.kv_head) for w in alone.weights] == [
-        ("WQ", 7, None), ("WK", None, 2), ("WV", None, 2)
-    ]  # fmt: skip
-    document = load_valid_trace(invoke("run", "-m", "smollm2", "The cat", "--head", "7",
-                                       "--json").output)  # fmt: skip
+        ("WQ", 7, None),
+        ("WK", None, 2),
+        ("WV", None, 2),
+    ]
+    document = load_valid_trace(
+        invoke("run", "-m", "smollm2", "The cat", "--head", "7", "--json").output
+    )
     assert document["heads_traced"] == [7]
     assert document["model"]["heads"] == 9
     # --json --heads 7 cuts the same way as --head 7
-    assert json.loads(invoke("run", "-m", "smollm2", "The cat", "--json", "--heads", "7").output
-                      ) == document  # fmt: skip
+    assert (
+        json.loads(invoke("run", "-m", "smollm2", "The cat", "--json", "--heads", "7").output)
+        == document
+    )
     refused = invoke("decode", "-m", "smollm2", "The cat", "--head", "7", "--json")
     assert refused.exit_code == 2
     assert "decode --json writes every head's numbers: leave out --head" in refused.output
@@ -405,8 +462,10 @@ def test_a_sentence_beyond_512_tokens_is_refused() -> None:
 
 def test_models_and_heads_json_follow_their_schemas() -> None:
     need(MINILM)
-    for args, name in ((["models", "--json"], "models-v1"),
-                       (["heads", "--json", "--top", "3"], "heads-v1")):  # fmt: skip
+    for args, name in (
+        (["models", "--json"], "models-v1"),
+        (["heads", "--json", "--top", "3"], "heads-v1"),
+    ):
         result = invoke(*args)
         assert (result.exit_code, result.stderr) == (0, ""), result.output
         jsonschema.validate(json.loads(result.stdout), schema(f"{name}.schema.json"))
@@ -514,8 +573,7 @@ def test_heads_on_your_own_sentence_needs_from_and_to_and_hints_with_it() -> Non
     assert "--from: which token of your sentence? (it and animal are the default " in (
         result.output
     )
-    result = invoke("heads", "The cat sat on the cat", "--from", "sat", "--to", "cat",
-                    columns=200)  # fmt: skip
+    result = invoke("heads", "The cat sat on the cat", "--from", "sat", "--to", "cat", columns=200)
     assert result.exit_code == 0, result.output
     assert "--step 'The cat sat on the cat'\n" in result.output
     assert "cat#2 (this key)" in result.output  # repeated tokens labelled as in the tables
@@ -528,19 +586,24 @@ def test_a_long_paragraph_matches_transformers_far_from_position_0(model: RealMo
     expected = golden()["long"][model.name]
     loaded = open_model(model.name)
     assert loaded.tokenizer.encode(expected["sentence"]) == expected["ids"]
-    probabilities = loaded.run(expected["ids"], max(expected["layers"]) + 1,
-                                  rows=(expected["row"],))  # fmt: skip
+    probabilities = loaded.run(
+        expected["ids"], max(expected["layers"]) + 1, rows=(expected["row"],)
+    )
     for layer, per_head in zip(expected["layers"], expected["attention"], strict=True):
         for head, values in enumerate(per_head):
-            np.testing.assert_allclose(probabilities[layer][head, 0], values, rtol=0,
-                                       atol=FLOAT32_REFERENCE,
-                                       err_msg=f"L{layer}H{head}")  # fmt: skip
+            np.testing.assert_allclose(
+                probabilities[layer][head, 0],
+                values,
+                rtol=0,
+                atol=FLOAT32_REFERENCE,
+                err_msg=f"L{layer}H{head}",
+            )
 
 
 @pytest.mark.parametrize(
-    "sentence", ["The trophy didn't fit in the suitcase because it was too big.",
-                 "-it was cold, it said"],
-)  # fmt: skip
+    "sentence",
+    ["The trophy didn't fit in the suitcase because it was too big.", "-it was cold, it said"],
+)
 def test_the_next_hint_pastes_into_a_shell_as_the_same_sentence(sentence: str) -> None:
     """The hint is one line (not wrapped at 80 columns), quoted for a shell, and traces
     the same tokens with the same focus."""
@@ -548,10 +611,18 @@ def test_the_next_hint_pastes_into_a_shell_as_the_same_sentence(sentence: str) -
     result = invoke("heads", "--from", "it", "--to", "1", "--top", "1", "--", sentence)
     hint = result.output.strip().splitlines()[-1]
     assert hint.startswith("next: attntrace run -m minilm --layer ")
-    command = hint.removeprefix("next: ").replace("attntrace", f"{sys.executable} -m attntrace",
-                                                  1).replace("--step", "")  # fmt: skip
-    shown = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
-                           env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})  # fmt: skip
+    command = (
+        hint.removeprefix("next: ")
+        .replace("attntrace", f"{sys.executable} -m attntrace", 1)
+        .replace("--step", "")
+    )
+    shown = subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+    )
     assert shown.returncode == 0, shown.stderr
     tokens = open_model("minilm").labels(open_model("minilm").tokenizer.encode(sentence))
     assert f", position {tokens.index('it')} (counting from 0)" in shown.stdout
@@ -563,11 +634,13 @@ def test_the_readme_token_examples() -> None:
     need(SMOLLM2)
     bert, llama = open_model("minilm"), open_model("smollm2")
     assert bert.labels(bert.tokenizer.encode("tired tokenization")) == [
-        "[CLS]", "tired", "token", "##ization", "[SEP]"
-    ]  # fmt: skip
-    assert llama.labels(llama.tokenizer.encode("my 🐱\nsat")) == [
-        "my", "ĠðŁ", "Ĳ", "±", "Ċ", "sat"
-    ]  # fmt: skip
+        "[CLS]",
+        "tired",
+        "token",
+        "##ization",
+        "[SEP]",
+    ]
+    assert llama.labels(llama.tokenizer.encode("my 🐱\nsat")) == ["my", "ĠðŁ", "Ĳ", "±", "Ċ", "sat"]
 
 
 @settings(max_examples=80, deadline=None)

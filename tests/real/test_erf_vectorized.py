@@ -22,8 +22,19 @@ from tolerances import ERF_ULPS, FLOAT64_APPROX
 from attntrace.real.erf import erf
 from attntrace.real.forward import gelu, gelu_tanh
 
-EDGES = (2.0**-1022, 2.0**-1015, 2.0**-28, 0.25, 0.84375, 1.0, 1.25, 1 / 0.35, 2.857142925262451,
-         6.0, 28.0)  # fmt: skip
+EDGES = (
+    2.0**-1022,
+    2.0**-1015,
+    2.0**-28,
+    0.25,
+    0.84375,
+    1.0,
+    1.25,
+    1 / 0.35,
+    2.857142925262451,
+    6.0,
+    28.0,
+)
 
 
 def ulps(a: float, b: float) -> int:
@@ -68,8 +79,20 @@ def test_erf_is_within_the_bound_of_math_erf_at_each_region_edge(edge: float) ->
 
 
 def test_erf_special_values_are_math_erfs_exactly() -> None:
-    special = [0.0, -0.0, 5e-324, -5e-324, 1e-310, -1e-310, 1e300, -1e300, 1.7976931348623157e308,
-               math.inf, -math.inf, math.nan]  # fmt: skip
+    special = [
+        0.0,
+        -0.0,
+        5e-324,
+        -5e-324,
+        1e-310,
+        -1e-310,
+        1e300,
+        -1e300,
+        1.7976931348623157e308,
+        math.inf,
+        -math.inf,
+        math.nan,
+    ]
     got = erf(np.array(special)).tolist()
     for value, mine in zip(special, got, strict=True):
         expected = math.erf(value)
@@ -96,8 +119,9 @@ def test_erf_over_a_dense_sweep_stays_within_the_bound() -> None:
     assert worst(np.linspace(-7.0, 7.0, 200_001).tolist()) <= ERF_ULPS
 
 
-@given(arrays(np.float64, st.tuples(st.integers(0, 3), st.integers(0, 4)),
-              elements=st.floats(-10, 10)))  # fmt: skip
+@given(
+    arrays(np.float64, st.tuples(st.integers(0, 3), st.integers(0, 4)), elements=st.floats(-10, 10))
+)
 def test_erf_keeps_the_shape_and_is_odd(x: npt.NDArray[np.float64]) -> None:
     got = erf(x)
     assert got.shape == x.shape

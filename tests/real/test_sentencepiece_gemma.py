@@ -98,9 +98,28 @@ def test_gemma3_long_text_is_one_word_and_still_exact(gemma3: SentencePieceToken
 
 BYTES = [f"<0x{b:02X}>" for b in range(256)]
 TOY = [
-    "<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "\n", "\n\n", "  ", *BYTES,
-    "a", "b", "c", "▁", "ab", "bc", "abc", "▁a", "ca", "cab", "▁ab", "<0x41>b",
-]  # fmt: skip
+    "<pad>",
+    "<eos>",
+    "<bos>",
+    "<unk>",
+    "<start_of_turn>",
+    "\n",
+    "\n\n",
+    "  ",
+    *BYTES,
+    "a",
+    "b",
+    "c",
+    "▁",
+    "ab",
+    "bc",
+    "abc",
+    "▁a",
+    "ca",
+    "cab",
+    "▁ab",
+    "<0x41>b",
+]
 TOY_TYPES = [3, 3, 3, 3, 3, 4, 4, 4, *([6] * 256), *([1] * (len(TOY) - 264))]
 
 
@@ -145,8 +164,10 @@ def test_spaces_become_the_visible_space_and_no_prefix_is_added() -> None:
 def test_unknown_characters_fall_back_to_their_utf8_bytes() -> None:
     tokenizer = toy()
     assert tokenizer.vocab_strings(tokenizer.encode("é\x00", add_bos=False)) == [
-        "<0xC3>", "<0xA9>", "<0x00>",
-    ]  # fmt: skip
+        "<0xC3>",
+        "<0xA9>",
+        "<0x00>",
+    ]
     # a byte token merges like any other: "<0x41>" + "b" is a token
     assert tokenizer.vocab_strings(tokenizer.encode("Ab", add_bos=False)) == ["<0x41>b"]
     assert tokenizer.decode(tokenizer.encode("é\x00 ab", add_bos=False)) == "é\x00 ab"
@@ -163,8 +184,13 @@ def test_added_tokens_are_cut_out_leftmost_then_longest() -> None:
     text = "a<start_of_turn>\n\n\nb<start_of_tur"
     unmatched = [c if c in "abc" else f"<0x{ord(c):02X}>" for c in "<start_of_tur"]
     assert tokenizer.vocab_strings(tokenizer.encode(text, add_bos=False)) == [
-        "a", "<start_of_turn>", "\n\n", "\n", "b", *unmatched,
-    ]  # fmt: skip
+        "a",
+        "<start_of_turn>",
+        "\n\n",
+        "\n",
+        "b",
+        *unmatched,
+    ]
     # a user-defined token of plain spaces is spelled ▁▁, so it is merged, not cut out
     assert "  " not in tokenizer.special_tokens
 

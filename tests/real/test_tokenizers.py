@@ -111,9 +111,22 @@ def test_bpe_decodes_the_golden_ids_to_the_text(
 def test_wordpiece_tokens_of_the_animal_sentence(minilm: WordPiece) -> None:
     ids = minilm.encode("The animal didn't cross the street because it was tired.")
     assert minilm.tokens(ids) == [
-        "[CLS]", "the", "animal", "didn", "'", "t", "cross", "the", "street",
-        "because", "it", "was", "tired", ".", "[SEP]",
-    ]  # fmt: skip
+        "[CLS]",
+        "the",
+        "animal",
+        "didn",
+        "'",
+        "t",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "tired",
+        ".",
+        "[SEP]",
+    ]
 
 
 def test_wordpiece_continues_words_with_hashes(minilm: WordPiece) -> None:
@@ -180,8 +193,13 @@ def test_is_punctuation_ascii_symbols_and_unicode_p() -> None:
 def test_wordpiece_greedy_longest_match_on_a_toy_vocab() -> None:
     wordpiece = WordPiece(TOY_VOCAB)
     assert wordpiece.tokenize("unaffable aff") == [
-        "[CLS]", "un", "##aff", "##able", "aff", "[SEP]",
-    ]  # fmt: skip
+        "[CLS]",
+        "un",
+        "##aff",
+        "##able",
+        "aff",
+        "[SEP]",
+    ]
     assert wordpiece.tokenize("unable") == ["[CLS]", "un", "##able", "[SEP]"]
     assert wordpiece.tokenize("affable") == ["[CLS]", "aff", "##able", "[SEP]"]
     assert wordpiece.tokenize("unaffx") == ["[CLS]", "[UNK]", "[SEP]"]  # no "##x": all [UNK]
@@ -368,9 +386,19 @@ def test_bpe_partial_characters_read_as_escaped_bytes(smollm2: ByteLevelBPE) -> 
 def test_bpe_animal_sentence(smollm2: ByteLevelBPE) -> None:
     ids = smollm2.encode("The animal didn't cross the street because it was tired.")
     assert smollm2.tokens(ids) == [
-        "The", " animal", " didn", "'t", " cross", " the", " street", " because", " it",
-        " was", " tired", ".",
-    ]  # fmt: skip
+        "The",
+        " animal",
+        " didn",
+        "'t",
+        " cross",
+        " the",
+        " street",
+        " because",
+        " it",
+        " was",
+        " tired",
+        ".",
+    ]
 
 
 def test_bpe_control_tokens_are_special(smollm2: ByteLevelBPE) -> None:

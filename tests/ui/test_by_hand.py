@@ -214,12 +214,17 @@ def test_the_worked_example_is_written_as_people_write_it() -> None:
 def test_step_mode_writes_every_section_in_the_panels_form(tmp_path: Path) -> None:
     """The scores screen and the output screen agree on the form (scientific here)."""
     path = tmp_path / "mixed.json"
-    path.write_text(json.dumps({
-        "embeddings": {"cat": [1e8, 3], "eats": [2.5e-7, 1]},
-        "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
-    }))  # fmt: skip
-    out = invoke("run", "cat eats", "-c", str(path), "--step", "--focus", "eats",
-                 input="scores\n\n\n\nq\n").stdout  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "embeddings": {"cat": [1e8, 3], "eats": [2.5e-7, 1]},
+                "weights": {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[1, 0], [0, 1]]},
+            }
+        )
+    )
+    out = invoke(
+        "run", "cat eats", "-c", str(path), "--step", "--focus", "eats", input="scores\n\n\n\nq\n"
+    ).stdout
     screens = out.split("Stage ")
     scores = next(s for s in screens if s.startswith("5 of 8"))
     output = next(s for s in screens if s.startswith("8 of 8"))

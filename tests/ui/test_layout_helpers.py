@@ -27,16 +27,21 @@ NUMBERS = SplitTable(
 
 @pytest.mark.parametrize(
     ("width", "parts"),
-    [(80, [["alpha", "beta", "gamma"]]), (30, [["alpha", "beta"], ["gamma"]]),
-     (21, [["alpha"], ["beta", "gamma"]]), (15, [["alpha"], ["beta"], ["gamma"]]),
-     (5, [["alpha"], ["beta"], ["gamma"]])],
-)  # fmt: skip
+    [
+        (80, [["alpha", "beta", "gamma"]]),
+        (30, [["alpha", "beta"], ["gamma"]]),
+        (21, [["alpha"], ["beta", "gamma"]]),
+        (15, [["alpha"], ["beta"], ["gamma"]]),
+        (5, [["alpha"], ["beta"], ["gamma"]]),
+    ],
+)
 def test_split_table_packs_columns_into_parts_and_keeps_every_number(
     width: int, parts: list[list[str]]
 ) -> None:
     lines = drawn(NUMBERS, width)
-    headers = [line.split() for line in lines if line.strip().startswith(("alpha", "beta",
-                                                                         "gamma"))]  # fmt: skip
+    headers = [
+        line.split() for line in lines if line.strip().startswith(("alpha", "beta", "gamma"))
+    ]
     assert headers == parts
     cells = {cell for line in lines for cell in line.split()}
     assert {"1234.5678", "2.5", "-0.0001", "1237.0000"} <= cells

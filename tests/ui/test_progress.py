@@ -36,8 +36,16 @@ def need(model: RealModel) -> None:
         pytest.skip(f"{model.name}'s weights are not installed: {model.install}")
 
 
-INHERITED = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "TERM", "TTY_COMPATIBLE",
-             "TTY_INTERACTIVE", "ATTNTRACE_PROGRESS_AFTER")  # fmt: skip
+INHERITED = (
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TERM",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "ATTNTRACE_PROGRESS_AFTER",
+)
 
 
 def environment(**changes: str) -> dict[str, str]:
@@ -107,11 +115,20 @@ def no_process_left() -> Iterator[None]:
         process.communicate()
 
 
-def start(args: list[str], stderr: Any, stdout: Any = subprocess.PIPE,
-          python: tuple[str, ...] = (), **env: str) -> subprocess.Popen[bytes]:  # fmt: skip
-    process = subprocess.Popen([sys.executable, *python, "-m", "attntrace", *args],
-                               stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                               env=environment(**env))  # fmt: skip
+def start(
+    args: list[str],
+    stderr: Any,
+    stdout: Any = subprocess.PIPE,
+    python: tuple[str, ...] = (),
+    **env: str,
+) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, *python, "-m", "attntrace", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        env=environment(**env),
+    )
     STARTED.append(process)
     return process
 
@@ -144,9 +161,13 @@ def test_a_terminal_on_stderr_shows_the_layers_while_json_goes_to_the_pipe(
 
 def test_stderr_into_a_pipe_shows_no_progress_at_all() -> None:
     need(MINILM)
-    done = subprocess.run([sys.executable, "-m", "attntrace", *MINILM_LAYER_5],
-                          stdin=subprocess.DEVNULL, capture_output=True,
-                          env=environment(ATTNTRACE_PROGRESS_AFTER="0"), timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "attntrace", *MINILM_LAYER_5],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=environment(ATTNTRACE_PROGRESS_AFTER="0"),
+        timeout=120,
+    )
     assert done.returncode == 0
     assert done.stderr == b""
     json.loads(done.stdout)
@@ -217,8 +238,11 @@ def test_the_display_is_gone_before_the_tables_are_printed() -> None:
 def test_ctrl_c_during_the_display_exits_130_and_clears_it(terminal: Terminal) -> None:
     need(SMOLLM2)
     sentence = " ".join(["the cat sat on the mat"] * 80)
-    process = start(["run", "--model", "smollm2", "--layer", "29", sentence, "--json"],
-                    terminal.slave, ATTNTRACE_PROGRESS_AFTER="0")  # fmt: skip
+    process = start(
+        ["run", "--model", "smollm2", "--layer", "29", sentence, "--json"],
+        terminal.slave,
+        ATTNTRACE_PROGRESS_AFTER="0",
+    )
     terminal.wait_for("layers", timeout=30)
     process.send_signal(signal.SIGINT)
     stdout, _ = process.communicate(timeout=60)
@@ -238,8 +262,10 @@ def test_a_progress_delay_must_be_a_number_of_seconds(
     monkeypatch.setenv("ATTNTRACE_PROGRESS_AFTER", value)
     result = invoke("heads", "--json")
     assert result.exit_code == 2
-    assert result.stderr == (f"attntrace: error: ATTNTRACE_PROGRESS_AFTER: expected a number "
-                             f"of seconds ≥ 0, got {value!r}\n")  # fmt: skip
+    assert result.stderr == (
+        f"attntrace: error: ATTNTRACE_PROGRESS_AFTER: expected a number "
+        f"of seconds ≥ 0, got {value!r}\n"
+    )
 
 
 def test_the_worked_example_and_work_within_the_delay_import_no_display() -> None:
@@ -289,8 +315,12 @@ def test_a_task_reports_to_the_listener_and_ends_on_an_error() -> None:
 
     with progress.reporting_to(notes), pytest.raises(KeyboardInterrupt):
         interrupted()
-    assert notes.events == [("started", "layers", 3, "layers"), ("advanced", 1, 1),
-                            ("advanced", 1, 2), ("finished", 1)]  # fmt: skip
+    assert notes.events == [
+        ("started", "layers", 3, "layers"),
+        ("advanced", 1, 1),
+        ("advanced", 1, 2),
+        ("finished", 1),
+    ]
     with progress.task("unheard", 1) as task:  # nobody listens now: nothing is told
         task.advance()
     assert len(notes.events) == 4
@@ -312,8 +342,12 @@ def test_a_forward_pass_reports_each_layer() -> None:
     model = open_model("minilm")
     with progress.reporting_to(notes):
         model.layer_input(model.tokenizer.encode("cat"), 2)
-    assert notes.events == [("started", "minilm up to layer 2", 2, "layers"),
-                            ("advanced", 1, 1), ("advanced", 1, 2), ("finished", 1)]  # fmt: skip
+    assert notes.events == [
+        ("started", "minilm up to layer 2", 2, "layers"),
+        ("advanced", 1, 1),
+        ("advanced", 1, 2),
+        ("finished", 1),
+    ]
 
 
 class Clock:

@@ -121,15 +121,24 @@ def test_an_error_quoting_a_hostile_token_is_one_safe_line(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     "args",
-    [("run", "--precision", f"9{CLEAR}"), ("run", f"--{ESC_RED}"), ("kv-cache", f"extra{CLEAR}"),
-     (f"nope{CLEAR}",)],
+    [
+        ("run", "--precision", f"9{CLEAR}"),
+        ("run", f"--{ESC_RED}"),
+        ("kv-cache", f"extra{CLEAR}"),
+        (f"nope{CLEAR}",),
+    ],
     ids=["bad-value", "unknown-option", "extra-argument", "unknown-command"],
-)  # fmt: skip
+)
 def test_a_usage_error_quoting_an_argument_is_safe(args: tuple[str, ...]) -> None:
     """typer's messages quote what was typed; typer 0.26's click does not escape it. (The
     one line is the console script's, so it runs as a process.)"""
-    result = subprocess.run([sys.executable, "-m", "attntrace", *args], capture_output=True,
-                            text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "attntrace", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert raw_controls(result.stderr) == []
@@ -146,14 +155,18 @@ def test_a_five_megabyte_name_is_cut_on_screen(tmp_path: Path) -> None:
     assert len(result.output) < 20_000
     assert "N" * 79 + "…" in result.output
     # the JSON keeps the whole name
-    assert len(json.loads(invoke("run", "--config", str(path), "--json").stdout)
-               ["model"]["name"]) == 5_000_000  # fmt: skip
+    assert (
+        len(json.loads(invoke("run", "--config", str(path), "--json").stdout)["model"]["name"])
+        == 5_000_000
+    )
 
 
 def test_an_unknown_token_that_looks_like_a_known_one_says_so(tmp_path: Path) -> None:
     path = tmp_path / "accents.json"
-    document = {"embeddings": {"\u00e9t\u00e9": [1.0], "cat": [2.0]},
-                "weights": {"WQ": [[1]], "WK": [[1]], "WV": [[1]]}}  # fmt: skip
+    document = {
+        "embeddings": {"\u00e9t\u00e9": [1.0], "cat": [2.0]},
+        "weights": {"WQ": [[1]], "WK": [[1]], "WV": [[1]]},
+    }
     path.write_text(json.dumps(document), encoding="utf-8")
     result = invoke("run", "cat e\u0301te\u0301", "--config", str(path))
     assert result.exit_code == 2
@@ -175,9 +188,12 @@ FUZZED_VIEWS = [(), ("--map",), ("--overview",), ("--focus", "0"), ("--step",)]
 )
 @whole_runs
 def test_any_text_in_any_string_field_is_shown_safely(
-    name: str, description: str, tokens: list[str], view: tuple[str, ...],
+    name: str,
+    description: str,
+    tokens: list[str],
+    view: tuple[str, ...],
     tmp_path_factory: pytest.TempPathFactory,
-) -> None:  # fmt: skip
+) -> None:
     """Every string field of a model file holding any characters at all (control, format,
     wide, combining): every view, and any error, shows them made visible."""
     document = {
@@ -201,11 +217,13 @@ def wide_model(tmp_path: Path) -> Path:
     tokens = [*WIDE, "cat", "fish"]
     document = {
         "sentence": " ".join(tokens),
-        "embeddings": {token: [float(i + 1), float(i % 3), 1.0] for i, token in
-                       enumerate(tokens)},
-        "weights": {"WQ": [[1, 0], [0, 1], [1, 1]], "WK": [[1, 0], [0, 1], [0, 1]],
-                    "WV": [[0, 1], [1, 0], [1, 1]]},
-    }  # fmt: skip
+        "embeddings": {token: [float(i + 1), float(i % 3), 1.0] for i, token in enumerate(tokens)},
+        "weights": {
+            "WQ": [[1, 0], [0, 1], [1, 1]],
+            "WK": [[1, 0], [0, 1], [0, 1]],
+            "WV": [[0, 1], [1, 0], [1, 1]],
+        },
+    }
     path = tmp_path / "wide.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     return path
@@ -310,8 +328,13 @@ def test_visible_spells_each_kind_of_character_as_its_escape() -> None:
 
 
 @whole_runs
-@given(st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
-               min_size=1, max_size=12))  # fmt: skip
+@given(
+    st.text(
+        st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_the_heads_next_command_gives_bash_back_the_sentence(sentence: str) -> None:
     """`heads` ends with a command to paste; its sentence, quoted for bash (``$'...'``
     where it holds what a terminal acts on), reads back as exactly the sentence."""
@@ -319,7 +342,11 @@ def test_the_heads_next_command_gives_bash_back_the_sentence(sentence: str) -> N
 
     quoted = _quoted(sentence)
     assert raw_controls(quoted) == []
-    echoed = subprocess.run(["bash", "-c", f"printf %s {quoted}"], capture_output=True,
-                            env={"LC_ALL": "C.UTF-8", "PATH": os.environ["PATH"]},
-                            timeout=10, check=True).stdout  # fmt: skip
+    echoed = subprocess.run(
+        ["bash", "-c", f"printf %s {quoted}"],
+        capture_output=True,
+        env={"LC_ALL": "C.UTF-8", "PATH": os.environ["PATH"]},
+        timeout=10,
+        check=True,
+    ).stdout
     assert echoed.decode("utf-8") == sentence

@@ -84,15 +84,19 @@ def diff_view(
         parts.append(Wrapped(Text("every stage is the same; what differs is said above")))
         return Group(*parts)
     parts.append(Wrapped(first_change_line(first, precision, many_heads)))
-    softmax = next((s for s in diff.stages if s.name == "softmax" and s.largest is not None),
-                   None)  # fmt: skip
+    softmax = next((s for s in diff.stages if s.name == "softmax" and s.largest is not None), None)
     if first.largest is not None and first is not softmax:
-        parts += [Text(""), _table_title(first, diff, f"B's values, {MARK} where they changed"),
-                  MarkedTable(first, precision=precision, max_rows=max_rows)]  # fmt: skip
+        parts += [
+            Text(""),
+            _table_title(first, diff, f"B's values, {MARK} where they changed"),
+            MarkedTable(first, precision=precision, max_rows=max_rows),
+        ]
     if softmax is not None:
-        parts += [Text(""), _table_title(softmax, diff, f"Δ = B − A, {MARK} where it changed"),
-                  MarkedTable(softmax, precision=precision, max_rows=max_rows,
-                              delta=True)]  # fmt: skip
+        parts += [
+            Text(""),
+            _table_title(softmax, diff, f"Δ = B − A, {MARK} where it changed"),
+            MarkedTable(softmax, precision=precision, max_rows=max_rows, delta=True),
+        ]
     return Group(*parts)
 
 
@@ -102,17 +106,25 @@ def _heading(diff: TraceDiff, sides: tuple[str, str]) -> Iterator[RenderableType
     yield Wrapped(Text.assemble(("B: ", "bold"), b))
     yield header(shown_trace(diff.b))
     for change in diff.model_changes:
-        yield Text(f"the model's {change.field} differs: {_setting(change.a)} in A, "
-                   f"{_setting(change.b)} in B", style="yellow")  # fmt: skip
+        yield Text(
+            f"the model's {change.field} differs: {_setting(change.a)} in A, "
+            f"{_setting(change.b)} in B",
+            style="yellow",
+        )
     if diff.a.model.name != diff.b.model.name:
-        yield Text(f"A's model is named {quoted(diff.a.model.name)}, B's "
-                   f"{quoted(diff.b.model.name)}", style="dim")  # fmt: skip
-    inputs = (("tokens", diff.a.tokens, diff.b.tokens),
-              ("context", diff.a.context_tokens, diff.b.context_tokens))  # fmt: skip
+        yield Text(
+            f"A's model is named {quoted(diff.a.model.name)}, B's {quoted(diff.b.model.name)}",
+            style="dim",
+        )
+    inputs = (
+        ("tokens", diff.a.tokens, diff.b.tokens),
+        ("context", diff.a.context_tokens, diff.b.context_tokens),
+    )
     for what, left, right in inputs:
         if left != right:
-            yield Wrapped(Text(f"the {what} differ: A {_tokens(left)}; B {_tokens(right)}",
-                               style="yellow"))  # fmt: skip
+            yield Wrapped(
+                Text(f"the {what} differ: A {_tokens(left)}; B {_tokens(right)}", style="yellow")
+            )
 
 
 def _setting(value: object) -> str:
@@ -207,8 +219,7 @@ def _weight_lines(diff: TraceDiff, width: int, many_heads: bool) -> Iterator[Tex
     """The learned matrices: a line for each that changed, one line for the rest."""
     if not diff.weights_compared:
         which = "A" if not diff.a.weights else "B"
-        yield Text(f"  (the learned matrices are not compared: {which} carries none)",
-                   style="dim")  # fmt: skip
+        yield Text(f"  (the learned matrices are not compared: {which} carries none)", style="dim")
         return
     groups = grouped(diff.weights)
     changed = [g for g in groups if any(s.status != SAME for s in g)]
@@ -237,9 +248,11 @@ def first_change_line(stage: StageDiff, precision: int, many_heads: bool = False
         text.append(f": {reason}")
         return text
     digits = telling_digits(cell.a, cell.b, precision)
-    text.append(f"\n  largest at row {quoted(cell.row_label)}, column {quoted(cell.col_label)}: "
-                f"A {_value(cell.a, digits)}, B {_value(cell.b, digits)}, "
-                f"Δ {signed(cell.delta, digits)}")  # fmt: skip
+    text.append(
+        f"\n  largest at row {quoted(cell.row_label)}, column {quoted(cell.col_label)}: "
+        f"A {_value(cell.a, digits)}, B {_value(cell.b, digits)}, "
+        f"Δ {signed(cell.delta, digits)}"
+    )
     return text
 
 
@@ -298,8 +311,12 @@ class MarkedTable:
         row_labels = unique_labels(labels(stage.rows))
         col_labels = [shortened(c, HEADER_LIMIT) for c in unique_labels(labels(stage.cols))]
         sizes = np.where(changed, cell_changes(a.data, stage.data)[1], -1.0)
-        rows = chosen(sizes.max(axis=1).tolist(), cell.row, self.max_rows or len(row_labels),
-                      lambda count: True)  # fmt: skip
+        rows = chosen(
+            sizes.max(axis=1).tolist(),
+            cell.row,
+            self.max_rows or len(row_labels),
+            lambda count: True,
+        )
         shown_rows = [i for i in rows if i is not None]
         label_width = min(max(cell_len(row_labels[i]) for i in shown_rows), max(8, width // 4))
         write = self._writer(a, stage)
@@ -321,8 +338,9 @@ class MarkedTable:
         cols = chosen(sizes.max(axis=0).tolist(), cell.col, len(col_labels), fits)
         widths_shown = [1 if j is None else column_width(j) for j in cols]
         yield _header_line(cols, widths_shown, col_labels, label_width)
-        yield Text("─" * (label_width + sum(GAP + w for w in widths_shown)), no_wrap=True,
-                   overflow="crop")  # fmt: skip
+        yield Text(
+            "─" * (label_width + sum(GAP + w for w in widths_shown)), no_wrap=True, overflow="crop"
+        )
         for i in rows:
             if i is None:
                 yield _ellipsis_line(widths_shown, label_width)
@@ -357,8 +375,9 @@ class MarkedTable:
             mark = bool(changed[i, j])
             text = write(i, j, mark)
             line.append(gap)
-            line.append(" " * (w - cell_len(text)) + text,
-                        style=self._style(a, stage, i, j) if mark else "")  # fmt: skip
+            line.append(
+                " " * (w - cell_len(text)) + text, style=self._style(a, stage, i, j) if mark else ""
+            )
         line.rstrip()
         return line
 
@@ -369,8 +388,13 @@ class MarkedTable:
             if self.delta:
                 if not mark:
                     return "· "
-                return signed(Cell(i, j, "", "", float(a.data[i, j]),
-                                   float(b.data[i, j])).delta, precision) + MARK  # fmt: skip
+                return (
+                    signed(
+                        Cell(i, j, "", "", float(a.data[i, j]), float(b.data[i, j])).delta,
+                        precision,
+                    )
+                    + MARK
+                )
             return _value(float(b.data[i, j]), precision) + (MARK if mark else " ")
 
         return write
@@ -392,8 +416,10 @@ def _header_line(
     line = Text(" " * label_width, no_wrap=True, overflow="crop")
     for j, w in zip(cols, widths, strict=True):
         head = ELLIPSIS if j is None else col_labels[j]
-        line.append(gap + (" " * (w - 1 - cell_len(head)) + head + " "
-                           if j is not None else head), style=_BOLD)  # fmt: skip
+        line.append(
+            gap + (" " * (w - 1 - cell_len(head)) + head + " " if j is not None else head),
+            style=_BOLD,
+        )
     line.rstrip()
     return line
 

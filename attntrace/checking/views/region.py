@@ -44,9 +44,13 @@ def number(value: float, precision: int) -> str:
 def digits(region: Region, first: Divergence, precision: int) -> int:
     """``precision``, or the fewest more digits that make every wrong cell (and the
     worst) read unlike its expected value, up to :data:`MORE_DIGITS` more."""
-    pairs = [(float(e), float(f)) for e, f, wrong
-             in zip(region.expected.flat, region.found.flat, region.wrong.flat, strict=True)
-             if wrong]  # fmt: skip
+    pairs = [
+        (float(e), float(f))
+        for e, f, wrong in zip(
+            region.expected.flat, region.found.flat, region.wrong.flat, strict=True
+        )
+        if wrong
+    ]
     if first.expected is not None and first.found is not None:
         pairs.append((first.expected, first.found))
     finite = [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
@@ -96,8 +100,9 @@ def region_table(region: Region, rows: Labels, cols: Labels, precision: int) -> 
             wrong = bool(region.wrong[i, j])
             mine = number(float(region.found[i, j]), precision) + (WRONG if wrong else " ")
             found.append(Text(mine, style="bold red" if wrong else ""))
-            expected.append(Text(number(float(region.expected[i, j]), precision) + " ",
-                                 style="dim"))  # fmt: skip
+            expected.append(
+                Text(number(float(region.expected[i, j]), precision) + " ", style="dim")
+            )
         body += [found, expected]
     headers: Sequence[Text] = [Text(""), *(Text(col, style="bold") for col in cols.shown)]
     left: JustifyMethod = "left"

@@ -50,9 +50,15 @@ def check_view(
     places = DEFAULT_PRECISION if precision is None else precision
     parts: list[RenderableType] = [header(report)]
     if source is not None:
-        parts.append(Wrapped(Text.assemble(("checked ", "dim"),
-                                           (visible(source, NAME_LIMIT), "bold"),
-                                           (" against the exact trace", "dim"))))  # fmt: skip
+        parts.append(
+            Wrapped(
+                Text.assemble(
+                    ("checked ", "dim"),
+                    (visible(source, NAME_LIMIT), "bold"),
+                    (" against the exact trace", "dim"),
+                )
+            )
+        )
     parts += [*_sentence(report), Text(""), StageLines(stage_lines(report))]
     tolerances = tolerance_line(report)
     if tolerances is not None:
@@ -76,9 +82,15 @@ def _sentence(report: CheckReport) -> list[Wrapped]:
     tokens = sentence_line(shown_labels(report.tokens))
     if report.context_tokens is None:
         return [Wrapped(Text(tokens))]
-    return [Wrapped(Text.assemble(("queries from: ", "dim"), tokens)),
-            Wrapped(Text.assemble(("keys, values from the context: ", "dim"),
-                                  sentence_line(shown_labels(report.context_tokens))))]  # fmt: skip
+    return [
+        Wrapped(Text.assemble(("queries from: ", "dim"), tokens)),
+        Wrapped(
+            Text.assemble(
+                ("keys, values from the context: ", "dim"),
+                sentence_line(shown_labels(report.context_tokens)),
+            )
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -103,9 +115,13 @@ class Line:
             # wider than a line of its own: its words go on, indented, as facts do
             for index, word in enumerate(text.split(" ")):
                 before = (joiner, lead, mark) if index == 0 else (" ", "", "")
-                terms.append(Term(Text.assemble(before[0], word),
-                                  Text.assemble(" " * self.indent + before[1], word),
-                                  Text(before[2])))  # fmt: skip
+                terms.append(
+                    Term(
+                        Text.assemble(before[0], word),
+                        Text.assemble(" " * self.indent + before[1], word),
+                        Text(before[2]),
+                    )
+                )
         return between_terms(self.first, terms, width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -133,10 +149,15 @@ class StageLines:
         names = max(cell_len(line.name) for line in self.lines)
         for line in self.lines:
             style = _STYLES[line.mark]
-            first = Text.assemble((line.mark, style), " ", (pad(line.name, names),
-                                  "dim" if line.mark == MISSING else "bold"))  # fmt: skip
-            facts = [(joiner, Text(str(fact), style="dim" if line.mark == MISSING else ""))
-                     for joiner, fact in line.facts]  # fmt: skip
+            first = Text.assemble(
+                (line.mark, style),
+                " ",
+                (pad(line.name, names), "dim" if line.mark == MISSING else "bold"),
+            )
+            facts = [
+                (joiner, Text(str(fact), style="dim" if line.mark == MISSING else ""))
+                for joiner, fact in line.facts
+            ]
             yield Line(first, facts, indent=2 + names + 2)
 
 
@@ -158,8 +179,9 @@ def _stage_line(name: str, results: list[StageResult], model: ModelInfo) -> Stag
         return StageLine(MATCH, name, shown, tuple(("  ", fact) for fact in _delta(given)))
     shape = next((r for r in differing if r.shape_found is not None), None)
     if shape is not None:
-        return StageLine(DIFFERS, name, shown,
-                         _shape_facts(shape.shape_found, shape.shape_expected))  # fmt: skip
+        return StageLine(
+            DIFFERS, name, shown, _shape_facts(shape.shape_found, shape.shape_expected)
+        )
     cells = f"{sum(r.cells_differing for r in given):,} of {sum(r.cells for r in given):,} cells"
     nonfinite = sum(r.cells_nonfinite for r in given)
     if not nonfinite:
@@ -189,8 +211,11 @@ def _shape_facts(found: tuple[int, ...] | None, expected: str | None) -> tuple[F
     """``shape [2, 3]``, ``expected [3, 2]``, ``or [2, 3, 3]``: one fact per shape."""
     shown = ", ".join(str(size) for size in found or ())
     options = (expected or "").split(" or ")
-    return (("  ", f"shape [{shown}]"), (", ", f"expected {options[0]}"),
-            *((" or ", option) for option in options[1:]))  # fmt: skip
+    return (
+        ("  ", f"shape [{shown}]"),
+        (", ", f"expected {options[0]}"),
+        *((" or ", option) for option in options[1:]),
+    )
 
 
 def _delta(results: Sequence[StageResult]) -> list[str]:
@@ -228,9 +253,15 @@ def tolerance_line(report: CheckReport) -> Line | None:
     for index, (tolerance, stages) in enumerate(by_tolerance.items()):
         whose = "" if len(by_tolerance) == 1 else f" ({', '.join(stages)})"
         rtol, atol = short_float(tolerance.rtol), short_float(tolerance.atol)
-        facts.append(("; " if index else " ", Text(
-            f"{'as ' if index else ''}{tolerance.dtype}{whose}: rtol {rtol}, atol {atol}",
-            style="dim")))  # fmt: skip
+        facts.append(
+            (
+                "; " if index else " ",
+                Text(
+                    f"{'as ' if index else ''}{tolerance.dtype}{whose}: rtol {rtol}, atol {atol}",
+                    style="dim",
+                ),
+            )
+        )
     return Line(Text("compared as", style="dim"), facts)
 
 
@@ -255,16 +286,24 @@ def first_difference(
     expected = number(math.nan if first.expected is None else first.expected, places)
     found = number(math.nan if first.found is None else first.found, places)
     values = Text.assemble("expected ", (expected, "bold"), ", found ", (found, "bold red"))
-    yield Line(Text("first difference:", style="bold"),
-               [*where, (", ", f"row {rows.worst}"), (", ", f"column {cols.worst}:"),
-                (" ", values)])  # fmt: skip
+    yield Line(
+        Text("first difference:", style="bold"),
+        [*where, (", ", f"row {rows.worst}"), (", ", f"column {cols.worst}:"), (" ", values)],
+    )
     yield Text("")
-    yield Wrapped(Text(f"around it: your numbers, the expected ones beneath, {WRONG} where "
-                       "they differ", style="dim"))  # fmt: skip
+    yield Wrapped(
+        Text(
+            f"around it: your numbers, the expected ones beneath, {WRONG} where they differ",
+            style="dim",
+        )
+    )
     yield region_table(first.region, rows, cols, places)
     yield Text("")
-    look = (f"the difference is largest at {at}" if _finite(first)
-            else f"at {at} it is {found} where {expected} was expected")  # fmt: skip
+    look = (
+        f"the difference is largest at {at}"
+        if _finite(first)
+        else f"at {at} it is {found} where {expected} was expected"
+    )
     yield diagnosis(report, ("no known mistake reproduces this;", look))
 
 
@@ -284,8 +323,9 @@ def diagnosis(report: CheckReport, unexplained: tuple[str, str]) -> RenderableTy
     if found is None:
         said, where = unexplained
         return Line(Text(said, style="bold"), [(" ", where)] if where else [])
-    text = Text.assemble(("diagnosis: ", "bold"), (found.cause, "bold yellow"),
-                         f" — {found.message}")  # fmt: skip
+    text = Text.assemble(
+        ("diagnosis: ", "bold"), (found.cause, "bold yellow"), f" — {found.message}"
+    )
     if found.also:
         text.append(f"\nalso reproduced by: {', '.join(found.also)}", style="dim")
     return Wrapped(text)
@@ -303,12 +343,20 @@ def verdict(report: CheckReport) -> Text:
         )
         return Text.assemble((MATCH, _STYLES[MATCH]), " ", (said, _STYLES[MATCH]))
     if count == 1:
-        return Text.assemble((DIFFERS, _STYLES[DIFFERS]), " ",
-                             ("the given stage differs", _STYLES[DIFFERS]))  # fmt: skip
-    said = "both given stages differ" if len(wrong) == count == 2 else (
-        f"{len(wrong)} of {count} given stages differ")  # fmt: skip
-    return Text.assemble((DIFFERS, _STYLES[DIFFERS]), " ", (said, _STYLES[DIFFERS]),
-                         f"; the first is {label(wrong[0].stage)}")  # fmt: skip
+        return Text.assemble(
+            (DIFFERS, _STYLES[DIFFERS]), " ", ("the given stage differs", _STYLES[DIFFERS])
+        )
+    said = (
+        "both given stages differ"
+        if len(wrong) == count == 2
+        else (f"{len(wrong)} of {count} given stages differ")
+    )
+    return Text.assemble(
+        (DIFFERS, _STYLES[DIFFERS]),
+        " ",
+        (said, _STYLES[DIFFERS]),
+        f"; the first is {label(wrong[0].stage)}",
+    )
 
 
 def check_text(report: CheckReport, width: int = 100, source: str | None = None) -> str:

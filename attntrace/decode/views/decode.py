@@ -59,18 +59,24 @@ def step_view(
     # which tells two of one token apart as well
     every = shown_labels(run.tokens) if windowed else unique_labels(shown_labels(run.tokens))
     labels = [f"{every[p]} @{p}" if windowed else every[p] for p in positions]
-    cached = tuple(f"{label}{' ◀ new' if p == step.t else ''}"
-                   for p, label in zip(positions, labels, strict=True))  # fmt: skip
+    cached = tuple(
+        f"{label}{' ◀ new' if p == step.t else ''}"
+        for p, label in zip(positions, labels, strict=True)
+    )
     rows = len(positions)
     parts: list[RenderableType] = [
         Text.assemble(
-            ("Step ", "dim"), (f"{step.t + 1}", "bold"),
+            ("Step ", "dim"),
+            (f"{step.t + 1}", "bold"),
             (f" of {len(run.steps)} (t = {step.t}): ", "dim"),
             (quoted(step.token), "bold magenta"),
-            (f"  appends its k and v to the cache, then its q attends over {rows} "
-             f"cached key{'s' if rows > 1 else ''}", "dim"),
+            (
+                f"  appends its k and v to the cache, then its q attends over {rows} "
+                f"cached key{'s' if rows > 1 else ''}",
+                "dim",
+            ),
         ),
-    ]  # fmt: skip
+    ]
     if windowed:
         parts.append(Wrapped(window_line(run, step)))
     if overflow is not None and overflow.t == step.t:
@@ -86,8 +92,11 @@ def step_view(
         ):
             stage = Stage(f"{name} cache", "", cached, dims(width, g * width), matrix)
             note = " (turned by RoPE)" if turned and name == "K" else ""
-            heading = Text.assemble((f"{name} cache{whose}", "bold"), (note, "dim"),
-                                    (f"   [{matrix.shape[0]} × {width}]", "cyan"))  # fmt: skip
+            heading = Text.assemble(
+                (f"{name} cache{whose}", "bold"),
+                (note, "dim"),
+                (f"   [{matrix.shape[0]} × {width}]", "cyan"),
+            )
             caches.append(Group(Wrapped(heading), StageTable(stage, view)))
     parts += [Packed(caches), Text("")]  # side by side where they fit
     head_rows = tuple(
@@ -101,33 +110,54 @@ def step_view(
         f" (q turned by RoPE at position {step.t})" if turned else ""
     )
     parts += [
-        Wrapped(Text.assemble(
-            ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {rows}]", "cyan")
-        )),
+        Wrapped(
+            Text.assemble(
+                ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {rows}]", "cyan")
+            )
+        ),
         StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
         *_variant_tables(run, step, head_rows, keys, shown, view),
         Text(""),
-        Text.assemble(("softmax", "bold"), f" of each row: where {token} looks",
-                      (" (the sink column takes weight and passes no value)", "dim")
-                      if step.sink is not None else ""),
+        Text.assemble(
+            ("softmax", "bold"),
+            f" of each row: where {token} looks",
+            (" (the sink column takes weight and passes no value)", "dim")
+            if step.sink is not None
+            else "",
+        ),
         *_error_lines(run, None if errors is None else errors.weights),
         StageTable(_weights_stage(step, head_rows, keys, shown), view),
         Text(""),
-        Wrapped(Text.assemble(("output", "bold"), f" = softmax · V cache: the row of {token}",
-                              (f"   [{len(shown)} × {model.d_v}]", "cyan"))),
+        Wrapped(
+            Text.assemble(
+                ("output", "bold"),
+                f" = softmax · V cache: the row of {token}",
+                (f"   [{len(shown)} × {model.d_v}]", "cyan"),
+            )
+        ),
         *_error_lines(run, None if errors is None else errors.output),
         # one head shown: its own columns of concat (d448… for head 7), as run labels them
-        StageTable(Stage("output", "", head_rows, dims(model.d_v, (head or 0) * model.d_v),
-                         step.output[shown]), view),
-    ]  # fmt: skip
+        StageTable(
+            Stage(
+                "output",
+                "",
+                head_rows,
+                dims(model.d_v, (head or 0) * model.d_v),
+                step.output[shown],
+            ),
+            view,
+        ),
+    ]
     if step.projected is not None and head is None:  # WO mixes every head
         parts += [
             Text(""),
             Text.assemble(("projected", "bold"), " = concat of the heads · WO"),
             *_error_lines(run, None if errors is None else errors.projected),
-            StageTable(Stage("projected", "", (labels[-1],), dims(model.d_model),
-                             step.projected[None, :]), view),
-        ]  # fmt: skip
+            StageTable(
+                Stage("projected", "", (labels[-1],), dims(model.d_model), step.projected[None, :]),
+                view,
+            ),
+        ]
     parts += [Text(""), cost_line(run, step)]
     return Group(*parts)
 
@@ -137,29 +167,41 @@ def window_line(run: Decode, step: DecodeStep) -> Text:
     its position and why), or that nothing has left yet."""
     window, sinks = run.model.variants.window, run.model.variants.sinks
     assert window is not None
-    kept = ("" if not sinks else ", the first key kept as a sink" if sinks == 1
-            else f", the first {sinks} kept as sinks")  # fmt: skip
+    kept = (
+        ""
+        if not sinks
+        else ", the first key kept as a sink"
+        if sinks == 1
+        else f", the first {sinks} kept as sinks"
+    )
     limit = f"window {window}{kept}: the cache holds at most {window + sinks} rows"
     if step.dropped is None:
         return Text.assemble(("nothing dropped", "dim"), (f" ({limit})", "dim"))
     return Text.assemble(
-        ("dropped ", "bold yellow"), (quoted(run.tokens[step.dropped]), "bold"),
+        ("dropped ", "bold yellow"),
+        (quoted(run.tokens[step.dropped]), "bold"),
         (f" (position {step.dropped}): out of the window", "bold yellow"),
         (f", {step.t - step.dropped} tokens back ({limit})", "dim"),
-    )  # fmt: skip
+    )
 
 
-def _variant_tables(run: Decode, step: DecodeStep, head_rows: tuple[str, ...],
-                    keys: tuple[str, ...], shown: list[int],
-                    view: View) -> list[RenderableType]:  # fmt: skip
+def _variant_tables(
+    run: Decode,
+    step: DecodeStep,
+    head_rows: tuple[str, ...],
+    keys: tuple[str, ...],
+    shown: list[int],
+    view: View,
+) -> list[RenderableType]:
     """The stages between scaled and softmax that a variant adds, as the trace names them:
     ALiBi's ``biased`` and the soft cap's ``capped``."""
     parts: list[RenderableType] = []
     variants = run.model.variants
     if step.biased is not None:
         slopes = [masks.slope_text(run.model.variants.slopes(run.model.heads)[h]) for h in shown]
-        title = Text.assemble(("biased", "bold"), " = scaled − m · (t − position) (ALiBi, m = "
-                              f"{', '.join(slopes)})")  # fmt: skip
+        title = Text.assemble(
+            ("biased", "bold"), f" = scaled − m · (t − position) (ALiBi, m = {', '.join(slopes)})"
+        )
         table = StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view)
         parts += [Text(""), Wrapped(title), table]
     if step.capped is not None and variants.softcap is not None:
@@ -171,8 +213,9 @@ def _variant_tables(run: Decode, step: DecodeStep, head_rows: tuple[str, ...],
     return parts
 
 
-def _weights_stage(step: DecodeStep, head_rows: tuple[str, ...], keys: tuple[str, ...],
-                   shown: list[int]) -> Stage:  # fmt: skip
+def _weights_stage(
+    step: DecodeStep, head_rows: tuple[str, ...], keys: tuple[str, ...], shown: list[int]
+) -> Stage:
     """The weights over the cache, and the sink's share as one more column."""
     if step.sink is None:
         return Stage("softmax", "", head_rows, keys, step.weights[shown])
@@ -180,8 +223,16 @@ def _weights_stage(step: DecodeStep, head_rows: tuple[str, ...], keys: tuple[str
     return Stage("softmax", "", head_rows, (*keys, "sink"), data)
 
 
-_FORMULAS = {"q": "x·WQ", "k": "x·WK", "v": "x·WV", "scores": "q·Kᵀ", "scaled": "q·Kᵀ / √d_k",
-             "weights": "softmax", "output": "softmax·V", "projected": "concat·WO"}  # fmt: skip
+_FORMULAS = {
+    "q": "x·WQ",
+    "k": "x·WK",
+    "v": "x·WV",
+    "scores": "q·Kᵀ",
+    "scaled": "q·Kᵀ / √d_k",
+    "weights": "softmax",
+    "output": "softmax·V",
+    "projected": "concat·WO",
+}
 
 
 _WHAT_FOLLOWS = {
@@ -205,13 +256,18 @@ def overflow_note(run: Decode, where: Overflow) -> str:
         row = f"K/V head {where.row}"
     else:
         row = "" if where.stage == "projected" else f"head {where.row}"
-    col = (f"key {quoted(labels[where.col])}" if where.stage in ("scores", "scaled", "weights")
-           else f"d{where.col}")  # fmt: skip
+    col = (
+        f"key {quoted(labels[where.col])}"
+        if where.stage in ("scores", "scaled", "weights")
+        else f"d{where.col}"
+    )
     at = ", ".join(part for part in (row, col) if part)
     name = f"{where.stage} of {quoted(run.steps[where.t].token)}: {_FORMULAS[where.stage]}"
     if where.stage == "weights" or not math.isinf(where.value):
-        return (f"{name} is NaN at {at} (float64: {amount(where.exact)}): it comes from an "
-                f"inf − inf or 0 · inf of the {dtype} values before it")  # fmt: skip
+        return (
+            f"{name} is NaN at {at} (float64: {amount(where.exact)}): it comes from an "
+            f"inf − inf or 0 · inf of the {dtype} values before it"
+        )
     into = run.cast.accumulates_in if where.stage in _PRODUCTS else None
     why = why_infinite(where.value, where.exact, dtype, into)
     return f"{name} = {amount(where.exact)} at {at} {why}, {_WHAT_FOLLOWS[where.stage]}"
@@ -236,8 +292,9 @@ def decode_header(run: Decode, head: int | None) -> Facts:
     facts = [f"decoding {len(run.tokens)} token{'s' if len(run.tokens) > 1 else ''}"]
     if head is not None:
         kv = kv_head_of(head, model.heads, model.n_kv_heads)
-        facts.append(f"head {head} of {model.heads}"
-                     + (f" (K/V head {kv})" if model.group > 1 else ""))  # fmt: skip
+        facts.append(
+            f"head {head} of {model.heads}" + (f" (K/V head {kv})" if model.group > 1 else "")
+        )
     elif model.heads > 1:
         facts.append(f"{model.heads} heads, {model.n_kv_heads} K/V")
     if not run.cast.exact:
@@ -250,10 +307,13 @@ def cost_line(run: Decode, step: DecodeStep) -> Text:
     ratio = costs.recomputed / costs.cached
     return Text.assemble(
         ("cost of this step: ", "dim"),
-        (f"{costs.cached:,}", "bold green"), " multiply-adds with the cache, ",
-        (f"{costs.recomputed:,}", "bold red"), f" recomputing the prefix ({ratio:.1f}×); ",
-        ("cache now ", "dim"), (bytes_text(run, step.cache_bytes), "bold"),
-    )  # fmt: skip
+        (f"{costs.cached:,}", "bold green"),
+        " multiply-adds with the cache, ",
+        (f"{costs.recomputed:,}", "bold red"),
+        f" recomputing the prefix ({ratio:.1f}×); ",
+        ("cache now ", "dim"),
+        (bytes_text(run, step.cache_bytes), "bold"),
+    )
 
 
 Screen = Callable[[Console], None]

@@ -53,26 +53,39 @@ def memory_view(
     same = shape.heads == 1  # MHA and MQA are one model: one K/V head either way
     attention = "MHA = MQA" if same else shape.attention
     header = [("", Text(name, style="bold magenta"))] + [
-        (joiner, Text(term, style="dim")) for joiner, term in (
-            (" · ", counted(shape.layers, "layer")), (" · ", counted(shape.heads, "query head")),
+        (joiner, Text(term, style="dim"))
+        for joiner, term in (
+            (" · ", counted(shape.layers, "layer")),
+            (" · ", counted(shape.heads, "query head")),
             (" · ", f"{counted(shape.kv_heads, 'K/V head')} ({attention})"),
             (" · ", f"head dim {shape.head_dim:,}"),
             *([(" · ", window_words(shape))] if shape.window is not None else []),
-            (" · ", f"KV cache of {counted(tokens, 'token')}"), (" ", f"× batch {batch:,}"),
+            (" · ", f"KV cache of {counted(tokens, 'token')}"),
+            (" ", f"× batch {batch:,}"),
         )
-    ]  # fmt: skip
+    ]
     # a continued formula starts with its operator: '× 1', not a bare '1'
-    formula = ["= 2 (K, V)", f"× {counted(shape.layers, 'layer')}", "× K/V heads",
-               f"× {shape.head_dim:,}", f"× {per_value} B ({dtype})",
-               f"× {counted(tokens, 'token')}", f"× {batch:,}"]  # fmt: skip
+    formula = [
+        "= 2 (K, V)",
+        f"× {counted(shape.layers, 'layer')}",
+        "× K/V heads",
+        f"× {shape.head_dim:,}",
+        f"× {per_value} B ({dtype})",
+        f"× {counted(tokens, 'token')}",
+        f"× {batch:,}",
+    ]
     if shape.window is not None:  # the layers' tokens summed: min(tokens, N) on a local one
         local, held = shape.windowed_layers, min(tokens, shape.window)
         layered = f"× ({local:,} × {held:,}"
         rest = shape.layers - local
-        formula = ["= 2 (K, V)", "× K/V heads", f"× {shape.head_dim:,}",
-                   f"× {per_value} B ({dtype})",
-                   *([layered, f"+ {rest:,} × {tokens:,})"] if rest else [f"{layered})"]),
-                   f"token-layers × {batch:,}"]  # fmt: skip
+        formula = [
+            "= 2 (K, V)",
+            "× K/V heads",
+            f"× {shape.head_dim:,}",
+            f"× {per_value} B ({dtype})",
+            *([layered, f"+ {rest:,} × {tokens:,})"] if rest else [f"{layered})"]),
+            f"token-layers × {batch:,}",
+        ]
     lines: list[RenderableType] = [
         Terms(tuple(header)),
         Terms(tuple((" ", Text(term, style="dim")) for term in formula)),
@@ -87,14 +100,19 @@ def memory_view(
         lines += [Text(""), _parts_lines(parts, tokens)]
     per_token = next(v for v in variants if v.is_model)
     if shape.window is not None:  # past the window a token adds only to the global layers
-        lines += [Text(""), Wrapped(Text(per_token_words(shape, dtype), style="dim")),
-                  Wrapped(Text(growth_words(shape, tokens), style="dim"))]  # fmt: skip
+        lines += [
+            Text(""),
+            Wrapped(Text(per_token_words(shape, dtype), style="dim")),
+            Wrapped(Text(growth_words(shape, tokens), style="dim")),
+        ]
         return Group(*lines)
     lines += [
         Text(""),
-        Text(f"per token (batch 1): {counted(per_token.bytes // (tokens * batch), 'byte')}",
-             style="dim"),
-    ]  # fmt: skip
+        Text(
+            f"per token (batch 1): {counted(per_token.bytes // (tokens * batch), 'byte')}",
+            style="dim",
+        ),
+    ]
     return Group(*lines)
 
 
@@ -121,19 +139,30 @@ def window_words(shape: Shape) -> str:
 def _parts_lines(parts: WindowParts, tokens: int) -> Fitted:
     """The model's cache in its two parts, a line each, and their total (the size on a
     line of its own where a line is too narrow for both)."""
-    rows = [("local", f"{counted(parts.local_layers, 'layer')} × "
-             f"{counted(parts.held, 'token')}", parts.local_bytes),
-            ("global", f"{counted(parts.global_layers, 'layer')} × "
-             f"{counted(tokens, 'token')}", parts.global_bytes),
-            ("total", "this model", parts.total)]  # fmt: skip
+    rows = [
+        (
+            "local",
+            f"{counted(parts.local_layers, 'layer')} × {counted(parts.held, 'token')}",
+            parts.local_bytes,
+        ),
+        (
+            "global",
+            f"{counted(parts.global_layers, 'layer')} × {counted(tokens, 'token')}",
+            parts.global_bytes,
+        ),
+        ("total", "this model", parts.total),
+    ]
     names = _column([name for name, _, _ in rows])
     whats = _column([what for _, what, _ in rows])
     sizes = _column([human_bytes(size) for _, _, size in rows], right=True)
     wide, narrow = [], []
     for name, what, size in zip(names, whats, sizes, strict=True):
         wide.append(Text.assemble((name, "bold"), "  ", what, "  ", (size, "bold cyan")))
-        narrow.append(Text.assemble((name, "bold"), "  ", what.rstrip(), "\n", INDENT,
-                                    (size.strip(), "bold cyan")))  # fmt: skip
+        narrow.append(
+            Text.assemble(
+                (name, "bold"), "  ", what.rstrip(), "\n", INDENT, (size.strip(), "bold cyan")
+            )
+        )
     return _rows([wide, narrow])
 
 
@@ -142,11 +171,15 @@ def growth_words(shape: Shape, tokens: int) -> str:
     assert shape.window is not None
     rest = shape.layers - shape.windowed_layers
     if tokens <= shape.window:  # the window never cuts in: every layer holds every token
-        return (f"the window of {counted(shape.window, 'token')} does not cut in at "
-                f"{counted(tokens, 'token')}: every layer holds every token")  # fmt: skip
+        return (
+            f"the window of {counted(shape.window, 'token')} does not cut in at "
+            f"{counted(tokens, 'token')}: every layer holds every token"
+        )
     if not rest:
-        return (f"the cache stops growing at {counted(shape.window, 'token')}: past the "
-                "window each new token's row replaces the oldest")  # fmt: skip
+        return (
+            f"the cache stops growing at {counted(shape.window, 'token')}: past the "
+            "window each new token's row replaces the oldest"
+        )
     return (
         f"the local layers' cache stops growing at {counted(shape.window, 'token')}; "
         f"past it a token adds to the {counted(rest, 'global layer')} alone"
@@ -159,18 +192,29 @@ def _variant_layouts(variants: Sequence[Variant]) -> list[list[Text]]:
     mha = variants[0].bytes
     labels = _column([v.label for v in variants])
     digits = max(len(f"{v.kv_heads:,}") for v in variants)
-    heads = _column([f"{v.kv_heads:>{digits},} K/V head{'' if v.kv_heads == 1 else 's'}"
-                     for v in variants])  # fmt: skip
+    heads = _column(
+        [f"{v.kv_heads:>{digits},} K/V head{'' if v.kv_heads == 1 else 's'}" for v in variants]
+    )
     sizes = _column([human_bytes(v.bytes) for v in variants], right=True)
     # under a KiB the size is already exact: no second '512 B'
-    exact = (_column([f"{v.bytes:,} B" for v in variants], right=True)
-             if mha >= 1024 else ["" for _ in variants])  # fmt: skip
+    exact = (
+        _column([f"{v.bytes:,} B" for v in variants], right=True)
+        if mha >= 1024
+        else ["" for _ in variants]
+    )
     # kv_heads divides heads, so every saving is a whole factor
-    shares = ["" if len(variants) == 1 else "baseline" if v.bytes == mha else
-              f"{mha // v.bytes:,}× smaller" for v in variants]  # fmt: skip
+    shares = [
+        ""
+        if len(variants) == 1
+        else "baseline"
+        if v.bytes == mha
+        else f"{mha // v.bytes:,}× smaller"
+        for v in variants
+    ]
     layouts: list[list[Text]] = [[], [], [], [], []]
-    for label, kv, size, exact_bytes, share in zip(labels, heads, sizes, exact, shares,
-                                                   strict=True):  # fmt: skip
+    for label, kv, size, exact_bytes, share in zip(
+        labels, heads, sizes, exact, shares, strict=True
+    ):
         bold = Text(label, style="bold")
         alone = Text(label.rstrip(), style="bold")  # on a line of its own, unpadded
         cyan = Text(size, style="bold cyan")
@@ -209,14 +253,16 @@ def presets_view() -> Group:
         agree = derived == shape.head_dim and not rest
         # gemma-7b: its config's head dim is 256, not 3072 / 16 = 192
         head_dim = Text.assemble(
-            f"head dim {head_dims[index]} ", ("=" if agree else "≠", "" if agree else "yellow"),
+            f"head dim {head_dims[index]} ",
+            ("=" if agree else "≠", "" if agree else "yellow"),
             f" {d_models[index]} / {shape.heads}",
             ("" if agree else f" = {shape.d_model / shape.heads:g}", "yellow"),
-        )  # fmt: skip
+        )
         size = Text(f"{layers[index]}  {heads[index]}  {kv_heads[index]}")
         name = names[index]
         layouts[0].append(Text.assemble((name, "bold"), "  ", size, "  ", head_dim))
         # narrow: the name alone, then the sizes and the head dim a line each
-        layouts[1].append(Text.assemble((name.rstrip(), "bold"), "\n", INDENT, size, "\n",
-                                        INDENT, head_dim))  # fmt: skip
+        layouts[1].append(
+            Text.assemble((name.rstrip(), "bold"), "\n", INDENT, size, "\n", INDENT, head_dim)
+        )
     return Group(Text(about, style="dim"), Text(""), _rows(layouts))

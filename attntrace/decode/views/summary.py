@@ -50,23 +50,34 @@ def summary(run: Decode) -> Iterator[RenderableType]:
     if not run.cast.exact:
         yield from _low_summary(run)
         return
-    over = (f": {len(run.steps)} step{'s' if len(run.steps) > 1 else ''} × {model.heads} "
-            f"head{'s' if model.heads > 1 else ''}")  # fmt: skip
+    over = (
+        f": {len(run.steps)} step{'s' if len(run.steps) > 1 else ''} × {model.heads} "
+        f"head{'s' if model.heads > 1 else ''}"
+    )
     bound = f"|Δ| ≤ {rounded_up(run.bound)} for these numbers"
     if run.matches:
-        yield Text.assemble(("decode ", "bold"), ("matches", "bold green"),
-                            (" full causal attention", "bold"), over)  # fmt: skip
+        yield Text.assemble(
+            ("decode ", "bold"), ("matches", "bold green"), (" full causal attention", "bold"), over
+        )
         yield Text(f"every output within float64 rounding of it: {bound}", style="dim")
     else:
-        yield Text.assemble(("decode ", "bold"), ("DIFFERS FROM", "bold red"),
-                            (" full causal attention", "bold"), over)  # fmt: skip
-        yield Text(f"max |Δ| = {run.max_delta:.1e}, past float64 rounding: {bound}",
-                   style="bold red")  # fmt: skip
+        yield Text.assemble(
+            ("decode ", "bold"),
+            ("DIFFERS FROM", "bold red"),
+            (" full causal attention", "bold"),
+            over,
+        )
+        yield Text(
+            f"max |Δ| = {run.max_delta:.1e}, past float64 rounding: {bound}", style="bold red"
+        )
     cache_note = (
         f"the cache holds {model.n_kv_heads} K/V head{'s' if model.n_kv_heads > 1 else ''}"
-        + (f", not {model.heads}: {model.group}× smaller than with full heads"
-           if model.group > 1 else "")
-    )  # fmt: skip
+        + (
+            f", not {model.heads}: {model.group}× smaller than with full heads"
+            if model.group > 1
+            else ""
+        )
+    )
     yield Text(cache_note, style="dim")
     growth = growth_line(run)
     if growth is not None:
@@ -74,8 +85,11 @@ def summary(run: Decode) -> Iterator[RenderableType]:
     yield Text("")
     yield CostTable(run)
     if run.matches:
-        yield Text(f"measured here: max |Δ| = {run.max_delta:.1e} (the last bits depend on the "
-                   "CPU's BLAS)", style="dim")  # fmt: skip
+        yield Text(
+            f"measured here: max |Δ| = {run.max_delta:.1e} (the last bits depend on the "
+            "CPU's BLAS)",
+            style="dim",
+        )
 
 
 def growth_line(run: Decode) -> Wrapped | None:
@@ -93,9 +107,11 @@ def growth_line(run: Decode) -> Wrapped | None:
             f"{len(run.steps)} tokens never fill it, so nothing was dropped"
         )
     else:
-        said = (f"window {window}{kept}: the cache stopped growing at {most} rows (step "
-                f"{full.t + 1} dropped its first row; {dropped} dropped in all), holding "
-                f"{bytes_text(run, run.steps[-1].cache_bytes)} from then on")  # fmt: skip
+        said = (
+            f"window {window}{kept}: the cache stopped growing at {most} rows (step "
+            f"{full.t + 1} dropped its first row; {dropped} dropped in all), holding "
+            f"{bytes_text(run, run.steps[-1].cache_bytes)} from then on"
+        )
     return Wrapped(Text(said, style="dim"))
 
 
@@ -119,15 +135,26 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
     rule = precision_line(run)
     if rule is not None:
         yield rule
-    over = (f"{len(run.steps)} step{'s' if len(run.steps) > 1 else ''} × {model.heads} "
-            f"head{'s' if model.heads > 1 else ''}")  # fmt: skip
+    over = (
+        f"{len(run.steps)} step{'s' if len(run.steps) > 1 else ''} × {model.heads} "
+        f"head{'s' if model.heads > 1 else ''}"
+    )
     if run.matches:
-        yield Wrapped(Text.assemble(("decode ", "bold"), ("equals", "bold green"),
-                                    (f" full causal attention in {dtype} exactly", "bold"),
-                                    ": max |Δ| = 0"))  # fmt: skip
-        yield Wrapped(Text(f"{over}, every output cell: the same rounded operations (a masked "
-                           "key adds exp(−∞) = 0 to the sum and 0 · v = 0 to the output)",
-                           style="dim"))  # fmt: skip
+        yield Wrapped(
+            Text.assemble(
+                ("decode ", "bold"),
+                ("equals", "bold green"),
+                (f" full causal attention in {dtype} exactly", "bold"),
+                ": max |Δ| = 0",
+            )
+        )
+        yield Wrapped(
+            Text(
+                f"{over}, every output cell: the same rounded operations (a masked "
+                "key adds exp(−∞) = 0 to the sum and 0 · v = 0 to the output)",
+                style="dim",
+            )
+        )
     else:
         cells = f"{run.differing:,} cell{'s' if run.differing > 1 else ''}"
         yield Wrapped(
@@ -140,14 +167,20 @@ def _low_summary(run: Decode) -> Iterator[RenderableType]:
             )
         )
         if any(not np.isfinite(step.v).all() for step in run.steps):
-            yield Wrapped(Text("a token's v is ±inf or NaN: the full product multiplies it by "
-                               "a masked key's weight 0 (0 · inf = NaN), which the cache never "
-                               "computes", style="bold red"))  # fmt: skip
+            yield Wrapped(
+                Text(
+                    "a token's v is ±inf or NaN: the full product multiplies it by "
+                    "a masked key's weight 0 (0 · inf = NaN), which the cache never "
+                    "computes",
+                    style="bold red",
+                )
+            )
     error = run.error
     if error is not None:
         style = "bold red" if error.overflowed else ""
-        yield Wrapped(Text.assemble(("decoded outputs: ", "dim"),
-                                    (error_text(error, dtype), style)))  # fmt: skip
+        yield Wrapped(
+            Text.assemble(("decoded outputs: ", "dim"), (error_text(error, dtype), style))
+        )
     yield Wrapped(
         Text.assemble(
             ("cache at the end: ", "dim"), (bytes_text(run, run.steps[-1].cache_bytes), "bold")
@@ -167,14 +200,25 @@ def kv_cache_note(run: Decode) -> RenderableType:
     width, a dtype it has)."""
     model, kv_dtype = run.model, run.kv_cache_dtype
     if kv_dtype is None:
-        return Wrapped(Text("(kv-cache has no float64: 8 bytes a value, twice its fp32)",
-                            style="dim"))  # fmt: skip
+        return Wrapped(
+            Text("(kv-cache has no float64: 8 bytes a value, twice its fp32)", style="dim")
+        )
     if model.d_k != model.d_v:
-        return Wrapped(Text(f"(kv-cache prices one head width: here d_k {model.d_k} ≠ d_v "
-                            f"{model.d_v})", style="dim"))  # fmt: skip
-    flags = ["= kv-cache", "--layers 1", f"--heads {model.heads}",
-             f"--kv-heads {model.n_kv_heads}", f"--head-dim {model.d_k}",
-             f"--tokens {len(run.steps)}", f"--dtype {kv_dtype}"]  # fmt: skip
+        return Wrapped(
+            Text(
+                f"(kv-cache prices one head width: here d_k {model.d_k} ≠ d_v {model.d_v})",
+                style="dim",
+            )
+        )
+    flags = [
+        "= kv-cache",
+        "--layers 1",
+        f"--heads {model.heads}",
+        f"--kv-heads {model.n_kv_heads}",
+        f"--head-dim {model.d_k}",
+        f"--tokens {len(run.steps)}",
+        f"--dtype {kv_dtype}",
+    ]
     window = model.variants.window
     if window is not None:  # the cache holds at most N + S rows: kv-cache's window of N + S
         flags.append(f"--window {window + model.variants.sinks}")
@@ -189,8 +233,11 @@ class CostTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         run = self.run
-        yield Text("multiply-adds of each step, and the running totals as bars "
-                   "(green: with the cache, red: recomputing the prefix)", style="dim")  # fmt: skip
+        yield Text(
+            "multiply-adds of each step, and the running totals as bars "
+            "(green: with the cache, red: recomputing the prefix)",
+            style="dim",
+        )
         totals = np.cumsum([[s.costs.cached, s.costs.recomputed] for s in run.steps], axis=0)
         widest = float(totals[-1, 1])
         labels = unique_labels(shown_labels(run.tokens))
@@ -200,8 +247,14 @@ class CostTable:
         full = min(_BAR, (options.max_width - fixed - 1) // 2)
         full = full if full >= 4 else 0  # bars of fewer cells say nothing: the numbers do
         heading = f"{'t':>3} {'token':<{label_width}} {'cached':>{numbers}} {'recomp.':>{numbers}}"
-        named = next((n for n in (" running totals", " totals")
-                      if len(heading) + len(n) <= options.max_width), "")  # fmt: skip
+        named = next(
+            (
+                n
+                for n in (" running totals", " totals")
+                if len(heading) + len(n) <= options.max_width
+            ),
+            "",
+        )
         yield Text(heading + (named if full else ""), style="bold")
         for step, (cached, recomputed) in zip(run.steps, totals, strict=True):
             line = Text()
@@ -214,7 +267,8 @@ class CostTable:
                 line.append(bar(recomputed / widest, full), style="red")
             yield line
         yield Text.assemble(
-            ("total", "bold"), f"  {run.total_cached:,} with the cache, {run.total_recomputed:,} "
+            ("total", "bold"),
+            f"  {run.total_cached:,} with the cache, {run.total_recomputed:,} "
             f"recomputing ({run.total_recomputed / run.total_cached:.1f}×); cache at the end "
             f"{bytes_text(run, run.steps[-1].cache_bytes)}",
-        )  # fmt: skip
+        )

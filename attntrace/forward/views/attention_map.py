@@ -97,8 +97,7 @@ class AttentionMap:
         asked = self._asked()
         width = options.max_width
         # As many of the asked-for keys as fit; the map says when some had to go.
-        top = next((t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= width),
-                   1)  # fmt: skip
+        top = next((t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= width), 1)
         fixed, key_width = self._fixed_width(top)
         query_width = max(cell_len(q) for q in queries)
         full = max(_MIN_BAR, min(_MAX_BAR, (width - fixed) // top))
@@ -115,8 +114,11 @@ class AttentionMap:
             line.append(" → ")
             if np.isnan(data[i]).all():  # an overflow before softmax (run --dtype)
                 line.append("NaN", style=OVERFLOWED)
-                line.append(" in every weight: an overflow before softmax (the tables, "
-                            "without --map, show where)", style="dim")  # fmt: skip
+                line.append(
+                    " in every weight: an overflow before softmax (the tables, "
+                    "without --map, show where)",
+                    style="dim",
+                )
                 yield line
                 continue
             shown = self._visible(i, top)

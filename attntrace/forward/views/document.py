@@ -28,8 +28,10 @@ def header(trace: Trace) -> Facts:
     if trace.is_cut:
         shown = ", ".join(str(h) for h in trace.traced_heads)
         heads = f"head{'s' if len(trace.traced_heads) > 1 else ''} {shown} of {trace.model.heads}"
-    return Facts(trace.model.name, model_facts(trace.model, len(trace.tokens), heads,
-                                               cross=trace.context_tokens is not None))  # fmt: skip
+    return Facts(
+        trace.model.name,
+        model_facts(trace.model, len(trace.tokens), heads, cross=trace.context_tokens is not None),
+    )
 
 
 def model_facts(model: ModelInfo, count: int, heads: str | None, *, cross: bool) -> tuple[str, ...]:
@@ -80,8 +82,12 @@ def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
     model, notes = trace.model, []
     if trace.context_tokens is not None:
         notes.append(Text.assemble(("queries from: ", "dim"), sentence_line(trace.tokens, view)))
-        notes.append(Text.assemble(("keys, values from the context: ", "dim"),
-                                   sentence_line(trace.context_tokens, view)))  # fmt: skip
+        notes.append(
+            Text.assemble(
+                ("keys, values from the context: ", "dim"),
+                sentence_line(trace.context_tokens, view),
+            )
+        )
     else:
         notes.append(Text(sentence_line(trace.tokens, view)))
     if model.kv_heads != model.heads:
@@ -90,10 +96,13 @@ def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
             + ", ".join(str(h) for h in range(g * model.group, (g + 1) * model.group))
             for g in range(model.kv_heads)
         )
-        notes.append(Text(
-            f"{groups}. K and V (and a KV cache of them) are {model.group}× smaller than "
-            f"with {model.heads} full heads.", style="dim",
-        ))  # fmt: skip
+        notes.append(
+            Text(
+                f"{groups}. K and V (and a KV cache of them) are {model.group}× smaller than "
+                f"with {model.heads} full heads.",
+                style="dim",
+            )
+        )
     return notes
 
 
@@ -106,8 +115,7 @@ def sentence_line(tokens: tuple[str, ...], view: View = DEFAULT_VIEW) -> str:
     if len(tokens) <= max(SENTENCE_LIMIT, view.max_rows):
         return " ".join(tokens)
     shown = visible_indices(len(tokens), SENTENCE_LIMIT // 2)
-    return " ".join(f"{ELLIPSIS} ({len(tokens)} tokens)" if i is None else tokens[i]
-                    for i in shown)  # fmt: skip
+    return " ".join(f"{ELLIPSIS} ({len(tokens)} tokens)" if i is None else tokens[i] for i in shown)
 
 
 def shown_heads(trace: Trace, view: View = DEFAULT_VIEW) -> list[int | None]:
@@ -127,8 +135,11 @@ def hidden_heads_note(trace: Trace, shown: list[int | None]) -> Text:
     heads = trace.traced_heads
     hidden = [h for h in heads if h not in shown]
     kept = len(heads) - len(hidden)
-    return Text(f"{ELLIPSIS} {_heads_named(hidden)} not shown ({kept} of {len(heads)} heads; "
-                "--max-heads N, 0 for all)", style="dim")  # fmt: skip
+    return Text(
+        f"{ELLIPSIS} {_heads_named(hidden)} not shown ({kept} of {len(heads)} heads; "
+        "--max-heads N, 0 for all)",
+        style="dim",
+    )
 
 
 def _heads_named(heads: list[int]) -> str:

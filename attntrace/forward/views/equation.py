@@ -44,8 +44,11 @@ def _operands(stage: Stage, trace: Trace) -> tuple[Stage, Stage] | None:
     if stage.name == "projected":
         weight = trace.weight_for(stage)
         before = "concat" if trace.model.heads > 1 else "output"
-        return None if weight is None else (trace.stage(before, head=None if
-                                            trace.model.heads > 1 else 0), weight)  # fmt: skip
+        return (
+            None
+            if weight is None
+            else (trace.stage(before, head=None if trace.model.heads > 1 else 0), weight)
+        )
     if stage.name == "scores":  # of the turned rows, under RoPE
         q, k = trace.model.score_inputs
         keys = trace.stage(k, head=stage.head)
@@ -88,8 +91,9 @@ class Equation:
             grid.add_column(justify="center", vertical="middle" if operator else "top")
         names = [Text(m.name, style="bold magenta") for m in matrices]
         grid.add_row(names[0], "", names[1], "", names[2])
-        grid.add_row(tables[0], Text("·", style="bold"), tables[1], Text("=", style="bold"),
-                     tables[2])  # fmt: skip
+        grid.add_row(
+            tables[0], Text("·", style="bold"), tables[1], Text("=", style="bold"), tables[2]
+        )
         shapes = [Text(f"[{m.shape[0]} × {m.shape[1]}]", style="cyan") for m in matrices]
         grid.add_row(shapes[0], "", shapes[1], "", shapes[2])
         yield grid

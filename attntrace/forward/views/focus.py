@@ -112,9 +112,13 @@ def _why_lines(focus: Focus, keys: list[int]) -> list[RenderableType]:
     lines: list[RenderableType] = []
     for j in keys:
         why = focus.hidden_why[j]
-        said = (f"hidden: {why}" if why is not None
-                else "kept: a sink, visible however far back" if focus.sinks_kept[j]
-                else None)  # fmt: skip
+        said = (
+            f"hidden: {why}"
+            if why is not None
+            else "kept: a sink, visible however far back"
+            if focus.sinks_kept[j]
+            else None
+        )
         if said is not None:  # wrapped under itself, two spaces in, as the lines above
             lines.append(_Indented(Text(f"{focus.softmax[j].key} {said}", style="dim")))
     return lines
@@ -195,31 +199,48 @@ def softmax_section(focus: Focus, view: View) -> Group:
     rows: list[tuple[RenderableType, ...]] = []
     for row in (focus.softmax[j] for j in keys):
         mark = " ◀" if keys_top and row.weight == heaviest else ""
-        rows.append((
-            Text(row.key + mark, style="bold" if mark else ""),
-            softmax_input(row.scaled),
-            form.result(row.shifted),
-            form.carried(row.exp),
-            form.result(row.weight),
-            f"{100 * row.weight:.2f}%",
-        ))  # fmt: skip
+        rows.append(
+            (
+                Text(row.key + mark, style="bold" if mark else ""),
+                softmax_input(row.scaled),
+                form.result(row.shifted),
+                form.carried(row.exp),
+                form.result(row.weight),
+                f"{100 * row.weight:.2f}%",
+            )
+        )
     total = sum(row.weight for row in focus.softmax)
     if focus.sink_logit is not None and focus.sink_exp is not None:
         sink = focus.sink_weight or 0.0
         total += sink
-        rows.append((
-            Text("sink ◀" if sink_top else "sink", style="bold italic" if sink_top else "italic"),
-            softmax_input(focus.sink_logit),
-            form.result(focus.sink_logit - focus.row_max), form.carried(focus.sink_exp),
-            form.result(sink), f"{100 * sink:.2f}%",
-        ))  # fmt: skip
-    rows.append((
-        Text("sum", style="dim"), "", "", form.carried(focus.exp_sum),
-        form.result(total), f"{100 * total:.2f}%",
-    ))  # fmt: skip
+        rows.append(
+            (
+                Text(
+                    "sink ◀" if sink_top else "sink", style="bold italic" if sink_top else "italic"
+                ),
+                softmax_input(focus.sink_logit),
+                form.result(focus.sink_logit - focus.row_max),
+                form.carried(focus.sink_exp),
+                form.result(sink),
+                f"{100 * sink:.2f}%",
+            )
+        )
+    rows.append(
+        (
+            Text("sum", style="dim"),
+            "",
+            "",
+            form.carried(focus.exp_sum),
+            form.result(total),
+            f"{100 * total:.2f}%",
+        )
+    )
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
-    table = SplitTable(("key", source, "− max", "exp", "share", "%"),
-                       ("left", "right", "right", "right", "right", "right"), rows)  # fmt: skip
+    table = SplitTable(
+        ("key", source, "− max", "exp", "share", "%"),
+        ("left", "right", "right", "right", "right", "right"),
+        rows,
+    )
     which = (
         "the row max"
         if focus.sink_logit is None
@@ -229,16 +250,26 @@ def softmax_section(focus: Focus, view: View) -> Group:
         f"{which} {softmax_input(focus.row_max)} is subtracted first: every exp ≤ 1, "
         "nothing overflows",
         f"share = exp / sum = exp / {form.carried(focus.exp_sum)}",
-        *(["the sink's exp joins the sum and its share passes no value: the keys' "
-           "shares sum to 1 − sink"] if focus.sink_logit is not None else []),
-    ]  # fmt: skip
+        *(
+            [
+                "the sink's exp joins the sum and its share passes no value: the keys' "
+                "shares sum to 1 − sink"
+            ]
+            if focus.sink_logit is not None
+            else []
+        ),
+    ]
     # each wrapped under itself, two cells in, as the lines below
     explain = [_Indented(Text(line, style="dim")) for line in said]
     title = heading("softmax", f"= exp({source} − max) / sum, for '{focus.label}'")
     return Group(
-        title, table, *explain, *_why_lines(focus, keys), *_counted(focus, keys),
+        title,
+        table,
+        *explain,
+        *_why_lines(focus, keys),
+        *_counted(focus, keys),
         *_hidden(focus, keys),
-    )  # fmt: skip
+    )
 
 
 def _counted(focus: Focus, keys: list[int]) -> list[RenderableType]:
@@ -269,14 +300,21 @@ def output_section(focus: Focus, view: View) -> Group:
     for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
         name = f"  {weight:>{column}} × V[{pad(term.key + ']', width + 1)}"
         # never without the V row it multiplies: a line too long wraps, between numbers
-        lines.append(Wrapped(Text(f"{name} = {weight} × {vector(term.value_row, form)}"
-                                  f" = {result_vector(term.product, form)}")))  # fmt: skip
+        lines.append(
+            Wrapped(
+                Text(
+                    f"{name} = {weight} × {vector(term.value_row, form)}"
+                    f" = {result_vector(term.product, form)}"
+                )
+            )
+        )
     lines.append(
         Text.assemble(
-            "  sum = ", (result_vector(focus.output, form), "bold"),
+            "  sum = ",
+            (result_vector(focus.output, form), "bold"),
             f" = output[{focus.label}]",
         )
-    )  # fmt: skip
+    )
     return Group(*lines, *_hidden(focus, keys))
 
 
@@ -307,8 +345,11 @@ def focus_panel(focus: Focus, trace: Trace, view: View) -> Group:
         f"token{'' if count == 1 else 's'} of {trace.model.name}",
     )
     if focus.head is not None:
-        kv = (f" (reads K/V head {trace.model.kv_head_of(focus.head)})"
-              if trace.model.group > 1 else "")  # fmt: skip
+        kv = (
+            f" (reads K/V head {trace.model.kv_head_of(focus.head)})"
+            if trace.model.group > 1
+            else ""
+        )
         title.append(f" · head {focus.head}{kv}", style="bold yellow")
     parts: list[RenderableType] = [title]
     if focus.note:

@@ -103,8 +103,9 @@ def _adds_up(focus: Focus, keys: Sequence[int], form: Form) -> bool:
         dot, row, term = focus.dots[j], focus.softmax[j], focus.terms[j]
         terms = dot.products
         written = [i for i in largest_terms(terms, TERMS_SHOWN) if i is not None]
-        moves = [product_error(terms[i], off(dot.query_row[i]), off(dot.key_row[i]))
-                 for i in written]  # fmt: skip
+        moves = [
+            product_error(terms[i], off(dot.query_row[i]), off(dot.key_row[i])) for i in written
+        ]
         error = math.fsum(moves) if len(written) == len(terms) else max(moves, default=0.0)
         size = math.fsum(abs(t) for t in terms) + abs(dot.score)
         if not within(error, form.unit(dot.score), size):

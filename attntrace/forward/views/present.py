@@ -70,8 +70,15 @@ class Presentation:
         ``precision`` None means each view's own default (4 in tables, 2 in the map);
         ``max_rows``/``max_cols``/``max_heads`` 0 mean all.
         """
-        views = [name for name, on in (("--focus", focus is not None), ("--map", map_view),
-                                       ("--overview", overview)) if on]  # fmt: skip
+        views = [
+            name
+            for name, on in (
+                ("--focus", focus is not None),
+                ("--map", map_view),
+                ("--overview", overview),
+            )
+            if on
+        ]
         if len(views) > 1:
             raise InputError(f"{' and '.join(views)} are different views: choose one")
         if top is not None and not map_view:
@@ -151,8 +158,15 @@ def _with_sink(
         return weights, masked
     sink = trace.stage("sink", head=head)
     data = np.hstack([weights.data, sink.data])
-    joined = Stage(weights.name, weights.formula, weights.rows, (*weights.cols, "sink"), data,
-                   head=weights.head, kv_head=weights.kv_head)  # fmt: skip
+    joined = Stage(
+        weights.name,
+        weights.formula,
+        weights.rows,
+        (*weights.cols, "sink"),
+        data,
+        head=weights.head,
+        kv_head=weights.kv_head,
+    )
     if masked is not None:
         masked = np.hstack([masked, np.zeros((masked.shape[0], 1), dtype=bool)])
     return joined, masked

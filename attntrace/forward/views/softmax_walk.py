@@ -134,26 +134,31 @@ def walkthrough(steps: SoftmaxWalk, precision: int) -> Group:
     rows: list[tuple[RenderableType, ...]] = []
     for i, x in enumerate(steps.values):
         mark = steps.weights[i] == heaviest
-        rows.append((
-            Text(f"◀ {i + 1}" if mark else str(i + 1), style="bold" if mark else ""),
-            cell(x, x_text(x)),
-            cell(steps.naive_exp[i], exp_text(steps.naive_exp[i])),
-            cell(steps.shifted[i], _number(steps.shifted[i], precision)),
-            cell(steps.exp_shifted[i], _number(steps.exp_shifted[i], precision + 2)),
-            cell(steps.weights[i], _number(steps.weights[i], precision + 2)),
-            cell(steps.weights[i], Text(_percent(steps.weights[i]),
-                                        style="bold" if mark else "")),
-        ))  # fmt: skip
+        rows.append(
+            (
+                Text(f"◀ {i + 1}" if mark else str(i + 1), style="bold" if mark else ""),
+                cell(x, x_text(x)),
+                cell(steps.naive_exp[i], exp_text(steps.naive_exp[i])),
+                cell(steps.shifted[i], _number(steps.shifted[i], precision)),
+                cell(steps.exp_shifted[i], _number(steps.exp_shifted[i], precision + 2)),
+                cell(steps.weights[i], _number(steps.weights[i], precision + 2)),
+                cell(
+                    steps.weights[i], Text(_percent(steps.weights[i]), style="bold" if mark else "")
+                ),
+            )
+        )
     shares = math.fsum(steps.weights)
-    rows.append((
-        Text("sum", style="dim"),
-        "",
-        cell(steps.naive_sum, exp_text(steps.naive_sum)),
-        "",
-        cell(steps.sum_exp_shifted, _number(steps.sum_exp_shifted, precision + 2)),
-        cell(shares, _number(shares, precision + 2)),
-        cell(shares, _percent(shares)),
-    ))  # fmt: skip
+    rows.append(
+        (
+            Text("sum", style="dim"),
+            "",
+            cell(steps.naive_sum, exp_text(steps.naive_sum)),
+            "",
+            cell(steps.sum_exp_shifted, _number(steps.sum_exp_shifted, precision + 2)),
+            cell(shares, _number(shares, precision + 2)),
+            cell(shares, _percent(shares)),
+        )
+    )
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
     headers = ("", "x", "exp(x)", "x − max", "exp(x − max)", "share", "%")
     right: JustifyMethod = "right"
@@ -217,8 +222,12 @@ def _what_overflows(steps: SoftmaxWalk, x_text: Writer) -> str:
     their sum, each exp finite (a finite exp / inf is 0 for every share)."""
     big = [x for x, e in zip(steps.values, steps.naive_exp, strict=True) if math.isinf(e)]
     if big:
-        return (f"exp({x_text(big[0])}) overflows float64 (its largest value is about "
-                f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan.")  # fmt: skip
-    return (f"Each exp(x) fits in float64, but their sum overflows it (its largest value is "
-            f"about {FLOAT64_MAX}), so the naive formula gives exp(x) / inf = 0 for every "
-            f"share.")  # fmt: skip
+        return (
+            f"exp({x_text(big[0])}) overflows float64 (its largest value is about "
+            f"{FLOAT64_MAX}), so the naive formula gives inf / inf = nan."
+        )
+    return (
+        f"Each exp(x) fits in float64, but their sum overflows it (its largest value is "
+        f"about {FLOAT64_MAX}), so the naive formula gives exp(x) / inf = 0 for every "
+        f"share."
+    )

@@ -45,8 +45,7 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     pair = operands(stage, trace)
     body: RenderableType = stacked
     if pair is not None:
-        body = Equation(heading(stage, trace), pair[0], pair[1], stage, view,
-                        fallback=stacked)  # fmt: skip
+        body = Equation(heading(stage, trace), pair[0], pair[1], stage, view, fallback=stacked)
     overflow = overflow_line(stage, trace)
     return body if overflow is None else Group(body, overflow)
 

@@ -97,8 +97,9 @@ def basic_move(key: str, current: int, count: int, noun: str) -> Move | None:
     if key in ("", "n"):
         return Move(quit=True) if current == count - 1 else Move(index=current + 1)
     if key == "b":
-        return Move(error=f"already at the first {noun}") if current == 0 else Move(
-            index=current - 1)  # fmt: skip
+        return (
+            Move(error=f"already at the first {noun}") if current == 0 else Move(index=current - 1)
+        )
     if key == "q":
         return Move(quit=True)
     if key in ("?", "help"):
@@ -159,8 +160,9 @@ def show_stage(
             (f"  ⟵  {sentence_line(context, view)}" if context else "", "dim"),
         )
     )
-    heading = Group(fitted_title(stage, trace.model),
-                    Wrapped(Text(shape_equation(stage, trace), style="cyan")))  # fmt: skip
+    heading = Group(
+        fitted_title(stage, trace.model), Wrapped(Text(shape_equation(stage, trace), style="cyan"))
+    )
     console.print(Panel(heading, expand=False))
     rule = precision_line(trace)  # a --dtype's rule on every screen, as under run's header
     if rule is not None:
@@ -196,9 +198,18 @@ def run_steps(
     each stage it explains is followed by that token's arithmetic.
     """
     heads = " · h next head" if len(trace.traced_heads) > 1 else ""
-    walk(console, len(trace), lambda index: show_stage(console, trace, index, view, focus),
-         lambda line, index: interpret(line, index, trace), read_line, help_text(trace),
-         noun="stage", keys=heads, echo=echo, prompt_console=prompt_console)  # fmt: skip
+    walk(
+        console,
+        len(trace),
+        lambda index: show_stage(console, trace, index, view, focus),
+        lambda line, index: interpret(line, index, trace),
+        read_line,
+        help_text(trace),
+        noun="stage",
+        keys=heads,
+        echo=echo,
+        prompt_console=prompt_console,
+    )
 
 
 def page_through(
@@ -219,12 +230,22 @@ def page_through(
 
     def move(line: str, index: int) -> Move:
         found = basic_move(line.strip(), index, len(screens), "page")
-        return found or Move(error=f"unknown key {quoted(line.strip(), KEY_LIMIT)}: type ? "
-                                   "for help")  # fmt: skip
+        return found or Move(
+            error=f"unknown key {quoted(line.strip(), KEY_LIMIT)}: type ? for help"
+        )
 
     usage = HELP.format(noun="page", jump=f"1-{len(screens)}")
-    walk(console, len(screens), show, move, read_line, usage, noun="page", echo=echo,
-         prompt_console=prompt_console)  # fmt: skip
+    walk(
+        console,
+        len(screens),
+        show,
+        move,
+        read_line,
+        usage,
+        noun="page",
+        echo=echo,
+        prompt_console=prompt_console,
+    )
 
 
 def walk(
@@ -247,8 +268,9 @@ def walk(
     show(index)
     while True:
         last = index == count - 1
-        line = ask(talk, read_line, f"last {noun}: Enter ends" if last else "Enter: next",
-                   keys, echo=echo)  # fmt: skip
+        line = ask(
+            talk, read_line, f"last {noun}: Enter ends" if last else "Enter: next", keys, echo=echo
+        )
         if line is None:
             return
         move = interpret(line, index)

@@ -75,8 +75,9 @@ def variant_facts(report: FlashReport) -> tuple[str, ...]:
     variants = model.variants
     facts = []
     if variants.window is not None:
-        facts.append(f"window {variants.window}"
-                     + (f", sinks {variants.sinks}" if variants.sinks else ""))  # fmt: skip
+        facts.append(
+            f"window {variants.window}" + (f", sinks {variants.sinks}" if variants.sinks else "")
+        )
     if model.positions == "alibi":
         facts.append("ALiBi")
     if variants.qk_norm:
@@ -114,17 +115,25 @@ def header(report: FlashReport, view: View = DEFAULT_VIEW) -> Iterator[Renderabl
     q_blocks = -(-len(record.m) // record.block_q)
     k_blocks = -(-record.keys // record.block_k)
     kv = f" (K/V head {report.kv_head})" if model.kv_heads != model.heads else ""
-    facts = (f"head {report.head} of {model.heads}{kv}",
-             f"variant {record.variant}: {VARIANT_NAMES[record.variant]}",
-             "causal" if record.causal else "not causal",
-             f"blocks of {record.block_q} queries × {record.block_k} keys",
-             f"{q_blocks} × {k_blocks} tiles", *variant_facts(report), "float64")  # fmt: skip
+    facts = (
+        f"head {report.head} of {model.heads}{kv}",
+        f"variant {record.variant}: {VARIANT_NAMES[record.variant]}",
+        "causal" if record.causal else "not causal",
+        f"blocks of {record.block_q} queries × {record.block_k} keys",
+        f"{q_blocks} × {k_blocks} tiles",
+        *variant_facts(report),
+        "float64",
+    )
     yield Facts(model_name(model.name), facts)
     yield Wrapped(Text(VARIANT_RULES[record.variant], style="cyan"))
     if record.sink is not None:
-        yield Wrapped(Text("the sink logit s starts each row's m (gpt-oss's Triton kernel); "
-                           "after the last tile output = O ÷ (ℓ + exp(s − m))",
-                           style="cyan"))  # fmt: skip
+        yield Wrapped(
+            Text(
+                "the sink logit s starts each row's m (gpt-oss's Triton kernel); "
+                "after the last tile output = O ÷ (ℓ + exp(s − m))",
+                style="cyan",
+            )
+        )
     labels = Labels(report)
     yield Wrapped(Text(f"queries: {sentence_line(labels.queries, view)}", style="dim"))
     if report.trace.context_tokens is not None:
@@ -143,8 +152,11 @@ def tile_block(report: FlashReport, tile: Tile, labels: Labels, view: View) -> R
     """One tile: S_ij and the per-row state side by side where they fit, then O_i."""
     if tile.skipped:  # one line: the indices, not the tokens
         where = f" · queries {_range(tile.rows)} × keys {_range(tile.cols)} · "
-        return Wrapped(Text.assemble((f"tile ({tile.i}, {tile.j})", "bold magenta"), where,
-                                     (skipped_text(tile), "dim")))  # fmt: skip
+        return Wrapped(
+            Text.assemble(
+                (f"tile ({tile.i}, {tile.j})", "bold magenta"), where, (skipped_text(tile), "dim")
+            )
+        )
     assert tile.scores is not None
     assert tile.block_max is not None
     assert tile.rescale is not None
@@ -157,23 +169,29 @@ def tile_block(report: FlashReport, tile: Tile, labels: Labels, view: View) -> R
     output = Stage("O_i", "", rows, labels.dims, tile.output)
     return Group(
         Wrapped(tile_heading(tile, labels)),
-        Packed([
-            Group(Text(score_formula(report), style="bold"), StageTable(scores, view)),
-            Group(Text("per row: rescale = exp(m_old − m_new)", style="bold"),
-                  StageTable(state, view)),
-        ]),
+        Packed(
+            [
+                Group(Text(score_formula(report), style="bold"), StageTable(scores, view)),
+                Group(
+                    Text("per row: rescale = exp(m_old − m_new)", style="bold"),
+                    StageTable(state, view),
+                ),
+            ]
+        ),
         Text(""),
         Text(f"O_i after the tile ({normalised})", style="bold"),
         StageTable(output, view),
-    )  # fmt: skip
+    )
 
 
 def tile_line(tile: Tile, view: View, widths: tuple[int, int, int] = (0, 0, 0)) -> Text:
     """One line for one tile: where it is (padded to ``widths``: the tile, its queries,
     its keys), and how far it moved its rows' state."""
     name, rows, cols = f"({tile.i}, {tile.j})", _range(tile.rows), _range(tile.cols)
-    where = Text.assemble((pad(name, widths[0]), "bold magenta"),
-                          f"  q {pad(rows, widths[1])} × k {pad(cols, widths[2])}  ")  # fmt: skip
+    where = Text.assemble(
+        (pad(name, widths[0]), "bold magenta"),
+        f"  q {pad(rows, widths[1])} × k {pad(cols, widths[2])}  ",
+    )
     if tile.skipped:
         return Text.assemble(where, (skipped_text(tile), "dim"))
     assert tile.rescale is not None
@@ -209,16 +227,25 @@ def tiles_section(
             yield tile_block(report, tile, labels, view)
         return
     yield Text("")
-    yield Wrapped(Text(
-        f"{len(tiles):,} tiles, more than --max-tiles {max_tiles}: one line each (q: query "
-        "rows, k: keys, 0-based; m rose: the rows whose running max this tile raised). "
-        "--max-tiles 0 draws every tile in full; --step walks them one per screen.",
-        style="dim"))  # fmt: skip
+    yield Wrapped(
+        Text(
+            f"{len(tiles):,} tiles, more than --max-tiles {max_tiles}: one line each (q: query "
+            "rows, k: keys, 0-based; m rose: the rows whose running max this tile raised). "
+            "--max-tiles 0 draws every tile in full; --step walks them one per screen.",
+            style="dim",
+        )
+    )
     half = len(tiles) if view.max_rows >= len(tiles) else max(1, view.max_rows // 2)
-    shown = list(range(len(tiles))) if half >= len(tiles) else (
-        list(range(half)) + list(range(len(tiles) - half, len(tiles))))  # fmt: skip
-    widths = (max(len(f"({t.i}, {t.j})") for t in tiles), max(len(_range(t.rows)) for t in tiles),
-              max(len(_range(t.cols)) for t in tiles))  # fmt: skip
+    shown = (
+        list(range(len(tiles)))
+        if half >= len(tiles)
+        else (list(range(half)) + list(range(len(tiles) - half, len(tiles))))
+    )
+    widths = (
+        max(len(f"({t.i}, {t.j})") for t in tiles),
+        max(len(_range(t.rows)) for t in tiles),
+        max(len(_range(t.cols)) for t in tiles),
+    )
     for index, position in enumerate(shown):
         if index and position != shown[index - 1] + 1:
             left = position - shown[index - 1] - 1
@@ -229,9 +256,14 @@ def tiles_section(
 def summary(report: FlashReport, view: View) -> Iterator[RenderableType]:
     """The count of tiles, the output against standard attention, the memory story."""
     record, labels = report.record, Labels(report)
-    reasons = [(record.skipped_for(why), words) for why, words in (
-        (FUTURE, "every key after every query"), (OUT_OF_WINDOW, "every key out of the window"),
-        (BOTH, "every key later or out of the window"))]  # fmt: skip
+    reasons = [
+        (record.skipped_for(why), words)
+        for why, words in (
+            (FUTURE, "every key after every query"),
+            (OUT_OF_WINDOW, "every key out of the window"),
+            (BOTH, "every key later or out of the window"),
+        )
+    ]
     found = [(count, words) for count, words in reasons if count]
     # one reason goes unnumbered, as it always read; several each with its count
     said = found[0][1] if len(found) == 1 else "; ".join(f"{c:,} {w}" for c, w in found)
@@ -240,15 +272,15 @@ def summary(report: FlashReport, view: View) -> Iterator[RenderableType]:
     yield Wrapped(Text.assemble(("tiles: ", "bold"), counts))
     yield Text("")
     if record.sink is not None:
-        yield Text("output = O ÷ (ℓ + exp(s − m)): the sink takes weight, passes no value",
-                   style="bold")  # fmt: skip
+        yield Text(
+            "output = O ÷ (ℓ + exp(s − m)): the sink takes weight, passes no value", style="bold"
+        )
     else:
         yield Text("output = O ÷ ℓ", style="bold")
     yield StageTable(Stage("output", "", labels.queries, labels.dims, record.output), view)
     if record.sink is not None:
         yield Text("sink: the weight each row gave the sink logit", style="bold")
-        yield StageTable(Stage("sink", "", labels.queries, ("sink",), record.sink[:, None]),
-                         view)  # fmt: skip
+        yield StageTable(Stage("sink", "", labels.queries, ("sink",), record.sink[:, None]), view)
     yield Text.assemble(
         ("matches standard attention: ", "bold green"),
         f"max |Δ| {difference_bound(report.max_abs_difference)}",
@@ -261,36 +293,51 @@ def memory_lines(report: FlashReport) -> Iterator[RenderableType]:
     """The bytes never stored, and the HBM traffic of both algorithms (Theorem 2)."""
     n, m = len(report.record.m), report.record.keys
     bq, bk = min(report.record.block_q, n), min(report.record.block_k, m)
-    yield Wrapped(Text.assemble(
-        ("never stored: ", "bold"),
-        f"the {n} × {m} scores and weights, 2·{n}·{m}·8 = {report.standard_bytes:,} bytes at "
-        f"float64; the tiled pass holds one {bq} × {bk} tile ({report.tile_bytes:,} bytes), "
-        "plus m, ℓ and O"))  # fmt: skip
+    yield Wrapped(
+        Text.assemble(
+            ("never stored: ", "bold"),
+            f"the {n} × {m} scores and weights, 2·{n}·{m}·8 = {report.standard_bytes:,} bytes at "
+            f"float64; the tiled pass holds one {bq} × {bk} tile ({report.tile_bytes:,} bytes), "
+            "plus m, ℓ and O",
+        )
+    )
     elements = report.sram_bytes // HBM_ITEMSIZE
-    source = (f", by Theorem 2 of arXiv 2205.14135: FlashAttention's loop order (its "
-              "Algorithm 1); FlashAttention-2's, over query blocks, moves the same "
-              f"Θ(N²d²/M) (elements of {HBM_ITEMSIZE} bytes: fp16)")  # fmt: skip
+    source = (
+        f", by Theorem 2 of arXiv 2205.14135: FlashAttention's loop order (its "
+        "Algorithm 1); FlashAttention-2's, over query blocks, moves the same "
+        f"Θ(N²d²/M) (elements of {HBM_ITEMSIZE} bytes: fp16)"
+    )
     yield Wrapped(Text.assemble(("HBM traffic", "bold"), source))
     plural = "" if elements == 1 else "s"
     yield Text(f"  SRAM {report.sram_bytes:,} bytes: M = {elements:,} element{plural}")
-    cases = (("this input", n, report.trace.model.d_k, report.this_input),
-             ("a GPT-2 head", *GPT2_HEAD, report.gpt2_head))  # fmt: skip
+    cases = (
+        ("this input", n, report.trace.model.d_k, report.this_input),
+        ("a GPT-2 head", *GPT2_HEAD, report.gpt2_head),
+    )
     for name, big_n, d, traffic in cases:
         yield from _traffic_lines(name, big_n, d, traffic)
 
 
 def _traffic_lines(name: str, n: int, d: int, traffic: Traffic) -> Iterator[RenderableType]:
     passes = -(-n // traffic.block_k)
-    yield Wrapped(Text(f"  {name}, N = {n:,}, d = {d} (B_r × B_c = {traffic.block_q:,} × "
-                       f"{traffic.block_k:,}, T_c = {passes:,}):"))  # fmt: skip
-    rows = (("standard", "4·N·d + 4·N²", traffic.standard),
-            ("tiled", "2·N·d + T_c·(3·N·d + 4·N)", traffic.tiled))  # fmt: skip
+    yield Wrapped(
+        Text(
+            f"  {name}, N = {n:,}, d = {d} (B_r × B_c = {traffic.block_q:,} × "
+            f"{traffic.block_k:,}, T_c = {passes:,}):"
+        )
+    )
+    rows = (
+        ("standard", "4·N·d + 4·N²", traffic.standard),
+        ("tiled", "2·N·d + T_c·(3·N·d + 4·N)", traffic.tiled),
+    )
     counts = [f"{count:,}" for _, _, count in rows]
     sizes = [f"{count * HBM_ITEMSIZE:,}" for _, _, count in rows]
     wide, big = max(map(len, counts)), max(map(len, sizes))
     for (label, formula, _), count, size in zip(rows, counts, sizes, strict=True):
-        yield Text(f"    {pad(label, 9)}{pad(formula, 26)} {pad(count, wide, right=True)} "
-                   f"elements  {pad(size, big, right=True)} bytes")  # fmt: skip
+        yield Text(
+            f"    {pad(label, 9)}{pad(formula, 26)} {pad(count, wide, right=True)} "
+            f"elements  {pad(size, big, right=True)} bytes"
+        )
     ratio = traffic.standard / traffic.tiled
     yield Text(f"    standard / tiled = {ratio:.2f}", style="bold")
 

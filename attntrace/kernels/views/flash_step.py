@@ -63,8 +63,11 @@ class TileGrid:
         self.cols = sorted({tile.cols for tile in tiles})
         self.marks: dict[tuple[int, int], str] = {}
         for position, tile in enumerate(tiles):
-            mark = SKIPPED if tile.skipped else (
-                CURRENT if position == index else DONE if position < index else AHEAD)  # fmt: skip
+            mark = (
+                SKIPPED
+                if tile.skipped
+                else (CURRENT if position == index else DONE if position < index else AHEAD)
+            )
             self.marks[(tile.i, tile.j)] = mark
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -76,8 +79,9 @@ class TileGrid:
         fit = max(1, (width - LABEL_CELLS - 2) // CELL)
         rows = _window(len(self.rows), here.i, GRID_ROWS)
         cols = _window(len(self.cols), here.j, fit)
-        lines = [Text(pad("", LABEL_CELLS + 1) + "".join(f"{j:>{CELL}}" for j in cols),
-                      style="dim")]  # fmt: skip
+        lines = [
+            Text(pad("", LABEL_CELLS + 1) + "".join(f"{j:>{CELL}}" for j in cols), style="dim")
+        ]
         for i in rows:
             name = _block_label(labels.queries, self.rows[i], LABEL_CELLS - 4)  # 4: "31 "
             line = Text(pad(f"{i} {name}", LABEL_CELLS) + " ")
@@ -87,18 +91,22 @@ class TileGrid:
                 line.append(f"{mark:>{CELL}}", style=style)
             lines.append(line)
         shown = len(rows) < len(self.rows) or len(cols) < len(self.cols)
-        cut = (f" (query blocks {rows.start}–{rows.stop - 1} of {len(self.rows)}, key blocks "
-               f"{cols.start}–{cols.stop - 1} of {len(self.cols)})") if shown else ""  # fmt: skip
+        cut = (
+            (
+                f" (query blocks {rows.start}–{rows.stop - 1} of {len(self.rows)}, key blocks "
+                f"{cols.start}–{cols.stop - 1} of {len(self.cols)})"
+            )
+            if shown
+            else ""
+        )
         if len(cols) <= KEY_BLOCKS_NAMED:
             named = [f"{j}: {_block_label(labels.keys, self.cols[j], LABEL_CELLS)}" for j in cols]
             keys = "key blocks " + " · ".join(named)
         else:
             size = self.report.record.block_k
             keys = f"key block j: keys {size}·j to {size}·j + {size - 1}"
-        legend = (f"{CURRENT} this tile, {DONE} done, {SKIPPED} skipped, {AHEAD} not yet"
-                  f"{cut}")  # fmt: skip
-        return Group(*lines, Wrapped(Text(keys, style="dim")),
-                     Wrapped(Text(legend, style="dim")))  # fmt: skip
+        legend = f"{CURRENT} this tile, {DONE} done, {SKIPPED} skipped, {AHEAD} not yet{cut}"
+        return Group(*lines, Wrapped(Text(keys, style="dim")), Wrapped(Text(legend, style="dim")))
 
 
 def running_state(report: FlashReport, index: int) -> tuple[Matrix, Matrix]:
@@ -118,11 +126,13 @@ def tile_screen(
     tile: Tile = report.record.tiles[index]
 
     def draw(console: Console) -> None:
-        console.print(Text.assemble(
-            (f"Tile {number} of {total} computed", "dim"),
-            (f" · ({tile.i}, {tile.j})", "bold magenta"),
-            (f" · head {report.head} · variant {report.record.variant}", "dim"),
-        ))  # fmt: skip
+        console.print(
+            Text.assemble(
+                (f"Tile {number} of {total} computed", "dim"),
+                (f" · ({tile.i}, {tile.j})", "bold magenta"),
+                (f" · head {report.head} · variant {report.record.variant}", "dim"),
+            )
+        )
         console.print(TileGrid(report, index), crop=False)
         console.print()
         console.print(tile_block(report, tile, labels, view), crop=False)
@@ -141,8 +151,10 @@ def screens(report: FlashReport, view: View = DEFAULT_VIEW) -> list[Callable[[Co
     Each is drawn only when shown: a long run has tens of thousands."""
     computed = [index for index, tile in enumerate(report.record.tiles) if not tile.skipped]
     labels = Labels(report)
-    pages = [tile_screen(report, index, number, len(computed), labels, view)
-             for number, index in enumerate(computed, start=1)]  # fmt: skip
+    pages = [
+        tile_screen(report, index, number, len(computed), labels, view)
+        for number, index in enumerate(computed, start=1)
+    ]
 
     def last(console: Console) -> None:
         for renderable in summary(report, view):

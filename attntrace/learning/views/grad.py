@@ -45,10 +45,16 @@ def shown_grad(grad: GradTrace) -> GradTrace:
             cache[tokens] = labels(tokens)
         return cache[tokens]
 
-    stages = tuple(replace(stage, name=label(stage.name), rows=shown(stage.rows),
-                           cols=shown(stage.cols),
-                           formula=visible(stage.formula, FORMULA_LIMIT))
-                   for stage in grad.stages)  # fmt: skip
+    stages = tuple(
+        replace(
+            stage,
+            name=label(stage.name),
+            rows=shown(stage.rows),
+            cols=shown(stage.cols),
+            formula=visible(stage.formula, FORMULA_LIMIT),
+        )
+        for stage in grad.stages
+    )
     notes = tuple(visible(note, FORMULA_LIMIT) for note in grad.loss.notes)
     loss = replace(grad.loss, formula=visible(grad.loss.formula, FORMULA_LIMIT), notes=notes)
     return replace(grad, forward=shown_trace(grad.forward), stages=stages, loss=loss)
@@ -104,22 +110,34 @@ def header(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[RenderableTyp
     """The model's facts, the tokens, the loss and its value, which heads it reads, and
     what is 0 and what is not drawn."""
     trace = grad.forward
-    yield Facts(trace.model.name, model_facts(trace.model, len(trace.tokens), None,
-                                              cross=trace.context_tokens is not None))  # fmt: skip
+    yield Facts(
+        trace.model.name,
+        model_facts(trace.model, len(trace.tokens), None, cross=trace.context_tokens is not None),
+    )
     yield from (Wrapped(note) for note in block_notes(trace, view))
     yield Wrapped(loss_line(grad, view))
     for note in grad.loss.notes:
         yield Wrapped(Text(note, style="dim"))
     zeros = list(dict.fromkeys(s.name for s in grad.stages if s.name in ATTEND_ZEROS))
     if grad.objective.kind == "attend" and zeros:
-        yield Wrapped(Text(f"The attend loss reads the softmax alone: {_listed(zeros)} are "
-                           "exactly 0 (shown anyway).", style="dim"))  # fmt: skip
+        yield Wrapped(
+            Text(
+                f"The attend loss reads the softmax alone: {_listed(zeros)} are "
+                "exactly 0 (shown anyway).",
+                style="dim",
+            )
+        )
     heads = sorted({s.head for s in grad.stages if s.head is not None})
     reached = set(reached_heads(grad))
     silent = [h for h in heads if h not in reached]
     if silent:
-        yield Wrapped(Text(f"{numbered('head', silent)}: not reached by the loss (every "
-                           "gradient exactly 0), not drawn.", style="dim"))  # fmt: skip
+        yield Wrapped(
+            Text(
+                f"{numbered('head', silent)}: not reached by the loss (every "
+                "gradient exactly 0), not drawn.",
+                style="dim",
+            )
+        )
 
 
 def _listed(names: list[str]) -> str:
@@ -139,11 +157,15 @@ def render_grad(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[Renderab
         if stage is None:
             hidden = [h for h in reached if h not in drawn]
             kept = len(reached) - len(hidden)
-            yield Text(f"{ELLIPSIS} {numbered('head', hidden)} not shown ({kept} of "
-                       f"{len(reached)} heads; --max-heads N, 0 for all)", style="dim")  # fmt: skip
+            yield Text(
+                f"{ELLIPSIS} {numbered('head', hidden)} not shown ({kept} of "
+                f"{len(reached)} heads; --max-heads N, 0 for all)",
+                style="dim",
+            )
             continue
-        yield GradBlock(stage, grad.mirror(stage), grad.forward.model, view,
-                        stage_caption(stage, grad))  # fmt: skip
+        yield GradBlock(
+            stage, grad.mirror(stage), grad.forward.model, view, stage_caption(stage, grad)
+        )
 
 
 @dataclass(frozen=True)

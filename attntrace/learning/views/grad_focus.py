@@ -65,15 +65,31 @@ def grad_focus_panel(
     if note:
         parts.append(Wrapped(Text(note, style="yellow")))
     parts.append(
-        Wrapped(Text("dS = J·dA: the gradient of the weights a, dA, reaches "
-                     f"{_READ.get(focus.landed, 'the scaled scores')} S through the softmax's "
-                     "Jacobian J", style="dim"))
-    )  # fmt: skip
+        Wrapped(
+            Text(
+                "dS = J·dA: the gradient of the weights a, dA, reaches "
+                f"{_READ.get(focus.landed, 'the scaled scores')} S through the softmax's "
+                "Jacobian J",
+                style="dim",
+            )
+        )
+    )
     if not any(focus.d_weights):
-        parts.append(Wrapped(Text("this row's dA is all 0 (the loss does not reach it): "
-                                  "every number below is 0", style="yellow")))  # fmt: skip
-    for section in (_weights_section, _jacobian_section, _sums_section, _shortcut_section,
-                    _check_section):  # fmt: skip
+        parts.append(
+            Wrapped(
+                Text(
+                    "this row's dA is all 0 (the loss does not reach it): every number below is 0",
+                    style="yellow",
+                )
+            )
+        )
+    for section in (
+        _weights_section,
+        _jacobian_section,
+        _sums_section,
+        _shortcut_section,
+        _check_section,
+    ):
         parts += [Text(""), section(focus, shown)]
     return Group(*parts)
 
@@ -93,11 +109,14 @@ class _Shown:
         trace = grad.forward
         tokens = unique_labels(labels(trace.tokens))
         key_tokens = unique_labels(labels(focus.keys))
-        keys = tuple(key + MASK_MARK if masked else key
-                     for key, masked in zip(key_tokens, focus.masked, strict=True))  # fmt: skip
+        keys = tuple(
+            key + MASK_MARK if masked else key
+            for key, masked in zip(key_tokens, focus.masked, strict=True)
+        )
         rows = tuple(_written_rows(focus, view.max_rows))
-        form = choose(view.precision, _numbers(focus, rows),
-                      lambda form: _adds_up(focus, rows, form))  # fmt: skip
+        form = choose(
+            view.precision, _numbers(focus, rows), lambda form: _adds_up(focus, rows, form)
+        )
         return cls(keys, tokens[focus.index], rows, form, view)
 
 
@@ -168,8 +187,7 @@ def _adds_up(focus: JacobianFocus, rows: Sequence[int], form: Form) -> bool:
     inner = read(form.carried(focus.inner))
     products = [focus.inner_terms[k] for k in keys]
     size = math.fsum(abs(p) for p in products)
-    if not close(sum((read(_operand(form, p)) for p in products), Fraction(0)), focus.inner,
-                 size):  # fmt: skip
+    if not close(sum((read(_operand(form, p)) for p in products), Fraction(0)), focus.inner, size):
         return False
     for j in rows:
         if focus.masked[j]:
@@ -181,8 +199,13 @@ def _adds_up(focus: JacobianFocus, rows: Sequence[int], form: Form) -> bool:
             if not close(redone, focus.d_scaled[j], size):
                 return False
             # and written as products, Jⱼₖ×dAₖ, where the line is short enough for them
-            redone = sum((read(form.given(focus.jacobian[j][k])) * read(form.given(
-                focus.d_weights[k])) for k in keys), Fraction(0))  # fmt: skip
+            redone = sum(
+                (
+                    read(form.given(focus.jacobian[j][k])) * read(form.given(focus.d_weights[k]))
+                    for k in keys
+                ),
+                Fraction(0),
+            )
             if not close(redone, focus.d_scaled[j], size):
                 return False
         a, d_a = focus.weights[j], focus.d_weights[j]
@@ -211,25 +234,41 @@ def _weights_section(focus: JacobianFocus, shown: _Shown) -> Group:
     rows: list[Sequence[RenderableType]] = []
     for k in shown.rows:
         masked = focus.masked[k]
-        rows.append((
-            Text(shown.keys[k], style="dim" if masked else ""),
-            _operand(form, focus.weights[k]),
-            form.given(focus.d_weights[k]),
-            "" if masked else _operand(form, focus.inner_terms[k]),
-        ))  # fmt: skip
-    rows.append((Text("sum", style="dim"), form.carried(math.fsum(focus.weights)), "",
-                 Text(form.carried(focus.inner), style="bold")))  # fmt: skip
+        rows.append(
+            (
+                Text(shown.keys[k], style="dim" if masked else ""),
+                _operand(form, focus.weights[k]),
+                form.given(focus.d_weights[k]),
+                "" if masked else _operand(form, focus.inner_terms[k]),
+            )
+        )
+    rows.append(
+        (
+            Text("sum", style="dim"),
+            form.carried(math.fsum(focus.weights)),
+            "",
+            Text(form.carried(focus.inner), style="bold"),
+        )
+    )
     table = SplitTable(("key", "a", "dA", "a·dA"), ("left", "right", "right", "right"), rows)
     lines: list[RenderableType] = [
         heading("a, dA", f"= row '{shown.label}' of softmax, and of d_softmax (dL/da)"),
         table,
     ]
     if len(shown.rows) < focus.size:
-        lines.append(_dim(f"  the {len(shown.rows)} heaviest of {focus.size} keys are listed;"
-                          " the sums are over them all"))  # fmt: skip
+        lines.append(
+            _dim(
+                f"  the {len(shown.rows)} heaviest of {focus.size} keys are listed;"
+                " the sums are over them all"
+            )
+        )
     if any(focus.masked):
-        lines.append(_dim(f"  {MASK_MARK} masked (weight 0 under the causal mask): it adds "
-                          "nothing, here or below"))  # fmt: skip
+        lines.append(
+            _dim(
+                f"  {MASK_MARK} masked (weight 0 under the causal mask): it adds "
+                "nothing, here or below"
+            )
+        )
     return Group(*lines)
 
 
@@ -248,8 +287,12 @@ def _jacobian_section(focus: JacobianFocus, shown: _Shown) -> Group:
         _dim("  row j, column k: how much weight j moves when scaled score k does"),
     ]
     if any(focus.masked):
-        lines.append(_dim(f"  a masked key's row and column ({MASK_MARK}) are 0: its weight "
-                          "is 0 whatever the score"))  # fmt: skip
+        lines.append(
+            _dim(
+                f"  a masked key's row and column ({MASK_MARK}) are 0: its weight "
+                "is 0 whatever the score"
+            )
+        )
     return Group(*lines)
 
 
@@ -273,14 +316,20 @@ def _sums_section(focus: JacobianFocus, shown: _Shown) -> Group:
         variants = [terms]
         every = [k for k in written if k is not None]
         if len(every) == len(written) and every:  # short enough for its products too
-            products = tuple(f"{_factor(form, focus.jacobian[j][k])}×"
-                             f"{_factor(form, focus.d_weights[k])}" for k in every)  # fmt: skip
+            products = tuple(
+                f"{_factor(form, focus.jacobian[j][k])}×{_factor(form, focus.d_weights[k])}"
+                for k in every
+            )
             variants.insert(0, products)
-        lines.append(_Sum(name + "J·dA = ", tuple(variants), total))  # fmt: skip
+        lines.append(_Sum(name + "J·dA = ", tuple(variants), total))
     adding, count = len(_adding(focus)), len(_unmasked(focus))
     if elided:
-        lines.append(_dim(f"  {TERMS_SHOWN} of the {adding} terms are written out, the first "
-                          "and the last; … stands for the rest"))  # fmt: skip
+        lines.append(
+            _dim(
+                f"  {TERMS_SHOWN} of the {adding} terms are written out, the first "
+                "and the last; … stands for the rest"
+            )
+        )
     if adding < focus.size:
         which = {
             (True, False): f"{MASK_MARK} masked keys' terms",
@@ -306,8 +355,14 @@ def _shortcut_section(focus: JacobianFocus, shown: _Shown) -> Group:
             lines.append(Text(f"{name}0  (masked: a = 0)", style="dim"))
             continue
         a, d_a = form.carried(focus.weights[j]), form.given(focus.d_weights[j])
-        lines.append(Wrapped(Text(f"{name}{a} × ({d_a} − {_parenthesized(inner)}) = "
-                                  f"{form.result(focus.shortcut[j])}")))  # fmt: skip
+        lines.append(
+            Wrapped(
+                Text(
+                    f"{name}{a} × ({d_a} − {_parenthesized(inner)}) = "
+                    f"{form.result(focus.shortcut[j])}"
+                )
+            )
+        )
     lines.append(_dim("  the same numbers: J·dA = a∘dA − a·(aᵀ·dA), row by row"))
     return Group(*lines)
 
@@ -325,18 +380,25 @@ def _check_section(focus: JacobianFocus, shown: _Shown) -> Group:
     if apart == 0:
         verdict = Text(f"✓ the same as the {landed} stage's row, {where}, exactly")
     elif apart <= AGREE * size * focus.size:
-        verdict = Text(f"✓ the same as the {landed} stage's row, {where} (apart by "
-                       f"{significant(apart, 2)}: float64's rounding)")  # fmt: skip
+        verdict = Text(
+            f"✓ the same as the {landed} stage's row, {where} (apart by "
+            f"{significant(apart, 2)}: float64's rounding)"
+        )
     else:
-        verdict = Text(f"✗ the {landed} stage's row, {where}, is {significant(apart, 2)} "
-                       "away", style="bold red")  # fmt: skip
+        verdict = Text(
+            f"✗ the {landed} stage's row, {where}, is {significant(apart, 2)} away",
+            style="bold red",
+        )
     root = shown.form.given(focus.sqrt_dk)
     heaviest = max(range(focus.size), key=lambda k: abs(focus.stage_d_scores[k]))
-    example = (f"d_scores[{shown.label}, {shown.keys[heaviest]}] = "
-               f"{shown.form.result(focus.stage_d_scores[heaviest])}")  # fmt: skip
-    between = {"d_capped": "back through the cap (× (1 − (capped / C)²)), then ",
-               "d_biased": "to d_scaled unchanged (ALiBi's bias is a constant), then ",
-               }.get(landed, "")  # fmt: skip
+    example = (
+        f"d_scores[{shown.label}, {shown.keys[heaviest]}] = "
+        f"{shown.form.result(focus.stage_d_scores[heaviest])}"
+    )
+    between = {
+        "d_capped": "back through the cap (× (1 − (capped / C)²)), then ",
+        "d_biased": "to d_scaled unchanged (ALiBi's bias is a constant), then ",
+    }.get(landed, "")
     scores = Text(
         f"next, {between}d_scores = d_scaled / √d_k: each divided by √{focus.d_k} = {root}, "
         f"as the scores were on the way forward ({example})",
@@ -377,8 +439,12 @@ class _Sum:
         for term in terms[1:]:
             sign, body = ("−", term[1:]) if term.startswith("-") else ("+", term)
             pieces.append(Term(Text(f" {sign} {body}"), Text(f"{indent}{sign} {body}")))
-        pieces.append(Term(Text(f" = {self.total}", style="bold"),
-                           Text(f"{indent}= {self.total}", style="bold")))  # fmt: skip
+        pieces.append(
+            Term(
+                Text(f" = {self.total}", style="bold"),
+                Text(f"{indent}= {self.total}", style="bold"),
+            )
+        )
         first = Text(self.prefix + (terms[0] if terms else "0"))
         return [line for text in between_terms(first, pieces, width) for line in _fold(text, width)]
 

@@ -87,25 +87,30 @@ def _other_head(key: str, here: Stage, stages: list[Stage], heads: list[int]) ->
     after = [h for h in heads if h > here.head]
     target = (after or heads)[0] if key == "h" else int(key[1:].strip())
     if target not in heads:
-        return Move(error=f"no head {target} here: the loss reaches heads "
-                    f"{', '.join(map(str, heads))}")  # fmt: skip
+        return Move(
+            error=f"no head {target} here: the loss reaches heads {', '.join(map(str, heads))}"
+        )
     for i, stage in enumerate(stages):
         if stage.name == here.name and stage.head == target:
             return Move(index=i)
     return Move(error=f"head {target} has no {here.name}")  # pragma: no cover - same stages
 
 
-def show_gradient(console: Console, grad: GradTrace, stages: list[Stage], index: int,
-                  view: View) -> None:  # fmt: skip
+def show_gradient(
+    console: Console, grad: GradTrace, stages: list[Stage], index: int, view: View
+) -> None:
     """One screen: where we are, the gradient's title, its paragraph, its table beside
     the forward stage it mirrors, its caption."""
     stage, trace = stages[index], grad.forward
     new_screen(console)
-    console.print(Text.assemble(
-        (f"Gradient {index + 1} of {len(stages)} · ", "dim"), (stage.name, "bold magenta"),
-        (head_label(stage, trace.model), "bold yellow"),
-        (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
-    ))  # fmt: skip
+    console.print(
+        Text.assemble(
+            (f"Gradient {index + 1} of {len(stages)} · ", "dim"),
+            (stage.name, "bold magenta"),
+            (head_label(stage, trace.model), "bold yellow"),
+            (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
+        )
+    )
     console.print(Wrapped(loss_line(grad, view)))
     console.print(Panel(fitted_title(stage, trace.model), expand=False))
     console.print(Wrapped(Text(stage_paragraph(stage, grad))))
@@ -128,7 +133,15 @@ def run_grad_steps(
     end, or input ends; ``echo`` and ``prompt_console`` as in run --step."""
     stages, heads = walked_stages(grad), reached_heads(grad)
     keys = " · h next head" if len(heads) > 1 else ""
-    walk(console, len(stages), lambda i: show_gradient(console, grad, stages, i, view),
-         lambda line, i: interpret(line, i, stages, heads), read_line,
-         help_text(stages, heads), noun="gradient", keys=keys, echo=echo,
-         prompt_console=prompt_console)  # fmt: skip
+    walk(
+        console,
+        len(stages),
+        lambda i: show_gradient(console, grad, stages, i, view),
+        lambda line, i: interpret(line, i, stages, heads),
+        read_line,
+        help_text(stages, heads),
+        noun="gradient",
+        keys=keys,
+        echo=echo,
+        prompt_console=prompt_console,
+    )

@@ -71,14 +71,22 @@ def percent(share: float) -> str:
 def scaling_view(result: Scaling) -> RenderableType:
     """The chart, the two tables, the worked example (no line padded with spaces)."""
     gap = Text("")
-    return RightTrimmed(Group(
-        Wrapped(_header(result)), gap,
-        Chart(result.levels), Wrapped(_legend(result)), gap,
-        Wrapped(_summary(result)), gap,
-        _table(result, scaled=False), gap,
-        _table(result, scaled=True), gap,
-        _worked(result),
-    ))  # fmt: skip
+    return RightTrimmed(
+        Group(
+            Wrapped(_header(result)),
+            gap,
+            Chart(result.levels),
+            Wrapped(_legend(result)),
+            gap,
+            Wrapped(_summary(result)),
+            gap,
+            _table(result, scaled=False),
+            gap,
+            _table(result, scaled=True),
+            gap,
+            _worked(result),
+        )
+    )
 
 
 def _header(result: Scaling) -> Text:
@@ -137,8 +145,9 @@ class Chart:
             yield _chart_line(None, SCALED, level.scaled, bar, scaled=True)
 
 
-def _scale_line(bar: int, left: str, low: str, high: str, right: str, low2: str,
-                high2: str) -> Text:  # fmt: skip
+def _scale_line(
+    bar: int, left: str, low: str, high: str, right: str, low2: str, high2: str
+) -> Text:
     def axis(title: str, start: str, end: str) -> str:
         # "0 largest softmax weight 1", the title centred; just the ends if it is too wide
         inner = bar - len(start) - len(end)
@@ -159,8 +168,7 @@ def _bar(share: float, width: int, glyph: str, style: str) -> Text:
     return text
 
 
-def _chart_line(d_k: int | None, name: str, figures: Softmaxed, bar: int, *,
-                scaled: bool) -> Text:  # fmt: skip
+def _chart_line(d_k: int | None, name: str, figures: Softmaxed, bar: int, *, scaled: bool) -> Text:
     glyph, style = (SCALED_GLYPH, SCALED_STYLE) if scaled else (UNSCALED_GLYPH, UNSCALED_STYLE)
     label = f"{'' if d_k is None else d_k:>6} {name:<6} "
     text = Text(label.ljust(_LABEL))
@@ -198,11 +206,17 @@ def _table(result: Scaling, *, scaled: bool) -> Table:
     table.add_row(
         Text("uniform", style="dim"),
         "",
-        *(Text(cell, style="dim") for cell in (
-            figure(uniform.largest), percent(uniform.one_hot), figure(uniform.entropy),
-            figure(uniform.jacobian), figure(uniform.jacobian_median),
-        )),
-    )  # fmt: skip
+        *(
+            Text(cell, style="dim")
+            for cell in (
+                figure(uniform.largest),
+                percent(uniform.one_hot),
+                figure(uniform.entropy),
+                figure(uniform.jacobian),
+                figure(uniform.jacobian_median),
+            )
+        ),
+    )
     if scaled:  # said once, under both tables
         table.caption = Text(
             f"largest: the mean largest weight (1/{result.keys} uniform, 1 one-hot); one-hot: "
@@ -221,9 +235,9 @@ def _listed(values: Sequence[str]) -> str:
 
 def _weights(row: WorkedRow) -> str:
     top = max(range(len(row.weights)), key=lambda i: row.weights[i])
-    return _listed([
-        weight(w, row.rest) if i == top else figure(w) for i, w in enumerate(row.weights)
-    ])  # fmt: skip
+    return _listed(
+        [weight(w, row.rest) if i == top else figure(w) for i, w in enumerate(row.weights)]
+    )
 
 
 def _worked(result: Scaling) -> Group:
@@ -243,11 +257,15 @@ def _worked(result: Scaling) -> Group:
     table.add_column("", no_wrap=True)
     table.add_column("q·k", overflow="fold")
     table.add_column(f"q·k / {root} = q·k / {figure(worked.scale)}", overflow="fold")
-    table.add_row("scores", _listed([score(s) for s in raw.scores]),
-                  _listed([figure(s) for s in scaled.scores]))  # fmt: skip
+    table.add_row(
+        "scores",
+        _listed([score(s) for s in raw.scores]),
+        _listed([figure(s) for s in scaled.scores]),
+    )
     table.add_row("softmax", _weights(raw), _weights(scaled))
-    table.add_row("largest weight", weight(raw.largest, raw.rest),
-                  weight(scaled.largest, scaled.rest))  # fmt: skip
+    table.add_row(
+        "largest weight", weight(raw.largest, raw.rest), weight(scaled.largest, scaled.rest)
+    )
     table.add_row("entropy (nats)", figure(raw.entropy), figure(scaled.entropy))
     table.add_row("gradient ‖J‖", figure(raw.jacobian_norm), figure(scaled.jacobian_norm))
     others = [figure(w) for i, w in enumerate(raw.weights) if w != raw.largest]

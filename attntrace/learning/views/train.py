@@ -46,11 +46,13 @@ def header(trace: Trace, loss: Resolved, settings: str) -> list[RenderableType]:
     """The model line (as run's), the loss and the heads it reads, the settings."""
     cross = trace.context_tokens is not None
     lines: list[RenderableType] = [
-        Facts(model_name(trace.model.name),
-              model_facts(trace.model, len(trace.tokens), None, cross=cross)),
+        Facts(
+            model_name(trace.model.name),
+            model_facts(trace.model, len(trace.tokens), None, cross=cross),
+        ),
         Text(f"{visible(loss.formula)} · {heads_read(trace, loss)}", style="dim"),
         Text(settings, style="dim"),
-    ]  # fmt: skip
+    ]
     lines += [Text(visible(note), style="dim") for note in loss.notes]
     return lines
 
@@ -111,17 +113,23 @@ class HistoryTable:
     weight is at most 1, and the loss of step 0 is mostly the largest; a later loss
     wider than it pushes its line out by the difference)."""
 
-    def __init__(self, trace: Trace, loss: Resolved, record: StepRecord, steps: int,
-                 view: View) -> None:  # fmt: skip
+    def __init__(
+        self, trace: Trace, loss: Resolved, record: StepRecord, steps: int, view: View
+    ) -> None:
         self.heads = len(loss.heads)
         self.precision = view.precision
         self.names = ["step", "loss", *weight_names(trace, loss)]
         weight = len(format_number(1.0, view.precision))
-        self.widths = [max(len("step"), len(str(steps))),
-                       max(len("loss"), len(format_number(record.loss, view.precision))),
-                       *(max(len(name), weight) for name in self.names[2:])]  # fmt: skip
-        self.note = (f"the weight of {cell_name(trace, loss)} in each head"
-                     if loss.cell is not None and self.heads > 1 else None)  # fmt: skip
+        self.widths = [
+            max(len("step"), len(str(steps))),
+            max(len("loss"), len(format_number(record.loss, view.precision))),
+            *(max(len(name), weight) for name in self.names[2:]),
+        ]
+        self.note = (
+            f"the weight of {cell_name(trace, loss)} in each head"
+            if loss.cell is not None and self.heads > 1
+            else None
+        )
 
     def _line(self, cells: Sequence[str]) -> str:
         return "   ".join(pad(c, w, right=True) for c, w in zip(cells, self.widths, strict=True))
@@ -132,8 +140,11 @@ class HistoryTable:
     def row(self, record: StepRecord) -> Text:
         p = self.precision
         weights = weight_values(record.to_weights, self.heads)
-        cells = [str(record.step), format_number(record.loss, p),
-                 *(format_number(v, p) for v in weights)]  # fmt: skip
+        cells = [
+            str(record.step),
+            format_number(record.loss, p),
+            *(format_number(v, p) for v in weights),
+        ]
         return Text(self._line(cells), no_wrap=True, overflow="ignore")
 
 
@@ -181,10 +192,15 @@ def before_after(training: Training, view: View) -> Text:
     if training.loss.cell is not None:
         text.append(" · ")
         text.append(cell_name(training.before, training.loss), style="bold")
-        text.append(" " + "; ".join(
-            f"{prefix}{format_number(a, p)} → {format_number(b, p)}"
-            for prefix, a, b in zip(_prefixes(training), first.to_weights, last.to_weights,
-                                    strict=True)))  # fmt: skip
+        text.append(
+            " "
+            + "; ".join(
+                f"{prefix}{format_number(a, p)} → {format_number(b, p)}"
+                for prefix, a, b in zip(
+                    _prefixes(training), first.to_weights, last.to_weights, strict=True
+                )
+            )
+        )
     return text
 
 
@@ -200,8 +216,9 @@ def change_stage(training: Training, change: Change) -> Stage:
     name = change.name
     rows: Sequence[str] = (name,) if name.startswith("b") else dims(delta.shape[0])
     cols = dims(delta.shape[1])
-    return Stage(f"Δ{name}", f"Δ{name} = {name} after − {name} before", tuple(rows),
-                 tuple(cols), delta)  # fmt: skip
+    return Stage(
+        f"Δ{name}", f"Δ{name} = {name} after − {name} before", tuple(rows), tuple(cols), delta
+    )
 
 
 def summary(training: Training, view: View) -> Iterator[RenderableType]:
@@ -215,7 +232,10 @@ def summary(training: Training, view: View) -> Iterator[RenderableType]:
         title = Text()
         title.append(stage.formula, style="bold")
         title.append(f"   [{stage.shape[0]} × {stage.shape[1]}]", style="dim")
-        title.append(f" · largest |Δ| {format_number(change.largest, view.precision)} at "
-                     f"{stage.rows[i]}, {stage.cols[j]}", style="dim")  # fmt: skip
+        title.append(
+            f" · largest |Δ| {format_number(change.largest, view.precision)} at "
+            f"{stage.rows[i]}, {stage.cols[j]}",
+            style="dim",
+        )
         yield title
         yield StageTable(stage, view)

@@ -96,13 +96,19 @@ def frame(
             lines.append(Text(f"head {head}", style="dim"))
         lines.extend(_bars(row, keys, to, p, width))
     if len(loss.heads) > MAX_HEADS:
-        lines.append(Text(f"and {len(loss.heads) - MAX_HEADS} more heads (the line after "
-                          "the run has every head's weight)", style="dim"))  # fmt: skip
+        lines.append(
+            Text(
+                f"and {len(loss.heads) - MAX_HEADS} more heads (the line after "
+                "the run has every head's weight)",
+                style="dim",
+            )
+        )
     return Group(*lines)
 
 
-def _bars(row: Sequence[float], keys: Sequence[str], to: int, precision: int,
-          width: int) -> list[Text]:  # fmt: skip
+def _bars(
+    row: Sequence[float], keys: Sequence[str], to: int, precision: int, width: int
+) -> list[Text]:
     """One line per key (in sentence order): label, the to-token's mark, weight, bar."""
     chosen = list(range(len(row)))
     hidden = 0
@@ -161,8 +167,13 @@ class LiveTraining:
             for line in header(trace, loss, self.settings):
                 self.console.print(line)
             self.console.print()
-            self.live = Live(console=self.console, auto_refresh=False, transient=False,
-                             redirect_stdout=False, redirect_stderr=False)  # fmt: skip
+            self.live = Live(
+                console=self.console,
+                auto_refresh=False,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self.live.start()
             self.began = self.clock()
         due = self.began + self.duration * record.step / self.steps
@@ -172,8 +183,9 @@ class LiveTraining:
         now = self.clock()
         if record.step == self.steps or record.step == 0 or now - self.drawn >= 1 / FPS:
             self.drawn = now
-            shown = frame(record, self.steps, self.losses, trace, loss, self.view,
-                          self.console.width)  # fmt: skip
+            shown = frame(
+                record, self.steps, self.losses, trace, loss, self.view, self.console.width
+            )
             self.live.update(shown, refresh=True)
 
     def stop(self) -> None:

@@ -35,13 +35,22 @@ def model_table(catalog: Sequence[RealModel]) -> Table:
     for index, m in enumerate(catalog):
         if index:
             table.add_row("", "")
-        kv = (f" sharing {m.kv_heads} K/V head{'s' if m.kv_heads > 1 else ''}"
-              if m.kv_heads != m.heads else "")  # fmt: skip
+        kv = (
+            f" sharing {m.kv_heads} K/V head{'s' if m.kv_heads > 1 else ''}"
+            if m.kv_heads != m.heads
+            else ""
+        )
         kind = "causal" if m.causal else "bidirectional"
         state = ("installed", "green") if m.installed else ("not installed", "yellow")
         table.add_row(m.name, Text.assemble(m.title, (f" · {m.license}", "dim")))
-        table.add_row("", Text(f"{m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
-                               f"head dim {m.head_dim}", style="cyan"))  # fmt: skip
+        table.add_row(
+            "",
+            Text(
+                f"{m.layers} layers × {m.heads} heads{kv}, d_model {m.d_model}, "
+                f"head dim {m.head_dim}",
+                style="cyan",
+            ),
+        )
         table.add_row("", Text(f"{m.positions} positions, {kind}; {m.notes}", style="dim"))
         table.add_row("", Text.assemble(f"{_install_lines(m)}  (", state, ")"))
     return table
@@ -101,17 +110,24 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped | R
     weight as a number and a bar; last the next command, on one line to paste whole."""
     tokens, q, k = unique_labels(labels(ranking.tokens)), ranking.query, ranking.key
     heads = len(ranking.rows)
-    yield Wrapped(Text.assemble(
-        "How much ", (quoted(tokens[q]), "bold"), f" (position {q}) attends to ",
-        (quoted(tokens[k]), "bold"), f" (position {k}), in each of the {heads} heads of "
-        f"{model_name(ranking.model.name)}, heaviest first:",
-    ))  # fmt: skip
+    yield Wrapped(
+        Text.assemble(
+            "How much ",
+            (quoted(tokens[q]), "bold"),
+            f" (position {q}) attends to ",
+            (quoted(tokens[k]), "bold"),
+            f" (position {k}), in each of the {heads} heads of "
+            f"{model_name(ranking.model.name)}, heaviest first:",
+        )
+    )
     yield Text()
     shown = ranking.rows if top == 0 else ranking.rows[:top]
-    yield Ranked(tuple(
-        (rank, row.layer, row.head, row.weight, tokens[row.top_key], row.top_key == k)
-        for rank, row in enumerate(shown, 1)
-    ))  # fmt: skip
+    yield Ranked(
+        tuple(
+            (rank, row.layer, row.head, row.weight, tokens[row.top_key], row.top_key == k)
+            for rank, row in enumerate(shown, 1)
+        )
+    )
     if len(shown) < heads:
         yield Text(f"… {heads - len(shown)} more (--top 0 lists them all)", style="dim")
     yield Text()
@@ -122,8 +138,19 @@ def next_command(ranking: HeadRanking) -> str:
     """``next: attntrace run ...``: the first head, the same sentence, ready to paste
     (the sentence last, shell-quoted, after ``--`` where it starts with a dash)."""
     best = ranking.rows[0]
-    words = ["attntrace", "run", "-m", ranking.model.name, "--layer", str(best.layer),
-             "--head", str(best.head), "--focus", str(ranking.query), "--step"]  # fmt: skip
+    words = [
+        "attntrace",
+        "run",
+        "-m",
+        ranking.model.name,
+        "--layer",
+        str(best.layer),
+        "--head",
+        str(best.head),
+        "--focus",
+        str(ranking.query),
+        "--step",
+    ]
     if ranking.sentence is not None:
         words += ["--"] if ranking.sentence.startswith("-") else []
         words.append(_quoted(ranking.sentence))

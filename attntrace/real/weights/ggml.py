@@ -64,8 +64,7 @@ _Q4_1 = np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", "u1", (16,))])
 # Gemma 3's Q4_K_M file adds these (ggml-common.h: block_q5_0, block_q4_K, block_q6_K).
 _Q5_0 = np.dtype([("d", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))])  # qh: a LE uint32
 _Q4_K = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))])
-_Q6_K = np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)),
-                  ("d", "<f2")])  # fmt: skip
+_Q6_K = np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)), ("d", "<f2")])
 _NIBBLE = np.uint8(0x0F)
 _FOUR = np.uint8(4)
 _SIX_BITS = np.uint8(0x3F)

@@ -157,9 +157,12 @@ class GGUFFile:
         with np.errstate(invalid="ignore", over="ignore"):
             for i, row in enumerate(indices):
                 if not 0 <= row < info.shape[0]:
-                    raise InputError(source=self._source, field=shown(name),
-                                     expected=f"a row from 0 to {info.shape[0] - 1}",
-                                     found=str(row))  # fmt: skip
+                    raise InputError(
+                        source=self._source,
+                        field=shown(name),
+                        expected=f"a row from 0 to {info.shape[0] - 1}",
+                        found=str(row),
+                    )
                 block = reader(self._map, info.offset + row * blocks * block_bytes, blocks)
                 out[i] = block.reshape(-1)
         return out
@@ -257,8 +260,9 @@ def place_tensors(
             nbytes=nbytes,
         )
 
-    overlap = first_overlap(sorted((info.offset, info.offset + info.nbytes, info.name)
-                                   for info in placed.values()))  # fmt: skip
+    overlap = first_overlap(
+        sorted((info.offset, info.offset + info.nbytes, info.name) for info in placed.values())
+    )
     if overlap is not None:
         name, start, before, end = overlap
         raise InputError(

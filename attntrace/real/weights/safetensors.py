@@ -288,9 +288,12 @@ def _check_dtype_and_shape(entry: dict[str, Any], field: str, source: str) -> tu
             found=_short(shape),
         )
     if len(shape) > MAX_AXES:  # numpy makes no array of more than 64 axes
-        raise InputError(source=source, field=f"{field}.shape",
-                         expected=f"at most {MAX_AXES} axes",
-                         found=f"{len(shape)} axes")  # fmt: skip
+        raise InputError(
+            source=source,
+            field=f"{field}.shape",
+            expected=f"at most {MAX_AXES} axes",
+            found=f"{len(shape)} axes",
+        )
     return dtype_name, shape
 
 
