@@ -23,8 +23,15 @@ import numpy.typing as npt
 
 from attntrace import arguments
 from attntrace.errors import InputError, describe
-from attntrace.kernel.fields import counted, is_token, shape_text, whole
-from attntrace.kernel.frozen import freeze, is_frozen, known_finite, read_only
+from attntrace.kernel.fields import (
+    checked_array,
+    counted,
+    is_token,
+    require_finite,
+    shape_text,
+    whole,
+)
+from attntrace.kernel.frozen import is_frozen, known_finite
 from attntrace.kernel.ops import head_columns
 from attntrace.kernel.variants import Variants, check_variants
 from attntrace.kernel.vocabulary import unknown_tokens
@@ -47,48 +54,6 @@ def is_rope_base(value: object) -> TypeGuard[int | float]:
         and value > 1
         and math.isfinite(value)
     )
-
-
-def checked_array(
-    value: object, name: str, field_path: str, ndim: int, *, finite: bool = True
-) -> Matrix:
-    """A caller's array for ``name`` (``ModelSpec.WQ``), as a read-only float64 copy.
-
-    Not a numpy array of real numbers is a TypeError; the wrong number of dimensions,
-    no numbers at all or a non-finite one is an InputError at ``field_path`` (the model
-    file's name for it: ``weights.WQ``), as a model file's would be. ``finite=False``
-    leaves the NaN check to the caller (:func:`require_finite`, for many vectors at once).
-    """
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiu":
-        kind = "a matrix" if ndim == 2 else "a vector"
-        raise arguments.wrong_type(value, name, f"a numpy array of real numbers ({kind})")
-    if value.ndim != ndim:
-        expected = "a matrix (2-D array)" if ndim == 2 else "a vector (1-D array)"
-        shape = shape_text(value.shape)
-        found = f"a {value.ndim}-D array" + (f" of {shape}" if shape else "")
-        raise InputError(field=field_path, expected=expected, found=found)
-    if value.size == 0:
-        raise InputError(
-            field=field_path, expected="at least one number", found=shape_text(value.shape)
-        )
-    with np.errstate(over="ignore"):  # a longdouble past float64's range becomes inf
-        converted = read_only(value)
-    if finite and not known_finite(converted):
-        require_finite(converted, field_path)  # the float64 numbers the trace will use
-        freeze(converted, finite=True)
-    return converted
-
-
-def require_finite(array: npt.NDArray[np.floating[Any] | np.integer[Any]], field_path: str) -> None:
-    """An InputError at the first NaN or infinity of ``array``: ``weights.WQ[0][1]``."""
-    if not np.isfinite(array).all():
-        where = tuple(int(i[0]) for i in np.nonzero(~np.isfinite(array)))
-        found = describe(float(array[where]))
-        raise InputError(
-            field=field_path + "".join(f"[{i}]" for i in where),
-            expected="a finite number",
-            found=found,
-        )
 
 
 def _check_key(key: object, name: str) -> None:
