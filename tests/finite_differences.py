@@ -14,13 +14,19 @@ Array = npt.NDArray[np.float64]
 
 
 def finite_difference(shape: tuple[int, ...], value: Callable[[Array], float]) -> Array:
-    """(L(+h·e_i) − L(−h·e_i)) / 2h for every cell i of an array of ``shape``."""
+    """dL/dp_i for every cell i of an array of ``shape``, by the five-point central
+    difference (8(L(+h) − L(−h)) − (L(+2h) − L(−2h))) / 12h: its truncation error is of
+    order h⁴·L⁽⁵⁾, where the plain (L(+h) − L(−h)) / 2h leaves h²·L‴ / 6. A random model
+    with large scores (seed 234055 of the variants' test: L‴ near 5·10⁸) put that h² term
+    at 9e-5, past the bound, for a right gradient; the rounding grows only by 3/2."""
     h = FINITE_DIFFERENCE_STEP
     estimate = np.zeros(shape)
     for index in np.ndindex(*shape):
         step = np.zeros(shape)
         step[index] = h
-        estimate[index] = (value(step) - value(-step)) / (2 * h)
+        near = value(step) - value(-step)
+        far = value(2 * step) - value(-2 * step)
+        estimate[index] = (8 * near - far) / (12 * h)
     return estimate
 
 

@@ -81,9 +81,9 @@ CHECK_TOLERANCE: dict[str, AllClose] = {
     "bfloat16": AllClose(rtol=3e-2, atol=1e-2),
 }
 
-# Central finite differences, (L(p + h) − L(p − h)) / 2h in float64, check the backward
-# pass (tests/learning/test_backward.py): the step's truncation error is of order h² (1e-12
-# of the gradient) and its rounding of order 1e-16·|L| / h (1e-10·|L|), both far below
+# Central finite differences in float64 check the backward pass (tests/learning/
+# test_backward.py): the five-point stencil of tests/finite_differences.py truncates at
+# order h⁴ (1e-24 of L⁽⁵⁾) and rounds at order 1e-16·|L| / h (1e-10·|L|), both far below
 # the 1e-6 of the largest gradient entry that a wrong formula misses by. atol is per unit
 # of |L| (at least 1): the rounding, some tens of ulps of L over 2h, is all that is left
 # where a gradient is 0 (dL/dbK without RoPE: q·bK adds the same to every key's score).
