@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/decode_dtype.py        (about half a minute on a 2-core machine)
 
-Prints the median of 3 runs of core.kvcache.decode for a random layer of SmolLM2-135M's
+Prints the median of 3 runs of attntrace.decode.decoder.decode for a random layer of SmolLM2-135M's
 shape (d_model 576, 9 heads, 3 K/V heads, head width 64) over 8 and 32 tokens: float64
 alone, and each low-precision dtype. A low-precision decode also runs float64's (its
 error is measured against it) and the full causal attention in the dtype (for the exact

@@ -81,7 +81,7 @@ def process_ms(args: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
-    print(f"median of {REPEATS}, ms; ratio = float16 / float64 (issue 16: at most 1.5)")
+    print(f"median of {REPEATS}, ms; ratio = float16 / float64 (the target: at most 1.5)")
     print(f"{'input':<24}{'run':<8}{'float64':>10}{'float16':>10}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as folder:
         inputs: list[tuple[str, str | None, Path | None]] = [("worked example", None, None)]

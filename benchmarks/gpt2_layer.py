@@ -13,7 +13,7 @@ Measured (medians of fresh processes, interleaved so machine noise falls on all 
    computes the stages in plain numpy while keeping them, as a trace must.
 2. Peak memory of `attntrace run`, against the bytes of the stages it stores plus the
    import floor (the peak of a process importing numpy, typer, rich and yaml).
-3. Writing the full JSON trace (serialize.dump_bytes) against orjson serializing the same
+3. Writing the full JSON trace (forward/trace_json.dump_bytes) against orjson serializing the same
    arrays, in one process. Target 1.5×.
 """
 

@@ -30,7 +30,7 @@ Measured (medians of 5, of --repeats for the table):
    `attntrace run --model smollm2 --layer 29` as a fresh process (all 30 layers).
 3. A decode step, two ways:
    - what `attntrace decode --model smollm2` replays: one layer's step (the new token's
-     q, k, v, append, attend over the cache), from kvcache.decode, per token;
+     q, k, v, append, attend over the cache), from decode/decoder.decode, per token;
    - a whole-model step, all 30 layers, each with its own KV cache, for the token after
      a 64-token prefix, built from the library's pieces (Llama.attention,
      attention_input, mlp) with the weights already dequantized (a Llama of its own

@@ -2,7 +2,7 @@
 
 ``tests/golden/NAME.txt`` holds what a command prints at a fixed width; the README's
 ``console`` blocks hold what a shell command prints. The tests
-(``render/test_golden_tables.py``, ``api/test_readme.py``) only compare the code's output
+(``forward/test_golden_tables.py``, ``api/test_readme.py``) only compare the code's output
 now with them, so they can fail; ``tools/regenerate_goldens.py`` rewrites them through
 these same functions, so what it writes is exactly what the tests compare.
 """

@@ -1,7 +1,7 @@
 """An independent casting rule (docs/kernels.md, "The casting rule"), in Python scalars.
 
 Written from the contract alone, without reading attntrace/kernel/precision.py or
-lowp_ops.py: every number is a Python float and every operation a loop, so a test that
+kernel/casting.py: every number is a Python float and every operation a loop, so a test that
 compares the two compares two implementations, not the code with itself.
 
 Rounding, per format:

@@ -167,9 +167,7 @@ def _focus(grad: GradTrace, token: str, head: int | None, view: View) -> None:
     backward, by hand."""
     from attntrace.cli.pipes import stdout_console
     from attntrace.learning.views.grad import shown_grad
-    from attntrace.learning.views.grad_focus import (
-        grad_focus_panel,  # written beside this command (issue 15), merged with it
-    )
+    from attntrace.learning.views.grad_focus import grad_focus_panel
 
     row, note = _focus_row(grad, token)
     shown = 0 if head is None else head

@@ -34,7 +34,7 @@ Sample = Annotated[
     str | None,
     typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
 ]
-# A real trained model's layer (issue 7).
+# A real trained model's layer.
 RealModelName = Annotated[
     str | None,
     typer.Option(

@@ -1,6 +1,6 @@
 """A saved trace's variant keys (``model.window``, ``model.qk_norm``, ...) -> :class:`Variants`.
 
-:func:`attntrace.forward.trace_json.variants_to_dict` writes them (docs/variants.md, "JSON");
+:func:`attntrace.kernel.documents.variants_to_dict` writes them (docs/variants.md, "JSON");
 this reads them back, each checked at its field path as :mod:`attntrace.forward.replay`
 checks the model's sizes, so ``run --json | render -`` shows what ``run`` showed (the
 header names the options, the masked formula its window). A key absent is the option

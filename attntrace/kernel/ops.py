@@ -38,14 +38,6 @@ class Attention(NamedTuple):
     capped: Matrix | None = None  # [.., n, m]: C · tanh(x / C), soft-capped logits
     sink: Matrix | None = None  # [.., n, 1]: the weight a sink logit took from each row
 
-    @property
-    def logits(self) -> Matrix:
-        """What the softmax read: the last of scaled, biased, capped, masked."""
-        for stage in (self.masked, self.capped, self.biased):
-            if stage is not None:
-                return stage
-        return self.scaled
-
 
 #: The steps between the scaling and the softmax, in the order the block takes them
 #: (docs/variants.md): an additive bias (ALiBi), the soft cap, the mask.
@@ -59,7 +51,7 @@ class Steps:
     :func:`attention`'s and :func:`logit_steps`'s alone; a subclass changes how a step
     computes, never the pipeline: :mod:`attntrace.kernel.casting` rounds each step to a
     low-precision dtype, and check's catalogue of mistakes
-    (:mod:`attntrace.checking.mistakes`) takes one step the wrong way (its ``order`` caps
+    (:mod:`attntrace.checking.recompute`) takes one step the wrong way (its ``order`` caps
     after the mask).
     """
 

@@ -1,4 +1,4 @@
-"""Real trained models (issue 7): file readers, tokenizers and forward passes in numpy.
+"""Real trained models: file readers, tokenizers and forward passes in numpy.
 
 Nothing here imports torch, transformers, safetensors or tokenizers: the weights are read
 with numpy (memory-mapped where possible) and the tokenizers are pure Python, so a real

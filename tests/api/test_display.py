@@ -1,5 +1,5 @@
 """A trace shows itself (print, Rich, Jupyter) after any import of attntrace, though the
-core imports no renderer: attntrace/__init__.py sets the one attntrace.kernel.display uses."""
+kernel imports no renderer: attntrace/__init__.py sets the one attntrace.kernel.display uses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ PROBE = """
 import io, sys
 from attntrace import trace_attention
 trace = trace_attention("cat eats fish")
-print("RENDERER", any(name.startswith("attntrace.render") for name in sys.modules))
+drawing = ("attntrace.ui", "attntrace.display", "rich")
+print("RENDERER", any(name.startswith(drawing) or ".views" in name for name in sys.modules))
 text = str(trace)
 print("TEXT", "output = softmax · V" in text, max(map(len, text.splitlines())) <= 80)
 bundle = trace._repr_mimebundle_()

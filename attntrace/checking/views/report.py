@@ -2,7 +2,7 @@
 
 Top to bottom: the model and the file checked; one line per stage in computation order
 (✓ matches, ✗ differs, · not given) and the tolerance used; at the first stage that
-differs, the worst cell in words, the region around it (:mod:`.check_region`) and the
+differs, the worst cell in words, the region around it (:mod:`.region`) and the
 diagnosis; last, the verdict.
 
 Every mark is a character as well as a colour, so the report reads the same with

@@ -38,10 +38,10 @@ function visible(text, limit) {
   return kept + "…";
 }
 
-const LABEL_LIMIT = 40; // as render/shown.py: a row or column label, cut past 40
+const LABEL_LIMIT = 40; // as ui/shown.py: a row or column label, cut past 40
 const NAME_LIMIT = 80;
 
-// Labels a reader can tell apart, as core/labels.py makes them: a repeated token gets its
+// Labels a reader can tell apart, as kernel/labels.py makes them: a repeated token gets its
 // 0-based position (the#4), again until none repeats; past 8 passes, the position alone.
 const uniqueCache = new WeakMap();
 function uniqueLabels(labels) {
@@ -72,7 +72,7 @@ function escapeChar(ch) {
 
 // ---- numbers ----------------------------------------------------------------------
 // Python's f"{x:.4f}" (round half to even on the exact binary value), "-0.0000" written
-// without its sign, e-notation from 1e8: render/numbers.format_number. A cell is a
+// without its sign, e-notation from 1e8: ui/numbers.format_number. A cell is a
 // number, null (masked, −∞) or, in a --dtype trace, "inf", "-inf" or "nan".
 function fmt(value, prec) {
   const p = prec === undefined ? PREC : prec;
@@ -85,7 +85,7 @@ function fmt(value, prec) {
   return /[1-9]/.test(text) ? text : text.replace(/^-/, "");
 }
 
-// Python's f"{x:.{d}g}": a size to d significant digits (render/numbers.significant).
+// Python's f"{x:.{d}g}": a size to d significant digits (ui/numbers.significant).
 function significant(value, d) {
   if (!Number.isFinite(value)) return value > 0 ? "∞" : value < 0 ? "−∞" : "NaN";
   if (value === 0) return Object.is(value, -0) ? "-0" : "0";
@@ -150,7 +150,7 @@ function rounded(value, p) {
 }
 
 // "≤ 1e-15" for any difference up to it, else the power of ten just above it: how the
-// terminal states an agreement that is rounding alone (render/numbers.difference_bound),
+// terminal states an agreement that is rounding alone (ui/numbers.difference_bound),
 // so that no page pins a float's last bits, which depend on the machine.
 function differenceBound(difference) {
   let e = -15;
@@ -168,7 +168,7 @@ function exponential(value, p) {
   return (value < 0 ? "-" : "") + mantissa + exponentText(e);
 }
 
-// A --dtype stage's error against float64, as render/lowp.error_text writes it:
+// A --dtype stage's error against float64, as forward/views/dtype.error_text writes it:
 // "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN".
 function errorText(error, dtype) {
   const size = (x) => (x === null || x === undefined ? "—" : x === 0 ? "0" : exponential(x, 1));

@@ -68,7 +68,7 @@ function checkView(root, doc) {
 }
 
 // ``changed``: for each stage, then each weight, of the diff, its changed cells as
-// [row, column] pairs (attntrace's own rule, core/trace_diff.py), or null.
+// [row, column] pairs (attntrace's own rule, checking/diff.py), or null.
 function diffView(root, doc, a, b, changed) {
   const find = (t, s) => t.stages.find((x) => x.name === s.name && x.head === s.head && (x.head !== null || x.kv_head === s.kv_head))
     || t.weights.find((x) => x.name === s.name && x.head === s.head && x.kv_head === s.kv_head) || null;

@@ -2,12 +2,13 @@
 file's checksum, so a run need not decode and check them from the GGUF every time.
 
 Building SmolLM2's tokenizer from its GGUF meant decoding 98 000 strings of metadata and
-checking each of its 48 900 merges (issue 17 measured about 0.3 s a run); Gemma 3's means
-262 144 strings. The tables depend only on the weight file, so they are written once, as
-JSON, to ``cache_dir()/tokenizers/<kind>-<sha256>.json``, keyed by the catalogue's pinned
-SHA-256 of a weight file that was verified against it; the next run opens the GGUF with
-those arrays stepped over (:class:`attntrace.real.weights.gguf.GGUFFile`'s ``skip``) and builds
-the tokenizer from the file.
+checking each of its 48 900 merges (about 0.3 s a run, benchmarks/tokenizer_cache.py);
+Gemma 3's means 262 144 strings. The tables depend only on the weight file, so they are
+written once, as JSON, to ``cache_dir()/tokenizers/<kind>-<sha256>.json``, keyed by the
+catalogue's pinned SHA-256 of a weight file that was verified against it; the next run
+opens the GGUF with those arrays stepped over
+(:class:`attntrace.real.weights.gguf.GGUFFile`'s ``skip``) and builds the tokenizer from
+the file.
 
 The file is the cache's, never trusted: it is read within :data:`MAX_BYTES`, its first line
 says the format, the kind, the weight file's SHA-256 and the SHA-256 of the rest (the
