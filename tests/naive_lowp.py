@@ -302,7 +302,7 @@ def rope(rows: Rows, positions: list[int], base: float, dtype: str, pairing: str
     exact result, as the contract says. That is exact fractions, not float64: the two
     products are exact in float64 but their sum is not where they are 2⁵³ apart, and a
     float64 sum that lands on a tie of the dtype then rounds to even, which the exact
-    value (off the tie) need not (test_lowp_oracle's test_rope_far_apart_terms)."""
+    value (off the tie) need not (test_dtype_oracle's test_rope_far_apart_terms)."""
     width = len(rows[0])
     half = width // 2
     out: Rows = []

@@ -119,7 +119,7 @@ FLASH = AllClose(rtol=1e-12, atol=1e-12)
 # throughout, the wrong dtype) is off by far more.
 LOW_PRECISION_SPACINGS = 2
 
-# PyTorch in float16 and bfloat16 on the CPU (tests/forward/test_lowp_torch.py), against the
+# PyTorch in float16 and bfloat16 on the CPU (tests/forward/test_dtype_torch.py), against the
 # casting rule's default (softmax in float32, products accumulated in float32), in
 # spacings of the dtype D. One stage at a time: torch.matmul of two D tensors sums in
 # float32 in its own (blocked) order and rounds to D once, so it differs from matmul_in's
@@ -150,7 +150,7 @@ TORCH_SDPA_SPACINGS = 4
 # Two units cover another libm's own ulp on the other side; a wrong coefficient, region
 # bound or sign is off by thousands.
 ERF_ULPS = 2
-# The soft cap under --dtype against PyTorch's eager Gemma 2 (test_lowp_variants_torch):
+# The soft cap under --dtype against PyTorch's eager Gemma 2 (test_dtype_variants_torch):
 # attntrace rounds C·tanh(x/C) once, torch rounds x/C, its tanh and the product each to
 # the dtype; three roundings move the result by up to 2 spacings of the dtype (measured:
 # 2.0 at most, in about a quarter of 4,096 cells, float16 and bfloat16 alike).

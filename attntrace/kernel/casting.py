@@ -168,7 +168,7 @@ class Cast:
         """a + b rounded once to the dtype, a and b exact float64 products of two of its
         values (2p ≤ 48 bits). Not round(a + b): where a and b are more than 2⁵³ apart and
         a is a tie of the dtype, float64's sum lands on the tie and goes to even, though
-        the exact sum is off it (found by the oracle, tests/forward/test_lowp_oracle.py)."""
+        the exact sum is off it (found by the oracle, tests/forward/test_dtype_oracle.py)."""
         return precision.add_in(a, b, self.dtype)
 
     def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix:
