@@ -33,7 +33,7 @@ from attntrace.visible import quoted
 
 
 class Arithmetic(Protocol):
-    """How each kind of stage is computed: float64 (:data:`EXACT`), or a low-precision
+    """How each kind of stage is computed: float64 (:data:`FLOAT64`), or a low-precision
     dtype by the casting rule (:class:`attntrace.kernel.casting.Cast`). The stages, their
     order, formulas and labels are written once, below, for both."""
 
@@ -96,7 +96,7 @@ class _Exact:
         )
 
 
-EXACT: Arithmetic = _Exact()
+FLOAT64: Arithmetic = _Exact()
 
 
 class _Recorder:
@@ -143,7 +143,7 @@ def computed_block(
     tokens: Sequence[str],
     context: Sequence[str] | None = None,
     *,
-    arithmetic: Arithmetic = EXACT,
+    arithmetic: Arithmetic = FLOAT64,
     refuse: bool = True,
 ) -> Trace:
     """:func:`trace_block` by ``arithmetic`` (the stored matrices it reads rounded by it),
