@@ -419,11 +419,7 @@ class Check:
 
     def _same_shapes(self, spot: Placed, computed: Computed) -> bool:
         assert spot.matrices is not None
-        wanted = (
-            computed.shared[spot.stage]
-            if spot.per == "shared"
-            else (computed.kv if spot.per == "kv_head" else computed.heads)[spot.stage][0]
-        )
+        wanted = computed.matrix(spot.stage, spot.per, 0)
         return all(m.shape == wanted.shape for m in spot.matrices)
 
     def fits(self, spot: Placed, computed: Computed) -> bool:
@@ -432,12 +428,7 @@ class Check:
             return False
         name, tolerance = spot.stage, self.tolerance(spot.given)
         for index, got in zip(spot.indices, spot.matrices, strict=True):
-            if spot.per == "kv_head":
-                want = computed.kv[name][index]
-            elif spot.per == "head":
-                want = computed.heads[name][index]
-            else:
-                want = computed.shared[name]
+            want = computed.matrix(name, spot.per, index)
             if want.shape != got.shape:
                 return False
             if not compare(want, got, tolerance, masked=name == "masked").matches:
@@ -450,11 +441,8 @@ def _index(head: int | None, kv_head: int | None) -> int:
 
 
 def _matrix(computed: Computed, name: str, head: int | None, kv_head: int | None) -> Matrix:
-    if kv_head is not None:
-        return computed.kv[name][kv_head]
-    if head is not None:
-        return computed.heads[name][head]
-    return computed.shared[name]
+    per = "kv_head" if kv_head is not None else "head" if head is not None else "shared"
+    return computed.matrix(name, per, _index(head, kv_head))
 
 
 def _window(wrong: npt.NDArray[np.bool_], at: int) -> list[int]:

@@ -88,12 +88,10 @@ def _unchanged(check: Check, spot: Placed, computed: Computed) -> bool:
     if name not in computed.shared and name not in computed.heads:
         return True
     for index in spot.indices:
-        if spot.per == "kv_head":
-            pair = (check.expected.kv[name][index], computed.kv[name][index])
-        elif spot.per == "head":
-            pair = (check.expected.heads[name][index], computed.heads[name][index])
-        else:
-            pair = (check.expected.shared[name], computed.shared[name])
+        pair = (
+            check.expected.matrix(name, spot.per, index),
+            computed.matrix(name, spot.per, index),
+        )
         if pair[0].shape != pair[1].shape:
             return False
         if not compare(*pair, tolerance, masked=name == "masked").matches:

@@ -68,6 +68,15 @@ class Computed:
     heads: dict[str, list[Matrix]]
     kv: dict[str, list[Matrix]]
 
+    def matrix(self, name: str, per: str, index: int) -> Matrix:
+        """Stage ``name`` of query head ``index`` (``per`` "head"), of K/V head ``index``
+        ("kv_head"), or the shared one ("shared", ``index`` unread)."""
+        if per == "kv_head":
+            return self.kv[name][index]
+        if per == "head":
+            return self.heads[name][index]
+        return self.shared[name]
+
 
 def recompute(
     model: ModelSpec,
