@@ -277,25 +277,22 @@ def flash(
             else None
         )
         if hidden is not None and hidden.all():  # no cell of the tile is visible: skipped
-            state = (
-                computed(m_old),
-                computed(m_old.copy()),
-                computed(l_old),
-                computed(l_old.copy()),
-                computed(acc[r0:r1].copy()),
-            )
             tiles.append(
                 Tile(
-                    i,
-                    j,
-                    (r0, r1),
-                    (c0, c1),
-                    True,
-                    None,
-                    None,
-                    None,
-                    None,
-                    *state,
+                    i=i,
+                    j=j,
+                    rows=(r0, r1),
+                    cols=(c0, c1),
+                    skipped=True,
+                    scores=None,
+                    weights=None,
+                    block_max=None,
+                    rescale=None,
+                    m_old=computed(m_old),  # the state passes through unchanged
+                    m_new=computed(m_old.copy()),
+                    l_old=computed(l_old),
+                    l_new=computed(l_old.copy()),
+                    output=computed(acc[r0:r1].copy()),
                     why=_why_skipped(rows_at, cols_at, causal),
                 )
             )
@@ -322,36 +319,36 @@ def flash(
         run_m[r0:r1], run_l[r0:r1] = m_new, l_new
         tiles.append(
             Tile(
-                i,
-                j,
-                (r0, r1),
-                (c0, c1),
-                False,
-                computed(S),
-                computed(P),
-                computed(block_max),
-                computed(rescale),
-                computed(m_old),
-                computed(m_new),
-                computed(l_old),
-                computed(l_new.copy()),
-                computed(acc[r0:r1].copy()),
+                i=i,
+                j=j,
+                rows=(r0, r1),
+                cols=(c0, c1),
+                skipped=False,
+                scores=computed(S),
+                weights=computed(P),
+                block_max=computed(block_max),
+                rescale=computed(rescale),
+                m_old=computed(m_old),
+                m_new=computed(m_new),
+                l_old=computed(l_old),
+                l_new=computed(l_new.copy()),
+                output=computed(acc[r0:r1].copy()),
             )
         )
     sink = _epilogue(acc, run_m, run_l, variant, sink_logit)
     return FlashRecord(
-        variant,
-        causal,
-        block_q,
-        block_k,
-        m,
-        tuple(tiles),
-        computed(acc),
-        computed(run_m),
-        computed(run_l),
-        sink,
-        window,
-        sinks,
+        variant=variant,
+        causal=causal,
+        block_q=block_q,
+        block_k=block_k,
+        keys=m,
+        tiles=tuple(tiles),
+        output=computed(acc),
+        m=computed(run_m),
+        ell=computed(run_l),
+        sink=sink,
+        window=window,
+        sinks=sinks,
     )
 
 
