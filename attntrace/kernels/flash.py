@@ -157,7 +157,8 @@ def matrix_bytes(n: int, m: int, itemsize: int = FLOAT64_BYTES) -> int:
     return 2 * n * m * itemsize
 
 
-def _block_size(name: str, value: object) -> int:
+def _positive(value: object, name: str) -> int:
+    """A whole number ≥ 1 (a block size, a count, a byte size), value first as every check."""
     size = arguments.whole(value, name)
     if size < 1:
         raise InputError(field=name, expected="a whole number ≥ 1", found=str(size))
@@ -246,7 +247,7 @@ def flash(
     V ``[m, d_v]``; with a ``window`` (and ``sinks``), ALiBi's ``slope``, a ``softcap``
     and a ``sink_logit`` as the module says. Refuses block sizes below 1 and a variant
     other than 1 or 2."""
-    block_q, block_k = _block_size("block_q", block_q), _block_size("block_k", block_k)
+    block_q, block_k = _positive(block_q, "block_q"), _positive(block_k, "block_k")
     variant = _variant(variant)
     causal = arguments.flag(causal, "causal")
     Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
@@ -409,8 +410,8 @@ def hbm_traffic(n: int, d: int, sram_bytes: int, itemsize: int = 2) -> Traffic:
         total 2·N·d + T_c · (3·N·d + 4·N),
     which with T_c ≈ 4Nd/M is Θ(N²d²/M).
     """
-    n, d = _block_size("n", n), _block_size("d", d)
-    sram_bytes, itemsize = _block_size("sram_bytes", sram_bytes), _block_size("itemsize", itemsize)
+    n, d = _positive(n, "n"), _positive(d, "d")
+    sram_bytes, itemsize = _positive(sram_bytes, "sram_bytes"), _positive(itemsize, "itemsize")
     M = sram_bytes // itemsize
     if M < 1:
         raise InputError(
