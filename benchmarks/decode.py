@@ -4,7 +4,7 @@ Run:  python benchmarks/decode.py        (about a minute on a 2-core machine)
 
 A random model: d_model 512, 8 heads (d_k = d_v = 64), 1,024 tokens. For steps t
 spread over 1..1024, it times (median of 5) what step t costs each way, using the
-library's own pieces (ops.head_columns, ops.softmax, decode/kv_cache.KVCache):
+library's own pieces (ops.head_columns, ops.softmax, decode/cache.KVCache):
 
 - cached: the new token's q, k, v, append to the cache, attend over t+1 keys;
 - recomputed: K and V and Q of the whole prefix again, full causal attention over it.
@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from attntrace.decode.kv_cache import KVCache
+from attntrace.decode.cache import KVCache
 from attntrace.kernel.ops import Mask, Matrix, apply_mask, causal_mask, head_columns, softmax
 
 T = TypeVar("T")

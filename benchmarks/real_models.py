@@ -63,8 +63,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.decode.cache import KVCache
 from attntrace.decode.decoder import decode
-from attntrace.decode.kv_cache import KVCache
 from attntrace.kernel.ops import kv_head_of, rope, softmax
 from attntrace.real.catalog import CATALOG, MINILM, SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from attntrace.decode.kv_cache import (
+from attntrace.decode.cache import (
     KVCache,
     attend_cache,
     make_room,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.decode.cache import KVCache, attend_cache, make_room, prepared, stacked
 from attntrace.decode.decoder import Decode, DecodeStep, StepErrors
-from attntrace.decode.kv_cache import KVCache, attend_cache, make_room, prepared, stacked
 from attntrace.forward.attention import computed_block
 from attntrace.kernel import progress
 from attntrace.kernel.casting import Cast, fresh_cells, stage_error

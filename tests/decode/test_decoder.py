@@ -15,8 +15,8 @@ from randoms import random_block
 from tolerances import FLOAT64, UNIT_SCALE_BOUND, significant
 
 from attntrace import InputError
+from attntrace.decode.cache import KVCache
 from attntrace.decode.decoder import decode, step_costs
-from attntrace.decode.kv_cache import KVCache
 from attntrace.decode.kv_memory import PRESETS, kv_cache_bytes, variants
 from attntrace.modelfile.model_file import model_from_document
 
