@@ -62,8 +62,11 @@ def _parse_json(text: str, source: str) -> Any:
         before, after = text[: error.pos].rstrip(), text[error.pos : error.pos + 1]
         # after is '' where the text ends (cut off after a comma): no hint, and no IndexError
         hint = " (a trailing comma?)" if before.endswith(",") and after in ("]", "}") else ""
+        # json says "Unterminated string starting at" and leaves the where to the position,
+        # which the line gives first: the sentence ends where the string does not
+        what = error.msg.replace("starting at", "that starts there and is never closed")
         raise InputError(
-            f"line {error.lineno}, column {error.colno}: malformed JSON: {error.msg}{hint}",
+            f"line {error.lineno}, column {error.colno}: malformed JSON: {what}{hint}",
             source=source,
         ) from None
     except RecursionError:

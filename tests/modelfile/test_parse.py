@@ -84,6 +84,13 @@ REJECTED = [
         suffix=".json",
     ),
     case(
+        "json-cut-off-inside-a-string",  # json's own words end "starting at": a sentence cut
+        '{"embeddings": {"ca',
+        "model.json: line 1, column 17: malformed JSON: "
+        "Unterminated string that starts there and is never closed",
+        suffix=".json",
+    ),
+    case(
         "json-file-holding-yaml",
         GOOD,
         "model.json: line 1, column 1: malformed JSON: Expecting value",
