@@ -233,19 +233,7 @@ class ModelFlags:
             cut = self.head if head is None else head
             with progress_shown():
                 return layer_trace(self.real_model, sentence, self.layer or 0, cut, cast=cast)
-        from attntrace.api import traced
-
-        config, model, edits = self.model_file()
-        return traced(
-            sentence,
-            config=config,
-            sample=self.sample,
-            model=model,
-            causal=self.causal,
-            context=self.context,
-            edits=edits,
-            cast=cast,
-        )
+        return self.prepared(sentence).trace(context_given=self.context is not None, cast=cast)
 
 
 DTYPE_FLAGS = {"dtype": DType, "softmax_dtype": SoftmaxDType, "accumulate": AccumulateFlag}
