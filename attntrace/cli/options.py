@@ -1,10 +1,10 @@
 """The flags more than one command takes, declared once: the same name, metavar and help.
 
-``--json`` is one flag on six commands, each saying what it writes: :func:`json_flag`
-declares it with that command's help. A flag a single command takes stays in that
-command's signature. An option without a name of its own here (``Precision``, ``Top``,
-...) is named after the parameter that takes it (``top`` -> ``--top``), so the commands
-keep these parameter names.
+``--json`` is one flag on every command that writes a document, each saying what it
+writes: :func:`json_flag` declares it with that command's help. A flag a single command
+takes stays in that command's signature. An option without a name of its own here
+(``Precision``, ``Top``, ...) is named after the parameter that takes it (``top`` ->
+``--top``), so the commands keep these parameter names.
 
 A group of flags read together (the model's, in cli/model_flags) is declared once and
 given to each command by :func:`flag_group`: the command takes one parameter, the group
@@ -147,8 +147,8 @@ def sentence_argument(help_text: str) -> Any:
 
 
 def json_flag(help_text: str) -> Any:
-    """``--json``: the same flag on run, softmax, decode, kv-cache, models and heads; only
-    its help, what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
+    """``--json``: the same flag on every command that writes a document; only its help,
+    what it writes, differs (``Annotated[bool, json_flag("...")]``)."""
     return typer.Option("--json", metavar="", help=help_text)
 
 

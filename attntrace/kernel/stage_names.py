@@ -74,27 +74,9 @@ ALIASES = {
     "sink_probs": "sink",
 }
 
-#: Stages computed once per query head (the rest are shared by every head).
-PER_HEAD = frozenset(
-    (
-        "Q",
-        "K",
-        "V",
-        "Q_norm",
-        "K_norm",
-        "Q_rope",
-        "K_rope",
-        "scores",
-        "scaled",
-        "alibi",
-        "biased",
-        "capped",
-        "masked",
-        "softmax",
-        "sink",
-        "output",
-    )
-)
+#: Stages computed once per query head (the rest are shared by every head): those from Q
+#: to the head's output, in ORDER.
+PER_HEAD = frozenset(ORDER[ORDER.index("Q") : ORDER.index("output") + 1])
 
 #: Per-head stages computed once per K/V head, which a file may also give repeated per
 #: query head (as after PyTorch's ``repeat_kv``).
