@@ -23,12 +23,12 @@ import numpy.typing as npt
 from attntrace.errors import InputError
 from attntrace.forward.weight_stages import weight_stages
 from attntrace.kernel import masks, ops
+from attntrace.kernel.budget import check_trace_size
 from attntrace.kernel.frozen import computed
 from attntrace.kernel.labels import dims
 from attntrace.kernel.ops import Attention, Mask, Matrix, sinusoidal_positions
 from attntrace.kernel.spec import ModelSpec
 from attntrace.kernel.trace import ModelInfo, Stage, Trace
-from attntrace.kernel.trace_size import check_trace_size
 from attntrace.visible import quoted
 
 

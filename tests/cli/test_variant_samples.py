@@ -17,7 +17,7 @@ from helpers import invoke, load_valid_trace
 from tolerances import FLOAT64, FLOAT64_APPROX
 
 from attntrace.forward.replay import load_trace
-from attntrace.kernel.trace_size import trace_bytes
+from attntrace.kernel.budget import trace_bytes
 from attntrace.modelfile.model_file import load_model
 from attntrace.modelfile.samples import sample_path
 

@@ -591,8 +591,8 @@ def test_a_trace_too_big_to_hold_is_refused_before_it_is_computed(
     assert result.exit_code == 2
     assert result.stderr == (
         "attntrace: error: sample cat-eats-fish: a trace of 20,000 tokens × 20,000 keys would "
-        "hold about 9,158 MiB, over the limit of 2048 MiB: a trace keeps every n × n matrix "
-        "(shorten the sentence, or set ATTNTRACE_MAX_TRACE_MB)\n"
+        "take about 9,158 MiB (the trace 9,158 MiB), over the memory budget of 2,048 MiB "
+        "(shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)\n"
     )
     monkeypatch.setenv("ATTNTRACE_MAX_TRACE_MB", "10000")
     assert invoke("run", " ".join(["cat"] * 300), "--json").exit_code == 0
