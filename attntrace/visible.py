@@ -18,6 +18,7 @@ like one holding ESC; the JSON tells them apart.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # Printable by Python's rule, but shown as nothing: the Hangul fillers.
@@ -102,3 +103,15 @@ def folded(text: str) -> str:
     """NFKC (é either way, ｃ as c, ﬁ as fi), without the format characters nobody sees."""
     kept = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return unicodedata.normalize("NFKC", kept)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate (``"\\udcff"``: from a JSON escape, or a sentence
+    byte that is not UTF-8, which Python decodes as one) replaced by U+FFFD, the
+    replacement character: no UTF-8 file, JSON document or page can hold a surrogate, so
+    every document attntrace writes holds this instead (docs/json.md), as ``check``,
+    ``decode`` and ``diff`` always did. ASCII text is returned as it is, at once."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
