@@ -4,12 +4,16 @@ The ``model`` object (its shape and variant keys) heads the trace, decode, check
 documents; a masked cell (−∞) is ``null`` and a --dtype cell's ``inf`` and ``nan`` are
 strings in all of them. Each document itself is written beside its capability
 (``forward/trace_json``, ``decode/decode_json``, ``checking/check_json``, ...).
+
+A big document (a trace, a backward pass, flash's tiles) is written as it is serialized,
+by :class:`StreamedJSON`: its text is never held whole beside its numbers.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -87,3 +91,212 @@ def c_ordered(data: Matrix) -> Matrix:
 
 def stage_error_to_dict(error: StageError) -> dict[str, Any]:
     return {"max_abs": error.max_abs, "max_rel": error.max_rel, "inf": error.inf, "nan": error.nan}
+
+
+# --- Writing a big document as it is serialized -------------------------------------
+
+JSON_PIECE_BYTES = 16 << 20
+"""The most JSON text a streamed document (:class:`StreamedJSON`) holds at once: 16 MiB.
+A trace's JSON is some 19 bytes a float, more than the trace itself; written whole it
+was held beside the trace (5.9 GB at 9,300 tokens for a 2 GB trace). A memory estimate
+counts a streamed document as ``min(its size, JSON_PIECE_BYTES)``."""
+
+_HALF = JSON_PIECE_BYTES // 2  # one piece: the writer may hold the last while making the next
+_GATHER = 1 << 20  # small pieces are gathered up to this, so the stream is few writes
+_NUMBER = 24  # the longest number orjson writes: -2.2250738585072014e-308, or "null"
+# dtypes orjson writes from numpy without fail (an array of one dimension at least,
+# C-ordered, in the machine's byte order)
+_SAFE_DTYPES = frozenset(
+    [
+        *("bool", "float16", "float32", "float64"),
+        *("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"),
+    ]
+)
+
+Piece = bytes | bytearray | memoryview
+
+
+class LowCells:
+    """A --dtype matrix whose cells are written as :func:`low_cell` says (null for −∞,
+    ``"inf"``, ``"nan"``), made a block of rows at a time as it is written rather than
+    held whole as lists."""
+
+    def __init__(self, data: Matrix) -> None:
+        self.data = data
+
+    def cells(self, start: int = 0, stop: int | None = None) -> Any:
+        """Rows ``start`` to ``stop`` as nested lists of :func:`low_cell`."""
+
+        def nested(values: Any) -> Any:
+            return [nested(v) for v in values] if isinstance(values, list) else low_cell(values)
+
+        return nested(self.data[start:stop].tolist())
+
+
+def orjson_default(value: Any) -> Any:
+    """orjson's ``default``: a :class:`LowCells` as its nested lists."""
+    if isinstance(value, LowCells):
+        return value.cells()
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def orjson_bytes(document: Any) -> bytes:
+    """``document`` whole, compact, as UTF-8 (numpy arrays written straight from numpy,
+    −∞ and NaN as null)."""
+    import orjson
+
+    return orjson.dumps(document, default=orjson_default, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+class StreamedJSON:
+    """A document to be written in pieces of at most :data:`JSON_PIECE_BYTES` between
+    them, byte for byte what :func:`orjson_bytes` makes of it whole.
+
+    What can fail is found here, before a byte is written (a half-written document is
+    worse than none): every string, key and integer is checked as orjson would refuse
+    it; a numpy array orjson writes without fail is left to the writing, and anything
+    else is serialized now, so that its error is raised now. Iterating makes the pieces.
+    """
+
+    def __init__(self, document: Any) -> None:
+        _check(document)
+        self.document = document
+
+    def __iter__(self) -> Iterator[Piece]:
+        gathered = bytearray()
+        for piece in _pieces(self.document):
+            if len(gathered) + len(piece) <= _GATHER:
+                gathered += piece
+                continue
+            if gathered:
+                yield gathered
+                gathered = bytearray()
+            if len(piece) > _GATHER:
+                yield piece
+            else:
+                gathered += piece
+        if gathered:
+            yield gathered
+
+
+def _safe_array(value: Any) -> bool:
+    import numpy as np
+
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim > 0
+        and value.dtype.name in _SAFE_DTYPES
+        and value.dtype.isnative
+        and value.flags.c_contiguous
+    )
+
+
+def _check(value: Any) -> None:
+    """Raise what orjson would raise on ``value``, without serializing its arrays."""
+    if value is None or isinstance(value, bool | float | LowCells) or _safe_array(value):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not (isinstance(key, str) and _encodes(key)):
+                orjson_bytes({key: None})  # raises orjson's own error
+            _check(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check(item)
+    elif not _plain(value):
+        orjson_bytes(value)  # a bad one raises orjson's own error; anything else is tried
+
+
+def _plain(value: Any) -> bool:
+    """A string or an integer orjson writes without fail."""
+    if isinstance(value, str):
+        return _encodes(value)
+    return isinstance(value, int) and -(2**63) <= value < 2**64
+
+
+def _encodes(text: str) -> bool:
+    """Whether orjson can write ``text``: not where it holds a lone surrogate."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _bound(value: Any, limit: int) -> int:
+    """An upper bound of ``value``'s JSON text in bytes, counted until it passes ``limit``."""
+    if isinstance(value, str):
+        return 6 * len(value) + 2  # \u001f is 6 bytes for 1 code point; UTF-8 at most 4
+    if isinstance(value, LowCells):
+        return _array_bound(value.data.shape)
+    if _safe_array(value):
+        return _array_bound(value.shape)
+    if isinstance(value, dict):
+        total = 2
+        for key, item in value.items():
+            total += _bound(key, limit) + _bound(item, limit) + 2
+            if total > limit:
+                break
+        return total
+    if isinstance(value, list | tuple):
+        total = 2
+        for item in value:
+            total += _bound(item, limit) + 1
+            if total > limit:
+                break
+        return total
+    if value is None or isinstance(value, bool | int | float):
+        return _NUMBER
+    return limit + 1  # something else: written whole, never cut
+
+
+def _array_bound(shape: tuple[int, ...]) -> int:
+    total = _NUMBER
+    for size in reversed(shape):
+        total = size * (total + 1) + 2
+    return total
+
+
+def _pieces(value: Any) -> Iterator[Piece]:
+    """``value``'s JSON in pieces of at most ``_HALF`` bytes, but for a string or a
+    thing orjson alone writes (each written whole)."""
+    if _bound(value, _HALF) <= _HALF:
+        yield orjson_bytes(value)
+    elif isinstance(value, LowCells) or _safe_array(value):
+        yield from _array_pieces(value)
+    elif isinstance(value, dict):
+        yield b"{"
+        for index, (key, item) in enumerate(value.items()):
+            yield (b"," if index else b"") + orjson_bytes(key) + b":"
+            yield from _pieces(item)
+        yield b"}"
+    elif isinstance(value, list | tuple):
+        yield b"["
+        for index, item in enumerate(value):
+            if index:
+                yield b","
+            yield from _pieces(item)
+        yield b"]"
+    else:
+        yield orjson_bytes(value)
+
+
+def _array_pieces(array: Any) -> Iterator[Piece]:
+    """A big array (or :class:`LowCells`) by blocks of rows, each as orjson writes it
+    without its brackets; where one row is more than a block, row by row."""
+    low = isinstance(array, LowCells)
+    data = array.data if low else array
+    yield b"["
+    step = _HALF // (_array_bound(data.shape[1:]) + 1)
+    if step == 0:  # a row (of a 2-d array at least) is more than a block
+        for index in range(len(data)):
+            if index:
+                yield b","
+            yield from _pieces(LowCells(data[index]) if low else data[index])
+    else:
+        for start in range(0, len(data), step):
+            rows = array.cells(start, start + step) if low else data[start : start + step]
+            if start:
+                yield b","
+            yield memoryview(orjson_bytes(rows))[1:-1]
+    yield b"]"
