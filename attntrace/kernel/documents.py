@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -148,23 +148,17 @@ def orjson_bytes(document: Any) -> bytes:
     return orjson.dumps(document, default=orjson_default, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-class StreamedJSON:
-    """A document to be written in pieces of at most :data:`JSON_PIECE_BYTES` between
-    them, byte for byte what :func:`orjson_bytes` makes of it whole.
+class Streamed:
+    """A document written piece by piece as ``make()`` serializes it, each piece at most
+    half of :data:`JSON_PIECE_BYTES` (small ones gathered up to 1 MiB, so that it is
+    few writes). Whoever makes one has checked first that its pieces cannot fail."""
 
-    What can fail is found here, before a byte is written (a half-written document is
-    worse than none): every string, key and integer is checked as orjson would refuse
-    it; a numpy array orjson writes without fail is left to the writing, and anything
-    else is serialized now, so that its error is raised now. Iterating makes the pieces.
-    """
-
-    def __init__(self, document: Any) -> None:
-        _check(document)
-        self.document = document
+    def __init__(self, make: Callable[[], Iterator[Piece]]) -> None:
+        self.make = make
 
     def __iter__(self) -> Iterator[Piece]:
         gathered = bytearray()
-        for piece in _pieces(self.document):
+        for piece in self.make():
             if len(gathered) + len(piece) <= _GATHER:
                 gathered += piece
                 continue
@@ -177,6 +171,21 @@ class StreamedJSON:
                 gathered += piece
         if gathered:
             yield gathered
+
+
+class StreamedJSON(Streamed):
+    """``document`` in pieces, byte for byte what :func:`orjson_bytes` makes of it whole.
+
+    What can fail is found here, before a byte is written (a half-written document is
+    worse than none): every string, key and integer is checked as orjson would refuse
+    it; a numpy array orjson writes without fail is left to the writing, and anything
+    else is serialized now, so that its error is raised now.
+    """
+
+    def __init__(self, document: Any) -> None:
+        _check(document)
+        self.document = document
+        super().__init__(lambda: _pieces(document))
 
 
 def _safe_array(value: Any) -> bool:

@@ -1,7 +1,8 @@
 """run, grad and flash --json write their document as it is serialized, in pieces of at
 most attntrace.kernel.documents.JSON_PIECE_BYTES, and the bytes are exactly what
 orjson writes of the whole document at once: for every sample, every variant, --dtype
-cells that overflowed, cut traces, grad and flash.
+cells that overflowed, cut traces, grad and flash. decode --json, a step at a time, is
+what json (plain_dumps) writes of the whole document.
 
 Pieces are made small here (a few hundred bytes) so that these small documents are cut
 as a 9,300-token trace is; the writes to stdout are recorded to see that none is the
@@ -13,9 +14,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from helpers import invoke
@@ -24,9 +27,13 @@ from variant_cases import variant_block
 from attntrace import trace_attention
 from attntrace.api import prepared
 from attntrace.cli import emit as emit_module
+from attntrace.decode.decode_json import decode_stream, decode_to_dict
+from attntrace.decode.decoder import decode
 from attntrace.forward.attention import trace_block
 from attntrace.forward.trace_json import dump_bytes, dump_stream, trace_to_dict
 from attntrace.kernel import documents
+from attntrace.kernel.casting import Cast
+from attntrace.kernel.documents import plain_dumps
 from attntrace.kernels.flash_json import flash_stream, flash_to_dict
 from attntrace.kernels.flash_report import flash_report
 from attntrace.learning.grad_json import grad_stream, grad_to_dict
@@ -106,6 +113,43 @@ def test_flash_streams_what_orjson_writes_whole(sample: str, block_q: int, block
     assert b"".join(flash_stream(report)) == whole(flash_to_dict(report))
 
 
+def decoded(sample: str, dtype: str) -> Any:
+    chosen = prepared(None, sample=sample)
+    return decode(chosen.spec, chosen.tokens, Cast.of(dtype))
+
+
+DECODED = [s for s in SAMPLES if prepared(None, sample=s).key_tokens is None]  # not cross
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("sample", DECODED)
+def test_decode_streams_what_json_writes_whole(sample: str, dtype: str) -> None:
+    run = decoded(sample, dtype)
+    pieces = list(decode_stream(run))
+    assert len(pieces) > 2
+    assert b"".join(pieces) == plain_dumps(decode_to_dict(run)).encode()
+
+
+def test_decode_of_cells_that_overflowed_streams_what_json_writes_whole() -> None:
+    chosen = prepared("cat dog cat", model=OVERFLOWING)
+    run = decode(chosen.spec, chosen.tokens, Cast.of("float16"))
+    expected = plain_dumps(decode_to_dict(run)).encode()
+    assert b'"inf"' in expected
+    assert b"".join(decode_stream(run)) == expected
+
+
+def test_a_number_json_refuses_is_refused_before_a_byte_of_decode() -> None:
+    """A float64 step's infinite score (json writes no Infinity): refused whole, as the
+    whole document is, before a piece."""
+    run = decoded("causal", "float64")
+    last = run.steps[-1]
+    broken = replace(run, steps=(*run.steps[:-1], replace(last, scores=last.scores * np.inf)))
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        plain_dumps(decode_to_dict(broken))
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        decode_stream(broken)
+
+
 class Recorded:
     """stdout, as emit writes to it: each write to its buffer kept."""
 
@@ -147,6 +191,21 @@ def test_json_is_written_in_pieces_then_one_newline(
     assert b"".join(recorded.writes) == expected
     assert expected.endswith(b"}\n")
     orjson.loads(expected)
+
+
+def test_decode_json_is_written_a_step_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each write at most a step (and its comma) where pieces are small, and together
+    the document json writes whole, then a newline."""
+    expected = plain_dumps(decode_to_dict(decoded("window", "float64"))).encode() + b"\n"
+    steps = orjson.loads(expected)["steps"]
+    recorded = Recorded()
+    monkeypatch.setattr(emit_module, "sys", type("Sys", (), {"stdout": recorded}))
+    assert invoke("decode", "-s", "window", "--json").exit_code == 0
+    assert len(recorded.writes) > len(steps)
+    assert max(len(write) for write in recorded.writes) <= max(
+        len(plain_dumps(step)) + 1 for step in steps
+    )
+    assert b"".join(recorded.writes) == expected
 
 
 def test_run_json_is_the_whole_document_and_a_newline() -> None:
