@@ -101,8 +101,10 @@ A trace's JSON is some 19 bytes a float, more than the trace itself; written who
 was held beside the trace (5.9 GB at 9,300 tokens for a 2 GB trace). A memory estimate
 counts a streamed document as ``min(its size, JSON_PIECE_BYTES)``."""
 
-_HALF = JSON_PIECE_BYTES // 2  # one piece: the writer may hold the last while making the next
 _GATHER = 1 << 20  # small pieces are gathered up to this, so the stream is few writes
+# the most a piece holds: the writer holds the last one (and what it has gathered) while
+# the next is made
+_HALF = (JSON_PIECE_BYTES - _GATHER) // 2
 _NUMBER = 24  # the longest number orjson writes: -2.2250738585072014e-308, or "null"
 # dtypes orjson writes from numpy without fail (an array of one dimension at least,
 # C-ordered, in the machine's byte order)
@@ -149,9 +151,10 @@ def orjson_bytes(document: Any) -> bytes:
 
 
 class Streamed:
-    """A document written piece by piece as ``make()`` serializes it, each piece at most
-    half of :data:`JSON_PIECE_BYTES` (small ones gathered up to 1 MiB, so that it is
-    few writes). Whoever makes one has checked first that its pieces cannot fail."""
+    """A document written piece by piece as ``make()`` serializes it (small pieces
+    gathered up to 1 MiB, so that it is few writes). Whoever makes one has checked
+    first that its pieces cannot fail, and keeps them small: a :class:`StreamedJSON`'s
+    are, with what is gathered, at most :data:`JSON_PIECE_BYTES` two at a time."""
 
     def __init__(self, make: Callable[[], Iterator[Piece]]) -> None:
         self.make = make
