@@ -98,9 +98,11 @@ def stage_error_to_dict(error: StageError) -> dict[str, Any]:
 
 JSON_PIECE_BYTES = 16 << 20
 """The most JSON text a streamed document (:class:`StreamedJSON`) holds at once: 16 MiB.
-A trace's JSON is some 19 bytes a float, more than the trace itself; written whole it
-was held beside the trace (5.9 GB at 9,300 tokens for a 2 GB trace). A memory estimate
-counts a streamed document as ``min(its size, JSON_PIECE_BYTES)``."""
+A trace's JSON is 10 to 25 bytes a float, more than the trace itself; written whole it
+was held beside the trace (a 5,812 MiB peak at 9,300 tokens for a 1,980 MiB trace; 2,037
+MiB streamed: docs/json.md, "Memory"). A memory estimate counts a streamed document as
+``min(its size, JSON_PIECE_BYTES)``; decode's (:mod:`attntrace.decode.decode_json`) is
+written a step at a time instead."""
 
 _GATHER = 1 << 20  # small pieces are gathered up to this, so the stream is few writes
 # the most a piece holds: the writer holds the last one (and what it has gathered) while
