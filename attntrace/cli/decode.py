@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +15,9 @@ from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
 from attntrace.cli.saved import page_target
 from attntrace.cli.show import presentation
+
+if TYPE_CHECKING:
+    from attntrace.kernel.documents import Streamed
 
 
 @model_flags("config sample real_model layer head")
@@ -74,10 +77,10 @@ def decode(
             tokens = tuple(sentence_tokens(sentence, model))
             result = run_decode(model, tokens, cast)
 
-    def document() -> dict[str, Any]:
-        from attntrace.decode.decode_json import decode_to_dict
+    def document() -> Streamed:
+        from attntrace.decode.decode_json import decode_stream
 
-        return decode_to_dict(result)
+        return decode_stream(result)
 
     def view() -> None:
         from attntrace.decode.views.decode import screens

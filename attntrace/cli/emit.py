@@ -18,10 +18,11 @@ import typer
 
 from attntrace.cli.pipes import quiet_pipe
 from attntrace.cli.saved import save_page
+from attntrace.kernel.documents import Streamed
 
 # A JSON document: plain data (written compactly, as plain_dumps does), or already
-# written: text, or bytes (a trace, from orjson).
-Document = dict[str, Any] | str | bytes
+# written: text, or bytes (from orjson); or one written as it is serialized (a trace).
+Document = dict[str, Any] | str | bytes | Streamed
 
 
 def emit(
@@ -36,7 +37,9 @@ def emit(
     """Write ``document()`` and a newline when ``as_json``, or else draw ``view()``;
     first, where ``export`` is given, save the page ``page()`` builds there.
 
-    Bytes go straight to stdout's buffer, after whatever was written to stdout as text.
+    Bytes go straight to stdout's buffer, after whatever was written to stdout as text;
+    a :class:`Streamed` document (run's, grad's, flash's and decode's) goes there piece
+    by piece, as it is serialized, having been checked whole before its first byte.
     With a ``verdict`` (check's and diff's exit code: 0 same, 1 different) the command
     exits with it, even when the reader left early; a failed write is then exit 2, as
     cmp reports trouble, since 1 is an answer.
@@ -53,7 +56,13 @@ def _written(as_json: bool, document: Callable[[], Document], view: Callable[[],
     if not as_json:
         view()
         return
-    written = document()
+    written = document()  # whatever can fail has failed by now: nothing is written yet
+    if isinstance(written, Streamed):
+        sys.stdout.flush()
+        for piece in written:  # at most JSON_PIECE_BYTES of it held at a time
+            sys.stdout.buffer.write(piece)
+        sys.stdout.buffer.write(b"\n")
+        return
     if isinstance(written, bytes):
         sys.stdout.flush()
         # two writes, not ``written + b"\n"``: that copied the whole document (121 ms

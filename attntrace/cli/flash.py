@@ -26,6 +26,7 @@ from attntrace.cli.options import (
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
+    from attntrace.kernel.documents import StreamedJSON
     from attntrace.kernels.flash_report import FlashReport
     from attntrace.ui.view import View
 
@@ -128,10 +129,10 @@ def flash(
 
         report = flash_report(trace, head, block_q, block_k, variant, sram)
 
-    def document() -> bytes:
-        from attntrace.kernels.flash_json import flash_dump_bytes
+    def document() -> StreamedJSON:
+        from attntrace.kernels.flash_json import flash_stream
 
-        return flash_dump_bytes(report)
+        return flash_stream(report)
 
     def view() -> None:
         from attntrace.ui.view import view_from_flags

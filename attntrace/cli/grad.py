@@ -34,6 +34,7 @@ from attntrace.cli.progress import progress_shown
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
+    from attntrace.kernel.documents import StreamedJSON
     from attntrace.learning.grad_trace import GradTrace
     from attntrace.ui.view import View
 
@@ -111,10 +112,10 @@ def grad(
         with progress_shown():
             traced = grad_trace(spec, tokens, keys, objective)
 
-    def document() -> bytes:
-        from attntrace.learning.grad_json import grad_dump_bytes
+    def document() -> StreamedJSON:
+        from attntrace.learning.grad_json import grad_stream
 
-        return grad_dump_bytes(traced)
+        return grad_stream(traced)
 
     def view() -> None:
         from attntrace.ui.view import view_from_flags

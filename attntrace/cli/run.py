@@ -31,6 +31,7 @@ from attntrace.cli.options import (
 from attntrace.cli.show import presentation, show
 
 if TYPE_CHECKING:
+    from attntrace.kernel.documents import StreamedJSON
     from attntrace.kernel.trace import Trace
 
 
@@ -126,12 +127,12 @@ def run(
     with bad_input_fails():
         trace = chosen.trace(sentence, cast=cast)
 
-    def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
-        from attntrace.forward.trace_json import dump_bytes
+    def document() -> StreamedJSON:  # to stdout as written: the renderers are not imported
+        from attntrace.forward.trace_json import dump_stream
 
         with bad_input_fails():
             stages, heads = json_filters(trace, only_stages, only_heads)
-        return dump_bytes(trace, stages=stages, heads=heads)
+        return dump_stream(trace, stages=stages, heads=heads)
 
     def view() -> None:
         assert how is not None  # only --json has no presentation, and it draws nothing

@@ -3,12 +3,19 @@ and the presets' list)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from attntrace.kernel.documents import low_cell, model_to_dict, stage_error_to_dict
+from attntrace.kernel.documents import (
+    Streamed,
+    low_cell,
+    model_to_dict,
+    plain_dumps,
+    stage_error_to_dict,
+)
 
 if TYPE_CHECKING:
-    from attntrace.decode.decoder import Decode
+    from attntrace.decode.decoder import Decode, DecodeStep
     from attntrace.decode.kv_memory import Shape, Variant
     from attntrace.kernel.ops import Matrix
 
@@ -26,56 +33,46 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
     ``projected_error``, and cells written as the float64 numbers the dtype's values
     equal (``"inf"``, ``"nan"`` and ``null`` for −∞ where they overflowed). A float64
     document is as it always was."""
+    before, after = _around_steps(run)
+    return {**before, "steps": [_step(run, index) for index in range(len(run.steps))], **after}
+
+
+def decode_stream(run: Decode) -> Streamed:
+    """:func:`decode_to_dict` as compact JSON (``plain_dumps``), in UTF-8, made a step at
+    a time as it is written (``decode --json``): the text, and the lists of numbers it
+    is made from, are never held whole. What ``plain_dumps`` would refuse (a number
+    that is not finite, in a float64 decode) is refused here, before a byte."""
+    import numpy as np
+
+    before, after = _around_steps(run)
+    first = plain_dumps(before)[:-1].encode() + b',"steps":['
+    last = b"]," + plain_dumps(after)[1:].encode()
     low = not run.cast.exact
+    for index, step in enumerate(run.steps):
+        plain_dumps(_step(run, index, lambda _: None)).encode()  # all but the cells
+        for matrix in () if low else _matrices(step):
+            if not np.isfinite(matrix).all():
+                plain_dumps(matrix.tolist())  # json's own error
 
-    def cells(matrix: Matrix) -> Any:
-        return _lowp_cells(matrix) if low else matrix.tolist()
+    def pieces() -> Iterator[bytes]:
+        yield first
+        for index in range(len(run.steps)):
+            yield (b"," if index else b"") + plain_dumps(_step(run, index)).encode()
+        yield last
 
-    def extra(index: int) -> dict[str, Any]:
-        if not low:
-            return {}
-        errors = run.errors[index]
-        return {
-            "error": stage_error_to_dict(errors.output),
-            "projected_error": None
-            if errors.projected is None
-            else stage_error_to_dict(errors.projected),
-        }
+    return Streamed(pieces)
 
-    return {
+
+def _around_steps(run: Decode) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The document's fields before ``steps``, and after."""
+    low = not run.cast.exact
+    before = {
         "schema": DECODE_SCHEMA_ID,
         "model": model_to_dict(run.full.model),
         **({"precision": _precision(run)} if low else {}),
         "tokens": list(run.tokens),
-        "steps": [
-            {
-                "t": step.t,
-                "token": step.token,
-                "q": cells(step.q),
-                "k": cells(step.k),
-                "v": cells(step.v),
-                "cache_length": len(step.positions) if step.positions else step.t + 1,
-                "cache_positions": list(step.positions or range(step.t + 1)),
-                "dropped": step.dropped,
-                "scores": cells(step.scores),
-                "scaled": cells(step.scaled),
-                "weights": cells(step.weights),
-                **{
-                    name: cells(getattr(step, name))
-                    for name in ("biased", "capped", "sink")
-                    if getattr(step, name) is not None
-                },
-                "output": cells(step.output),
-                "projected": None if step.projected is None else cells(step.projected),
-                "multiply_adds": {
-                    "cached": step.costs.cached,
-                    "recomputed": step.costs.recomputed,
-                },
-                "cache_bytes": step.cache_bytes,
-                **extra(index),
-            }
-            for index, step in enumerate(run.steps)
-        ],
+    }
+    after = {
         "comparison": {
             "max_abs_delta": run.max_delta,
             "rounding_bound": run.bound,
@@ -84,6 +81,62 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
         },
         "totals": {"cached": run.total_cached, "recomputed": run.total_recomputed},
     }
+    return before, after
+
+
+_VARIANT_CELLS = ("biased", "capped", "sink")
+
+
+def _matrices(step: DecodeStep) -> list[Matrix]:
+    """The step's matrices, as its ``steps`` entry writes them."""
+    named = [getattr(step, name) for name in _VARIANT_CELLS]
+    kept = [step.q, step.k, step.v, step.scores, step.scaled, step.weights, step.output]
+    return [*kept, *(m for m in [*named, step.projected] if m is not None)]
+
+
+def _step(run: Decode, index: int, cells: Callable[[Matrix], Any] | None = None) -> dict[str, Any]:
+    """Step ``index``'s entry of ``steps``; ``cells`` writes a matrix (the float64 lists,
+    or a low-precision dtype's :func:`low_cell` lists, by default)."""
+    low = not run.cast.exact
+    if cells is None:
+        cells = _lowp_cells if low else _plain_cells
+    step = run.steps[index]
+    extra: dict[str, Any] = {}
+    if low:
+        errors = run.errors[index]
+        extra = {
+            "error": stage_error_to_dict(errors.output),
+            "projected_error": None
+            if errors.projected is None
+            else stage_error_to_dict(errors.projected),
+        }
+    return {
+        "t": step.t,
+        "token": step.token,
+        "q": cells(step.q),
+        "k": cells(step.k),
+        "v": cells(step.v),
+        "cache_length": len(step.positions) if step.positions else step.t + 1,
+        "cache_positions": list(step.positions or range(step.t + 1)),
+        "dropped": step.dropped,
+        "scores": cells(step.scores),
+        "scaled": cells(step.scaled),
+        "weights": cells(step.weights),
+        **{
+            name: cells(getattr(step, name))
+            for name in _VARIANT_CELLS
+            if getattr(step, name) is not None
+        },
+        "output": cells(step.output),
+        "projected": None if step.projected is None else cells(step.projected),
+        "multiply_adds": {"cached": step.costs.cached, "recomputed": step.costs.recomputed},
+        "cache_bytes": step.cache_bytes,
+        **extra,
+    }
+
+
+def _plain_cells(matrix: Matrix) -> Any:
+    return matrix.tolist()
 
 
 def _precision(run: Decode) -> dict[str, Any]:

@@ -11,7 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attntrace.kernel.documents import c_ordered, cell, low_cell, model_to_dict, plain_dumps
+from attntrace.kernel.documents import (
+    LowCells,
+    StreamedJSON,
+    c_ordered,
+    cell,
+    model_to_dict,
+    plain_dumps,
+)
 
 if TYPE_CHECKING:
     from attntrace.kernel.precision_record import LowPrecision
@@ -33,7 +40,19 @@ def trace_to_dict(
     """The trace as plain data; ``stages``/``heads`` keep only those (shared stages have
     no head and are kept by name alone). ``raw`` leaves matrices as numpy arrays, for a
     writer that serializes them itself (orjson)."""
+    return _document(trace, stages, heads, raw=raw, lazy=False)
 
+
+def _document(
+    trace: Trace,
+    stages: Sequence[str] | None,
+    heads: Sequence[int] | None,
+    *,
+    raw: bool,
+    lazy: bool,
+) -> dict[str, Any]:
+    """:func:`trace_to_dict`; ``lazy`` leaves a --dtype stage's cells to
+    :class:`LowCells`, to be made as they are written."""
     if heads is not None and len(set(heads)) < trace.model.heads:
         trace = trace.only_heads(sorted(set(heads)))  # as --head cuts it: no concat, WO
     traced = trace.traced_heads
@@ -46,7 +65,7 @@ def trace_to_dict(
     stage_dicts = [stage_to_dict(stage, raw=raw) for stage in trace.stages if kept(stage)]
     if low is not None:  # run --dtype: each stage's error, and inf and NaN as strings
         stage_dicts = [
-            _low_stage(d, stage, low)
+            _low_stage(d, stage, low, lazy=lazy)
             for d, stage in zip(stage_dicts, [s for s in trace.stages if kept(s)], strict=True)
         ]
     return {
@@ -79,12 +98,15 @@ def precision_to_dict(low: LowPrecision) -> dict[str, Any]:
     }
 
 
-def _low_stage(data: dict[str, Any], stage: Stage, low: LowPrecision) -> dict[str, Any]:
+def _low_stage(
+    data: dict[str, Any], stage: Stage, low: LowPrecision, *, lazy: bool
+) -> dict[str, Any]:
     """A --dtype stage: its cells with ``"inf"``/``"nan"`` (null stays −∞), its error."""
     import numpy as np
 
     if not np.isfinite(stage.data[~np.isneginf(stage.data)]).all():
-        data["data"] = [[low_cell(x) for x in row] for row in stage.data.tolist()]
+        cells = LowCells(stage.data)
+        data["data"] = cells if lazy else cells.cells()
     error = low.error_of(stage.name, stage.head)
     if error is not None:
         data["error"] = {
@@ -134,6 +156,14 @@ def dump_bytes(
         return plain_dumps(trace_to_dict(trace, stages=stages, heads=heads)).encode()
     document = trace_to_dict(trace, stages=stages, heads=heads, raw=True)
     return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def dump_stream(
+    trace: Trace, *, stages: Sequence[str] | None = None, heads: Sequence[int] | None = None
+) -> StreamedJSON:
+    """What :func:`dump_bytes` writes, byte for byte, as pieces to write one after another:
+    the JSON text is never held whole beside the trace (``run --json``)."""
+    return StreamedJSON(_document(trace, stages, heads, raw=True, lazy=True))
 
 
 def schema_text() -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attntrace.kernel.documents import model_to_dict
+from attntrace.kernel.documents import StreamedJSON, model_to_dict
 
 if TYPE_CHECKING:
     from attntrace.kernels.flash import Tile, Traffic
@@ -94,3 +94,9 @@ def flash_dump_bytes(report: FlashReport) -> bytes:
     import orjson
 
     return orjson.dumps(flash_to_dict(report), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def flash_stream(report: FlashReport) -> StreamedJSON:
+    """:func:`flash_dump_bytes`'s bytes as pieces to write one after another (``flash
+    --json``): the tiles' JSON is never held whole beside them."""
+    return StreamedJSON(flash_to_dict(report))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from attntrace.forward.trace_json import stage_to_dict
-from attntrace.kernel.documents import model_to_dict
+from attntrace.kernel.documents import StreamedJSON, model_to_dict
 
 if TYPE_CHECKING:
     from attntrace.kernel.trace import Stage, Trace
@@ -73,3 +73,9 @@ def grad_dump_bytes(grad: GradTrace) -> bytes:
     import orjson
 
     return orjson.dumps(grad_to_dict(grad, raw=True), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def grad_stream(grad: GradTrace) -> StreamedJSON:
+    """:func:`grad_dump_bytes`'s bytes as pieces to write one after another (``grad
+    --json``): the JSON text is never held whole beside the gradients."""
+    return StreamedJSON(grad_to_dict(grad, raw=True))
