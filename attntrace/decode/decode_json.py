@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attntrace.kernel.documents import low_cell, model_to_dict, stage_error_to_dict
+from attntrace.kernel.documents import low_cell, model_to_dict, stage_error_to_dict, texts
+from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.decode.decoder import Decode
@@ -46,11 +47,11 @@ def decode_to_dict(run: Decode) -> dict[str, Any]:
         "schema": DECODE_SCHEMA_ID,
         "model": model_to_dict(run.full.model),
         **({"precision": _precision(run)} if low else {}),
-        "tokens": list(run.tokens),
+        "tokens": texts(run.tokens),
         "steps": [
             {
                 "t": step.t,
-                "token": step.token,
+                "token": well_formed(step.token),
                 "q": cells(step.q),
                 "k": cells(step.k),
                 "v": cells(step.v),

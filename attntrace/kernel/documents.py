@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.kernel.casting import StageError
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 def model_to_dict(model: ModelInfo) -> dict[str, Any]:
     """The model's shape, as the ``model`` object of every JSON document."""
     return {
-        "name": model.name,
+        "name": well_formed(model.name),
         "d_model": model.d_model,
         "d_k": model.d_k,
         "d_v": model.d_v,
@@ -58,6 +61,18 @@ def variants_to_dict(model: ModelInfo) -> dict[str, Any]:
     if sinks is not None:
         out["sink_logits"] = [float(s) for s in sinks]
     return out
+
+
+def texts(values: Iterable[str]) -> list[str]:
+    """Tokens, labels, names as a document writes them: each lone surrogate (a JSON
+    model's ``"\\udcff"``, a sentence byte that is not UTF-8) as U+FFFD, since no UTF-8
+    document can hold one (docs/json.md, "What every document shares")."""
+    return [well_formed(value) for value in values]
+
+
+def optional_texts(values: Iterable[str] | None) -> list[str] | None:
+    """:func:`texts`, or None (a trace's ``context_tokens`` without cross-attention)."""
+    return None if values is None else texts(values)
 
 
 def plain_dumps(document: Any) -> str:
