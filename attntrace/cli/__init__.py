@@ -40,6 +40,7 @@ from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.pipes import drop_stdout
 from attntrace.cli.process import (
     FULL,
+    ascii_where_needed,
     exit_now,
     run_app,
     sane_terminal_size,
@@ -102,6 +103,7 @@ def main() -> None:
     if not streams_open():
         exit_now(1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
+    ascii_where_needed()  # an ASCII stream: · as *, not UnicodeEncodeError
     one_blas_thread()  # before any command imports numpy
     try:
         code = run_app(app)

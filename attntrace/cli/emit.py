@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from attntrace.cli.pipes import quiet_pipe
+from attntrace.cli.process import takes_unicode
 from attntrace.cli.saved import save_page
 
 # A JSON document: plain data (written compactly, as plain_dumps does), or already
@@ -54,6 +55,11 @@ def _written(as_json: bool, document: Callable[[], Document], view: Callable[[],
         view()
         return
     written = document()
+    if not takes_unicode(sys.stdout):  # PYTHONIOENCODING=ascii: JSON in ASCII, escaped
+        from attntrace.kernel.documents import ascii_json, plain_dumps
+
+        text = plain_dumps(written) if isinstance(written, dict) else written
+        written = ascii_json(text if isinstance(text, bytes) else text.encode("utf-8"))
     if isinstance(written, bytes):
         sys.stdout.flush()
         # two writes, not ``written + b"\n"``: that copied the whole document (121 ms

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,25 @@ def optional_texts(values: Iterable[str] | None) -> list[str] | None:
 def plain_dumps(document: Any) -> str:
     """Compact JSON, as ``run --json`` writes it."""
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def ascii_json(data: bytes) -> bytes:
+    """A UTF-8 JSON document in ASCII: each other character (only strings hold one) as its
+    ``\\uXXXX`` escape, a pair of them past U+FFFF. It reads back to the same document;
+    written where stdout's encoding is not UTF-8 (docs/json.md). Matrices are ASCII, so
+    only the runs of other bytes are touched."""
+    return _NOT_ASCII.sub(_escapes, data)
+
+
+_NOT_ASCII = re.compile(rb"[\x80-\xff]+")  # whole characters: UTF-8 never splits one
+
+
+def _escapes(match: re.Match[bytes]) -> bytes:
+    text = match.group().decode("utf-8")
+    units = text.encode("utf-16-be")
+    return "".join(
+        f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+    ).encode("ascii")
 
 
 def cell(value: float) -> float | None:
