@@ -42,6 +42,7 @@ from attntrace.cli.process import (
     FULL,
     ascii_where_needed,
     exit_now,
+    no_numpy_warnings,
     run_app,
     sane_terminal_size,
     stdout_is_devnull,
@@ -104,6 +105,7 @@ def main() -> None:
         exit_now(1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
     ascii_where_needed()  # an ASCII stream: · as *, not UnicodeEncodeError
+    no_numpy_warnings()  # stderr holds error lines, not numpy's RuntimeWarnings
     one_blas_thread()  # before any command imports numpy
     try:
         code = run_app(app)

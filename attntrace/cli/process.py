@@ -13,6 +13,7 @@ import io
 import os
 import sys
 import unicodedata
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -183,6 +184,19 @@ def ascii_where_needed() -> None:
         if isinstance(stream, io.TextIOWrapper) and not takes_unicode(stream):
             with contextlib.suppress(ValueError):  # closed
                 stream.reconfigure(errors=handler)
+
+
+def no_numpy_warnings() -> None:
+    """Keep numpy's warnings off stderr, where only error lines and progress go: a
+    floating-point RuntimeWarning (numpy names the caller's line, so it is matched by
+    its category) and anything numpy warns itself (a ``.npy`` shape of 2**62 rows made
+    its memmap print ``overflow encountered in scalar multiply`` above the error line).
+    What matters is checked by attntrace itself: a stage that overflows to inf is one
+    error line (``stage Q: float64 overflowed to inf``), a --dtype overflow is shown. The
+    API and the tests leave the filters alone (the tests turn every warning into an
+    error, so a new one is seen there)."""
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", module=r"numpy(\.|$)")
 
 
 def exit_now(code: int) -> NoReturn:

@@ -180,3 +180,41 @@ def test_export_on_an_ascii_stream_saves_the_page_in_utf8(folder: Path) -> None:
         in_encoding(done.stdout, encoding)
         assert in_encoding(done.stderr, encoding).startswith("attntrace: saved ")
         assert "猫" in page.read_text(encoding="utf-8")  # the file is UTF-8 whatever the stream
+
+
+def test_numpy_warns_nothing_on_stderr(tmp_path: Path) -> None:
+    """A .npy header claiming 2**62 rows: numpy's memmap warned (``overflow encountered
+    in scalar multiply``) above the error line; now the error line alone."""
+    np.save(tmp_path / "small.npy", np.zeros((2, 2)))
+    data = (tmp_path / "small.npy").read_bytes()
+    length = int.from_bytes(data[8:10], "little")
+    header = data[10 : 10 + length].decode("latin-1")
+    huge = header.replace("(2, 2)", f"({2**62}, 4)").rstrip("\n").ljust(length - 1) + "\n"
+    (tmp_path / "huge.npy").write_bytes(data[:10] + huge.encode("latin-1") + data[10 + length :])
+    (tmp_path / "m.yaml").write_text(
+        "embeddings: {cat: [1, 0], fish: [0, 1]}\n"
+        "weights: {WQ: huge.npy, WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n",
+        encoding="utf-8",
+    )
+    done = attntrace("run", "-c", "m.yaml", "cat fish", env={}, cwd=tmp_path)
+    err = done.stderr.decode("utf-8")
+    assert done.returncode == 2
+    assert err.count("\n") == 1, err
+    assert err.startswith("attntrace: error: m.yaml: weights.WQ: ")
+
+
+def test_an_overflow_is_still_reported_without_numpy_s_warnings(tmp_path: Path) -> None:
+    """Quieting numpy hides nothing that matters: float64 overflowing is attntrace's own
+    error line, as it was (1e200 · 1e200 is past float64's largest, 1.8e308)."""
+    (tmp_path / "big.yaml").write_text(
+        "embeddings: {cat: [1.0e200, 1.0e200], fish: [1, 2]}\n"
+        "weights: {WQ: [[1.0e200, 0], [0, 1.0e200]], WK: [[1, 0], [0, 1]], "
+        "WV: [[1, 0], [0, 1]]}\n",
+        encoding="utf-8",
+    )
+    for command in ("run", "decode", "flash"):
+        done = attntrace(command, "-c", "big.yaml", "cat fish", env={}, cwd=tmp_path)
+        err = done.stderr.decode("utf-8")
+        assert done.returncode == 2, err
+        assert err.count("\n") == 1, err
+        assert "stage Q: float64 overflowed to inf at row 'cat', column 'd0'" in err
