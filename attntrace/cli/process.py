@@ -115,6 +115,10 @@ ASCII_FORMS = {
 }
 
 
+# A sparkline's eighths, lowest to highest (the rest of the blocks are #).
+_BLOCKS = dict(zip("▁▂▃▄▅▆▇", "__.--==", strict=True))
+
+
 def _ascii_form(ch: str, unknown: Callable[[str], str]) -> str:
     """``ch`` as ASCII: from :data:`ASCII_FORMS`; a line of a box as ``-``, ``|`` or
     ``+``; a block (bars, the heatmap's shades) as ``#``; a letter by its compatibility
@@ -125,7 +129,7 @@ def _ascii_form(ch: str, unknown: Callable[[str], str]) -> str:
         name = unicodedata.name(ch, "")
         return "-" if "HORIZONTAL" in name else "|" if "VERTICAL" in name else "+"
     if "\u2580" <= ch <= "\u259f":
-        return "#"
+        return _BLOCKS.get(ch, "#")
     plain = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
     return plain if plain.isprintable() and plain else unknown(ch)
 

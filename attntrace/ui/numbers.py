@@ -31,6 +31,8 @@ def _stdout_takes(text: str) -> bool:
 ASCII_ONLY = not _stdout_takes("−∞…")
 # Shown in place of a masked (−∞) cell, and +∞; where a table's rows or columns are cut.
 MASKED, INFINITY, CUT = ("-inf", "inf", "...") if ASCII_ONLY else ("−∞", "∞", "…")
+# From one to another (``it → animal``, ``2.37 → 0.02``) where a line's width is counted.
+ARROW = "->" if ASCII_ONLY else "→"
 # A cell that overflowed (inf, −inf, NaN): red, and reversed, so that it still stands
 # out where colour is off (NO_COLOR=1 keeps reverse video, drops the red).
 OVERFLOWED = Style(color="red", bold=True, reverse=True)
