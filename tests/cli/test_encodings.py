@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from paths import ROOT, SAMPLES
 
 # What each environment's streams encode in; the test reads the bytes back by it.
@@ -218,3 +220,28 @@ def test_an_overflow_is_still_reported_without_numpy_s_warnings(tmp_path: Path) 
         assert done.returncode == 2, err
         assert err.count("\n") == 1, err
         assert "stage Q: float64 overflowed to inf at row 'cat', column 'd0'" in err
+
+
+# no lone surrogates (no UTF-8 document holds one); no DEL, which json.dumps escapes and
+# ascii_json, as JSON allows, does not
+_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x7f"))
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
+    lambda inner: st.lists(inner) | st.dictionaries(_TEXT, inner),
+    max_leaves=20,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(document=_JSON, chunk=st.integers(1, 64))
+def test_ascii_json_escapes_as_python_s_json_does(
+    document: object, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ascii_json`` of the UTF-8 document is what ``json.dumps`` writes with its default
+    ``ensure_ascii``: an independent escaper. A small ``_CHUNK`` puts runs of non-ASCII
+    bytes across the pieces numpy compares."""
+    from attntrace.kernel import documents
+
+    monkeypatch.setattr(documents, "_CHUNK", chunk)
+    utf8 = json.dumps(document, ensure_ascii=False).encode("utf-8")
+    assert documents.ascii_json(utf8) == json.dumps(document).encode("ascii")
