@@ -65,6 +65,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     document["sentence"] = "猫 mangé 🐟"
     (path / "model.json").write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
     np.savez(path / "mine.npz", scores=np.zeros((3, 3)))
+    from attntrace import trace_attention
+    from attntrace.forward.trace_json import dump_bytes
+
+    (path / "saved.json").write_bytes(dump_bytes(trace_attention(config=path / "model.json")))
     return path
 
 
@@ -81,6 +85,7 @@ COMMANDS = {
     "run --focus": ("run", "--focus", "fish"),
     "run --step": ("run", "--step"),
     "run --dtype": ("run", "--dtype", "float16", "-c", "model.json"),
+    "render": ("render", "saved.json"),
     "samples": ("samples",),
     "samples rope": ("samples", "rope"),
     "models": ("models",),
