@@ -6,7 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from attntrace.kernel.documents import model_to_dict
+from attntrace.kernel.documents import model_to_dict, optional_texts, texts
+from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.checking.diff import Cell, StageDiff, TraceDiff
@@ -24,10 +25,10 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
     first, diagnosis = report.first_divergent, report.diagnosis
     return {
         "schema": CHECK_SCHEMA_ID,
-        "source": source,
+        "source": None if source is None else well_formed(source),
         "model": model_to_dict(report.model),
-        "tokens": list(report.tokens),
-        "context_tokens": list(report.context_tokens) if report.context_tokens else None,
+        "tokens": texts(report.tokens),
+        "context_tokens": texts(report.context_tokens) if report.context_tokens else None,
         "head": report.head,
         "ok": report.ok,
         "stages": [
@@ -36,7 +37,7 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
                 "head": r.head,
                 "kv_head": r.kv_head,
                 "status": r.status,
-                "given_as": r.given_as,
+                "given_as": None if r.given_as is None else well_formed(r.given_as),
                 "max_abs_delta": r.max_abs_delta,
                 "cells_differing": r.cells_differing,
                 "cells": r.cells,
@@ -59,11 +60,11 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
             "stage": first.stage,
             "head": first.head,
             "kv_head": first.kv_head,
-            "given_as": first.given_as,
+            "given_as": well_formed(first.given_as),
             "row": first.row,
             "column": first.column,
-            "row_label": first.row_label,
-            "column_label": first.column_label,
+            "row_label": _text(first.row_label),
+            "column_label": _text(first.column_label),
             "expected": _number(first.expected),
             "found": _number(first.found),
             "shape_found": None if first.shape_found is None else list(first.shape_found),
@@ -71,8 +72,8 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
             "region": None
             if first.region is None
             else {
-                "rows": list(first.region.rows),
-                "cols": list(first.region.cols),
+                "rows": texts(first.region.rows),
+                "cols": texts(first.region.cols),
                 "expected": [[_number(x) for x in row] for row in first.region.expected.tolist()],
                 "found": [[_number(x) for x in row] for row in first.region.found.tolist()],
                 "wrong": first.region.wrong.tolist(),
@@ -80,8 +81,21 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
         },
         "diagnosis": None
         if diagnosis is None
-        else {"cause": diagnosis.cause, "message": diagnosis.message, "also": list(diagnosis.also)},
+        else {
+            "cause": diagnosis.cause,
+            "message": well_formed(diagnosis.message),
+            "also": texts(diagnosis.also),
+        },
     }
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else well_formed(value)
+
+
+def _changed(value: object) -> object:
+    """A model field's value in ``model_changes``: a name is text, as every name is."""
+    return well_formed(value) if isinstance(value, str) else value
 
 
 def _number(value: float | None) -> float | str | None:
@@ -107,11 +121,11 @@ def diff_to_dict(
     def side(trace: Trace, source: str, made_with: Sequence[str]) -> dict[str, Any]:
         context = trace.context_tokens
         return {
-            "source": source,
-            "edits": list(made_with),
+            "source": well_formed(source),
+            "edits": texts(made_with),
             "model": model_to_dict(trace.model),
-            "tokens": list(trace.tokens),
-            "context_tokens": None if context is None else list(context),
+            "tokens": texts(trace.tokens),
+            "context_tokens": optional_texts(context),
         }
 
     first = diff.first_changed
@@ -121,7 +135,9 @@ def diff_to_dict(
         "tolerance": {"rtol": RTOL, "atol": ATOL},
         "a": side(diff.a, sources[0], ()),
         "b": side(diff.b, sources[1], edits),
-        "model_changes": [{"field": c.field, "a": c.a, "b": c.b} for c in diff.model_changes],
+        "model_changes": [
+            {"field": c.field, "a": _changed(c.a), "b": _changed(c.b)} for c in diff.model_changes
+        ],
         "tokens_differ": diff.tokens_differ,
         "context_differs": diff.context_differs,
         "stages": [stage_diff_to_dict(s) for s in diff.stages],
@@ -142,7 +158,7 @@ def stage_diff_to_dict(stage: StageDiff) -> dict[str, Any]:
         "cells": stage.cells,
         "changed_cells": stage.changed_cells,
         "max_abs_delta": _finite(stage.max_abs_delta),
-        "notes": list(stage.notes),
+        "notes": texts(stage.notes),
         "largest": None if stage.largest is None else _cell_to_dict(stage.largest),
     }
 
@@ -151,8 +167,8 @@ def _cell_to_dict(cell: Cell) -> dict[str, Any]:
     return {
         "row": cell.row,
         "column": cell.col,
-        "row_label": cell.row_label,
-        "column_label": cell.col_label,
+        "row_label": _text(cell.row_label),
+        "column_label": _text(cell.col_label),
         "a": _finite(cell.a),
         "b": _finite(cell.b),
         "delta": _finite(cell.delta),

@@ -40,7 +40,9 @@ from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.pipes import drop_stdout
 from attntrace.cli.process import (
     FULL,
+    ascii_where_needed,
     exit_now,
+    no_numpy_warnings,
     run_app,
     sane_terminal_size,
     stdout_is_devnull,
@@ -102,6 +104,8 @@ def main() -> None:
     if not streams_open():
         exit_now(1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
+    ascii_where_needed()  # an ASCII stream: · as *, not UnicodeEncodeError
+    no_numpy_warnings()  # stderr holds error lines, not numpy's RuntimeWarnings
     one_blas_thread()  # before any command imports numpy
     try:
         code = run_app(app)

@@ -17,6 +17,7 @@ from typing import Any
 import typer
 
 from attntrace.cli.pipes import quiet_pipe
+from attntrace.cli.process import takes_unicode
 from attntrace.cli.saved import save_page
 from attntrace.kernel.documents import Streamed
 
@@ -57,12 +58,21 @@ def _written(as_json: bool, document: Callable[[], Document], view: Callable[[],
         view()
         return
     written = document()  # whatever can fail has failed by now: nothing is written yet
+    ascii_only = not takes_unicode(sys.stdout)  # PYTHONIOENCODING=ascii: JSON escaped
     if isinstance(written, Streamed):
+        from attntrace.kernel.documents import ascii_json
+
         sys.stdout.flush()
         for piece in written:  # at most JSON_PIECE_BYTES of it held at a time
-            sys.stdout.buffer.write(piece)
+            # a piece ends between two items, never inside a character
+            sys.stdout.buffer.write(ascii_json(bytes(piece)) if ascii_only else piece)
         sys.stdout.buffer.write(b"\n")
         return
+    if ascii_only:
+        from attntrace.kernel.documents import ascii_json, plain_dumps
+
+        text = plain_dumps(written) if isinstance(written, dict) else written
+        written = ascii_json(text if isinstance(text, bytes) else text.encode("utf-8"))
     if isinstance(written, bytes):
         sys.stdout.flush()
         # two writes, not ``written + b"\n"``: that copied the whole document (121 ms

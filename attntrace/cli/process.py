@@ -6,12 +6,17 @@ closed stream, and a usage error is said as every other error is: one line, exit
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
+import io
 import os
 import sys
+import unicodedata
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 import typer
 
@@ -55,6 +60,147 @@ def streams_open() -> bool:
         sys.stderr.write("attntrace: error: cannot write the output: stdout is closed\n")
         return False
     return True
+
+
+# What attntrace writes that an ASCII stream cannot take, as ASCII a reader follows:
+# the house characters of the tables, formulas and messages. Box drawing and block
+# elements have their own rule (_ascii_form); Rich draws its own boxes in ASCII already
+# where the stream's encoding is not UTF-*.
+ASCII_FORMS = {
+    **dict.fromkeys("·∘", "*"),
+    "×": "x",
+    **dict.fromkeys("−–", "-"),
+    "—": "--",
+    "∓": "-+",
+    "±": "+-",
+    "÷": "/",
+    "∞": "inf",
+    "√": "sqrt ",
+    "…": "...",
+    "→": "->",
+    **dict.fromkeys("←⟵", "<-"),
+    "≤": "<=",
+    "≥": ">=",
+    "≠": "!=",
+    "≈": "~",
+    "‖": "||",
+    "⌈": "ceil(",
+    "⌉": ")",
+    "∂": "d",
+    "ℓ": "l",
+    "ᵀ": "^T",
+    **{ch: f"^{digit}" for ch, digit in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-", strict=True)},
+    **{ch: f"_{digit}" for ch, digit in zip("₀₁₂₃₄₅₆₇₈₉₋", "0123456789-", strict=True)},
+    **{ch: f"_{letter}" for ch, letter in zip("ₖᵢⱼₜ", "kijt", strict=True)},
+    "Σ": "sum",
+    "Δ": "delta",
+    "δ": "delta",
+    "σ": "sigma",
+    "θ": "theta",
+    "Θ": "Theta",
+    "ε": "eps",
+    "γ": "gamma",
+    "π": "pi",
+    "Φ": "Phi",
+    "½": "1/2",
+    "✓": "ok",
+    "✗": "X",
+    "†": "+",
+    "▶": ">",
+    "◀": "<",
+    "■": "#",
+    "□": ".",
+    "•": "*",
+    "\u0303": "~",  # the tilde of P̃
+}
+
+
+# A sparkline's eighths, lowest to highest (the rest of the blocks are #).
+_BLOCKS = dict(zip("▁▂▃▄▅▆▇", "__.--==", strict=True))
+
+
+def _ascii_form(ch: str, unknown: Callable[[str], str]) -> str:
+    """``ch`` as ASCII: from :data:`ASCII_FORMS`; a line of a box as ``-``, ``|`` or
+    ``+``; a block (bars, the heatmap's shades) as ``#``; a letter by its compatibility
+    form where that is ASCII (é as e, ｃ as c, ﬁ as fi); anything else by ``unknown``."""
+    if ch in ASCII_FORMS:
+        return ASCII_FORMS[ch]
+    if "\u2500" <= ch <= "\u257f":
+        name = unicodedata.name(ch, "")
+        return "-" if "HORIZONTAL" in name else "|" if "VERTICAL" in name else "+"
+    if "\u2580" <= ch <= "\u259f":
+        return _BLOCKS.get(ch, "#")
+    plain = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
+    return plain if plain.isprintable() and plain else unknown(ch)
+
+
+def _unknown_cells(ch: str) -> str:
+    """``?`` for each cell the character took, so a table's columns still line up."""
+    if unicodedata.combining(ch):
+        return ""
+    return "??" if unicodedata.east_asian_width(ch) in ("W", "F") else "?"
+
+
+def _escaped(ch: str) -> str:
+    """The character's escape, as ``backslashreplace`` writes it: in a message, which
+    token was meant matters more than the width."""
+    return ch.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _handler(unknown: Callable[[str], str]) -> Callable[[UnicodeError], tuple[str, int]]:
+    def handle(error: UnicodeError) -> tuple[str, int]:
+        if not isinstance(error, UnicodeEncodeError):
+            raise error
+        text = error.object[error.start : error.end]
+        return "".join(_ascii_form(ch, unknown) for ch in text), error.end
+
+    return handle
+
+
+# The stream's errors= handlers: stdout's keeps a table's widths, stderr's says which
+# character it was.
+OUT_HANDLER, ERR_HANDLER = "attntrace-ascii-cells", "attntrace-ascii-escapes"
+codecs.register_error(OUT_HANDLER, _handler(_unknown_cells))
+codecs.register_error(ERR_HANDLER, _handler(_escaped))
+
+# Every kind of character attntrace writes: a stream that encodes these takes them all.
+_PROBE = "·×−√→…─█▶é猫🐟"
+
+
+def takes_unicode(stream: TextIO) -> bool:
+    """Whether ``stream``'s encoding writes every character (UTF-8, and the like)."""
+    try:
+        _PROBE.encode(stream.encoding or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def ascii_where_needed() -> None:
+    """Where stdout or stderr cannot encode what attntrace writes (``PYTHONIOENCODING=
+    ascii`` or ``latin-1``, ``LC_ALL=C PYTHONUTF8=0``), write what it cannot encode as
+    ASCII instead of ending in UnicodeEncodeError (``attntrace -h`` did): · as *, √ as
+    sqrt, a box's lines as - | +, é as e, and anything else as ? on stdout (one for each
+    cell it took, so a table keeps its columns) or its escape on stderr (``\\u732b``).
+    What the stream can encode is written as it is (latin-1 keeps ·, ×, é). Rich sees
+    the stream's encoding and draws its boxes in ASCII itself."""
+    for stream, handler in ((sys.stdout, OUT_HANDLER), (sys.stderr, ERR_HANDLER)):
+        if isinstance(stream, io.TextIOWrapper) and not takes_unicode(stream):
+            with contextlib.suppress(ValueError):  # closed
+                stream.reconfigure(errors=handler)
+
+
+def no_numpy_warnings() -> None:
+    """Keep numpy's warnings off stderr, where only error lines and progress go: a
+    floating-point RuntimeWarning (numpy names the caller's line, so it is matched by
+    its category) and anything numpy warns itself (a ``.npy`` shape of 2**62 rows made
+    its memmap print ``overflow encountered in scalar multiply`` above the error line).
+    What matters is checked by attntrace itself: a stage that overflows to inf is one
+    error line (``stage Q: float64 overflowed to inf``), a --dtype overflow is shown. The
+    API and the tests leave the filters alone (the tests turn every warning into an
+    error, so a new one is seen there)."""
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", module=r"numpy(\.|$)")
 
 
 def exit_now(code: int) -> NoReturn:

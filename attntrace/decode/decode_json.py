@@ -12,7 +12,9 @@ from attntrace.kernel.documents import (
     model_to_dict,
     plain_dumps,
     stage_error_to_dict,
+    texts,
 )
+from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.decode.decoder import Decode, DecodeStep
@@ -70,7 +72,7 @@ def _around_steps(run: Decode) -> tuple[dict[str, Any], dict[str, Any]]:
         "schema": DECODE_SCHEMA_ID,
         "model": model_to_dict(run.full.model),
         **({"precision": _precision(run)} if low else {}),
-        "tokens": list(run.tokens),
+        "tokens": texts(run.tokens),
     }
     after = {
         "comparison": {
@@ -112,7 +114,7 @@ def _step(run: Decode, index: int, cells: Callable[[Matrix], Any] | None = None)
         }
     return {
         "t": step.t,
-        "token": step.token,
+        "token": well_formed(step.token),
         "q": cells(step.q),
         "k": cells(step.k),
         "v": cells(step.v),

@@ -18,7 +18,9 @@ from attntrace.kernel.documents import (
     cell,
     model_to_dict,
     plain_dumps,
+    texts,
 )
+from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.kernel.precision_record import LowPrecision
@@ -74,8 +76,8 @@ def _document(
         **({"precision": precision_to_dict(low)} if low is not None else {}),
         # only where some heads were left out (--head, --heads): which ones are here
         **({"heads_traced": traced} if cut else {}),
-        "tokens": list(trace.tokens),
-        "context_tokens": list(trace.context_tokens) if trace.context_tokens else None,
+        "tokens": texts(trace.tokens),
+        "context_tokens": texts(trace.context_tokens) if trace.context_tokens else None,
         "stages": stage_dicts,
         "weights": [matrix_to_dict(weight, raw=raw) for weight in trace.weights]
         if stages is None
@@ -94,7 +96,7 @@ def precision_to_dict(low: LowPrecision) -> dict[str, Any]:
         "rule": low.rule,
         "first_overflow": None
         if first is None
-        else {"stage": first.stage, "head": first.head, "explanation": first.sentence},
+        else {"stage": first.stage, "head": first.head, "explanation": well_formed(first.sentence)},
     }
 
 
@@ -133,8 +135,8 @@ def stage_to_dict(stage: Stage, *, raw: bool = False) -> dict[str, Any]:
         "kv_head": stage.kv_head,
         "formula": stage.formula,
         "shape": list(stage.shape),
-        "rows": list(stage.rows),
-        "cols": list(stage.cols),
+        "rows": texts(stage.rows),
+        "cols": texts(stage.cols),
         "data": data,
     }
 

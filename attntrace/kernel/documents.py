@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from attntrace.visible import well_formed
+
 if TYPE_CHECKING:
     from attntrace.kernel.casting import StageError
     from attntrace.kernel.ops import Matrix
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 def model_to_dict(model: ModelInfo) -> dict[str, Any]:
     """The model's shape, as the ``model`` object of every JSON document."""
     return {
-        "name": model.name,
+        "name": well_formed(model.name),
         "d_model": model.d_model,
         "d_k": model.d_k,
         "d_v": model.d_v,
@@ -65,9 +67,63 @@ def variants_to_dict(model: ModelInfo) -> dict[str, Any]:
     return out
 
 
+def texts(values: Iterable[str]) -> list[str]:
+    """Tokens, labels, names as a document writes them: each lone surrogate (a JSON
+    model's ``"\\udcff"``, a sentence byte that is not UTF-8) as U+FFFD, since no UTF-8
+    document can hold one (docs/json.md, "What every document shares")."""
+    return [well_formed(value) for value in values]
+
+
+def optional_texts(values: Iterable[str] | None) -> list[str] | None:
+    """:func:`texts`, or None (a trace's ``context_tokens`` without cross-attention)."""
+    return None if values is None else texts(values)
+
+
 def plain_dumps(document: Any) -> str:
     """Compact JSON, as ``run --json`` writes it."""
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def ascii_json(data: bytes) -> bytes:
+    """A UTF-8 JSON document in ASCII: each other character (only strings hold one) as its
+    ``\\uXXXX`` escape, a pair of them past U+FFFF, as ``json.dumps`` escapes by default.
+    It reads back to the same document; written where stdout's encoding is not UTF-8
+    (docs/json.md). An ASCII document is returned as it is; else numpy finds the bytes
+    past 0x7f (a regular expression took 5 s over a 160 MB trace whose only non-ASCII was
+    one token) and only their runs, whole characters each, are rewritten."""
+    if data.isascii():
+        return data
+    import numpy as np
+
+    codes = np.frombuffer(data, dtype=np.uint8)
+    high = np.concatenate(
+        [
+            np.flatnonzero(codes[start : start + _CHUNK] >= 0x80) + start
+            for start in range(0, len(codes), _CHUNK)
+        ]
+    )
+    breaks = np.flatnonzero(np.diff(high) != 1)
+    firsts = high[np.concatenate(([0], breaks + 1))].tolist()
+    ends = (high[np.concatenate((breaks, [high.size - 1]))] + 1).tolist()
+    pieces: list[bytes] = []
+    done = 0
+    for first, end in zip(firsts, ends, strict=True):
+        pieces += [data[done:first], _escapes(data[first:end])]
+        done = end
+    pieces.append(data[done:])
+    return b"".join(pieces)
+
+
+_CHUNK = 1 << 23  # bytes compared at a time: a bool array of 8 MiB, whatever the document
+
+
+def _escapes(run: bytes) -> bytes:
+    """A run of non-ASCII UTF-8 (whole characters: UTF-8 never puts an ASCII byte inside
+    one) as JSON's escapes of its UTF-16 code units."""
+    units = run.decode("utf-8").encode("utf-16-be")
+    return "".join(
+        f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+    ).encode("ascii")
 
 
 def cell(value: float) -> float | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from attntrace.kernel.documents import StreamedJSON, model_to_dict
+from attntrace.kernel.documents import StreamedJSON, model_to_dict, texts
 
 if TYPE_CHECKING:
     from attntrace.kernels.flash import Tile, Traffic
@@ -36,8 +36,8 @@ def flash_to_dict(report: FlashReport) -> dict[str, Any]:
         "causal": record.causal,
         "block_q": record.block_q,
         "block_k": record.block_k,
-        "tokens": list(trace.tokens),
-        "key_tokens": list(keys),
+        "tokens": texts(trace.tokens),
+        "key_tokens": texts(keys),
         "tiles": [_tile(tile) for tile in record.tiles],
         "output": record.output,
         "m": record.m,

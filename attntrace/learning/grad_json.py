@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from attntrace.forward.trace_json import stage_to_dict
-from attntrace.kernel.documents import StreamedJSON, model_to_dict
+from attntrace.kernel.documents import StreamedJSON, model_to_dict, optional_texts, texts
+from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.kernel.trace import Stage, Trace
@@ -41,8 +42,8 @@ def grad_to_dict(grad: GradTrace, *, raw: bool = False) -> dict[str, Any]:
     return {
         "schema": GRAD_SCHEMA_ID,
         "model": model_to_dict(trace.model),
-        "tokens": list(trace.tokens),
-        "context_tokens": None if trace.context_tokens is None else list(trace.context_tokens),
+        "tokens": texts(trace.tokens),
+        "context_tokens": optional_texts(trace.context_tokens),
         "loss": loss_to_dict(resolved, trace, value=True),
         "stages": [stage(gradient) for gradient in grad.stages],
     }
@@ -56,9 +57,9 @@ def loss_to_dict(resolved: Resolved, trace: Trace, *, value: bool) -> dict[str, 
     cell = resolved.cell
 
     def token(index: int, tokens: tuple[str, ...]) -> dict[str, Any]:
-        return {"index": index, "token": tokens[index]}
+        return {"index": index, "token": well_formed(tokens[index])}
 
-    written: dict[str, Any] = {"kind": resolved.loss.name, "formula": resolved.formula}
+    written: dict[str, Any] = {"kind": resolved.loss.name, "formula": well_formed(resolved.formula)}
     if value:
         written["value"] = resolved.loss.value
     written["from"] = None if cell is None else token(cell[0], trace.tokens)

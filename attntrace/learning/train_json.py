@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from attntrace.kernel.documents import model_to_dict
+from attntrace.kernel.documents import model_to_dict, optional_texts, texts
 from attntrace.learning.grad_json import loss_to_dict
 from attntrace.learning.train import Training
 
@@ -27,8 +27,8 @@ def _document(training: Training) -> dict[str, Any]:
     return {
         "schema": SCHEMA_ID,
         "model": model_to_dict(trace.model),
-        "tokens": list(trace.tokens),
-        "context_tokens": None if trace.context_tokens is None else list(trace.context_tokens),
+        "tokens": texts(trace.tokens),
+        "context_tokens": optional_texts(trace.context_tokens),
         "loss": loss_to_dict(training.loss, trace, value=False),
         "settings": {
             "train": list(training.names),

@@ -23,6 +23,7 @@ from typing import Any
 
 from attntrace.errors import InputError
 from attntrace.kernel.spec import ModelSpec
+from attntrace.visible import quoted, visible, well_formed
 
 
 def model_document(model: ModelSpec) -> dict[str, Any]:
@@ -33,13 +34,15 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
             "a real model's layer has no embeddings to write: only a model "
             "file or a sample can be saved"
         )
-    document: dict[str, Any] = {"name": model.name}
+    # every text as U+FFFD where it held a lone surrogate: YAML wrote "\uDCFF", which
+    # no reader takes back, and JSON could not be written at all (docs/model-file.md)
+    document: dict[str, Any] = {"name": well_formed(model.name)}
     if model.description:
-        document["description"] = model.description
+        document["description"] = well_formed(model.description)
     if model.sentence is not None:
-        document["sentence"] = model.sentence
+        document["sentence"] = well_formed(model.sentence)
     if model.context is not None:
-        document["context"] = model.context
+        document["context"] = well_formed(model.context)
     document["heads"] = model.heads
     if model.kv_heads is not None:
         document["kv_heads"] = model.kv_heads
@@ -52,7 +55,7 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
             document["rope_pairing"] = model.rope_pairing
     elif positions is not None:
         document["positions"] = positions.tolist()
-    document["embeddings"] = {token: vector.tolist() for token, vector in model.embeddings.items()}
+    document["embeddings"] = _embeddings(model)
     weights = {"WQ": model.WQ, "WK": model.WK, "WV": model.WV, "WO": model.WO}
     document["weights"] = {name: w.tolist() for name, w in weights.items() if w is not None}
     if model.biases:
@@ -61,6 +64,22 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
         document["target"] = model.target.tolist()
     document.update(variant_fields(model))
     return document
+
+
+def _embeddings(model: ModelSpec) -> dict[str, Any]:
+    """The vocabulary, each token as :func:`well_formed` writes it; two tokens that would
+    then be spelled alike (``"\\udcff"`` beside ``"\\ufffd"``) cannot both be saved."""
+    written: dict[str, Any] = {}
+    for token, vector in model.embeddings.items():
+        key = well_formed(token)
+        if key in written:
+            raise InputError(
+                field=f"embeddings.{visible(token)}",
+                expected="a token a file can hold apart from the others",
+                found=f"a lone surrogate, written as U+FFFD, which {quoted(key)} already is",
+            )
+        written[key] = vector.tolist()
+    return written
 
 
 def variant_fields(model: ModelSpec) -> dict[str, Any]:

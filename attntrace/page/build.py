@@ -27,7 +27,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from attntrace.errors import InputError
-from attntrace.visible import is_visible, visible
+from attntrace.visible import is_visible, visible, well_formed
 
 if TYPE_CHECKING:
     from attntrace.checking.diff import TraceDiff
@@ -191,7 +191,8 @@ def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 
 
 
 def _title(command: str, name: str) -> str:
-    return f"attntrace {command + ' ' if command else ''}· {visible(name, 80)}"
+    # a lone surrogate as U+FFFD, as in the documents, not as the terminal's \udcff
+    return f"attntrace {command + ' ' if command else ''}· {visible(well_formed(name), 80)}"
 
 
 def _json(data: Any) -> bytes:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from attntrace.visible import well_formed
+
 if TYPE_CHECKING:
     from attntrace.real.catalog import RealModel
     from attntrace.real.layer import HeadRanking
@@ -46,7 +48,7 @@ def ranking_to_dict(ranking: HeadRanking) -> dict[str, Any]:
     return {
         "schema": HEADS_SCHEMA_ID,
         "model": ranking.model.name,
-        "tokens": list(ranking.tokens),
+        "tokens": [well_formed(token) for token in ranking.tokens],
         "query": ranking.query,
         "key": ranking.key,
         "heads": [

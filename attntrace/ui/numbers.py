@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Sequence
 
@@ -12,8 +13,26 @@ from rich.style import Style
 
 # Above this magnitude fixed-point gets too wide to scan; switch to scientific notation.
 FIXED_LIMIT = 1e8
-# Shown in place of a masked (−∞) cell.
-MASKED = "−∞"
+
+
+def _stdout_takes(text: str) -> bool:
+    """Whether stdout's encoding writes ``text``: not under ``PYTHONIOENCODING=ascii`` or
+    ``LC_ALL=C``, where the command line writes what it cannot encode as ASCII (cli/
+    process.py). A table's cells are spelled in ASCII here instead, so that the table is
+    laid out with the widths it is written in (−∞ written as -inf after the widths were
+    measured would push its row two cells right)."""
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+ASCII_ONLY = not _stdout_takes("−∞…")
+# Shown in place of a masked (−∞) cell, and +∞; where a table's rows or columns are cut.
+MASKED, INFINITY, CUT = ("-inf", "inf", "...") if ASCII_ONLY else ("−∞", "∞", "…")
+# From one to another (``it → animal``, ``2.37 → 0.02``) where a line's width is counted.
+ARROW = "->" if ASCII_ONLY else "→"
 # A cell that overflowed (inf, −inf, NaN): red, and reversed, so that it still stands
 # out where colour is off (NO_COLOR=1 keeps reverse video, drops the red).
 OVERFLOWED = Style(color="red", bold=True, reverse=True)
@@ -125,7 +144,7 @@ def cell_text(value: float, precision: int) -> str:
     if math.isnan(value):
         return "NaN"
     if value == math.inf:
-        return "∞"
+        return INFINITY
     if value == -math.inf:
         return MASKED
     return format_number(value, precision)

@@ -24,6 +24,7 @@ from attntrace.ui.grid import Grid
 from attntrace.ui.heatmap import weight_style
 from attntrace.ui.numbers import (
     COLUMN_GAP,
+    CUT,
     OVERFLOWED,
     column_widths,
     columns_that_fit,
@@ -31,7 +32,6 @@ from attntrace.ui.numbers import (
     visible_indices,
 )
 from attntrace.ui.view import DEFAULT_VIEW, View
-from attntrace.visible import ELLIPSIS
 
 
 def reads_minus_inf_as_mask(stage: Stage, view: View) -> bool:
@@ -140,19 +140,19 @@ class StageTable:
         shades: list[list[Style | None]] = []
         for i in rows:
             if i is None:
-                body.append([ELLIPSIS] * (len(cols) + 1))
+                body.append([CUT] * (len(cols) + 1))
                 shades.append([None] * len(cols))
                 continue
             values = [None if j is None else float(data[i, j]) for j in cols]
             body.append(
                 [row_labels[i]]
                 + [
-                    ELLIPSIS if v is None else stage_cell(v, precision, masked_stage=masked_stage)
+                    CUT if v is None else stage_cell(v, precision, masked_stage=masked_stage)
                     for v in values
                 ]
             )
             shades.append([_shade(v, shade, masked_stage, marks) for v in values])
-        header = [ELLIPSIS if j is None else col_labels[j] for j in cols]
+        header = [CUT if j is None else col_labels[j] for j in cols]
         # display cells, not characters: 猫 takes two (the numbers are ASCII, one each)
         widths = [max(cell_len(r[0]) for r in body)] + [
             max(cell_len(header[c]), *(len(r[c + 1]) for r in body)) for c in range(len(cols))

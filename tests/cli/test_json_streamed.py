@@ -153,6 +153,8 @@ def test_a_number_json_refuses_is_refused_before_a_byte_of_decode() -> None:
 class Recorded:
     """stdout, as emit writes to it: each write to its buffer kept."""
 
+    encoding = "utf-8"
+
     def __init__(self) -> None:
         self.writes: list[bytes] = []
         self.buffer = self

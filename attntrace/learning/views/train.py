@@ -23,7 +23,7 @@ from attntrace.kernel.labels import dims
 from attntrace.kernel.trace import Stage, Trace
 from attntrace.learning.objective import Resolved
 from attntrace.learning.train import Change, StepRecord, Training, Vector
-from attntrace.ui.numbers import format_number
+from attntrace.ui.numbers import ARROW, format_number
 from attntrace.ui.shown import labels, model_name, pad
 from attntrace.ui.stage_table import StageTable
 from attntrace.ui.view import View
@@ -79,7 +79,7 @@ def cell_name(trace: Trace, loss: Resolved) -> str:
     """``it → animal``: the attend loss's cell, as the views name its weight."""
     assert loss.cell is not None
     row, col = loss.cell
-    return f"{labels(trace.tokens)[row]} → {key_labels(trace)[col]}"
+    return f"{labels(trace.tokens)[row]} {ARROW} {key_labels(trace)[col]}"
 
 
 def key_labels(trace: Trace) -> tuple[str, ...]:

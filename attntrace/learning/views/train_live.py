@@ -27,7 +27,7 @@ from attntrace.kernel.trace import Trace
 from attntrace.learning.objective import Resolved
 from attntrace.learning.train import StepRecord
 from attntrace.learning.views.train import cell_name, header, key_labels
-from attntrace.ui.numbers import format_number
+from attntrace.ui.numbers import ARROW, format_number
 from attntrace.ui.shown import pad
 from attntrace.ui.view import View
 
@@ -78,7 +78,7 @@ def frame(
         weights = "; ".join(format_number(w, p) for w in record.to_weights)
         first.append(f" · {cell_name(trace, loss)} ")
         first.append(weights, style="bold cyan")
-    start = f" {format_number(losses[0], p)} → {format_number(losses[-1], p)}"
+    start = f" {format_number(losses[0], p)} {ARROW} {format_number(losses[-1], p)}"
     spark = sparkline(losses, max(1, min(60, width - 5 - len(start))))
     history = Text(no_wrap=True, overflow="ellipsis")
     history.append("loss ", style="dim")
