@@ -67,6 +67,8 @@ def sized(count: int, *, limit: bool = False) -> str:
     a MiB figure would read as 0.0 or 9.91821e-05."""
     if count < 2**16:
         return f"{count:,} bytes"
+    if count >= 2**1000:  # a header's lie (10**400 rows): past any float, and any file
+        return f"over 10^{int((count.bit_length() - 1) * 0.30103)} bytes"
     return f"{count / 2**20:g} MiB" if limit else f"{count / 2**20:.1f} MiB"
 
 

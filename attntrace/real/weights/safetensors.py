@@ -125,6 +125,10 @@ class SafetensorsFile(Mapping[str, npt.NDArray[Any]]):
         """Tensor ``name``'s shape, from the header (nothing read)."""
         return self._entries[name][1]
 
+    def dtype_name(self, name: str) -> str:
+        """The dtype ``name`` is stored in, as the header names it (``F32``, ``BF16``)."""
+        return self._entries[name][0]
+
     def stored_dtype(self, name: str) -> str:
         """The dtype ``name`` was stored in: numpy's name (``float16``, ``int64``,
         ``bool``), ``bfloat16`` for BF16 (which comes back as float32)."""
