@@ -38,8 +38,9 @@ def refuse_check_past_budget(
 
     ``check`` holds the arrays given (float64), the trace, and while it diagnoses a
     difference the block recomputed with a mistake beside the trace it is compared with
-    (measured: about four traces' worth at once, docs/check.md); its comparison holds a
-    cell's verdict per given cell, and works on blocks of a million cells at a time.
+    and the arrays placed on its stages (measured with tracemalloc: at most about five
+    traces' worth beside the arrays, docs/check.md); its comparison holds a cell's
+    verdict per given cell, and works on blocks of a quarter-million cells at a time.
     """
     from attntrace.checking.tolerance import BLOCK_CELLS
 
@@ -52,7 +53,7 @@ def refuse_check_past_budget(
         {
             "your arrays": sum(cells) * FLOAT,
             "the trace": trace,
-            "the diagnosis's recomputed blocks": 3 * trace,
+            "the diagnosis's recomputed blocks": 4 * trace,
             "the comparison": sum(cells) + 12 * FLOAT * min(max(cells, default=0), BLOCK_CELLS),
         },
     )

@@ -195,3 +195,42 @@ def test_a_lying_safetensors_header_is_one_line(
     path = tmp_path / "mine.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(8))
     assert said in _refused(path)
+
+
+@pytest.mark.parametrize("stages", [("scores",), ("scores", "softmax"), ("Q", "K", "scores")])
+def test_the_check_estimate_holds_what_the_check_allocates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stages: tuple[str, ...]
+) -> None:
+    """The refusal's figure is an upper bound of the arrays a check allocates (traced by
+    tracemalloc, which numpy reports to), for a 400-token check whose arrays differ, so
+    the diagnosis runs its whole catalogue."""
+    import tracemalloc
+
+    from attntrace.api import checked, prepared
+    from attntrace.checking.given import refuse_check_past_budget
+
+    n = 400
+    config = tmp_path / "long.yaml"
+    config.write_text(MODEL.format(sentence=" ".join(["a", "b"] * (n // 2))))
+    shapes = {"Q": (n, 1), "K": (n, 1), "scores": (n, n), "softmax": (n, n)}
+    rng = np.random.default_rng(0)
+    arrays = tmp_path / "mine.npz"
+    np.savez(arrays, **{name: rng.random(shapes[name]) for name in stages})
+    given = read_user_arrays(arrays)
+    inputs = prepared(None, config=str(config))
+    # blocks of 4,096 cells: their temporaries, counted whole, would hide the rest
+    monkeypatch.setattr("attntrace.checking.tolerance.BLOCK_CELLS", 4096)
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "1")
+    with pytest.raises(InputError) as refused:
+        refuse_check_past_budget(given, inputs.spec, n, n)
+    monkeypatch.delenv("ATTNTRACE_MAX_MEMORY_MB")
+    estimate = _mib(str(refused.value)) * 2**20
+    tracemalloc.start()
+    try:
+        report = checked(given, None, config=str(config))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert report.exit_code == 1
+    given_bytes = sum(array.data.nbytes for array in given.values())
+    assert peak + given_bytes <= estimate + 2**20  # the figure is rounded to a MiB
