@@ -215,7 +215,8 @@ def test_the_check_estimate_holds_what_the_check_allocates(
     shapes = {"Q": (n, 1), "K": (n, 1), "scores": (n, n), "softmax": (n, n)}
     rng = np.random.default_rng(0)
     arrays = tmp_path / "mine.npz"
-    np.savez(arrays, **{name: rng.random(shapes[name]) for name in stages})
+    saved: dict[str, Any] = {name: rng.random(shapes[name]) for name in stages}
+    np.savez(arrays, **saved)
     given = read_user_arrays(arrays)
     inputs = prepared(None, config=str(config))
     # blocks of 4,096 cells: their temporaries, counted whole, would hide the rest
