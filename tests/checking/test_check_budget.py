@@ -170,6 +170,7 @@ def test_a_lying_npz_member_header_is_one_line(
         assert read_user_arrays(path)["Q"].data.shape == (1,) * 40
         return
     assert said in _refused(path)
+    one_line_error(invoke("check", str(path)), said)  # the command: one line, exit 2
 
 
 @pytest.mark.parametrize(
@@ -195,6 +196,7 @@ def test_a_lying_safetensors_header_is_one_line(
     path = tmp_path / "mine.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(8))
     assert said in _refused(path)
+    one_line_error(invoke("check", str(path)), said)
 
 
 @pytest.mark.parametrize("stages", [("scores",), ("scores", "softmax"), ("Q", "K", "scores")])
