@@ -155,3 +155,9 @@ def test_the_rows_of_a_safetensors_table_are_the_rows(tmp_path: Path) -> None:
     expected = [[float(r * COLUMNS + c) for c in range(COLUMNS)] for r in (5, 0, 5)]
     assert rows.tolist() == expected
     assert tensors["K"][0, 0] == ROWS * COLUMNS - 1
+
+
+def test_a_row_past_a_safetensors_table_is_one_line(tmp_path: Path) -> None:
+    path = _safetensors(tmp_path / "m.safetensors")
+    message = _refused(lambda: read_safetensors(path).rows("Q", [ROWS]))
+    assert message == f"{path}: Q: expected a row from 0 to {ROWS - 1}, got {ROWS}"

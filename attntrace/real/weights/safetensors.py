@@ -143,7 +143,12 @@ class SafetensorsFile(Mapping[str, npt.NDArray[Any]]):
         picked = []
         for row in indices:
             if not 0 <= row < shape[0]:
-                raise IndexError(f"row {row} of {shape[0]}")
+                raise InputError(
+                    source=self._source,
+                    field=shown(name),
+                    expected=f"a row from 0 to {shape[0] - 1}",
+                    found=str(row),
+                )
             at = self._data_start + begin + row * width * stored.itemsize
             with naming(self._source):
                 picked.append(read_array(self._file, at, stored, width))
