@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from tokenize import TokenError
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -148,7 +148,7 @@ def _read_npz(path: Path) -> dict[str, GivenArray]:
                 members = _npz_members(archive)
                 headers = [(name, info, _npz_header(archive, info, name)) for name, info in members]
                 refuse_arrays_past_budget(
-                    [(math.prod(header[0]), header[2].itemsize) for _, _, header in headers]
+                    [(math.prod(header.shape), header.dtype.itemsize) for _, _, header in headers]
                 )
                 return {
                     name: _npz_array(archive, info, name, header) for name, info, header in headers
@@ -196,9 +196,14 @@ def _npz_members(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
     return list(members.items())
 
 
-NpyHeader = tuple[
-    tuple[int, ...], bool, np.dtype[Any], str, int
-]  # shape, fortran, dtype, saved, offset
+class NpyHeader(NamedTuple):
+    """A member's checked ``.npy`` header: what to read, and where its numbers start."""
+
+    shape: tuple[int, ...]
+    fortran_order: bool
+    dtype: np.dtype[Any]
+    saved: str  # the dtype's name, one of DTYPES
+    offset: int
 
 
 def _npz_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> NpyHeader:
@@ -242,7 +247,7 @@ def _npz_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> N
             expected=f"at most {sized(room)}",
             found=f"{shape_text(shape)} {dtype.name} ({sized(size)})",
         )
-    return shape, fortran_order, dtype, saved, offset
+    return NpyHeader(shape, fortran_order, dtype, saved, offset)
 
 
 def _npz_array(
@@ -330,9 +335,16 @@ def _read_safetensors(path: Path) -> dict[str, GivenArray]:
     with _binary(path, "a .safetensors file"):
         pass  # a regular file, not empty, within the size limit: then read
     tensors = SafetensorsFile(path)
+    # a BF16 array is read as 2 bytes a number, then widened through 4 (float32)
+    widening = {"BF16": 6}
     refuse_arrays_past_budget(
         [
-            (math.prod(tensors.shape(name)), SAFETENSORS_DTYPES[tensors.dtype_name(name)].itemsize)
+            (
+                math.prod(tensors.shape(name)),
+                widening.get(
+                    tensors.dtype_name(name), SAFETENSORS_DTYPES[tensors.dtype_name(name)].itemsize
+                ),
+            )
             for name in tensors
         ]
     )
