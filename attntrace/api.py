@@ -445,6 +445,7 @@ def checked(
     """:func:`check` without its type checks, the arrays already read (from the file
     ``source``, if they were)."""
     from attntrace.checking.compare import check_arrays
+    from attntrace.checking.given import refuse_check_past_budget
     from attntrace.checking.layout import LAYOUTS
 
     if layout is not None and layout not in LAYOUTS:
@@ -466,6 +467,7 @@ def checked(
             )
         real_names = real_layer.CLI_NAMES if names is CLI_NAMES else real_layer.PYTHON_NAMES
         spec, tokens = real_layer.layer_spec(trained, sentence, layer or 0, head, real_names)
+        refuse_check_past_budget(given, spec, len(tokens), len(tokens))
         trace = trace_block(spec, tokens)
     else:
         if layer is not None:
@@ -483,6 +485,8 @@ def checked(
             edits=edits,
             names=names,
         )
+        keys = inputs.key_tokens or inputs.tokens
+        refuse_check_past_budget(given, inputs.spec, len(inputs.tokens), len(keys))
         spec, trace = inputs.spec, inputs.trace(context_given=context is not None, names=names)
     if head is not None and head >= spec.heads:
         raise InputError(

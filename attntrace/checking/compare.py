@@ -30,7 +30,7 @@ from attntrace.checking.report import (
     Region,
     StageResult,
 )
-from attntrace.checking.tolerance import Comparison, Tolerance, compare, tolerance_for
+from attntrace.checking.tolerance import Comparison, Tolerance, compare, matches, tolerance_for
 from attntrace.errors import InputError
 from attntrace.kernel.fields import shape_text
 from attntrace.kernel.ops import Matrix
@@ -336,7 +336,7 @@ class Check:
         got = spot.matrices[spot.indices.index(_index(head, kv_head))]
         result = compare(want, got, tolerance, masked=name == "masked")
         self.compared[(name, head, kv_head)] = (result, want, got)
-        nonfinite = int((result.wrong & ~(np.isfinite(want) & np.isfinite(got))).sum())
+        nonfinite = result.nonfinite_wrong
         return StageResult(
             name,
             head,
@@ -431,7 +431,7 @@ class Check:
             want = computed.matrix(name, spot.per, index)
             if want.shape != got.shape:
                 return False
-            if not compare(want, got, tolerance, masked=name == "masked").matches:
+            if not matches(want, got, tolerance, masked=name == "masked"):
                 return False
         return True
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from attntrace.checking.mistakes import Mistake, catalogue
 from attntrace.checking.recompute import Computed, recompute
 from attntrace.checking.report import Diagnosis
-from attntrace.checking.tolerance import compare
+from attntrace.checking.tolerance import matches
 from attntrace.kernel.spec import ModelSpec
 from attntrace.kernel.stage_names import ORDER
 
@@ -94,6 +94,6 @@ def _unchanged(check: Check, spot: Placed, computed: Computed) -> bool:
         )
         if pair[0].shape != pair[1].shape:
             return False
-        if not compare(*pair, tolerance, masked=name == "masked").matches:
+        if not matches(*pair, tolerance, masked=name == "masked"):
             return False
     return True

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from tokenize import TokenError
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +38,8 @@ from attntrace.arguments import wrong_type
 from attntrace.checking.given import DTYPES, GivenArray
 from attntrace.checking.nested_lists import nested_numbers
 from attntrace.errors import InputError, describe
-from attntrace.kernel.fields import shape_text
+from attntrace.kernel.budget import FLOAT, refuse_past_budget
+from attntrace.kernel.fields import counted, shape_text
 from attntrace.kernel.frozen import freeze
 from attntrace.kernel.reading import (
     MAX_MB_VARIABLE,
@@ -145,11 +146,29 @@ def _read_npz(path: Path) -> dict[str, GivenArray]:
         try:
             with zipfile.ZipFile(handle) as archive:
                 members = _npz_members(archive)
-                return {name: _npz_array(archive, info, name) for name, info in members}
+                headers = [(name, info, _npz_header(archive, info, name)) for name, info in members]
+                refuse_arrays_past_budget(
+                    [(math.prod(header.shape), header.dtype.itemsize) for _, _, header in headers]
+                )
+                return {
+                    name: _npz_array(archive, info, name, header) for name, info, header in headers
+                }
         except _UNPACK_ERRORS as error:  # garbled, cut short, encrypted, unknown packing
             raise InputError(
                 f"not a readable .npz file (a zip of .npy arrays): {_first_line(error)}"
             ) from None
+
+
+def refuse_arrays_past_budget(arrays: list[tuple[int, int]]) -> None:
+    """Refuse arrays of (numbers, bytes each as saved) that would not fit the memory
+    budget once widened to float64, counted from their headers before any is read: each
+    is held as float64, and the largest also as it was saved while it is widened."""
+    held = sum(count * FLOAT for count, _ in arrays)
+    saved = max((count * itemsize for count, itemsize in arrays), default=0)
+    refuse_past_budget(
+        f"reading {counted(len(arrays), 'array')}",
+        {"the arrays as float64": held, "the largest as saved, while widened": saved},
+    )
 
 
 def _npz_members(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
@@ -177,9 +196,20 @@ def _npz_members(archive: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo]]:
     return list(members.items())
 
 
-def _npz_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> GivenArray:
-    """One member, read by its ``.npy`` header once the header's shape and dtype are
-    checked: the numbers it declares must be in the member (whose size is bounded)."""
+class NpyHeader(NamedTuple):
+    """A member's checked ``.npy`` header: what to read, and where its numbers start."""
+
+    shape: tuple[int, ...]
+    fortran_order: bool
+    dtype: np.dtype[Any]
+    saved: str  # the dtype's name, one of DTYPES
+    offset: int
+
+
+def _npz_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> NpyHeader:
+    """One member's ``.npy`` header, checked (a float dtype, a shape of at least one
+    number, no more numbers than the member holds) before any of its numbers is read:
+    (shape, Fortran order, dtype, the dtype's name as saved, where the numbers start)."""
     with archive.open(info) as member:
         try:
             version = np.lib.format.read_magic(member)  # type: ignore[no-untyped-call, unused-ignore]
@@ -196,27 +226,38 @@ def _npz_array(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Gi
         except (ValueError, TypeError, SyntaxError, TokenError, RecursionError) as error:
             # numpy parses the header as a Python literal (ast), Python 2's via tokenize
             raise InputError(f"not a .npy array ({_header_problem(error)})", field=name) from None
-        if dtype.hasobject:  # np.load would need allow_pickle=True
-            raise InputError(
-                "an array of Python objects, which only pickle can load (a "
-                ".npz is never unpickled)",
-                field=name,
-                expected=FLOAT_ARRAY,
-                found="object",
-            )
-        saved = _float_dtype(dtype, name)
-        if any(length < 0 for length in shape):
-            raise InputError("a .npy header with a negative length", field=name, found=str(shape))
-        _check_shape(shape, name)
-        size = math.prod(shape) * dtype.itemsize
-        room = info.file_size - member.tell()  # what the zip says follows the header
-        if size > room:  # said plainly (read() would stop at the member's end anyway)
-            raise InputError(
-                "its header declares more numbers than the member holds",
-                field=name,
-                expected=f"at most {sized(room)}",
-                found=f"{shape_text(shape)} {dtype.name} ({sized(size)})",
-            )
+        offset = member.tell()
+    if dtype.hasobject:  # np.load would need allow_pickle=True
+        raise InputError(
+            "an array of Python objects, which only pickle can load (a .npz is never unpickled)",
+            field=name,
+            expected=FLOAT_ARRAY,
+            found="object",
+        )
+    saved = _float_dtype(dtype, name)
+    if any(length < 0 for length in shape):
+        raise InputError("a .npy header with a negative length", field=name, found=str(shape))
+    _check_shape(shape, name)
+    size = math.prod(shape) * dtype.itemsize
+    room = info.file_size - offset  # what the zip says follows the header
+    if size > room:  # said plainly (read() would stop at the member's end anyway)
+        raise InputError(
+            "its header declares more numbers than the member holds",
+            field=name,
+            expected=f"at most {sized(room)}",
+            found=f"{shape_text(shape)} {dtype.name} ({sized(size)})",
+        )
+    return NpyHeader(shape, fortran_order, dtype, saved, offset)
+
+
+def _npz_array(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, header: NpyHeader
+) -> GivenArray:
+    """One member's numbers, read by its checked header (:func:`_npz_header`)."""
+    shape, fortran_order, dtype, saved, offset = header
+    size = math.prod(shape) * dtype.itemsize
+    with archive.open(info) as member:
+        member.read(offset)  # the header again: a zip member reads forward only
         data = member.read(size)
     if len(data) < size:
         raise InputError(
@@ -289,12 +330,26 @@ def _binary(path: Path, holding: str) -> Iterator[BinaryIO]:
 
 
 def _read_safetensors(path: Path) -> dict[str, GivenArray]:
-    from attntrace.real.weights.safetensors import read_safetensors_with_dtypes
+    from attntrace.real.weights.safetensors import SAFETENSORS_DTYPES, SafetensorsFile
 
     with _binary(path, "a .safetensors file"):
-        pass  # a regular file, not empty, within the size limit: then mapped and read
-    tensors = read_safetensors_with_dtypes(path)
-    return {name: _given(name, array, dtype) for name, (array, dtype) in tensors.items()}
+        pass  # a regular file, not empty, within the size limit: then read
+    tensors = SafetensorsFile(path)
+    # a BF16 array is read as 2 bytes a number, then widened through 4 (float32)
+    widening = {"BF16": 6}
+    refuse_arrays_past_budget(
+        [
+            (
+                math.prod(tensors.shape(name)),
+                widening.get(
+                    tensors.dtype_name(name), SAFETENSORS_DTYPES[tensors.dtype_name(name)].itemsize
+                ),
+            )
+            for name in tensors
+        ]
+    )
+    # each array read and widened in turn: one array as saved is held at a time
+    return {name: _given(name, tensors[name], tensors.stored_dtype(name)) for name in tensors}
 
 
 # ---------------------------------------------------------------------------- .json

@@ -7,8 +7,11 @@ chunks, never past the size limit (:func:`max_file_bytes`), and decoded as it co
 byte (which no YAML or JSON text holds) or a byte that is not UTF-8 ends the reading at
 once. Nothing is opened in a way that can block: a FIFO is opened without waiting for a
 writer, and read once one has come (or refused when none comes within
-:data:`FIFO_WAIT_SECONDS`). Files that are memory-mapped (``.npy`` matrices, weight files)
-must be regular files (:func:`open_regular`); anything else is refused before it is read.
+:data:`FIFO_WAIT_SECONDS`). Files read to a size their header states (``.npy``
+matrices, weight files) must be regular files (:func:`open_regular`); anything else is
+refused before it is read. Those are read, not memory-mapped, where another process may
+shorten them (:func:`read_at`): a mapped page past a file's new end kills the process
+with SIGBUS, a read just comes back short, and a short read is one line.
 
 Every failure is an :class:`InputError` without a source: the caller names the file.
 """
@@ -24,7 +27,10 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
 
 from attntrace.environment import env_number
 from attntrace.errors import InputError
@@ -61,6 +67,8 @@ def sized(count: int, *, limit: bool = False) -> str:
     a MiB figure would read as 0.0 or 9.91821e-05."""
     if count < 2**16:
         return f"{count:,} bytes"
+    if count >= 2**1000:  # a header's lie (10**400 rows): past any float, and any file
+        return f"over 10^{int((count.bit_length() - 1) * 0.30103)} bytes"
     return f"{count / 2**20:g} MiB" if limit else f"{count / 2**20:.1f} MiB"
 
 
@@ -248,7 +256,7 @@ def _fifo_reader(fd: int) -> Callable[[int], bytes]:
     return read
 
 
-# ------------------------------------------------------------------ memory-mapped files
+# --------------------------------------------------------- files read to their stated size
 
 
 def open_regular(path: str | os.PathLike[str], holding: str) -> BinaryIO:
@@ -300,3 +308,37 @@ def naming(source: str, reading: str = "the file") -> Iterator[None]:
         raise InputError(
             f"cannot read {reading}: {error.strerror or error}", source=source
         ) from None
+
+
+READ_CHUNK_BYTES = 1 << 24  # a bounded read: 16 MiB at a time into the destination
+
+
+def read_at(file: BinaryIO, offset: int, into: memoryview) -> None:
+    """Fill ``into`` with the file's bytes from ``offset``, or say the file changed.
+
+    A file another process shortens (``np.save`` truncates before it writes) would kill
+    a process that maps it with SIGBUS; read, it comes back short, and that is an
+    :class:`InputError` (without a source: the caller names the file). The bytes go
+    straight into ``into`` (an array's memory), 16 MiB a read, never a second copy.
+    """
+    raw = open(file.fileno(), "rb", buffering=0, closefd=False)  # noqa: SIM115 (closefd)
+    total = len(into)
+    done = 0
+    with raw:
+        raw.seek(offset)
+        while done < total:
+            got = raw.readinto(into[done : min(total, done + READ_CHUNK_BYTES)])
+            if not got:
+                raise InputError(
+                    f"the file changed while it was read ({total:,} bytes from byte "
+                    f"{offset:,} were due, it ended after {done:,}: was it rewritten or "
+                    "shortened?)"
+                )
+            done += got
+
+
+def read_array(file: BinaryIO, offset: int, dtype: npt.DTypeLike, count: int) -> npt.NDArray[Any]:
+    """``count`` items of ``dtype`` read from ``offset`` into a new array (:func:`read_at`)."""
+    array = np.empty(count, dtype=dtype)
+    read_at(file, offset, array.view(np.uint8).reshape(-1).data)
+    return array

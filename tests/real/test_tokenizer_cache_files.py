@@ -119,6 +119,24 @@ def test_a_fifo_in_place_of_the_file_is_none_not_a_hang() -> None:
     assert load_tables("toy", SHA) is None
 
 
+def test_a_link_to_itself_is_none_then_replaced_by_a_good_file() -> None:
+    path = cache_file("toy", SHA)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(path)
+    assert load_tables("toy", SHA) is None
+    save_tables("toy", SHA, TABLES)
+    assert load_tables("toy", SHA) == TABLES
+
+
+def test_a_directory_in_place_of_the_file_is_none_and_saving_does_not_fail() -> None:
+    path = cache_file("toy", SHA)
+    path.mkdir(parents=True)
+    assert load_tables("toy", SHA) is None
+    save_tables("toy", SHA, TABLES)  # cannot replace a directory: skipped silently
+    assert load_tables("toy", SHA) is None
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
+
+
 def test_an_unwritable_cache_is_skipped_silently(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,7 +3,7 @@
 A GGUF tensor is stored in blocks of one ggml type: plain floats (a block is one
 weight) or a quantized layout (32 weights and their fp16 scale, or a 256-weight
 "k-quant" super-block of sub-block scales, as in ggml-common.h). Each reader
-dequantizes all blocks at once with numpy over a structured view of the memory map,
+dequantizes all blocks at once with numpy over a structured view of the bytes read,
 never a Python loop over blocks.
 
 Every reader computes what ggml's ``dequantize_row_*`` (ggml-quants.c) computes, in the

@@ -11,38 +11,46 @@ flat little-endian layout, readable in a page of code:
   relative to the data section;
 * the data section, at the next multiple of ``general.alignment`` (default 32).
 
-The file is memory-mapped once. The header is parsed when a :class:`GGUFFile` is made
-(the tokenizer's 49152-string arrays in a tight loop over the map: about 0.04 s); tensors
-are dequantized on request with numpy over all blocks at once (a structured dtype view of
-the map, no Python loop over blocks).
+The file is opened once and read, never memory-mapped: a mapped file that another
+process shortens kills the reader with SIGBUS, while a read comes back short and is one
+line ("the file changed while it was read"). The header is read into memory (its first
+8 MiB, more only where it runs longer; Gemma 3's is 6.5 MB) and parsed when a
+:class:`GGUFFile` is made (the tokenizer's 49152-string arrays in a tight loop: about
+0.04 s); a tensor's bytes are read when it is asked for and dequantized with numpy over
+all blocks at once (a structured dtype view of the bytes, no Python loop over blocks).
 
 A garbled or hostile file must end in one :class:`~attntrace.errors.InputError` line,
 never a traceback. The header is read by :mod:`attntrace.real.weights.gguf_header`, the tensor
-types by :mod:`attntrace.real.weights.ggml`; this module maps the file, places every tensor
+types by :mod:`attntrace.real.weights.ggml`; this module reads the file, places every tensor
 within it, and hands out tensors.
 """
 
 from __future__ import annotations
 
 import math
-import mmap
+import os
+import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.kernel.fields import counted
-from attntrace.kernel.reading import naming, open_regular
+from attntrace.kernel.reading import naming, open_regular, read_array
 from attntrace.real.text import first_overlap, shown
 from attntrace.real.weights.ggml import DEQUANTIZABLE, GGML_TYPES, READERS
-from attntrace.real.weights.gguf_header import DEFAULT_ALIGNMENT, Parser
+from attntrace.real.weights.gguf_header import DEFAULT_ALIGNMENT, BeyondBuffer, Parser
 from attntrace.visible import quoted
 
 __all__ = ["GGML_TYPES", "GGUFFile", "GGUFTensorInfo"]
+
+#: How much of the file is read for its header at first: more than any real model's
+#: header (Gemma 3's vocabulary makes 6.5 MB), so one read is the usual case.
+HEADER_READ_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -73,10 +81,11 @@ class GGUFTensorInfo:
 
 
 class GGUFFile:
-    """A GGUF file, memory-mapped: its metadata, tensor infos and dequantized tensors.
+    """A GGUF file, held open: its metadata, tensor infos and dequantized tensors.
 
-    The header is parsed and validated in the constructor (so a bad file fails at once,
-    with an :class:`InputError`); tensor data is read only by :meth:`tensor`.
+    The header is read, parsed and validated in the constructor (so a bad file fails at
+    once, with an :class:`InputError`); tensor data is read only by :meth:`tensor` and
+    :meth:`rows`, from the file opened then (a file renamed over it is not read).
     """
 
     path: Path
@@ -92,14 +101,15 @@ class GGUFFile:
         (bounds checked, not decoded) and left out of :attr:`metadata`."""
         self.path = Path(path)
         self._source = str(path)
-        self._map = _map_file(self.path, self._source)
-        parser = Parser(self._map, len(self._map), self._source, frozenset(skip))
-        self.version, self.metadata, infos, header_end = parser.parse()
+        self._file, size = _open_file(self.path, self._source)
+        weakref.finalize(self, self._file.close)
+        with naming(self._source):
+            self.version, self.metadata, infos, header_end = _parse(
+                self._file, size, self._source, frozenset(skip)
+            )
         self.alignment = alignment_of(self.metadata, self._source)
         self.data_offset = -(-header_end // self.alignment) * self.alignment
-        self._infos = place_tensors(
-            infos, self.data_offset, self.alignment, len(self._map), self._source
-        )
+        self._infos = place_tensors(infos, self.data_offset, self.alignment, size, self._source)
 
     @property
     def tensor_names(self) -> tuple[str, ...]:
@@ -122,7 +132,7 @@ class GGUFFile:
     def tensor(self, name: str) -> npt.NDArray[Any]:
         """Tensor ``name`` as float32, dequantized, in numpy shape (ggml dims reversed).
 
-        F32 tensors are read-only views of the file; every other type gives a new array.
+        The array is read-only (F32 ones are the bytes as read; the others dequantized).
         """
         info = self.tensor_info(name)
         reader = READERS.get(info.type_id)
@@ -137,9 +147,16 @@ class GGUFFile:
         block_size = GGML_TYPES[info.type_id][1]
         # A garbled scale (inf, NaN) gives NaN weights, as it would in llama.cpp: say so in
         # the values, not in RuntimeWarnings.
+        stored = self._read(info.offset, info.nbytes)
         with np.errstate(invalid="ignore", over="ignore"):
-            flat = reader(self._map, info.offset, info.n_elements // block_size)
+            flat = reader(stored, 0, info.n_elements // block_size)
+        flat.flags.writeable = False
         return flat.reshape(info.shape)
+
+    def _read(self, offset: int, nbytes: int) -> npt.NDArray[np.uint8]:
+        """``nbytes`` of the file from ``offset``; an InputError if it has been shortened."""
+        with naming(self._source):
+            return read_array(self._file, offset, np.uint8, nbytes)
 
     def rows(self, name: str, indices: Sequence[int]) -> npt.NDArray[Any]:
         """Rows ``indices`` of the 2-D tensor ``name`` as float32, dequantizing only them.
@@ -163,27 +180,43 @@ class GGUFFile:
                         expected=f"a row from 0 to {info.shape[0] - 1}",
                         found=str(row),
                     )
-                block = reader(self._map, info.offset + row * blocks * block_bytes, blocks)
-                out[i] = block.reshape(-1)
+                stored = self._read(info.offset + row * blocks * block_bytes, blocks * block_bytes)
+                out[i] = reader(stored, 0, blocks).reshape(-1)
         return out
 
     def __repr__(self) -> str:
         return f"GGUFFile({self._source!r}: v{self.version}, {len(self._infos)} tensors)"
 
 
-def _map_file(path: Path, source: str) -> mmap.mmap:
-    # a regular file only (it is mapped): a FIFO or a device is refused before a read
-    with naming(source), open_regular(path, "a GGUF weight file (it is memory-mapped)") as handle:
-        handle.seek(0, 2)
-        size = handle.tell()
-        if size < 24:
-            raise InputError(
-                "file too short for a GGUF header",
-                source=source,
-                expected="at least 24 bytes (magic, version, counts)",
-                found=counted(size, "byte"),
-            )
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+def _open_file(path: Path, source: str) -> tuple[BinaryIO, int]:
+    """The file, open, and its size: a regular file only (it is read to the sizes its
+    header states), so a FIFO or a device is refused before a read."""
+    with naming(source):
+        handle = open_regular(path, "a GGUF weight file")
+        size = os.fstat(handle.fileno()).st_size
+    if size < 24:
+        handle.close()
+        raise InputError(
+            "file too short for a GGUF header",
+            source=source,
+            expected="at least 24 bytes (magic, version, counts)",
+            found=counted(size, "byte"),
+        )
+    return handle, size
+
+
+def _parse(
+    file: BinaryIO, size: int, source: str, skip: frozenset[str]
+) -> tuple[int, dict[str, object], list[tuple[str, tuple[int, ...], int, int]], int]:
+    """The header, parsed from the file's first bytes: 8 MiB, or as many as it runs to
+    (each retry reads at least twice as much, so a long header costs a few reads)."""
+    length = min(size, HEADER_READ_BYTES)
+    while True:
+        buf = read_array(file, 0, np.uint8, length).tobytes()
+        try:
+            return Parser(buf, size, source, skip).parse()
+        except BeyondBuffer as short:
+            length = min(size, max(2 * length, short.needed))
 
 
 def alignment_of(metadata: dict[str, object], source: str) -> int:

@@ -8,7 +8,6 @@ The layout is in :mod:`attntrace.real.weights.gguf`'s docstring.
 
 from __future__ import annotations
 
-import mmap
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -58,11 +57,25 @@ _U32 = struct.Struct("<I").unpack_from
 _U64 = struct.Struct("<Q").unpack_from
 
 
+class BeyondBuffer(Exception):
+    """The header runs past the bytes read so far (not past the file): read ``needed``
+    bytes from the start, and parse again."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
 class Parser:
-    """A cursor over the header; every read is checked against the file's end first."""
+    """A cursor over the header; every read is checked against the file's end first.
+
+    ``buf`` holds the file's first bytes (the header, read, not mapped: a mapped file
+    another process shortens kills the reader with SIGBUS); ``end`` is the file's size.
+    A read within the file but past ``buf`` raises :class:`BeyondBuffer`.
+    """
 
     def __init__(
-        self, buf: mmap.mmap, end: int, source: str, skip: frozenset[str] = frozenset()
+        self, buf: bytes, end: int, source: str, skip: frozenset[str] = frozenset()
     ) -> None:
         self.buf = buf
         self.end = end
@@ -88,6 +101,8 @@ class Parser:
                 found=f"{self.end - start} left",
             )
         self.pos = start + n
+        if self.pos > len(self.buf):
+            raise BeyondBuffer(self.pos)
         return start
 
     def u32(self, what: str, field: str | None) -> int:
@@ -241,7 +256,10 @@ class Parser:
             return
         self.check_count(count, 8, "array length", key)
         buf, end, pos = self.buf, self.end, self.pos
+        held = len(buf)
         for index in range(count):
+            if held - pos < 8 and end - pos >= 8:
+                raise BeyondBuffer(pos + 8)
             if end - pos < 8 or (pos := pos + 8 + _U64(buf, pos)[0]) > end:
                 raise self.fail(
                     f"file ends inside string {index} of the array",
@@ -249,22 +267,29 @@ class Parser:
                     expected=f"{count} strings",
                     found=f"the file's end at offset {end}",
                 )
+        if pos > held:
+            raise BeyondBuffer(pos)
         self.pos = pos
 
     def string_array(self, count: int, key: str) -> list[object]:
         """``count`` strings: the tokenizer's vocabulary and merges, so kept tight."""
         buf, end, pos = self.buf, self.end, self.pos
+        held = len(buf)
         out: list[object] = [None] * count
         index = 0
         try:
             for index in range(count):
                 if end - pos < 8:
                     break
+                if held - pos < 8:
+                    raise BeyondBuffer(pos + 8)
                 length = _U64(buf, pos)[0]
                 pos += 8
                 stop = pos + length
                 if stop > end:
                     break
+                if stop > held:
+                    raise BeyondBuffer(stop)
                 out[index] = buf[pos:stop].decode("utf-8")
                 pos = stop
             else:

@@ -1,4 +1,4 @@
-"""Read a ``.safetensors`` file with numpy alone, memory-mapped.
+"""Read a ``.safetensors`` file with numpy alone, a tensor at a time.
 
 Why not the ``safetensors`` package: attntrace runs on numpy and the standard library, and
 the format is simple enough to read directly: an unsigned 64-bit little-endian header
@@ -6,10 +6,12 @@ length ``N``, ``N`` bytes of JSON ``{name: {dtype, shape, data_offsets: [begin, 
 "__metadata__": {...}}``, then the data buffer, every tensor row-major and little-endian
 at ``data_offsets`` (relative to the start of the buffer).
 
-The file is mapped once (``np.memmap``, read-only) and every tensor is a view of that map,
-so opening a 90 MB model costs a few milliseconds and pages are read only when touched.
-The views are read-only; copy one to change it. BF16 has no numpy dtype, so BF16 tensors
-are converted to float32 (a copy, bit-exact: a bfloat16 is the top half of a float32).
+The file is opened once and its header read and checked; a tensor is read (``pread``
+into its array, never a memory map: a mapped file another process shortens kills the
+reader with SIGBUS) when it is asked for, so opening a 90 MB model costs a few
+milliseconds and only the tensors a run uses are read. The arrays are read-only, as the
+views of the map they replace were. BF16 has no numpy dtype, so BF16 tensors are
+converted to float32 (bit-exact: a bfloat16 is the top half of a float32).
 
 A garbled or hostile file must end in one :class:`~attntrace.errors.InputError` line,
 never a traceback and never an allocation sized by a number the file merely claims:
@@ -23,6 +25,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -31,10 +35,15 @@ import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.kernel.fields import MAX_AXES, counted
-from attntrace.kernel.reading import naming, open_regular
+from attntrace.kernel.reading import naming, open_regular, read_array
 from attntrace.real.text import first_overlap, shown
 
-__all__ = ["SAFETENSORS_DTYPES", "read_safetensors", "read_safetensors_with_dtypes"]
+__all__ = [
+    "SAFETENSORS_DTYPES",
+    "SafetensorsFile",
+    "read_safetensors",
+    "read_safetensors_with_dtypes",
+]
 
 #: Safetensors dtype name -> numpy dtype of the stored bytes (little-endian). BF16 is stored
 #: as its raw 16 bits and widened to float32 after reading.
@@ -60,25 +69,107 @@ _MAX_HEADER_BYTES = 100_000_000
 _LENGTH_BYTES = 8
 
 
-def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
-    """Every tensor of the safetensors file at ``path``, by name, as read-only numpy views.
+def read_safetensors(path: Path) -> SafetensorsFile:
+    """Every tensor of the safetensors file at ``path``, by name, read when asked for.
 
     Shapes are as stored (row-major); dtypes are the stored ones except BF16, which comes
-    back as float32. ``__metadata__`` is validated (a mapping of strings) but not returned.
-    Raises :class:`InputError` for anything wrong with the file.
+    back as float32; each array is read-only. ``__metadata__`` is validated (a mapping of
+    strings) but not returned. Raises :class:`InputError` for anything wrong with the
+    file, its header at once, its data when a tensor is read.
     """
-    return {name: array for name, (array, _) in read_safetensors_with_dtypes(path).items()}
+    return SafetensorsFile(path)
 
 
 def read_safetensors_with_dtypes(path: Path) -> dict[str, tuple[npt.NDArray[Any], str]]:
-    """As :func:`read_safetensors`, each tensor with the name of the dtype it was stored
-    in: numpy's (``float16``, ``int64``, ``bool``), and ``bfloat16`` for BF16, which comes
-    back as float32. In the order of the data in the file (``attntrace check`` reports
-    a person's arrays in the order they were saved, and needs to know which were BF16:
-    their tolerance is wider).
+    """As :func:`read_safetensors`, every tensor read now, with the name of the dtype it
+    was stored in (:meth:`SafetensorsFile.stored_dtype`), in the order of the data in the
+    file."""
+    tensors = SafetensorsFile(path)
+    return {name: (tensors[name], tensors.stored_dtype(name)) for name in tensors}
+
+
+class SafetensorsFile(Mapping[str, npt.NDArray[Any]]):
+    """A safetensors file, held open: its header checked when it is made, each tensor
+    read from the file when it is asked for (``file[name]``, or :meth:`rows`).
+
+    Read, never mapped: a mapped file another process shortens kills the reader with
+    SIGBUS; a read that comes back short is one line ("the file changed while it was
+    read"). A tensor is read anew each time it is asked for (an embedding table's few
+    rows by :meth:`rows`), so nothing is held that a run does not use.
     """
-    source = str(path)
-    with _open(path, source) as handle:  # one handle: sized, read and mapped
+
+    def __init__(self, path: Path) -> None:
+        self._source = str(path)
+        self._file, size, header_len, raw = _open_and_read_header(path, self._source)
+        weakref.finalize(self, self._file.close)
+        header = _parse_header(raw, self._source)
+        self._data_start = _LENGTH_BYTES + header_len
+        entries = _check_entries(header, size - self._data_start, self._source)
+        # in the order of the data in the file
+        self._entries = {name: (dtype, shape, begin) for name, dtype, shape, begin in entries}
+
+    def __getitem__(self, name: str) -> npt.NDArray[Any]:
+        dtype_name, shape, begin = self._entries[name]
+        stored = SAFETENSORS_DTYPES[dtype_name]
+        with naming(self._source):
+            flat = read_array(self._file, self._data_start + begin, stored, math.prod(shape))
+        return _widened(flat, dtype_name).reshape(shape)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """Tensor ``name``'s shape, from the header (nothing read)."""
+        return self._entries[name][1]
+
+    def dtype_name(self, name: str) -> str:
+        """The dtype ``name`` is stored in, as the header names it (``F32``, ``BF16``)."""
+        return self._entries[name][0]
+
+    def stored_dtype(self, name: str) -> str:
+        """The dtype ``name`` was stored in: numpy's name (``float16``, ``int64``,
+        ``bool``), ``bfloat16`` for BF16 (which comes back as float32)."""
+        dtype_name = self._entries[name][0]
+        return "bfloat16" if dtype_name == "BF16" else SAFETENSORS_DTYPES[dtype_name].name
+
+    def rows(self, name: str, indices: Iterable[int]) -> npt.NDArray[Any]:
+        """Rows ``indices`` of the table ``name`` (the first axis), reading only them."""
+        dtype_name, shape, begin = self._entries[name]
+        stored = SAFETENSORS_DTYPES[dtype_name]
+        width = math.prod(shape[1:])
+        picked = []
+        for row in indices:
+            if not 0 <= row < shape[0]:
+                raise InputError(
+                    source=self._source,
+                    field=shown(name),
+                    expected=f"a row from 0 to {shape[0] - 1}",
+                    found=str(row),
+                )
+            at = self._data_start + begin + row * width * stored.itemsize
+            with naming(self._source):
+                picked.append(read_array(self._file, at, stored, width))
+        flat = np.concatenate(picked) if picked else np.empty(0, dtype=stored)
+        return _widened(flat, dtype_name).reshape(len(picked), *shape[1:])
+
+
+def _widened(flat: npt.NDArray[Any], dtype_name: str) -> npt.NDArray[Any]:
+    """The stored numbers as handed out, read-only: BF16 widened to float32, bit-exact
+    (a bfloat16 is the top half of a float32)."""
+    if dtype_name == "BF16":
+        flat = (flat.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    flat.flags.writeable = False
+    return flat
+
+
+def _open_and_read_header(path: Path, source: str) -> tuple[BinaryIO, int, int, bytes]:
+    """The file open, its size, its header's length and the header's bytes, each length
+    checked against the file before it is read."""
+    handle = _open(path, source)
+    try:
         size = os.fstat(handle.fileno()).st_size
         if size < _LENGTH_BYTES:
             raise InputError(
@@ -105,41 +196,19 @@ def read_safetensors_with_dtypes(path: Path) -> dict[str, tuple[npt.NDArray[Any]
                 expected=f"at most {_MAX_HEADER_BYTES} bytes",
                 found=str(header_len),
             )
-        raw = handle.read(header_len)
-        if len(raw) != header_len:  # the file shrank under us
-            raise InputError("file ends inside the header", source=source, field="header")
-
-        header = _parse_header(raw, source)
-        data_start = _LENGTH_BYTES + header_len
-        entries = _check_entries(header, size - data_start, source)
-        if not entries:
-            return {}
-        try:
-            mapped = np.memmap(handle, dtype=np.uint8, mode="r")
-        except (OSError, ValueError) as error:
-            raise InputError(f"cannot map the file: {error}", source=source) from None
-    if mapped.size != size:
-        raise InputError("file changed size while being read", source=source)
-
-    tensors: dict[str, tuple[npt.NDArray[Any], str]] = {}
-    for name, dtype_name, shape, begin in entries:
-        stored = SAFETENSORS_DTYPES[dtype_name]
-        view: npt.NDArray[Any] = np.ndarray(
-            shape=shape, dtype=stored, buffer=mapped, offset=data_start + begin
-        )
-        stored_name = stored.name
-        if dtype_name == "BF16":
-            view = (view.astype(np.uint32) << np.uint32(16)).view(np.float32)
-            stored_name = "bfloat16"
-        tensors[name] = (view, stored_name)
-    return tensors
+        with naming(source):
+            raw = read_array(handle, _LENGTH_BYTES, np.uint8, header_len).tobytes()
+    except BaseException:
+        handle.close()
+        raise
+    return handle, size, header_len, raw
 
 
 def _open(path: Path, source: str) -> BinaryIO:
-    """The file, if it is a regular one (it is mapped): a FIFO or a device is refused
-    before a read that could block or never end."""
+    """The file, if it is a regular one (it is read to the sizes its header states): a
+    FIFO or a device is refused before a read that could block or never end."""
     with naming(source):
-        return open_regular(path, "a .safetensors weight file (it is memory-mapped)")
+        return open_regular(path, "a .safetensors weight file")
 
 
 def _parse_header(raw: bytes, source: str) -> dict[str, Any]:
