@@ -10,23 +10,28 @@ whole where it can be written.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from helpers import invoke
 
 from attntrace.real.catalog import MINILM, remember_verified, verified_before
+from attntrace.real.layer import opened
 
 SHA = "ab" * 32
 
 
 @pytest.fixture
-def note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The note in a fresh cache; models opened earlier in this process are forgotten,
+    so that a run verifies its weights (and writes the note) as a new process would."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    opened.cache_clear()
     folder = tmp_path / "cache" / "attntrace"
     folder.mkdir(parents=True)
-    return folder / "verified.json"
+    yield folder / "verified.json"
+    opened.cache_clear()
 
 
 def _text(text: str) -> Callable[[Path], object]:
