@@ -451,8 +451,9 @@ REJECTED = [
         lambda path: with_npy_header(
             path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy", (100000, 100000)
         ),
-        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': mmap length is "
-        "greater than file size",
+        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': its header "
+        "declares 100000 × 100000 float64 (76293.9 MiB), more than the 100 bytes the file "
+        "holds after it",
     ),
     case(
         "npy-not-a-npy-file",
