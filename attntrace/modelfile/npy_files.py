@@ -244,7 +244,7 @@ def _read_header(handle: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype[Any]
             else npy_format.read_array_header_2_0
         )
         shape, fortran_order, dtype = read(handle)
-    return tuple(shape), bool(fortran_order), dtype
+    return tuple(int(length) for length in shape), bool(fortran_order), dtype
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -259,21 +259,39 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _bytes(count: int) -> str:
-    """``76,294 MiB``, or for a count past any memory, its digits (no float holds it)."""
-    return sized(count) if count < 2**80 else f"a number of bytes of {len(str(count))} digits"
+    """``76293.9 MiB``, or for a count past any memory its power of ten (``about
+    10**19 bytes``: no float holds 10**400, and MiB of 17 digits read as noise)."""
+    return sized(count) if count < 2**50 else f"about 10**{len(str(count)) - 1} bytes"
+
+
+# numpy's own words for a header it reads but refuses, passed on as they are
+_NUMPY_REASONS = (
+    "Header is not a dictionary",
+    "Header does not contain the correct keys",
+    "shape is not valid",
+    "fortran_order is not a valid bool",
+    "descr is not a valid dtype descriptor",
+    "Header info length",
+    "EOF",
+    "an unknown .npy version",
+    "it does not start as a .npy file does",
+)
+_NOT_A_DICTIONARY = "its header is not the Python dictionary a .npy header is"
 
 
 def _header_problem(error: BaseException) -> str:
-    """Why a header would not read, without the Python internals a garbled one brings
-    up (``malformed node or string ...: <ast.Name object at 0x7fa7...>``, a tokenizer's
-    tuple), numpy's reason otherwise, first line only."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    if (
-        not isinstance(error, ValueError)
-        or not text
-        or "malformed node" in text
-        or " object at 0x" in text
-        or "Cannot parse" in text
-    ):
-        return "its header is not the Python dictionary a .npy header is"
-    return text if len(text) <= 120 else text[:119] + "…"
+    """Why a header would not read: numpy's reason where it gave one of its own (first
+    line only, at most 120 characters), else what kind of wrong it is, without the
+    Python internals a garbled header brings up (``malformed node or string ...: <ast.Name
+    object at 0x7fa7...>``, a tokenizer's tuple, an unpacking's counts)."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    if isinstance(error, SyntaxError | TokenError | RecursionError | UnicodeDecodeError):
+        return _NOT_A_DICTIONARY
+    if isinstance(error, ValueError) and text.startswith(_NUMPY_REASONS):
+        if text.startswith("Header info length"):  # numpy's advice is about its own API
+            return "its header is over 10,000 characters (numpy's limit for a safe read)"
+        return text if len(text) <= 120 else text[:119] + "…"
+    if "Cannot parse" in text or "malformed node" in text:
+        return _NOT_A_DICTIONARY
+    return "its header does not describe an array numpy reads (descr, fortran_order, shape)"
