@@ -140,6 +140,17 @@ def model_from_document(
         raise error.with_source(where or None) from None
 
 
+def check_keys(document: Mapping[Any, Any], name: str = "model") -> None:
+    """Every key of a Python caller's model mapping a str, and of each mapping in it
+    (embeddings, weights, biases): another key is a :class:`TypeError`, the wrong Python
+    type, as for :class:`ModelSpec`'s keys (a parsed file's keys are always strings)."""
+    for key, value in document.items():
+        if not isinstance(key, str):
+            raise arguments.wrong_type(key, f"{name} keys", "str")
+        if isinstance(value, Mapping):
+            check_keys(value, f"{name}[{key!r}]")
+
+
 def edited_source(source: str | None, edits: Sequence[Edit]) -> str:
     """How errors name an edited model: the source and the paths edited (the first
     three), ``model.yaml (with --set WQ[0][1], causal)``, so a message about a value

@@ -62,6 +62,11 @@ def _not_utf_8(path: Path) -> None:
     )
 
 
+def _cut_in_the_magic(path: Path) -> None:
+    path.write_text(MODEL, encoding="utf-8")
+    (path.parent / "wq.npy").write_bytes(b"\x93NUMPY\x01")
+
+
 REJECTED = [
     # --- headers that are no Python dictionary (numpy's tokenizer, ast, decoding)
     case("unclosed-brace", with_header("{" + F8 + ", 'shape': (2, 2)"), NOT_A_DICT),
@@ -149,10 +154,7 @@ REJECTED = [
     # --- a header cut short
     case(
         "cut-in-the-magic",
-        lambda path: (
-            path.write_text(MODEL, encoding="utf-8"),
-            (path.parent / "wq.npy").write_bytes(b"\x93NUMPY\x01"),
-        ),
+        _cut_in_the_magic,
         NPY + "EOF: reading magic string, expected 8 bytes got 7",
     ),
 ]
