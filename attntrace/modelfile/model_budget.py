@@ -27,14 +27,17 @@ from attntrace.kernel.budget import FLOAT, refuse_past_budget
 from attntrace.kernel.fields import shape_text
 from attntrace.modelfile.npy_files import NpyHeader, NpyReader
 
-# What CPython takes for what parsing makes of the text, in bytes, measured (the
-# figures in docs/model-file.md#reading-limits): a number in a list (a float and its
-# pointer, with the room a list grows by), a list (its header and room for a few
-# items, appended one at a time), a mapping (a dict that records duplicate keys). An
-# upper bound: an int or a short string takes less than a float. YAML's parser holds
-# a node for each value as well (its marks, its tag), some 500 bytes.
-JSON_ITEM, JSON_LIST, JSON_MAPPING = 36, 96, 400
-YAML_ITEM = 500
+# What CPython takes for what parsing makes of the text, in bytes, by the punctuation
+# that marks it (measured with tracemalloc; tests/modelfile/test_model_budget.py holds
+# the estimate above what parsing allocates, for the costliest shapes of text): a comma
+# is one more value in a list (a float and its pointer, with the room a list grows
+# by), a colon one more entry in a mapping, a quote half a string, a bracket a list (its
+# header and room for a few items, appended one at a time), a brace a mapping (a dict
+# that records duplicate keys). An upper bound: an int or a short string takes less than
+# a float. YAML's parser holds a node for each value besides (its marks, its tag), some
+# 500 bytes, and a mapping's are dearer still.
+JSON_ITEM, JSON_ENTRY, JSON_QUOTE, JSON_LIST, JSON_MAPPING = 40, 80, 40, 104, 600
+YAML_ITEM, YAML_MAPPING = 500, 400
 
 # The matrix fields a model file may give as a .npy file (the embedding table's rows
 # are d_model long; a weight's rows are d_model; positions' rows too).
@@ -44,17 +47,19 @@ _WEIGHTS = ("WQ", "WK", "WV", "WO")
 def parsed_bytes(text: str, *, is_json: bool) -> int:
     """An upper bound of the memory parsing ``text`` takes, the text included."""
     if is_json:
-        items = text.count(",") + text.count(":")
         return (
             len(text)
-            + JSON_ITEM * items
+            + JSON_ITEM * text.count(",")
+            + JSON_ENTRY * text.count(":")
+            + JSON_QUOTE * text.count('"')
             + JSON_LIST * text.count("[")
             + JSON_MAPPING * text.count("{")
         )
     # a YAML value is separated from the next by a comma (flow), a new line (block),
     # a dash (a block sequence's item) or a colon (a mapping's value)
     items = sum(text.count(mark) for mark in (",", "\n", "-", ":", "[", "{"))
-    return len(text) + YAML_ITEM * (items + 1)
+    mappings = text.count(":") + text.count("{")
+    return len(text) + YAML_ITEM * (items + 1) + YAML_MAPPING * mappings
 
 
 def check_parse(text: str, *, is_json: bool) -> int:
