@@ -40,7 +40,7 @@ LOAD = (
     "model = load_model(sys.argv[1])\n"
     "print(f'{time.perf_counter() - start:.2f} {time.process_time() - cpu:.2f}')\n"
 )
-IMPORT = "from attntrace import load_model\n"
+IMPORT = "import numpy\nfrom attntrace.modelfile.model_file import load_model\n"
 
 
 def tall(path: Path, d_model: int) -> None:
