@@ -381,3 +381,24 @@ def test_within_the_budget_the_same_model_loads(tmp_path: Path) -> None:
     model = load_model(tmp_path / "model.yaml")
     np.testing.assert_array_equal(model.WQ, np.eye(64))
     np.testing.assert_array_equal(model.embeddings["t3"], np.eye(64)[3])
+
+
+def test_an_edit_into_a_npy_matrix_counts_the_matrix_and_its_copy_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--set WQ[0][0]=1`` into a 1000 × 1000 int8 file: its float64 (8 MB) and the
+    copy the edit is written into (8 MB more) are 15 MiB, over a budget of 8: refused
+    by the header, the numbers unread."""
+    monkeypatch.chdir(tmp_path)
+    Path("model.yaml").write_text(MODEL, encoding="utf-8")
+    np.save("wq.npy", np.zeros((1000, 1000), dtype=np.int8))
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "8")
+    monkeypatch.setattr(npy_files.NpyReader, "_numbers", _never_converted)
+    result = invoke(("cat", "--config", "model.yaml", "--set", "WQ[0][0]=1"))
+    figure = round(2 * 8 * 1000 * 1000 / 2**20)
+    assert result.stderr == (
+        "attntrace: error: model.yaml (with --set WQ[0][0]): editing weights.WQ would take "
+        f"about {figure} MiB (weights.WQ and its edited copy {figure} MiB), over the memory "
+        "budget of 8 MiB (shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)\n"
+    )
+    assert result.exit_code == 2
