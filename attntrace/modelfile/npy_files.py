@@ -86,6 +86,9 @@ class NpyReader:
     def __init__(self, folder: Path | None, source: str | None) -> None:
         self.folder = folder
         self.source = source
+        # the headers read before the numbers (by field): what the budget counted, which
+        # the file must still declare when its numbers are read
+        self.counted: dict[str, NpyHeader] = {}
 
     @staticmethod
     def names_file(value: Any) -> bool:
@@ -95,15 +98,26 @@ class NpyReader:
         """The checked header of the file ``name`` (the numbers are not read)."""
         path = self._path(name, field)
         with self._open(path, field) as handle:
-            return self._header(handle, path, field)
+            header = self._header(handle, path, field)
+        self.counted[field] = header
+        return header
 
     def load(self, name: str, field: str) -> Matrix:
         """The matrix of the file ``name``, read-only float64, its numbers all finite."""
         path = self._path(name, field)
         with self._open(path, field) as handle:
             header = self._header(handle, path, field)
+            if self.counted.get(field, header) != header:  # replaced since it was counted
+                raise self._changed(header, field, "its header is not the one read before")
             after_header(handle, header)
             return self._numbers(handle, header, field)
+
+    def _changed(self, header: NpyHeader, field: str, how: str) -> InputError:
+        return InputError(
+            f"the file changed while it was read ({how})",
+            source=self.source,
+            field=f"{field}: {header.path.name}",
+        )
 
     def _path(self, name: str, field: str) -> Path:
         if self.folder is None:
@@ -190,11 +204,7 @@ class NpyReader:
             count = min(per_chunk, flat.size - start)
             data = handle.read(count * header.dtype.itemsize)
             if len(data) < count * header.dtype.itemsize:
-                raise InputError(
-                    "the file changed while it was read (it is shorter than its header says)",
-                    source=self.source,
-                    field=f"{field}: {header.path.name}",
-                )
+                raise self._changed(header, field, "it is shorter than its header says")
             with np.errstate(all="ignore"):  # a longdouble past float64's range: inf
                 flat[start : start + count] = np.frombuffer(data, dtype=header.dtype)
             self._check_finite(flat[start : start + count], start, stored.shape, header, field)

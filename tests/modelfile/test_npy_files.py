@@ -402,3 +402,22 @@ def test_an_edit_into_a_npy_matrix_counts_the_matrix_and_its_copy_first(
         "budget of 8 MiB (shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)\n"
     )
     assert result.exit_code == 2
+
+
+def test_a_file_replaced_after_it_was_counted_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted by its header as 2 × 2, then replaced by a larger array before its
+    numbers are read: what the budget counted is no longer what would be read."""
+    monkeypatch.chdir(tmp_path)
+    Path("model.yaml").write_text(MODEL, encoding="utf-8")
+    np.save("wq.npy", np.eye(2))
+    reader = npy_files.NpyReader(Path(), "model.yaml")
+    assert reader.header("wq.npy", "weights.WQ").shape == (2, 2)
+    np.save("wq.npy", np.eye(3))
+    with pytest.raises(attntrace.InputError) as raised:
+        reader.load("wq.npy", "weights.WQ")
+    assert str(raised.value) == (
+        "model.yaml: weights.WQ: wq.npy: the file changed while it was read (its header is "
+        "not the one read before)"
+    )
