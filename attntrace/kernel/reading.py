@@ -7,8 +7,9 @@ chunks, never past the size limit (:func:`max_file_bytes`), and decoded as it co
 byte (which no YAML or JSON text holds) or a byte that is not UTF-8 ends the reading at
 once. Nothing is opened in a way that can block: a FIFO is opened without waiting for a
 writer, and read once one has come (or refused when none comes within
-:data:`FIFO_WAIT_SECONDS`). Files that are memory-mapped (``.npy`` matrices, weight files)
-must be regular files (:func:`open_regular`); anything else is refused before it is read.
+:data:`FIFO_WAIT_SECONDS`). Files that are memory-mapped (weight files) or read to the
+size their header states (``.npy`` matrices) must be regular files
+(:func:`open_regular`); anything else is refused before it is read.
 
 Every failure is an :class:`InputError` without a source: the caller names the file.
 """
