@@ -293,7 +293,7 @@ def choose_model(
     """The model named by one of ``model``, ``config`` and ``sample`` (else the worked
     example), with ``edits`` (``PATH=VALUE`` strings) made to it before it is checked."""
     from attntrace.modelfile.edits import parse_edit
-    from attntrace.modelfile.model_file import model_from_document, read_model
+    from attntrace.modelfile.model_file import check_keys, model_from_document, read_model
     from attntrace.modelfile.samples import DEFAULT_SAMPLE, fastest_twin, sample_path
 
     chosen = [
@@ -312,6 +312,7 @@ def choose_model(
         )
     parsed = [parse_edit(edit, flag=names.edits) for edit in edits]  # before any file is read
     if isinstance(model, Mapping):
+        check_keys(model)  # a TypeError, as the docstrings say of a wrong Python type
         return model_from_document(model, source="model", edits=parsed)
     if model is not None:
         return model

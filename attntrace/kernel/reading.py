@@ -262,7 +262,7 @@ def _fifo_reader(fd: int) -> Callable[[int], bytes]:
 def open_regular(path: str | os.PathLike[str], holding: str) -> BinaryIO:
     """``path`` opened to read, if it is a regular file; an :class:`InputError` if not.
 
-    For files that are memory-mapped or read to their stated size (``.npy`` matrices,
+    For files read to their stated size (``.npy`` matrices,
     weight files): a FIFO, a device or a directory is refused before any read, and the
     file is opened without waiting, so a FIFO with no writer cannot block. ``holding``
     names what the file should be, for the message. A file that cannot be opened is

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from attntrace.errors import InputError, describe
+from attntrace.kernel.budget import refuse_past_budget
 from attntrace.kernel.fields import counted, did_you_mean
 from attntrace.modelfile.edit_syntax import Step, path_end, path_steps, spelled, yaml_value
 from attntrace.modelfile.model_matrices import embeddings_table
@@ -182,6 +183,12 @@ class _Editor:
                 raise error.with_source(self.arrays.source) from None
             holder.pop("vocabulary", None)
             return dict(table)
+        # the matrix and the copy the edit is written into, counted by the file's header
+        held = 2 * self.arrays.header(name, where).held_bytes
+        try:
+            refuse_past_budget(f"editing {where}", {f"{where} and its edited copy": held})
+        except InputError as error:
+            raise error.with_source(self.arrays.source) from None
         return self.arrays.load(name, where)
 
     def _into_array(self, holder: Any, key: Step, array: Any, edit: Edit, first: int) -> bool:

@@ -22,6 +22,7 @@ from attntrace.kernel import fields
 from attntrace.kernel.reading import read_stdin, read_text
 from attntrace.kernel.spec import ROPE_PAIRINGS, Matrix, ModelSpec
 from attntrace.modelfile.edits import Edit, apply_edits
+from attntrace.modelfile.model_budget import check_matrices, check_parse
 from attntrace.modelfile.model_matrices import (
     bias_vectors,
     embeddings_table,
@@ -80,10 +81,14 @@ def read_model(
     source = source or str(path)
     try:
         text = read_text(Path(path))
+        parsed = check_parse(text, is_json=_is_json(Path(path)))
         document = parse_document(text, source, is_json=_is_json(Path(path)))
     except InputError as error:
         raise error.with_source(source) from None
-    return model_from_document(document, source, folder=Path(path).parent, edits=edits)
+    del text  # only the parsed document is held while its matrices are converted
+    return model_from_document(
+        document, source, folder=Path(path).parent, edits=edits, parsed=parsed
+    )
 
 
 def load_model_stdin(*, edits: Sequence[Edit] = ()) -> ModelSpec:
@@ -96,10 +101,13 @@ def load_model_stdin(*, edits: Sequence[Edit] = ()) -> ModelSpec:
     source = "stdin"
     try:
         text = read_stdin()
-        document = parse_document(text, source, is_json=re.match(r"\s*\{", text) is not None)
+        is_json = re.match(r"\s*\{", text) is not None
+        parsed = check_parse(text, is_json=is_json)
+        document = parse_document(text, source, is_json=is_json)
     except InputError as error:
         raise error.with_source(source) from None
-    return model_from_document(document, source, folder=Path(), edits=edits)
+    del text
+    return model_from_document(document, source, folder=Path(), edits=edits, parsed=parsed)
 
 
 def _is_json(path: Path) -> bool:
@@ -112,6 +120,7 @@ def model_from_document(
     *,
     folder: Path | None = None,
     edits: Sequence[Edit] = (),
+    parsed: int = 0,
 ) -> ModelSpec:
     """Check a parsed document against docs/model-file.md and build the :class:`ModelSpec`.
 
@@ -119,14 +128,27 @@ def model_from_document(
     of a ``.npy`` file, relative to ``folder`` (the model file's own folder). ``edits``
     are made to the document first (the one given is left as it was); then every error,
     and the spec, name the source as edited: ``model.yaml (with --set WQ[0][1])``.
+    ``parsed``: the bytes the parsed document takes (:mod:`.model_budget`), counted
+    with the matrices against the memory budget.
     """
     where = edited_source(source, edits) if edits else source
     arrays = NpyReader(folder, where)
     document = apply_edits(document, edits, arrays)
     try:
-        return _model(document, where, arrays, named=source)
+        return _model(document, where, arrays, named=source, parsed=parsed)
     except InputError as error:  # every check's error, located in the file
         raise error.with_source(where or None) from None
+
+
+def check_keys(document: Mapping[Any, Any], name: str = "model") -> None:
+    """Every key of a Python caller's model mapping a str, and of each mapping in it
+    (embeddings, weights, biases): another key is a :class:`TypeError`, the wrong Python
+    type, as for :class:`ModelSpec`'s keys (a parsed file's keys are always strings)."""
+    for key, value in document.items():
+        if not isinstance(key, str):
+            raise arguments.wrong_type(key, f"{name} keys", "str")
+        if isinstance(value, Mapping):
+            check_keys(value, f"{name}[{key!r}]")
 
 
 def edited_source(source: str | None, edits: Sequence[Edit]) -> str:
@@ -138,7 +160,9 @@ def edited_source(source: str | None, edits: Sequence[Edit]) -> str:
     return f"{source} ({edited})" if source else edited
 
 
-def _model(document: Any, source: str | None, arrays: NpyReader, *, named: str | None) -> ModelSpec:
+def _model(
+    document: Any, source: str | None, arrays: NpyReader, *, named: str | None, parsed: int
+) -> ModelSpec:
     document = fields.mapping(
         document, None, "a mapping of model fields at the top level (embeddings, weights, ...)"
     )
@@ -147,6 +171,7 @@ def _model(document: Any, source: str | None, arrays: NpyReader, *, named: str |
         document, KNOWN_FIELDS, None, noun="field", listing="known fields", every=True
     )
     fields.required_keys(document, REQUIRED_FIELDS, None, noun="field")
+    check_matrices(document, arrays, parsed)  # .npy headers and the budget, before converting
 
     embeddings = embeddings_table(document["embeddings"], document.get("vocabulary"), arrays)
     weights = weight_matrices(document["weights"], arrays)

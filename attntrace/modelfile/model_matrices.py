@@ -9,6 +9,7 @@ callers too; here a matrix only has to be one (rows of one length, finite number
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,6 +73,10 @@ def embeddings_table(value: Any, vocabulary: Any, arrays: NpyReader) -> dict[str
             found=describe(vocabulary),
         )
     value = _mapping(value, "embeddings", "a non-empty mapping of token -> vector")
+    if all(type(token) is str and fields.is_token(token) for token in value):
+        rows = _plain_rows(list(value.values()))  # one table, frozen once
+        if rows is not None:
+            return dict(zip(value, rows, strict=True))
     table: dict[str, Matrix] = {}
     first_token: str | None = None
     for token, given in value.items():
@@ -133,7 +138,8 @@ def vector(value: Any, field: str) -> Matrix:
         if checked is not None:
             return checked
         value = value.tolist()
-    return freeze(np.array(fields.numbers(value, field), dtype=np.float64), finite=True)
+    row: Matrix = _stacked([value], field, row_fields=False)[0]
+    return row
 
 
 def matrix(value: Any, field: str) -> Matrix:
@@ -143,21 +149,67 @@ def matrix(value: Any, field: str) -> Matrix:
         if checked is not None:
             return checked
         value = value.tolist()
-    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(map(isinstance, value, itertools.repeat(list)))
+    ):
         raise InputError(
             field=field,
             expected="a matrix (a non-empty list of rows, each a list of numbers)",
             found=describe(value),
         )
-    rows = [vector(row, f"{field}[{i}]") for i, row in enumerate(value)]
-    for i, row in enumerate(rows):
-        if len(row) != len(rows[0]):
+    return _stacked(value, field, row_fields=True)
+
+
+# What a parsed number is (a bool, a numpy scalar, a LongInteger are not: their rows go
+# the slow way, which says what is wrong with them).
+_PLAIN_NUMBERS = frozenset((float, int))
+
+
+def _stacked(rows: list[Any], field: str, *, row_fields: bool) -> Matrix:
+    """``rows`` (lists of numbers) as one frozen float64 matrix, in time linear in the
+    numbers: one pass over their types, one conversion by numpy, one check of them all
+    for NaN and infinity, one freeze. Anything else (a ragged row, a string, a bool, a
+    NaN) goes the row-by-row way, which names the first wrong number at its field path.
+    ``row_fields``: ``field[i]`` is row i's path (a matrix's), else ``field`` is (a
+    vector's, given as the one row)."""
+    fast = _plain_rows(rows)
+    return fast if fast is not None else _stacked_slowly(rows, field, row_fields=row_fields)
+
+
+def _plain_rows(rows: list[Any]) -> Matrix | None:
+    """``rows`` as one frozen float64 matrix where they are non-empty lists of one
+    length of plain finite numbers (the common case, checked at C speed); else None."""
+    width = len(rows[0]) if rows and isinstance(rows[0], list) else 0
+    if not width or set(map(type, rows)) != {list} or set(map(len, rows)) != {width}:
+        return None
+    flat = list(itertools.chain.from_iterable(rows))
+    if not set(map(type, flat)) <= _PLAIN_NUMBERS:
+        return None
+    try:
+        array = np.array(flat, dtype=np.float64)
+    except OverflowError:  # an integer past float64: said the slow way
+        return None
+    del flat
+    if not np.isfinite(array).all():
+        return None
+    return freeze(array.reshape(len(rows), width), finite=True)
+
+
+def _stacked_slowly(rows: list[Any], field: str, *, row_fields: bool) -> Matrix:
+    """:func:`_stacked` row by row: the first wrong number, then the first row of
+    another length, an error; numbers of other types (numpy's) converted one by one."""
+    paths = [f"{field}[{i}]" for i in range(len(rows))] if row_fields else [field]
+    checked = [fields.numbers(row, path) for row, path in zip(rows, paths, strict=True)]
+    for numbers, path in zip(checked, paths, strict=True):
+        if len(numbers) != len(checked[0]):
             raise InputError(
-                field=f"{field}[{i}]",
-                expected=f"{len(rows[0])} numbers like row 0 (rows of a matrix have one length)",
-                found=describe(len(row)),
+                field=path,
+                expected=f"{len(checked[0])} numbers like row 0 (rows of a matrix have one length)",
+                found=describe(len(numbers)),
             )
-    return freeze(np.stack(rows), finite=True)
+    return freeze(np.array(checked, dtype=np.float64), finite=True)
 
 
 # The dtypes whose numbers float64 holds exactly (a longdouble's may not: it goes by lists).

@@ -540,3 +540,35 @@ def test_the_real_layer_functions_check_their_arguments(
         call()
     assert type(caught.value) is kind, f"{what}: {caught.value!r}"
     assert one_line(caught.value) == message
+
+
+# ------------------------------------------------- keys of a model mapping (issue 29)
+
+_W = {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[0, 1], [1, 0]]}
+_EMB = {"cat": [1, 2]}
+
+NON_STRING_KEYS: list[tuple[dict[Any, Any], str]] = [
+    ({"embeddings": {1: [1, 2]}, "weights": _W}, "model['embeddings'] keys must be str, got int"),
+    (
+        {"embeddings": _EMB, "weights": {**_W, 1: [[1, 0]]}},
+        "model['weights'] keys must be str, got int",
+    ),
+    (
+        {"embeddings": _EMB, "weights": _W, "biases": {b"bQ": [1, 2]}},
+        "model['biases'] keys must be str, got bytes",
+    ),
+    ({"embeddings": _EMB, "weights": _W, 1: 2}, "model keys must be str, got int"),
+    ({"embeddings": _EMB, "weights": _W, ("a",): 2}, "model keys must be str, got tuple"),
+    ({"embeddings": _EMB, "weights": _W, None: 2}, "model keys must be str, got NoneType"),
+]
+
+
+@pytest.mark.parametrize(("model", "message"), NON_STRING_KEYS)
+def test_a_model_mapping_with_a_key_that_is_no_str_is_a_type_error(
+    model: dict[Any, Any], message: str
+) -> None:
+    """Was an AttributeError from inside the checks ('int' object has no attribute
+    'split'); the docstring promises a TypeError for a wrong Python type."""
+    with pytest.raises(TypeError) as raised:
+        trace_attention("cat", model=model)
+    assert str(raised.value) == message

@@ -129,7 +129,7 @@ REJECTED = [
         "npy-fifo",
         lambda path: with_fifo(path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy"),
         "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': a named pipe "
-        "(FIFO), not a regular file (.npy files are memory-mapped)",
+        "(FIFO), not a regular file",
     ),
     case(
         "npy-character-device",
@@ -137,7 +137,7 @@ REJECTED = [
             path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy", "/dev/zero"
         ),
         "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': a character "
-        "device, not a regular file (.npy files are memory-mapped)",
+        "device, not a regular file",
     ),
     # --- stdin: --config - (a model) and render - (a trace), read as bytes
     case(

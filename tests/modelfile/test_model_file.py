@@ -451,8 +451,9 @@ REJECTED = [
         lambda path: with_npy_header(
             path, EMB + "weights:\n  WQ: wq.npy\n" + WK + WV, "wq.npy", (100000, 100000)
         ),
-        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': mmap length is "
-        "greater than file size",
+        "model.yaml: weights.WQ: expected a .npy array file, got 'wq.npy': its header "
+        "declares 100000 × 100000 float64 (76293.9 MiB), more than the 100 bytes the file "
+        "holds after it",
     ),
     case(
         "npy-not-a-npy-file",
@@ -790,3 +791,20 @@ def test_accepted_input_traces(
         stage = trace["stages"][0]
         assert stage["name"] == "X"
         assert stage["data"] == x
+
+
+NUMBER_WORDS = {20: "Twenty", 21: "Twenty-one", 22: "Twenty-two", 23: "Twenty-three"}
+NUMBER_WORDS |= {24: "Twenty-four", 25: "Twenty-five", 26: "Twenty-six", 27: "Twenty-seven"}
+
+
+def test_the_docs_count_and_list_the_fields_the_reader_knows() -> None:
+    """docs/model-file.md's fields table names each field the reader knows, once, and
+    the sentence above it counts them (it said fourteen when there were 24: issue 29)."""
+    from attntrace.modelfile.model_file import KNOWN_FIELDS
+
+    text = (Path(__file__).parents[2] / "docs" / "model-file.md").read_text(encoding="utf-8")
+    section = text.split("\n## Fields\n", 1)[1].split("\n## ", 1)[0]
+    table = [line for line in section.splitlines() if line.startswith("| `")]
+    named = [name.strip().strip("`") for line in table for name in line.split("|")[1].split(",")]
+    assert sorted(named) == sorted(KNOWN_FIELDS)
+    assert f"\n{NUMBER_WORDS[len(KNOWN_FIELDS)]} top-level fields " in section
