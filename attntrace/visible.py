@@ -32,6 +32,8 @@ def visible(text: str, limit: int | None = None) -> str:
     Longer than ``limit`` characters (once escaped), it is cut and ends with ``…``, so a
     5 MB name never fills the screen; an escape is never cut in two.
     """
+    if text.isascii() and text.isprintable() and (limit is None or len(text) <= limit):
+        return text  # the common case, at C speed: a million labels d0, d1, ... of a wide model
     head = text if limit is None else text[: limit + 1]  # escapes only lengthen
     pieces = [_shown(ch, at_start=index == 0) for index, ch in enumerate(head)]
     if limit is None or (len(text) <= limit and sum(map(len, pieces)) <= limit):
@@ -101,6 +103,8 @@ def lookalikes(texts: list[str], candidates: tuple[str, ...]) -> dict[str, str]:
 
 def folded(text: str) -> str:
     """NFKC (é either way, ｃ as c, ﬁ as fi), without the format characters nobody sees."""
+    if text.isascii():  # NFKC keeps ASCII as it is, and it holds no format character
+        return text
     kept = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     return unicodedata.normalize("NFKC", kept)
 

@@ -91,7 +91,9 @@ class StageTable:
         stage, precision = self.stage, self.view.precision
         row_labels = unique_labels(stage.rows)
         col_labels = unique_labels(stage.cols)
-        label_width = max(cell_len(label) for label in row_labels)
+        rows = visible_indices(len(row_labels), self.view.max_rows)
+        # the labels of the rows shown: a tall matrix's million others take no room
+        label_width = max(cell_len(CUT if i is None else row_labels[i]) for i in rows)
         n_cols = len(col_labels)
         # Each column costs its width + 3 (the gap), so at most width // 4 can ever show,
         # from the two ends: only those columns are measured (a 768-wide X: 20 of them).
@@ -115,7 +117,6 @@ class StageTable:
             # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
             widest_first = sorted(widths.values(), reverse=True)
             fits = max(1, columns_that_fit(widest_first, budget - (1 + COLUMN_GAP)))
-        rows = visible_indices(len(row_labels), self.view.max_rows)
         grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
         # The budget is an estimate from each column's extremes; where the drawn table
         # is still too wide, drop a column until it fits (or one is left).
