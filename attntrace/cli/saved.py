@@ -33,7 +33,9 @@ def save_page(target: Path | None, page: Callable[[], str]) -> None:
     a page too big is exit 2, one that cannot be written exit 1."""
     if target is None:
         return
-    with bad_input_fails():
+    from attntrace.kernel import progress
+
+    with bad_input_fails(), progress.task(f"building {target.name}"):
         text = page()
     save_text(target, text)
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.forward.weight_stages import weight_stages
-from attntrace.kernel import masks, ops
+from attntrace.kernel import masks, ops, progress
 from attntrace.kernel.budget import check_trace_size
 from attntrace.kernel.frozen import computed
 from attntrace.kernel.labels import dims
@@ -182,7 +182,11 @@ def computed_block(
             key_tokens,
             mask,
         )
-        outputs = [_head(model, info, h, rows, record, calc) for h in range(model.heads)]
+        outputs = []
+        with progress.task(f"tracing {model.name}", model.heads, "heads") as tracing:
+            for h in range(model.heads):
+                outputs.append(_head(model, info, h, rows, record, calc))
+                tracing.advance()
         block = outputs[0]
         if model.heads > 1:
             # [n, d_v] x heads -> [n, heads·d_v]

@@ -64,9 +64,15 @@ def task(description: str, total: int | None = None, unit: str = "") -> Iterator
         listener.finished(key)
 
 
+def listener() -> Listener | None:
+    """Who listens now (None: nobody)."""
+    return _listener.get()
+
+
 @contextmanager
-def reporting_to(listener: Listener) -> Iterator[None]:
-    """Send the reports of the work inside (in this thread or context) to ``listener``."""
+def reporting_to(listener: Listener | None) -> Iterator[None]:
+    """Send the reports of the work inside (in this thread or context) to ``listener``
+    (None: to nobody, for work whose caller shows its progress its own way)."""
     token = _listener.set(listener)
     try:
         yield

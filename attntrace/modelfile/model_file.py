@@ -18,7 +18,7 @@ from typing import Any
 
 from attntrace import arguments
 from attntrace.errors import InputError, describe
-from attntrace.kernel import fields
+from attntrace.kernel import fields, progress
 from attntrace.kernel.reading import read_stdin, read_text
 from attntrace.kernel.spec import ROPE_PAIRINGS, Matrix, ModelSpec
 from attntrace.modelfile.edits import Edit, apply_edits
@@ -78,12 +78,13 @@ def read_model(
     """:func:`load_model` without its argument checks, and with ``edits`` (``--set``)
     made to the parsed file before it is validated (:mod:`attntrace.modelfile.edits`)."""
     source = source or str(path)
-    try:
-        text = read_text(Path(path))
-        document = parse_document(text, source, is_json=_is_json(Path(path)))
-    except InputError as error:
-        raise error.with_source(source) from None
-    return model_from_document(document, source, folder=Path(path).parent, edits=edits)
+    with progress.task(f"reading {source}"):  # a big file takes seconds to read
+        try:
+            text = read_text(Path(path))
+            document = parse_document(text, source, is_json=_is_json(Path(path)))
+        except InputError as error:
+            raise error.with_source(source) from None
+        return model_from_document(document, source, folder=Path(path).parent, edits=edits)
 
 
 def load_model_stdin(*, edits: Sequence[Edit] = ()) -> ModelSpec:
