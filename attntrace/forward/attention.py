@@ -123,6 +123,7 @@ class _Recorder:
             _require_finite(where, data, rows, cols, masked_allowed=name == "masked")
         data = computed(data)  # read-only from here on: a trace is a record
         self.stages.append(Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head))
+        progress.beat()  # a long sentence's head takes seconds: its stages say it is at work
         return data
 
 

@@ -78,12 +78,15 @@ def read_model(
     """:func:`load_model` without its argument checks, and with ``edits`` (``--set``)
     made to the parsed file before it is validated (:mod:`attntrace.modelfile.edits`)."""
     source = source or str(path)
-    with progress.task(f"reading {source}"):  # a big file takes seconds to read
+    # a big file takes seconds to read and to check: two tasks, so that a display due
+    # after the first is drawn as the second starts
+    with progress.task(f"reading {source}"):
         try:
             text = read_text(Path(path))
             document = parse_document(text, source, is_json=_is_json(Path(path)))
         except InputError as error:
             raise error.with_source(source) from None
+    with progress.task(f"checking {source}"):
         return model_from_document(document, source, folder=Path(path).parent, edits=edits)
 
 

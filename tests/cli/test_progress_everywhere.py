@@ -60,7 +60,13 @@ def commands(files: dict[str, Path]) -> dict[str, tuple[list[str], list[str]]]:
     return {
         "decode a model file": (
             ["decode", "--config", model, "--json"],
-            [f"reading {model}", "decoding tiny", "4/4 tokens", "writing the JSON"],
+            [
+                f"reading {model}",
+                f"checking {model}",
+                "decoding tiny",
+                "4/4 tokens",
+                "writing the JSON",
+            ],
         ),
         "decode's tables into a file": (
             ["decode", "--config", model],

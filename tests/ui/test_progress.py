@@ -277,7 +277,14 @@ def test_a_forward_pass_reports_each_layer() -> None:
     model = open_model("minilm")
     with progress.reporting_to(notes):
         model.layer_input(model.tokenizer.encode("cat"), 2)
-    assert notes.events == [
+    # each layer's attention beats as it goes (progress.beat: the count unchanged)
+    counted, last = [], 0  # a task starts at 0
+    for event in notes.events:
+        if event[0] != "advanced" or event[2] != last:
+            counted.append(event)
+        last = event[2] if event[0] == "advanced" else last
+    assert len(counted) < len(notes.events)  # there were beats, so the filter matters
+    assert counted == [
         ("started", "minilm up to layer 2", 2, "layers"),
         ("advanced", 1, 1),
         ("advanced", 1, 2),
@@ -335,6 +342,51 @@ def test_nothing_is_drawn_before_the_delay_and_all_of_it_after(patched_display: 
             assert "90/90 MB" in frame
             assert "2/5 layers" in frame
     assert not display.shown
+
+
+def test_a_beat_draws_a_display_due_in_the_middle_of_one_long_step(
+    patched_display: Any,
+) -> None:
+    # one head of a long sentence: one step of seconds, whose stages beat (issue 29)
+    from attntrace.ui.progress import StderrProgress
+
+    make, outputs = patched_display
+    make(80)
+    clock = Clock()
+    with (
+        StderrProgress(1.0, clock) as display,
+        progress.reporting_to(display),
+        progress.task("tracing big", 1, "heads"),
+    ):
+        clock.now += 0.5
+        progress.beat()
+        assert not display.shown  # within the delay
+        clock.now += 0.6
+        progress.beat()
+        assert display.shown  # past it: drawn at the beat, not at the end
+        assert "0/1 heads" in ESCAPE.sub("", outputs[0].getvalue())
+    progress.beat()  # nobody listens, no task runs: nothing happens
+
+
+def test_a_trace_beats_at_each_stage_and_counts_its_heads() -> None:
+    from attntrace.forward.attention import trace_block
+    from attntrace.modelfile.model_file import load_model
+    from attntrace.modelfile.samples import sample_path
+
+    model = load_model(sample_path("two-heads"))
+    notes = Notes()
+    with progress.reporting_to(notes):
+        trace = trace_block(model, ["cat", "eats", "fish"])
+    started = [event for event in notes.events if event[0] == "started"]
+    assert started == [("started", f"tracing {model.name}", 2, "heads")]
+    counts = [event[2] for event in notes.events if event[0] == "advanced"]
+    assert counts[-1] == 2  # both heads
+    # at least a beat for each stage of a head (its attention's steps beat too), made
+    # while the heads are counted
+    per_head = len([stage for stage in trace.stages if stage.head == 0])
+    assert counts.index(1) >= per_head  # head 0 beat before it was counted
+    assert len(counts) - counts.index(1) - 1 >= per_head  # head 1 too, counted after
+    assert counts == sorted(counts)
 
 
 def test_the_display_is_erased_whenever_no_work_runs(patched_display: Any) -> None:
