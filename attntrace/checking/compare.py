@@ -32,6 +32,7 @@ from attntrace.checking.report import (
 )
 from attntrace.checking.tolerance import Comparison, Tolerance, compare, matches, tolerance_for
 from attntrace.errors import InputError
+from attntrace.kernel import progress
 from attntrace.kernel.fields import shape_text
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import ModelSpec
@@ -83,6 +84,20 @@ def check_arrays(
     numbers (or shape) differ is a result, not an error. ``layout`` is one of
     :data:`~attntrace.checking.layout.LAYOUTS` or None (the caller checks it).
     """
+    with progress.task(f"checking against {trace.model.name}"):
+        return _checked(model, trace, given, head, rtol, atol, layout)
+
+
+def _checked(
+    model: ModelSpec,
+    trace: Trace,
+    given: Mapping[str, GivenArray],
+    head: int | None,
+    rtol: float | None,
+    atol: float | None,
+    layout: str | None,
+) -> CheckReport:
+    """:func:`check_arrays`' work, reported as one step."""
     expected = _expected(trace, head)
     check = Check(trace, expected, head, layout, rtol, atol)
     named = _named(given, expected, trace.model.name, cut=head is not None)

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attntrace import arguments
+from attntrace.kernel import progress
 from attntrace.kernel.stage_names import ORDER
 from attntrace.kernel.trace import ModelInfo, Stage, Trace
 
@@ -240,15 +241,17 @@ def _compare_all(
     if by_stage:
         order.sort(key=computation_order)  # stable: within a rank, the traces' order
     result = []
-    for key in order:
-        name, head, _, _ = key
-        left, right = in_a.get(key), in_b.get(key)
-        if right is None:
-            result.append(StageDiff(name, head, ONLY_IN_A, left, None))
-        elif left is None:
-            result.append(StageDiff(name, head, ONLY_IN_B, None, right))
-        else:
-            result.append(compare_stages(left, right))
+    with progress.task("comparing the stages", len(order), "stages") as comparing:
+        for key in order:
+            name, head, _, _ = key
+            left, right = in_a.get(key), in_b.get(key)
+            if right is None:
+                result.append(StageDiff(name, head, ONLY_IN_A, left, None))
+            elif left is None:
+                result.append(StageDiff(name, head, ONLY_IN_B, None, right))
+            else:
+                result.append(compare_stages(left, right))
+            comparing.advance()
     return tuple(result)
 
 

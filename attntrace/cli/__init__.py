@@ -48,7 +48,7 @@ from attntrace.cli.process import (
     stdout_is_devnull,
     streams_open,
 )
-from attntrace.cli.progress import progress_after
+from attntrace.cli.progress import environment_checked, progress_shown
 from attntrace.environment import one_blas_thread
 
 app = typer.Typer(
@@ -69,6 +69,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    context: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -77,8 +78,10 @@ def _main(
     """attntrace: softmax(Q·Kᵀ/√d_k)·V, one stage at a time."""
     # main() has done it for a process; a test runs the app without main()
     sane_terminal_size()
-    with bad_input_fails():  # a bad ATTNTRACE_PROGRESS_AFTER is refused by every command
-        progress_after()
+    with bad_input_fails():  # a bad ATTNTRACE_* variable is refused by every command
+        environment_checked()
+    # one progress display for the whole command, erased when it ends (Ctrl-C, exit 2)
+    context.with_resource(progress_shown())
 
 
 # In the order `attntrace --help` lists them.

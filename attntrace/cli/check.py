@@ -74,8 +74,10 @@ def check(
     sentence = " ".join(words) if words else None
     with bad_input_fails():
         from attntrace.checking.user_arrays import read_user_arrays
+        from attntrace.kernel import progress
 
-        given = read_user_arrays(file)
+        with progress.task(f"reading {file}"):
+            given = read_user_arrays(file)
         config, model, edits = chosen.model_file()  # stdin's model is read after the arrays
         report = checked(
             given,

@@ -11,7 +11,6 @@ from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import DTypeFlags, ModelFlags, dtype_flags, model_flags
 from attntrace.cli.options import MaxCols, MaxRows, PageExport, json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
-from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
 from attntrace.cli.saved import page_target
 from attntrace.cli.show import presentation
@@ -68,9 +67,8 @@ def decode(
             from attntrace.real.layer import decoder_layer
 
             layer, head = chosen.layer or 0, chosen.head
-            with progress_shown():
-                model, tokens = decoder_layer(chosen.real_model, sentence, layer, head)
-                result = run_decode(model, tokens, cast)
+            model, tokens = decoder_layer(chosen.real_model, sentence, layer, head)
+            result = run_decode(model, tokens, cast)
         else:
             config, piped, _ = chosen.model_file()  # decode takes no --set
             model = choose_model(config, chosen.sample, piped)
@@ -89,10 +87,14 @@ def decode(
         pages = screens(result, layout, chosen.head)
         console = stdout_console()
         if not step:
-            for index, page in enumerate(pages):
-                if index:
-                    console.print()
-                page(console)
+            from attntrace.cli.progress import drawing
+
+            with drawing("drawing decode's steps", len(pages)) as drawn:
+                for index, page in enumerate(pages):
+                    if index:
+                        console.print()
+                    page(console)
+                    drawn.advance()
             return
         from attntrace.forward.views.step import page_through
 

@@ -30,7 +30,6 @@ from attntrace.cli.options import (
     json_flag,
     sentence_argument,
 )
-from attntrace.cli.progress import progress_shown
 from attntrace.cli.saved import page_target
 
 if TYPE_CHECKING:
@@ -90,8 +89,7 @@ def grad(
         if chosen.real_model is not None:
             from attntrace.real.layer import layer_spec
 
-            with progress_shown():
-                spec, tokens = layer_spec(chosen.real_model, sentence, chosen.layer or 0)
+            spec, tokens = layer_spec(chosen.real_model, sentence, chosen.layer or 0)
             keys = None
         else:
             ready = chosen.prepared(sentence)
@@ -109,8 +107,7 @@ def grad(
         check_head(head, spec.heads)
         from attntrace.learning.grad_trace import grad_trace
 
-        with progress_shown():
-            traced = grad_trace(spec, tokens, keys, objective)
+        traced = grad_trace(spec, tokens, keys, objective)
 
     def document() -> StreamedJSON:
         from attntrace.learning.grad_json import grad_stream

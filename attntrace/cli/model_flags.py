@@ -223,16 +223,14 @@ class ModelFlags:
         self, sentence: str | None, *, cast: Cast | None = None, head: int | None = None
     ) -> Trace:
         """The trace the flags name: a real model's layer (cut to --head, or to ``head``
-        for a command whose --head is its own, with a progress line), or :meth:`prepared`'s
+        for a command whose --head is its own), or :meth:`prepared`'s
         model, by ``cast``'s casting rule where given. Call it inside
         ``bad_input_fails()``, after :meth:`check`."""
         if self.real_model is not None:
-            from attntrace.cli.progress import progress_shown
             from attntrace.real.layer import layer_trace
 
             cut = self.head if head is None else head
-            with progress_shown():
-                return layer_trace(self.real_model, sentence, self.layer or 0, cut, cast=cast)
+            return layer_trace(self.real_model, sentence, self.layer or 0, cut, cast=cast)
         return self.prepared(sentence).trace(context_given=self.context is not None, cast=cast)
 
 

@@ -14,7 +14,6 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.options import json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
-from attntrace.cli.progress import progress_shown
 
 
 def models_command(
@@ -72,7 +71,7 @@ def heads_command(
     The heads worth stepping through with `run --model --layer --head`."""
     from attntrace.real.layer import rank_heads
 
-    with bad_input_fails(), progress_shown():
+    with bad_input_fails():
         ranking = rank_heads(real_model, " ".join(words) if words else None, query, key)
 
     def document() -> dict[str, Any]:

@@ -12,9 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import typer
-
-from attntrace.cli.exits import bad_input_fails
+from attntrace.cli.exits import bad_input_fails, fail
 
 
 def page_target(given: str | None) -> Path | None:
@@ -30,27 +28,30 @@ def page_target(given: str | None) -> Path | None:
 
 def save_page(target: Path | None, page: Callable[[], str]) -> None:
     """Write the page ``page()`` builds to ``target``, whole, before anything is printed;
-    a page too big is exit 2, one that cannot be written exit 1."""
+    a page too big, or one that cannot be written, is exit 2."""
     if target is None:
         return
-    with bad_input_fails():
+    from attntrace.kernel import progress
+
+    with bad_input_fails(), progress.task(f"building {target.name}"):
         text = page()
     save_text(target, text)
 
 
 def save_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, whole or not at all; say so on stderr."""
+    """Write ``text`` to ``path``, whole or not at all; say so on stderr. A file that
+    cannot be written (a full disk, a read-only folder) is one line and exit 2, as for
+    ``train --save``: the name was checked before any work, so what is left is the
+    user's disk or folder, not a bug."""
     from attntrace.errors import InputError
 
     partial = path.with_name(f".{path.name}.partial")
     try:
         partial.write_text(text, encoding="utf-8")
         partial.replace(path)
-    except OSError as error:  # a full disk, a read-only folder: output not written, exit 1
+    except OSError as error:
         partial.unlink(missing_ok=True)
-        message = InputError(f"cannot write the file: {error.strerror}", source=str(path))
-        sys.stderr.write(f"attntrace: error: {message}\n")
-        raise typer.Exit(1) from None
+        fail(InputError(f"cannot write the file: {error.strerror}", source=str(path)))
     from attntrace.visible import visible
 
     sys.stderr.write(f"attntrace: saved {visible(str(path))}\n")

@@ -79,16 +79,22 @@ def show(trace: Trace, how: Presentation) -> None:
 
     console = stdout_console()
     if how.export is None:
-        with quiet_pipe():
+        from attntrace.cli.progress import drawing
+
+        with quiet_pipe(), drawing("drawing the tables"):
             for renderable in renderables(trace, how, focus):
                 console.print(renderable, crop=False)  # a number is never cut
         return
     # drawn once, into memory, as stdout would get it; saved to the file first, so a
     # reader that stops early (| head) or a full disk cannot cost the export
     recorder = recording_console(console)
-    for renderable in renderables(trace, how, focus):
-        recorder.print(renderable, crop=False)
-    save_export(recorder, how.export)
+    from attntrace.kernel import progress
+
+    with progress.task(f"drawing {how.export.name}"):
+        for renderable in renderables(trace, how, focus):
+            recorder.print(renderable, crop=False)
+        text = exported(recorder, how.export)
+    save_text(how.export, text)
     with quiet_pipe():
         sys.stdout.write(recorder.file.getvalue())  # type: ignore[attr-defined]
 
@@ -129,6 +135,10 @@ def recording_console(like: Console) -> Console:
 
 def save_export(console: Console, path: Path) -> None:
     """Write what ``console`` recorded to ``path`` (.svg, or text), whole or not at all."""
+    save_text(path, exported(console, path))
+
+
+def exported(console: Console, path: Path) -> str:
+    """What ``console`` recorded, as ``path``'s suffix asks: an SVG picture, or text."""
     suffix = path.suffix.lower()
-    text = console.export_svg(title="attntrace") if suffix == ".svg" else console.export_text()
-    save_text(path, text)
+    return console.export_svg(title="attntrace") if suffix == ".svg" else console.export_text()

@@ -134,9 +134,11 @@ def train(
     display = None if as_json else _display(steps, lr, init, drawn, to_train, shown)
 
     def run(on_step: OnStep | None) -> Training:
+        from attntrace.kernel.progress import listener, reporting_to
         from attntrace.learning.train import train as descend
 
-        with bad_input_fails():
+        # steps shown as they come (on_step) want no second display on stderr
+        with bad_input_fails(), reporting_to(None if on_step else listener()):
             return descend(
                 ready.spec,
                 ready.tokens,

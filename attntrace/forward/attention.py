@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.forward.weight_stages import weight_stages
-from attntrace.kernel import masks, ops
+from attntrace.kernel import masks, ops, progress
 from attntrace.kernel.budget import check_trace_size
 from attntrace.kernel.frozen import computed
 from attntrace.kernel.labels import dims
@@ -123,6 +123,7 @@ class _Recorder:
             _require_finite(where, data, rows, cols, masked_allowed=name == "masked")
         data = computed(data)  # read-only from here on: a trace is a record
         self.stages.append(Stage(name, formula, rows, cols, data, head=head, kv_head=kv_head))
+        progress.beat()  # a long sentence's head takes seconds: its stages say it is at work
         return data
 
 
@@ -182,7 +183,11 @@ def computed_block(
             key_tokens,
             mask,
         )
-        outputs = [_head(model, info, h, rows, record, calc) for h in range(model.heads)]
+        outputs = []
+        with progress.task(f"tracing {model.name}", model.heads, "heads") as tracing:
+            for h in range(model.heads):
+                outputs.append(_head(model, info, h, rows, record, calc))
+                tracing.advance()
         block = outputs[0]
         if model.heads > 1:
             # [n, d_v] x heads -> [n, heads·d_v]

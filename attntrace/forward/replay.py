@@ -23,7 +23,7 @@ from attntrace.forward.replay_precision import saved_precision
 from attntrace.forward.replay_variants import saved_variants
 from attntrace.forward.trace_json import SCHEMA_ID
 from attntrace.forward.trace_layout import check_layout
-from attntrace.kernel import fields
+from attntrace.kernel import fields, progress
 from attntrace.kernel.frozen import freeze
 from attntrace.kernel.spec import POSITION_KINDS, ROPE_PAIRINGS, is_rope_base
 from attntrace.kernel.trace import ModelInfo, Stage, Trace, weight_title
@@ -41,11 +41,12 @@ def load_trace(text: str, source: str) -> Trace:
     """Parse and check the JSON text of a saved trace."""
     if not text.strip():  # stdin with nothing on it (a file is checked as it is read)
         raise InputError("the input is empty", source=source, expected=SAVED_TRACE)
-    document = parse_document(text, source, is_json=True)
-    try:
-        return _trace(document)
-    except InputError as error:
-        raise error.with_source(source) from None
+    with progress.task(f"reading {source}"):  # a big trace takes seconds to parse
+        document = parse_document(text, source, is_json=True)
+        try:
+            return _trace(document)
+        except InputError as error:
+            raise error.with_source(source) from None
 
 
 def _trace(document: Any) -> Trace:

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from attntrace.environment import env_number
 from attntrace.errors import InputError
-from attntrace.kernel.spec import ModelSpec
+
+if TYPE_CHECKING:  # so the CLI can check the budget's variable at start without numpy
+    from attntrace.kernel.spec import ModelSpec
 
 DEFAULT_MAX_MEMORY_MB = 2048
 MEMORY_VARIABLE = "ATTNTRACE_MAX_MEMORY_MB"

@@ -14,6 +14,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from attntrace.kernel import progress
+
 Matrix = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 
@@ -129,13 +131,16 @@ def attention(
     mistake's).
     """
     scores = steps.scores(Q, K)  # [n, d_k] · [d_k, m] -> [n, m]
+    progress.beat()  # a long sentence's steps take seconds each: still at work
     scaled = steps.scale(scores, Q.shape[-1])  # [n, m] -> [n, m]
     if mask is None and causal:
         mask = causal_mask(*scaled.shape[-2:])
     biased, capped, masked, logits = logit_steps(
         scaled, scores, bias=bias, softcap=softcap, mask=mask, steps=steps
     )
+    progress.beat()
     weights, sink = steps.softmax(logits, sink_logit)
+    progress.beat()
     output = steps.output(weights, V)
     return Attention(scores, scaled, masked, weights, output, biased, capped, sink)
 

@@ -32,6 +32,7 @@ class Listener(Protocol):
 
 
 _listener: ContextVar[Listener | None] = ContextVar("attntrace_progress", default=None)
+_innermost: ContextVar[Task | None] = ContextVar("attntrace_task", default=None)
 
 
 class Task:
@@ -58,15 +59,34 @@ def task(description: str, total: int | None = None, unit: str = "") -> Iterator
         yield Task(None, 0)
         return
     key = listener.started(description, total, unit)
+    work = Task(listener, key)
+    token = _innermost.set(work)
     try:
-        yield Task(listener, key)
+        yield work
     finally:
+        _innermost.reset(token)
         listener.finished(key)
 
 
+def beat() -> None:
+    """Tell whoever listens that the innermost task is still at work, its count unchanged:
+    for work whose steps are uneven or uncounted (the stages of a trace), so that a
+    display due after its delay is drawn at the next beat rather than at the task's end.
+    With no listener, a context-variable lookup."""
+    work = _innermost.get()
+    if work is not None:
+        work.advance(0)
+
+
+def listener() -> Listener | None:
+    """Who listens now (None: nobody)."""
+    return _listener.get()
+
+
 @contextmanager
-def reporting_to(listener: Listener) -> Iterator[None]:
-    """Send the reports of the work inside (in this thread or context) to ``listener``."""
+def reporting_to(listener: Listener | None) -> Iterator[None]:
+    """Send the reports of the work inside (in this thread or context) to ``listener``
+    (None: to nobody, for work whose caller shows its progress its own way)."""
     token = _listener.set(listener)
     try:
         yield

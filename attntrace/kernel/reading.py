@@ -27,13 +27,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from attntrace.environment import env_number
 from attntrace.errors import InputError
+
+if TYPE_CHECKING:  # numpy is imported where an array is read: not for samples or models
+    import numpy.typing as npt
 
 DEFAULT_MAX_MB = 256
 MAX_MB_VARIABLE = "ATTNTRACE_MAX_FILE_MB"
@@ -339,6 +339,8 @@ def read_at(file: BinaryIO, offset: int, into: memoryview) -> None:
 
 def read_array(file: BinaryIO, offset: int, dtype: npt.DTypeLike, count: int) -> npt.NDArray[Any]:
     """``count`` items of ``dtype`` read from ``offset`` into a new array (:func:`read_at`)."""
+    import numpy as np
+
     array = np.empty(count, dtype=dtype)
     read_at(file, offset, array.view(np.uint8).reshape(-1).data)
     return array

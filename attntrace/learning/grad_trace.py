@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from attntrace.forward.attention import trace_block
+from attntrace.kernel import progress
 from attntrace.kernel.labels import dims
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import ModelSpec
@@ -129,9 +130,15 @@ def grad_trace(
     forward = trace_block(model, tokens, context)
     resolved = resolve(objective, model, forward)
     loss = resolved.loss
-    gradients = grad_block(
-        model, tokens, context, d_output=loss.d_output, d_softmax=loss.d_softmax, forward=forward
-    )
+    with progress.task(f"the backward pass of {model.name}"):
+        gradients = grad_block(
+            model,
+            tokens,
+            context,
+            d_output=loss.d_output,
+            d_softmax=loss.d_softmax,
+            forward=forward,
+        )
     return GradTrace(
         forward=gradients.trace,
         objective=objective,

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
+from attntrace.kernel import progress
 from attntrace.kernel.frozen import computed
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import BIAS_OF_WEIGHT, ModelSpec
@@ -320,24 +321,26 @@ def train(
     rows: Rows | None = None
     first: Resolved | None = None
     before: Trace | None = None
-    for step in range(steps + 1):
-        trace, resolved, gradients = _measure(
-            current, tokens, keys, objective, step, lr, last=step == steps
-        )
-        record = _record(step, trace, resolved)
-        if step == 0:
-            first, before = resolved, trace
-            weights = np.zeros((steps + 1, *record.to_weights.shape))
-            rows = np.zeros((steps + 1, *record.rows.shape)) if keep_rows else None
-        assert weights is not None
-        losses[step] = record.loss
-        weights[step] = record.to_weights
-        if rows is not None:
-            rows[step] = record.rows
-        if on_step is not None:
-            on_step(record, trace, resolved)
-        if gradients is not None:
-            current = _step(current, chosen, gradients, lr, step + 1)
+    with progress.task(f"training {model.name}", steps + 1, "steps") as training:
+        for step in range(steps + 1):
+            trace, resolved, gradients = _measure(
+                current, tokens, keys, objective, step, lr, last=step == steps
+            )
+            record = _record(step, trace, resolved)
+            if step == 0:
+                first, before = resolved, trace
+                weights = np.zeros((steps + 1, *record.to_weights.shape))
+                rows = np.zeros((steps + 1, *record.rows.shape)) if keep_rows else None
+            assert weights is not None
+            losses[step] = record.loss
+            weights[step] = record.to_weights
+            if rows is not None:
+                rows[step] = record.rows
+            if on_step is not None:
+                on_step(record, trace, resolved)
+            if gradients is not None:
+                current = _step(current, chosen, gradients, lr, step + 1)
+            training.advance()
     assert first is not None
     assert before is not None
     assert weights is not None

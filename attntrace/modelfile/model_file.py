@@ -18,7 +18,7 @@ from typing import Any
 
 from attntrace import arguments
 from attntrace.errors import InputError, describe
-from attntrace.kernel import fields
+from attntrace.kernel import fields, progress
 from attntrace.kernel.reading import read_stdin, read_text
 from attntrace.kernel.spec import ROPE_PAIRINGS, Matrix, ModelSpec
 from attntrace.modelfile.edits import Edit, apply_edits
@@ -79,16 +79,20 @@ def read_model(
     """:func:`load_model` without its argument checks, and with ``edits`` (``--set``)
     made to the parsed file before it is validated (:mod:`attntrace.modelfile.edits`)."""
     source = source or str(path)
-    try:
-        text = read_text(Path(path))
-        parsed = check_parse(text, is_json=_is_json(Path(path)))
-        document = parse_document(text, source, is_json=_is_json(Path(path)))
-    except InputError as error:
-        raise error.with_source(source) from None
-    del text  # only the parsed document is held while its matrices are converted
-    return model_from_document(
-        document, source, folder=Path(path).parent, edits=edits, parsed=parsed
-    )
+    # a big file takes seconds to read and to check: two tasks, so that a display due
+    # after the first is drawn as the second starts
+    with progress.task(f"reading {source}"):
+        try:
+            text = read_text(Path(path))
+            parsed = check_parse(text, is_json=_is_json(Path(path)))
+            document = parse_document(text, source, is_json=_is_json(Path(path)))
+        except InputError as error:
+            raise error.with_source(source) from None
+        del text  # only the parsed document is held while its matrices are converted
+    with progress.task(f"checking {source}"):
+        return model_from_document(
+            document, source, folder=Path(path).parent, edits=edits, parsed=parsed
+        )
 
 
 def load_model_stdin(*, edits: Sequence[Edit] = ()) -> ModelSpec:

@@ -182,30 +182,36 @@ def _temporary_file(folder: int, name: str) -> tuple[str, int]:
     raise FileExistsError(errno.EEXIST, "no free temporary file name beside it")
 
 
-def check_destination(path: str | Path) -> None:
+def check_destination(
+    path: str | Path, *, field: str | None = "--save", what: str = "the model file"
+) -> Path:
     """Refuse now what :func:`save_model` would refuse about the name (a device, a FIFO,
     a folder, a dangling link, no folder to write into), so ``train --save`` says so
-    before it trains, not after; a failure writing is still only known when writing."""
-    _destination(Path(path), str(path))
+    before it trains, not after; a failure writing is still only known when writing.
+    ``--export`` checks its file the same way (``field`` and ``what`` name it in the
+    messages). The file to write: ``path``, or where a link there points."""
+    return _destination(Path(path), str(path), field, what)[0]
 
 
-def _destination(path: Path, name: str) -> tuple[Path, int]:
+def _destination(
+    path: Path, name: str, field: str | None = "--save", what: str = "the model file"
+) -> tuple[Path, int]:
     """Where the bytes go and with what mode: ``path`` itself, or the file a symbolic
     link at ``path`` points to (followed to its end, as ``open`` would), with the existing
     file's permission bits, or ``0o666 & ~umask`` for a new file. Anything there that is
     not a regular file is refused here, before a temporary file is made beside it."""
 
     def refuse(message: str) -> InputError:
-        return InputError(message, source=name, field="--save")
+        return InputError(message, source=name, field=field)
 
     try:
         status: os.stat_result | None = path.stat()  # follows links
     except FileNotFoundError:
         status = None
     except OSError as error:  # a loop of links, a file used as a folder, no permission
-        raise refuse(f"cannot write the model file: {error.strerror or error}") from None
+        raise refuse(f"cannot write {what}: {error.strerror or error}") from None
     except ValueError:  # a NUL in the name (only from Python: argv cannot hold one)
-        raise refuse("cannot write the model file: the name holds a NUL byte") from None
+        raise refuse(f"cannot write {what}: the name holds a NUL byte") from None
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     if status is None:
         if path.is_symlink():

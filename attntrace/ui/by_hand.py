@@ -17,18 +17,21 @@ divides or subtracts, and a *result*. One :class:`Form` writes every line of a p
   write it: ``2``, ``0.5``, ``4.64``, ``2.5e-07``; zero is ``0`` in either form. (Not a
   subnormal's: ``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away.)
 - Fixed point when every number written is below 1e8 in size (the tables' limit) and
-  the operands need at most four digits more than the results. A number too small for
-  the digits is written 0, as in the tables, where that moves no result (1e-300 × 1e-300
-  adds nothing at 4 decimals). Otherwise the magnitudes differ too much for fixed point
-  (``1e8 × 2.5e-7``, values from 1e8 up, a tiny factor beside a huge one) and every
-  number of the panel is scientific, operands with as many digits as the lines need:
-  at most 17 significant ones, which write any float64 exactly.
+  the operands need at most four digits more than the results. An operand too small for
+  the digits is written in scientific form (``1e-09``, a subnormal ``4.940656e-324``),
+  never ``0``: a line ``[0, 0]·[0, 2]`` for a query of [1e-9, 1e-12] would say the query
+  is zero. A result too small for the digits is written with all of them (``0.0000``,
+  not ``0``), as in the tables: rounded, not zero. Otherwise the magnitudes differ too
+  much for fixed point (``1e8 × 2.5e-7``, values from 1e8 up, a tiny factor beside a
+  huge one) and every number of the panel is scientific, operands with as many digits
+  as the lines need: at most 17 significant ones, which write any float64 exactly.
 
 So no number is longer than 8 digits before the point and ``precision`` + 4 after it,
 or 17 significant digits with sign, point and exponent: none is folded over lines. Only
 float64's own rounding (about 1e-16 of the sizes involved, which matters at precision 15
 or below the smallest normal float64, 2.2e-308) is below the digits written and not
-counted.
+counted; where it is not below them (terms that cancel: ``1e16 + 1 − 1e16`` is 0 in
+float64), the focus panel says so under the line, with the exact sum.
 """
 
 from __future__ import annotations
@@ -105,6 +108,11 @@ def scientific(value: float, decimals: int, *, short: bool = False) -> str:
     return text
 
 
+def _rounds_to_zero(text: str, value: float) -> bool:
+    """Whether ``text`` writes the nonzero finite ``value`` as zero."""
+    return value != 0 and math.isfinite(value) and float(text) == 0
+
+
 @dataclass(frozen=True)
 class Form:
     """How one panel writes its results and operands (see the module's rule)."""
@@ -118,21 +126,33 @@ class Form:
             return scientific(value, digits, short=short)
         return fixed(value, digits, short=short)
 
+    def _operand(self, value: float, short: bool) -> str:
+        """An operand: in fixed point where it shows there, else in scientific form
+        (never a nonzero written ``0``, whatever the panel's form)."""
+        text = self._write(value, self.operand_digits, short)
+        if self.scientific or not _rounds_to_zero(text, value):
+            return text
+        return scientific(value, self.operand_digits, short=True)
+
     def result(self, value: float) -> str:
         """A computed result, all its digits: ``7.0711``, ``0.0000``, ``7.0711e+15``."""
         return self._write(value, self.precision, short=False)
 
     def short(self, value: float) -> str:
-        """A result as a person writes a sum: ``10``, ``9.28``, ``2.8e+01``."""
-        return self._write(value, self.precision, short=True)
+        """A result as a person writes a sum: ``10``, ``9.28``, ``2.8e+01``; one too
+        small for the digits with all of them, ``0.0000``, so it reads as rounded."""
+        text = self._write(value, self.precision, short=True)
+        return self.result(value) if _rounds_to_zero(text, value) else text
 
     def given(self, value: float) -> str:
-        """An operand as people write it: ``2``, ``0.5``, ``1.414214``, ``2.5e-07``."""
-        return self._write(value, self.operand_digits, short=True)
+        """An operand as people write it: ``2``, ``0.5``, ``1.414214``, ``2.5e-07``;
+        one too small for the digits ``1e-09``."""
+        return self._operand(value, short=True)
 
     def carried(self, value: float) -> str:
-        """A computed operand, all its digits: a weight ``0.998304``, an exp."""
-        return self._write(value, self.operand_digits, short=False)
+        """A computed operand, all its digits: a weight ``0.998304``, an exp; one too
+        small for the digits ``3.720076e-44``."""
+        return self._operand(value, short=False)
 
     def unit(self, value: float) -> float:
         """The unit of the last digit ``value`` is written to as a result (0 for an

@@ -9,11 +9,15 @@ ends, before anything is printed) and redrawn only when a report comes in, at mo
 times a second, from the thread doing the work: there is no refresh thread, so nothing
 draws after it stops and Ctrl-C unwinds through it like through any other code. A
 terminal that cannot be written to turns the display off; it never stops the work.
+
+One display serves a whole command (the CLI installs it before the command runs), so it
+is erased whenever its last running task ends: whatever the command prints between its
+pieces of work (an error line, the tables) lands on a clean screen, and the next long
+piece of work draws a display of its own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +60,7 @@ class StderrProgress:
         self._works: list[Work] = []
         self._display: Display | None = None
         self._drawn = 0.0
+        self._first = 0  # the first of _works on the display now (earlier ones were erased)
         self._off = False  # gave up (no terminal to redraw, a failed write) or closed
 
     def __enter__(self) -> StderrProgress:
@@ -87,14 +92,25 @@ class StderrProgress:
         work.ended = self._clock()
         if work.total is not None:
             work.completed = max(work.completed, work.total)
-        self._show(now=True)
+        self._show(now=True)  # the count reached, drawn
+        if self._display is not None and all(w.ended is not None for w in self._works):
+            self._erase()  # nothing runs: the screen is the command's again
+
+    def _erase(self) -> None:
+        """Clear the display now on the screen and forget its tasks: the next task
+        starts a display of its own."""
+        display, self._display = self._display, None
+        self._first = len(self._works)
+        if display is not None:
+            try:
+                display.stop()
+            except OSError:  # the terminal went away: nothing to clear, nothing to draw
+                self._off = True
 
     def close(self) -> None:
         """Clear the display (if it was shown); reports after this draw nothing."""
-        display, self._display, self._off = self._display, None, True
-        if display is not None:
-            with contextlib.suppress(OSError):  # the terminal went away: nothing to clear
-                display.stop()
+        self._erase()
+        self._off = True
 
     @property
     def shown(self) -> bool:
@@ -117,7 +133,7 @@ class StderrProgress:
                 if self._display is None:
                     self._off = True
                     return
-            self._display.draw(self._works)
+            self._display.draw(self._works[self._first :])
         except OSError:  # stderr cannot be written: drop the display, keep working
             self._display, self._off = None, True
         self._drawn = moment

@@ -166,6 +166,9 @@ class Recorded:
     def flush(self) -> None:
         pass
 
+    def isatty(self) -> bool:
+        return False
+
 
 GRAD = ("grad", "-s", "it-animal", "--from", "it", "--to", "animal")
 

@@ -191,11 +191,11 @@ def test_decode_costs_fit_the_terminal(columns: int) -> None:
     assert all(re.match(r"^ +\d+ \S+ +[\d,]+ +[\d,]+", line) for line in table[1:]), table
 
 
-def test_an_export_that_cannot_be_written_is_exit_1(
+def test_an_export_that_cannot_be_written_is_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A full disk under the export: output that could not be written, exit 1 as for
-    stdout, one line, and no half file left behind."""
+    """A full disk under the export: one line and exit 2, as for ``train --save`` (issue
+    29; it was exit 1), and no half file left behind."""
     import errno
 
     def full(self: Path, *args: object, **kwargs: object) -> int:
@@ -204,7 +204,7 @@ def test_an_export_that_cannot_be_written_is_exit_1(
     monkeypatch.setattr(Path, "write_text", full)
     target = tmp_path / "x.svg"
     result = invoke("run", "--export", str(target))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr == (
         f"attntrace: error: {target}: cannot write the file: No space left on device\n"
     )

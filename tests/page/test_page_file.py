@@ -128,12 +128,13 @@ def test_the_text_exports_stay_the_terminal_view(suffix: str, tmp_path: Path) ->
     assert "<script" not in text
 
 
-def test_an_html_export_that_cannot_be_written_is_exit_1(tmp_path: Path) -> None:
+def test_an_html_export_onto_a_folder_is_refused_before_any_work(tmp_path: Path) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()
     target = folder / "t.html"
-    target.mkdir()  # a folder where the file should go: the rename fails
+    target.mkdir()  # a folder where the file should go: refused as what it is (issue 29)
     result = invoke("run", "--export", str(target))
-    assert result.exit_code == 1
-    assert result.stderr.startswith(f"attntrace: error: {target}: cannot write the file:")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"attntrace: error: {target}: is a folder: give a file name\n"
     assert list(folder.iterdir()) == [target]  # no partial file left behind

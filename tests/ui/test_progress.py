@@ -9,91 +9,24 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import re
 import signal
-import struct
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import invoke
+from terminals import COLOUR, ESCAPE, Terminal, environment
 
 from attntrace.kernel import progress
 from attntrace.real.catalog import MINILM, SMOLLM2, RealModel, file_sha256
-
-ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")
 
 
 def need(model: RealModel) -> None:
     if not model.installed:
         pytest.skip(f"{model.name}'s weights are not installed: {model.install}")
-
-
-INHERITED = (
-    "COLUMNS",
-    "LINES",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "TERM",
-    "TTY_COMPATIBLE",
-    "TTY_INTERACTIVE",
-    "ATTNTRACE_PROGRESS_AFTER",
-)
-
-
-def environment(**changes: str) -> dict[str, str]:
-    """The test's environment for a terminal: no inherited width, colour rule or delay."""
-    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
-    env.update(TERM="xterm-256color", **changes)
-    return env
-
-
-class Terminal:
-    """A pseudo-terminal of ``columns`` × 40, read in the background until it closes."""
-
-    def __init__(self, columns: int = 80) -> None:
-        import fcntl
-        import termios
-
-        self.master, self.slave = os.openpty()
-        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-        self.chunks: list[bytes] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:  # EIO: every writer closed the terminal
-                return
-            if not chunk:
-                return
-            self.chunks.append(chunk)
-
-    @property
-    def text(self) -> str:
-        return b"".join(self.chunks).decode("utf-8", errors="replace")
-
-    def wait_for(self, needle: str, timeout: float = 60) -> None:
-        end = time.monotonic() + timeout
-        while needle not in self.text:
-            assert time.monotonic() < end, f"never saw {needle!r}: {self.text[-300:]!r}"
-            time.sleep(0.02)
-
-    def closed(self) -> str:
-        """All the terminal received, once the child has exited."""
-        os.close(self.slave)
-        self.reader.join(timeout=30)
-        os.close(self.master)
-        return self.text
 
 
 @pytest.fixture
@@ -269,10 +202,12 @@ def test_a_progress_delay_must_be_a_number_of_seconds(
 
 
 def test_the_worked_example_and_work_within_the_delay_import_no_display() -> None:
-    # stderr a terminal in both; -X importtime lists every module imported
+    # stderr a terminal in both; -X importtime lists every module imported. Every command
+    # listens for progress now (issue 29), so the worked example imports the listener's
+    # small modules, but never Rich's progress machinery: its work ends within the delay
     need(MINILM)
     cases: tuple[tuple[list[str], dict[str, str], str], ...] = (
-        (["run", "cat eats fish", "--json"], {}, "attntrace.kernel.progress"),
+        (["run", "cat eats fish", "--json"], {}, "rich.progress"),
         (["heads", "--json"], {"ATTNTRACE_PROGRESS_AFTER": "30"}, "rich.progress"),
     )
     for args, delay, absent in cases:
@@ -342,7 +277,14 @@ def test_a_forward_pass_reports_each_layer() -> None:
     model = open_model("minilm")
     with progress.reporting_to(notes):
         model.layer_input(model.tokenizer.encode("cat"), 2)
-    assert notes.events == [
+    # each layer's attention beats as it goes (progress.beat: the count unchanged)
+    counted, last = [], 0  # a task starts at 0
+    for event in notes.events:
+        if event[0] != "advanced" or event[2] != last:
+            counted.append(event)
+        last = event[2] if event[0] == "advanced" else last
+    assert len(counted) < len(notes.events)  # there were beats, so the filter matters
+    assert counted == [
         ("started", "minilm up to layer 2", 2, "layers"),
         ("advanced", 1, 1),
         ("advanced", 1, 2),
@@ -399,6 +341,73 @@ def test_nothing_is_drawn_before_the_delay_and_all_of_it_after(patched_display: 
             assert "hashing minilm weights" in frame
             assert "90/90 MB" in frame
             assert "2/5 layers" in frame
+    assert not display.shown
+
+
+def test_a_beat_draws_a_display_due_in_the_middle_of_one_long_step(
+    patched_display: Any,
+) -> None:
+    # one head of a long sentence: one step of seconds, whose stages beat (issue 29)
+    from attntrace.ui.progress import StderrProgress
+
+    make, outputs = patched_display
+    make(80)
+    clock = Clock()
+    with (
+        StderrProgress(1.0, clock) as display,
+        progress.reporting_to(display),
+        progress.task("tracing big", 1, "heads"),
+    ):
+        clock.now += 0.5
+        progress.beat()
+        assert not display.shown  # within the delay
+        clock.now += 0.6
+        progress.beat()
+        assert display.shown  # past it: drawn at the beat, not at the end
+        assert "0/1 heads" in ESCAPE.sub("", outputs[0].getvalue())
+    progress.beat()  # nobody listens, no task runs: nothing happens
+
+
+def test_a_trace_beats_at_each_stage_and_counts_its_heads() -> None:
+    from attntrace.forward.attention import trace_block
+    from attntrace.modelfile.model_file import load_model
+    from attntrace.modelfile.samples import sample_path
+
+    model = load_model(sample_path("two-heads"))
+    notes = Notes()
+    with progress.reporting_to(notes):
+        trace = trace_block(model, ["cat", "eats", "fish"])
+    started = [event for event in notes.events if event[0] == "started"]
+    assert started == [("started", f"tracing {model.name}", 2, "heads")]
+    counts = [event[2] for event in notes.events if event[0] == "advanced"]
+    assert counts[-1] == 2  # both heads
+    # at least a beat for each stage of a head (its attention's steps beat too), made
+    # while the heads are counted
+    per_head = len([stage for stage in trace.stages if stage.head == 0])
+    assert counts.index(1) >= per_head  # head 0 beat before it was counted
+    assert len(counts) - counts.index(1) - 1 >= per_head  # head 1 too, counted after
+    assert counts == sorted(counts)
+
+
+def test_the_display_is_erased_whenever_no_work_runs(patched_display: Any) -> None:
+    # one display serves a whole command (issue 29): what the command prints between two
+    # pieces of work lands on a clean screen, and the next piece draws a display anew
+    from attntrace.ui.progress import StderrProgress
+
+    make, outputs = patched_display
+    make(80)
+    clock = Clock()
+    with StderrProgress(0, clock) as display, progress.reporting_to(display):
+        with progress.task("reading tiny.json"):
+            assert display.shown
+        assert not display.shown  # erased: nothing runs
+        with progress.task("tracing tiny", 2, "heads") as tracing:
+            tracing.advance()
+            assert display.shown
+        assert len(outputs) == 2  # a display of its own
+        second = ESCAPE.sub("", outputs[1].getvalue())
+        assert "tracing tiny" in second
+        assert "reading tiny.json" not in second  # the erased work is not drawn again
     assert not display.shown
 
 

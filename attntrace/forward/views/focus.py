@@ -20,7 +20,13 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from attntrace.forward.focus import Focus
-from attntrace.forward.views.focus_form import TERMS_SHOWN, hand_form, largest_terms, shown_keys
+from attntrace.forward.views.focus_form import (
+    TERMS_SHOWN,
+    hand_form,
+    largest_terms,
+    shown_keys,
+    sum_note,
+)
 from attntrace.kernel.trace import Trace
 from attntrace.ui.by_hand import Form
 from attntrace.ui.fitted import Fitted
@@ -91,6 +97,9 @@ def dot_section(focus: Focus, view: View) -> Group:
                 )
             )
         )
+        said = sum_note(dot.score, list(zip(dot.query_row, dot.key_row, strict=True)), form)
+        if said is not None:
+            lines.append(_Indented(Text(said, style="yellow")))
     return Group(*lines)
 
 
@@ -315,6 +324,11 @@ def output_section(focus: Focus, view: View) -> Group:
             f" = output[{focus.label}]",
         )
     )
+    for column, value in enumerate(focus.output):
+        pairs = [(term.weight, term.value_row[column]) for term in focus.terms]
+        said = sum_note(value, pairs, form)
+        if said is not None:
+            lines.append(_Indented(Text(f"d{column}: {said}", style="yellow")))
     return Group(*lines, *_hidden(focus, keys))
 
 

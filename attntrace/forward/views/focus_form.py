@@ -14,16 +14,23 @@ to within one unit of the last digit. Numbers that are exactly shorter are writt
 people write them (``2×1``). Where the magnitudes differ too much for fixed point
 (``1e8 × 2.5e-7``, 1e150), the whole panel is in scientific form; there, softmax's
 inputs and the row max are written as operands too, so that ``scaled − max`` checks.
+
+No choice of digits helps where float64's own sum is not the exact one: ``1e16 + 1 −
+1e16`` is 0 in float64 and 1 exactly (the terms cancel, and the 1 was lost before they
+did). There :func:`sum_note` says so under the line, with the exact sum, so that what
+is written stays true.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from fractions import Fraction
 from functools import lru_cache
 
 from attntrace.forward.focus import Focus
 from attntrace.ui.by_hand import (
+    FLOAT_SLACK,
     Form,
     choose,
     difference_error,
@@ -61,6 +68,29 @@ def largest_terms(terms: Sequence[float], shown: int) -> list[int | None]:
     if keep[-1] < len(terms) - 1:
         out.append(None)
     return out
+
+
+def sum_note(result: float, pairs: Sequence[tuple[float, float]], form: Form) -> str | None:
+    """What to say under a line whose written ``result``, float64's sum of the products
+    of ``pairs``, is not their exact sum to its digits: more than half a unit of its last
+    digit off, and more than float64's rounding of the result's own size (at precision
+    15 a sum of a few terms may be off by that and needs no note). None where it is the
+    exact sum, or where a number is not finite."""
+    numbers = [result, *(x for pair in pairs for x in pair)]
+    if not all(math.isfinite(x) for x in numbers):
+        return None
+    terms = [Fraction(a) * Fraction(b) for a, b in pairs]
+    exact, computed = sum(terms, Fraction(0)), Fraction(result)
+    slack = Fraction(form.unit(result)) / 2 + Fraction(FLOAT_SLACK) * (abs(exact) + abs(computed))
+    if abs(computed - exact) <= slack:
+        return None
+    written = form.short(float(exact))
+    if sum(abs(t) for t in terms) > 2 * abs(exact):  # terms of both signs, far larger
+        return (
+            f"the terms cancel (catastrophic cancellation): float64's sum is shown; "
+            f"the exact sum is {written}"
+        )
+    return f"float64's rounding: the exact sum is {written}"
 
 
 def hand_form(focus: Focus, view: View) -> Form:

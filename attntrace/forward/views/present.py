@@ -113,13 +113,18 @@ def page_path(given: str) -> Path:
 
 def export_path(given: str, suffixes: tuple[str, ...], expected: str) -> Path:
     """``given`` as a file to write, ending in one of ``suffixes``, in a folder that
-    exists (a name ending in / is a folder's, and '' no name at all)."""
+    exists (a name ending in / is a folder's, and '' no name at all), and checked as
+    ``train --save`` checks its file, before any work: a folder, a device, a FIFO or a
+    dangling link there is refused, each said as what it is. The path to write: where a
+    link there points, so the export is written through it, as ``train --save`` does."""
+    from attntrace.modelfile.model_writer import check_destination
+
     if given.endswith(("/", "\\")) or Path(given).suffix.lower() not in suffixes:
         raise InputError(field="--export", expected=expected, found=quoted(given))
     path = Path(given)
-    if not path.resolve().parent.is_dir():
+    if not path.is_symlink() and not path.absolute().parent.is_dir():
         raise InputError("no such folder to save into", source=given)
-    return path
+    return check_destination(path, field=None, what="the file")
 
 
 def renderables(
