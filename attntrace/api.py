@@ -456,41 +456,46 @@ def checked(
             raise InputError(
                 field=names.option(name), expected="a finite number ≥ 0", found=describe(value)
             )
-    if trained is not None:
-        from attntrace.real import layer as real_layer
+    from attntrace.kernel.budget import also_counted, checking_parts
 
-        if any(x is not None for x in (config, sample, model, causal, context)) or edits:
-            raise InputError(
-                f"{names.option('trained')} names the model: give no "
-                "config, sample, model, causal, context or edits with it"
+    # the arrays, a trace recomputed with a mistake and the comparison, beside the trace
+    held = sum(array.data.nbytes for array in given.values())
+    with also_counted(checking_parts(held)):
+        if trained is not None:
+            from attntrace.real import layer as real_layer
+
+            if any(x is not None for x in (config, sample, model, causal, context)) or edits:
+                raise InputError(
+                    f"{names.option('trained')} names the model: give no "
+                    "config, sample, model, causal, context or edits with it"
+                )
+            real_names = real_layer.CLI_NAMES if names is CLI_NAMES else real_layer.PYTHON_NAMES
+            spec, tokens = real_layer.layer_spec(trained, sentence, layer or 0, head, real_names)
+            trace = trace_block(spec, tokens)
+        else:
+            if layer is not None:
+                raise InputError(
+                    f"{names.option('layer')} is a layer of a trained model: name "
+                    f"one with {names.option('trained')}"
+                )
+            inputs = prepared(
+                sentence,
+                config=config,
+                sample=sample,
+                model=model,
+                causal=causal,
+                context=context,
+                edits=edits,
+                names=names,
             )
-        real_names = real_layer.CLI_NAMES if names is CLI_NAMES else real_layer.PYTHON_NAMES
-        spec, tokens = real_layer.layer_spec(trained, sentence, layer or 0, head, real_names)
-        trace = trace_block(spec, tokens)
-    else:
-        if layer is not None:
+            spec, trace = inputs.spec, inputs.trace(context_given=context is not None, names=names)
+        if head is not None and head >= spec.heads:
             raise InputError(
-                f"{names.option('layer')} is a layer of a trained model: name "
-                f"one with {names.option('trained')}"
+                field=names.option("head"),
+                expected=f"a head from 0 to {spec.heads - 1} ({spec.name} has {spec.heads})",
+                found=str(head),
             )
-        inputs = prepared(
-            sentence,
-            config=config,
-            sample=sample,
-            model=model,
-            causal=causal,
-            context=context,
-            edits=edits,
-            names=names,
-        )
-        spec, trace = inputs.spec, inputs.trace(context_given=context is not None, names=names)
-    if head is not None and head >= spec.heads:
-        raise InputError(
-            field=names.option("head"),
-            expected=f"a head from 0 to {spec.heads - 1} ({spec.name} has {spec.heads})",
-            found=str(head),
-        )
-    try:
-        return check_arrays(spec, trace, given, head=head, rtol=rtol, atol=atol, layout=layout)
-    except InputError as error:  # about the arrays (a name, a shape): located in their file
-        raise error.with_source(source) from None
+        try:
+            return check_arrays(spec, trace, given, head=head, rtol=rtol, atol=atol, layout=layout)
+        except InputError as error:  # about the arrays (a name, a shape): located in their file
+            raise error.with_source(source) from None

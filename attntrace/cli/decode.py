@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,10 @@ from attntrace.cli.progress import progress_shown
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
 from attntrace.cli.saved import page_target
 from attntrace.cli.show import presentation
+from attntrace.kernel.budget import Extra, also_counted
+
+if TYPE_CHECKING:
+    from attntrace.kernel.spec import ModelSpec
 
 
 @model_flags("config sample real_model layer head")
@@ -60,7 +64,7 @@ def decode(
     target = page_target(export)
     cast = arithmetic.cast()  # a dtype's flags are checked before anything is read
     sentence = " ".join(words) if words else None
-    with bad_input_fails():
+    with bad_input_fails(), also_counted(_written(as_json, target is not None)):
         if chosen.real_model is not None:
             from attntrace.real.layer import decoder_layer
 
@@ -108,3 +112,15 @@ def decode(
         return decode_page(result)
 
     emit(as_json, document, view, export=target, page=page)
+
+
+def _written(as_json: bool, page: bool) -> Extra:
+    """--json's document and --export's page, built as plain data: every step's rows
+    (about two n × n matrices a head) and the full trace's stages."""
+    from attntrace.kernel.budget import trace_numbers, written_parts
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        numbers = 2 * model.heads * n * m + trace_numbers(model, n, m)
+        return written_parts(numbers, as_json=as_json, page=page, plain=True)
+
+    return parts

@@ -6,6 +6,7 @@ Both draw through :mod:`attntrace.cli.show`; the checks of --json's own flags
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,8 +30,18 @@ from attntrace.cli.options import (
     sentence_argument,
 )
 from attntrace.cli.show import presentation, show
+from attntrace.kernel.budget import (
+    also_counted,
+    json_bytes,
+    page_bytes,
+    refuse_past_budget,
+    saved_trace_parts,
+    trace_numbers,
+)
 
 if TYPE_CHECKING:
+    from attntrace.forward.views.present import Presentation
+    from attntrace.kernel.spec import ModelSpec
     from attntrace.kernel.trace import Trace
 
 
@@ -123,7 +134,7 @@ def run(
     if chosen.head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     sentence = " ".join(words) if words else None
-    with bad_input_fails():
+    with bad_input_fails(), also_counted(shown_parts(as_json, how)):
         trace = chosen.trace(sentence, cast=cast)
 
     def document() -> bytes:  # plain dicts to stdout: the renderers are not even imported
@@ -138,6 +149,36 @@ def run(
         show(trace, how)
 
     emit(as_json, document, view)
+
+
+def shown_parts(
+    as_json: bool, how: Presentation | None
+) -> Callable[[ModelSpec, int, int], dict[str, int]]:
+    """What showing a trace holds besides it, counted before it is computed: --json's
+    document as it is written, --map's masks and order of keys, --export's page."""
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        numbers = trace_numbers(model, n, m)
+        shown = {"its JSON": json_bytes(numbers)} if as_json else {}
+        if how is not None and how.map:
+            # each head's map: its mask (a byte a cell), the weights with the sink
+            # column beside them, and the keys it names
+            shown["the maps"] = model.heads * n * (m + 1) * (1 + 8) + 8 * n * how.top
+        if how is not None and how.export is not None and how.export.suffix.lower() == ".html":
+            shown["the page"] = page_bytes(page_numbers(model, n, m))
+        return shown
+
+    return parts
+
+
+def page_numbers(model: ModelSpec, n: int, m: int) -> int:
+    """The numbers of a trace's explorer page keeps: every head where they fit
+    PAGE_NUMBERS, else the first heads that do, at least one."""
+    from attntrace.page.build import PAGE_NUMBERS
+
+    numbers = trace_numbers(model, n, m)
+    one_head = numbers // model.heads + 3 * (n + m) * model.d_model  # and the shared stages
+    return min(numbers, max(PAGE_NUMBERS, one_head))
 
 
 def json_filters(
@@ -205,5 +246,6 @@ def render(
     name = "stdin" if source == "-" else source
     with bad_input_fails(name):
         text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
+        refuse_past_budget(f"reading {name}", saved_trace_parts(text))
         trace = load_trace(text, name)
     show(trace, how)

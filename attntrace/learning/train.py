@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
+from attntrace.kernel.budget import also_counted, trace_bytes
 from attntrace.kernel.frozen import computed
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import BIAS_OF_WEIGHT, ModelSpec
@@ -379,7 +380,7 @@ def _measure(
     """The model's trace, loss and (but at the last step) gradients. At step 0 an
     error is the input's, said as it is; later it is the learning's: too large a rate."""
     try:
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"), also_counted(_training_parts):
             trace = trace_block(model, tokens, context)
         resolved = resolve(objective, model, trace)
         if not math.isfinite(resolved.loss.value):
@@ -401,6 +402,18 @@ def _measure(
             raise
         raise _diverged(step, lr, str(error)) from None
     return trace, resolved, gradients
+
+
+def _training_parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+    """What a step holds besides its trace: its gradients, the first step's trace (what
+    changed is told against it) and the previous step's, still held as this one is
+    computed."""
+    from attntrace.learning.grad_trace import gradient_parts
+
+    return {
+        **gradient_parts(model, n, m),
+        "the first and the last traces": 2 * trace_bytes(model, n, m),
+    }
 
 
 def _step(
