@@ -17,7 +17,7 @@ import numpy as np
 from attntrace.forward.attention import computed_block
 from attntrace.forward.weight_stages import weight_stages
 from attntrace.kernel import precision
-from attntrace.kernel.budget import also_counted, model_bytes, trace_bytes
+from attntrace.kernel.budget import FLOAT, also_counted, model_bytes, trace_bytes
 from attntrace.kernel.casting import Cast, fresh_cells, stage_error
 from attntrace.kernel.overflow_words import amount, why_infinite
 from attntrace.kernel.precision_record import LowPrecision, Overflow
@@ -69,8 +69,17 @@ def trace_low(
 
 def _twin(model: ModelSpec, n: int, m: int) -> dict[str, int]:
     """What ``--dtype`` holds besides one trace: the other trace (float64's, to measure
-    the error against) and the learned matrices as the dtype holds them."""
-    return {"float64's trace": trace_bytes(model, n, m), "the rounded weights": model_bytes(model)}
+    the error against), the learned matrices as the dtype holds them, and the casting
+    rule's temporaries beyond float64's (a product's accumulator, its rounding, the
+    softmax in float32)."""
+    return {
+        "float64's trace": trace_bytes(model, n, m),
+        "the rounded weights": model_bytes(model),
+        "the dtype's arithmetic": LOW_WORK_SQUARES * FLOAT * n * m,
+    }
+
+
+LOW_WORK_SQUARES = 6  # n × m matrices a head's dtype arithmetic holds beyond float64's
 
 
 def _rounded(stage: Stage, cast: Cast) -> Stage:

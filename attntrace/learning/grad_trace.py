@@ -145,8 +145,9 @@ def grad_trace(
 
 def gradient_parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
     """What the backward pass holds besides the forward trace: a gradient for every
-    stage (a trace's worth), and the loss's d softmax beside them."""
-    return {"the gradients": trace_bytes(model, n, m) + square_bytes(model, n, m)}
+    stage (a trace's worth), the loss's d softmax, and a head's gradients as computed
+    beside their kept (read-only) copies."""
+    return {"the gradients": trace_bytes(model, n, m) + 3 * square_bytes(model, n, m)}
 
 
 def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, ...]:
