@@ -31,6 +31,7 @@ from attntrace.cli.options import (
 )
 from attntrace.cli.show import presentation, show
 from attntrace.kernel.budget import (
+    FLOAT,
     also_counted,
     json_bytes,
     page_bytes,
@@ -248,4 +249,13 @@ def render(
         text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
         refuse_past_budget(f"reading {name}", saved_trace_parts(text))
         trace = load_trace(text, name)
+        if how.export is not None and how.export.suffix.lower() == ".html":
+            from attntrace.page.build import PAGE_NUMBERS
+
+            numbers = sum(s.data.size for s in (*trace.stages, *trace.weights))
+            kept = min(numbers, max(PAGE_NUMBERS, numbers // trace.model.heads))
+            refuse_past_budget(
+                f"the page of {name}",
+                {"the trace": FLOAT * numbers, "the page": page_bytes(kept)},
+            )
     show(trace, how)

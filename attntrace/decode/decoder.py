@@ -60,7 +60,7 @@ from attntrace.decode.rounding import decode_bounds
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
 from attntrace.kernel import progress
-from attntrace.kernel.budget import Extra, also_counted, square_bytes, trace_bytes
+from attntrace.kernel.budget import FLOAT, Extra, also_counted, square_bytes, trace_bytes
 from attntrace.kernel.casting import Cast, StageError, stage_error
 from attntrace.kernel.ops import Matrix, attention, linear, rms_norm, rope
 from attntrace.kernel.spec import ModelSpec
@@ -191,21 +191,23 @@ def decode(model: ModelSpec, tokens: Sequence[str], cast: Cast | None = None) ->
 
 
 def decode_parts(*, twice: bool) -> Extra:
-    """What decoding holds besides the full trace it is compared with: every step's
-    rows (its scores, weights and their comparison: about :data:`STEP_SQUARES` n × n
-    matrices a head over the steps), and ``twice``, with a dtype, the dtype's decode and
-    full trace beside float64's."""
+    """What decoding holds besides the full trace it is compared with: the cache and
+    every step's rows (about :data:`STEP_SQUARES` n × n matrices a head over the steps),
+    the rounding bound's temporaries (:data:`BOUND_SQUARES` of one head), and
+    ``twice``, with a dtype, the dtype's decode and full trace beside float64's."""
 
     def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         steps = STEP_SQUARES * square_bytes(model, n, m)
+        bound = {"the rounding bound": BOUND_SQUARES * FLOAT * n * m}
         if not twice:
-            return {"the steps": steps}
-        return {"the steps": 2 * steps, "the dtype's full trace": trace_bytes(model, n, m)}
+            return {"the steps": steps, **bound}
+        return {"the steps": 2 * steps, "the dtype's full trace": trace_bytes(model, n, m), **bound}
 
     return parts
 
 
-STEP_SQUARES = 6  # n × n float64 matrices a head, summed over the steps (decode_parts)
+STEP_SQUARES = 2  # n × n float64 matrices a head, summed over the steps (decode_parts)
+BOUND_SQUARES = 9  # n × n matrices decode_bounds holds for a moment, one head at a time
 
 
 def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:

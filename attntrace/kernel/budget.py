@@ -90,7 +90,9 @@ def refuse_past_budget(doing: str, parts: Mapping[str, int]) -> None:
     if total <= limit:
         return
     largest = sorted(((size, what) for what, size in parts.items() if size), reverse=True)
-    shown = ", ".join(f"{what} {mib(size)}" for size, what in largest[:3])
+    # the three largest parts, leaving out those under 1 MiB where a larger one is named
+    named = [part for part in largest[:3] if part[0] >= 2**20] or largest[:1]
+    shown = ", ".join(f"{what} {mib(size)}" for size, what in named)
     raise InputError(
         f"{doing} would take about {mib(total)} ({shown}), over the memory budget of "
         f"{mib(limit)} (shorten the input, or set {budget_variable()})"

@@ -405,13 +405,14 @@ def _measure(
 
 
 def _training_parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
-    """What a step holds besides its trace: its gradients, the first step's trace (what
-    changed is told against it) and the previous step's, still held as this one is
-    computed."""
+    """What a step holds besides its trace: its gradients and the previous step's
+    (with their losses), the first step's trace (what changed is told against it) and
+    the previous step's, still held as this one is computed."""
     from attntrace.learning.grad_trace import gradient_parts
 
+    gradients = sum(gradient_parts(model, n, m).values())
     return {
-        **gradient_parts(model, n, m),
+        "the gradients of two steps": 2 * gradients,
         "the first and the last traces": 2 * trace_bytes(model, n, m),
     }
 

@@ -116,9 +116,9 @@ def test_past_the_budget_nothing_is_computed(monkeypatch: pytest.MonkeyPatch) ->
     tokens = sentence(model, 400, 7)
     from attntrace.kernel import ops
 
-    with mock.patch.object(ops, "attention", side_effect=AssertionError("computed")):
-        with pytest.raises(InputError, match="over the memory budget of 1 MiB"):
-            trace_block(model, tokens)
+    computed = mock.patch.object(ops, "attention", side_effect=AssertionError("computed"))
+    with computed, pytest.raises(InputError, match="over the memory budget of 1 MiB"):
+        trace_block(model, tokens)
 
 
 def test_also_counted_parts_nest_and_end_with_their_block() -> None:
