@@ -37,7 +37,7 @@ FLOAT = 8  # bytes of a float64, what every matrix is held as
 # n × m float64 matrices one head's arithmetic holds for a moment beside the trace (a
 # product before it is kept, a difference, a row max subtracted, a rounding's copy): the
 # heads are computed one after another, so one head's temporaries at a time.
-WORK_SQUARES = 3
+WORK_SQUARES = 2
 # n × m float64 matrices comparing two stages holds at once (``check``, ``diff``): the
 # differences, the larger magnitudes, the tolerance, and their temporaries.
 COMPARE_SQUARES = 5
