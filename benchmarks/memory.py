@@ -1,6 +1,6 @@
 """Memory: each command's estimate against its real peak (issue 29).
 
-Run:  python benchmarks/memory.py          (about 2 minutes on an idle 2-core machine)
+Run:  python benchmarks/memory.py          (a minute of CPU: 6 minutes on a busy 2-core machine)
       python benchmarks/memory.py --quick  (the smallest size of each, 20 s)
 
 Every command counts its peak before any work (attntrace/kernel/budget.py) and refuses
@@ -29,7 +29,8 @@ import tempfile
 from pathlib import Path
 
 ATTNTRACE = [sys.executable, "-m", "attntrace"]
-WORDS = {"cat-eats-fish": "cat eats fish", "gemma-like": "the cat sat down"}
+WORDS = {"cat-eats-fish": "cat eats fish", "gemma-like": "the cat sat down", "minilm": "cat"}
+REAL = {"minilm"}  # a trained model's layer (--model), where its weights are installed
 # label, arguments before the sentence, the sample, the lengths
 COMMANDS: list[tuple[str, list[str], str, tuple[int, ...]]] = [
     ("run", ["run", "--max-rows", "4"], "cat-eats-fish", (1000, 2000, 3000)),
@@ -73,6 +74,8 @@ COMMANDS: list[tuple[str, list[str], str, tuple[int, ...]]] = [
     ),
     ("decode --json", ["decode", "--json"], "cat-eats-fish", (250, 500)),
     ("check", ["check", "{arrays}"], "cat-eats-fish", (500, 1000)),
+    ("run --model", ["run", "--max-rows", "4"], "minilm", (100, 500)),
+    ("grad --model", ["grad", "--from", "1", "--to", "2", "--max-rows", "4"], "minilm", (100, 500)),
 ]
 ESTIMATE = re.compile(r"would take about ([\d,]+) MiB|would take about under 1 MiB")
 
@@ -117,7 +120,7 @@ def prepared(arguments: list[str], sample: str, n: int, tmp: Path) -> list[str]:
     filled = [a.format(tmp=tmp, saved=saved, arrays=arrays) for a in arguments]
     if filled[0] == "render":
         return [*ATTNTRACE, *filled]
-    return [*ATTNTRACE, *filled, "-s", sample, words]
+    return [*ATTNTRACE, *filled, "-m" if sample in REAL else "-s", sample, words]
 
 
 def row(label: str, arguments: list[str], sample: str, n: int, tmp: Path) -> str:
