@@ -10,7 +10,12 @@ need more than the budget is refused at once, in one line that names the figure,
 largest parts and the variable that raises it, rather than filling the memory or being
 killed. The estimate is an upper bound of what the arrays take (benchmarks/memory.py
 measures the real peak against it); Python's own objects and imported modules (the
-"import floor", about 60 MiB) are not counted.
+"import floor", 33–66 MiB there) are not counted.
+
+Where a command holds more than one trace, the parts are added where the trace is about
+to be computed: :func:`check_trace_size` (called for every trace) counts the model, the
+trace and its arithmetic, and every part the callers around it declared with
+:func:`also_counted` (``run``'s JSON, ``grad``'s gradients): one check, one figure.
 
 ``ATTNTRACE_MAX_TRACE_MB``, the variable's name in 0.1.0 when only the trace was
 counted, is still read where ``ATTNTRACE_MAX_MEMORY_MB`` is not set.
