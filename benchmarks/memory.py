@@ -36,6 +36,7 @@ COMMANDS: list[tuple[str, list[str], str, tuple[int, ...]]] = [
     ("run", ["run", "--max-rows", "4"], "cat-eats-fish", (1000, 2000, 3000)),
     ("run", ["run", "--max-rows", "4"], "gemma-like", (500, 1000, 1500)),
     ("run --json", ["run", "--json"], "cat-eats-fish", (500, 1000, 1500)),
+    ("run, every cell", ["run", "--max-rows", "0", "--max-cols", "0"], "cat-eats-fish", (400, 800)),
     ("run --map", ["run", "--map"], "cat-eats-fish", (1000, 2000, 3000)),
     ("run --map", ["run", "--map"], "gemma-like", (500, 1000, 1500)),
     ("run --export page", ["run", "--export", "{tmp}/page.html"], "cat-eats-fish", (300, 600)),

@@ -6,6 +6,7 @@ Both draw through :mod:`attntrace.cli.show`; the checks of --json's own flags
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -156,20 +157,47 @@ def shown_parts(
     as_json: bool, how: Presentation | None
 ) -> Callable[[ModelSpec, int, int], dict[str, int]]:
     """What showing a trace holds besides it, counted before it is computed: --json's
-    document as it is written, --map's masks and order of keys, --export's page."""
+    document as it is written, the tables as Rich lays them out, --map's masks and
+    order of keys, --export's page."""
 
     def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         numbers = trace_numbers(model, n, m)
-        shown = {"its JSON": json_bytes(numbers)} if as_json else {}
-        if how is not None and how.map:
+        if how is None:
+            return {"its JSON": json_bytes(numbers)} if as_json else {}
+        shown = {"the tables": table_bytes(model, n, m, how)}
+        if how.map:
             # each head's map: its mask (a byte a cell), the weights with the sink
             # column beside them, and the keys it names
             shown["the maps"] = model.heads * n * (m + 1) * (1 + 8) + 8 * n * how.top
-        if how is not None and how.export is not None and how.export.suffix.lower() == ".html":
+        if how.export is not None and how.export.suffix.lower() == ".html":
             shown["the page"] = page_bytes(page_numbers(model, n, m))
         return shown
 
     return parts
+
+
+# Bytes Rich takes for a cell of a table as it lays it out (its text, styles and
+# segments), measured at some 380 for one table of 160,000 cells; and for a cell kept
+# in a recording (--export .svg or .txt), every table's at once, some 170.
+TABLE_CELL_BYTES = 400
+RECORDED_CELL_BYTES = 200
+FIT_COLUMNS = 334  # columns that fit the widest terminal (1,000 cells), 3 cells each
+STAGES_A_HEAD = 12  # tables a head draws at most (Q … output, the variants' stages)
+
+
+def table_bytes(model: ModelSpec, n: int, m: int, how: Presentation) -> int:
+    """The largest table drawn at once (one stage of one head: --max-rows by --max-cols,
+    or the columns that fit), and with --export .svg or .txt, every table recorded."""
+    view = how.view
+    rows = min(n, view.max_rows + 2)  # the first and last rows, and the ellipsis
+    fit = min(FIT_COLUMNS, shutil.get_terminal_size().columns // 3 + 1)  # COLUMNS, as Rich
+    cols = min(max(m, model.d_model), fit if view.max_cols is None else view.max_cols + 2)
+    table = rows * cols
+    if how.export is None or how.export.suffix.lower() == ".html":
+        return TABLE_CELL_BYTES * table
+    heads = model.heads if view.max_heads is None else min(model.heads, view.max_heads + 1)
+    recorded = min(trace_numbers(model, n, m), heads * STAGES_A_HEAD * table)
+    return TABLE_CELL_BYTES * table + RECORDED_CELL_BYTES * recorded
 
 
 def page_numbers(model: ModelSpec, n: int, m: int) -> int:

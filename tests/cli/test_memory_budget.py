@@ -81,3 +81,13 @@ def test_check_counts_your_arrays_with_the_trace(
     assert "over the memory budget of 12 MiB" in line
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "2048")
     assert invoke("check", str(arrays), WORDS).exit_code == 0
+
+
+def test_tables_of_every_cell_are_counted_as_rich_lays_them_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--max-rows 0 --max-cols 0 draws a table of N × N cells at once (Rich took some
+    380 bytes a cell at 400 tokens): refused where the default view fits."""
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "20")
+    assert invoke("run", WORDS, "--max-rows", "2").exit_code == 0
+    one_line_error(invoke("run", WORDS, "--max-rows", "0", "--max-cols", "0"), "the tables")
