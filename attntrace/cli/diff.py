@@ -159,7 +159,7 @@ def _saved(word: str, source: str, held: int = 0) -> Trace:
     with bad_input_fails(source):
         text = read_stdin(SAVED_TRACE) if word == "-" else read_text(Path(word), SAVED_TRACE)
         refuse_past_budget(
-            f"reading {source}", {**saved_trace_parts(text), "the trace read before": held}
+            "reading the saved trace", {**saved_trace_parts(text), "the trace read before": held}
         )
         return load_trace(text, source)
 

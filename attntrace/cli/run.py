@@ -188,16 +188,24 @@ STAGES_A_HEAD = 12  # tables a head draws at most (Q … output, the variants' s
 def table_bytes(model: ModelSpec, n: int, m: int, how: Presentation) -> int:
     """The largest table drawn at once (one stage of one head: --max-rows by --max-cols,
     or the columns that fit), and with --export .svg or .txt, every table recorded."""
+    numbers = trace_numbers(model, n, m)
+    return shown_table_bytes(n, max(m, model.d_model), model.heads, numbers, how)
+
+
+def shown_table_bytes(rows: int, cols: int, heads: int, numbers: int, how: Presentation) -> int:
+    """:func:`table_bytes` of a trace whose widest stage is ``rows`` × ``cols``, of
+    ``heads`` heads and ``numbers`` numbers in all."""
     view = how.view
-    rows = min(n, view.max_rows + 2)  # the first and last rows, and the ellipsis
     fit = min(FIT_COLUMNS, shutil.get_terminal_size().columns // 3 + 1)  # COLUMNS, as Rich
-    cols = min(max(m, model.d_model), fit if view.max_cols is None else view.max_cols + 2)
-    table = rows * cols
+    table = min(rows, view.max_rows + 2) * min(
+        cols, fit if view.max_cols is None else view.max_cols + 2
+    )  # the first and last rows (columns), and the ellipsis
     if how.export is None or how.export.suffix.lower() == ".html":
         return TABLE_CELL_BYTES * table
-    heads = model.heads if view.max_heads is None else min(model.heads, view.max_heads + 1)
-    recorded = min(trace_numbers(model, n, m), heads * STAGES_A_HEAD * table)
-    return TABLE_CELL_BYTES * table + RECORDED_CELL_BYTES * recorded
+    shown = heads if view.max_heads is None else min(heads, view.max_heads + 1)
+    return TABLE_CELL_BYTES * table + RECORDED_CELL_BYTES * min(
+        numbers, shown * STAGES_A_HEAD * table
+    )
 
 
 def page_numbers(model: ModelSpec, n: int, m: int) -> int:
@@ -239,6 +247,27 @@ def json_filters(
     return names, numbers
 
 
+def _shown_saved(trace: Trace, how: Presentation) -> dict[str, int]:
+    """What showing a saved trace holds: the trace, its largest table as laid out (every
+    table recorded, with --export .svg or .txt) and --export's page."""
+    from attntrace.page.build import PAGE_NUMBERS
+
+    numbers = sum(s.data.size for s in (*trace.stages, *trace.weights))
+    rows, cols = max(
+        (s.data.shape for s in trace.stages if s.data.ndim == 2),
+        key=lambda shape: shape[0] * shape[1],
+        default=(1, 1),
+    )
+    parts = {
+        "the trace": FLOAT * numbers,
+        "the tables": shown_table_bytes(rows, cols, trace.model.heads, numbers, how),
+    }
+    if how.export is not None and how.export.suffix.lower() == ".html":
+        kept = min(numbers, max(PAGE_NUMBERS, numbers // trace.model.heads))
+        parts["the page"] = page_bytes(kept)
+    return parts
+
+
 def render(
     source: Annotated[
         str, typer.Argument(metavar="TRACE", help="A saved `run --json` trace, or - for stdin.")
@@ -275,15 +304,7 @@ def render(
     name = "stdin" if source == "-" else source
     with bad_input_fails(name):
         text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
-        refuse_past_budget(f"reading {name}", saved_trace_parts(text))
+        refuse_past_budget("reading the saved trace", saved_trace_parts(text))
         trace = load_trace(text, name)
-        if how.export is not None and how.export.suffix.lower() == ".html":
-            from attntrace.page.build import PAGE_NUMBERS
-
-            numbers = sum(s.data.size for s in (*trace.stages, *trace.weights))
-            kept = min(numbers, max(PAGE_NUMBERS, numbers // trace.model.heads))
-            refuse_past_budget(
-                f"the page of {name}",
-                {"the trace": FLOAT * numbers, "the page": page_bytes(kept)},
-            )
+        refuse_past_budget("showing the saved trace", _shown_saved(trace, how))
     show(trace, how)

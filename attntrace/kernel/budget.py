@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -251,7 +252,7 @@ def parsed_bytes(text_bytes: int, numbers: int) -> int:
 def saved_trace_parts(text: str) -> dict[str, int]:
     """What reading the saved trace ``text`` takes, from the text alone: every number
     in it is followed by a comma or a closing bracket, so it holds at most as many."""
-    held = len(text) if text.isascii() else 4 * len(text)  # a str's bytes, at most
+    held = sys.getsizeof(text)  # the str as held: 1, 2 or 4 bytes a character
     numbers = text.count(",") + text.count("]")
     return {"its text": held, "the trace as read": numbers * PARSED_NUMBER_BYTES}
 

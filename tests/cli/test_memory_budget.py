@@ -61,9 +61,9 @@ def test_a_saved_trace_is_counted_before_it_is_parsed(
     saved = tmp_path / "trace.json"
     saved.write_bytes(invoke("run", WORDS, "--json").stdout_bytes)
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "10")
-    line = one_line_error(invoke("render", str(saved)), f"reading {saved}", "the trace as read")
+    line = one_line_error(invoke("render", str(saved)), "reading the saved trace")
     assert "over the memory budget of 10 MiB" in line
-    line = one_line_error(invoke("diff", str(saved), str(saved)), f"reading {saved}")
+    line = one_line_error(invoke("diff", str(saved), str(saved)), f"{saved}: reading the")
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "2048")
     assert invoke("render", str(saved), "--max-rows", "2").exit_code == 0
 
@@ -84,10 +84,17 @@ def test_check_counts_your_arrays_with_the_trace(
 
 
 def test_tables_of_every_cell_are_counted_as_rich_lays_them_out(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--max-rows 0 --max-cols 0 draws a table of N × N cells at once (Rich took some
-    380 bytes a cell at 400 tokens): refused where the default view fits."""
+    380 bytes a cell at 400 tokens): refused where the default view fits; by render
+    too, once the saved trace is read."""
+    every = ("--max-rows", "0", "--max-cols", "0")
+    saved = tmp_path / "trace.json"
+    saved.write_bytes(invoke("run", WORDS, "--json").stdout_bytes)
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "20")
     assert invoke("run", WORDS, "--max-rows", "2").exit_code == 0
-    one_line_error(invoke("run", WORDS, "--max-rows", "0", "--max-cols", "0"), "the tables")
+    one_line_error(invoke("run", WORDS, *every), "the tables")
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "60")
+    assert invoke("render", str(saved), "--max-rows", "2").exit_code == 0
+    one_line_error(invoke("render", str(saved), *every), "showing the saved", "the tables")
