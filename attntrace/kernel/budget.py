@@ -29,12 +29,15 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from attntrace.environment import env_number
 from attntrace.errors import InputError
-from attntrace.kernel.spec import ModelSpec
+
+if TYPE_CHECKING:  # numpy and the spec are not imported to count: --help stays light
+    import numpy.typing as npt
+
+    from attntrace.kernel.spec import ModelSpec
 
 DEFAULT_MAX_MEMORY_MB = 2048
 MEMORY_VARIABLE = "ATTNTRACE_MAX_MEMORY_MB"
@@ -59,7 +62,7 @@ PAGE_NUMBER_BYTES = 4 * JSON_NUMBER_BYTES
 PARSED_NUMBER_BYTES = 24 + 8 + FLOAT
 
 # A part of a command's peak besides its trace, from the model and the trace's n and m.
-Extra = Callable[[ModelSpec, int, int], Mapping[str, int]]
+Extra = Callable[["ModelSpec", int, int], Mapping[str, int]]
 # What the commands around a trace will hold besides it (its JSON, a second trace, the
 # gradients): counted wherever a trace is about to be computed, inside :func:`also_counted`.
 _ALSO: ContextVar[tuple[Extra, ...]] = ContextVar("attntrace_budget_also", default=())
@@ -170,7 +173,7 @@ def also_counted(extra: Extra) -> Iterator[None]:
 def model_bytes(model: ModelSpec) -> int:
     """The model's own matrices as held (float64): embeddings, weights, biases,
     positions, a given X, the target and the variants' vectors."""
-    arrays: list[object] = [
+    arrays: list[npt.NDArray[Any] | str | None] = [
         *model.embeddings.values(),
         *model.biases.values(),
         model.WQ,
@@ -183,7 +186,7 @@ def model_bytes(model: ModelSpec) -> int:
         model.variants.k_norm,
         None if model.given is None else model.given.X,
     ]
-    return sum(a.nbytes for a in arrays if isinstance(a, np.ndarray))
+    return sum(a.nbytes for a in arrays if a is not None and not isinstance(a, str))
 
 
 def square_bytes(model: ModelSpec, n: int, m: int) -> int:
