@@ -306,5 +306,6 @@ def render(
         text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
         refuse_past_budget("reading the saved trace", saved_trace_parts(text))
         trace = load_trace(text, name)
+        del text  # not held while the trace is shown
         refuse_past_budget("showing the saved trace", _shown_saved(trace, how))
     show(trace, how)

@@ -57,9 +57,10 @@ JSON_BUFFER_BYTES = 16 << 20
 # Bytes an explorer page takes per number while it is built: the JSON, its text with
 # ``</`` escaped, the page joined around it, and the page encoded to be written.
 PAGE_NUMBER_BYTES = 4 * JSON_NUMBER_BYTES
-# Bytes a saved trace takes per number while it is read: a Python float and its list's
-# pointer, then its float64 in the array (the text itself is counted apart).
-PARSED_NUMBER_BYTES = 24 + 8 + FLOAT
+# Bytes a saved trace takes per number while it is read: a Python float, its list's
+# pointer and the list's spare room (a list grows by about an eighth), then its float64
+# in the array (the text itself is counted apart).
+PARSED_NUMBER_BYTES = 24 + 8 + 8 + FLOAT
 
 # A part of a command's peak besides its trace, from the model and the trace's n and m.
 Extra = Callable[["ModelSpec", int, int], Mapping[str, int]]
@@ -255,7 +256,10 @@ def parsed_bytes(text_bytes: int, numbers: int) -> int:
 def saved_trace_parts(text: str) -> dict[str, int]:
     """What reading the saved trace ``text`` takes, from the text alone: every number
     in it is followed by a comma or a closing bracket, so it holds at most as many."""
-    held = sys.getsizeof(text)  # the str as held: 1, 2 or 4 bytes a character
+    # the str as held (1, 2 or 4 bytes a character), and the bytes it was decoded from,
+    # held with it while it was, read in pieces and joined (twice, for a moment): UTF-8,
+    # about a byte a character in a trace's JSON
+    held = sys.getsizeof(text) + 2 * len(text)
     numbers = text.count(",") + text.count("]")
     return {"its text": held, "the trace as read": numbers * PARSED_NUMBER_BYTES}
 

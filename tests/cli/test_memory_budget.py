@@ -57,7 +57,7 @@ def test_the_dtype_and_float64_traces_count_against_one_budget(
 def test_a_saved_trace_is_counted_before_it_is_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """40 bytes a number as read: 3 · N² numbers of N = 400 are some 18 MiB."""
+    """48 bytes a number as read: 3 · N² numbers of N = 400 are some 22 MiB."""
     saved = tmp_path / "trace.json"
     saved.write_bytes(invoke("run", WORDS, "--json").stdout_bytes)
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "10")
