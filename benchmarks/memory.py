@@ -1,6 +1,6 @@
 """Memory: each command's estimate against its real peak (issue 29).
 
-Run:  python benchmarks/memory.py          (a minute of CPU: 6 minutes on a busy 2-core machine)
+Run:  python benchmarks/memory.py          (a minute of CPU; 81 s on a shared 2-core machine)
       python benchmarks/memory.py --quick  (the smallest size of each, 20 s)
 
 Every command counts its peak before any work (attntrace/kernel/budget.py) and refuses

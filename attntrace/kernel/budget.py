@@ -10,7 +10,7 @@ need more than the budget is refused at once, in one line that names the figure,
 largest parts and the variable that raises it, rather than filling the memory or being
 killed. The estimate is an upper bound of what the arrays take (benchmarks/memory.py
 measures the real peak against it); Python's own objects and imported modules (the
-"import floor", 33–66 MiB there) are not counted.
+"import floor", 33–67 MiB there) are not counted.
 
 Where a command holds more than one trace, the parts are added where the trace is about
 to be computed: :func:`check_trace_size` (called for every trace) counts the model, the
