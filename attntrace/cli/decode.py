@@ -14,6 +14,10 @@ from attntrace.cli.pipes import stdout_console
 from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
 from attntrace.cli.saved import page_target
 from attntrace.cli.show import presentation
+from attntrace.kernel.budget import Extra, also_counted
+
+if TYPE_CHECKING:
+    from attntrace.kernel.spec import ModelSpec
 
 if TYPE_CHECKING:
     from attntrace.kernel.documents import Streamed
@@ -62,7 +66,7 @@ def decode(
     target = page_target(export)
     cast = arithmetic.cast()  # a dtype's flags are checked before anything is read
     sentence = " ".join(words) if words else None
-    with bad_input_fails():
+    with bad_input_fails(), also_counted(_written(as_json, target is not None)):
         if chosen.real_model is not None:
             from attntrace.real.layer import decoder_layer
 
@@ -113,3 +117,15 @@ def decode(
         return decode_page(result)
 
     emit(as_json, document, view, export=target, page=page)
+
+
+def _written(as_json: bool, page: bool) -> Extra:
+    """--json's document and --export's page, built as plain data: every step's rows
+    (about two n × n matrices a head) and the full trace's stages."""
+    from attntrace.kernel.budget import trace_numbers, written_parts
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        numbers = 2 * model.heads * n * m + trace_numbers(model, n, m)
+        return written_parts(numbers, as_json=as_json, page=page, plain=True)
+
+    return parts

@@ -20,8 +20,19 @@ from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import ModelFlags, model_flags
 from attntrace.cli.options import MaxRows, PageExport, TablePrecision, json_flag
 from attntrace.cli.saved import page_target
+from attntrace.kernel.budget import (
+    COMPARE_SQUARES,
+    FLOAT,
+    also_counted,
+    comparison_bytes,
+    model_bytes,
+    refuse_past_budget,
+    saved_trace_parts,
+    trace_bytes,
+)
 
 if TYPE_CHECKING:
+    from attntrace.kernel.spec import ModelSpec
     from attntrace.kernel.trace import Trace
 
 EXIT_CHANGED = 1  # as diff(1) and cmp(1): the inputs differ
@@ -76,7 +87,18 @@ def diff(
             "stdin" if words[0] == "-" else words[0],
             "stdin" if words[1] == "-" else words[1],
         )
-        a, b = (_saved(word, source) for word, source in zip(words, sources, strict=True))
+        a = _saved(words[0], sources[0])
+        b = _saved(words[1], sources[1], held=_held(a))
+        largest = max((s.data.size for s in (*a.stages, *b.stages)), default=0)
+        with bad_input_fails():
+            refuse_past_budget(
+                f"comparing {sources[0]} and {sources[1]}",
+                {
+                    "A": _held(a),
+                    "B": _held(b),
+                    "the comparison": COMPARE_SQUARES * FLOAT * largest + _held(b) // FLOAT,
+                },
+            )
     digits = DIGITS if precision is None else precision
     _compare(
         a, b, sources, edits, as_json=as_json, precision=digits, max_rows=max_rows, target=target
@@ -106,7 +128,7 @@ def _traced_twice(
     if config == "-":
         usage("diff traces the model twice, and stdin can be read once: give --config a file")
     sentence = " ".join(words) if words else None
-    with bad_input_fails():
+    with bad_input_fails(), also_counted(_second_trace):
         a = traced(sentence, config=config, sample=sample)
         b = traced(sentence, config=config, sample=sample, edits=edits)
     if config is not None:
@@ -118,14 +140,33 @@ def _traced_twice(
     return (model, f"{model} with --set {' --set '.join(edits)}"), a, b
 
 
-def _saved(word: str, source: str) -> Trace:
-    """The saved trace ``word`` names (``-``: stdin), checked as ``render`` checks it."""
+def _second_trace(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+    """What diff --set holds besides the first trace: the edited model, its trace and
+    the comparison of the two (and the page of both, with --export)."""
+    return {
+        "B's model": model_bytes(model),
+        "B's trace": trace_bytes(model, n, m),
+        "the comparison": comparison_bytes(model, n, m),
+    }
+
+
+def _saved(word: str, source: str, held: int = 0) -> Trace:
+    """The saved trace ``word`` names (``-``: stdin), checked as ``render`` checks it,
+    counted with ``held`` bytes of the trace read before it."""
     from attntrace.forward.replay import SAVED_TRACE, load_trace
     from attntrace.kernel.reading import read_stdin, read_text
 
     with bad_input_fails(source):
         text = read_stdin(SAVED_TRACE) if word == "-" else read_text(Path(word), SAVED_TRACE)
+        refuse_past_budget(
+            "reading the saved trace", {**saved_trace_parts(text), "the trace read before": held}
+        )
         return load_trace(text, source)
+
+
+def _held(trace: Trace) -> int:
+    """The bytes of a trace's arrays."""
+    return sum(s.data.nbytes for s in (*trace.stages, *trace.weights))
 
 
 def _compare(

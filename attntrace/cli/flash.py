@@ -24,9 +24,11 @@ from attntrace.cli.options import (
     sentence_argument,
 )
 from attntrace.cli.saved import page_target
+from attntrace.kernel.budget import FLOAT, Extra, also_counted, trace_numbers, written_parts
 
 if TYPE_CHECKING:
     from attntrace.kernel.documents import StreamedJSON
+    from attntrace.kernel.spec import ModelSpec
     from attntrace.kernels.flash_report import FlashReport
     from attntrace.ui.view import View
 
@@ -121,7 +123,8 @@ def flash(
     chosen.check(step=step)  # --head is the head to tile on every model, not "with --model"
     target = page_target(export)
     sentence = " ".join(words) if words else None
-    with bad_input_fails():  # a head a real model lacks is refused there, naming its heads
+    with bad_input_fails(), also_counted(_tiles_parts(as_json, target is not None)):
+        # a head a real model lacks is refused there, naming its heads
         trace = chosen.trace(sentence, head=head)  # a real model's layer, cut to that head
         if chosen.real_model is None:
             _check_head(head, trace.model.heads)
@@ -149,6 +152,18 @@ def flash(
         return flash_page(report)
 
     emit(as_json, document, view, export=target, page=page)
+
+
+def _tiles_parts(as_json: bool, page: bool) -> Extra:
+    """What tiling one head holds besides the trace: every tile's scores and weights
+    (two n × m matrices in all), the row statistics, and --json's or the page's numbers."""
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        tiles = 2 * n * m + 4 * n * model.d_v
+        numbers = tiles + trace_numbers(model, n, m) // model.heads
+        return {"the tiles": FLOAT * tiles, **written_parts(numbers, as_json=as_json, page=page)}
+
+    return parts
 
 
 def _check_head(head: int, heads: int) -> None:

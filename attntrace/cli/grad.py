@@ -31,9 +31,11 @@ from attntrace.cli.options import (
     sentence_argument,
 )
 from attntrace.cli.saved import page_target
+from attntrace.kernel.budget import Extra, also_counted, trace_numbers, written_parts
 
 if TYPE_CHECKING:
     from attntrace.kernel.documents import StreamedJSON
+    from attntrace.kernel.spec import ModelSpec
     from attntrace.learning.grad_trace import GradTrace
     from attntrace.ui.view import View
 
@@ -107,7 +109,8 @@ def grad(
         check_head(head, spec.heads)
         from attntrace.learning.grad_trace import grad_trace
 
-        traced = grad_trace(spec, tokens, keys, objective)
+        with also_counted(_written(as_json, target is not None)):
+            traced = grad_trace(spec, tokens, keys, objective)
 
     def document() -> StreamedJSON:
         from attntrace.learning.grad_json import grad_stream
@@ -131,6 +134,16 @@ def grad(
         return grad_page(traced)
 
     emit(as_json, document, view, export=target, page=page)
+
+
+def _written(as_json: bool, page: bool) -> Extra:
+    """--json's document and --export's page: the forward trace and its gradients."""
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        numbers = 2 * trace_numbers(model, n, m) + model.heads * n * m
+        return written_parts(numbers, as_json=as_json, page=page)
+
+    return parts
 
 
 def _tables(grad: GradTrace, view: View) -> None:

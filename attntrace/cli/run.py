@@ -6,6 +6,8 @@ Both draw through :mod:`attntrace.cli.show`; the checks of --json's own flags
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,9 +31,20 @@ from attntrace.cli.options import (
     sentence_argument,
 )
 from attntrace.cli.show import presentation, show
+from attntrace.kernel.budget import (
+    FLOAT,
+    also_counted,
+    json_bytes,
+    page_bytes,
+    refuse_past_budget,
+    saved_trace_parts,
+    trace_numbers,
+)
 
 if TYPE_CHECKING:
+    from attntrace.forward.views.present import Presentation
     from attntrace.kernel.documents import StreamedJSON
+    from attntrace.kernel.spec import ModelSpec
     from attntrace.kernel.trace import Trace
 
 
@@ -124,7 +137,7 @@ def run(
     if chosen.head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     sentence = " ".join(words) if words else None
-    with bad_input_fails():
+    with bad_input_fails(), also_counted(shown_parts(as_json, how)):
         trace = chosen.trace(sentence, cast=cast)
 
     def document() -> StreamedJSON:  # to stdout as written: the renderers are not imported
@@ -139,6 +152,71 @@ def run(
         show(trace, how)
 
     emit(as_json, document, view)
+
+
+def shown_parts(
+    as_json: bool, how: Presentation | None
+) -> Callable[[ModelSpec, int, int], dict[str, int]]:
+    """What showing a trace holds besides it, counted before it is computed: --json's
+    document as it is written, the tables as Rich lays them out, --map's masks and
+    order of keys, --export's page."""
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        numbers = trace_numbers(model, n, m)
+        if how is None:
+            return {"its JSON": json_bytes(numbers)} if as_json else {}
+        shown = {"the tables": table_bytes(model, n, m, how)}
+        if how.map:
+            # each head's map: its mask (a byte a cell), the weights with the sink
+            # column beside them, and the keys it names
+            shown["the maps"] = model.heads * n * (m + 1) * (1 + 8) + 8 * n * how.top
+        if how.export is not None and how.export.suffix.lower() == ".html":
+            shown["the page"] = page_bytes(page_numbers(model, n, m))
+        return shown
+
+    return parts
+
+
+# Bytes Rich takes for a cell of a table as it lays it out (its text, styles and
+# segments), measured at some 380 for one table of 160,000 cells; and for a cell kept
+# in a recording (--export .svg or .txt), every table's at once, some 170.
+TABLE_CELL_BYTES = 400
+RECORDED_CELL_BYTES = 200
+FIT_COLUMNS = 334  # columns that fit the widest terminal (1,000 cells), 3 cells each
+STAGES_A_HEAD = 12  # tables a head draws at most (Q … output, the variants' stages)
+
+
+def table_bytes(model: ModelSpec, n: int, m: int, how: Presentation) -> int:
+    """The largest table drawn at once (one stage of one head: --max-rows by --max-cols,
+    or the columns that fit), and with --export .svg or .txt, every table recorded."""
+    numbers = trace_numbers(model, n, m)
+    return shown_table_bytes(n, max(m, model.d_model), model.heads, numbers, how)
+
+
+def shown_table_bytes(rows: int, cols: int, heads: int, numbers: int, how: Presentation) -> int:
+    """:func:`table_bytes` of a trace whose widest stage is ``rows`` × ``cols``, of
+    ``heads`` heads and ``numbers`` numbers in all."""
+    view = how.view
+    fit = min(FIT_COLUMNS, shutil.get_terminal_size().columns // 3 + 1)  # COLUMNS, as Rich
+    table = min(rows, view.max_rows + 2) * min(
+        cols, fit if view.max_cols is None else view.max_cols + 2
+    )  # the first and last rows (columns), and the ellipsis
+    if how.export is None or how.export.suffix.lower() == ".html":
+        return TABLE_CELL_BYTES * table
+    shown = heads if view.max_heads is None else min(heads, view.max_heads + 1)
+    return TABLE_CELL_BYTES * table + RECORDED_CELL_BYTES * min(
+        numbers, shown * STAGES_A_HEAD * table
+    )
+
+
+def page_numbers(model: ModelSpec, n: int, m: int) -> int:
+    """The numbers of a trace's explorer page keeps: every head where they fit
+    PAGE_NUMBERS, else the first heads that do, at least one."""
+    from attntrace.page.build import PAGE_NUMBERS
+
+    numbers = trace_numbers(model, n, m)
+    one_head = numbers // model.heads + 3 * (n + m) * model.d_model  # and the shared stages
+    return min(numbers, max(PAGE_NUMBERS, one_head))
 
 
 def json_filters(
@@ -168,6 +246,27 @@ def json_filters(
             )
         numbers = sorted({int(p) for p in parts})  # 1,1 is head 1
     return names, numbers
+
+
+def _shown_saved(trace: Trace, how: Presentation) -> dict[str, int]:
+    """What showing a saved trace holds: the trace, its largest table as laid out (every
+    table recorded, with --export .svg or .txt) and --export's page."""
+    from attntrace.page.build import PAGE_NUMBERS
+
+    numbers = sum(s.data.size for s in (*trace.stages, *trace.weights))
+    rows, cols = max(
+        (s.data.shape for s in trace.stages if s.data.ndim == 2),
+        key=lambda shape: shape[0] * shape[1],
+        default=(1, 1),
+    )
+    parts = {
+        "the trace": FLOAT * numbers,
+        "the tables": shown_table_bytes(rows, cols, trace.model.heads, numbers, how),
+    }
+    if how.export is not None and how.export.suffix.lower() == ".html":
+        kept = min(numbers, max(PAGE_NUMBERS, numbers // trace.model.heads))
+        parts["the page"] = page_bytes(kept)
+    return parts
 
 
 def render(
@@ -206,5 +305,8 @@ def render(
     name = "stdin" if source == "-" else source
     with bad_input_fails(name):
         text = read_stdin(SAVED_TRACE) if source == "-" else read_text(Path(source), SAVED_TRACE)
+        refuse_past_budget("reading the saved trace", saved_trace_parts(text))
         trace = load_trace(text, name)
+        del text  # not held while the trace is shown
+        refuse_past_budget("showing the saved trace", _shown_saved(trace, how))
     show(trace, how)

@@ -60,6 +60,7 @@ from attntrace.decode.rounding import decode_bounds
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
 from attntrace.kernel import progress
+from attntrace.kernel.budget import FLOAT, Extra, also_counted, square_bytes, trace_bytes
 from attntrace.kernel.casting import Cast, StageError, stage_error
 from attntrace.kernel.ops import Matrix, attention, linear, rms_norm, rope
 from attntrace.kernel.spec import ModelSpec
@@ -179,12 +180,34 @@ class StepErrors:
 def decode(model: ModelSpec, tokens: Sequence[str], cast: Cast | None = None) -> Decode:
     """Decode ``tokens`` one at a time through a KV cache (causal self-attention), in
     float64, or by ``cast``'s rule in its dtype (then beside float64's decode)."""
-    exact = _decode64(model, tokens)
+    low = cast is not None and not cast.exact
+    with also_counted(decode_parts(twice=low)):
+        exact = _decode64(model, tokens)
     if cast is None or cast.exact:
         return exact
     from attntrace.decode.dtype import decode_in  # it reads this module's classes
 
     return decode_in(model, exact, cast)
+
+
+def decode_parts(*, twice: bool) -> Extra:
+    """What decoding holds besides the full trace it is compared with: the cache and
+    every step's rows (about :data:`STEP_SQUARES` n × n matrices a head over the steps),
+    the rounding bound's temporaries (:data:`BOUND_SQUARES` of one head), and
+    ``twice``, with a dtype, the dtype's decode and full trace beside float64's."""
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        steps = STEP_SQUARES * square_bytes(model, n, m)
+        bound = {"the rounding bound": BOUND_SQUARES * FLOAT * n * m}
+        if not twice:
+            return {"the steps": steps, **bound}
+        return {"the steps": 2 * steps, "the dtype's full trace": trace_bytes(model, n, m), **bound}
+
+    return parts
+
+
+STEP_SQUARES = 2  # n × n float64 matrices a head, summed over the steps (decode_parts)
+BOUND_SQUARES = 9  # n × n matrices decode_bounds holds for a moment, one head at a time
 
 
 def _decode64(model: ModelSpec, tokens: Sequence[str]) -> Decode:

@@ -17,6 +17,7 @@ import numpy as np
 from attntrace.forward.attention import computed_block
 from attntrace.forward.weight_stages import weight_stages
 from attntrace.kernel import precision
+from attntrace.kernel.budget import FLOAT, also_counted, model_bytes, trace_bytes
 from attntrace.kernel.casting import Cast, fresh_cells, stage_error
 from attntrace.kernel.overflow_words import amount, why_infinite
 from attntrace.kernel.precision_record import LowPrecision, Overflow
@@ -48,10 +49,13 @@ def trace_low(
     NaN, with its ``precision`` record: each stage's error against float64's trace of
     the same input (computed unrefused, so the error is measured even where float64
     itself would overflow) and the first overflow. float64's cast is the plain trace."""
-    reference = computed_block(model, tokens, context, refuse=False)
     if cast.exact:
-        return reference
-    low = computed_block(model, tokens, context, arithmetic=cast, refuse=False)
+        return computed_block(model, tokens, context, refuse=False)
+    # both traces are held at once, and the weights once more as the dtype holds them:
+    # counted against one budget before the first is computed
+    with also_counted(_twin):
+        reference = computed_block(model, tokens, context, refuse=False)
+        low = computed_block(model, tokens, context, arithmetic=cast, refuse=False)
     errors = {
         (s.name, s.head): stage_error(s.data, r.data)
         for s, r in zip(low.stages, reference.stages, strict=True)
@@ -61,6 +65,21 @@ def trace_low(
     record = LowPrecision(cast, errors, first)
     weights = tuple(_rounded(w, cast) for w in weight_stages(model))
     return replace(low, weights=weights, precision=record)
+
+
+def _twin(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+    """What ``--dtype`` holds besides one trace: the other trace (float64's, to measure
+    the error against), the learned matrices as the dtype holds them, and the casting
+    rule's temporaries beyond float64's (a product's accumulator, its rounding, the
+    softmax in float32)."""
+    return {
+        "float64's trace": trace_bytes(model, n, m),
+        "the rounded weights": model_bytes(model),
+        "the dtype's arithmetic": LOW_WORK_SQUARES * FLOAT * n * m,
+    }
+
+
+LOW_WORK_SQUARES = 6  # n × m matrices a head's dtype arithmetic holds beyond float64's
 
 
 def _rounded(stage: Stage, cast: Cast) -> Stage:

@@ -404,7 +404,7 @@ def _upstream(name: str, given: Matrix | None, shape: tuple[int, int]) -> Matrix
             expected=f"a {shape[0]} × {shape[1]} matrix of numbers",
             found=shape_text(array.shape) or "a scalar",
         )
-    array = array.astype(np.float64)
+    array = array.astype(np.float64, copy=False)  # only read: the loss's own is kept once
     if not np.isfinite(array).all():
         raise InputError(field=name, expected="finite numbers", found="inf or NaN")
     return array

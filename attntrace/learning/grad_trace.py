@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from attntrace.forward.attention import trace_block
 from attntrace.kernel import progress
+from attntrace.kernel.budget import also_counted, square_bytes, trace_bytes
 from attntrace.kernel.labels import dims
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import ModelSpec
@@ -127,7 +128,8 @@ def grad_trace(
     """The backward pass of ``model`` over ``tokens`` (and ``context``) from the loss
     ``objective`` names. Raises :class:`attntrace.errors.InputError` for a loss that
     does not fit the trace (see :func:`attntrace.learning.objective.resolve`)."""
-    forward = trace_block(model, tokens, context)
+    with also_counted(gradient_parts):  # counted with the forward trace, before it
+        forward = trace_block(model, tokens, context)
     resolved = resolve(objective, model, forward)
     loss = resolved.loss
     with progress.task(f"the backward pass of {model.name}"):
@@ -146,6 +148,13 @@ def grad_trace(
         stages=_stages(model, gradients, resolved),
         summed={kv.kv_head: kv.query_heads for kv in gradients.kv_heads if len(kv.query_heads) > 1},
     )
+
+
+def gradient_parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+    """What the backward pass holds besides the forward trace: a gradient for every
+    stage (a trace's worth), the loss's d softmax, and a head's gradients as computed
+    beside their kept (read-only) copies."""
+    return {"the gradients": trace_bytes(model, n, m) + 3 * square_bytes(model, n, m)}
 
 
 def _stages(model: ModelSpec, g: Gradients, resolved: Resolved) -> tuple[Stage, ...]:

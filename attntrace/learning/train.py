@@ -36,6 +36,7 @@ import numpy.typing as npt
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
 from attntrace.kernel import progress
+from attntrace.kernel.budget import FLOAT, Extra, also_counted, trace_bytes
 from attntrace.kernel.frozen import computed
 from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import BIAS_OF_WEIGHT, ModelSpec
@@ -314,6 +315,8 @@ def train(
         0 if objective.kind != "attend" else 1 if objective.head is not None else model.heads
     )
     check_work(model, n, m, heads_read, steps, keep_rows=keep_rows)
+    # each step's loss and to-weights, and with keep_rows its rows of weights
+    history = FLOAT * (steps + 1) * (1 + heads_read * (1 + (m if keep_rows else 0)))
     start = initial_model(model, chosen, init, seed)
     current = start
     losses = np.zeros(steps + 1)
@@ -324,7 +327,7 @@ def train(
     with progress.task(f"training {model.name}", steps + 1, "steps") as training:
         for step in range(steps + 1):
             trace, resolved, gradients = _measure(
-                current, tokens, keys, objective, step, lr, last=step == steps
+                current, tokens, keys, objective, step, lr, last=step == steps, history=history
             )
             record = _record(step, trace, resolved)
             if step == 0:
@@ -378,11 +381,14 @@ def _measure(
     lr: float,
     *,
     last: bool,
+    history: int = 0,
 ) -> tuple[Trace, Resolved, Gradients | None]:
     """The model's trace, loss and (but at the last step) gradients. At step 0 an
-    error is the input's, said as it is; later it is the learning's: too large a rate."""
+    error is the input's, said as it is; later it is the learning's: too large a rate.
+    The trace is counted against the budget with ``history``, the bytes the run keeps of
+    every step."""
     try:
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"), also_counted(_training_parts(history)):
             trace = trace_block(model, tokens, context)
         resolved = resolve(objective, model, trace)
         if not math.isfinite(resolved.loss.value):
@@ -404,6 +410,24 @@ def _measure(
             raise
         raise _diverged(step, lr, str(error)) from None
     return trace, resolved, gradients
+
+
+def _training_parts(history: int) -> Extra:
+    """What a step holds besides its trace: its gradients and the previous step's
+    (with their losses), the first step's trace (what changed is told against it) and
+    the previous step's, still held as this one is computed, and the ``history`` kept
+    of every step (in bytes)."""
+    from attntrace.learning.grad_trace import gradient_parts
+
+    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
+        gradients = sum(gradient_parts(model, n, m).values())
+        return {
+            "the gradients of two steps": 2 * gradients,
+            "the first and the last traces": 2 * trace_bytes(model, n, m),
+            "the history": history,
+        }
+
+    return parts
 
 
 def _step(

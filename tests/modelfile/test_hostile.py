@@ -591,7 +591,8 @@ def test_a_trace_too_big_to_hold_is_refused_before_it_is_computed(
     assert result.exit_code == 2
     assert result.stderr == (
         "attntrace: error: sample cat-eats-fish: a trace of 20,000 tokens × 20,000 keys would "
-        "take about 9,158 MiB (the trace 9,158 MiB), over the memory budget of 2,048 MiB "
+        "take about 18,700 MiB (the trace 9,158 MiB, its arithmetic 6,107 MiB, the maps 3,434 "
+        "MiB), over the memory budget of 2,048 MiB "
         "(shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)\n"
     )
     monkeypatch.setenv("ATTNTRACE_MAX_TRACE_MB", "10000")
