@@ -1,0 +1,570 @@
+"""The cases of issue 29, each as a kind: memory past the budget (scaled to 256 MiB),
+files that lie about their size, headers numpy chokes on, lone surrogates, the API's
+non-string keys and the small items of its section 4."""
+
+from __future__ import annotations
+
+from hostile import checks
+from hostile.makers import (
+    LONG_SENTENCE,
+    MODEL,
+    directory,
+    f64_tensor,
+    link_to,
+    model_json,
+    npy,
+    npy_raw,
+    npz,
+    sparse_npy,
+    tall_json,
+)
+from hostile.runner import Kind, kind
+
+BUDGET = ("ATTNTRACE_MAX_MEMORY_MB",)
+ATTEND = ("--from", "cat", "--to", "fish")  # grad's and train's loss, where no target is
+ATTEND_CAUSAL = ("--from", "sat", "--to", "cat")
+
+# ----------------------------------------------------------- 1. memory past the budget
+
+# A sparse int8 .npy of 16000 × 16000 (244 MiB on paper, nothing on disk).
+BIG = sparse_npy(16000, 16000)
+SMALL_WITH_BIG_WQ = MODEL.replace("WQ: [[1, 0], [0, 1]]", "WQ: big.npy")
+VOCABULARY = "[" + ", ".join(f"t{i}" for i in range(16000)) + "]"
+FIVE_TIMES = (
+    f"embeddings: big.npy\nvocabulary: {VOCABULARY}\n"
+    "weights: {WQ: big.npy, WK: big.npy, WV: big.npy, WO: big.npy}\n"
+)
+FIVE = {"model.yaml": FIVE_TIMES, "big.npy": BIG}
+
+
+def sixteen_thousand(command: str, *extra: str) -> Kind:
+    return kind(
+        f"npy-int8-16000-five-times-{command}{''.join(extra)}",
+        command,
+        "t0 t1",
+        "-c",
+        "model.yaml",
+        *extra,
+        files=FIVE,
+        says=BUDGET,
+    )
+
+
+def long_sentence(name: str, *argv: str, **options: object) -> Kind:
+    """9,300 tokens of the built-in model: a trace past 256 MiB, refused before work."""
+    return kind(f"tokens-9300-{name}", *argv, says=BUDGET, timeout=90, **options)
+
+
+D1 = "embeddings:\n  cat: [1]\n  eats: [2]\nweights: {WQ: [[1]], WK: [[1]], WV: [[1]]}\n"
+
+MEMORY = [
+    kind(
+        "npy-int8-16000-as-WQ-of-d2",
+        "run",
+        "-c",
+        "model.yaml",
+        files={"model.yaml": SMALL_WITH_BIG_WQ, "big.npy": BIG},
+    ),
+    sixteen_thousand("run"),
+    sixteen_thousand("run", "--json"),
+    sixteen_thousand("grad", "--from=t0", "--to=t1"),
+    sixteen_thousand("flash"),
+    sixteen_thousand("decode"),
+    sixteen_thousand("train", "--steps=1", "--from=t0", "--to=t1"),
+    sixteen_thousand("diff", "--set=causal=true"),
+    kind(
+        "tall-json-d2000000-run",
+        "run",
+        "cat eats",
+        "-c",
+        "tall.json",
+        expect="either",
+        files={"tall.json": tall_json(2_000_000)},
+        timeout=30,
+    ),
+    kind(
+        "tall-json-d2000000-json",
+        "run",
+        "cat eats",
+        "-c",
+        "tall.json",
+        "--json",
+        expect="either",
+        files={"tall.json": tall_json(2_000_000)},
+        timeout=30,
+    ),
+    kind(
+        "tall-json-d400000-grad",
+        "grad",
+        "cat eats",
+        "-c",
+        "tall.json",
+        "--from",
+        "cat",
+        "--to",
+        "eats",
+        expect="either",
+        files={"tall.json": tall_json(400_000)},
+        timeout=30,
+    ),
+    long_sentence("run", "run", LONG_SENTENCE),
+    long_sentence("run-json", "run", LONG_SENTENCE, "--json"),
+    long_sentence("run-map", "run", LONG_SENTENCE, "--map"),
+    long_sentence("run-overview", "run", LONG_SENTENCE, "--overview"),
+    long_sentence("run-focus", "run", LONG_SENTENCE, "--focus", "cat"),
+    long_sentence("run-float16", "run", LONG_SENTENCE, "--dtype", "float16"),
+    long_sentence("run-bfloat16-json", "run", LONG_SENTENCE, "--dtype", "bfloat16", "--json"),
+    long_sentence("run-export", "run", LONG_SENTENCE, "--export", "page.html"),
+    long_sentence("diff-set", "diff", LONG_SENTENCE, "--set", "WQ[0][0]=2"),
+    long_sentence("grad", "grad", LONG_SENTENCE, *ATTEND),
+    long_sentence("grad-json", "grad", LONG_SENTENCE, "--json", *ATTEND),
+    long_sentence("flash", "flash", LONG_SENTENCE),
+    long_sentence("flash-json", "flash", LONG_SENTENCE, "--json"),
+    long_sentence("decode", "decode", LONG_SENTENCE),
+    long_sentence("train", "train", LONG_SENTENCE, "--steps", "1", *ATTEND),
+    long_sentence(
+        "config-run-json", "run", LONG_SENTENCE, "-c", "m.yaml", "--json", files={"m.yaml": MODEL}
+    ),
+    long_sentence("stdin-config", "run", LONG_SENTENCE, "-c", "-", stdin=MODEL.encode()),
+    kind(
+        "check-Q-1x3000000-d1",
+        "check",
+        "arrays.safetensors",
+        "cat eats",
+        "-c",
+        "m.yaml",
+        files={"m.yaml": D1, "arrays.safetensors": f64_tensor("Q", [1, 3_000_000])},
+        budget_mb=16,
+    ),
+    kind(
+        "check-Q-1x3000000-npz",
+        "check",
+        "arrays.npz",
+        "cat eats",
+        "-c",
+        "m.yaml",
+        files={"m.yaml": D1, "arrays.npz": npz({"Q": npy("(1, 3000000)", body=bytes(24_000_000))})},
+        budget_mb=16,
+    ),
+    kind(
+        "check-scores-2000x2000-differs",
+        "check",
+        "arrays.safetensors",
+        "cat eats",
+        "-c",
+        "m.yaml",
+        budget_mb=16,
+        files={"m.yaml": D1, "arrays.safetensors": f64_tensor("scores", [2000, 2000])},
+    ),
+    kind(
+        "check-scores-2000x2000-npz",
+        "check",
+        "arrays.npz",
+        "cat eats",
+        "-c",
+        "m.yaml",
+        budget_mb=16,
+        files={
+            "m.yaml": D1,
+            "arrays.npz": npz({"scores": npy("(2000, 2000)", body=bytes(32_000_000))}),
+        },
+    ),
+    kind(
+        "decode-model-file-600-tokens",
+        "decode",
+        " ".join(["cat eats fish"] * 200),
+        "-c",
+        "m.yaml",
+        expect="either",
+        timeout=60,
+        files={"m.yaml": MODEL},
+    ),
+]
+
+# ------------------------------------------- 2. files that hold less than they claim
+
+SHORT = [
+    kind(
+        "npy-shorter-than-its-header",
+        "run",
+        "-c",
+        "m.yaml",
+        files={
+            "m.yaml": MODEL.replace("WQ: [[1, 0], [0, 1]]", "WQ: q.npy"),
+            "q.npy": npy("(2, 2)", body=b"\0" * 8),
+        },
+    ),
+    kind(
+        "npz-member-shorter-than-its-header",
+        "check",
+        "a.npz",
+        "-s",
+        "the-cat-sat",
+        files={"a.npz": npz({"Q": npy("(3, 2)", body=b"\0" * 8)})},
+    ),
+    kind(
+        "safetensors-shorter-than-its-offsets",
+        "check",
+        "a.safetensors",
+        "-s",
+        "the-cat-sat",
+        files={"a.safetensors": f64_tensor("Q", [3, 2], count=1)},
+    ),
+]
+
+# ----------------------------------------------------- 3. headers numpy cannot take
+
+NPY_HEADERS = {
+    "tokenize-error-open-paren": "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2",
+    "tokenize-error-open-string": "{'descr': '<f8', 'fortran_order': False, 'shape': '''(2, 2)",
+    "shape-10e400": "{'descr': '<f8', 'fortran_order': False, 'shape': ("
+    + "1"
+    + "0" * 400
+    + ", 2), }",
+    "shape-2e62": "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 4), }",
+    "shape-negative": "{'descr': '<f8', 'fortran_order': False, 'shape': (-2, 2), }",
+    "shape-float": "{'descr': '<f8', 'fortran_order': False, 'shape': (2.0, 2), }",
+    "descr-object": "{'descr': '|O', 'fortran_order': False, 'shape': (2, 2), }",
+    "descr-unknown": "{'descr': '<x9', 'fortran_order': False, 'shape': (2, 2), }",
+    "not-a-dict": "[1, 2, 3]",
+    "call-in-header": "{'descr': __import__('os').system('true'), 'shape': (2, 2)}",
+}
+
+
+def npy_in_model(name: str, header: str) -> Kind:
+    return kind(
+        f"npy-header-{name}-as-WQ",
+        "run",
+        "-c",
+        "m.yaml",
+        files={
+            "m.yaml": MODEL.replace("WQ: [[1, 0], [0, 1]]", "WQ: q.npy"),
+            "q.npy": npy_raw(header, b"\0" * 64),
+        },
+    )
+
+
+def npy_in_check(name: str, header: str) -> Kind:
+    return kind(
+        f"npz-member-header-{name}",
+        "check",
+        "a.npz",
+        "-s",
+        "the-cat-sat",
+        files={"a.npz": npz({"Q": npy_raw(header, b"\0" * 64)})},
+    )
+
+
+HEADERS = [npy_in_model(n, h) for n, h in NPY_HEADERS.items()] + [
+    npy_in_check(n, h) for n, h in NPY_HEADERS.items()
+]
+
+# --------------------------------------------------- 3. lone surrogates: U+FFFD out
+
+SURROGATE_TOKEN = model_json(
+    sentence="cat \udcff",
+    embeddings={"cat": [1, 2], "\udcff": [3, 1]},
+    target=[[0, 0], [1, 1]],
+)
+SURROGATE_NAME = model_json(name="m\udcff", sentence="cat eats")
+SURROGATE_DESCRIPTION = model_json(description="d\udcff", sentence="cat eats")
+
+
+def lone(name: str, *argv: str | bytes, model: str = SURROGATE_TOKEN, **options: object) -> Kind:
+    return kind(
+        f"surrogate-{name}", *argv, "-c", "m.json", expect="ok", files={"m.json": model}, **options
+    )
+
+
+SURROGATES = [
+    lone("token-run-json", "run", "--json", check=checks.json_replaced),
+    lone("name-run-json", "run", "--json", model=SURROGATE_NAME, check=checks.json_replaced),
+    lone(
+        "token-run-export-html", "run", "--export", "x.html", check=checks.file_replaced("x.html")
+    ),
+    lone(
+        "name-run-export-html",
+        "run",
+        "--export",
+        "x.html",
+        model=SURROGATE_NAME,
+        check=checks.file_replaced("x.html"),
+    ),
+    lone(
+        "description-export-html",
+        "run",
+        "--export",
+        "x.html",
+        model=SURROGATE_DESCRIPTION,
+        check=checks.file_utf8("x.html"),
+    ),
+    lone("token-run-export-svg", "run", "--export", "x.svg", check=checks.file_utf8("x.svg")),
+    lone("token-run-export-txt", "run", "--export", "x.txt", check=checks.file_utf8("x.txt")),
+    lone("token-run-tables", "run"),
+    lone("token-grad-json", "grad", "--json", check=checks.json_replaced),
+    lone("token-grad-export", "grad", "--export", "g.html", check=checks.file_replaced("g.html")),
+    lone("token-flash-json", "flash", "--json", check=checks.json_replaced),
+    lone("token-train-json", "train", "--steps", "2", "--json", check=checks.json_replaced),
+    lone(
+        "token-train-save-json",
+        "train",
+        "--steps",
+        "2",
+        "--save",
+        "t.json",
+        check=checks.file_replaced("t.json"),
+    ),
+    lone(
+        "token-train-save-yaml",
+        "train",
+        "--steps",
+        "2",
+        "--save",
+        "t.yaml",
+        check=checks.file_replaced("t.yaml"),
+    ),
+    lone(
+        "name-train-save-yaml",
+        "train",
+        "--steps",
+        "2",
+        "--from",
+        "cat",
+        "--to",
+        "eats",
+        "--save",
+        "t.yaml",
+        model=SURROGATE_NAME,
+        check=checks.file_replaced("t.yaml"),
+    ),
+    lone("token-decode-json", "decode", "--json", check=checks.json_replaced),
+    lone(
+        "token-diff-json",
+        "diff",
+        "--set",
+        "causal=true",
+        "--json",
+        check=checks.json_replaced,
+        verdicts=(0, 1),
+    ),
+    lone("sentence-byte-ff-run-json", "run", b"cat \xff", "--json", check=checks.json_replaced),
+    lone("sentence-byte-ff-grad-json", "grad", b"cat \xff", "--json", check=checks.json_replaced),
+    kind(
+        "surrogate-notebook-repr",
+        python=(
+            "from attntrace import trace_attention\n"
+            "import json, sys\n"
+            f"model = json.loads({SURROGATE_TOKEN!r})\n"
+            "page = trace_attention(model=model)._repr_html_()\n"
+            "sys.stdout.buffer.write(page.encode('utf-8'))\n"
+        ),
+        expect="ok",
+        check=checks.matches("\ufffd"),
+    ),
+]
+
+# ----------------------------------------------------------- 3. the API's odd keys
+
+WEIGHTS = {"WQ": [[1, 0], [0, 1]], "WK": [[1, 0], [0, 1]], "WV": [[0, 1], [1, 0]]}
+ODD_KEYS = {
+    "embeddings-int-key": "{'embeddings': {1: [1, 2]}, 'weights': W}",
+    "embeddings-none-key": "{'embeddings': {None: [1, 2]}, 'weights': W}",
+    "embeddings-tuple-key": "{'embeddings': {('cat',): [1, 2]}, 'weights': W}",
+    "weights-int-key": "{'embeddings': {'cat': [1, 2]}, 'weights': {**W, 7: [[1]]}}",
+    "biases-int-key": "{'embeddings': {'cat': [1, 2]}, 'weights': W, 'biases': {0: [1, 2]}}",
+    "top-level-int-key": "{'embeddings': {'cat': [1, 2]}, 'weights': W, 3: 4}",
+    "top-level-bytes-key": "{'embeddings': {'cat': [1, 2]}, 'weights': W, b'name': 'x'}",
+}
+
+
+def odd_key(name: str, model: str) -> Kind:
+    code = (
+        "from attntrace import trace_attention\n"
+        f"W = {WEIGHTS!r}\n"
+        "try:\n"
+        f"    trace_attention('cat', model={model})\n"
+        "except TypeError:\n"
+        "    print('TypeError')\n"
+    )
+    return kind(f"api-{name}", python=code, expect="ok", check=checks.prints(b"TypeError\n"))
+
+
+API = [odd_key(name, model) for name, model in ODD_KEYS.items()]
+
+# ---------------------------------------------------------------------- 4. small
+
+TINY = MODEL.replace("cat: [1, 2]", "cat: [1.0e-9, 1.0e-12]")
+SUBNORMAL = MODEL.replace("cat: [1, 2]", "cat: [5.0e-324, 1.0e-310]")
+CANCELS = (
+    "embeddings:\n  cat: [1.0e+8, 1, 1.0e+8]\n  eats: [1.0e+8, 1, -1.0e+8]\n"
+    "weights:\n  WQ: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]\n  WK: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]\n"
+    "  WV: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]\n"
+)
+NO_FILE_COMMANDS = {
+    "softmax": ("softmax", "1", "2"),
+    "kv-cache": ("kv-cache", "--preset", "llama2-7b"),
+    "scaling": ("scaling", "--samples", "10", "--max-dk", "4"),
+    "models": ("models",),
+    "samples": ("samples",),
+    "samples-name": ("samples", "causal"),
+    "run-sample": ("run", "-s", "causal"),
+    "run-built-in": ("run",),
+    "decode-sample": ("decode", "-s", "causal"),
+}
+
+SMALL = [
+    kind(
+        "focus-tiny-operands",
+        "run",
+        "cat eats fish",
+        "-c",
+        "m.yaml",
+        "--focus",
+        "cat",
+        files={"m.yaml": TINY},
+        expect="ok",
+        check=checks.matches(r"e-0?9|e-12|×\s*10", absent="[0, 0]·"),
+    ),
+    kind(
+        "focus-subnormal-operands",
+        "run",
+        "cat eats fish",
+        "-c",
+        "m.yaml",
+        "--focus",
+        "cat",
+        files={"m.yaml": SUBNORMAL},
+        expect="ok",
+        check=checks.matches(r"e-3[0-2]\d|×\s*10"),
+    ),
+    kind(
+        "focus-sum-cancels",
+        "run",
+        "cat eats",
+        "-c",
+        "m.yaml",
+        "--focus",
+        "cat",
+        files={"m.yaml": CANCELS},
+        expect="ok",
+    ),
+    kind(
+        "export-dangling-symlink",
+        "run",
+        "-s",
+        "causal",
+        "--export",
+        "out.html",
+        files={"out.html": link_to("target.html")},
+        expect="either",
+        never=("no such folder",),
+        check=checks.file_written("target.html"),
+    ),
+    kind("export-unwritable-html", "run", "-s", "causal", "--export", "/sys/x.html"),
+    kind("export-unwritable-svg", "run", "-s", "causal", "--export", "/sys/x.svg"),
+    kind("export-unwritable-txt", "run", "-s", "causal", "--export", "/sys/x.txt"),
+    kind("export-unwritable-decode", "decode", "-s", "causal", "--export", "/sys/x.html"),
+    kind(
+        "export-unwritable-grad", "grad", "-s", "causal", *ATTEND_CAUSAL, "--export", "/sys/x.html"
+    ),
+    kind("export-unwritable-flash", "flash", "-s", "causal", "--export", "/sys/x.html"),
+    kind(
+        "export-unwritable-diff",
+        "diff",
+        "-s",
+        "causal",
+        "--set",
+        "causal=false",
+        "--export",
+        "/sys/x.html",
+    ),
+    kind(
+        "save-unwritable-train",
+        "train",
+        "-s",
+        "causal",
+        "--steps",
+        "1",
+        *ATTEND_CAUSAL,
+        "--save",
+        "/sys/x.yaml",
+    ),
+    kind(
+        "export-directory-svg",
+        "run",
+        "-s",
+        "causal",
+        "--export",
+        "d.svg",
+        files={"d.svg": directory},
+    ),
+    kind(
+        "export-directory-html",
+        "run",
+        "-s",
+        "causal",
+        "--export",
+        "d.html",
+        files={"d.html": directory},
+    ),
+    kind(
+        "export-directory-txt",
+        "run",
+        "-s",
+        "causal",
+        "--export",
+        "d.txt",
+        files={"d.txt": directory},
+    ),
+    kind(
+        "export-directory-grad",
+        "grad",
+        "-s",
+        "causal",
+        *ATTEND_CAUSAL,
+        "--export",
+        "d.html",
+        files={"d.html": directory},
+    ),
+    kind(
+        "export-directory-flash",
+        "flash",
+        "-s",
+        "causal",
+        "--export",
+        "d.html",
+        files={"d.html": directory},
+    ),
+    kind(
+        "export-directory-decode",
+        "decode",
+        "-s",
+        "causal",
+        "--export",
+        "d.html",
+        files={"d.html": directory},
+    ),
+    kind(
+        "save-directory-train",
+        "train",
+        "-s",
+        "causal",
+        "--steps",
+        "1",
+        *ATTEND_CAUSAL,
+        "--save",
+        "d.yaml",
+        files={"d.yaml": directory},
+    ),
+    *[
+        kind(
+            f"max-file-mb-abc-{name}",
+            *argv,
+            env={"ATTNTRACE_MAX_FILE_MB": "abc"},
+            says=("ATTNTRACE_MAX_FILE_MB",),
+        )
+        for name, argv in NO_FILE_COMMANDS.items()
+    ],
+]
+
+KINDS: list[Kind] = [*MEMORY, *SHORT, *HEADERS, *SURROGATES, *API, *SMALL]
