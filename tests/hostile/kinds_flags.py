@@ -170,8 +170,9 @@ TOP_LEVEL = [
 ]
 
 
-# Bad values the command may take in its stride (a --top past the keys is all of them).
-EITHER = {"flag-run-top-huge"}
+# Odd values the command may take in its stride: a --top past the keys is all of them, a
+# seed has no upper bound, and --save writes YAML unless the name ends in .json.
+EITHER = {"flag-run-top-huge", "flag-train-seed-huge", "flag-train-save-bad-suffix"}
 LOSS = ("--from", "cat", "--to", "fish")  # so that grad's and train's flag is what is judged
 
 

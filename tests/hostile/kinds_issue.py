@@ -4,6 +4,9 @@ non-string keys and the small items of its section 4."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from hostile import checks
 from hostile.makers import (
     LONG_SENTENCE,
@@ -13,8 +16,10 @@ from hostile.makers import (
     link_to,
     model_json,
     npy,
+    npy_of,
     npy_raw,
     npz,
+    safetensors,
     sparse_npy,
     tall_json,
 )
@@ -209,6 +214,67 @@ SHORT = [
         "-s",
         "the-cat-sat",
         files={"a.safetensors": f64_tensor("Q", [3, 2], count=1)},
+    ),
+]
+
+# A file shortened while it is mapped, made deterministic: numpy's own np.load and
+# np.memmap are wrapped (in the child, by ``python -c``) so that the file is cut to a few
+# bytes right after attntrace maps it, as ``np.save`` does when another process saves
+# over it. Reading the lost pages then is SIGBUS unless attntrace reads rather than maps,
+# or guards its map. The data lie past the first page, where the cut is felt.
+CUT_AFTER_NP_LOAD = """
+_load = np.load
+def load(file, *args, **kwargs):
+    array = _load(file, *args, **kwargs)
+    if kwargs.get("mmap_mode"):
+        os.truncate(file, 16)
+    return array
+np.load = load
+"""
+CUT_AFTER_NP_MEMMAP = """
+_memmap = np.memmap
+def memmap(file, *args, **kwargs):
+    mapped = _memmap(file, *args, **kwargs)
+    name = getattr(file, "name", file)  # a path, or the descriptor of a read-only file
+    os.truncate(os.readlink(f"/proc/self/fd/{name}") if isinstance(name, int) else name, 16)
+    return mapped
+np.memmap = memmap
+"""
+
+
+def cut_while_mapped(id: str, hook: str, *argv: str, **options: Any) -> Kind:
+    code = (
+        "import os, sys\nimport numpy as np\n"
+        + hook
+        + f"sys.argv = ['attntrace', *{argv!r}]\n"
+        + "from attntrace.cli import main\nmain()\n"
+    )
+    return kind(id, python=code, expect="either", **options)
+
+
+TOKENS = [f"t{i}" for i in range(2000)]
+EMBEDDINGS_NPY = f"embeddings: emb.npy\nvocabulary: {TOKENS}\n" + MODEL[MODEL.index("weights") :]
+Q_HEADER = {"Q": {"dtype": "F64", "shape": [3, 2], "data_offsets": [0, 48]}}
+Q_PAST_A_PAGE = safetensors(json.dumps(Q_HEADER).encode().ljust(5000), bytes(48))
+SHRUNK = [
+    cut_while_mapped(
+        "cut-while-mapped-npy-run",
+        CUT_AFTER_NP_LOAD,
+        "run",
+        "t0 t1",
+        "-c",
+        "m.yaml",
+        files={"m.yaml": EMBEDDINGS_NPY, "emb.npy": npy_of([[1.0, 2.0]] * 2000)},
+    ),
+    cut_while_mapped(
+        "cut-while-mapped-safetensors-check",
+        CUT_AFTER_NP_MEMMAP,
+        "check",
+        "a.safetensors",
+        "-s",
+        "the-cat-sat",
+        files={"a.safetensors": Q_PAST_A_PAGE},
+        verdicts=(0, 1),
     ),
 ]
 
@@ -458,7 +524,7 @@ SMALL = [
         files={"out.html": link_to("target.html")},
         expect="either",
         never=("no such folder",),
-        check=checks.file_written("target.html"),
+        check=checks.file_written("out.html"),
     ),
     kind("export-unwritable-html", "run", "-s", "causal", "--export", "/sys/x.html"),
     kind("export-unwritable-svg", "run", "-s", "causal", "--export", "/sys/x.svg"),
@@ -567,4 +633,4 @@ SMALL = [
     ],
 ]
 
-KINDS: list[Kind] = [*MEMORY, *SHORT, *HEADERS, *SURROGATES, *API, *SMALL]
+KINDS: list[Kind] = [*MEMORY, *SHORT, *SHRUNK, *HEADERS, *SURROGATES, *API, *SMALL]
