@@ -3,6 +3,7 @@ and full output streams, and a damaged user cache."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 from hostile import checks
@@ -220,4 +221,34 @@ CACHE = [
     cache_with("not-utf8", b'{"\xff": 1}'),
 ]
 
-KINDS: list[Kind] = [*ENCODING_KINDS, *ENV_KINDS, *GOOD_VALUES, *PIPES, *FULL, *CACHE]
+# Gemma 3's weight file, joined from its packages into the cache: a corrupt GGUF there is
+# found by its hash and joined again (the header is never trusted before that).
+GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA = any(m.name == "gemma3" and m.installed for m in CATALOG)
+
+
+def gemma_cache(name: str, make: Make, *, may_refuse: bool = False) -> Kind:
+    def setup(folder: Path) -> dict[str, str]:
+        materialize({f"cache/attntrace/{GEMMA_FILE}": make}, folder)
+        return {"XDG_CACHE_HOME": str(folder / "cache")}
+
+    return kind(
+        f"cache-gemma-gguf-{name}",
+        "run",
+        "--model",
+        "gemma3",
+        "the cat",
+        setup=setup,
+        expect="either" if may_refuse else "ok" if GEMMA else "error",
+        timeout=120,
+    )
+
+
+GGUF_CACHE = [
+    gemma_cache("tensor-count-2e62", b"GGUF" + struct.pack("<IQQ", 3, 2**62, 0)),
+    gemma_cache("metadata-count-2e62", b"GGUF" + struct.pack("<IQQ", 3, 0, 2**62)),
+    gemma_cache("version-99", b"GGUF" + struct.pack("<IQQ", 99, 1, 1) + bytes(64)),
+    gemma_cache("directory", directory, may_refuse=True),  # cannot be written: one line
+]
+
+KINDS: list[Kind] = [*ENCODING_KINDS, *ENV_KINDS, *GOOD_VALUES, *PIPES, *FULL, *CACHE, *GGUF_CACHE]
