@@ -21,6 +21,7 @@ from hostile import (
     kinds_files,
     kinds_flags,
     kinds_issue,
+    kinds_issue_text,
     kinds_saved,
     makers,
 )
@@ -34,6 +35,7 @@ WORKERS = 3
 
 KINDS: list[Kind] = [
     *kinds_issue.KINDS,
+    *kinds_issue_text.KINDS,
     *kinds_env.KINDS,
     *kinds_files.KINDS,
     *kinds_flags.KINDS,
