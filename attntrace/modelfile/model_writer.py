@@ -189,8 +189,26 @@ def check_destination(
     a folder, a dangling link, no folder to write into), so ``train --save`` says so
     before it trains, not after; a failure writing is still only known when writing.
     ``--export`` checks its file the same way (``field`` and ``what`` name it in the
-    messages). The file to write: ``path``, or where a link there points."""
-    return _destination(Path(path), str(path), field, what)[0]
+    messages). The file to write: ``path``, or where a link there points.
+
+    The folder is tried too, by making the temporary file the write would make and
+    removing it at once: a folder that refuses new files (``/sys``, a read-only mount, no
+    permission, even for root) is said now, before minutes of work are lost to it."""
+    target = _destination(Path(path), str(path), field, what)[0]
+    folder: int | None = None
+    try:
+        folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+        temporary, handle = _temporary_file(folder, target.name)
+        os.close(handle)
+        os.unlink(temporary, dir_fd=folder)
+    except OSError as error:
+        raise InputError(
+            f"cannot write {what}: {error.strerror or error}", source=str(path), field=field
+        ) from None
+    finally:
+        if folder is not None:
+            os.close(folder)
+    return target
 
 
 def _destination(

@@ -99,6 +99,28 @@ def test_a_device_is_refused_before_any_work(name: str, no_work: dict[str, str])
     )
 
 
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_a_folder_that_takes_no_new_file_is_refused_before_any_work(
+    name: str, no_work: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder that refuses new files (/sys, a read-only mount: even root cannot write
+    there) is found by trying the temporary file the write makes: train --save wrote
+    its whole trace to stdout before saying so (the hostile catalogue's kind)."""
+    target = tmp_path / "locked" / WRITERS[name][2]
+    target.parent.mkdir()
+    made = os.open
+
+    def refused(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if flags & os.O_CREAT and kwargs.get("dir_fd") is not None:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return made(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refused)
+    field = "--save: cannot write the model file" if name == "train" else "cannot write the file"
+    one_line(invoke(*command(name, no_work, target)), f"{target}: {field}: Read-only file system")
+    assert list(target.parent.iterdir()) == []
+
+
 @pytest.mark.parametrize("name", [n for n in WRITERS if n != "train"])
 def test_an_export_that_cannot_be_written_is_one_line_and_exit_2(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
