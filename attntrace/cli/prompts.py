@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from attntrace.cli.exits import EXIT_INTERRUPTED
+from attntrace.errors import InputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,9 +55,20 @@ def stdin_is_terminal() -> bool:
     return is_terminal(sys.stdin)
 
 
+# The longest line a prompt reads: a key, a token, a stage's name. Past it the line is
+# refused, so ``--step < /dev/zero`` (a line that never ends) cannot fill the memory.
+LINE_LIMIT = 4096
+
+
 def read_line() -> str | None:
-    """One line of stdin without its newline, or None at end of input (or no stdin)."""
+    """One line of stdin without its newline, or None at end of input (or no stdin); a
+    line longer than :data:`LINE_LIMIT` characters is an :class:`InputError`."""
     if sys.stdin is None:  # started with stdin closed (<&-): nothing will come
         return None
-    line = sys.stdin.readline()
+    line = sys.stdin.readline(LINE_LIMIT + 1)
+    if len(line) > LINE_LIMIT and not line.endswith("\n"):
+        raise InputError(
+            f"stdin: a line of more than {LINE_LIMIT:,} characters, where a key was expected "
+            "(is stdin a file or a device rather than typed keys?)"
+        )
     return line.rstrip("\r\n") if line else None

@@ -104,7 +104,7 @@ def walk_steps(
 ) -> None:
     from attntrace.forward.views.step import run_steps
 
-    with interrupted():
+    with interrupted(), bad_input_fails():  # a key line past LINE_LIMIT (< /dev/zero)
         run_steps(
             console,
             trace,

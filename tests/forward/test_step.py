@@ -40,6 +40,26 @@ def test_keys_move_between_stages(keys: str, shown: list[str]) -> None:
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("tail", ["", "\n"], ids=["never-ends", "ends-too-late"])
+def test_a_key_line_without_end_is_refused_after_the_screens_shown(tail: str) -> None:
+    """stdin that is no keyboard (``< /dev/zero``: NULs without a newline) grew one
+    line until the memory ran out (684 MiB in the hostile catalogue): a line past 4,096
+    characters is one error line, exit 2, after the screens already shown."""
+    result = invoke("run", "cat eats fish", "--step", input="\n" + "\0" * 10_000 + tail)
+    assert result.exit_code == 2, result.output
+    assert screens(result.stdout) == ["X", "Q"]
+    assert result.stderr == (
+        "attntrace: error: stdin: a line of more than 4,096 characters, where a key was "
+        "expected (is stdin a file or a device rather than typed keys?)\n"
+    )
+
+
+def test_a_key_line_of_4096_characters_is_read_as_a_key() -> None:
+    result = invoke("run", "cat eats fish", "--step", input="x" * 4096 + "\nq\n")
+    assert result.exit_code == 0, result.output
+    assert screens(result.stdout) == ["X"]
+
+
 def test_each_screen_has_formula_shapes_explanation_and_table() -> None:
     result = invoke("run", "--step", input="7\nq\n")
     softmax_screen = result.stdout.split("Stage 7 of 8")[1]

@@ -176,7 +176,14 @@ FULL = [
     kind("stdin-closed-step", "run", "--step", redirect="<&-", expect="ok"),
     kind("stdin-dev-zero-config", "run", "-c", "-", redirect="</dev/zero"),
     kind("stdin-dev-zero-render", "render", "-", redirect="</dev/zero"),
-    kind("stdin-dev-zero-step", "run", "--step", redirect="</dev/zero", expect="either"),
+    kind(
+        "stdin-dev-zero-step",
+        "run",
+        "--step",
+        redirect="</dev/zero",
+        says=("stdin: a line of more than 4,096 characters",),
+        shown_first=True,
+    ),
 ]
 
 # --------------------------------------------- 3. a damaged cache of verified files
