@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.kernel.budget import FLOAT, refuse_past_budget, trace_bytes
+from attntrace.kernel.budget import FLOAT, peak_parts, refuse_past_budget, trace_bytes
 from attntrace.kernel.fields import counted
 from attntrace.kernel.spec import ModelSpec
 
@@ -51,8 +51,8 @@ def refuse_check_past_budget(
         f"checking {counted(len(cells), 'array')} against a trace of {n:,} "
         f"token{'s' if n != 1 else ''} × {m:,} key{'s' if m != 1 else ''}{heads}",
         {
+            **peak_parts(model, n, m),  # the model, the trace, its arithmetic, the page
             "your arrays": sum(cells) * FLOAT,
-            "the trace": trace,
             "the diagnosis's recomputed blocks": 4 * trace,
             "the comparison": sum(cells) + 12 * FLOAT * min(max(cells, default=0), BLOCK_CELLS),
         },

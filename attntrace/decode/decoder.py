@@ -192,12 +192,14 @@ def decode(model: ModelSpec, tokens: Sequence[str], cast: Cast | None = None) ->
 
 def decode_parts(*, twice: bool) -> Extra:
     """What decoding holds besides the full trace it is compared with: the cache and
-    every step's rows (about :data:`STEP_SQUARES` n × n matrices a head over the steps),
+    every step's rows (about :data:`STEP_SQUARES` n × n matrices a head over the steps,
+    and the positions each step's cache held),
     the rounding bound's temporaries (:data:`BOUND_SQUARES` of one head), and
     ``twice``, with a dtype, the dtype's decode and full trace beside float64's."""
 
     def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
-        steps = STEP_SQUARES * square_bytes(model, n, m)
+        # and each step's tuple of the positions its cache holds: n·m / 2 pointers
+        steps = STEP_SQUARES * square_bytes(model, n, m) + FLOAT * n * m // 2
         bound = {"the rounding bound": BOUND_SQUARES * FLOAT * n * m}
         if not twice:
             return {"the steps": steps, **bound}

@@ -269,19 +269,3 @@ def comparison_bytes(model: ModelSpec, n: int, m: int) -> int:
     """Comparing two traces stage by stage (``diff``): one stage's temporaries at a time
     (:data:`COMPARE_SQUARES`), and for every stage the cells that changed, a byte each."""
     return COMPARE_SQUARES * FLOAT * n * m + trace_bytes(model, n, m) // FLOAT
-
-
-def checking_parts(given_bytes: int) -> Extra:
-    """What ``check`` holds besides its trace: the person's arrays (``given_bytes``, as
-    float64: :func:`arrays_bytes` of their shapes), a trace recomputed with a mistake
-    while one is diagnosed, and the comparison's temporaries (a stage's differences,
-    their sizes and the cells that differ)."""
-
-    def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
-        return {
-            "your arrays": given_bytes,
-            "a trace recomputed with a mistake": trace_bytes(model, n, m),
-            "the comparison": comparison_bytes(model, n, m),
-        }
-
-    return parts
