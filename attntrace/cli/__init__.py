@@ -105,7 +105,9 @@ app.command("samples")(samples.samples_command)
 def main() -> None:
     """Console-script entry point."""
     if not streams_open():
-        exit_now(1)
+        # check's and diff's 1 is an answer (differs, changed): their trouble is 2
+        command = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
+        exit_now(2 if command in ("check", "diff") else 1)
     sane_terminal_size()  # for --help too, which typer draws before any command runs
     ascii_where_needed()  # an ASCII stream: · as *, not UnicodeEncodeError
     no_numpy_warnings()  # stderr holds error lines, not numpy's RuntimeWarnings

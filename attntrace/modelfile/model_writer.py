@@ -194,6 +194,12 @@ def check_destination(
     The folder is tried too, by making the temporary file the write would make and
     removing it at once: a folder that refuses new files (``/sys``, a read-only mount, no
     permission, even for root) is said now, before minutes of work are lost to it."""
+    if isinstance(path, str) and path.endswith(("/", os.sep)):  # Path() would drop the /
+        raise InputError(
+            f"names a folder (it ends in /): give a file name for {what}",
+            source=path,
+            field=field,
+        )
     target = _destination(Path(path), str(path), field, what)[0]
     folder: int | None = None
     try:

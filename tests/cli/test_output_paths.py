@@ -151,3 +151,30 @@ def test_an_export_through_a_link_writes_the_file_it_points_to(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert link.is_symlink()  # the link stays a link, as train --save keeps it
     assert real.read_text(encoding="utf-8").startswith("<svg")
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_a_name_too_long_is_one_line_before_any_work(
+    name: str, no_work: dict[str, str], tmp_path: Path
+) -> None:
+    """300 characters: past the file system's 255, which stat() refuses (a traceback for
+    --export before)."""
+    target = tmp_path / ("a" * 300 + WRITERS[name][2].removeprefix("x"))
+    result = invoke(*command(name, no_work, target))
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("attntrace: error: ")
+    assert result.stderr.endswith(": File name too long\n")
+    assert result.stderr.count("\n") == 1
+
+
+def test_save_to_a_folder_s_name_is_refused_not_written_beside_it(tmp_path: Path) -> None:
+    """``--save keep.txt/`` wrote over keep.txt: Path() drops the trailing slash."""
+    kept = tmp_path / "keep.txt"
+    kept.write_text("precious", encoding="utf-8")
+    result = invoke("train", *IT, "--steps", "2", "--save", f"{kept}/")
+    one_line(
+        result,
+        f"{kept}/: --save: names a folder (it ends in /): give a file name for the model file",
+    )
+    assert kept.read_text(encoding="utf-8") == "precious"

@@ -466,6 +466,9 @@ def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
         assert process.stderr.read() == b""
 
 
+CLOSED = "attntrace: error: cannot write the output: stdout is closed\n"
+
+
 @pytest.mark.parametrize(
     ("redirect", "args", "code", "stderr"),
     [
@@ -477,6 +480,9 @@ def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
             1,
             "attntrace: error: cannot write the output: stdout is closed\n",
         ),
+        # check's and diff's 1 is their answer: trouble writing it is 2 (docs/cli.md)
+        (">&-", "diff --set causal=true", 2, CLOSED),
+        (">&-", "check --help", 2, CLOSED),
         ("<&- >/dev/null", "run --step", 0, ""),
         ("<&- >/dev/null", "decode --step", 0, ""),
         ("2>&-", "run 'cat dog'", 2, None),
@@ -486,6 +492,8 @@ def test_help_into_a_closed_pipe_exits_0(tmp_path: Path) -> None:
         "stdout-run",
         "stdout-help",
         "stdout-samples",
+        "stdout-diff",
+        "stdout-check",
         "stdin-step",
         "stdin-decode-step",
         "stderr-bad-input",

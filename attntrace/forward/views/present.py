@@ -122,7 +122,13 @@ def export_path(given: str, suffixes: tuple[str, ...], expected: str) -> Path:
     if given.endswith(("/", "\\")) or Path(given).suffix.lower() not in suffixes:
         raise InputError(field="--export", expected=expected, found=quoted(given))
     path = Path(given)
-    if not path.is_symlink() and not path.absolute().parent.is_dir():
+    try:
+        missing = not path.is_symlink() and not path.absolute().parent.is_dir()
+    except OSError as error:  # a name longer than the file system takes, a loop of links
+        raise InputError(
+            f"cannot write the file: {error.strerror or error}", source=given
+        ) from None
+    if missing:
         raise InputError("no such folder to save into", source=given)
     return check_destination(path, field=None, what="the file")
 
