@@ -27,6 +27,7 @@ from attntrace.kernel.budget import (
     comparison_bytes,
     model_bytes,
     refuse_past_budget,
+    rows_bytes,
     saved_trace_parts,
     trace_bytes,
 )
@@ -147,6 +148,8 @@ def _second_trace(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         "B's model": model_bytes(model),
         "B's trace": trace_bytes(model, n, m),
         "the comparison": comparison_bytes(model, n, m),
+        # the rows compared, and their differences (measured 200,000 wide: seven copies)
+        "the rows compared": 7 * rows_bytes(model, n, m),
     }
 
 

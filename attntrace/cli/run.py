@@ -37,6 +37,7 @@ from attntrace.kernel.budget import (
     json_bytes,
     page_bytes,
     refuse_past_budget,
+    rows_bytes,
     saved_trace_parts,
     trace_numbers,
 )
@@ -137,7 +138,7 @@ def run(
     if chosen.head is not None and only_heads is not None:
         usage("--head already cuts the trace to one head: --heads has nothing left to choose")
     sentence = " ".join(words) if words else None
-    with bad_input_fails(), also_counted(shown_parts(as_json, how)):
+    with bad_input_fails(), also_counted(shown_parts(as_json, how, focused=focus is not None)):
         trace = chosen.trace(sentence, cast=cast)
 
     def document() -> StreamedJSON:  # to stdout as written: the renderers are not imported
@@ -155,17 +156,19 @@ def run(
 
 
 def shown_parts(
-    as_json: bool, how: Presentation | None
+    as_json: bool, how: Presentation | None, *, focused: bool = False
 ) -> Callable[[ModelSpec, int, int], dict[str, int]]:
     """What showing a trace holds besides it, counted before it is computed: --json's
     document as it is written, the tables as Rich lays them out, --map's masks and
-    order of keys, --export's page."""
+    order of keys, --export's page, --focus's sums written out by hand."""
 
     def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         numbers = trace_numbers(model, n, m)
         if how is None:
             return {"its JSON": json_bytes(numbers)} if as_json else {}
         shown = {"the tables": table_bytes(model, n, m, how)}
+        if focused:  # every product of a dot product, as a number and as text
+            shown["the sums by hand"] = FOCUS_ROWS * rows_bytes(model, n, m)
         if how.map:
             # each head's map: its mask (a byte a cell), the weights with the sink
             # column beside them, and the keys it names
@@ -176,6 +179,9 @@ def shown_parts(
 
     return parts
 
+
+# Copies of a trace's rows --focus holds writing its sums out (measured 200,000 wide).
+FOCUS_ROWS = 8
 
 # Bytes Rich takes for a cell of a table as it lays it out (its text, styles and
 # segments), measured at some 380 for one table of 160,000 cells; and for a cell kept

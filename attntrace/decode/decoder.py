@@ -60,7 +60,14 @@ from attntrace.decode.rounding import decode_bounds
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
 from attntrace.kernel import progress
-from attntrace.kernel.budget import FLOAT, Extra, also_counted, square_bytes, trace_bytes
+from attntrace.kernel.budget import (
+    FLOAT,
+    Extra,
+    also_counted,
+    rows_bytes,
+    square_bytes,
+    trace_bytes,
+)
 from attntrace.kernel.casting import Cast, StageError, stage_error
 from attntrace.kernel.ops import Matrix, attention, linear, rms_norm, rope
 from attntrace.kernel.spec import ModelSpec
@@ -200,6 +207,7 @@ def decode_parts(*, twice: bool) -> Extra:
     def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         # and each step's tuple of the positions its cache holds: n·m / 2 pointers
         steps = STEP_SQUARES * square_bytes(model, n, m) + FLOAT * n * m // 2
+        steps += STEP_ROWS * rows_bytes(model, n, m)  # each step's q, k, v and output
         bound = {"the rounding bound": BOUND_SQUARES * FLOAT * n * m}
         if not twice:
             return {"the steps": steps, **bound}
@@ -209,6 +217,7 @@ def decode_parts(*, twice: bool) -> Extra:
 
 
 STEP_SQUARES = 2  # n × n float64 matrices a head, summed over the steps (decode_parts)
+STEP_ROWS = 4  # copies of the trace's rows the steps hold (measured 200,000 wide)
 BOUND_SQUARES = 9  # n × n matrices decode_bounds holds for a moment, one head at a time
 
 

@@ -190,6 +190,14 @@ def model_bytes(model: ModelSpec) -> int:
     return sum(a.nbytes for a in arrays if a is not None and not isinstance(a, str))
 
 
+def rows_bytes(model: ModelSpec, n: int, m: int) -> int:
+    """One copy of a trace's rows: every token's d_model, d_k and d_v columns of every
+    head. A model whose d_k is far wider than its sentence is long (a 2 × 800,000 WQ
+    over three tokens) holds mostly these; each command counts the copies of them it
+    was measured to hold (benchmarks/memory.py, docs/cli.md)."""
+    return FLOAT * (n + m) * (model.d_model + model.heads * (model.d_k + model.d_v))
+
+
 def square_bytes(model: ModelSpec, n: int, m: int) -> int:
     """One n × m float64 matrix for every head: what each per-head stage takes."""
     return FLOAT * model.heads * n * m

@@ -7,8 +7,19 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 
+class Dims(tuple[str, ...]):
+    """Dimension labels d0, d1, ...: a tuple (equal to the plain one) known to hold
+    distinct plain-ASCII labels, so that nothing needs to tell them apart or escape them
+    again (:func:`unique_labels`, the views' shown labels): a model 800,000 dimensions
+    wide held a dictionary of them per stage for that."""
+
+    __slots__ = ()
+
+
 def unique_labels(labels: Sequence[str]) -> list[str]:
     """Labels a reader can tell apart: a repeated token gets its 0-based position, ``the#4``."""
+    if isinstance(labels, Dims):
+        return list(labels)  # distinct already: a copy of the pointers, not a count of them
     return list(_unique(tuple(labels)))
 
 
@@ -30,6 +41,8 @@ def _unique(labels: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(shown)
 
 
-def dims(width: int, start: int = 0) -> tuple[str, ...]:
-    """Column labels for an axis over dimensions: d0, d1, ... (from ``start``)."""
-    return tuple(f"d{i}" for i in range(start, start + width))
+@lru_cache(maxsize=64)
+def dims(width: int, start: int = 0) -> Dims:
+    """Column labels for an axis over dimensions: d0, d1, ... (from ``start``), made once
+    for each width and start, so a trace's stages share them."""
+    return Dims(f"d{i}" for i in range(start, start + width))

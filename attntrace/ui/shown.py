@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 
+from attntrace.kernel.labels import Dims
 from attntrace.visible import folded, visible
 from attntrace.visible import quoted as visible_quoted
 
@@ -49,7 +50,10 @@ def description(text: str) -> str:
 def labels(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """Each token's :func:`label`; tokens that differ but read the same (é composed and
     e + U+0301) are told apart by their position, ``é#3`` and ``é#4``, as a repeated
-    token is (:func:`attntrace.kernel.labels.unique_labels`)."""
+    token is (:func:`attntrace.kernel.labels.unique_labels`). Dimension labels are shown
+    as they are, the same tuple."""
+    if isinstance(tokens, Dims):
+        return tokens
     shown = [label(token) for token in tokens]
     spellings: dict[str, set[str]] = {}
     for token in tokens:
