@@ -64,6 +64,12 @@ COMMANDS: list[tuple[str, list[str], str, tuple[int, ...]]] = [
         (500, 1000),
     ),
     ("grad --json", ["grad", "--from", "0", "--to", "1", "--json"], "cat-eats-fish", (500, 1000)),
+    (
+        "grad --focus",
+        ["grad", "--from", "5", "--to", "6", "--focus", "5"],
+        "cat-eats-fish",
+        (600, 1200),
+    ),
     ("train", ["train", "--from", "0", "--to", "1", "--steps", "3"], "cat-eats-fish", (500, 1000)),
     ("flash", ["flash", "--max-rows", "4"], "cat-eats-fish", (1000, 2000)),
     ("flash --json", ["flash", "--json"], "cat-eats-fish", (500, 1000)),
