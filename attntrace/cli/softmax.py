@@ -13,6 +13,8 @@ from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.options import json_flag
 from attntrace.cli.pipes import stdout_console
 
+WALK_VALUE_BYTES = 12 << 10  # what the walkthrough holds for each value (softmax)
+
 
 def softmax(
     values: Annotated[
@@ -47,6 +49,13 @@ def softmax(
     with bad_input_fails():
         name = Cast.of(dtype).dtype
         row = parse_values(values)
+        from attntrace.kernel.budget import refuse_past_budget
+
+        # every value is a line of each step's table, as Rich lays it out (measured at
+        # 6,000 values: 6 KB a value walked through, 8.4 KB online)
+        refuse_past_budget(
+            f"the softmax of {len(row):,} values", {"its walkthrough": WALK_VALUE_BYTES * len(row)}
+        )
     if online and name != "float64":
         usage("--online is float64's one-pass softmax: it takes no --dtype")
     if online:

@@ -98,3 +98,20 @@ def test_tables_of_every_cell_are_counted_as_rich_lays_them_out(
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "60")
     assert invoke("render", str(saved), "--max-rows", "2").exit_code == 0
     one_line_error(invoke("render", str(saved), *every), "showing the saved", "the tables")
+
+
+@pytest.mark.parametrize("online", [(), ("--online",)], ids=["walked", "online"])
+def test_softmax_counts_its_walkthrough_before_any_work(
+    online: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """30,000 values took 13 s and 200 MiB whatever the budget (a fresh-eyes run): each
+    value is a line of every step's table, 12 KiB of it counted."""
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "1")
+    values = [str(v) for v in range(50)]
+    assert invoke("softmax", *online, "--", *values).exit_code == 0  # 0.6 MiB: within
+    line = one_line_error(invoke("softmax", *online, "--", *values * 600))
+    assert line == (
+        "attntrace: error: the softmax of 30,000 values would take about 352 MiB (its "
+        "walkthrough 352 MiB), "
+        "over the memory budget of 1 MiB (shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)"
+    )
