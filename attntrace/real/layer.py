@@ -261,6 +261,7 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
             found=f"{quoted(tokens.labels[k])} at position {k}",
         )
     task = f"ranking {spec.layers * spec.heads} heads"
+    _refuse_ranking_past_budget(spec, len(tokens.ids), task)
     probabilities = model.run(tokens.ids, spec.layers, rows=(q,), task=task)
     rows = [
         HeadWeight(layer, head, float(p[head, 0, k]), int(np.argmax(p[head, 0])))
@@ -269,3 +270,24 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     ]
     rows.sort(key=lambda row: (-row.weight, row.layer, row.head))
     return HeadRanking(spec, sentence, tokens.labels, q, k, rows)
+
+
+# What running the layers holds beside the weights, in n × n float64 matrices a head (a
+# layer's scores, probabilities and their temporaries) and in rows of d_model (the
+# hidden state, its norms and the MLP's wider rows): measured on Gemma 3 at 1,000 tokens.
+RANK_SQUARES = 8
+RANK_ROWS = 32
+
+
+def _refuse_ranking_past_budget(spec: RealModel, n: int, task: str) -> None:
+    """``heads`` runs every layer over the sentence: refused before the first past the
+    memory budget (the weights, opened already, are the import floor's)."""
+    from attntrace.kernel.budget import FLOAT, refuse_past_budget
+
+    refuse_past_budget(
+        f"{task} over {n:,} tokens",
+        {
+            "a layer's attention": RANK_SQUARES * FLOAT * spec.heads * n * n,
+            "the hidden states": RANK_ROWS * FLOAT * n * spec.d_model,
+        },
+    )

@@ -299,6 +299,24 @@ def test_decode_and_heads_cli() -> None:
     assert document["tokens"][document["key"]] == "Ġanimal"
 
 
+def test_heads_counts_its_layers_before_running_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """heads ran every layer whatever the budget (337 MiB for Gemma 3 at 1,000 tokens
+    under a budget of 1 MiB): the layers' attention and hidden states are counted first."""
+    need(SMOLLM2)
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "1")
+    sentence = " ".join(["the cat sat on it"] * 100)
+    result = invoke("heads", "-m", "smollm2", "--from", "400", "--to", "2", sentence)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("attntrace: error: ranking 270 heads over 500 tokens ")
+    assert result.stderr.endswith(
+        "over the memory budget of 1 MiB (shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)\n"
+    )
+    assert (
+        invoke("heads", "-m", "smollm2", "--from", "2", "--to", "1", "the cat sat").exit_code == 0
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
