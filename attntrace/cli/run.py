@@ -35,6 +35,7 @@ from attntrace.kernel.budget import (
     FLOAT,
     also_counted,
     json_bytes,
+    model_bytes,
     page_bytes,
     refuse_past_budget,
     rows_bytes,
@@ -165,7 +166,11 @@ def shown_parts(
     def parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         numbers = trace_numbers(model, n, m)
         if how is None:
-            return {"its JSON": json_bytes(numbers)} if as_json else {}
+            if not as_json:
+                return {}
+            # each head's slice of the learned matrices, made C-ordered for orjson
+            copies = model_bytes(model) if model.heads > 1 else 0
+            return {"its JSON": json_bytes(numbers), "the weights by head": copies}
         shown = {"the tables": table_bytes(model, n, m, how)}
         if focused:  # every product of a dot product, as a number and as text
             shown["the sums by hand"] = FOCUS_ROWS * rows_bytes(model, n, m)

@@ -50,6 +50,10 @@ WORK_SQUARES = 2
 # n × m float64 matrices comparing two stages holds at once (``check``, ``diff``): the
 # differences, the larger magnitudes, the tolerance, and their temporaries.
 COMPARE_SQUARES = 5
+# What a head's stages hold besides their numbers (the Stage objects, their labels'
+# lists, their views and documents' dicts): nothing for a few heads, 32 MiB for 2,048
+# (a model of 2,048 heads over three tokens peaked 9 MiB past its estimate without it).
+HEAD_STAGES_BYTES = 16 << 10
 # Bytes of one number in a JSON document at most: ``-1.2345678901234567e-308,``.
 JSON_NUMBER_BYTES = 26
 # What a JSON document written as it is computed holds at once (its bounded buffer).
@@ -146,6 +150,7 @@ def peak_parts(model: ModelSpec, n: int, m: int) -> dict[str, int]:
         "the model": model_bytes(model),
         "the trace": trace_bytes(model, n, m),
         "its arithmetic": work_bytes(model, n, m),
+        "its stages": HEAD_STAGES_BYTES * model.heads,
     }
     for extra in _ALSO.get():
         for what, size in extra(model, n, m).items():

@@ -67,6 +67,30 @@ def wide(name: str) -> Kind:
     )
 
 
+# From the same run: 2,048 heads of width 1 (WQ..WO 2,048 × 2,048) over three tokens,
+# each head's stages and slices of the weights uncounted, at its own estimate.
+HEADS = "embeddings: he.npy\nvocabulary: [cat, eats, fish]\nsentence: cat eats fish\n"
+HEADS += "heads: 2048\nweights: {WQ: hw.npy, WK: hw.npy, WV: hw.npy, WO: hw.npy}\n"
+HEADS_FILES = {
+    "model.yaml": HEADS,
+    "he.npy": sparse_npy(3, 2048, "<f4"),
+    "hw.npy": sparse_npy(2048, 2048, "<f4"),
+}
+
+
+def many_heads(name: str, budget: int, *extra: str) -> Kind:
+    return kind(
+        f"npy-2048-heads-{name}",
+        "run",
+        "-c",
+        "model.yaml",
+        *extra,
+        expect="ok",
+        files=HEADS_FILES,
+        budget_mb=budget,
+    )
+
+
 def sixteen_thousand(command: str, *extra: str) -> Kind:
     return kind(
         f"npy-int8-16000-five-times-{command}{''.join(extra)}",
@@ -103,6 +127,8 @@ MEMORY = [
     sixteen_thousand("train", "--steps=1", "--from=t0", "--to=t1"),
     sixteen_thousand("diff", "--set=causal=true"),
     *(wide(name) for name in WIDE_COMMANDS),
+    many_heads("run", 162),
+    many_heads("json", 293, "--json"),
     kind(
         "tall-json-d2000000-run",
         "run",
