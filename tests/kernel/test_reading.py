@@ -37,6 +37,7 @@ from catalogue import (
     with_fifo,
     with_link,
 )
+from helpers import invoke as run_cli
 from helpers import load_valid_trace
 
 EMPTY_FILE = "the file is empty: expected a model (embeddings and weights)"
@@ -359,3 +360,28 @@ def test_decode_and_render_read_stdin_too(tmp_path: Path) -> None:
     shown = run_capped(f"attntrace run cat -c <({SAMPLE}) --json | attntrace render -", tmp_path)
     assert (shown.returncode, shown.stderr) == (0, "")
     assert "softmax" in shown.stdout
+
+
+@pytest.mark.parametrize("command", [("run", "-c"), ("render",), ("diff", "A.json")])
+def test_a_file_s_text_is_counted_against_the_budget_before_it_is_read(
+    command: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 200 MB file of spaces took 414 MiB under a budget of 50 before it was found
+    empty (a fresh-eyes run): its size, from stat, is counted first; the read is never
+    begun (a reader that is called fails the test)."""
+    monkeypatch.chdir(tmp_path)
+    Path("A.json").write_text(" " * (2 << 20), encoding="utf-8")
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "1")
+
+    def no_read(fd: int) -> object:
+        raise AssertionError("the file was read before it was counted")
+
+    monkeypatch.setattr("attntrace.kernel.reading._reader", no_read)
+    result = run_cli(*command, "A.json")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr == (
+        "attntrace: error: A.json: reading a file of 2.0 MiB would take about 6 MiB (its "
+        "text as read 6 MiB), over the memory budget of 1 MiB (shorten the input, or set "
+        "ATTNTRACE_MAX_MEMORY_MB)\n"
+    )
