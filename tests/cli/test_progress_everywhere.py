@@ -20,6 +20,9 @@ from terminals import ESCAPE, Terminal, environment
 
 import attntrace
 
+# Each case a process on a pseudo-terminal: a long run (pytest -m long).
+pytestmark = pytest.mark.long
+
 IT = ("-s", "it-animal", "--from", "it", "--to", "animal")
 
 

@@ -100,6 +100,7 @@ def test_set_a_new_token() -> None:
     assert_trace_is(trace, naive_of(edited, ["cat", "dog"]), causal=False)
 
 
+@pytest.mark.long  # a whole CLI run an example: a long property run
 @whole_runs
 @given(
     matrix=st.sampled_from(["WQ", "WK", "WV"]),

@@ -44,6 +44,9 @@ from attntrace.real.catalog import (
 from attntrace.real.layer import decoder_layer, open_model, rank_heads, trace_layer
 from attntrace.real.llama import unpermute
 
+# The transformers oracle: seconds of torch; a long run (docs/development.md).
+pytestmark = pytest.mark.long
+
 GOLDEN_FILE = GOLDEN / "real" / "attention.json"
 
 

@@ -39,6 +39,9 @@ from attntrace.real.gemma import (
 from attntrace.real.layer import layer_spec, open_model, trace_layer
 from attntrace.real.weights.gguf import GGUFFile
 
+# The transformers oracle: seconds of torch; a long run (docs/development.md).
+pytestmark = pytest.mark.long
+
 GEMMA3_GOLDEN = GOLDEN / "real" / "gemma3.json"
 LOCAL, GLOBAL = 4, 5
 
