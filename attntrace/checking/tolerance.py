@@ -66,10 +66,10 @@ class Comparison:
 BLOCK_CELLS = 1 << 18
 
 
-def _blocks(shape: tuple[int, int]) -> list[tuple[slice, slice]]:
+def _blocks(matrix: Matrix) -> list[tuple[slice, slice]]:
     """The matrix in blocks of about BLOCK_CELLS cells, in row-major order: whole rows
     together, or one row in pieces where a row is longer than a block."""
-    rows, cols = shape
+    rows, cols = matrix.shape
     if cols <= BLOCK_CELLS:
         step = max(1, BLOCK_CELLS // max(cols, 1))
         return [(slice(r, min(rows, r + step)), slice(0, cols)) for r in range(0, rows, step)]
@@ -83,7 +83,7 @@ def _blocks(shape: tuple[int, int]) -> list[tuple[slice, slice]]:
 def _scale(expected: Matrix) -> float:
     """``max(1, max |expected|)`` over the finite cells, a block at a time."""
     scale = 1.0
-    for rows, cols in _blocks(expected.shape):
+    for rows, cols in _blocks(expected):
         block = np.abs(expected[rows, cols])
         scale = max(scale, float(np.max(block, where=np.isfinite(block), initial=0.0)))
     return scale
@@ -110,7 +110,7 @@ def matches(expected: Matrix, found: Matrix, tolerance: Tolerance, *, masked: bo
     that does not reproduce the stage usually differs in its first block."""
     scale = _scale(expected)
     with np.errstate(invalid="ignore", over="ignore"):
-        for rows, cols in _blocks(expected.shape):
+        for rows, cols in _blocks(expected):
             ok, _, _ = _block_ok(expected[rows, cols], found[rows, cols], tolerance, scale, masked)
             if not ok.all():
                 return False
@@ -135,7 +135,7 @@ def compare(
     largest: tuple[float, tuple[int, int]] | None = None
     nonfinite_wrong = 0
     with np.errstate(invalid="ignore", over="ignore"):
-        for rows, cols in _blocks(expected.shape):
+        for rows, cols in _blocks(expected):
             ok, both, delta = _block_ok(
                 expected[rows, cols], found[rows, cols], tolerance, scale, masked
             )

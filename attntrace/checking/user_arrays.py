@@ -136,6 +136,15 @@ def _check_shape(shape: tuple[int, ...], name: str) -> None:
         raise InputError(field=name, expected="an array (one axis or more)", found="a scalar")
     if 0 in shape:
         raise InputError(field=name, expected="a non-empty array", found=shape_text(shape))
+    if len(shape) > MAX_AXES:  # numpy 1.x holds no more; 2.x holds 64: refused alike
+        raise InputError(
+            field=name, expected=f"an array of at most {MAX_AXES} axes", found=f"{len(shape)} axes"
+        )
+
+
+# The most axes an array may have: numpy 1's limit (a stage has two; the most any layout
+# adds is a head's and a batch's), so every numpy says the same.
+MAX_AXES = 32
 
 
 # ---------------------------------------------------------------------------- .npz

@@ -176,10 +176,6 @@ _GATHER = 1 << 20  # small pieces are gathered up to this, so the stream is few 
 # the next is made
 _HALF = (JSON_PIECE_BYTES - _GATHER) // 2
 _NUMBER = 24  # the longest number orjson writes: -2.2250738585072014e-308, or "null"
-# dtypes orjson writes from numpy without fail (an array of one dimension at least,
-# C-ordered, in the machine's byte order), by their one-letter codes: bool, float16, 32
-# and 64, the signed and the unsigned integers of 8 to 64 bits (not longdouble's "g")
-_SAFE_CODES = frozenset("?efdbhilqBHILQ")
 _SCALARS = (str, int, float, type(None))  # bool is an int
 
 Piece = bytes | bytearray | memoryview
@@ -263,10 +259,15 @@ def _safe_array(value: Any) -> bool:
 
     if not isinstance(value, np.ndarray):
         return False
-    dtype = value.dtype
-    return (
-        value.ndim > 0 and dtype.char in _SAFE_CODES and dtype.isnative and value.flags.c_contiguous
-    )
+    if value.ndim == 0 or not value.flags.c_contiguous:
+        return False
+    import orjson
+
+    try:  # orjson's own verdict on this dtype and byte order, whatever its version
+        orjson_bytes(value[:1])
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def _check(value: Any) -> None:

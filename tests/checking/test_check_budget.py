@@ -150,7 +150,7 @@ F8 = {"descr": "<f8", "fortran_order": False}
         ({**F8, "shape": (2, -3)}, "Q: a .npy header with a negative length"),
         ({**F8, "shape": (0, 2)}, "Q: expected a non-empty array, got 0 × 2"),
         ({**F8, "shape": ()}, "Q: expected an array (one axis or more), got a scalar"),
-        ({**F8, "shape": (1,) * 40}, ""),  # 40 axes of one number: read, not refused
+        ({**F8, "shape": (1,) * 40}, "Q: expected an array of at most 32 axes, got 40 axes"),
         ({"descr": "<c16", "fortran_order": False, "shape": (1,)}, "Q: expected a float array"),
         ({"descr": "|V8", "fortran_order": False, "shape": (1,)}, "Q: expected a float array"),
         ({"descr": "<M8[s]", "fortran_order": False, "shape": (1,)}, "Q: expected a float"),
@@ -166,9 +166,6 @@ def test_a_lying_npz_member_header_is_one_line(
 ) -> None:
     raw = npz_member(header, bytes(8))
     path = write_zip(tmp_path / "mine.npz", [("Q.npy", raw)], zipfile.ZIP_DEFLATED)
-    if header["shape"] == (1,) * 40:
-        assert read_user_arrays(path)["Q"].data.shape == (1,) * 40
-        return
     assert said in _refused(path)
     one_line_error(invoke("check", str(path)), said)  # the command: one line, exit 2
 
