@@ -75,11 +75,14 @@ def _written(as_json: bool, document: Callable[[], Document], view: Callable[[],
                 progress.beat()
         sys.stdout.buffer.write(b"\n")
         return
+    if isinstance(written, dict):  # small documents (check, diff, kv-cache, ...): whole
+        from attntrace.kernel.documents import plain_dumps
+
+        written = plain_dumps(written)
     if ascii_only:
         from attntrace.kernel.documents import ascii_json
 
-        text = _dumped(written) if isinstance(written, dict) else written
-        written = ascii_json(text if isinstance(text, bytes) else text.encode("utf-8"))
+        written = ascii_json(written if isinstance(written, bytes) else written.encode("utf-8"))
     if isinstance(written, bytes):
         sys.stdout.flush()
         # two writes, not ``written + b"\n"``: that copied the whole document (121 ms
@@ -87,32 +90,4 @@ def _written(as_json: bool, document: Callable[[], Document], view: Callable[[],
         sys.stdout.buffer.write(written)
         sys.stdout.buffer.write(b"\n")
         return
-    if isinstance(written, dict):
-        written = _dumped(written)
     sys.stdout.write(written + "\n")
-
-
-def _dumped(document: dict[str, Any]) -> str:
-    """:func:`attntrace.kernel.documents.plain_dumps`'s text, the same to the byte, written
-    a list item at a time so that long work reports how far it got: decode's 3,000
-    steps take json.dumps 20 s."""
-    from attntrace.kernel import progress
-    from attntrace.kernel.documents import plain_dumps
-
-    if not all(isinstance(key, str) for key in document):
-        return plain_dumps(document)  # json's own rule for such keys
-    items = sum(len(value) for value in document.values() if isinstance(value, list))
-    pieces = ["{"]  # joined once, at the end: the text is held twice at most, as json does
-    with progress.task("writing the JSON", items, "items") as writing:
-        for number, (key, value) in enumerate(document.items()):
-            pieces += [",", plain_dumps(key), ":"] if number else [plain_dumps(key), ":"]
-            if not isinstance(value, list):
-                pieces.append(plain_dumps(value))
-                continue
-            pieces.append("[")
-            for index, item in enumerate(value):
-                pieces += [",", plain_dumps(item)] if index else [plain_dumps(item)]
-                writing.advance()
-            pieces.append("]")
-    pieces.append("}")
-    return "".join(pieces)
