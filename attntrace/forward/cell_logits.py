@@ -60,7 +60,7 @@ def _tell_scores(cell: Cell) -> Told:
     ]
     why = _hidden_why(cell, cell.col)
     if why is not None:
-        lines.append(f"(the mask hides this key later: {why.replace(': ', ', ', 1)})")
+        lines.append(f"(the mask will hide this key: {why.split(':')[0]})")
     lines += [*term_lines(terms), sum_line(terms)]
     return Told(lines, terms=tuple(t.value for t in terms))
 
@@ -136,18 +136,19 @@ def _tell_masked(cell: Cell) -> Told:
     if why is not None:
         return Told(
             [
-                f"the query is at position {i}, the key at {j}: hidden, {why}",
+                f"the query is at position {i}, the key at {j}",
+                f"hidden: {why}",
                 "so −∞: its exp is 0 and the softmax gives it no weight",
             ],
             hidden=why,
         )
     variants = model.variants
-    seen = f"the query is at position {i}, the key at {j}: visible (j ≤ i"
+    seen = "visible: j ≤ i"
     if masks.kept_as_sink(i, j, window=variants.window, sinks=variants.sinks):
-        seen += f"; {i - j} back, but kept: a sink, visible however far back"
+        seen = f"kept: a sink, visible however far back ({i - j} back)"
     elif variants.window is not None:
-        seen += f", and {i - j} back, within the window of {variants.window}"
-    lines = [seen + ")"]
+        seen += f", {i - j} back, within the window of {variants.window}"
+    lines = [f"the query is at position {i}, the key at {j}", seen]
     if source is not None:
         x = float(source.data[i, j])
         lines.append(
@@ -242,7 +243,8 @@ def _tell_softmax(cell: Cell) -> Told:
         reason = why or "masked"
         return Told(
             [
-                f"x = {row.source}[{cell.row_label}, {cell.col_label}] = −∞: hidden, {reason}",
+                f"x = {row.source}[{cell.row_label}, {cell.col_label}] = −∞",
+                f"hidden: {reason}",
                 "exp(−∞) = 0, so its weight is 0",
             ],
             hidden=reason,

@@ -161,9 +161,10 @@ def _tell_x(cell: Cell) -> Told:
     if embeddings is not None and positions is not None:
         e = float(embeddings.data[cell.row, cell.col])
         p = float(positions.data[cell.row, cell.col])
+        token = cell.stage.rows[cell.row]
         return Told(
             [
-                f"embeddings{suffix}{where} = {figure(e)}  (the row of '{cell.row_label}')",
+                f"embeddings{suffix}{where} = {figure(e)}  (the row of '{token}')",
                 f"positions{suffix}{where} = {figure(p)}  (position {cell.row})",
                 f"{figure(e)} + {factor(p)} = {figure(e + p)}",
             ],
@@ -178,16 +179,16 @@ def _tell_x(cell: Cell) -> Told:
         }.get(kind, "this model adds no positions: the order of the words changes no score")
         return Told(
             [
-                f"the embedding table's row for '{cell.row_label}', column {cell.col_label}: "
-                "learned, as the file gives it",
+                f"learned: the embedding table's row for '{cell.stage.rows[cell.row]}', "
+                "as the file gives it",
                 after,
             ]
         )
     return Told(
         [
             f"given: {formula.removeprefix(f'{name} = ')}",
-            "the model computed it before this layer's attention; attntrace reads it as "
-            f"given, row '{cell.row_label}', column {cell.col_label}",
+            "the model computed it before this layer's attention; attntrace reads it",
+            "as given",
         ]
     )
 
@@ -195,8 +196,8 @@ def _tell_x(cell: Cell) -> Told:
 def _tell_embedding(cell: Cell) -> Told:
     return Told(
         [
-            f"the embedding table's row for '{cell.row_label}', column {cell.col_label}: "
-            "learned, as the file gives it"
+            f"learned: the embedding table's row for '{cell.stage.rows[cell.row]}', "
+            "as the file gives it"
         ]
     )
 
