@@ -199,7 +199,7 @@ def _softmax_row(cell: Cell) -> _Row | None:
 
 def _max_line(row: _Row) -> str:
     if row.sink is None:
-        return f"M = the row's max = {figure(row.top)}"
+        return f"M = the row's max = {figure(row.top)}, subtracted first: every exp ≤ 1"
     return (
         f"M = the larger of the row's max and the sink logit {figure(row.sink)} = {figure(row.top)}"
     )
@@ -255,7 +255,7 @@ def _tell_softmax(cell: Cell) -> Told:
         f"x = {row.source}[{cell.row_label}, {cell.col_label}] = {figure(x)}",
         f"exp(x − M) = exp({figure(x)} − {factor(row.top)}) = {figure(e)}",
         *_sum_lines(row, cell.row_label),
-        f"weight = {figure(e)} / {figure(row.total)} = {figure(e / row.total)}",
+        f"share = exp / sum = {figure(e)} / {figure(row.total)} = {figure(e / row.total)}",
     ]
     return Told(lines, terms=tuple([*row.exps, row.sink_exp] if row.sink is not None else row.exps))
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import needs_weights
 from hypothesis import given
 from hypothesis import strategies as st
 from naive import naive_block
@@ -100,7 +101,7 @@ def test_it_animal_is_told_from_the_trace_of_the_sample() -> None:
     text = "\n".join(story.lines)
     assert story.heading == "softmax[it, animal]"
     assert "M = the row's max" in text
-    assert "weight = " in text
+    assert "share = exp / sum = " in text
     exps = np.array(story.terms)
     assert exps[animal] / exps.sum() == pytest.approx(weights.data[it, animal], **FLOAT64_APPROX)
 
@@ -411,3 +412,27 @@ def test_a_low_precision_trace_says_its_arithmetic_is_not_by_hand() -> None:
     story = cell_story(trace, trace["scores"], 0, 0)
     assert "bfloat16" in story.lines[0]
     assert not story.terms
+
+
+@needs_weights
+@pytest.mark.long
+def test_a_real_layer_s_long_products_are_cut_and_add_up() -> None:
+    """SmolLM2's layer 3: Q over d_model 576, a GQA head's scores over d_k 64."""
+    from attntrace.real.layer import trace_layer
+
+    trace = trace_layer("smollm2", None, 3)
+    q = trace.stage("Q", head=4)
+    x, wq = trace.stage("X").data, trace.weight("WQ", head=4)
+    assert wq is not None
+    story = cell_story(trace, q, 8, 9)
+    text = "\n".join(story.lines)
+    assert story.heading == "Q[Ġit, d265], head 4 (reads K/V head 1)"
+    assert "576 products" in text
+    assert "… 571 more terms …" in text
+    assert len(story.lines) <= MOST_LINES
+    assert list(story.terms) == pytest.approx(list(x[8] * wq.data[:, 9]), **FLOAT64_APPROX)
+    assert math.fsum(story.terms) == pytest.approx(q.data[8, 9], rel=1e-9, abs=1e-9)
+    scores = trace.stage("scores", head=4)
+    story = cell_story(trace, scores, 8, 1)
+    assert "64 products" in story.lines[0]
+    assert math.fsum(story.terms) == pytest.approx(scores.data[8, 1], rel=1e-9, abs=1e-9)
