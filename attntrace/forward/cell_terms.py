@@ -91,7 +91,8 @@ def term_lines(terms: Sequence[Term]) -> list[str]:
             lines.append(f"  … {count - FIRST - LAST} more terms …")
         else:
             term = terms[i]
-            lines.append(f"  {term.label:<{width}}  {term.made} = {figure(term.value)}")
+            made = f"  {term.made}" if term.made else ""
+            lines.append(f"  {term.label:<{width}}{made} = {figure(term.value)}")
     if count > SHORT:
         top = max(range(count), key=lambda i: abs(terms[i].value))
         if FIRST <= top < count - LAST:

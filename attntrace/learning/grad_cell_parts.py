@@ -79,7 +79,7 @@ def products(intro: str, labels: Sequence[str], left: Numbers, right: Numbers) -
 def sums(intro: str, labels: Sequence[str], values: Numbers) -> Told:
     """A plain sum, term by term (a bias's gradient: a column's sum)."""
     terms = [Term(label, "", float(v)) for label, v in zip(labels, values, strict=True)]
-    lines = [intro, *(line.replace("   = ", " ") for line in term_lines(terms)), sum_line(terms)]
+    lines = [intro, *term_lines(terms), sum_line(terms)]
     return Told(lines, terms=tuple(t.value for t in terms))
 
 
