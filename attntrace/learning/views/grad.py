@@ -199,7 +199,9 @@ class GradBlock:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         title = fitted_title(self.stage, self.model)
-        table = StageTable(self.stage, self.view)
+        # beside softmax (dA), both tables keep the keys the weights make heaviest
+        weights = self.mirror if self.mirror is not None and self.mirror.name == "softmax" else None
+        table = StageTable(self.stage, self.view, weights)
         note = [Wrapped(Text(self.caption, style="italic dim"))] if self.caption else []
         if self.mirror is None:
             yield Group(title, table, *note)
