@@ -74,7 +74,12 @@ class StageTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         grid = self.layout(options.max_width)
         yield from grid.segments()
-        note = hidden_note(self.stage, grid.rows, grid.cols)
+        view, stage = self.view, self.stage
+        chosen = (
+            elide.chosen(unique_labels(stage.rows), view.rows) is not None,
+            elide.chosen(unique_labels(stage.cols), view.cols) is not None,
+        )
+        note = hidden_note(stage, grid.rows, grid.cols, chosen)
         if note:
             yield Text(note, style="dim")
 
@@ -217,6 +222,8 @@ def _over_tokens(labels: tuple[str, ...]) -> bool:
 def _how_many_fit(candidates: list[int], widths: dict[int, int], count: int, budget: int) -> int:
     """How many of ``candidates`` (in keeping order) fit ``budget`` cells, their gaps'
     ``…N`` columns counted: at least one."""
+    if len(candidates) == count and sum(widths.values()) + COLUMN_GAP * count <= budget:
+        return count  # all of them (an equation's table, at any width): nothing to try
     for kept in range(1, len(candidates) + 1):
         shown = with_gaps(candidates[:kept], count)
         gaps = gap_labels(shown, count)
@@ -238,16 +245,27 @@ def _shade(value: float | None, weights: bool, masked_stage: bool, marks: bool) 
     return weight_style(value) if weights else None
 
 
-def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) -> str:
-    """Say what a summarized table leaves out, and how to see it: '' when nothing is."""
+def hidden_note(
+    stage: Stage,
+    rows: list[int | None],
+    cols: list[int | None],
+    chosen: tuple[bool, bool] = (False, False),
+) -> str:
+    """Say what a summarized table leaves out, and how to see it: '' when nothing is.
+    ``chosen``: whether ``--rows``, ``--cols`` chose the rows, the columns shown (where
+    they chose all that is hidden, --max-rows/--max-cols would not change it)."""
     n_rows, n_cols = stage.shape
     shown_rows = sum(i is not None for i in rows)
     shown_cols = sum(j is not None for j in cols)
-    parts = []
+    parts, hidden_by_choice = [], []
     if shown_rows < n_rows:
         parts.append(f"{shown_rows} of {n_rows} rows")
+        hidden_by_choice.append(chosen[0])
     if shown_cols < n_cols:
         parts.append(f"{shown_cols} of {n_cols} columns")
+        hidden_by_choice.append(chosen[1])
     if not parts:
         return ""
-    return f"showing {' and '.join(parts)} (--max-rows/--max-cols N, 0 for all)"
+    by_choice = all(hidden_by_choice)
+    how = "--rows/--cols chose them" if by_choice else "--max-rows/--max-cols N, 0 for all"
+    return f"showing {' and '.join(parts)} ({how})"

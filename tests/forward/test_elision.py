@@ -93,6 +93,8 @@ def test_cols_and_rows_choose_the_tokens() -> None:
     assert header == ["…1", "animal", "…3", "street", "…1", "it", "…3"]
     assert list(rows) == ["The", "…6", "it", "…3"]
     values_are_the_trace_s(the_trace("-s", "it-animal"), "softmax", header, rows)
+    # what is hidden was chosen: --max-rows/--max-cols would not show it
+    assert "showing 2 of 11 rows and 3 of 11 columns (--rows/--cols chose them)" in out
     ((x_header, _),) = tables(out, "X")  # over dimensions: --cols does not apply
     assert x_header == ["d0", "d1", "d2", "d3", "d4", "d5"]
 
