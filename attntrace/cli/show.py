@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from attntrace.forward.focus import Focus
     from attntrace.forward.views.present import Presentation
     from attntrace.kernel.trace import Trace
+    from attntrace.ui.view import View
 
 
 def presentation(**flags: Any) -> Presentation:
@@ -102,8 +103,24 @@ def show(trace: Trace, how: Presentation) -> None:
 
 def chosen_tokens(typed: Trace, trace: Trace, how: Presentation, focus: str | None) -> Presentation:
     """``how`` with its view told the focused token's label and ``--rows``/``--cols``'
-    tokens (as the tables label them), each read as --focus reads its token: as typed,
-    or as the tables show it. A token not in the sentence is an input error."""
+    tokens (:func:`chosen_view`)."""
+    from dataclasses import replace
+
+    return replace(how, view=chosen_view(typed, trace, how.view, how.rows, how.cols, focus))
+
+
+def chosen_view(
+    typed: Trace,
+    trace: Trace,
+    view: View,
+    rows: str | None,
+    cols: str | None,
+    focus: str | None = None,
+) -> View:
+    """``view`` told the focused token's label and ``--rows``/``--cols``' tokens as the
+    tables label them (``trace``: ``typed`` made visible), each read as --focus reads
+    its token: as typed, or as the tables show it. A token not in the sentence is an
+    input error, one line and exit 2."""
     from dataclasses import replace
 
     from attntrace.errors import InputError
@@ -122,13 +139,12 @@ def chosen_tokens(typed: Trace, trace: Trace, how: Presentation, focus: str | No
                 positions = resolve_positions(_axis(trace, keys), label(which), flag)
         return tuple(shown[i] for i in positions)
 
-    view = replace(
-        how.view,
+    return replace(
+        view,
         focus=focus,
-        rows=labels(how.rows, "--rows", keys=False),
-        cols=labels(how.cols, "--cols", keys=True),
+        rows=labels(rows, "--rows", keys=False),
+        cols=labels(cols, "--cols", keys=True),
     )
-    return replace(how, view=view)
 
 
 def _axis(trace: Trace, keys: bool) -> tuple[str, ...]:

@@ -131,3 +131,21 @@ def test_a_token_not_in_the_sentence_is_one_line(
     args: tuple[str, ...], words: tuple[str, ...]
 ) -> None:
     one_line_error(invoke("run", "-s", "it-animal", *args), *words)
+
+
+def test_grad_keeps_softmax_s_keys_and_takes_cols() -> None:
+    out = invoke("grad", "-s", "it-animal", "--from", "it", "--to", "street", columns=80).stdout
+    names = ("softmax", "d_softmax", "scaled", "d_scaled", "scores", "d_scores")
+    headers = [tables(out, name)[0][0] for name in names]
+    assert all(header == headers[0] for header in headers), headers
+    assert "street" in headers[0]
+    out = invoke(
+        "grad", "-s", "it-animal", "--from", "it", "--to", "street", "--cols", "street"
+    ).stdout
+    header, _ = tables(out, "d_scaled")[0]
+    assert [name for name in header if not name.startswith("…")] == ["street"]
+    one_line_error(
+        invoke("grad", "-s", "it-animal", "--from", "it", "--to", "street", "--rows", "zebra"),
+        "--rows",
+        "zebra",
+    )
