@@ -18,6 +18,7 @@ from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import ModelFlags, model_flags
 from attntrace.cli.objective_flags import check_head, objective_from_flags
 from attntrace.cli.options import (
+    ColsFlag,
     FromToken,
     LossFlag,
     LossHead,
@@ -25,6 +26,7 @@ from attntrace.cli.options import (
     MaxHeads,
     MaxRows,
     PageExport,
+    RowsFlag,
     TablePrecision,
     ToToken,
     json_flag,
@@ -81,11 +83,22 @@ def grad(
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
     max_heads: MaxHeads = 4,
+    rows: RowsFlag = None,
+    cols: ColsFlag = None,
 ) -> None:
     """The backward pass from a loss: every gradient, as a table beside its stage.
 
     From dL/d output back to dL/d X and the weights, each with its formula and shape."""
-    display = [flag for flag, on in (("--step", step), ("--focus", focus is not None)) if on]
+    display = [
+        flag
+        for flag, on in (
+            ("--step", step),
+            ("--focus", focus is not None),
+            ("--rows", rows is not None),
+            ("--cols", cols is not None),
+        )
+        if on
+    ]
     if as_json and display:
         usage(f"--json writes the gradients for programs: it does not mix with {display[0]}")
     if step and focus is not None:
@@ -127,6 +140,12 @@ def grad(
         from attntrace.ui.view import view_from_flags
 
         shown_view = view_from_flags(precision, max_rows, max_cols, max_heads)
+        if rows is not None or cols is not None:
+            from attntrace.cli.show import chosen_view
+            from attntrace.ui.shown import shown_trace
+
+            forward = traced.forward
+            shown_view = chosen_view(forward, shown_trace(forward), shown_view, rows, cols)
         if step:
             _walk(traced, shown_view)
         elif focus is not None:

@@ -116,6 +116,22 @@ MaxCols = Annotated[
         show_default=False,
     ),
 ]
+ColsFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--cols",
+        metavar="TOKENS",
+        help="Only these keys' columns in the tables (comma-separated: it,street, the#4, 3).",
+    ),
+]
+RowsFlag = Annotated[
+    str | None,
+    typer.Option(
+        "--rows",
+        metavar="TOKENS",
+        help="Only these tokens' rows in the tables (comma-separated: it,street, the#4, 3).",
+    ),
+]
 MaxHeads = Annotated[
     int,
     typer.Option(min=0, metavar="N", help="Heads shown in the tables, first and last (0: all)."),

@@ -17,6 +17,7 @@ from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
 from attntrace.cli.model_flags import DTypeFlags, ModelFlags, dtype_flags, model_flags
 from attntrace.cli.options import (
+    ColsFlag,
     Export,
     FocusFlag,
     Map,
@@ -25,6 +26,7 @@ from attntrace.cli.options import (
     MaxRows,
     Overview,
     Precision,
+    RowsFlag,
     Step,
     Top,
     json_flag,
@@ -71,6 +73,8 @@ def run(
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
     max_heads: MaxHeads = 4,
+    rows: RowsFlag = None,
+    cols: ColsFlag = None,
     export: Export = None,
     only_stages: Annotated[
         str | None,
@@ -105,6 +109,8 @@ def run(
             ("--focus", focus is not None),
             ("--map", map_view),
             ("--overview", overview),
+            ("--rows", rows is not None),
+            ("--cols", cols is not None),
         )
         if on
     ]
@@ -133,6 +139,8 @@ def run(
             max_heads=max_heads,
             step=step,
             export=export,
+            rows=rows,
+            cols=cols,
         )
     )
     chosen.check(step=step)
@@ -293,6 +301,8 @@ def render(
     max_rows: MaxRows = 20,
     max_cols: MaxCols = None,
     max_heads: MaxHeads = 4,
+    rows: RowsFlag = None,
+    cols: ColsFlag = None,
     export: Export = None,
 ) -> None:
     """Show a saved trace (from `run --json`) as `run` would, without recomputing it."""
@@ -310,6 +320,8 @@ def render(
         max_heads=max_heads,
         step=step,
         export=export,
+        rows=rows,
+        cols=cols,
     )
     if step and source == "-":
         usage("--step reads its keys from stdin, so the trace cannot come from stdin too")

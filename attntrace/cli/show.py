@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from attntrace.forward.focus import Focus
     from attntrace.forward.views.present import Presentation
     from attntrace.kernel.trace import Trace
+    from attntrace.ui.view import View
 
 
 def presentation(**flags: Any) -> Presentation:
@@ -54,6 +55,7 @@ def show(trace: Trace, how: Presentation) -> None:
             except InputError:  # or as the tables show it: é#4, \x1b[2J in a terminal
                 index, note = resolve_focus(trace, label(how.focus))
             focus = tuple(focus_at(trace, index, h, note) for h in trace.traced_heads)
+    how = chosen_tokens(typed, trace, how, None if focus is None else focus[0].label)
     if how.export is not None and how.export.suffix.lower() == ".html":
         # the explorer, once every flag has been checked: the whole trace as typed (the
         # page escapes its own text), not what the terminal shows; the view still prints
@@ -97,6 +99,59 @@ def show(trace: Trace, how: Presentation) -> None:
     save_text(how.export, text)
     with quiet_pipe():
         sys.stdout.write(recorder.file.getvalue())  # type: ignore[attr-defined]
+
+
+def chosen_tokens(typed: Trace, trace: Trace, how: Presentation, focus: str | None) -> Presentation:
+    """``how`` with its view told the focused token's label and ``--rows``/``--cols``'
+    tokens (:func:`chosen_view`)."""
+    from dataclasses import replace
+
+    return replace(how, view=chosen_view(typed, trace, how.view, how.rows, how.cols, focus))
+
+
+def chosen_view(
+    typed: Trace,
+    trace: Trace,
+    view: View,
+    rows: str | None,
+    cols: str | None,
+    focus: str | None = None,
+) -> View:
+    """``view`` told the focused token's label and ``--rows``/``--cols``' tokens as the
+    tables label them (``trace``: ``typed`` made visible), each read as --focus reads
+    its token: as typed, or as the tables show it. A token not in the sentence is an
+    input error, one line and exit 2."""
+    from dataclasses import replace
+
+    from attntrace.errors import InputError
+    from attntrace.forward.focus import resolve_positions
+    from attntrace.kernel.labels import unique_labels
+    from attntrace.ui.shown import label
+
+    def labels(which: str | None, flag: str, keys: bool) -> tuple[str, ...] | None:
+        if which is None:
+            return None
+        shown = unique_labels(_axis(trace, keys))
+        with bad_input_fails():
+            try:
+                positions = resolve_positions(_axis(typed, keys), which, flag)
+            except InputError:
+                positions = resolve_positions(_axis(trace, keys), label(which), flag)
+        return tuple(shown[i] for i in positions)
+
+    return replace(
+        view,
+        focus=focus,
+        rows=labels(rows, "--rows", keys=False),
+        cols=labels(cols, "--cols", keys=True),
+    )
+
+
+def _axis(trace: Trace, keys: bool) -> tuple[str, ...]:
+    """The tokens the tables' rows (queries) or columns (keys: a --context's) run over."""
+    if keys and trace.context_tokens is not None:
+        return trace.context_tokens
+    return trace.tokens
 
 
 def walk_steps(

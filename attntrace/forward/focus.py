@@ -209,6 +209,27 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     )
 
 
+def resolve_positions(tokens: Sequence[str], which: str, flag: str) -> list[int]:
+    """The 0-based positions a comma-separated list of tokens names (``--cols it,street``),
+    in the sentence's order, each item read as :func:`resolve_position` reads one; a
+    token that repeats, written without its position (``the``, not ``the#4``), means
+    every occurrence. A token that is itself a comma is named by its index."""
+    items = [item.strip() for item in which.split(",")]
+    if not which.strip() or any(not item for item in items):
+        raise InputError(
+            field=flag,
+            expected="tokens separated by commas (it,street or the#4 or 3)",
+            found=quoted(which),
+        )
+    found: set[int] = set()
+    for item in items:
+        index, note = resolve_position(tokens, item, flag)
+        found.add(index)
+        if note:  # a repeated token by name: all of it
+            found.update(i for i, token in enumerate(tokens) if token == tokens[index])
+    return sorted(found)
+
+
 def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:
     """Break row ``which`` of ``head`` (see :func:`resolve_focus`) into hand arithmetic."""
     index, note = resolve_focus(trace, which)

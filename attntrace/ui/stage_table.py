@@ -9,8 +9,10 @@ what it leaves out.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -18,8 +20,10 @@ from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 
-from attntrace.kernel.labels import unique_labels
+from attntrace.kernel.labels import Dims, dims, unique_labels
 from attntrace.kernel.trace import Stage
+from attntrace.ui import elide
+from attntrace.ui.elide import gap_labels, heaviest, keeping_order, with_gaps
 from attntrace.ui.grid import Grid
 from attntrace.ui.heatmap import weight_style
 from attntrace.ui.numbers import (
@@ -27,9 +31,7 @@ from attntrace.ui.numbers import (
     CUT,
     OVERFLOWED,
     column_widths,
-    columns_that_fit,
     stage_cell,
-    visible_indices,
 )
 from attntrace.ui.view import DEFAULT_VIEW, View
 
@@ -52,17 +54,32 @@ def cached_column_widths(
     return column_widths(data, precision, masked_stage=masks)
 
 
+# The stages whose cells are attention weights: their heaviest keys are kept.
+WEIGHT_STAGES = frozenset({"softmax", "weights"})
+
+
 @dataclass(frozen=True)
 class StageTable:
-    """A stage's matrix as a table that fits the width it is given."""
+    """A stage's matrix as a table that fits the width it is given.
+
+    ``weights``: the attention weights whose heaviest keys this table keeps where its
+    columns do not all fit (the same head's softmax, for scores and scaled), so that
+    the stages' tables show the same keys; a weights stage ranks by itself.
+    """
 
     stage: Stage
     view: View = DEFAULT_VIEW
+    weights: Stage | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         grid = self.layout(options.max_width)
         yield from grid.segments()
-        note = hidden_note(self.stage, grid.rows, grid.cols)
+        view, stage = self.view, self.stage
+        chosen = (
+            elide.chosen(unique_labels(stage.rows), view.rows) is not None,
+            elide.chosen(unique_labels(stage.cols), view.cols) is not None,
+        )
+        note = hidden_note(stage, grid.rows, grid.cols, chosen)
         if note:
             yield Text(note, style="dim")
 
@@ -87,43 +104,73 @@ class StageTable:
         return self.layout(width).text()
 
     def layout(self, width: int) -> Grid:
-        """Choose the rows and columns that fit ``width`` and format their cells."""
-        stage, precision = self.stage, self.view.precision
+        """Choose the rows and columns that fit ``width`` (:mod:`attntrace.ui.elide`'s
+        rule) and format their cells."""
+        stage = self.stage
         row_labels = unique_labels(stage.rows)
         col_labels = unique_labels(stage.cols)
-        rows = visible_indices(len(row_labels), self.view.max_rows)
+        rows = self.shown_rows(row_labels)
+        gaps = gap_labels(rows, len(row_labels))
         # the labels of the rows shown: a tall matrix's million others take no room
-        label_width = max(cell_len(CUT if i is None else row_labels[i]) for i in rows)
-        n_cols = len(col_labels)
-        # Each column costs its width + 3 (the gap), so at most width // 4 can ever show,
-        # from the two ends: only those columns are measured (a 768-wide X: 20 of them).
-        reach = max(1, width // (1 + COLUMN_GAP))
-        if self.view.max_cols is not None or n_cols <= 2 * reach:
-            edges = tuple(range(n_cols))
-        else:
-            edges = (*range(reach), *range(n_cols - reach, n_cols))
-        cells = cached_column_widths(
-            stage, precision, edges, reads_minus_inf_as_mask(stage, self.view)
+        label_width = max(
+            cell_len(gap if i is None else row_labels[i]) for i, gap in zip(rows, gaps, strict=True)
         )
-        pairs = zip(edges, cells, strict=True)
-        widths = {j: max(cell, cell_len(col_labels[j])) for j, cell in pairs}
-
-        budget = width - label_width  # the label column has no gap before it
-        left_to_right = [widths[j] for j in edges[: min(n_cols, reach + 1)]]
-        fits = columns_that_fit(left_to_right, budget) if len(edges) == n_cols else reach
+        n_cols = len(col_labels)
+        picked = elide.chosen(col_labels, self.view.cols)
+        if picked is not None:  # --cols: exactly those, however wide
+            return self._grid(rows, with_gaps(picked, n_cols), row_labels, col_labels)
+        order = self.column_order(col_labels, [i for i in rows if i is not None])
         if self.view.max_cols is not None:
-            fits = self.view.max_cols
-        elif fits < n_cols:
-            # Leave room for the ellipsis column (1 + 3), then keep first and last columns.
-            widest_first = sorted(widths.values(), reverse=True)
-            fits = max(1, columns_that_fit(widest_first, budget - (1 + COLUMN_GAP)))
-        grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
+            kept = list(islice(order, self.view.max_cols))
+            return self._grid(rows, with_gaps(kept, n_cols), row_labels, col_labels)
+        # Each column costs its width + 3 (the gap), so at most width // 4 can ever show:
+        # only the first of them in keeping order are measured (a 768-wide X: 20).
+        reach = max(1, width // (1 + COLUMN_GAP))
+        candidates = list(islice(order, reach))
+        cells = cached_column_widths(
+            stage, self.view.precision, tuple(candidates), reads_minus_inf_as_mask(stage, self.view)
+        )
+        widths = {
+            j: max(cell, cell_len(col_labels[j])) for j, cell in zip(candidates, cells, strict=True)
+        }
+        fits = _how_many_fit(candidates, widths, n_cols, width - label_width)
+        if self.weights is not None:  # no more keys than the weights' table shows
+            beside = StageTable(self.weights, self.view).layout(width).cols
+            fits = min(fits, max(1, sum(j is not None for j in beside)))
+        grid = self._grid(rows, with_gaps(candidates[:fits], n_cols), row_labels, col_labels)
         # The budget is an estimate from each column's extremes; where the drawn table
         # is still too wide, drop a column until it fits (or one is left).
-        while self.view.max_cols is None and grid.width > width and fits > 1:
+        while grid.width > width and fits > 1:
             fits -= 1
-            grid = self._grid(rows, visible_indices(len(col_labels), fits), row_labels, col_labels)
+            grid = self._grid(rows, with_gaps(candidates[:fits], n_cols), row_labels, col_labels)
         return grid
+
+    def shown_rows(self, labels: list[str]) -> list[int | None]:
+        """The rows shown: ``--rows``' tokens, else up to ``max_rows`` in keeping order
+        (the focused token, the first and last, then from either end)."""
+        picked = elide.chosen(labels, self.view.rows)
+        if picked is None:
+            focus = elide.pinned(labels, self.view.focus) if _over_tokens(self.stage.rows) else []
+            picked = list(islice(keeping_order(len(labels), focus), self.view.max_rows))
+        return with_gaps(picked, len(labels))
+
+    def column_order(self, labels: list[str], rows: list[int]) -> Iterator[int]:
+        """The columns in the order this table keeps them: see :mod:`attntrace.ui.elide`."""
+        stage = self.stage
+        if not _over_tokens(stage.cols):
+            return keeping_order(len(labels))
+        weights = self.weights
+        if weights is None and stage.name in WEIGHT_STAGES:
+            weights = stage
+        # a focused token's row ranks the keys first: the keys it weighs most are its story
+        focused = elide.pinned(unique_labels(stage.rows), self.view.focus)
+        rows = focused if focused and _over_tokens(stage.rows) else rows
+        if weights is not None and weights.data.shape == stage.data.shape:
+            ranked = heaviest(weights.data, rows, magnitude=False)
+        else:
+            masks = reads_minus_inf_as_mask(stage, self.view)
+            ranked = heaviest(stage.data, rows, magnitude=True, masks=masks)
+        return keeping_order(len(labels), elide.pinned(labels, self.view.focus), ranked)
 
     def _grid(
         self,
@@ -139,9 +186,10 @@ class StageTable:
         marks = self.view.overflows
         body: list[list[str]] = []
         shades: list[list[Style | None]] = []
-        for i in rows:
+        row_gaps = gap_labels(rows, len(row_labels))
+        for i, gap in zip(rows, row_gaps, strict=True):
             if i is None:
-                body.append([CUT] * (len(cols) + 1))
+                body.append([gap] + [CUT] * len(cols))
                 shades.append([None] * len(cols))
                 continue
             values = [None if j is None else float(data[i, j]) for j in cols]
@@ -153,12 +201,39 @@ class StageTable:
                 ]
             )
             shades.append([_shade(v, shade, masked_stage, marks) for v in values])
-        header = [CUT if j is None else col_labels[j] for j in cols]
+        col_gaps = gap_labels(cols, len(col_labels))
+        header = [
+            gap if j is None else col_labels[j] for j, gap in zip(cols, col_gaps, strict=True)
+        ]
         # display cells, not characters: 猫 takes two (the numbers are ASCII, one each)
         widths = [max(cell_len(r[0]) for r in body)] + [
             max(cell_len(header[c]), *(len(r[c + 1]) for r in body)) for c in range(len(cols))
         ]
         return Grid(rows, cols, header, body, shades, widths)
+
+
+def _over_tokens(labels: tuple[str, ...]) -> bool:
+    """Whether an axis runs over tokens (not d0, d1, ... over dimensions)."""
+    if isinstance(labels, Dims):
+        return False
+    return not (labels and labels[0] == "d0" and labels == dims(len(labels)))
+
+
+def _how_many_fit(candidates: list[int], widths: dict[int, int], count: int, budget: int) -> int:
+    """How many of ``candidates`` (in keeping order) fit ``budget`` cells, their gaps'
+    ``…N`` columns counted: at least one."""
+    if len(candidates) == count and sum(widths.values()) + COLUMN_GAP * count <= budget:
+        return count  # all of them (an equation's table, at any width): nothing to try
+    for kept in range(1, len(candidates) + 1):
+        shown = with_gaps(candidates[:kept], count)
+        gaps = gap_labels(shown, count)
+        used = sum(
+            (cell_len(gap) if j is None else widths[j]) + COLUMN_GAP
+            for j, gap in zip(shown, gaps, strict=True)
+        )
+        if used > budget:
+            return max(1, kept - 1)
+    return len(candidates)
 
 
 def _shade(value: float | None, weights: bool, masked_stage: bool, marks: bool) -> Style | None:
@@ -170,16 +245,27 @@ def _shade(value: float | None, weights: bool, masked_stage: bool, marks: bool) 
     return weight_style(value) if weights else None
 
 
-def hidden_note(stage: Stage, rows: list[int | None], cols: list[int | None]) -> str:
-    """Say what a summarized table leaves out, and how to see it: '' when nothing is."""
+def hidden_note(
+    stage: Stage,
+    rows: list[int | None],
+    cols: list[int | None],
+    chosen: tuple[bool, bool] = (False, False),
+) -> str:
+    """Say what a summarized table leaves out, and how to see it: '' when nothing is.
+    ``chosen``: whether ``--rows``, ``--cols`` chose the rows, the columns shown (where
+    they chose all that is hidden, --max-rows/--max-cols would not change it)."""
     n_rows, n_cols = stage.shape
     shown_rows = sum(i is not None for i in rows)
     shown_cols = sum(j is not None for j in cols)
-    parts = []
+    parts, hidden_by_choice = [], []
     if shown_rows < n_rows:
         parts.append(f"{shown_rows} of {n_rows} rows")
+        hidden_by_choice.append(chosen[0])
     if shown_cols < n_cols:
         parts.append(f"{shown_cols} of {n_cols} columns")
+        hidden_by_choice.append(chosen[1])
     if not parts:
         return ""
-    return f"showing {' and '.join(parts)} (--max-rows/--max-cols N, 0 for all)"
+    by_choice = all(hidden_by_choice)
+    how = "--rows/--cols chose them" if by_choice else "--max-rows/--max-cols N, 0 for all"
+    return f"showing {' and '.join(parts)} ({how})"

@@ -26,6 +26,10 @@ class View:
     ``overflows`` is set for a low-precision computation (``--dtype``): there an inf,
     a NaN, or a −∞ outside the masked stage is an overflow, shown as ``inf``, ``NaN``
     or ``−inf`` and marked. Elsewhere −∞ is a mask, or a max of no key yet, as always.
+
+    ``focus`` (the focused token, as the tables label it) is kept wherever a table's
+    rows or columns are summarized; ``rows``/``cols`` (``--rows``/``--cols``) are the
+    only tokens a table over tokens shows. :mod:`attntrace.ui.elide` has the rule.
     """
 
     precision: int = DEFAULT_PRECISION
@@ -33,6 +37,9 @@ class View:
     max_cols: int | None = None
     max_heads: int | None = None
     overflows: bool = False
+    focus: str | None = None
+    rows: tuple[str, ...] | None = None
+    cols: tuple[str, ...] | None = None
 
 
 DEFAULT_VIEW = View()

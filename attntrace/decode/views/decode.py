@@ -105,6 +105,8 @@ def step_view(
         for h in shown
     )
     keys = tuple(labels)
+    # the keys the weights' table keeps (the heaviest) are the ones scaled's tables keep
+    weights = Stage("softmax", "", head_rows, keys, step.weights[shown])
     token = quoted(step.token)
     q_label = f"q·Kᵀ / √{model.d_k} for {token} over the cache" + (
         f" (q turned by RoPE at position {step.t})" if turned else ""
@@ -115,8 +117,8 @@ def step_view(
                 ("scaled", "bold"), f" = {q_label}", (f"   [{len(shown)} × {rows}]", "cyan")
             )
         ),
-        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view),
-        *_variant_tables(run, step, head_rows, keys, shown, view),
+        StageTable(Stage("scaled", "", head_rows, keys, step.scaled[shown]), view, weights),
+        *_variant_tables(run, step, head_rows, keys, shown, view, weights),
         Text(""),
         Text.assemble(
             ("softmax", "bold"),
@@ -192,9 +194,10 @@ def _variant_tables(
     keys: tuple[str, ...],
     shown: list[int],
     view: View,
+    weights: Stage | None = None,
 ) -> list[RenderableType]:
     """The stages between scaled and softmax that a variant adds, as the trace names them:
-    ALiBi's ``biased`` and the soft cap's ``capped``."""
+    ALiBi's ``biased`` and the soft cap's ``capped`` (their keys: ``weights``' heaviest)."""
     parts: list[RenderableType] = []
     variants = run.model.variants
     if step.biased is not None:
@@ -202,13 +205,13 @@ def _variant_tables(
         title = Text.assemble(
             ("biased", "bold"), f" = scaled − m · (t − position) (ALiBi, m = {', '.join(slopes)})"
         )
-        table = StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view)
+        table = StageTable(Stage("biased", "", head_rows, keys, step.biased[shown]), view, weights)
         parts += [Text(""), Wrapped(title), table]
     if step.capped is not None and variants.softcap is not None:
         cap = f"{variants.softcap:g}"
         before = "biased" if step.biased is not None else "scaled"
         title = Text.assemble(("capped", "bold"), f" = {cap} · tanh({before} / {cap})")
-        table = StageTable(Stage("capped", "", head_rows, keys, step.capped[shown]), view)
+        table = StageTable(Stage("capped", "", head_rows, keys, step.capped[shown]), view, weights)
         parts += [Text(""), Wrapped(title), table]
     return parts
 

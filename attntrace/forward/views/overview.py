@@ -20,6 +20,7 @@ from rich.text import Text
 
 from attntrace.forward.views.document import block_notes, header, rule_lines
 from attntrace.kernel.trace import ModelInfo, Stage, Trace
+from attntrace.ui.elide import weights_beside
 from attntrace.ui.stage_table import StageTable
 from attntrace.ui.titles import head_label
 from attntrace.ui.view import View, marking_overflows
@@ -27,15 +28,16 @@ from attntrace.ui.view import View, marking_overflows
 _GAP = 3
 
 
-def compact(stage: Stage, view: View, model: ModelInfo) -> Group:
-    """A stage as a short title (name, shape, head) over its table, fitted to the width."""
+def compact(stage: Stage, view: View, model: ModelInfo, weights: Stage | None = None) -> Group:
+    """A stage as a short title (name, shape, head) over its table, fitted to the width
+    (keeping ``weights``' heaviest keys, where given: scores keeps softmax's)."""
     rows, cols = stage.shape
     title = Text.assemble(
         (stage.name, "bold magenta"),
         (f" [{rows}×{cols}]", "cyan"),
         (head_label(stage, model).replace("K/V head", "K/V"), "bold yellow"),
     )
-    return Group(title, StageTable(stage, view))
+    return Group(title, StageTable(stage, view, weights))
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def overview(trace: Trace, view: View) -> Iterator[RenderableType]:
     for number, stages in enumerate(runs):
         if number:
             yield Text("")
-        yield Packed([compact(stage, view, trace.model) for stage in stages])
+        yield Packed([compact(s, view, trace.model, weights_beside(s, trace)) for s in stages])
     if trace.weights:
         yield Text("")
         yield Packed([compact(weight, view, trace.model) for weight in trace.weights])

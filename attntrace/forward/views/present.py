@@ -49,6 +49,8 @@ class Presentation:
     overview: bool = False
     step: bool = False
     export: Path | None = None
+    rows: str | None = None  # --rows, --cols as typed: the trace resolves them
+    cols: str | None = None
 
     @classmethod
     def from_flags(
@@ -64,6 +66,8 @@ class Presentation:
         max_heads: int = DEFAULT_MAX_HEADS,
         step: bool = False,
         export: str | Path | None = None,
+        rows: str | None = None,
+        cols: str | None = None,
     ) -> Presentation:
         """Check the flags against each other; InputError names what does not mix.
 
@@ -85,6 +89,10 @@ class Presentation:
             raise InputError("--top goes with --map (how many keys each token's line shows)")
         if step and (map_view or overview):
             raise InputError(f"--step walks the stage tables: it does not mix with {views[0]}")
+        chosen = [flag for flag, value in (("--rows", rows), ("--cols", cols)) if value is not None]
+        if chosen and (map_view or (focus is not None and not step)):
+            shown = "--map" if map_view else "--focus without --step"
+            raise InputError(f"{chosen[0]} chooses the tables' tokens: {shown} draws no tables")
         target = None if export is None else _export_path(str(export))
         view = view_from_flags(precision, max_rows, max_cols, max_heads)
         return cls(
@@ -96,6 +104,8 @@ class Presentation:
             overview=overview,
             step=step,
             export=target,
+            rows=rows,
+            cols=cols,
         )
 
 

@@ -13,6 +13,7 @@ from attntrace.forward.views.dtype import error_line, overflow_line
 from attntrace.forward.views.equation import Equation, operands
 from attntrace.forward.words import one_line
 from attntrace.kernel.trace import Stage, Trace
+from attntrace.ui.elide import weights_beside
 from attntrace.ui.stage_table import StageTable
 from attntrace.ui.titles import fitted_title
 from attntrace.ui.view import DEFAULT_VIEW, View, marking_overflows
@@ -41,7 +42,8 @@ def stage_body(stage: Stage, trace: Trace, view: View = DEFAULT_VIEW) -> Rendera
     bias = trace.bias_for(stage)
     if bias is not None:  # one row, added to every row of the product
         parts += [fitted_title(bias, trace.model), StageTable(bias, view), Text("")]
-    stacked = Group(*parts, heading(stage, trace), StageTable(stage, view))
+    table = StageTable(stage, view, weights_beside(stage, trace))  # scores: softmax's keys
+    stacked = Group(*parts, heading(stage, trace), table)
     pair = operands(stage, trace)
     body: RenderableType = stacked
     if pair is not None:

@@ -23,6 +23,7 @@ from attntrace.forward.views.document import block_notes, model_facts
 from attntrace.kernel.trace import ModelInfo, Stage
 from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import ATTEND_ZEROS, stage_caption
+from attntrace.ui.elide import weights_beside
 from attntrace.ui.fitted import RightTrimmed
 from attntrace.ui.numbers import format_number, visible_indices
 from attntrace.ui.shown import FORMULA_LIMIT, label, labels, shown_trace
@@ -164,7 +165,12 @@ def render_grad(grad: GradTrace, view: View = DEFAULT_VIEW) -> Iterator[Renderab
             )
             continue
         yield GradBlock(
-            stage, grad.mirror(stage), grad.forward.model, view, stage_caption(stage, grad)
+            stage,
+            grad.mirror(stage),
+            grad.forward.model,
+            view,
+            stage_caption(stage, grad),
+            weights_beside(stage, grad.forward),
         )
 
 
@@ -178,6 +184,8 @@ class GradBlock:
     model: ModelInfo
     view: View = DEFAULT_VIEW
     caption: str = ""
+    # the head's softmax: the tables over its keys keep its heaviest (they line up)
+    weights: Stage | None = None
 
     def beside(self, width: int) -> tuple[int, int] | None:
         """The two columns' widths where both tables fit side by side, every column
@@ -199,13 +207,16 @@ class GradBlock:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         title = fitted_title(self.stage, self.model)
-        table = StageTable(self.stage, self.view)
+        weights = self.weights
+        table = StageTable(self.stage, self.view, weights)
         note = [Wrapped(Text(self.caption, style="italic dim"))] if self.caption else []
         if self.mirror is None:
             yield Group(title, table, *note)
             return
         forward_title = Styled(fitted_title(self.mirror, self.model), "dim")
-        forward_table = Styled(StageTable(self.mirror, self.view), "dim")
+        forward_table = Styled(
+            StageTable(self.mirror, self.view, _ranked_by(weights, self.mirror)), "dim"
+        )
         widths = self.beside(width)
         if widths is None:
             yield Group(forward_title, forward_table, Text(""), title, table, *note)
@@ -216,6 +227,14 @@ class GradBlock:
         grid.add_row(forward_title, title)  # a row each: the tables start level
         grid.add_row(forward_table, table)
         yield Group(RightTrimmed(grid), *note)  # the grid pads its lines to its width
+
+
+def _ranked_by(weights: Stage | None, stage: Stage) -> Stage | None:
+    """``weights`` where ``stage`` runs over the same rows and keys (scaled beside
+    d_scaled; softmax ranks by itself)."""
+    if weights is None or stage.name == "softmax":
+        return None
+    return weights if (weights.rows, weights.cols) == (stage.rows, stage.cols) else None
 
 
 def _title_width(stage: Stage, model: ModelInfo) -> int:

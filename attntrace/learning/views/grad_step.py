@@ -27,6 +27,7 @@ from attntrace.kernel.trace import Stage
 from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import stage_caption, stage_paragraph
 from attntrace.learning.views.grad import GradBlock, loss_line, reached_heads
+from attntrace.ui.elide import weights_beside
 from attntrace.ui.titles import fitted_title, head_label
 from attntrace.ui.view import DEFAULT_VIEW, View
 from attntrace.ui.wrap import Wrapped
@@ -115,7 +116,14 @@ def show_gradient(
     console.print(Panel(fitted_title(stage, trace.model), expand=False))
     console.print(Wrapped(Text(stage_paragraph(stage, grad))))
     console.print()
-    block = GradBlock(stage, grad.mirror(stage), trace.model, view, stage_caption(stage, grad))
+    block = GradBlock(
+        stage,
+        grad.mirror(stage),
+        trace.model,
+        view,
+        stage_caption(stage, grad),
+        weights_beside(stage, grad.forward),  # the head's softmax: its heaviest keys
+    )
     console.print(block, crop=False)
     console.print()
 
