@@ -145,13 +145,13 @@ class KeyReader:
                 self.write(text)
         return None
 
-    def _escape(self) -> Scroll | None:
+    def _escape(self) -> str | Scroll | None:
         """The rest of an escape sequence, as a page key; None for any other."""
         from attntrace.ui.pager import Scroll
 
         kind = self.read(ESCAPE_WAIT)
-        if kind not in (b"[", b"O"):
-            return None
+        if kind not in (b"[", b"O"):  # a lone Esc: the byte after it is a key of its own
+            return None if not kind else self._key(kind)
         tail = ""
         while len(tail) < 8:
             more = self.read(ESCAPE_WAIT)

@@ -149,7 +149,7 @@ class Layout:
         owner = self.headings[start] if start < len(self.body) else None
         if owner is not None:  # a page opening on a table's rows: its heading first
             lines = tuple(range(*owner))
-            if sum(map(self._rows, lines)) + BODY_LEAST <= self.room:
+            if sum(map(self._rows, lines)) < self.room:  # and a row under it
                 heading = lines
         left = self.room - sum(map(self._rows, heading))
         stop = start
