@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -131,6 +131,8 @@ class KeyReader:
             return Scroll.PAGE_DOWN
         if byte == b"\x1b":
             return self._escape()
+        if byte == REDRAW:  # Ctrl-L, or the terminal resized
+            return Scroll.REDRAW
         if byte in (b"\x7f", b"\x08"):
             if self.typed:
                 self.typed = self.typed[:-1]
@@ -169,28 +171,58 @@ def terminal_keys() -> Iterator[KeyReader | None]:
     """A :class:`KeyReader` on stdin while the walk runs, when a person types at a
     terminal that also shows the screens; else None (keys are read a line at a time,
     as from a pipe). The terminal's mode is restored on every way out (Ctrl-C still
-    interrupts: cbreak keeps its signals)."""
+    interrupts: cbreak keeps its signals). A resized terminal reads as Ctrl-L, so the
+    screen is drawn again at its new size."""
     if not (stdin_is_terminal() and is_terminal(sys.stdout)):
         yield None
         return
-    import select
     import termios
     import tty
 
     fd = sys.stdin.fileno()
-
-    def read(timeout: float | None) -> bytes | None:
-        if timeout is not None and not select.select([fd], [], [], timeout)[0]:
-            return None
-        return os.read(fd, 1)
-
-    def write(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
     saved = termios.tcgetattr(fd)
-    tty.setcbreak(fd)
+    with _resizes() as woken:
+
+        def read(timeout: float | None) -> bytes | None:
+            import select
+
+            ready = select.select([fd, woken], [], [], timeout)[0]
+            if woken in ready:
+                os.read(woken, 64)
+                return REDRAW
+            return os.read(fd, 1) if ready else None
+
+        def write(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        tty.setcbreak(fd)
+        try:
+            yield KeyReader(read, write)
+        finally:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+REDRAW = b"\x0c"  # Ctrl-L, what a terminal's resize reads as
+
+
+@contextmanager
+def _resizes() -> Iterator[int]:
+    """A pipe's reading end that becomes readable when the terminal is resized
+    (SIGWINCH), for select() beside stdin; the signal's handler restored after."""
+    import signal
+
+    woken, wake = os.pipe()
+    os.set_blocking(wake, False)
+
+    def resized(_signal: int, _frame: object) -> None:
+        with suppress(OSError):  # the pipe is full: a redraw is already due
+            os.write(wake, b"!")
+
+    previous = signal.signal(signal.SIGWINCH, resized)
     try:
-        yield KeyReader(read, write)
+        yield woken
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        signal.signal(signal.SIGWINCH, previous)
+        os.close(woken)
+        os.close(wake)

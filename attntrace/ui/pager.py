@@ -37,6 +37,7 @@ class Scroll(Enum):
     PAGE_UP = "PageUp"
     TOP = "Home"
     BOTTOM = "End"
+    REDRAW = "Ctrl-L"  # or a resized terminal: the same page, drawn again
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class Layout:
         self.pinned, self.body = pinned, body
         self.room = max(1, rows - top)  # rows for the body on every page
         self.headings = table_headings(body.plain)
+        self.spans = sorted({owner for owner in self.headings if owner is not None})
 
     def _rows(self, index: int) -> int:
         return rows_of(self.body.plain[index], self.width)
@@ -156,6 +158,9 @@ class Layout:
         while stop < len(self.body) and (stop == start or self._rows(stop) <= left):
             left -= self._rows(stop)
             stop += 1
+        for first, ruled in self.spans:  # a heading with no row under it waits for the next page
+            if start < first < stop <= ruled:
+                stop = first
         return Window(heading, start, stop)
 
     @property
@@ -177,6 +182,8 @@ class Layout:
         """Where ``key`` takes the page that starts at ``start``; None past either end
         of the body (the walk's next or previous screen, for the page keys)."""
         last = self.last_start
+        if key is Scroll.REDRAW:
+            return start
         if key is Scroll.TOP:
             return 0
         if key is Scroll.BOTTOM:
