@@ -173,8 +173,8 @@ def terminal_keys() -> Iterator[KeyReader | None]:
     as from a pipe). The terminal's mode is restored on every way out (Ctrl-C still
     interrupts: cbreak keeps its signals). A resized terminal reads as Ctrl-L, so the
     screen is drawn again at its new size."""
-    if not (stdin_is_terminal() and is_terminal(sys.stdout)):
-        yield None
+    if sys.platform == "win32" or not (stdin_is_terminal() and is_terminal(sys.stdout)):
+        yield None  # (Windows has no termios: its keys are read a line at a time)
         return
     import termios
     import tty

@@ -10,7 +10,8 @@ import pytest
 from helpers import invoke
 
 from attntrace import trace_attention
-from attntrace.forward.views.step import Move, interpret
+from attntrace.forward.views.step import interpret
+from attntrace.ui.pager import Move
 
 
 def screens(output: str) -> list[str]:

@@ -2,7 +2,8 @@
 
 Keys, one line each: Enter or ``n`` next, ``b`` back, a stage number or name to jump,
 ``q`` quit, ``?`` help. End of input (a closed or exhausted stdin) ends the walk
-cleanly, so a pipe can script it and it never hangs.
+cleanly, so a pipe can script it and it never hangs. At a terminal (a ``read_key``),
+each screen is fitted to its height by ui/pager.py, and the page keys act at once.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ HEAD_HELP = " · h: the same stage of the next head · h N: of head N ({heads})"
 
 ReadLine = Callable[[], "str | None"]
 KEY_LIMIT = 80  # characters of a typed line echoed or quoted back: keys are short
-__all__ = ["Move", "ReadKey"]  # re-exported: the walks of every capability import them here
 
 
 def ask(

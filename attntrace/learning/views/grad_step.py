@@ -17,8 +17,6 @@ from attntrace.forward.views.step import (
     HEAD_HELP,
     HELP,
     KEY_LIMIT,
-    Move,
-    ReadKey,
     ReadLine,
     basic_move,
     head_keys,
@@ -28,7 +26,7 @@ from attntrace.kernel.trace import Stage
 from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import stage_caption, stage_paragraph
 from attntrace.learning.views.grad import GradBlock, loss_line, reached_heads
-from attntrace.ui.pager import Paged
+from attntrace.ui.pager import Move, Paged, ReadKey
 from attntrace.ui.titles import fitted_title, head_label
 from attntrace.ui.view import DEFAULT_VIEW, View
 from attntrace.ui.wrap import Wrapped
