@@ -279,7 +279,8 @@ def paged_walk(console: Console, walk: Walk, read_key: ReadKey) -> None:
         if move.quit:
             return
         if move.help:
-            message = (walk.usage, "")
+            pages = f"space/PgDn, PgUp, ↑/↓, Home/End: move within this {walk.noun}"
+            message = (f"{walk.usage} · {pages}", "")
         elif move.error:
             message = (move.error, "yellow")
         elif move.index is not None:

@@ -148,6 +148,7 @@ def test_help_and_complaints_fit_above_the_prompt() -> None:
     shown = frames(80, 24, ("softmax", "?", "what"), focus=True)
     assert all(len(frame) <= 24 for frame in shown)
     assert any("Enter or n: next stage" in line for line in shown[2])
+    assert "PgUp, ↑/↓, Home/End: move within this stage" in " ".join(shown[2])
     assert "unknown key 'what': type ? for help" in shown[3]
     assert shown[3][-1].startswith("(Enter: next")
 
