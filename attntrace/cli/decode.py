@@ -11,7 +11,13 @@ from attntrace.cli.exits import bad_input_fails, usage
 from attntrace.cli.model_flags import DTypeFlags, ModelFlags, dtype_flags, model_flags
 from attntrace.cli.options import MaxCols, MaxRows, PageExport, json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
-from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+from attntrace.cli.prompts import (
+    interrupted,
+    prompt_console,
+    read_line,
+    stdin_is_terminal,
+    terminal_keys,
+)
 from attntrace.cli.saved import page_target
 from attntrace.cli.show import presentation
 from attntrace.kernel.budget import Extra, also_counted
@@ -102,13 +108,21 @@ def decode(
             return
         from attntrace.forward.views.step import page_through
 
-        with interrupted():
+        heads = (
+            "each step shows every head at once: there is no next head"
+            if chosen.head is None
+            else f"this walk shows head {chosen.head} (--head): another head is another run"
+        )
+        with interrupted(), terminal_keys() as keys:
             page_through(
                 console,
                 pages,
                 read_line,
+                noun="step",
+                heads=heads,
                 echo=not stdin_is_terminal(),
                 prompt_console=prompt_console(),
+                read_key=keys,
             )
 
     def page() -> str:

@@ -191,16 +191,25 @@ def _tiles(report: FlashReport, view: View, max_tiles: int | None) -> None:
 
 def _walk(report: FlashReport, view: View) -> None:
     from attntrace.cli.pipes import quiet_pipe, stdout_console
-    from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+    from attntrace.cli.prompts import (
+        interrupted,
+        prompt_console,
+        read_line,
+        stdin_is_terminal,
+        terminal_keys,
+    )
     from attntrace.forward.views.step import page_through
     from attntrace.kernels.views.flash_step import screens
 
     console = stdout_console()
-    with quiet_pipe(), interrupted():
+    with quiet_pipe(), interrupted(), terminal_keys() as keys:
         page_through(
             console,
             screens(report, view),
             read_line,
+            noun="tile",
+            heads=f"flash traces one head (--head {report.head}): there is no next head here",
             echo=not stdin_is_terminal(),
             prompt_console=prompt_console(),
+            read_key=keys,
         )

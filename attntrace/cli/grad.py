@@ -189,12 +189,18 @@ def _tables(grad: GradTrace, view: View) -> None:
 
 def _walk(grad: GradTrace, view: View) -> None:
     from attntrace.cli.pipes import quiet_pipe, stdout_console
-    from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+    from attntrace.cli.prompts import (
+        interrupted,
+        prompt_console,
+        read_line,
+        stdin_is_terminal,
+        terminal_keys,
+    )
     from attntrace.learning.views.grad import shown_grad
     from attntrace.learning.views.grad_step import run_grad_steps
 
     console = stdout_console()
-    with quiet_pipe(), interrupted():
+    with quiet_pipe(), interrupted(), terminal_keys() as keys:
         run_grad_steps(
             console,
             shown_grad(grad),
@@ -202,6 +208,7 @@ def _walk(grad: GradTrace, view: View) -> None:
             view,
             echo=not stdin_is_terminal(),
             prompt_console=prompt_console(),
+            read_key=keys,
         )
 
 

@@ -14,7 +14,13 @@ import typer
 
 from attntrace.cli.exits import bad_input_fails
 from attntrace.cli.pipes import quiet_pipe, stdout_console
-from attntrace.cli.prompts import interrupted, prompt_console, read_line, stdin_is_terminal
+from attntrace.cli.prompts import (
+    interrupted,
+    prompt_console,
+    read_line,
+    stdin_is_terminal,
+    terminal_keys,
+)
 from attntrace.cli.saved import save_page, save_text
 
 if TYPE_CHECKING:
@@ -159,7 +165,9 @@ def walk_steps(
 ) -> None:
     from attntrace.forward.views.step import run_steps
 
-    with interrupted(), bad_input_fails():  # a key line past LINE_LIMIT (< /dev/zero)
+    # a key line past LINE_LIMIT (< /dev/zero); at a terminal, stages fitted to its
+    # height (not with --export, which saves the screens whole)
+    with interrupted(), bad_input_fails(), terminal_keys() as keys:
         run_steps(
             console,
             trace,
@@ -168,6 +176,7 @@ def walk_steps(
             echo=not stdin_is_terminal(),
             prompt_console=prompt_console(),
             focus=focus,
+            read_key=keys if how.export is None else None,
         )
 
 

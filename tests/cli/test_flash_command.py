@@ -170,7 +170,7 @@ def test_step_keys_back_jump_quit_and_help() -> None:
     screens = [(int(n), int(i), int(j)) for n, _, i, j in SCREEN.findall(result.stdout)]
     assert screens == [(1, 0, 0), (2, 1, 0), (1, 0, 0), (4, 2, 0)]
     assert "unknown key 'zz'" in result.stdout
-    assert "Enter or n: next page" in result.stdout
+    assert "Enter or n: next tile · b: back · 1-6: jump to a tile" in result.stdout
     assert "matches standard attention" not in result.stdout  # quit before the summary
 
 

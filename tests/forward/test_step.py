@@ -10,7 +10,8 @@ import pytest
 from helpers import invoke
 
 from attntrace import trace_attention
-from attntrace.forward.views.step import Move, interpret
+from attntrace.forward.views.step import interpret
+from attntrace.ui.pager import Move
 
 
 def screens(output: str) -> list[str]:
@@ -128,12 +129,16 @@ def test_h_switches_head_and_names_keep_it() -> None:
 
 def test_decode_pages_take_the_same_keys_and_complaints_as_stages() -> None:
     """decode --step pages through its steps and summary with the stage walk's keys; 'b'
-    on the first page and a number out of range say so (both were 'unknown key')."""
-    out = invoke("decode", "-s", "causal", "--step", input="b\n99\nzz\n?\n7\nn\n").stdout
-    assert "already at the first page" in out
-    assert "no page 99: pages are numbered 1 to 7" in out  # 6 steps, then the summary
+    on the first step and a number out of range say so (both were 'unknown key'). The
+    numbers count the steps; 'summary' is the page after them."""
+    out = invoke("decode", "-s", "causal", "--step", input="b\n99\nzz\n?\nsummary\nn\n").stdout
+    assert "already at the first step" in out
+    assert "no step 99: steps are numbered 1 to 6, then summary" in out
     assert "unknown key 'zz': type ? for help" in out
-    assert "Enter or n: next page · b: back · 1-7: jump · q: quit · ?: this help" in out
+    assert (
+        "Enter or n: next step · b: back · 1-6: jump to a step · summary: the summary · "
+        "q: quit · ?: this help" in " ".join(out.split())
+    )
     assert "(last page: Enter ends · b back · q quit · ? help) > n" in out
 
 

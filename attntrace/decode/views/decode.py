@@ -26,6 +26,7 @@ from attntrace.kernel.labels import dims, unique_labels
 from attntrace.kernel.ops import kv_head_of
 from attntrace.kernel.overflow_words import amount, why_infinite
 from attntrace.kernel.trace import Stage
+from attntrace.ui.pager import Paged
 from attntrace.ui.shown import labels as shown_labels
 from attntrace.ui.shown import model_name, quoted
 from attntrace.ui.stage_table import StageTable
@@ -40,7 +41,20 @@ def step_view(
     head: int | None = None,
     overflow: Overflow | None = None,
 ) -> Group:
-    """One step: the cache tables, the new row's attention, its output and cost.
+    """One step: its title line, the cache tables, the new row's attention, its output
+    and cost (:func:`step_parts`, in one group)."""
+    return Group(*step_parts(run, step, view, head, overflow))
+
+
+def step_parts(
+    run: Decode,
+    step: DecodeStep,
+    view: View,
+    head: int | None = None,
+    overflow: Overflow | None = None,
+) -> list[RenderableType]:
+    """One step: the cache tables, the new row's attention, its output and cost; the
+    first part is the step's title line (``Step 2 of 6 (t = 1): 'cat' ...``).
 
     ``head`` limits the rows to that query head (and the caches to the K/V head it
     reads), as ``decode --model --head`` asks; the numbers are the whole layer's.
@@ -161,7 +175,7 @@ def step_view(
             ),
         ]
     parts += [Text(""), cost_line(run, step)]
-    return Group(*parts)
+    return parts
 
 
 def window_line(run: Decode, step: DecodeStep) -> Text:
@@ -319,7 +333,7 @@ def cost_line(run: Decode, step: DecodeStep) -> Text:
     )
 
 
-Screen = Callable[[Console], None]
+Screen = Callable[[Console], None]  # a step's is Paged: its title pinned, its tables paged
 
 
 def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
@@ -332,14 +346,17 @@ def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
     first = None if run.cast.exact else first_overflow(run)
 
     def step_screen(step: DecodeStep) -> Screen:
-        def draw(console: Console) -> None:
+        def pinned(console: Console) -> None:  # the model, the dtype's rule, the step
             console.print(decode_header(run, head), crop=False)
             rule = precision_line(run)
             if rule is not None:
                 console.print(rule, crop=False)
-            console.print(step_view(run, step, view, head, first), crop=False)
+            console.print(step_parts(run, step, view, head, first)[0], crop=False)
 
-        return draw
+        def body(console: Console) -> None:
+            console.print(Group(*step_parts(run, step, view, head, first)[1:]), crop=False)
+
+        return Paged(pinned, body)
 
     def summary_screen(console: Console) -> None:
         for renderable in summary(run):

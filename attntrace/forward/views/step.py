@@ -2,14 +2,14 @@
 
 Keys, one line each: Enter or ``n`` next, ``b`` back, a stage number or name to jump,
 ``q`` quit, ``?`` help. End of input (a closed or exhausted stdin) ends the walk
-cleanly, so a pipe can script it and it never hangs.
+cleanly, so a pipe can script it and it never hangs. At a terminal (a ``read_key``),
+each screen is fitted to its height by ui/pager.py, and the page keys act at once.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -22,6 +22,7 @@ from attntrace.forward.views.focus import SECTION_OF_STAGE
 from attntrace.forward.views.stage_block import stage_body
 from attntrace.forward.words import paragraph, shape_equation
 from attntrace.kernel.trace import Trace
+from attntrace.ui.pager import Move, Paged, ReadKey, Walk, paged_walk
 from attntrace.ui.titles import fitted_title, head_label
 from attntrace.ui.view import DEFAULT_VIEW, View
 from attntrace.ui.wrap import Wrapped
@@ -34,28 +35,23 @@ ReadLine = Callable[[], "str | None"]
 KEY_LIMIT = 80  # characters of a typed line echoed or quoted back: keys are short
 
 
-@dataclass
-class Move:
-    """What a typed line asks for: a stage index to show, quit, help, or a complaint."""
-
-    index: int | None = None
-    quit: bool = False
-    help: bool = False
-    error: str | None = None
-
-
 def ask(
     talk: Console, read_line: ReadLine, where: str, extra: str = "", *, echo: bool
 ) -> str | None:
     """Prompt for one key and read it; None at end of input. ``echo`` repeats it (piped
     keys would not show otherwise)."""
-    talk.print(f"[dim]({where} · b back{extra} · q quit · ? help)[/dim] > ", end="")
+    talk.print(f"[dim]{prompt_text(where, extra)}[/dim] > ", end="")
     line = read_line()
     if line is None:
         talk.print()
     elif echo:
         talk.print(Text(visible(line, KEY_LIMIT)))
     return line
+
+
+def prompt_text(where: str, extra: str = "") -> str:
+    """The prompt's words: ``(Enter: next · b back · q quit · ? help)``."""
+    return f"({where} · b back{extra} · q quit · ? help)"
 
 
 def help_text(trace: Trace) -> str:
@@ -113,14 +109,17 @@ def basic_move(key: str, current: int, count: int, noun: str) -> Move | None:
 
 
 def _other_head(key: str, current: int, trace: Trace) -> Move:
-    """``h``: this stage of the next head (wrapping); ``h N``: of head N."""
+    """``h``: this stage of the next head (wrapping); ``h N``: of head N. With one head
+    traced, one answer on every stage."""
     heads, here = trace.traced_heads, trace.stages[current]
-    if trace.is_cut and len(heads) == 1:
-        return Move(error=f"only head {heads[0]} is traced here: the others were left out")
+    if len(heads) == 1:
+        return Move(
+            error=f"only head {heads[0]} is traced here: the others were left out"
+            if trace.is_cut
+            else "this model has one head"
+        )
     if here.head is None:
         return Move(error=f"{here.name} is shared by all heads: go to a head's stage first")
-    if len(heads) == 1:
-        return Move(error="this model has one head")
     after = [h for h in heads if h > here.head]
     target = (after or heads)[0] if key == "h" else int(key[1:].strip())
     if target not in heads:
@@ -141,42 +140,56 @@ def new_screen(console: Console) -> None:
         console.rule(style="dim")
 
 
-def show_stage(
-    console: Console,
+def stage_screen(
     trace: Trace,
     index: int,
     view: View,
     focus: tuple[Focus, ...] | None = None,
-) -> None:
+) -> Paged:
+    """Stage ``index``'s screen. Pinned: where we are, the title and the shape equation
+    (and a --dtype's rule); the body: the paragraph, the table, the focus row's
+    arithmetic."""
     stage = trace.stages[index]
-    new_screen(console)
-    context = trace.context_tokens
-    console.print(
-        Text.assemble(
-            (f"Stage {index + 1} of {len(trace)} · ", "dim"),
-            (stage.name, "bold magenta"),
-            (head_label(stage, trace.model), "bold yellow"),
-            (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
-            (f"  ⟵  {sentence_line(context, view)}" if context else "", "dim"),
+
+    def pinned(console: Console) -> None:
+        context = trace.context_tokens
+        console.print(
+            Text.assemble(
+                (f"Stage {index + 1} of {len(trace)} · ", "dim"),
+                (stage.name, "bold magenta"),
+                (head_label(stage, trace.model), "bold yellow"),
+                (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
+                (f"  ⟵  {sentence_line(context, view)}" if context else "", "dim"),
+            )
         )
-    )
-    heading = Group(
-        fitted_title(stage, trace.model), Wrapped(Text(shape_equation(stage, trace), style="cyan"))
-    )
-    console.print(Panel(heading, expand=False))
-    rule = precision_line(trace)  # a --dtype's rule on every screen, as under run's header
-    if rule is not None:
-        console.print(rule)
-    console.print(Wrapped(Text(paragraph(stage, trace))))
-    console.print()
-    # As an equation of its operands where it fits, else after the weight it used.
-    console.print(stage_body(stage, trace, view), crop=False)
-    console.print()
-    section = SECTION_OF_STAGE.get(stage.name)
-    if focus is not None and section is not None:  # the arithmetic behind the focus row
-        row = next((f for f in focus if (f.head or 0) == (stage.head or 0)), focus[0])
-        console.print(section(row, view), crop=False)  # a number is never cut
+        heading = Group(
+            fitted_title(stage, trace.model),
+            Wrapped(Text(shape_equation(stage, trace), style="cyan")),
+        )
+        console.print(Panel(heading, expand=False))
+        rule = precision_line(trace)  # a --dtype's rule on every screen, as under run's header
+        if rule is not None:
+            console.print(rule)
+
+    def body(console: Console) -> None:
+        console.print(Wrapped(Text(paragraph(stage, trace))))
         console.print()
+        # As an equation of its operands where it fits, else after the weight it used.
+        console.print(stage_body(stage, trace, view), crop=False)
+        console.print()
+        section = SECTION_OF_STAGE.get(stage.name)
+        if focus is not None and section is not None:  # the arithmetic behind the focus row
+            row = next((f for f in focus if (f.head or 0) == (stage.head or 0)), focus[0])
+            console.print(section(row, view), crop=False)  # a number is never cut
+            console.print()
+
+    return Paged(pinned, body)
+
+
+def head_keys(heads: int, head_of: Callable[[int], int | None]) -> Callable[[int], str]:
+    """The prompt's ``h next head`` where ``h`` acts: with several heads, on a stage of
+    one head (``head_of(i)`` not None)."""
+    return lambda i: " · h next head" if heads > 1 and head_of(i) is not None else ""
 
 
 def run_steps(
@@ -188,6 +201,7 @@ def run_steps(
     echo: bool = False,
     prompt_console: Console | None = None,
     focus: tuple[Focus, ...] | None = None,
+    read_key: ReadKey | None = None,
 ) -> None:
     """Walk ``trace`` stage by stage until the user quits, passes the end, or input ends.
 
@@ -195,20 +209,21 @@ def run_steps(
     else shows what was typed, and the transcript should read like a session.
     ``prompt_console`` is where prompts, help and complaints go (default: ``console``):
     stderr when the stages go to a file but the keys come from a person. With ``focus``,
-    each stage it explains is followed by that token's arithmetic.
+    each stage it explains is followed by that token's arithmetic. With ``read_key``
+    (keys from a terminal), each stage is fitted to the terminal's height and paged.
     """
-    heads = " · h next head" if len(trace.traced_heads) > 1 else ""
     walk(
         console,
         len(trace),
-        lambda index: show_stage(console, trace, index, view, focus),
+        lambda index: stage_screen(trace, index, view, focus),
         lambda line, index: interpret(line, index, trace),
         read_line,
         help_text(trace),
         noun="stage",
-        keys=heads,
+        keys=head_keys(len(trace.traced_heads), lambda i: trace.stages[i].head),
         echo=echo,
         prompt_console=prompt_console,
+        read_key=read_key,
     )
 
 
@@ -217,60 +232,90 @@ def page_through(
     screens: Sequence[Callable[[Console], None]],
     read_line: ReadLine,
     *,
+    noun: str = "page",
+    heads: str | None = None,
     echo: bool = False,
     prompt_console: Console | None = None,
+    read_key: ReadKey | None = None,
 ) -> None:
-    """Show ``screens`` (pages: decode's steps, then its summary) one at a time with the
-    step-mode keys: Enter or n next, b back, a number to jump, q quit, ? help. End of
-    input ends the walk."""
+    """Show ``screens`` one at a time with the step-mode keys: Enter or n next, b back,
+    a number to jump, q quit, ? help. The last screen is the summary: the numbers count
+    the others (``noun``: step, tile), and ``summary`` jumps to it. ``heads`` is what
+    ``h`` says (these walks show their heads together). End of input ends the walk."""
+    count = len(screens) - 1
 
-    def show(index: int) -> None:
-        new_screen(console)
-        screens[index](console)
+    def screen(index: int) -> Paged:
+        draw = screens[index]
+        return draw if isinstance(draw, Paged) else Paged(draw, lambda _: None)
 
     def move(line: str, index: int) -> Move:
-        found = basic_move(line.strip(), index, len(screens), "page")
-        return found or Move(
-            error=f"unknown key {quoted(line.strip(), KEY_LIMIT)}: type ? for help"
-        )
+        key = line.strip()
+        if key == "summary":
+            return Move(index=count)
+        if re.fullmatch(r"[0-9]+", key) and not 1 <= int(key) <= count:
+            return Move(
+                error=f"no {noun} {int(key)}: {noun}s are numbered 1 to {count}, then summary"
+            )
+        if heads is not None and (key == "h" or re.fullmatch(r"h\s*[0-9]+", key)):
+            return Move(error=heads)
+        found = basic_move(key, index, count + 1, noun)
+        return found or Move(error=f"unknown key {quoted(key, KEY_LIMIT)}: type ? for help")
 
-    usage = HELP.format(noun="page", jump=f"1-{len(screens)}")
+    usage = (
+        f"Enter or n: next {noun} · b: back · 1-{count}: jump to a {noun} · "
+        "summary: the summary · q: quit · ?: this help"
+    )
     walk(
         console,
         len(screens),
-        show,
+        screen,
         move,
         read_line,
         usage,
-        noun="page",
+        noun=noun,
+        last="last page",
         echo=echo,
         prompt_console=prompt_console,
+        read_key=read_key,
     )
 
 
 def walk(
     console: Console,
     count: int,
-    show: Callable[[int], None],
+    screen: Callable[[int], Paged],
     interpret: Callable[[str, int], Move],
     read_line: ReadLine,
     usage: str,
     *,
     noun: str,
-    keys: str = "",
+    keys: Callable[[int], str] = lambda _: "",
+    last: str = "",
     echo: bool = False,
     prompt_console: Console | None = None,
+    read_key: ReadKey | None = None,
 ) -> None:
     """The prompt loop of every walk: show screen 0, then read a key, move, show, until
-    the user quits, passes the end, or input ends. ``keys`` adds to the prompt's list."""
+    the user quits, passes the end, or input ends. ``keys(i)`` adds to the prompt's list
+    at screen i; ``last`` names the last screen in its prompt (default: last ``noun``).
+    With ``read_key`` (a terminal), screens are fitted to its height
+    (:func:`attntrace.ui.pager.paged_walk`); else each is printed whole."""
+
+    def where(index: int) -> str:
+        return f"{last or 'last ' + noun}: Enter ends" if index == count - 1 else "Enter: next"
+
+    def prompt(index: int) -> str:
+        return prompt_text(where(index), keys(index))
+
+    if read_key is not None:
+        paged_walk(console, Walk(count, screen, interpret, prompt, usage, noun), read_key)
+        return
     talk = prompt_console or console
     index = 0
-    show(index)
+    new_screen(console)
+    screen(index)(console)
     while True:
-        last = index == count - 1
-        line = ask(
-            talk, read_line, f"last {noun}: Enter ends" if last else "Enter: next", keys, echo=echo
-        )
+        line = ask(talk, read_line, where(index), keys(index), echo=echo)
         if line is None:
             return
         move = interpret(line, index)
@@ -282,4 +327,5 @@ def walk(
             talk.print(Text(move.error, style="yellow"))
         elif move.index is not None:
             index = move.index
-            show(index)
+            new_screen(console)
+            screen(index)(console)

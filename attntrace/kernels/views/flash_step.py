@@ -22,6 +22,7 @@ from attntrace.kernel.trace import Stage
 from attntrace.kernels.flash import Tile
 from attntrace.kernels.flash_report import FlashReport
 from attntrace.kernels.views.flash import Labels, span, summary, tile_block
+from attntrace.ui.pager import Paged
 from attntrace.ui.shown import pad, quoted, shortened
 from attntrace.ui.stage_table import StageTable
 from attntrace.ui.view import DEFAULT_VIEW, View
@@ -125,7 +126,7 @@ def tile_screen(
     """The screen of tile ``index``, the ``number``-th (from 1) of ``total`` computed."""
     tile: Tile = report.record.tiles[index]
 
-    def draw(console: Console) -> None:
+    def pinned(console: Console) -> None:
         console.print(
             Text.assemble(
                 (f"Tile {number} of {total} computed", "dim"),
@@ -133,6 +134,8 @@ def tile_screen(
                 (f" · head {report.head} · variant {report.record.variant}", "dim"),
             )
         )
+
+    def body(console: Console) -> None:
         console.print(TileGrid(report, index), crop=False)
         console.print()
         console.print(tile_block(report, tile, labels, view), crop=False)
@@ -143,7 +146,7 @@ def tile_screen(
         console.print(StageTable(state, view), crop=False)
         console.print()
 
-    return draw
+    return Paged(pinned, body)
 
 
 def screens(report: FlashReport, view: View = DEFAULT_VIEW) -> list[Callable[[Console], None]]:

@@ -17,10 +17,9 @@ from attntrace.forward.views.step import (
     HEAD_HELP,
     HELP,
     KEY_LIMIT,
-    Move,
     ReadLine,
     basic_move,
-    new_screen,
+    head_keys,
     walk,
 )
 from attntrace.kernel.trace import Stage
@@ -28,6 +27,7 @@ from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import stage_caption, stage_paragraph
 from attntrace.learning.views.grad import GradBlock, loss_line, reached_heads
 from attntrace.ui.elide import weights_beside
+from attntrace.ui.pager import Move, Paged, ReadKey
 from attntrace.ui.titles import fitted_title, head_label
 from attntrace.ui.view import DEFAULT_VIEW, View
 from attntrace.ui.wrap import Wrapped
@@ -97,35 +97,39 @@ def _other_head(key: str, here: Stage, stages: list[Stage], heads: list[int]) ->
     return Move(error=f"head {target} has no {here.name}")  # pragma: no cover - same stages
 
 
-def show_gradient(
-    console: Console, grad: GradTrace, stages: list[Stage], index: int, view: View
-) -> None:
-    """One screen: where we are, the gradient's title, its paragraph, its table beside
-    the forward stage it mirrors, its caption."""
+def gradient_screen(grad: GradTrace, stages: list[Stage], index: int, view: View) -> Paged:
+    """One screen. Pinned: where we are, the loss, the gradient's title; the body: its
+    paragraph, its table beside the forward stage it mirrors, its caption."""
     stage, trace = stages[index], grad.forward
-    new_screen(console)
-    console.print(
-        Text.assemble(
-            (f"Gradient {index + 1} of {len(stages)} · ", "dim"),
-            (stage.name, "bold magenta"),
-            (head_label(stage, trace.model), "bold yellow"),
-            (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
+
+    def pinned(console: Console) -> None:
+        console.print(
+            Text.assemble(
+                (f"Gradient {index + 1} of {len(stages)} · ", "dim"),
+                (stage.name, "bold magenta"),
+                (head_label(stage, trace.model), "bold yellow"),
+                (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
+            )
         )
-    )
-    console.print(Wrapped(loss_line(grad, view)))
-    console.print(Panel(fitted_title(stage, trace.model), expand=False))
-    console.print(Wrapped(Text(stage_paragraph(stage, grad))))
-    console.print()
-    block = GradBlock(
-        stage,
-        grad.mirror(stage),
-        trace.model,
-        view,
-        stage_caption(stage, grad),
-        weights_beside(stage, grad.forward),  # the head's softmax: its heaviest keys
-    )
-    console.print(block, crop=False)
-    console.print()
+        console.print(Wrapped(loss_line(grad, view)))
+        console.print(Panel(fitted_title(stage, trace.model), expand=False))
+
+    def body(console: Console) -> None:
+        console.print(Wrapped(Text(stage_paragraph(stage, grad))))
+        console.print()
+        caption = stage_caption(stage, grad)
+        block = GradBlock(
+            stage,
+            grad.mirror(stage),
+            trace.model,
+            view,
+            caption,
+            weights_beside(stage, grad.forward),  # the head's softmax: its heaviest keys
+        )
+        console.print(block, crop=False)
+        console.print()
+
+    return Paged(pinned, body)
 
 
 def run_grad_steps(
@@ -136,20 +140,21 @@ def run_grad_steps(
     *,
     echo: bool = False,
     prompt_console: Console | None = None,
+    read_key: ReadKey | None = None,
 ) -> None:
     """Walk ``grad`` (as shown) gradient by gradient until the user quits, passes the
-    end, or input ends; ``echo`` and ``prompt_console`` as in run --step."""
+    end, or input ends; ``echo``, ``prompt_console`` and ``read_key`` as in run --step."""
     stages, heads = walked_stages(grad), reached_heads(grad)
-    keys = " · h next head" if len(heads) > 1 else ""
     walk(
         console,
         len(stages),
-        lambda i: show_gradient(console, grad, stages, i, view),
+        lambda i: gradient_screen(grad, stages, i, view),
         lambda line, i: interpret(line, i, stages, heads),
         read_line,
         help_text(stages, heads),
         noun="gradient",
-        keys=keys,
+        keys=head_keys(len(heads), lambda i: stages[i].head),
         echo=echo,
         prompt_console=prompt_console,
+        read_key=read_key,
     )
