@@ -172,6 +172,7 @@ def test_unquoted_words_are_one_sentence() -> None:
 COMMANDS = {
     "run": "Trace attention over SENTENCE: X, Q, K, V,",
     "render": "Show a saved trace (from `run --json`) as",
+    "explore": "Explore a trace full-screen: the stages,",
     "check": "Check your own attention's arrays against",
     "diff": "Compare two traces stage by stage: what",
     "grad": "The backward pass from a loss: every",
