@@ -1,9 +1,9 @@
-"""What stays pinned above the table: where the walk is, the stage's title and shapes.
+"""The line pinned at the top: which view, where the walk is, the model and sentence.
 
-``Stage 7 of 8 · softmax · head 0`` and the model and sentence; the stage's formula with
-its shape (:func:`attntrace.ui.titles.title`); its equation of shapes
-(:func:`attntrace.forward.words.shape_equation`). The trace given is the one made
-visible, so its names and tokens are safe to show.
+``Stage 7 of 8 · softmax  head 0   it-animal: The animal …`` (decode: ``decode · Step 3
+of 11``, grad: ``grad · Gradient 2 of 12``). The trace given is the one made visible,
+so its names and tokens are safe to show; the stage's own heading (title, shapes) is
+its book's (:mod:`.book`).
 """
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from __future__ import annotations
 from rich.text import Text
 
 from attntrace.explore.walk import Walk
-from attntrace.forward.words import shape_equation
-from attntrace.kernel.trace import Trace
-from attntrace.ui.titles import head_label, title
+from attntrace.ui.titles import head_label
 
 
-def where_line(walk: Walk, trace: Trace) -> Text:
-    """``Stage 7 of 8 · softmax  head 0 · it-animal: The animal …``."""
-    stage = walk.stage
+def where_line(walk: Walk, view: str = "trace") -> Text:
+    """``Stage 7 of 8 · softmax  head 0   it-animal: The animal …``, on one line."""
+    stage, trace = walk.stage, walk.trace
     text = Text.assemble(
-        (f"Stage {walk.position + 1} of {len(walk.indices)} · ", "dim"),
+        ("" if view == "trace" else f"{view} · ", "bold"),
+        (f"{walk.noun.capitalize()} {walk.position + 1} of {len(walk.indices)} · ", "dim"),
         (stage.name, "bold magenta"),
         (head_label(stage, trace.model), "bold yellow"),
         (f"   {trace.model.name}: ", "dim"),
@@ -28,13 +27,4 @@ def where_line(walk: Walk, trace: Trace) -> Text:
     )
     text.no_wrap = True
     text.overflow = "ellipsis"
-    return text
-
-
-def stage_heading(walk: Walk, trace: Trace) -> Text:
-    """The stage's title (formula and shape) and its equation of shapes."""
-    stage = walk.stage
-    text = title(stage)
-    text.append("\n")
-    text.append(shape_equation(stage, trace), style="cyan")
     return text

@@ -16,8 +16,8 @@ from attntrace.kernel.trace import Stage, Trace
 class StageTable(DataTable[object]):
     """One stage at a time; :meth:`show` replaces it, the cursor at ``row``, ``col``."""
 
-    def __init__(self) -> None:
-        super().__init__(cursor_type="cell", zebra_stripes=False, id="table")
+    def __init__(self, id: str = "table") -> None:
+        super().__init__(cursor_type="cell", zebra_stripes=False, id=id)
         self.shown: Stage | None = None
 
     def show(self, stage: Stage, trace: Trace, row: int, col: int) -> None:

@@ -18,6 +18,7 @@ class Walk:
     stage), ``position`` in that head's walk, and the cell ``row``, ``col``."""
 
     trace: Trace
+    noun: str = "stage"  # what a stage is called here: decode walks steps
     head: int | None = None
     position: int = 0
     row: int = 0
@@ -30,8 +31,14 @@ class Walk:
 
     @property
     def indices(self) -> list[int]:
-        """The trace's stages on this head's walk, as indices into ``trace.stages``."""
-        return [i for i, s in enumerate(self.trace.stages) if s.head is None or s.head == self.head]
+        """The trace's stages on this head's walk, as indices into ``trace.stages``: its
+        own, those of every head, and those of its K/V head (grad's sums over a group)."""
+        kv = None if self.head is None else self.trace.model.kv_head_of(self.head)
+        return [
+            i
+            for i, s in enumerate(self.trace.stages)
+            if s.head == self.head or (s.head is None and s.kv_head in (None, kv))
+        ]
 
     @property
     def stages(self) -> list[Stage]:
@@ -45,7 +52,8 @@ class Walk:
         """Show the walk's stage at ``position``, the cell kept where the shape allows."""
         count = len(self.indices)
         if not 0 <= position < count:
-            return f"no stage {position + 1}: stages are numbered 1 to {count}"
+            noun = self.noun
+            return f"no {noun} {position + 1}: {noun}s are numbered 1 to {count}"
         self.position = position
         self.clamp()
         return ""
@@ -59,9 +67,9 @@ class Walk:
         """``n`` (+1) and ``b`` (−1): the next or previous stage, stopping at the ends."""
         target = self.position + by
         if target < 0:
-            return "already at the first stage"
+            return f"already at the first {self.noun}"
         if target >= len(self.indices):
-            return "already at the last stage"
+            return f"already at the last {self.noun}"
         return self.go(target)
 
     def jump(self, key: str) -> str:
@@ -76,7 +84,7 @@ class Walk:
             ]
             if found:
                 return self.go(found[0])
-        return f"no stage named {key!r}: the stages are {', '.join(names)}"
+        return f"no {self.noun} named {key!r}: the {self.noun}s are {', '.join(names)}"
 
     def other_head(self, by: int) -> str:
         """``h`` (+1) and ``H`` (−1): the same stage of the next or previous head, wrapping.

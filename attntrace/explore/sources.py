@@ -1,16 +1,22 @@
-"""Another layer of a real model, traced off the screen's thread, its progress shown.
+"""What the explorer computes after it opens, off the screen's thread, progress shown.
 
-``l`` and ``L`` ask :class:`Layers` for a layer's trace; the app runs it in a worker
-thread and draws the kernel's progress reports (:mod:`attntrace.kernel.progress`: the
-weights read, the earlier layers run) in its status line, through :class:`Reporter`.
+``l`` and ``L`` ask :class:`Layers` for another layer's trace; ``d`` and ``g`` ask
+:class:`Sources` for the decode and the gradients, the first time. The app runs each in
+a worker thread and draws the kernel's progress reports (:mod:`attntrace.kernel.progress`:
+the weights read, the earlier layers run) in its status line, through :class:`Reporter`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from attntrace.kernel.trace import Trace
+
+if TYPE_CHECKING:
+    from attntrace.decode.decoder import Decode
+    from attntrace.learning.grad_trace import GradTrace
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,18 @@ class Layers:
 
     def after(self, by: int) -> int:
         return (self.current + by) % self.count
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The other views of the same model and sentence, computed when first asked for:
+    ``decode`` (None where the model cannot be decoded: ``why_not_decode`` says why) and
+    ``grad`` (None without a loss: ``why_not_grad``)."""
+
+    decode: Callable[[int], Decode] | None = None  # of a real model's layer (else 0)
+    grad: Callable[[int], GradTrace] | None = None
+    why_not_decode: str = "d decodes a model token by token"
+    why_not_grad: str = "g shows the gradients of a loss: start explore with --from T --to T"
 
 
 class Reporter:
