@@ -1,6 +1,6 @@
-"""What the explorer tests (tests/explore/) share: the app driven by Textual's Pilot, its
-screenshot read as text, and it-animal's stages computed apart (tests/naive.py's loops on the sample's
-own YAML)."""
+"""What the explorer tests (tests/explore/) share: the app driven by Textual's Pilot,
+its screenshot read as text, and it-animal's stages computed apart (tests/naive.py's
+loops on the sample's own YAML)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from attntrace.explore.app import ExploreApp
+from attntrace.explore.sources import Layers, Sources
 from attntrace.explore.story import StoryPane
 from attntrace.kernel.trace import Trace
 
@@ -45,10 +46,17 @@ def status(app: ExploreApp) -> str:
     return str(app.query_one("#status", Static).render())
 
 
-def driven(trace: Trace, drive: Drive, size: tuple[int, int] = (80, 24)) -> Seen:
+def driven(
+    trace: Trace,
+    drive: Drive,
+    size: tuple[int, int] = (80, 24),
+    *,
+    layers: Layers | None = None,
+    sources: Sources | None = None,
+) -> Seen:
     """Run the explorer on ``trace`` at ``size``, let ``drive(app, pilot)`` press keys,
     and look at the screen before it closes."""
-    seen = Seen(ExploreApp(trace))
+    seen = Seen(ExploreApp(trace, layers, sources))
     app = seen.app
 
     async def main() -> None:
@@ -84,6 +92,15 @@ def screen_text(svg: str) -> str:
 
 
 CELL = 12.2  # the width of a cell in Rich's SVG export
+
+
+async def settled(app: ExploreApp, pilot: Any) -> None:
+    """Wait for the worker (a layer, decode, grad) to hand its result to the screen."""
+    for _ in range(600):
+        await pilot.pause(0.05)
+        if not app.busy:
+            return
+    raise AssertionError("the worker did not finish in 30 s")
 
 
 @cache

@@ -3,7 +3,8 @@
 The flags are run's model flags and grad's loss; the trace (and, with a loss named, the
 gradients) is computed, its memory counted with the explorer's table, before the screen
 opens, so bad input is still one line on stderr and exit 2. Textual is imported only
-here, inside the command, and only once stdin and stdout are known to be a terminal.
+here, inside the command, and only once stdin and stdout are known to be a terminal
+(else one line says to use step mode, exit 2).
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ def explore(
     asked = loss is not None or from_token is not None or to_token is not None
     if asked and cast is not None:
         usage("the gradients are float64's backward pass: --loss, --from, --to not with --dtype")
-    if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
-        usage(NOT_A_TERMINAL)
     sentence = " ".join(words) if words else None
     real = chosen.real_model is not None
     with bad_input_fails(), also_counted(explorer_parts(real=real)):
@@ -67,6 +66,9 @@ def explore(
         gradients = None if objective is None else grad_of(chosen, sentence, objective, first)
     layers = real_layers(chosen, sentence, cast) if real else None
     sources = other_views(chosen, sentence, cast, objective, gradients)
+    # after the input is checked (a bad sample is named even from a pipe), before Textual
+    if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
+        usage(NOT_A_TERMINAL)
 
     from attntrace.explore.app import ExploreApp
 
