@@ -26,14 +26,14 @@ def key_list(can: Abilities) -> list[tuple[str, str]]:
         ("n, PageDown", "next stage"),
         ("b, PageUp", "previous stage"),
         ("1-9", "jump to that stage (numbered as in the list)"),
-        (":NAME Enter", "jump to a stage by name or number (:softmax, :12); Esc cancels"),
+        (":NAME Enter", "jump to a stage by name or number; Esc cancels"),
         ("arrows", "move the cell cursor (the pane explains the cell under it)"),
         ("Enter", "explain the cell under the cursor"),
     ]
     if can.heads:
         keys.append(("h, H", "the same stage of the next / previous head"))
     if can.layers:
-        keys.append(("l, L", "the next / previous layer (recomputed)"))
+        keys.append(("l, L", "the next / previous layer of a real model, recomputed"))
     views = [("t", "the trace")]
     if can.decode:
         views.append(("d", "decode: the KV cache growing token by token"))

@@ -64,3 +64,14 @@ def test_the_cell_is_kept_inside_a_smaller_stage() -> None:
     walk.cell(7, 9)
     walk.jump("V")  # 11 × 3
     assert (walk.row, walk.col) == (7, 2)
+
+
+def test_docs_explore_md_lists_every_key_the_help_can_list() -> None:
+    from paths import ROOT
+
+    from attntrace.explore.keys import Abilities, key_list
+
+    page = (ROOT / "docs" / "explore.md").read_text(encoding="utf-8")
+    every = key_list(Abilities(heads=True, layers=True, decode=True, grad=True))
+    assert [what for _, what in every if what not in page] == []
+    assert len(every) == 13
