@@ -67,7 +67,8 @@ def explore(
     layers = real_layers(chosen, sentence, cast) if real else None
     sources = other_views(chosen, sentence, cast, objective, gradients)
     # after the input is checked (a bad sample is named even from a pipe), before Textual
-    if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
+    # Textual reads the keys from stdin and draws on stderr; stdout must not be a file
+    if not all(is_terminal(stream) for stream in (sys.stdin, sys.stdout, sys.stderr)):
         usage(NOT_A_TERMINAL)
 
     from attntrace.explore.app import ExploreApp

@@ -18,7 +18,7 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 
 from attntrace.errors import InputError
 from attntrace.explore.book import Book, trace_book
@@ -137,7 +137,9 @@ class ExploreApp(App[None]):
         self.refresh_all()
 
     def on_resize(self, event: events.Resize) -> None:
-        self.query_one(StoryPane).styles.height = max(7, event.size.height // 3)
+        # a third of the screen below 24 lines' header and status: 7 lines at 80 × 24,
+        # which leaves it-animal's eleven rows all in view
+        self.query_one(StoryPane).styles.height = max(7, (event.size.height - 4) // 3)
 
     # --- drawing ---------------------------------------------------------------
 
@@ -159,6 +161,7 @@ class ExploreApp(App[None]):
         mirror.display = beside is not None
         if beside is not None:
             same = beside.shape == walk.stage.shape
+            mirror.show_cursor = same
             mirror.show(beside, self.trace, walk.row if same else 0, walk.col if same else 0)
 
     def explain(self) -> None:
@@ -224,19 +227,21 @@ class ExploreApp(App[None]):
         line.display = False
         self.query_one("#table", StageTable).focus()
 
-    def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
-        walk = self.walk
+    def on_stage_table_cell_moved(self, event: StageTable.CellMoved) -> None:
+        """The cursor moved (arrows), or a cell was chosen (Enter, a click): explain it.
+        A click on the forward stage beside a gradient moves the gradient's cursor."""
         table = self.query_one("#table", StageTable)
-        if event.data_table is not table or table.shown is not walk.stage:
-            return  # the mirror, or a highlight from the table as it was refilled
-        if (event.coordinate.row, event.coordinate.column) != (walk.row, walk.col):
-            walk.cell(event.coordinate.row, event.coordinate.column)
+        if event.table is not table:
+            if event.table.shown is None or event.table.shown.shape != self.walk.stage.shape:
+                return
+            table.place(event.row, event.col, chosen=True)
+            return
+        if table.shown is self.walk.stage:
+            self.walk.cell(event.row, event.col)
             self.explain()
 
-    def on_data_table_cell_selected(self, event: DataTable.CellSelected) -> None:
-        if event.data_table is self.query_one("#table", StageTable):
-            self.walk.cell(event.coordinate.row, event.coordinate.column)
-            self.explain()
+    def on_stage_table_cell_chosen(self, event: StageTable.CellChosen) -> None:
+        self.on_stage_table_cell_moved(event)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.moved(self.walk.go(event.option_index))

@@ -35,7 +35,7 @@ def stage_cells(stage: Stage, trace: Trace, precision: int = PRECISION) -> Cells
     """Every cell of ``stage``, formatted and shaded; −∞ is a mask except where a
     low-precision trace overflowed (outside the ``masked`` stage)."""
     low = trace.precision is not None
-    masked_stage = not low or stage.name == "masked"
+    masked_stage = is_masked_stage(stage, trace)
     heat = stage.name == "softmax"
     rows = tuple(
         tuple(
@@ -52,10 +52,25 @@ def stage_cells(stage: Stage, trace: Trace, precision: int = PRECISION) -> Cells
 
 
 def _cell(value: float, precision: int, *, heat: bool, masked_stage: bool, marks: bool) -> Text:
-    text = stage_cell(value, precision, masked_stage=masked_stage)
-    style: Style | str = ""
+    style = cell_style(value, heat=heat, masked_stage=masked_stage, marks=marks)
+    return Text(cell_text(value, precision, masked_stage), style=style or "", justify="right")
+
+
+def is_masked_stage(stage: Stage, trace: Trace) -> bool:
+    """Whether −∞ in ``stage`` is a mask: always, except where a low-precision trace
+    overflowed (outside the ``masked`` stage), as run's tables read it."""
+    return trace.precision is None or stage.name == "masked"
+
+
+def cell_text(value: float, precision: int, masked_stage: bool) -> str:
+    """A cell as run's tables write it."""
+    return stage_cell(value, precision, masked_stage=masked_stage)
+
+
+def cell_style(value: float, *, heat: bool, masked_stage: bool, marks: bool) -> Style | None:
+    """An overflow of a --dtype trace marked; a softmax weight shaded (viridis)."""
     if marks and not math.isfinite(value) and not (masked_stage and value == -math.inf):
-        style = OVERFLOWED
-    elif heat and math.isfinite(value):
-        style = weight_style(value)
-    return Text(text, style=style, justify="right")
+        return OVERFLOWED
+    if heat and math.isfinite(value):
+        return weight_style(value)
+    return None

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widgets import OptionList
 
 from attntrace.explore.walk import Walk
+from attntrace.kernel.trace import Stage
 
 
 class StageList(OptionList):
@@ -22,7 +23,7 @@ class StageList(OptionList):
         self.names: list[str] = []
 
     def show(self, walk: Walk) -> None:
-        names = [stage.name for stage in walk.stages]
+        names = [_entry(stage) for stage in walk.stages]
         if names != self.names:
             self.clear_options()
             self.add_options(
@@ -30,3 +31,11 @@ class StageList(OptionList):
             )
             self.names = names
         self.highlighted = walk.position
+
+
+def _entry(stage: Stage) -> str:
+    """A stage's name in the list; a K/V head's sum over its query heads (grad's d_K,
+    d_V under GQA) marked ``kv0``, apart from the head's own."""
+    if stage.head is None and stage.kv_head is not None:
+        return f"{stage.name} kv{stage.kv_head}"
+    return stage.name

@@ -14,6 +14,7 @@ from attntrace import trace_attention
 from attntrace.explore.app import ExploreApp
 from attntrace.explore.help import HelpScreen
 from attntrace.explore.keys import key_list
+from attntrace.explore.stage_table import StageTable
 
 
 def has_number(told: str, value: float) -> bool:
@@ -201,3 +202,30 @@ def test_tokens_are_text_never_markup() -> None:
     assert "[bold]x" in shots[0]
     assert "[/]" in shots[0]
     assert "softmax[[bold]x, [bold]x]" in seen.pane
+
+
+def test_no_color_draws_every_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under NO_COLOR Textual filters every segment's style: none may be missing."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    shots: list[str] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("down", "right")
+        shots.append(screen_text(app.export_screenshot()))
+
+    driven(trace_attention(sample="it-animal"), drive)
+    assert "softmax[animal, animal]" in shots[0]
+    assert "0.5421" in shots[0]
+
+
+def test_a_click_on_a_cell_explains_it() -> None:
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        table = app.query_one("#table")
+        assert isinstance(table, StageTable)
+        # the row of "it" (header, then The … it: the 9th line), the column of "street"
+        x = table.label_width + table.starts[5] + 3
+        await pilot.click("#table", offset=(x, 8))
+
+    seen = driven(trace_attention(sample="it-animal"), drive)
+    assert (seen.app.walk.row, seen.app.walk.col) == (7, 5)
+    assert "softmax[it, street]" in seen.pane
