@@ -139,12 +139,24 @@ class StageTable(ScrollView, can_focus=True):
                 return Strip.blank(width)
             style = CURSOR_AXIS if row == self.row else LABEL
             text = self.labels[row]
-            label = Segment(text + " " * (self.label_width - cell_len(text)), style)
+            pad = Segment(" " * (self.label_width - cell_len(text)), PLAIN)
             cells = [self.data_cell(row, j) for j in columns]
+            return self.joined([Segment(text, style), pad], cells, scroll_x, first, data_width)
+        return self.joined([label], cells, scroll_x, first, data_width)
+
+    def joined(
+        self,
+        label: list[Segment],
+        cells: list[tuple[Segment, Segment]],
+        scroll_x: int,
+        first: int,
+        data_width: int,
+    ) -> Strip:
+        """The label, then the cells from ``first`` cropped to what is in view."""
         body = Strip([s for pair in cells for s in pair])
-        offset = scroll_x - self.starts[first] if columns else 0
+        offset = scroll_x - self.starts[first] if cells else 0
         body = body.crop(offset, offset + data_width).adjust_cell_length(data_width, PLAIN)
-        return Strip.join([Strip([label]), body])
+        return Strip.join([Strip(label), body])
 
     def header_cell(self, col: int) -> tuple[Segment, Segment]:
         text = self.header[col]
