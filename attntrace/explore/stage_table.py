@@ -122,7 +122,7 @@ class StageTable(ScrollView, can_focus=True):
         return self.line(y).apply_style(self.rich_style)
 
     def line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.scrollable_content_region.width
         if self.shown is None or width <= 0:
             return Strip.blank(width)
         scroll_x, scroll_y = int(self.scroll_offset.x), int(self.scroll_offset.y)
@@ -178,13 +178,13 @@ class StageTable(ScrollView, can_focus=True):
         if self.shown is None or not self.widths:
             return
         x, y = int(self.scroll_x), int(self.scroll_y)
-        data_width = max(1, self.size.width - self.label_width)
+        data_width = max(1, self.scrollable_content_region.width - self.label_width)
         left, right = self.starts[self.col], self.starts[self.col + 1]
         if left < x:
             x = left
         elif right > x + data_width:
             x = right - data_width
-        rows_shown = max(1, self.size.height - 1)
+        rows_shown = max(1, self.scrollable_content_region.height - 1)
         if self.row < y:
             y = self.row
         elif self.row >= y + rows_shown:

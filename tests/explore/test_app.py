@@ -229,3 +229,29 @@ def test_a_click_on_a_cell_explains_it() -> None:
     seen = driven(trace_attention(sample="it-animal"), drive)
     assert (seen.app.walk.row, seen.app.walk.col) == (7, 5)
     assert "softmax[it, street]" in seen.pane
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_end_shows_the_last_column_whole(size: tuple[int, int]) -> None:
+    """The cursor's cell is scrolled fully into view, not under the vertical scrollbar:
+    X of 40 tokens × 24 dimensions scrolls both ways at either size."""
+    from attntrace import ModelSpec
+
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(40)]
+    embeddings = {w: rng.normal(size=24) for w in words}
+    spec = ModelSpec(embeddings=embeddings, WQ=np.eye(24), WK=np.eye(24), WV=np.eye(24))
+    shots: list[str] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("1", "end")  # X, the cursor on (w0, d23)
+        shots.append(screen_text(app.export_screenshot()))
+
+    seen = driven(trace_attention(" ".join(words), model=spec), drive, size)
+    assert (seen.app.walk.stage.name, seen.app.walk.col) == ("X", 23)
+    lines = shots[0].splitlines()
+    header = next(line for line in lines if "d22" in line)
+    assert re.search(r"d22 +d23(\s|$)", header)
+    row = next(line for line in lines if re.search(r" w0 +-?\d", line))
+    last = re.findall(r"-?\d+\.\d*", row)[-1]
+    assert last == f"{embeddings['w0'][23]:.4f}"
