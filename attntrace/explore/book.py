@@ -15,6 +15,7 @@ from rich.text import Text
 
 from attntrace.explore.walk import Walk
 from attntrace.forward.cell_story import CellStory, cell_story
+from attntrace.forward.views.dtype import error_text
 from attntrace.forward.words import shape_equation
 from attntrace.kernel.trace import Stage, Trace
 from attntrace.ui.shown import shown_trace
@@ -50,9 +51,14 @@ def trace_book(trace: Trace) -> Book:
 
     def heading(walk: Walk) -> Text:
         """The stage's title (formula and shape) and its equation of shapes."""
-        text = title(walk.stage)
+        stage = walk.stage
+        text = title(stage)
         text.append("\n")
-        text.append(shape_equation(walk.stage, shown), style="cyan")
+        text.append(shape_equation(stage, shown), style="cyan")
+        record = shown.precision
+        error = None if record is None else record.errors.get((stage.name, stage.head))
+        if record is not None and error is not None:  # --dtype: this stage against float64
+            text.append("\n" + error_text(error, record.dtype), style="red")
         return text
 
     def story(walk: Walk) -> CellStory:

@@ -22,6 +22,7 @@ def where_line(walk: Walk, view: str = "trace") -> Text:
         (f"{walk.noun.capitalize()} {walk.position + 1} of {len(walk.indices)} · ", "dim"),
         (stage.name, "bold magenta"),
         (head_label(stage, trace.model), "bold yellow"),
+        ("" if trace.precision is None else f" · {trace.precision.dtype}", "bold red"),
         (f"   {trace.model.name}: ", "dim"),
         (" ".join(trace.tokens), "dim"),
     )

@@ -255,3 +255,14 @@ def test_end_shows_the_last_column_whole(size: tuple[int, int]) -> None:
     row = next(line for line in lines if re.search(r" w0 +-?\d", line))
     last = re.findall(r"-?\d+\.\d*", row)[-1]
     assert last == f"{embeddings['w0'][23]:.4f}"
+
+
+def test_a_dtype_trace_says_its_dtype_and_each_stage_error() -> None:
+    trace = trace_attention(sample="it-animal", dtype="float16")
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        pass
+
+    seen = driven(trace, drive)
+    assert "softmax · float16" in seen.where
+    assert "float16 · max |Δ|" in seen.screen
