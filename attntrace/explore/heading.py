@@ -25,6 +25,7 @@ def where_line(walk: Walk, view: str = "trace") -> Text:
         ("" if trace.precision is None else f" · {trace.precision.dtype}", "bold red"),
         (f"   {trace.model.name}: ", "dim"),
         (" ".join(trace.tokens), "dim"),
+        ("" if trace.context_tokens is None else "  ⟵  " + " ".join(trace.context_tokens), "dim"),
     )
     text.no_wrap = True
     text.overflow = "ellipsis"
