@@ -28,6 +28,7 @@ def key_list(can: Abilities) -> list[tuple[str, str]]:
         ("1-9", "jump to that stage (numbered as in the list)"),
         (":NAME Enter", "jump to a stage by name or number; Esc cancels"),
         ("arrows", "move the cell cursor (the pane explains the cell under it)"),
+        ("Home, End", "the first / last column"),
         ("Enter", "explain the cell under the cursor"),
     ]
     if can.heads:

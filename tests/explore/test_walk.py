@@ -74,4 +74,4 @@ def test_docs_explore_md_lists_every_key_the_help_can_list() -> None:
     page = (ROOT / "docs" / "explore.md").read_text(encoding="utf-8")
     every = key_list(Abilities(heads=True, layers=True, decode=True, grad=True))
     assert [what for _, what in every if what not in page] == []
-    assert len(every) == 13
+    assert len(every) == 14
