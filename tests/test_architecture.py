@@ -40,7 +40,20 @@ ROOMS: dict[str, set[str]] = {
     "api": {"kernel", "modelfile", "forward", "checking", "real"},
     # attntrace/testing.py: check's report as an AssertionError, drawn by its view
     "testing": {"api", "kernel", "checking"},
+    # the full-screen explorer: a trace, decode's cache and grad's gradients, drawn with
+    # Textual and the toolkit
+    "explore": {
+        "kernel",
+        "modelfile",
+        "forward",
+        "decode",
+        "learning",
+        "kernels",
+        "real",
+        "ui",
+    },
     "cli": {
+        "explore",
         "kernel",
         "modelfile",
         "ui",
@@ -60,13 +73,15 @@ ROOMS: dict[str, set[str]] = {
 }
 # The rooms whose modules may import Rich and the toolkit: besides these, a capability's
 # views/ folder. (testing.py draws check's report as an AssertionError's text.)
-DRAWS = {"ui", "display", "testing", "cli"}
+DRAWS = {"ui", "display", "testing", "cli", "explore"}
 # Third-party packages only some rooms may import ("views": any capability's views/).
 # testing.py draws through check's view, never with Rich itself.
 THIRD_PARTY = {
     "rich": (DRAWS - {"testing"}) | {"views"},
     "typer": {"cli"},
     "yaml": {"modelfile/yaml_file.py"},
+    # the explorer alone draws full-screen; the CLI imports it inside `explore`
+    "textual": {"explore"},
 }
 
 
@@ -161,6 +176,12 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     assert not may_import("kernel/trace.py", "kernel", "attntrace.forward.dtype")
     assert not may_import("forward/attention.py", "forward", "attntrace.decode.decoder")
     assert not may_import("forward/attention.py", "forward", "attntrace.page.build")
+    # Textual is the explorer's alone: not the CLI's, not a view's
+    assert may_import("explore/app.py", "explore", "textual.app")
+    assert not may_import("cli/explore.py", "cli", "textual.app")
+    assert not may_import("forward/views/step.py", "forward", "textual.widgets")
+    assert may_import("explore/app.py", "explore", "attntrace.ui.shown")
+    assert not may_import("explore/app.py", "explore", "attntrace.cli.exits")
 
 
 def test_no_subpackage_shadows_a_public_name() -> None:

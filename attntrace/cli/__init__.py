@@ -6,9 +6,9 @@ stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes 
 imported inside the commands, so ``--help`` and ``--version`` stay fast.
 
 Here: the app, its callback and :func:`main`. Each command family has a module (run,
-check, diff, grad, train, scaling, softmax, decode, flash, kv_cache, real, samples), registered
-below in the order ``--help`` lists them; what they share is in options (flags),
-model_flags (the model's flags and --dtype's, one parameter each, checked and
+explore, check, diff, grad, train, scaling, softmax, decode, flash, kv_cache, real,
+samples), registered below in the order ``--help`` lists them; what they share is in
+options (flags), model_flags (the model's flags and --dtype's, one parameter each, checked and
 resolved), objective_flags (the loss's), emit (JSON or the view), show (drawing a
 trace), exits (bad input), pipes (stdout), prompts (step mode's keys), progress and
 process (start and exit).
@@ -26,6 +26,7 @@ from attntrace.cli import (
     check,
     decode,
     diff,
+    explore,
     flash,
     grad,
     kv_cache,
@@ -87,6 +88,7 @@ def _main(
 # In the order `attntrace --help` lists them.
 app.command()(run.run)
 app.command()(run.render)
+app.command()(explore.explore)
 app.command()(check.check)
 app.command()(diff.diff)
 app.command()(grad.grad)

@@ -172,6 +172,7 @@ def test_unquoted_words_are_one_sentence() -> None:
 COMMANDS = {
     "run": "Trace attention over SENTENCE: X, Q, K, V,",
     "render": "Show a saved trace (from `run --json`) as",
+    "explore": "Explore a trace full-screen: the stages,",
     "check": "Check your own attention's arrays against",
     "diff": "Compare two traces stage by stage: what",
     "grad": "The backward pass from a loss: every",
@@ -363,10 +364,12 @@ def test_the_samples_index_says_what_the_files_say() -> None:
 
 
 def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> None:
+    """Nor Textual, which only `explore` loads, once it has a terminal."""
     for args in (
         ["--help"],
         ["samples"],
         ["run", "--help"],
+        ["explore", "--help"],
         ["samples", "gqa"],
         ["models"],
         ["models", "--json"],
@@ -378,9 +381,10 @@ def test_help_samples_and_models_load_neither_numpy_nor_yaml(tmp_path: Path) -> 
             "def leave(code):\n    raise SystemExit(code)\nos._exit = leave\n"
             "try:\n    runpy.run_module('attntrace', run_name='__main__')\n"
             "except SystemExit:\n    pass\n"
-            "print('LOADED', 'numpy' in sys.modules, 'yaml' in sys.modules, file=sys.stderr)"
+            "print('LOADED', 'numpy' in sys.modules, 'yaml' in sys.modules,"
+            " 'textual' in sys.modules, file=sys.stderr)"
         )
         result = subprocess.run(
             [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=60
         )
-        assert "LOADED False False" in result.stderr, (args, result.stderr)
+        assert "LOADED False False False" in result.stderr, (args, result.stderr)

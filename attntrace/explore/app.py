@@ -1,0 +1,332 @@
+"""The explorer: a stage list, the stage's table under its pinned title, the cell's story.
+
+:class:`ExploreApp` walks a book (:mod:`.book`): the trace's stages, decode's steps
+(``d``) or grad's gradients (``g``), each kept in a :class:`~attntrace.explore.walk.Walk`.
+Every key is a move of the walk, then :meth:`ExploreApp.refresh_all` draws the walk's
+place. What is computed after the screen opens (a real model's other layers, the decode,
+the gradients) runs in a worker thread (:mod:`.sources`), the table covered by a loading
+indicator and the status line saying how far the work has got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Static
+
+from attntrace.errors import InputError
+from attntrace.explore.book import Book, trace_book
+from attntrace.explore.heading import where_line
+from attntrace.explore.help import HelpScreen
+from attntrace.explore.keys import Abilities
+from attntrace.explore.sources import Layers, Reporter, Sources
+from attntrace.explore.stage_list import StageList
+from attntrace.explore.stage_table import StageTable
+from attntrace.explore.story import StoryPane
+from attntrace.explore.walk import Walk
+from attntrace.kernel.progress import reporting_to
+from attntrace.kernel.trace import Trace
+from attntrace.visible import visible
+
+CSS = """
+#where { height: 1; }
+#main { height: 1fr; }
+#stages { width: 14; height: 100%; border: none; padding: 0; }
+#right { width: 1fr; }
+#heading { height: auto; max-height: 4; }
+#tables { height: 1fr; }
+#table { width: 1fr; height: 100%; }
+#mirror { width: 1fr; height: 100%; display: none; border-left: solid $accent; }
+#story { height: 7; border-top: solid $accent; }
+#status { height: 1; }
+#command { height: 1; border: none; padding: 0; display: none; }
+"""
+
+
+class ExploreApp(App[None]):
+    """A trace explored full-screen (docs/explore.md)."""
+
+    CSS = CSS
+    TITLE = "attntrace explore"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # the table scrolls a page on PageUp/PageDown: here they move a stage
+        Binding("n,pagedown", "stage(1)", "next stage", priority=True),
+        Binding("b,pageup", "stage(-1)", "previous stage", priority=True),
+        Binding("h", "head(1)", "next head"),
+        Binding("H", "head(-1)", "previous head"),
+        Binding("l", "layer(1)", "next layer"),
+        Binding("L", "layer(-1)", "previous layer"),
+        Binding("t", "view('trace')", "the trace"),
+        Binding("d", "view('decode')", "decode"),
+        Binding("g", "view('grad')", "grad"),
+        Binding("colon", "command", "jump by name"),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+        *(Binding(str(k), f"jump('{k}')", show=False) for k in range(1, 10)),
+    ]
+
+    def __init__(
+        self, trace: Trace, layers: Layers | None = None, sources: Sources | None = None
+    ) -> None:
+        super().__init__()
+        self.layers = layers
+        self.sources = sources or Sources()
+        self.books: dict[str, Book] = {}
+        self.walks: dict[str, Walk] = {}
+        self.view = "trace"
+        self.open_book(trace_book(trace))
+        self.walk.jump("softmax")  # attention's heart first, where the trace has one
+        self.message = ""
+        self.busy = False
+
+    def open_book(self, book: Book, like: Walk | None = None) -> None:
+        """Show ``book``, at ``like``'s place where it has one (a layer recomputed)."""
+        walk = book.walk()
+        if like is not None:
+            if like.head in walk.trace.traced_heads:
+                walk.head = like.head
+            walk.go(min(like.position, len(walk.indices) - 1))
+            walk.cell(like.row, like.col)
+        self.books[book.view] = book
+        self.walks[book.view] = walk
+        self.view = book.view
+
+    @property
+    def walk(self) -> Walk:
+        return self.walks[self.view]
+
+    @property
+    def book(self) -> Book:
+        return self.books[self.view]
+
+    @property
+    def trace(self) -> Trace:
+        return self.book.trace
+
+    @property
+    def abilities(self) -> Abilities:
+        return Abilities(
+            heads=self.book.heads,
+            layers=self.layers is not None,
+            decode=self.sources.decode is not None,
+            grad=self.sources.grad is not None,
+        )
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="where")
+        with Horizontal(id="main"):
+            yield StageList()
+            with Vertical(id="right"):
+                yield Static(id="heading")
+                with Horizontal(id="tables"):
+                    yield StageTable()
+                    yield StageTable("mirror")
+                yield StoryPane()
+        yield Static(id="status")
+        yield Input(id="command", placeholder="a stage's name or number, then Enter")
+
+    def on_mount(self) -> None:
+        self.query_one("#mirror", StageTable).can_focus = False
+        self.query_one("#table", StageTable).focus()
+        self.refresh_all()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # a third of the screen below 24 lines' header and status: 7 lines at 80 × 24,
+        # which leaves it-animal's eleven rows all in view
+        self.query_one(StoryPane).styles.height = max(7, (event.size.height - 4) // 3)
+
+    # --- drawing ---------------------------------------------------------------
+
+    def refresh_all(self) -> None:
+        walk, book = self.walk, self.book
+        self.query_one("#where", Static).update(where_line(walk, book.view))
+        self.query_one("#heading", Static).update(book.heading(walk))
+        self.query_one(StageList).show(walk)
+        self.query_one("#table", StageTable).show(walk.stage, self.trace, walk.row, walk.col)
+        self.show_mirror()
+        self.explain()
+        self.show_status()
+
+    def show_mirror(self) -> None:
+        """grad: the forward stage beside the gradient, its cursor on the same cell."""
+        mirror = self.query_one("#mirror", StageTable)
+        walk = self.walk
+        beside = None if self.book.mirror is None else self.book.mirror(walk.stage)
+        mirror.display = beside is not None
+        if beside is not None:
+            same = beside.shape == walk.stage.shape
+            mirror.show_cursor = same
+            mirror.show(beside, self.trace, walk.row if same else 0, walk.col if same else 0)
+
+    def explain(self) -> None:
+        self.query_one(StoryPane).tell(self.book.story(self.walk))
+        if self.book.mirror is not None:
+            self.show_mirror()
+
+    def show_status(self) -> None:
+        can = self.abilities
+        if self.message:
+            text = Text(self.message, style="yellow")
+        else:
+            hints = [f"n/b {self.walk.noun}", "arrows cell"]
+            hints += ["h/H head"] if can.heads else []
+            hints += ["l/L layer"] if can.layers else []
+            views = [k for k, on in (("t", True), ("d", can.decode), ("g", can.grad)) if on]
+            hints += ["/".join(views) + " view"] if len(views) > 1 else []
+            hints += [":name jump", "? help", "q quit"]
+            text = Text(" · ".join(hints), style="dim")
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        self.query_one("#status", Static).update(text)
+
+    def say(self, message: str) -> None:
+        self.message = message
+        self.show_status()
+
+    def moved(self, message: str) -> None:
+        self.message = message
+        self.refresh_all()
+
+    # --- keys ------------------------------------------------------------------
+
+    def action_stage(self, by: int) -> None:
+        self.moved(self.walk.step(by))
+
+    def action_jump(self, key: str) -> None:
+        self.moved(self.walk.jump(key))
+
+    def action_head(self, by: int) -> None:
+        self.moved(self.walk.other_head(by))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.abilities))
+
+    def action_command(self) -> None:
+        line = self.query_one("#command", Input)
+        line.value = ""
+        line.display = True
+        line.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.close_command()
+        if event.value.strip():
+            self.moved(self.walk.jump(event.value))
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and self.query_one("#command", Input).display:
+            self.close_command()
+
+    def close_command(self) -> None:
+        line = self.query_one("#command", Input)
+        line.display = False
+        self.query_one("#table", StageTable).focus()
+
+    def on_stage_table_cell_moved(self, event: StageTable.CellMoved) -> None:
+        """The cursor moved (arrows), or a cell was chosen (Enter, a click): explain it.
+        A click on the forward stage beside a gradient moves the gradient's cursor."""
+        table = self.query_one("#table", StageTable)
+        if event.table is not table:
+            if event.table.shown is None or event.table.shown.shape != self.walk.stage.shape:
+                return
+            table.place(event.row, event.col, chosen=True)
+            return
+        if table.shown is self.walk.stage:
+            self.walk.cell(event.row, event.col)
+            self.explain()
+
+    def on_stage_table_cell_chosen(self, event: StageTable.CellChosen) -> None:
+        self.on_stage_table_cell_moved(event)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.moved(self.walk.go(event.option_index))
+
+    # --- views and layers, computed in a worker ----------------------------------
+
+    def action_view(self, view: str) -> None:
+        if view in self.books:
+            self.view = view
+            self.moved("")
+            return
+        sources = self.sources
+        layer = 0 if self.layers is None else self.layers.current
+        make: Callable[[], Book] | None = None
+        if view == "decode" and sources.decode is not None:
+            compute = sources.decode
+
+            def make() -> Book:
+                from attntrace.explore.decode_book import decode_book
+
+                return decode_book(compute(layer))
+        elif view == "grad" and sources.grad is not None:
+            gradients = sources.grad
+
+            def make() -> Book:
+                from attntrace.explore.grad_book import grad_book
+
+                return grad_book(gradients(layer))
+
+        if make is None:
+            self.say(sources.why_not_decode if view == "decode" else sources.why_not_grad)
+            return
+        self.start(f"computing {view}…", make, lambda book: self.opened(book, None))
+
+    def action_layer(self, by: int) -> None:
+        layers = self.layers
+        if layers is None:
+            self.say("l and L change the layer of a real model (explore --model NAME)")
+            return
+        target = layers.after(by)
+        self.start(
+            f"computing layer {target} of {visible(layers.model)}…",
+            lambda: trace_book(layers.trace(target)),
+            lambda book: self.layer_done(layers, target, book),
+        )
+
+    def start(self, doing: str, make: Callable[[], Book], done: Callable[[Book], None]) -> None:
+        """Run ``make`` in a worker thread, then ``done`` with its book on the screen's."""
+        if self.busy:
+            self.say("still computing what was asked for last")
+            return
+        self.busy = True
+        self.query_one("#tables").loading = True
+        self.say(doing)
+
+        def work() -> None:
+            reporter = Reporter(lambda text: self.call_from_thread(self.say, text))
+            try:
+                with reporting_to(reporter):
+                    book = make()
+            except InputError as error:
+                self.call_from_thread(self.failed, str(error))
+                return
+            self.call_from_thread(done, book)
+
+        self.run_worker(work, thread=True, exclusive=True)
+
+    def opened(self, book: Book, like: Walk | None, message: str = "") -> None:
+        self.busy = False
+        self.query_one("#tables").loading = False
+        self.open_book(book, like)
+        self.moved(message)
+
+    def layer_done(self, layers: Layers, target: int, book: Book) -> None:
+        self.layers = Layers(layers.model, layers.count, target, layers.trace)
+        was = self.view
+        # decode and grad were of the old layer: computed again when asked for
+        for view in ("decode", "grad"):
+            self.books.pop(view, None)
+            self.walks.pop(view, None)
+        self.opened(book, self.walks["trace"], f"layer {target} of {layers.count}")
+        if was != "trace":
+            self.say(f"layer {target}: the trace (press {was[0]} for its {was} again)")
+
+    def failed(self, message: str) -> None:
+        self.busy = False
+        self.query_one("#tables").loading = False
+        self.say(message)

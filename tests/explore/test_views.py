@@ -1,0 +1,101 @@
+"""d and g: decode's steps and grad's gradients in the explorer, held to the loops."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from explorer import TOKENS, driven, it_animal, settled
+from naive import naive_softmax_row
+
+from attntrace import trace_attention
+from attntrace.api import prepared
+from attntrace.decode.decoder import Decode, decode
+from attntrace.explore.app import ExploreApp
+from attntrace.explore.sources import Sources
+from attntrace.learning.grad_trace import GradTrace, grad_trace
+from attntrace.learning.objective import Objective
+
+
+def has_number(told: str, value: float) -> bool:
+    numbers = re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+", told)
+    return any(abs(float(n) - value) <= 5e-5 * max(1.0, abs(value)) for n in numbers)
+
+
+def sources() -> Sources:
+    ready = prepared(None, sample="it-animal")
+
+    def decoded(layer: int) -> Decode:
+        return decode(ready.spec, ready.tokens)
+
+    def gradients(layer: int) -> GradTrace:
+        objective = Objective(kind="attend", from_token="it", to_token="animal")
+        return grad_trace(ready.spec, ready.tokens, None, objective)
+
+    return Sources(decode=decoded, grad=gradients)
+
+
+def test_d_shows_the_cache_at_a_step_and_the_weight_of_a_cached_row() -> None:
+    """Step 8 ("it"): eight rows cached; the weight on "animal" is the causal softmax of
+    the loops' scaled scores over the first eight keys."""
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("d")
+        await settled(app, pilot)
+        await pilot.press("8", "down", "end")  # the last column: the weight
+
+    seen = driven(trace_attention(sample="it-animal"), drive, sources=sources())
+    walk = seen.app.walk
+    assert seen.app.view == "decode"
+    assert walk.stage.shape[0] == 8  # the cache holds the first eight tokens
+    assert walk.stage.rows == tuple(TOKENS[:8])
+    scaled = it_animal()["scaled"][7][:8]
+    weight = naive_softmax_row(scaled)[1]
+    assert "Step 8 of 11 · it" in seen.where
+    assert "weight[animal]" in seen.pane
+    assert has_number(seen.pane, weight)
+    assert "joins the cache: 8 rows" in seen.screen
+
+
+def test_g_shows_each_gradient_beside_its_forward_stage() -> None:
+    """d_softmax[it, animal] of −log softmax[it, animal] is −1 / softmax[it, animal]."""
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("g")
+        await settled(app, pilot)
+        await pilot.press("colon", *"d_softmax", "enter", *["down"] * 7, "right")
+
+    seen = driven(trace_attention(sample="it-animal"), drive, (120, 40), sources=sources())
+    weight = it_animal()["softmax"][7][1]
+    assert seen.app.walk.stage.name == "d_softmax"
+    assert "d_softmax[it, animal]" in seen.pane
+    assert has_number(seen.pane, -1 / weight)
+    assert has_number(seen.pane, weight)  # the forward weight beside it
+    assert "beside: softmax = exp(scaled − row max)" in seen.screen
+    assert math.isclose(-1 / weight, -1.5418, abs_tol=5e-5)
+
+
+def test_t_goes_back_to_the_trace_where_it_was() -> None:
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("n")  # output
+        await pilot.press("d")
+        await settled(app, pilot)
+        await pilot.press("t")
+
+    seen = driven(trace_attention(sample="it-animal"), drive, sources=sources())
+    assert (seen.app.view, seen.app.walk.stage.name) == ("trace", "output")
+
+
+def test_d_and_g_without_them_say_why() -> None:
+    said: list[str] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        for key in ("d", "g"):
+            await pilot.press(key)
+            said.append(app.message)
+
+    why = Sources(why_not_decode="no decode here")
+    driven(trace_attention(sample="it-animal"), drive, sources=why)
+    assert said[0] == "no decode here"
+    assert said[1].startswith("g shows the gradients of a loss")
