@@ -227,10 +227,23 @@ def _utf16(ch: str) -> list[int]:
 
 @cache
 def _scripts() -> str:
-    joined = "\n".join(_asset(f"js/{name}") for name in SCRIPTS)
+    joined = "\n".join([_heat_scale(), *(_asset(f"js/{name}") for name in SCRIPTS)])
     if "</script" in joined.lower() or "<!--" in joined:  # would end the block early
         raise AssertionError("the page's script holds </script or <!--")
     return joined
+
+
+def _heat_scale() -> str:
+    """The heatmap's colour scale as the terminal's (kernel/display.py), for common.js's
+    heatShade: one table of stops, so a weight is the same colour on both."""
+    from attntrace.kernel.display import DARK_TEXT_ABOVE, WEIGHT_DECIMALS, WEIGHT_STOPS
+
+    scale = {
+        "stops": WEIGHT_STOPS,
+        "decimals": WEIGHT_DECIMALS,
+        "dark_text_above": DARK_TEXT_ABOVE,
+    }
+    return f"const HEAT = Object.freeze({_json(scale).decode()});"
 
 
 @cache

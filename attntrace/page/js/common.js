@@ -335,13 +335,34 @@ function matrixCell(value, r, c, o) {
   if (value === null) td.classList.add("masked");
   if (typeof value === "string") td.classList.add("overflow");
   if (o.heat && typeof value === "number") {
-    td.style.setProperty("--w", String(Math.max(0, Math.min(1, value))));
-    if (value > 0.55) td.classList.add("dark");
+    const shade = heatShade(value);
+    td.style.backgroundColor = `rgb(${shade.rgb.join(", ")})`;
+    if (shade.dark) td.classList.add("dark");
   }
   const mark = o.mark ? o.mark(r, c) : null;
   if (mark) td.classList.add(mark);
   if (o.explain !== undefined && o.explain !== null) { td.tabIndex = 0; td.dataset.explain = String(o.explain); }
   return td;
+}
+
+// A weight's colour on the heatmap, as the terminal's (kernel/display.py weight_rgb, whose
+// stops build.py writes into HEAT): clamped to [0, 1] and rounded to HEAT.decimals as
+// Python's round() does (half to even, on the exact value), the stops mixed in a straight
+// line, each channel rounded half to even. dark: a dark background, light text.
+function heatShade(value) {
+  const stops = HEAT.stops;
+  const w = Number(fixed(Math.min(Math.max(value, 0), 1), HEAT.decimals));
+  const at = w * (stops.length - 1);
+  const low = Math.min(Math.floor(at), stops.length - 2);
+  const frac = at - low;
+  const rgb = stops[low].map((x, k) => halfEven(x + (stops[low + 1][k] - x) * frac));
+  return { rgb, dark: !(w > HEAT.dark_text_above) };
+}
+
+function halfEven(x) {
+  const down = Math.floor(x);
+  const rest = x - down;
+  return rest > 0.5 || (rest === 0.5 && down % 2 !== 0) ? down + 1 : down;
 }
 
 // A row of numbers (one query's scores, a token's k) as a one-row table.

@@ -22,7 +22,7 @@
     traceView(app, blocks.trace, captions, { leftOut: Number(app.dataset.headsLeftOut || "0") });
   }
   // For a console, and for the tests that hold these to attntrace's Python.
-  window.attntrace = Object.freeze({ fmt, significant, visible, documents: blocks, document: blocks.trace || null });
+  window.attntrace = Object.freeze({ fmt, significant, visible, heatShade, documents: blocks, document: blocks.trace || null });
   document.body.dataset.readyAt = String(performance.now()); // benchmarks/page.py reads it
   document.body.dataset.ready = "true";
 })();
