@@ -149,9 +149,11 @@ def test_decode_grows_the_cache_and_drops_the_windows_oldest_row(
         assert one(browser, "#position").text == f"Step {t + 1} of 7: '{step['token']}'"
         assert one(browser, "#cache-growth rect.now").get_attribute("data-step") == str(t)
         positions = step["cache_positions"]
-        k_table = by_css(browser, "article.current table.matrix")[3]  # q, k, v, then K cache
+        k_table = by_css(browser, "article.current table.matrix")[0]  # K cache, then V
         labels = [th.text for th in k_table.find_elements("css selector", "tbody th")]
-        assert labels == [f"{trace.tokens[p]} ({p})" for p in positions]
+        # as the terminal writes them with a window: where each sits, the new row marked
+        new = [" ◀ new" if p == t else "" for p in positions]
+        assert labels == [f"{trace.tokens[p]} @{p}{n}" for p, n in zip(positions, new, strict=True)]
         assert close(cells(browser, k_table), K[positions])
         marked = k_table.find_elements("css selector", "tbody tr td.new")
         assert len(marked) == K.shape[1]  # the row just appended, every column

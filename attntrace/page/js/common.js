@@ -270,7 +270,8 @@ function pageHeader(what, model, tokens, contextTokens, extraFacts) {
 // ---- a matrix as a table --------------------------------------------------------------
 // ``matrix``: {name, shape, rows, cols, data}. Options: key (what "Show all" remembers
 // when the view is drawn again), heat (a heatmap of weights), explain (cells focusable,
-// data-explain set to it), mark (r, c) -> a class for a cell or null.
+// data-explain set to it), mark (r, c) -> a class for a cell or null, shownCols (the
+// columns' labels as shown, made already). matrix.shownRows: likewise the rows'.
 // key -> the first row a table shown whole starts at; absent: the table is summarized.
 const expandedTables = new Map();
 // A table shown whole draws at most this many cells at once (a page of rows, every
@@ -288,7 +289,7 @@ function matrixTable(matrix, options) {
   const table = el("table", { class: "matrix" + (o.heat ? " heat" : ""), "data-stage": matrix.name });
   const headRow = el("tr", {}, el("th", { class: "corner", scope: "col" }, o.corner || ""));
   for (const c of cols) {
-    headRow.append(c === null ? el("th", { class: "gap", scope: "col" }, "⋯") : el("th", { scope: "col" }, label(matrix.cols, c)));
+    headRow.append(c === null ? el("th", { class: "gap", scope: "col" }, "⋯") : el("th", { scope: "col" }, o.shownCols ? o.shownCols[c] : label(matrix.cols, c)));
   }
   table.append(el("thead", {}, headRow));
   const body = el("tbody");
@@ -297,7 +298,7 @@ function matrixTable(matrix, options) {
       body.append(el("tr", { class: "gap" }, el("th", { scope: "row" }, "⋮"), cols.map(() => el("td", { class: "gap" }, "⋮"))));
       continue;
     }
-    const tr = el("tr", {}, el("th", { scope: "row" }, label(matrix.rows, r)));
+    const tr = el("tr", {}, el("th", { scope: "row" }, matrix.shownRows ? matrix.shownRows[r] : label(matrix.rows, r)));
     for (const c of cols) {
       if (c === null) { tr.append(el("td", { class: "gap" }, "⋯")); continue; }
       tr.append(matrixCell(matrix.data[r][c], r, c, o));
