@@ -228,19 +228,29 @@ def main(argv: list[str]) -> int:
     (its first block, or BLOCK) on stdout, byte for byte as the command's ``--json``
     writes it, its newline too."""
     if not 1 <= len(argv) <= 2:
-        sys.stderr.write("usage: python -m attntrace.page.packing PAGE.html [BLOCK]\n")
+        _error("usage: python -m attntrace.page.packing PAGE.html [BLOCK]")
         return 2
     try:
         documents = page_documents(Path(argv[0]).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:  # unreadable, not UTF-8, not a page's JSON
-        sys.stderr.write(f"attntrace: error: {argv[0]}: cannot read the page: {error}\n")
+        _error(f"{argv[0]}: cannot read the page: {error}")
         return 2
-    name = argv[1] if len(argv) == 2 else next(iter(documents), None)
+    if not documents:
+        _error(f"{argv[0]}: expected an attntrace page, found none")
+        return 2
+    name = argv[1] if len(argv) == 2 else next(iter(documents))
     if name not in documents:
-        sys.stderr.write(f"attntrace: error: {argv[0]}: no block {name!r} in the page\n")
+        _error(f"{argv[0]}: no block {name!r} in the page")
         return 2
     sys.stdout.buffer.write(documents[name] + b"\n")  # as --json ends its document
     return 0
+
+
+def _error(message: str) -> None:
+    """One line on stderr, a file's name or a block's escaped as the terminal's are."""
+    from attntrace.visible import visible
+
+    sys.stderr.write(f"attntrace: error: {visible(message, 400)}\n")
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a script

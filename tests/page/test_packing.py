@@ -76,6 +76,7 @@ def test_a_packed_page_gives_back_each_commands_json_byte_for_byte(
         assert documents[name] + b"\n" == invoke(*command, "--json").stdout_bytes, name
 
 
+@pytest.mark.long  # 2 s in all; the packed pages above are the ones to keep fast
 @pytest.mark.parametrize("case", CASES, ids=list(CASES))
 def test_a_plain_page_gives_back_each_commands_json_byte_for_byte(
     tmp_path: Path, case: str
