@@ -6,6 +6,9 @@ here to show it; ``attntrace/__init__.py`` sets one that imports the renderer th
 time a trace is shown. Every import of an attntrace module runs that ``__init__`` first,
 so ``print(trace)`` works however the trace was made, and costs nothing until then.
 
+It also holds the heatmap's colour scale (:func:`weight_rgb`), which the terminal's
+tables and the explorer page both draw with, so that a weight is one colour on both.
+
 This module imports nothing heavy (no numpy): the package's ``__init__`` imports it.
 """
 
