@@ -10,6 +10,7 @@ import numpy as np
 
 from attntrace import ModelSpec, Trace, trace_attention
 from attntrace.modelfile.samples import list_samples
+from attntrace.page.packing import page_documents
 
 # Every shipped sample: each page test that walks samples walks a new one too.
 SAMPLES = tuple(sample.name for sample in list_samples())
@@ -26,12 +27,13 @@ HOSTILE = (
 
 
 def embedded(page: str, name: str = "trace") -> Any:
-    """The JSON of a page's ``<script type="application/json" id=name>`` block."""
+    """The JSON of a page's ``<script type="application/json" id=name>`` block (the
+    document itself, unpacked where the page packed it)."""
     block = re.search(
         rf'<script type="application/json" id="{name}">(.*?)</script>', page, re.DOTALL
     )
     assert block is not None, name
-    return json.loads(block[1])
+    return json.loads(page_documents(page)[name])
 
 
 def hostile_trace() -> Trace:

@@ -6,9 +6,12 @@ The page is written here and drawn in the browser by the scripts in ``js/`` (joi
 ``--json`` writes, byte for byte, in a ``<script type="application/json">`` block named
 for what it is (``trace``, ``decode``, ``flash``, ``grad``, ``check``, ``diff``), so what
 the page shows is what a script reads; beside them, each stage's words as the terminal
-says them (``captions``). A trace too big to open quickly (:data:`PAGE_NUMBERS`) keeps its
-first heads, as ``--head`` would cut it: the document then says which heads are here
-(``heads_traced``), and the page says how many were left out. Any other page over
+says them (``captions``). A block of more than a megabyte (a real model's weights) is
+packed, its numbers as deflated binary (packing.py), which the script inflates and
+``packing.page_documents`` gives back exactly. A trace too big to open quickly
+(:data:`PAGE_NUMBERS`) keeps its first heads, as ``--head`` would cut it: the document
+then says which heads are here (``heads_traced``), and the page says how many were left
+out. Any other page over
 :data:`PAGE_BYTES` is refused with one line, before anything is written.
 
 Nothing from a document is ever written into the HTML as markup: every ``<`` in the
@@ -45,7 +48,7 @@ PAGE_NUMBERS = 2_000_000
 #: Bytes of JSON any page holds at most; a bigger one is refused (exit 2).
 PAGE_BYTES = 64 << 20
 #: The page's scripts, joined in this order: the shared pieces, the views, then main.
-SCRIPTS = ("common.js", "trace.js", "decode.js", "flash.js", "report.js", "main.js")
+SCRIPTS = ("common.js", "packed.js", "trace.js", "decode.js", "flash.js", "report.js", "main.js")
 
 __all__ = [
     "PAGE_BYTES",
@@ -79,7 +82,8 @@ def decode_page(result: Decode) -> str:
     from attntrace.decode.decode_json import decode_to_dict
 
     document = decode_to_dict(result)
-    return page_html({"decode": _json(document)}, title=_title("decode", document["model"]["name"]))
+    blocks = {"decode": _as_written(document)}
+    return page_html(blocks, title=_title("decode", document["model"]["name"]))
 
 
 def flash_page(report: FlashReport) -> str:
@@ -116,7 +120,7 @@ def check_page(report: CheckReport, source: str | None) -> str:
     from attntrace.checking.check_json import check_to_dict
 
     document = check_to_dict(report, source)
-    return page_html({"check": _json(document)}, title=_title("check", report.model.name))
+    return page_html({"check": _as_written(document)}, title=_title("check", report.model.name))
 
 
 def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -> str:
@@ -129,7 +133,7 @@ def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -
     compared = [*diff.stages, *(diff.weights if diff.weights_compared else ())]
     cells = [None if s.changed is None else np.argwhere(s.changed).tolist() for s in compared]
     blocks = {
-        "diff": _json(diff_to_dict(diff, sources, edits)),
+        "diff": _as_written(diff_to_dict(diff, sources, edits)),
         "trace": dump_bytes(diff.a),
         "trace_b": dump_bytes(diff.b),
         "changed": _json(cells),
@@ -178,7 +182,7 @@ def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 
         found = f"{size / 2**20:,.0f} MB of numbers: trace fewer tokens"
         raise InputError(field="--export", expected=most, found=found)
     embedded = "\n".join(
-        f'<script type="application/json" id="{name}">{_script_safe(block)}</script>'
+        f'<script type="application/json" id="{name}">{_script_safe(_packed(block))}</script>'
         for name, block in blocks.items()
     )
     return _TEMPLATE.format(
@@ -190,6 +194,14 @@ def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 
     )
 
 
+def _packed(block: bytes) -> bytes:
+    """A big block packed (its numbers as binary, deflated: page/packing.py), which the
+    page's script inflates; a small one as it is."""
+    from attntrace.page import packing
+
+    return packing.pack(block) if len(block) > packing.PACK_AT else block
+
+
 def _title(command: str, name: str) -> str:
     # a lone surrogate as U+FFFD, as in the documents, not as the terminal's \udcff
     return f"attntrace {command + ' ' if command else ''}· {visible(well_formed(name), 80)}"
@@ -199,6 +211,14 @@ def _json(data: Any) -> bytes:
     import orjson
 
     return orjson.dumps(data)
+
+
+def _as_written(document: Any) -> bytes:
+    """A document as its command's ``--json`` writes it (Python's json: decode, check
+    and diff), so that the page holds those very bytes."""
+    from attntrace.kernel.documents import plain_dumps
+
+    return plain_dumps(document).encode()
 
 
 def _script_safe(json_bytes: bytes) -> str:
@@ -227,10 +247,23 @@ def _utf16(ch: str) -> list[int]:
 
 @cache
 def _scripts() -> str:
-    joined = "\n".join(_asset(f"js/{name}") for name in SCRIPTS)
+    joined = "\n".join([_heat_scale(), *(_asset(f"js/{name}") for name in SCRIPTS)])
     if "</script" in joined.lower() or "<!--" in joined:  # would end the block early
         raise AssertionError("the page's script holds </script or <!--")
     return joined
+
+
+def _heat_scale() -> str:
+    """The heatmap's colour scale as the terminal's (kernel/display.py), for common.js's
+    heatShade: one table of stops, so a weight is the same colour on both."""
+    from attntrace.kernel.display import DARK_TEXT_ABOVE, WEIGHT_DECIMALS, WEIGHT_STOPS
+
+    scale = {
+        "stops": WEIGHT_STOPS,
+        "decimals": WEIGHT_DECIMALS,
+        "dark_text_above": DARK_TEXT_ABOVE,
+    }
+    return f"const HEAT = Object.freeze({_json(scale).decode()});"
 
 
 @cache
@@ -254,7 +287,8 @@ _TEMPLATE = """<!DOCTYPE html>
 <main id="app" data-heads-left-out="{left_out}">
 <noscript>This page draws attntrace's result with JavaScript; the result itself is the
 JSON in this file's <code>script</code> blocks (the documents <code>--json</code>
-writes).</noscript>
+writes; a big one packed: <code>python -m attntrace.page.packing FILE.html</code> writes it
+out).</noscript>
 </main>
 {documents}
 <script>

@@ -149,9 +149,11 @@ def test_decode_grows_the_cache_and_drops_the_windows_oldest_row(
         assert one(browser, "#position").text == f"Step {t + 1} of 7: '{step['token']}'"
         assert one(browser, "#cache-growth rect.now").get_attribute("data-step") == str(t)
         positions = step["cache_positions"]
-        k_table = by_css(browser, "article.current table.matrix")[3]  # q, k, v, then K cache
+        k_table = by_css(browser, "article.current table.matrix")[0]  # K cache, then V
         labels = [th.text for th in k_table.find_elements("css selector", "tbody th")]
-        assert labels == [f"{trace.tokens[p]} ({p})" for p in positions]
+        # as the terminal writes them with a window: where each sits, the new row marked
+        new = [" ◀ new" if p == t else "" for p in positions]
+        assert labels == [f"{trace.tokens[p]} @{p}{n}" for p, n in zip(positions, new, strict=True)]
         assert close(cells(browser, k_table), K[positions])
         marked = k_table.find_elements("css selector", "tbody tr td.new")
         assert len(marked) == K.shape[1]  # the row just appended, every column
@@ -298,4 +300,23 @@ def test_flash_with_a_sink_logit_shows_each_rows_weight_on_it(browser: Any, tmp_
     assert one(browser, "#position").text.endswith(": the result")
     shown = cells(browser, one(browser, 'article.current table[data-stage="sink"]'))
     assert close(shown, [trace.stage("sink", head=0).data[:, 0]])  # the trace's own sink stage
+    assert severe_logs(browser) == []
+
+
+def test_flash_labels_repeated_tokens_as_the_terminal_does(browser: Any, tmp_path: Path) -> None:
+    """issue 30: the page said ``the``/``the`` where the terminal says ``the#0``/``the#4``.
+    A tile holds a slice of the tokens: its labels are the whole sentence's."""
+    target, stdout = exported(tmp_path, "flash", "-s", "causal", "--block-q", "4", "--block-k", "4")
+    assert "'the#4' 'mat' (4–5) × keys 'the#0'" in stdout  # the terminal's own words
+    load(browser, target)
+    forward(browser)
+    forward(browser)  # tile (1, 0): queries 4–5 (the, mat) × keys 0–3 (the, cat, sat, on)
+    scores = one(browser, 'article.current table[data-stage="S"]')
+    rows = [th.text for th in scores.find_elements("css selector", "tbody th")]
+    cols = [th.text for th in scores.find_elements("css selector", "thead th")][1:]
+    assert (rows, cols) == (["the#4", "mat"], ["the#0", "cat", "sat", "on"])
+    running = one(browser, 'article.current table[data-stage="running"]')
+    assert [th.text for th in running.find_elements("css selector", "tbody th")] == rows
+    heading = one(browser, "article.current h2").text
+    assert "queries 'the#4' to 'mat' (4–5) × keys 'the#0' to 'on' (0–3)" in heading
     assert severe_logs(browser) == []

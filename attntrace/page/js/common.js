@@ -270,7 +270,8 @@ function pageHeader(what, model, tokens, contextTokens, extraFacts) {
 // ---- a matrix as a table --------------------------------------------------------------
 // ``matrix``: {name, shape, rows, cols, data}. Options: key (what "Show all" remembers
 // when the view is drawn again), heat (a heatmap of weights), explain (cells focusable,
-// data-explain set to it), mark (r, c) -> a class for a cell or null.
+// data-explain set to it), mark (r, c) -> a class for a cell or null, shownCols (the
+// columns' labels as shown, made already). matrix.shownRows: likewise the rows'.
 // key -> the first row a table shown whole starts at; absent: the table is summarized.
 const expandedTables = new Map();
 // A table shown whole draws at most this many cells at once (a page of rows, every
@@ -288,7 +289,7 @@ function matrixTable(matrix, options) {
   const table = el("table", { class: "matrix" + (o.heat ? " heat" : ""), "data-stage": matrix.name });
   const headRow = el("tr", {}, el("th", { class: "corner", scope: "col" }, o.corner || ""));
   for (const c of cols) {
-    headRow.append(c === null ? el("th", { class: "gap", scope: "col" }, "⋯") : el("th", { scope: "col" }, label(matrix.cols, c)));
+    headRow.append(c === null ? el("th", { class: "gap", scope: "col" }, "⋯") : el("th", { scope: "col" }, o.shownCols ? o.shownCols[c] : label(matrix.cols, c)));
   }
   table.append(el("thead", {}, headRow));
   const body = el("tbody");
@@ -297,7 +298,7 @@ function matrixTable(matrix, options) {
       body.append(el("tr", { class: "gap" }, el("th", { scope: "row" }, "⋮"), cols.map(() => el("td", { class: "gap" }, "⋮"))));
       continue;
     }
-    const tr = el("tr", {}, el("th", { scope: "row" }, label(matrix.rows, r)));
+    const tr = el("tr", {}, el("th", { scope: "row" }, matrix.shownRows ? matrix.shownRows[r] : label(matrix.rows, r)));
     for (const c of cols) {
       if (c === null) { tr.append(el("td", { class: "gap" }, "⋯")); continue; }
       tr.append(matrixCell(matrix.data[r][c], r, c, o));
@@ -335,13 +336,34 @@ function matrixCell(value, r, c, o) {
   if (value === null) td.classList.add("masked");
   if (typeof value === "string") td.classList.add("overflow");
   if (o.heat && typeof value === "number") {
-    td.style.setProperty("--w", String(Math.max(0, Math.min(1, value))));
-    if (value > 0.55) td.classList.add("dark");
+    const shade = heatShade(value);
+    td.style.backgroundColor = `rgb(${shade.rgb.join(", ")})`;
+    if (shade.dark) td.classList.add("dark");
   }
   const mark = o.mark ? o.mark(r, c) : null;
   if (mark) td.classList.add(mark);
   if (o.explain !== undefined && o.explain !== null) { td.tabIndex = 0; td.dataset.explain = String(o.explain); }
   return td;
+}
+
+// A weight's colour on the heatmap, as the terminal's (kernel/display.py weight_rgb, whose
+// stops build.py writes into HEAT): clamped to [0, 1] and rounded to HEAT.decimals as
+// Python's round() does (half to even, on the exact value), the stops mixed in a straight
+// line, each channel rounded half to even. dark: a dark background, light text.
+function heatShade(value) {
+  const stops = HEAT.stops;
+  const w = Number(fixed(Math.min(Math.max(value, 0), 1), HEAT.decimals));
+  const at = w * (stops.length - 1);
+  const low = Math.min(Math.floor(at), stops.length - 2);
+  const frac = at - low;
+  const rgb = stops[low].map((x, k) => halfEven(x + (stops[low + 1][k] - x) * frac));
+  return { rgb, dark: !(w > HEAT.dark_text_above) };
+}
+
+function halfEven(x) {
+  const down = Math.floor(x);
+  const rest = x - down;
+  return rest > 0.5 || (rest === 0.5 && down % 2 !== 0) ? down + 1 : down;
 }
 
 // A row of numbers (one query's scores, a token's k) as a one-row table.

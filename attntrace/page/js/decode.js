@@ -8,17 +8,11 @@ function decodeView(root, doc) {
   const state = { head: 0 };
   const kvOf = (h) => Math.floor(h / group);
   const kvLabel = (h) => kvNote(model, kvOf(h));
+  const headRow = (h) => `head ${h}${model.kv_heads < model.heads ? ` (K/V ${kvOf(h)})` : ""}`; // as the terminal's rows
 
   const c = doc.comparison;
   const header = pageHeader("decode", model, doc.tokens, null, doc.precision ? [`computed in ${doc.precision.dtype}`] : []);
-  // as the terminal says it: judged against float64's rounding bound (a figure of the
-  // numbers alone), never the difference's machine-dependent last bits
-  const over = `${plural(steps.length, "step")} × ${plural(model.heads, "head")}`;
-  header.append(el("p", { class: "verdict", id: "verdict" }, doc.precision
-    ? (c.matches ? `decode matches full causal attention in ${doc.precision.dtype}, cell for cell: ${over}`
-      : `decode differs from full causal attention in ${doc.precision.dtype} in ${plural(c.differing_cells, "cell")}: ${over}`)
-    : (c.matches ? `decode matches full causal attention: ${over}, every output within float64 rounding of it (|Δ| ${differenceBound(c.rounding_bound)})`
-      : `decode DIFFERS FROM full causal attention: ${over}, max |Δ| ${significant(c.max_abs_delta, 2)}, past float64 rounding (|Δ| ${differenceBound(c.rounding_bound)})`)));
+  header.append(...verdictLines(doc));
   header.append(el("p", { class: "facts" }, `Multiply-adds over ${plural(steps.length, "step")}: ${doc.totals.cached.toLocaleString("en")} with the cache, ${doc.totals.recomputed.toLocaleString("en")} recomputing every prefix.`));
   const nav = el("nav", { class: "controls", "aria-label": "Decoding steps" });
   const growth = el("section", { id: "cache-growth", class: "growth", "aria-label": "The cache's length at every step" });
@@ -28,6 +22,11 @@ function decodeView(root, doc) {
   if (model.heads > 1) {
     nav.append(el("label", { for: "head" }, "Head "), headSelect(range(model.heads), (h) => `head ${h}${kvLabel(h)}`, (h) => { state.head = h; stepper.draw(); }));
   }
+
+  // a cached position's label, as the terminal's decode writes it
+  const unique = uniqueLabels(doc.tokens);
+  const windowed = model.window !== null && model.window !== undefined;
+  const positionLabel = (p) => (windowed ? `${visible(doc.tokens[p], LABEL_LIMIT)} @${p}` : visible(unique[p], LABEL_LIMIT));
 
   function drawGrowth(at) {
     const most = Math.max(...steps.map((s) => s.cache_length));
@@ -47,18 +46,17 @@ function decodeView(root, doc) {
     const s = steps[at];
     const h = state.head;
     const g = kvOf(h);
-    const cached = s.cache_positions.map((p) => `${visible(steps[p].token, LABEL_LIMIT)} (${p})`);
+    // the rows as the terminal labels them: the#0 … the#4 (with a window, 'the @4'), the
+    // row just appended '◀ new'
+    const keys = s.cache_positions.map((p) => positionLabel(p));
+    const cached = s.cache_positions.map((p, r) => (p === s.t ? `${keys[r]} ◀ new` : keys[r]));
     const newRow = (r) => (s.cache_positions[r] === s.t ? "new" : null);
-    const kCache = { name: "K cache", shape: [cached.length, s.k[g].length], rows: cached, cols: dims(s.k[g].length), data: s.cache_positions.map((p) => steps[p].k[g]) };
-    const vCache = { name: "V cache", shape: [cached.length, s.v[g].length], rows: cached, cols: dims(s.v[g].length), data: s.cache_positions.map((p) => steps[p].v[g]) };
+    const kCache = { name: "K cache", shape: [cached.length, s.k[g].length], shownRows: cached, rows: cached, cols: dims(s.k[g].length), data: s.cache_positions.map((p) => steps[p].k[g]) };
+    const vCache = { name: "V cache", shape: [cached.length, s.v[g].length], shownRows: cached, rows: cached, cols: dims(s.v[g].length), data: s.cache_positions.map((p) => steps[p].v[g]) };
+    const token = quoted(s.token);
     const card = el("article", { class: "stage current decode-step", "data-step": at, "aria-current": "step" },
-      el("h2", {}, `Step ${at + 1}: the token ${quoted(s.token)} at position ${s.t}`, el("span", { class: "who" }, ` · head ${h}${kvLabel(h)}`)),
-      el("p", { class: "caption" }, "Its query, key and value are computed from its row of X alone; the key and value are appended to the cache; the query attends to every cached key."),
-      el("h3", {}, "q, k, v of the new token"),
-      el("div", { class: "side-by-side" },
-        vectorTable("q", "q", s.q[h], dims(s.q[h].length), { key: `q-${at}` }),
-        vectorTable("k", "k", s.k[g], dims(s.k[g].length), { key: `k-${at}` }),
-        vectorTable("v", "v", s.v[g], dims(s.v[g].length), { key: `v-${at}` })),
+      el("h2", {}, `Step ${at + 1} of ${steps.length} (t = ${s.t}): ${token}`, el("span", { class: "who" }, ` · head ${h}${kvLabel(h)}`)),
+      el("p", { class: "caption" }, `appends its k and v to the cache, then its q attends over ${plural(keys.length, "cached key")}`),
     );
     if (s.dropped !== null && s.dropped !== undefined) {
       const dropped = Array.isArray(s.dropped) ? s.dropped : [s.dropped];
@@ -70,16 +68,57 @@ function decodeView(root, doc) {
           matrixTable(kCache, { key: `K-${at}`, mark: newRow })),
         el("div", {}, el("h3", {}, `V cache [${vCache.shape[0]} × ${vCache.shape[1]}]`),
           matrixTable(vCache, { key: `V-${at}`, mark: newRow }))),
-      el("h3", {}, "scores = q · Kᵀ and scaled = scores / √d_k, one column per cached key"),
-      matrixTable({ name: "scores", shape: [2, cached.length], rows: ["scores", "scaled"], cols: cached, data: [s.scores[h], s.scaled[h]] }, { key: `s-${at}` }),
-      el("h3", {}, "weights = softmax(scaled)"),
-      vectorTable("weights", "weights", s.weights[h], cached, { key: `w-${at}`, heat: true }),
-      el("h3", {}, "output = weights · V cache"),
-      vectorTable("output", "output", s.output[h], dims(s.output[h].length), { key: `o-${at}` }),
+      el("h3", {}, `scaled = q·Kᵀ / √${model.d_k} for ${token} over the cache${model.positions === "rope" ? ` (q turned by RoPE at position ${s.t})` : ""}   [1 × ${keys.length}]`),
+      vectorTable("scaled", headRow(h), s.scaled[h], keys, { key: `s-${at}`, shownCols: keys }),
+      el("h3", {}, `softmax of each row: where ${token} looks`),
+      vectorTable("weights", headRow(h), s.weights[h], keys, { key: `w-${at}`, heat: true, shownCols: keys }),
+      el("h3", {}, `output = softmax · V cache: the row of ${token}`),
+      vectorTable("output", headRow(h), s.output[h], dims(s.output[h].length), { key: `o-${at}` }),
     );
-    if (s.projected) card.append(el("h3", {}, "projected = every head's output · WO"), vectorTable("projected", "projected", s.projected, dims(s.projected.length), { key: `p-${at}` }));
+    if (s.projected) card.append(el("h3", {}, "projected = concat of the heads · WO"), vectorTable("projected", "projected", s.projected, dims(s.projected.length), { key: `p-${at}` }));
     card.append(el("p", { class: "facts" }, `This step: ${s.multiply_adds.cached.toLocaleString("en")} multiply-adds with the cache, ${s.multiply_adds.recomputed.toLocaleString("en")} recomputing the prefix.`));
     area.replaceChildren(card);
   }
   stepper.draw();
+}
+
+// The verdict in the terminal's words (decode/views/summary.py): the bound it was judged
+// against to two digits rounded up, and the difference measured where the page was made.
+function verdictLines(doc) {
+  const model = doc.model;
+  const c = doc.comparison;
+  const steps = doc.steps.length;
+  const over = `${plural(steps, "step")} × ${plural(model.heads, "head")}`;
+  const line = (id, text) => el("p", { class: id === "verdict" ? "verdict" : "facts", id }, text);
+  if (doc.precision) {
+    const dtype = doc.precision.dtype;
+    if (c.matches) {
+      return [line("verdict", `decode equals full causal attention in ${dtype} exactly: max |Δ| = 0`),
+        line("bound", `${over}, every output cell: the same rounded operations (a masked key adds exp(−∞) = 0 to the sum and 0 · v = 0 to the output)`)];
+    }
+    const cells = plural(c.differing_cells, "cell").replace(/^(\d+)/, (n) => Number(n).toLocaleString("en"));
+    const size = c.max_abs_delta === null ? "—" : c.max_abs_delta === 0 ? "0" : exponential(c.max_abs_delta, 1);
+    return [line("verdict", `decode DIFFERS FROM full causal attention in ${dtype}: ${cells} of ${over}; max |Δ| = ${size} over the cells both hold finite`)];
+  }
+  const bound = `|Δ| ≤ ${roundedUp(c.rounding_bound)} for these numbers`;
+  if (!c.matches) {
+    return [line("verdict", `decode DIFFERS FROM full causal attention: ${over}`),
+      line("bound", `max |Δ| = ${exponential(c.max_abs_delta, 1)}, past float64 rounding: ${bound}`)];
+  }
+  return [line("verdict", `decode matches full causal attention: ${over}`),
+    line("bound", `every output within float64 rounding of it: ${bound}`),
+    line("measured", `measured here: max |Δ| = ${exponential(c.max_abs_delta, 1)} (the last bits depend on the CPU's BLAS)`)];
+}
+
+// Python's decode/views/summary.rounded_up: two significant digits, rounded up, so that
+// what is shown is never less than what was checked.
+function roundedUp(bound) {
+  if (bound <= 0) return "0";
+  let text = exponential(bound, 1);
+  if (Number(text) < bound) {
+    const [mantissa, exponent] = text.split("e");
+    text = `${fixed(Number(mantissa) + 0.1, 1)}e${exponent}`;
+    text = exponential(Number(text), 1);
+  }
+  return text;
 }

@@ -10,6 +10,10 @@ function flashView(root, doc) {
   const rowBlocks = Math.ceil(n / doc.block_q);
   const colBlocks = Math.ceil(m / doc.block_k);
   const kv = kvNote(model, doc.kv_head);
+  // the whole sentence's labels, as the terminal's (the#0, the#4): a tile's slice of them
+  // would tell nothing apart, or number a repeat by its place in the tile
+  const queryLabels = uniqueLabels(doc.tokens);
+  const keyLabels = uniqueLabels(doc.key_tokens);
   const header = pageHeader("flash", model, doc.tokens, doc.key_tokens !== doc.tokens && doc.key_tokens.join("\u0000") !== doc.tokens.join("\u0000") ? doc.key_tokens : null,
     [`head ${doc.head}${kv}`, `FlashAttention${doc.variant === 2 ? "-2" : ""}`, `tiles of ${doc.block_q} queries × ${doc.block_k} keys`]);
   const nav = el("nav", { class: "controls", "aria-label": "Tiles" });
@@ -20,7 +24,7 @@ function flashView(root, doc) {
   const stepper = makeStepper(nav, () => tiles.length + 1,
     (i, count) => (i === last ? `Step ${count} of ${count}: the result` : `Tile ${i + 1} of ${tiles.length}: (${tiles[i].i}, ${tiles[i].j})${tiles[i].skipped ? ", skipped" : ""}`), draw);
 
-  const tokenRange = (tokens, [a, b]) => `${quoted(tokens[a])} to ${quoted(tokens[b - 1])} (${a}–${b - 1})`;
+  const tokenRange = (labels, [a, b]) => `${quoted(labels[a])} to ${quoted(labels[b - 1])} (${a}–${b - 1})`;
 
   function drawGrid(at) {
     const onTile = document.activeElement && document.activeElement.classList.contains("tile");
@@ -47,17 +51,17 @@ function flashView(root, doc) {
     const rows = range(t.rows[1] - t.rows[0]);
     const cols = ["m old", "block max", "m new", "rescale", "ℓ old", "ℓ new"];
     const data = rows.map((r) => [t.m_old[r], t.block_max ? t.block_max[r] : undefined, t.m_new[r], t.rescale ? t.rescale[r] : undefined, t.l_old[r], t.l_new[r]]);
-    return matrixTable({ name: "running", shape: [rows.length, cols.length], rows: rows.map((r) => doc.tokens[t.rows[0] + r]), cols, data }, { key: `run-${t.i}-${t.j}` });
+    return matrixTable({ name: "running", shape: [rows.length, cols.length], rows: rows.map((r) => queryLabels[t.rows[0] + r]), cols, data }, { key: `run-${t.i}-${t.j}` });
   }
 
   function draw(at) {
     drawGrid(at);
     if (at === last) { area.replaceChildren(resultCard()); return; }
     const t = tiles[at];
-    const rowsOf = range(t.rows[1] - t.rows[0]).map((r) => doc.tokens[t.rows[0] + r]);
-    const colsOf = range(t.cols[1] - t.cols[0]).map((c) => doc.key_tokens[t.cols[0] + c]);
+    const rowsOf = range(t.rows[1] - t.rows[0]).map((r) => queryLabels[t.rows[0] + r]);
+    const colsOf = range(t.cols[1] - t.cols[0]).map((c) => keyLabels[t.cols[0] + c]);
     const card = el("article", { class: "stage current tile-step", "data-tile": `${t.i},${t.j}`, "aria-current": "step" },
-      el("h2", {}, `Tile (${t.i}, ${t.j}): queries ${tokenRange(doc.tokens, t.rows)} × keys ${tokenRange(doc.key_tokens, t.cols)}`));
+      el("h2", {}, `Tile (${t.i}, ${t.j}): queries ${tokenRange(queryLabels, t.rows)} × keys ${tokenRange(keyLabels, t.cols)}`));
     if (t.skipped) {
       card.append(el("p", { class: "note", id: "skipped" }, `Skipped: every cell is hidden (${t.why}). Nothing is loaded or computed; m, ℓ and O stay as they were.`));
     } else {

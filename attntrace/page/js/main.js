@@ -1,11 +1,16 @@
 // Reads the documents embedded in the page and draws the view they call for: a command's
 // own (decode, flash, check, diff, grad), else the trace explorer.
-(function main() {
+(async function main() {
   const blocks = {};
-  for (const block of document.querySelectorAll('script[type="application/json"]')) {
-    blocks[block.id] = JSON.parse(block.textContent);
-  }
   const app = document.getElementById("app");
+  try {
+    for (const block of document.querySelectorAll('script[type="application/json"]')) {
+      blocks[block.id] = await unpackedBlock(JSON.parse(block.textContent)); // packed.js
+    }
+  } catch (error) {
+    app.replaceChildren(el("p", { class: "note", id: "unreadable" }, `This page's documents could not be read: ${error.message}. The file holds them all the same: python -m attntrace.page.packing FILE.html writes them out.`));
+    throw error;
+  }
   app.replaceChildren();
   const captions = blocks.captions || [];
   if (blocks.decode) decodeView(app, blocks.decode);
@@ -22,7 +27,7 @@
     traceView(app, blocks.trace, captions, { leftOut: Number(app.dataset.headsLeftOut || "0") });
   }
   // For a console, and for the tests that hold these to attntrace's Python.
-  window.attntrace = Object.freeze({ fmt, significant, visible, documents: blocks, document: blocks.trace || null });
+  window.attntrace = Object.freeze({ fmt, significant, visible, heatShade, documents: blocks, document: blocks.trace || null });
   document.body.dataset.readyAt = String(performance.now()); // benchmarks/page.py reads it
   document.body.dataset.ready = "true";
 })();

@@ -1,0 +1,257 @@
+"""A big page's numbers as binary: the embedded document packed, and taken back out exactly.
+
+A real model's page is mostly its weight matrices, and a float64 written in decimal JSON
+takes about 19 bytes: a 12-token SmolLM2 layer came to 16 MB. So a block of more than
+:data:`PACK_AT` bytes of JSON is embedded packed (docs/page.md, "What the file holds"):
+every run of numbers (a matrix, a vector) of at least :data:`SMALLEST` numbers leaves the
+document for one binary stream, each as little-endian float32 where every one of its
+values is a float32 exactly (checked) and float64 otherwise, laid out by row or by column
+whichever deflates smaller, an array equal to one already there stored once; the stream
+deflated (zlib) and written in base64. The document keeps ``{"$array": k}`` where the
+numbers stood. The page inflates it with the browser's DecompressionStream.
+
+Nothing is rounded: :func:`unpack` gives back the very bytes the command's ``--json``
+writes (orjson writes a float the same from a list or from numpy; a null is a NaN in the
+stream), and :func:`pack` checks that it does before a page uses the packed form, keeping
+the plain JSON otherwise. ``python -m attntrace.page.packing PAGE.html [BLOCK]`` writes a
+page's document back out.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import sys
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: The packed block's marker (its ``packed`` field), and the format's version.
+PACKED = "attntrace/packed/v1"
+#: How a document's JSON may have been written (``run``'s and ``flash``'s by orjson,
+#: ``decode``'s, ``check``'s and ``diff``'s by Python's json): a packed block names which,
+#: so that it is given back in the very same bytes.
+WRITERS = ("orjson", "json")
+#: A block of more bytes of JSON than this is packed; a smaller one stays as it is.
+PACK_AT = 1 << 20
+#: An array of fewer numbers stays in the document.
+SMALLEST = 64
+
+_TRIAL = 1 << 16
+
+__all__ = ["PACKED", "PACK_AT", "SMALLEST", "is_packed", "pack", "page_documents", "unpack"]
+
+
+def pack(json_bytes: bytes) -> bytes:
+    """``json_bytes`` packed (as JSON), or as it is where it holds no array to pack or
+    where the packed form would not give it back exactly."""
+    import orjson
+
+    arrays: list[np.ndarray] = []
+    document = _pulled(orjson.loads(json_bytes), arrays)
+    if not arrays:
+        return json_bytes
+    stream, entries = _stream(arrays)
+    block = {
+        "packed": PACKED,
+        "writer": "orjson",
+        "encoding": "deflate, base64",
+        "arrays": entries,
+        "document": document,
+        "data": base64.b64encode(zlib.compress(stream, 6)).decode("ascii"),
+    }
+    for writer in WRITERS:  # the one that wrote json_bytes gives them back
+        block["writer"] = writer
+        if unpack(block) == json_bytes:
+            return orjson.dumps(block)
+    return json_bytes  # never seen: the plain page, then
+
+
+def is_packed(block: Any) -> bool:
+    """Whether a parsed block is a packed document rather than the document itself."""
+    return isinstance(block, dict) and block.get("packed") == PACKED
+
+
+def unpack(block: dict[str, Any]) -> bytes:
+    """A packed block's document, as the bytes the command's ``--json`` writes."""
+    import numpy as np
+    import orjson
+
+    stream = zlib.decompress(base64.b64decode(block["data"]))
+    arrays = []
+    for entry in block["arrays"]:
+        dtype = np.dtype("<f4" if entry["dtype"] == "float32" else "<f8")
+        count = int(np.prod(entry["shape"]))
+        flat = np.frombuffer(stream, dtype, count, entry["offset"]).astype(np.float64)
+        shape = entry["shape"] if entry["order"] == "C" else entry["shape"][::-1]
+        values = flat.reshape(shape)
+        arrays.append(np.ascontiguousarray(values if entry["order"] == "C" else values.T))
+    document = _restored(block["document"], arrays)
+    if block.get("writer") == "json":  # Python's json: 1e-09 where orjson writes 1e-9
+        from attntrace.kernel.documents import plain_dumps
+
+        return plain_dumps(_listed(document)).encode()
+    return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def page_documents(page: str) -> dict[str, bytes]:
+    """Every document a page embeds, by its block's name, as the command's ``--json``
+    writes it (packed or not)."""
+    import json
+
+    found = {}
+    for name, text in _BLOCK.findall(page):
+        block = json.loads(text)
+        found[name] = unpack(block) if is_packed(block) else _unescaped(text).encode()
+    return found
+
+
+_BLOCK = re.compile(r'<script type="application/json" id="([^"]+)">(.*?)</script>', re.DOTALL)
+# an escape \uXXXX (a pair of them for a character past U+FFFF), not itself escaped
+_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)((?:\\u[0-9a-f]{4})+)")
+
+
+def _unescaped(text: str) -> str:
+    """A plain block's JSON as the command wrote it: the page wrote each ``<`` and each
+    character a terminal would act on as its ``\\uXXXX`` escape (build._script_safe),
+    where both of attntrace's JSON writers write the character itself; they escape only
+    the characters below U+0020, which stay escaped."""
+
+    def raw(match: re.Match[str]) -> str:
+        units = [int(match[2][i + 2 : i + 6], 16) for i in range(0, len(match[2]), 6)]
+        chars = bytes(b for u in units for b in u.to_bytes(2, "big")).decode(
+            "utf-16-be", "surrogatepass"
+        )
+        kept = "".join(c if ord(c) >= 0x20 else f"\\u{ord(c):04x}" for c in chars)
+        return match[1] + kept
+
+    return _ESCAPE.sub(raw, text)
+
+
+def _numbers(node: list[Any]) -> tuple[int, ...] | None:
+    """The shape of a vector or a matrix of floats (null counted as a float), else None."""
+    if node and all(type(x) is float or x is None for x in node):
+        return (len(node),)
+    if not node or not all(type(row) is list and row for row in node):
+        return None
+    width = len(node[0])
+    if all(len(row) == width and all(type(x) is float or x is None for x in row) for row in node):
+        return (len(node), width)
+    return None
+
+
+def _pulled(node: Any, arrays: list[np.ndarray]) -> Any:
+    """``node`` with each array of numbers replaced by ``{"$array": k}``, the numbers
+    added to ``arrays`` (null as NaN)."""
+    import numpy as np
+
+    if isinstance(node, dict):
+        return {key: _pulled(value, arrays) for key, value in node.items()}
+    if not isinstance(node, list):
+        return node
+    shape = _numbers(node)
+    if shape is None or int(np.prod(shape)) < SMALLEST:
+        return [_pulled(item, arrays) for item in node]
+    arrays.append(np.array(node, dtype=np.float64).reshape(shape))  # None -> nan
+    return {"$array": len(arrays) - 1}
+
+
+def _listed(node: Any) -> Any:
+    """``node`` with each array as lists (a NaN as None), for Python's json."""
+    import numpy as np
+
+    if isinstance(node, np.ndarray):
+        cells = node.astype(object)
+        cells[np.isnan(node)] = None
+        return cells.tolist()
+    if isinstance(node, dict):
+        return {key: _listed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_listed(item) for item in node]
+    return node
+
+
+def _restored(node: Any, arrays: list[np.ndarray]) -> Any:
+    if isinstance(node, dict):
+        if node.keys() == {"$array"}:
+            return arrays[node["$array"]]
+        return {key: _restored(value, arrays) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_restored(item, arrays) for item in node]
+    return node
+
+
+def _stream(arrays: list[np.ndarray]) -> tuple[bytes, list[dict[str, Any]]]:
+    """The arrays' bytes one after another, and each one's entry; an array already in
+    the stream, byte for byte, points at it (GQA's heads share their K and V)."""
+    pieces: list[bytes] = []
+    at: dict[bytes, int] = {}
+    entries = []
+    offset = 0
+    for values in arrays:
+        dtype, order, data = _encoded(values)
+        key = f"{dtype} {order} {values.shape}".encode() + data
+        if key not in at:
+            at[key] = offset
+            pieces.append(data)
+            offset += len(data)
+        entries.append(
+            {"shape": list(values.shape), "dtype": dtype, "order": order, "offset": at[key]}
+        )
+    return b"".join(pieces), entries
+
+
+def _encoded(values: np.ndarray) -> tuple[str, str, bytes]:
+    """(dtype, order, bytes): float32 where it holds every value exactly, else float64;
+    by column where that deflates smaller (a quantized model's blocks run down a column)."""
+    import numpy as np
+
+    narrow = values.astype("<f4")
+    exact = np.array_equal(narrow.astype(np.float64), values, equal_nan=True)
+    kept = narrow if exact else values.astype("<f8")
+    dtype = "float32" if exact else "float64"
+    by_row = kept.tobytes(order="C")
+    if kept.ndim < 2 or min(kept.shape) < 2:
+        return dtype, "C", by_row
+    by_column = kept.tobytes(order="F")
+    sample = _TRIAL  # the first bytes of each tell which way deflates smaller
+    if len(zlib.compress(by_column[:sample], 1)) < len(zlib.compress(by_row[:sample], 1)):
+        return dtype, "F", by_column
+    return dtype, "C", by_row
+
+
+def main(argv: list[str]) -> int:
+    """``python -m attntrace.page.packing PAGE.html [BLOCK]``: the page's document
+    (its first block, or BLOCK) on stdout, byte for byte as the command's ``--json``
+    writes it, its newline too."""
+    if not 1 <= len(argv) <= 2:
+        _error("usage: python -m attntrace.page.packing PAGE.html [BLOCK]")
+        return 2
+    try:
+        documents = page_documents(Path(argv[0]).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not a page's JSON
+        _error(f"{argv[0]}: cannot read the page: {error}")
+        return 2
+    if not documents:
+        _error(f"{argv[0]}: expected an attntrace page, found none")
+        return 2
+    name = argv[1] if len(argv) == 2 else next(iter(documents))
+    if name not in documents:
+        _error(f"{argv[0]}: no block {name!r} in the page")
+        return 2
+    sys.stdout.buffer.write(documents[name] + b"\n")  # as --json ends its document
+    return 0
+
+
+def _error(message: str) -> None:
+    """One line on stderr, a file's name or a block's escaped as the terminal's are."""
+    from attntrace.visible import visible
+
+    sys.stderr.write(f"attntrace: error: {visible(message, 400)}\n")
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a script
+    raise SystemExit(main(sys.argv[1:]))
