@@ -18,7 +18,7 @@ def test_every_run_time_dependency_is_pinned_at_its_floor_for_the_lowest_run() -
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     block = pyproject.split("dependencies = [", 1)[1].split("\n]", 1)[0]
     named = re.findall(r'^\s*"([A-Za-z0-9_.-]+)>=([^,"]+)', block, re.MULTILINE)
-    assert {name for name, _ in named} == {"numpy", "typer", "rich", "PyYAML", "orjson"}
+    assert {name for name, _ in named} == {"numpy", "typer", "rich", "PyYAML", "orjson", "textual"}
     assert lowest.floors(ROOT / "pyproject.toml") == [f"{n}=={v}" for n, v in named]
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert 'pip install -q -c "$logs/floors.txt"' in run
