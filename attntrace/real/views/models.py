@@ -120,6 +120,8 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped | R
             f"{model_name(ranking.model.name)}, heaviest first:",
         )
     )
+    for note in ranking.notes:  # which of a repeated token was taken, as --focus says
+        yield Wrapped(Text(visible(note), style="dim"))
     yield Text()
     shown = ranking.rows if top == 0 else ranking.rows[:top]
     yield Ranked(
