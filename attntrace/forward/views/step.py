@@ -21,6 +21,7 @@ from attntrace.forward.views.dtype import precision_line
 from attntrace.forward.views.focus import SECTION_OF_STAGE
 from attntrace.forward.views.stage_block import stage_body
 from attntrace.forward.words import paragraph, shape_equation
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.trace import Trace
 from attntrace.ui.titles import fitted_title, head_label
 from attntrace.ui.view import DEFAULT_VIEW, View
@@ -160,6 +161,9 @@ def show_stage(
             (f"  ⟵  {sentence_line(context, view)}" if context else "", "dim"),
         )
     )
+    marks = marks_note(trace.tokens, context or ()) if index == 0 else ""
+    if marks:  # a trained model's tokens: what Ġ, ▁ or ## mean, on the first screen
+        console.print(Wrapped(Text(marks, style="dim")))
     heading = Group(
         fitted_title(stage, trace.model), Wrapped(Text(shape_equation(stage, trace), style="cyan"))
     )

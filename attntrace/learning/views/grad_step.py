@@ -23,6 +23,7 @@ from attntrace.forward.views.step import (
     new_screen,
     walk,
 )
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.trace import Stage
 from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import stage_caption, stage_paragraph
@@ -111,6 +112,9 @@ def show_gradient(
             (f"   {trace.model.name}: {sentence_line(trace.tokens, view)}", "dim"),
         )
     )
+    marks = marks_note(trace.tokens, trace.context_tokens or ()) if index == 0 else ""
+    if marks:  # a trained model's tokens: what Ġ, ▁ or ## mean, on the first screen
+        console.print(Wrapped(Text(marks, style="dim")))
     console.print(Wrapped(loss_line(grad, view)))
     console.print(Panel(fitted_title(stage, trace.model), expand=False))
     console.print(Wrapped(Text(stage_paragraph(stage, grad))))
