@@ -216,6 +216,7 @@ def terminal_flags() -> list[Parameter]:
             param_decls=["--color"],
             metavar="WHEN",
             expose_value=False,
+            is_eager=True,  # before --help, which then draws as asked
             callback=color_given,
             help="auto (a terminal, unless NO_COLOR), always (a pipe too) or never; "
             "wins over NO_COLOR and FORCE_COLOR.",
@@ -224,6 +225,7 @@ def terminal_flags() -> list[Parameter]:
             param_decls=["--width"],
             metavar="N",
             expose_value=False,
+            is_eager=True,  # before --help, which then draws as asked
             callback=width_given,
             help=f"Draw N columns wide ({WIDTHS[0]}–{WIDTHS[1]}); wins over COLUMNS.",
         ),

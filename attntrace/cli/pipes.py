@@ -6,12 +6,13 @@ write that fails for another reason (a full disk) is one line and exit 1.
 
 ``--color`` and ``--width`` (:func:`color_given`, :func:`width_given`) are said to
 every console through the variables Rich and the rest already read (``NO_COLOR``,
-``FORCE_COLOR``, ``COLUMNS``), so the tables, step mode, progress and ``--help`` all
-follow them; the variables are put back when the command ends (a test runs many
-commands in one process). ``--color always`` is the one the environment cannot say
-without lying: ``FORCE_COLOR`` makes Rich take a pipe for a terminal (step mode would
-clear the screen, ``train`` redraw), so :func:`stdout_console` is given a colour
-system instead and stays a pipe that happens to be coloured.
+``FORCE_COLOR``, ``COLUMNS``), so the tables, step mode, progress and ``--help`` (but
+for ``always``, which Typer's help console does not hear) follow them; the variables
+are put back when the command ends (a test runs many commands in one process).
+``--color always`` is the one the environment cannot say without lying:
+``FORCE_COLOR`` makes Rich take a pipe for a terminal (step mode would clear the
+screen, ``train`` redraw), so :func:`stdout_console` is given a colour system instead
+and stays a pipe that happens to be coloured.
 """
 
 from __future__ import annotations

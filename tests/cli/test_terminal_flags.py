@@ -58,6 +58,8 @@ def test_width_wins_over_columns_before_or_after_the_command() -> None:
     assert drawn("--width", "40", "run", "-s", "it-animal", COLUMNS="200").stdout == narrow
     wide = drawn("run", "-s", "it-animal", "--width", "200").stdout
     assert max(len(line) for line in wide.splitlines()) > 80  # "street" and the rest fit
+    for args in (["run", "--width", "40", "--help"], ["--width", "40", "run", "--help"]):
+        assert max(len(line) for line in drawn(*args).stdout.splitlines()) == 40, args
 
 
 def test_the_variables_are_put_back_when_the_command_ends() -> None:
