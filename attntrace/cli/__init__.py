@@ -17,9 +17,10 @@ process (start and exit).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup  # what `import typer` loaded already
 
 from attntrace import __version__
 from attntrace.cli import (
@@ -38,22 +39,39 @@ from attntrace.cli import (
     train,
 )
 from attntrace.cli.exits import bad_input_fails
+from attntrace.cli.options import DrawingCommand, terminal_flags
 from attntrace.cli.pipes import drop_stdout
 from attntrace.cli.process import (
     FULL,
     ascii_where_needed,
+    completion_flags,
     exit_now,
     no_numpy_warnings,
     run_app,
     sane_terminal_size,
+    shell_named,
     stdout_is_devnull,
     streams_open,
 )
 from attntrace.cli.progress import environment_checked, progress_shown
 from attntrace.environment import one_blas_thread
 
+
+class _Attntrace(TyperGroup):
+    """The app's group: ``--color`` and ``--width`` before the command's name too, and
+    shell completion's two flags (cli/process.py)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.params.extend([*terminal_flags(), *completion_flags()])
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, shell_named(args))
+
+
 app = typer.Typer(
     name="attntrace",
+    cls=_Attntrace,
     help="Trace scaled dot-product attention stage by stage: every matrix, labelled by token.",
     no_args_is_help=True,
     add_completion=False,
@@ -86,22 +104,22 @@ def _main(
 
 
 # In the order `attntrace --help` lists them.
-app.command()(run.run)
-app.command()(run.render)
-app.command()(explore.explore)
-app.command()(check.check)
-app.command()(diff.diff)
-app.command()(grad.grad)
-app.command()(train.train)
-app.command()(scaling.scaling)
+app.command(cls=DrawingCommand)(run.run)
+app.command(cls=DrawingCommand)(run.render)
+app.command(cls=DrawingCommand)(explore.explore)
+app.command(cls=DrawingCommand)(check.check)
+app.command(cls=DrawingCommand)(diff.diff)
+app.command(cls=DrawingCommand)(grad.grad)
+app.command(cls=DrawingCommand)(train.train)
+app.command(cls=DrawingCommand)(scaling.scaling)
 # softmax: -1 is a value, not an unknown option
-app.command(context_settings={"ignore_unknown_options": True})(softmax.softmax)
-app.command()(decode.decode)
-app.command()(flash.flash)
-app.command("kv-cache")(kv_cache.kv_cache)
-app.command("models")(real.models_command)
-app.command("heads")(real.heads_command)
-app.command("samples")(samples.samples_command)
+app.command(context_settings={"ignore_unknown_options": True}, cls=DrawingCommand)(softmax.softmax)
+app.command(cls=DrawingCommand)(decode.decode)
+app.command(cls=DrawingCommand)(flash.flash)
+app.command("kv-cache", cls=DrawingCommand)(kv_cache.kv_cache)
+app.command("models", cls=DrawingCommand)(real.models_command)
+app.command("heads", cls=DrawingCommand)(real.heads_command)
+app.command("samples", cls=DrawingCommand)(samples.samples_command)
 
 
 def main() -> None:

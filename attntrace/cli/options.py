@@ -16,9 +16,13 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand  # what `import typer` loaded already
+
+if TYPE_CHECKING:
+    from typer._click import Parameter
 
 # The loss of `grad` and `train` (docs/learning.md#the-losses).
 LossFlag = Annotated[
@@ -213,3 +217,41 @@ def flag_group(
         return with_group
 
     return decorate
+
+
+def terminal_flags() -> list[Parameter]:
+    """``--color WHEN`` and ``--width N``, made anew for each command that takes them
+    (every command, and ``attntrace`` itself before the command's name): they win over
+    ``NO_COLOR``, ``FORCE_COLOR`` and ``COLUMNS`` (:mod:`attntrace.cli.pipes`)."""
+    from typer.core import TyperOption  # what `import typer` loaded already
+
+    from attntrace.cli.pipes import WIDTHS, color_given, width_given
+
+    return [
+        TyperOption(
+            param_decls=["--color"],
+            metavar="WHEN",
+            expose_value=False,
+            is_eager=True,  # before --help, which then draws as asked
+            callback=color_given,
+            help="auto (a terminal, unless NO_COLOR), always (a pipe too) or never; "
+            "wins over NO_COLOR and FORCE_COLOR.",
+        ),
+        TyperOption(
+            param_decls=["--width"],
+            metavar="N",
+            expose_value=False,
+            is_eager=True,  # before --help, which then draws as asked
+            callback=width_given,
+            help=f"Draw N columns wide ({WIDTHS[0]}–{WIDTHS[1]}); wins over COLUMNS.",
+        ),
+    ]
+
+
+class DrawingCommand(TyperCommand):
+    """Every command's class: Typer's, with :func:`terminal_flags` after its own flags,
+    so that ``attntrace run --color never`` works without each signature naming them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.extend(terminal_flags())

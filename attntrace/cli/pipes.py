@@ -3,6 +3,16 @@
 Every command's output is written inside :func:`quiet_pipe`, on a console from
 :func:`stdout_console`, so a closed pipe ends with exit 0 and nothing on stderr, and a
 write that fails for another reason (a full disk) is one line and exit 1.
+
+``--color`` and ``--width`` (:func:`color_given`, :func:`width_given`) are said to
+every console through the variables Rich and the rest already read (``NO_COLOR``,
+``FORCE_COLOR``, ``COLUMNS``), so the tables, step mode, progress and ``--help`` (but
+for ``always``, which Typer's help console does not hear) follow them; the variables
+are put back when the command ends (a test runs many commands in one process).
+``--color always`` is the one the environment cannot say without lying:
+``FORCE_COLOR`` makes Rich take a pipe for a terminal (step mode would clear the
+screen, ``train`` redraw), so :func:`stdout_console` is given a colour system instead
+and stays a pipe that happens to be coloured.
 """
 
 from __future__ import annotations
@@ -11,12 +21,91 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from typer._click import Context, Parameter
+
+COLORS = ("auto", "always", "never")
+WIDTHS = (20, 1000)  # as COLUMNS is kept (cli/process.py)
+_TERMINAL_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "COLUMNS")
+
+
+class _Flags:
+    """What ``--color`` and ``--width`` changed, to put back when the command ends."""
+
+    saved: dict[str, str | None] | None = None  # the variables as the command found them
+    always = False  # --color always: stdout coloured, a pipe or not
+
+
+def _changing(ctx: Context) -> dict[str, str | None]:
+    """The environment as it was before the first flag changed it; the restoring is
+    registered once, on the outermost command, so it runs when everything has drawn."""
+    if _Flags.saved is None:
+        _Flags.saved = {name: os.environ.get(name) for name in _TERMINAL_VARIABLES}
+        ctx.find_root().call_on_close(_restore)
+    return _Flags.saved
+
+
+def _restore() -> None:
+    saved, _Flags.saved, _Flags.always = _Flags.saved or {}, None, False
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def color_given(ctx: Context, _param: Parameter, value: str | None) -> None:
+    """``--color WHEN``: ``never`` is ``NO_COLOR=1`` (and no ``FORCE_COLOR``); ``always``
+    colours stdout into a pipe too; ``auto`` is what the environment says. The last
+    given wins (``attntrace --color never run --color auto``)."""
+    if value is None or ctx.resilient_parsing:
+        return
+    if value not in COLORS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(COLORS)}")
+    saved = _changing(ctx)
+    for name in ("NO_COLOR", "FORCE_COLOR"):  # auto: as the command found them
+        if saved[name] is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved[name] or ""
+    _Flags.always = value == "always"
+    if value == "never":
+        os.environ["NO_COLOR"] = "1"
+        os.environ.pop("FORCE_COLOR", None)
+    elif value == "always":
+        os.environ.pop("NO_COLOR", None)
+
+
+def width_given(ctx: Context, _param: Parameter, value: str | None) -> None:
+    """``--width N``: COLUMNS=N for everything that draws (Rich, the column fitting);
+    unlike COLUMNS, whose odd values are taken to the range, a bad N is refused."""
+    if value is None or ctx.resilient_parsing:
+        return
+    low, high = WIDTHS
+    number = value.strip()
+    if not (number.isascii() and number.isdigit() and low <= int(number) <= high):
+        raise typer.BadParameter(f"{value!r} is not a whole number from {low} to {high}")
+    _changing(ctx)
+    os.environ["COLUMNS"] = str(int(number))
+
+
+def _forced_colors() -> dict[str, Any]:
+    """The colour system ``--color always`` draws stdout in, as Rich would choose it for a
+    terminal (COLORTERM, then TERM's suffix), without making a pipe a terminal."""
+    if not _Flags.always:
+        return {}
+    if os.environ.get("COLORTERM", "").strip().lower() in ("truecolor", "24bit"):
+        system = "truecolor"
+    elif os.environ.get("TERM", "").strip().lower().endswith("256color"):
+        system = "256"
+    else:
+        system = "standard"
+    return {"color_system": system, "no_color": False}
 
 
 @contextmanager
@@ -51,4 +140,4 @@ def stdout_console(*, record: bool = False) -> Console:
             self.quiet = True
             raise BrokenPipeError
 
-    return PipeQuietConsole(highlight=False, record=record)
+    return PipeQuietConsole(highlight=False, record=record, **_forced_colors())

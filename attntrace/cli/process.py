@@ -16,9 +16,12 @@ import unicodedata
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import typer
+
+if TYPE_CHECKING:
+    from typer._click import Context, Parameter
 
 FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO)  # writes that cannot go on
 USAGE_LIMIT = 300  # characters of a usage error's message: it may quote a whole argument
@@ -258,3 +261,99 @@ def stdout_is_devnull() -> bool:
     except (OSError, ValueError):
         return False
     return (out.st_dev, out.st_ino) == (null.st_dev, null.st_ino)
+
+
+# Shell completion (Typer's scripts and its _ATTNTRACE_COMPLETE protocol). Typer's own
+# --show-completion is a flag that detects the shell and ignores a name after it
+# (`--show-completion zsh` in bash printed bash's script): here the name is a value,
+# and the flag alone detects the shell.
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+COMPLETION_FLAGS = ("--show-completion", "--install-completion")
+_DETECT = "detect"  # what the flag given alone stands for
+_GROUP_VALUES = ("--color", "--width", *COMPLETION_FLAGS)  # flags with a value
+
+
+def shell_named(args: list[str]) -> list[str]:
+    """``args`` with the shell of a completion flag given alone made explicit
+    (``--show-completion`` -> ``--show-completion detect``), up to the command's name."""
+    out, words = [], iter(args)
+    for word in words:
+        out.append(word)
+        if word in COMPLETION_FLAGS:
+            following = next(words, None)
+            if following is None or following.startswith("-"):
+                out.append(_DETECT)
+            if following is not None:
+                out.append(following)
+        elif word in _GROUP_VALUES:
+            out.extend(word for word in [next(words, None)] if word is not None)
+        elif not word.startswith("-"):
+            out.extend(words)  # the command's name: the rest is the command's
+    return out
+
+
+def _shell(value: str) -> str:
+    """The shell named, or the one this process runs in."""
+    if value != _DETECT:
+        return value
+    from typer._completion_shared import _get_shell_name  # shellingham, as Typer does
+
+    found = _get_shell_name()
+    if found not in SHELLS:
+        raise typer.BadParameter(
+            f"cannot tell which shell this is ({found or 'none found'}): name one of "
+            + ", ".join(SHELLS)
+        )
+    return found
+
+
+def _completion_given(install: bool) -> Callable[..., None]:
+    def given(ctx: Context, _param: Parameter, value: str | None) -> None:
+        if value is None or ctx.resilient_parsing:
+            return
+        from typer._completion_shared import get_completion_script
+        from typer._completion_shared import install as install_script
+
+        if value not in (*SHELLS, _DETECT):
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(SHELLS)}")
+        shell = _shell(value)
+        if not install:
+            typer.echo(get_completion_script(**_NAMES, shell=shell))
+            raise typer.Exit(0)
+        try:
+            shell, path = install_script(shell=shell, **_NAMES)
+        except OSError as error:
+            where = f" {error.filename}" if error.filename else ""
+            sys.stderr.write(f"attntrace: error: cannot install{where}: {error.strerror}\n")
+            raise typer.Exit(1) from None
+        typer.echo(f"{shell} completion installed in {path}; it works in a new shell")
+        raise typer.Exit(0)
+
+    return given
+
+
+_NAMES = {"prog_name": "attntrace", "complete_var": "_ATTNTRACE_COMPLETE"}
+
+
+def completion_flags() -> list[Parameter]:
+    """``--show-completion [SHELL]`` and ``--install-completion [SHELL]``."""
+    from typer._completion_classes import completion_init  # loaded by `import typer`
+    from typer.core import TyperOption
+
+    completion_init()  # Typer's bash/zsh/fish classes for _ATTNTRACE_COMPLETE
+    shells = ", ".join(SHELLS)
+    return [
+        TyperOption(
+            param_decls=[flag],
+            metavar="[SHELL]",
+            expose_value=False,
+            is_eager=True,
+            callback=_completion_given(flag == "--install-completion"),
+            help=f"{what} ({shells}; default: this shell).",
+        )
+        for flag, what in zip(
+            COMPLETION_FLAGS,
+            ("Print the completion script for SHELL", "Install completion for SHELL"),
+            strict=True,
+        )
+    ]

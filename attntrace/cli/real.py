@@ -49,7 +49,8 @@ def heads_command(
             "--from",
             metavar="TOKEN",
             show_default=False,
-            help="The query token or its position (default sentence: it).",
+            help="The query token (it; the#7 of a repeated one) or its position "
+            "(default sentence: it).",
         ),
     ] = None,
     key: Annotated[
@@ -58,7 +59,8 @@ def heads_command(
             "--to",
             metavar="TOKEN",
             show_default=False,
-            help="The key token or its position (default sentence: animal).",
+            help="The key token (animal; the#7 of a repeated one) or its position "
+            "(default sentence: animal).",
         ),
     ] = None,
     top: Annotated[

@@ -43,7 +43,8 @@ def scaling(
     """Why ÷√d_k: the softmax of q·k, as it is and divided by √d_k, for d_k = 2 … 1024.
 
     The variance of q·k, the largest softmax weight, its entropy and the gradient
-    through it, measured on random q and k; then the article's example worked exactly.
+    through it, measured on random q and k; then the example of Swaroop's "How
+    Transformers Actually Compute Attention — A Step-by-Step Breakdown" worked exactly.
     """
     from attntrace.errors import InputError
     from attntrace.learning.scaling import LOWER, measure

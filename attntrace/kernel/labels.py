@@ -46,3 +46,29 @@ def dims(width: int, start: int = 0) -> Dims:
     """Column labels for an axis over dimensions: d0, d1, ... (from ``start``), made once
     for each width and start, so a trace's stages share them."""
     return Dims(f"d{i}" for i in range(start, start + width))
+
+
+# The marks a trained model's tokenizer writes into its tokens, and what each means, in
+# the order they are explained. A token is marked where it starts with the mark and has
+# more after it (a lone `Ġ` is a space token, but still says what Ġ is).
+TOKEN_MARKS = (
+    ("Ġ", "a space before the token (byte-level BPE: GPT-2, SmolLM2)"),
+    ("Ċ", "a newline (byte-level BPE)"),
+    ("▁", "a space before the token (SentencePiece: Gemma)"),
+    ("##", "the token continues the word before it (WordPiece: BERT, MiniLM)"),
+)
+
+
+def marks_note(*token_lists: Sequence[str]) -> str:
+    """One line saying what the tokenizer marks in ``token_lists`` mean (``Ġ``, ``▁``,
+    ``##``), or '' where none occurs: a reader who never met byte-level BPE sees
+    ``Ġanimal`` in every header. Only the marks that occur are named."""
+    seen = {
+        mark
+        for tokens in token_lists
+        for token in tokens
+        for mark, _ in TOKEN_MARKS
+        if token.startswith(mark) or (mark == "Ċ" and mark in token)
+    }
+    said = [f"{mark} = {meaning}" for mark, meaning in TOKEN_MARKS if mark in seen]
+    return "; ".join(said) + "." if said else ""

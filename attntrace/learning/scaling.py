@@ -57,6 +57,8 @@ ONE_HOT = 0.99
 LOWER = "lower samples, keys or max_dk"  # what the work's refusal advises
 
 # The article's example: with d_k = 512 the scores of one query "can be 180, 210, 95".
+# Named in full wherever it is cited, so that a reader can find it.
+ARTICLE = 'Swaroop, "How Transformers Actually Compute Attention — A Step-by-Step Breakdown"'
 ARTICLE_DK = 512
 ARTICLE_SCORES = (180.0, 210.0, 95.0)
 

@@ -223,6 +223,8 @@ class HeadRanking:
     query: int
     key: int
     rows: list[HeadWeight]
+    # which of a repeated token --from or --to took, as --focus says it ('' where none)
+    notes: tuple[str, ...] = ()
 
 
 # The default sentence's classic question: what does "it" refer to?
@@ -233,7 +235,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     """Rank every layer × head by the weight token ``query`` puts on token ``key``.
 
     ``query`` and ``key`` are tokens of the sentence (or 0-based positions), resolved as
-    ``--focus`` resolves them; they default to "it" and "animal" for the default sentence
+    ``--focus`` resolves them (a repeated token means its first, and a note says so;
+    ``the#4`` names another); they default to "it" and "animal" for the default sentence
     only. Under a causal mask a query sees no later key, so a key after the query is
     refused rather than ranked at 0 everywhere.
     """
@@ -251,8 +254,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
             expected="a token or its position",
             found="none",
         )
-    q, _ = resolve_position(tokens.labels, query, "--from")
-    k, _ = resolve_position(tokens.labels, key, "--to")
+    q, from_note = resolve_position(tokens.labels, query, "--from")
+    k, to_note = resolve_position(tokens.labels, key, "--to")
     if spec.causal and k > q:
         raise InputError(
             f"{spec.name} is causal: a token attends only to itself and earlier tokens",
@@ -269,7 +272,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
         for head in range(spec.heads)
     ]
     rows.sort(key=lambda row: (-row.weight, row.layer, row.head))
-    return HeadRanking(spec, sentence, tokens.labels, q, k, rows)
+    notes = tuple(note for note in (from_note, to_note) if note)
+    return HeadRanking(spec, sentence, tokens.labels, q, k, rows, notes)
 
 
 # What running the layers holds beside the weights, in n × n float64 matrices a head (a

@@ -42,6 +42,23 @@ def test_the_view_shows_the_chart_the_tables_and_the_worked_example() -> None:
     assert wide.count("█") > out.count("█")  # the bars take the width there is
 
 
+ARTICLE = "How Transformers Actually Compute Attention — A Step-by-Step Breakdown"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("scaling", *SMALL), ("scaling", "--help"), ("samples", "cat-eats-fish")],
+    ids=["scaling", "scaling-help", "sample"],
+)
+def test_the_article_is_named_where_it_is_cited(args: tuple[str, ...]) -> None:
+    """Where "the article" is cited, its author and title too, so a reader can find it
+    (issue 30). Wrapped lines and the help's box are joined before looking."""
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    words = " ".join(result.stdout.replace("│", " ").split())
+    assert f'Swaroop\'s "{ARTICLE}"' in words or f'Swaroop, "{ARTICLE}"' in words
+
+
 def test_json_validates_and_says_every_figure() -> None:
     result = invoke("scaling", "--json", *SMALL, "--keys", "4", "--seed", "3")
     assert result.exit_code == 0, result.output

@@ -600,6 +600,24 @@ def test_heads_on_your_own_sentence_needs_from_and_to_and_hints_with_it() -> Non
     assert "cat#2 (this key)" in result.output  # repeated tokens labelled as in the tables
 
 
+def test_heads_says_which_of_a_repeated_token_it_took() -> None:
+    """`--to the` on a sentence with two "the" takes the first, as --focus does, and says
+    so on screen (issue 30: it used to take it silently); ``the#7`` takes the other."""
+    need(MINILM)
+    document = json.loads(invoke("heads", "--to", "the", "--json").stdout)
+    at = [i for i, token in enumerate(document["tokens"]) if token == "the"]
+    assert len(at) == 2
+    assert document["key"] == at[0]
+    shown = invoke("heads", "--to", "the", "--top", "1")
+    assert shown.exit_code == 0, shown.output
+    note = f"'the' is at positions {at[0]}, {at[1]}: this is position {at[0]} (--to {at[1]} "
+    assert note in shown.stdout
+    other = invoke("heads", "--to", f"the#{at[1]}", "--top", "1")
+    assert json.loads(invoke("heads", "--to", f"the#{at[1]}", "--json").stdout)["key"] == at[1]
+    assert "is at positions" not in other.stdout
+    assert "is at positions" not in invoke("heads", "--to", "the", "--json").stdout
+
+
 @BOTH
 def test_a_long_paragraph_matches_transformers_far_from_position_0(model: RealModel) -> None:
     """104 tokens: BERT's learned positions and RoPE's angles beyond the short sentence."""

@@ -22,7 +22,7 @@ from attntrace.forward.views.dtype import error_text
 from attntrace.forward.views.overview import Packed
 from attntrace.kernel import masks
 from attntrace.kernel.casting import StageError
-from attntrace.kernel.labels import dims, unique_labels
+from attntrace.kernel.labels import dims, marks_note, unique_labels
 from attntrace.kernel.ops import kv_head_of
 from attntrace.kernel.overflow_words import amount, why_infinite
 from attntrace.kernel.trace import Stage
@@ -348,6 +348,9 @@ def screens(run: Decode, view: View, head: int | None = None) -> list[Screen]:
     def step_screen(step: DecodeStep) -> Screen:
         def pinned(console: Console) -> None:  # the model, the dtype's rule, the step
             console.print(decode_header(run, head), crop=False)
+            marks = marks_note(run.tokens) if step is run.steps[0] else ""
+            if marks:  # a trained model's tokens: what Ġ or ▁ in them mean, once
+                console.print(Wrapped(Text(marks, style="dim")), crop=False)
             rule = precision_line(run)
             if rule is not None:
                 console.print(rule, crop=False)

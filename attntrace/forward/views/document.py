@@ -15,6 +15,7 @@ from rich.text import Text
 
 from attntrace.forward.views.dtype import precision_line
 from attntrace.forward.views.stage_block import stage_block
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.trace import ModelInfo, Trace
 from attntrace.ui.numbers import visible_indices
 from attntrace.ui.view import DEFAULT_VIEW, View
@@ -78,7 +79,7 @@ def variant_facts(model: ModelInfo) -> list[str]:
 
 def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
     """Lines under the header that say how the block is wired: the sentence (and the
-    context), K/V sharing."""
+    context), what its tokenizer's marks mean, K/V sharing."""
     model, notes = trace.model, []
     if trace.context_tokens is not None:
         notes.append(Text.assemble(("queries from: ", "dim"), sentence_line(trace.tokens, view)))
@@ -90,6 +91,9 @@ def block_notes(trace: Trace, view: View = DEFAULT_VIEW) -> list[Text]:
         )
     else:
         notes.append(Text(sentence_line(trace.tokens, view)))
+    marks = marks_note(trace.tokens, trace.context_tokens or ())
+    if marks:  # a trained model's tokens: what Ġ, ▁ or ## in them mean, once
+        notes.append(Text(marks, style="dim"))
     if model.kv_heads != model.heads:
         groups = "; ".join(
             f"K/V head {g} serves query heads "

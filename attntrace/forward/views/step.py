@@ -21,6 +21,7 @@ from attntrace.forward.views.dtype import precision_line
 from attntrace.forward.views.focus import SECTION_OF_STAGE
 from attntrace.forward.views.stage_block import stage_body
 from attntrace.forward.words import paragraph, shape_equation
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.trace import Trace
 from attntrace.ui.pager import Move, Paged, ReadKey, Walk, paged_walk
 from attntrace.ui.titles import fitted_title, head_label
@@ -172,6 +173,9 @@ def stage_screen(
             console.print(rule)
 
     def body(console: Console) -> None:
+        marks = marks_note(trace.tokens, trace.context_tokens or ()) if index == 0 else ""
+        if marks:  # a trained model's tokens: what Ġ, ▁ or ## mean, on the first screen
+            console.print(Wrapped(Text(marks, style="dim")))
         console.print(Wrapped(Text(paragraph(stage, trace))))
         console.print()
         # As an equation of its operands where it fits, else after the weight it used.

@@ -19,7 +19,7 @@ from rich.text import Text
 from attntrace.forward.views.document import sentence_line
 from attntrace.forward.views.overview import Packed
 from attntrace.kernel import masks
-from attntrace.kernel.labels import unique_labels
+from attntrace.kernel.labels import marks_note, unique_labels
 from attntrace.kernel.trace import Stage
 from attntrace.kernels.flash import BOTH, FUTURE, OUT_OF_WINDOW, Tile, Traffic
 from attntrace.kernels.flash_report import GPT2_HEAD, HBM_ITEMSIZE, FlashReport
@@ -138,6 +138,9 @@ def header(report: FlashReport, view: View = DEFAULT_VIEW) -> Iterator[Renderabl
     yield Wrapped(Text(f"queries: {sentence_line(labels.queries, view)}", style="dim"))
     if report.trace.context_tokens is not None:
         yield Wrapped(Text(f"keys: {sentence_line(labels.keys, view)}", style="dim"))
+    marks = marks_note(report.trace.tokens, report.trace.context_tokens or ())
+    if marks:  # a trained model's tokens: what Ġ or ▁ in them mean, once
+        yield Wrapped(Text(marks, style="dim"))
 
 
 def tile_heading(tile: Tile, labels: Labels) -> Text:

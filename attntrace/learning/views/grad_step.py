@@ -22,6 +22,7 @@ from attntrace.forward.views.step import (
     head_keys,
     walk,
 )
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.trace import Stage
 from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import stage_caption, stage_paragraph
@@ -115,6 +116,9 @@ def gradient_screen(grad: GradTrace, stages: list[Stage], index: int, view: View
         console.print(Panel(fitted_title(stage, trace.model), expand=False))
 
     def body(console: Console) -> None:
+        marks = marks_note(trace.tokens, trace.context_tokens or ()) if index == 0 else ""
+        if marks:  # a trained model's tokens: what Ġ, ▁ or ## mean, on the first screen
+            console.print(Wrapped(Text(marks, style="dim")))
         console.print(Wrapped(Text(stage_paragraph(stage, grad))))
         console.print()
         caption = stage_caption(stage, grad)

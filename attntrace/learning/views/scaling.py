@@ -22,7 +22,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from attntrace.learning.scaling import ONE_HOT, Level, Scaling, Softmaxed, WorkedRow
+from attntrace.learning.scaling import ARTICLE, ONE_HOT, Level, Scaling, Softmaxed, WorkedRow
 from attntrace.ui.fitted import RightTrimmed
 from attntrace.ui.wrap import Wrapped
 
@@ -244,13 +244,13 @@ def _worked(result: Scaling) -> Group:
     worked = result.worked
     raw, scaled = worked.unscaled, worked.scaled
     root = f"√{worked.d_k}"
+    heading = Text(
+        f"The article's example: d_k = {worked.d_k}, one query's scores "
+        f"[{_listed([score(s) for s in raw.scores])}]",
+        style="bold",
+    )
+    heading.append(f"\n(the article: {ARTICLE})", style="dim")
     table = Table(
-        title=Text(
-            f"The article's example: d_k = {worked.d_k}, one query's scores "
-            f"[{_listed([score(s) for s in raw.scores])}]",
-            style="bold",
-        ),
-        title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
@@ -276,4 +276,4 @@ def _worked(result: Scaling) -> Group:
         f"k. Divided by {root} the row keeps its order, spreads its weight "
         f"({_weights(scaled)}), and ‖J‖ is {figure(scaled.jacobian_norm)}."
     )
-    return Group(table, Wrapped(words))
+    return Group(Wrapped(heading), table, Wrapped(words))

@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
-from attntrace.kernel.labels import unique_labels
+from attntrace.kernel.labels import marks_note, unique_labels
 from attntrace.ui.shown import labels, model_name, quoted, shortened
 from attntrace.ui.wrap import Wrapped
 from attntrace.visible import is_visible, visible
@@ -120,6 +120,11 @@ def ranking_lines(ranking: HeadRanking, top: int) -> Iterator[Text | Wrapped | R
             f"{model_name(ranking.model.name)}, heaviest first:",
         )
     )
+    for note in ranking.notes:  # which of a repeated token was taken, as --focus says
+        yield Wrapped(Text(visible(note), style="dim"))
+    marks = marks_note(ranking.tokens)
+    if marks:  # what Ġ, ▁ or ## in the tokens mean, once
+        yield Wrapped(Text(marks, style="dim"))
     yield Text()
     shown = ranking.rows if top == 0 else ranking.rows[:top]
     yield Ranked(
