@@ -30,7 +30,7 @@ from attntrace.forward.views.focus_form import (
 from attntrace.kernel.trace import Trace
 from attntrace.ui.by_hand import Form
 from attntrace.ui.fitted import Fitted
-from attntrace.ui.numbers import visible_indices
+from attntrace.ui.numbers import percent, visible_indices
 from attntrace.ui.shown import pad
 from attntrace.ui.split_table import SplitTable
 from attntrace.ui.view import View
@@ -215,7 +215,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
                 form.result(row.shifted),
                 form.carried(row.exp),
                 form.result(row.weight),
-                f"{100 * row.weight:.2f}%",
+                percent(row.weight),
             )
         )
     total = sum(row.weight for row in focus.softmax)
@@ -231,7 +231,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
                 form.result(focus.sink_logit - focus.row_max),
                 form.carried(focus.sink_exp),
                 form.result(sink),
-                f"{100 * sink:.2f}%",
+                percent(sink),
             )
         )
     rows.append(
@@ -241,7 +241,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
             "",
             form.carried(focus.exp_sum),
             form.result(total),
-            f"{100 * total:.2f}%",
+            percent(total),
         )
     )
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
