@@ -88,3 +88,37 @@ def test_grad_focus_writes_a_tiny_jacobian_entry_as_not_zero() -> None:
     weight = math.exp(0 - 4.64) / (1 + 8 * math.exp(-4.64) + math.exp(-1.17) + math.exp(-1.87))
     assert abs(float(row[3]) + weight * weight) <= 0.05 * weight * weight, row
     assert "0.0000" not in row, row
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?")
+
+
+def wide_values_model() -> tuple[ModelSpec, list[str]]:
+    """Value rows of 32 entries, of both signs and two sizes: vectors wider than 80."""
+    rng = np.random.default_rng(7)
+    tokens = ["the", "animal", "was", "tired"]
+    embeddings = {t: rng.normal(size=32) * rng.choice([0.01, 1.0], size=32) for t in tokens}
+    eye = np.eye(32)
+    return ModelSpec(embeddings, eye, eye, eye), tokens
+
+
+def test_the_focus_panel_breaks_long_lines_between_terms_never_in_a_number() -> None:
+    """At 80 columns the output lines wrapped with `0.009788, …` and `-0.0712]` at the
+    left edge: a continued line now starts indented, under its `=` or its vector."""
+    model, tokens = wide_values_model()
+    trace = trace_block(model, tokens)
+    texts = {}
+    for width in (80, 2000):
+        console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+        console.print(focus_panel(focus_row(trace, "was"), trace, View()))
+        texts[width] = console.export_text().split("output = ")[1]
+    narrow = texts[80].splitlines()[1:]
+    assert len(narrow) > len(texts[2000].splitlines()[1:])  # it did have to wrap
+    # every number whole: the same numbers, in the same order, as on one wide line each
+    assert NUMBER.findall(texts[80]) == NUMBER.findall(texts[2000])
+    for line in narrow:
+        assert len(line) <= 80, line
+        assert line.startswith("  "), line
+        if not re.match(r"  \S+ × V\[|  sum = ", line):  # a continued line
+            stripped = line.strip()
+            assert stripped.startswith("= ") or len(NUMBER.findall(line)) >= 2, line

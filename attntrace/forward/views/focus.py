@@ -34,7 +34,7 @@ from attntrace.ui.numbers import percent, visible_indices
 from attntrace.ui.shown import pad
 from attntrace.ui.split_table import SplitTable
 from attntrace.ui.view import View
-from attntrace.ui.wrap import Wrapped, wrap
+from attntrace.ui.wrap import Hanging, wrap
 
 
 def result_vector(values: Sequence[float], form: Form) -> str:
@@ -308,20 +308,24 @@ def output_section(focus: Focus, view: View) -> Group:
     column = max(len(weight) for weight in weights)
     for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
         name = f"  {weight:>{column}} × V[{pad(term.key + ']', width + 1)}"
-        # never without the V row it multiplies: a line too long wraps, between numbers
+        # never without the V row it multiplies: a line too long goes on under its
+        # first '=', a vector broken after a comma, under its first entry
         lines.append(
-            Wrapped(
-                Text(
-                    f"{name} = {weight} × {vector(term.value_row, form)}"
-                    f" = {result_vector(term.product, form)}"
-                )
+            Hanging(
+                Text(name),
+                (
+                    Text(f" = {weight} × {vector(term.value_row, form)}"),
+                    Text(f" = {result_vector(term.product, form)}"),
+                ),
             )
         )
     lines.append(
-        Text.assemble(
-            "  sum = ",
-            (result_vector(focus.output, form), "bold"),
-            f" = output[{focus.label}]",
+        Hanging(
+            Text("  sum"),
+            (
+                Text.assemble(" = ", (result_vector(focus.output, form), "bold")),
+                Text(f" = output[{focus.label}]"),
+            ),
         )
     )
     for column, value in enumerate(focus.output):
