@@ -71,8 +71,16 @@ def test_overflow_is_marked_without_colour() -> None:
 
 def test_error_line_words() -> None:
     error = StageError(1.2e-3, 4.9e-4, 2, 3)
+    # the maximum counts the infinite cells: `max |Δ| 0 … 3 inf` read as exact (issue 30)
     assert error_text(error, "float16") == (
-        "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN"
+        "float16 · max |Δ| inf: 2 cells inf · the rest max |Δ| 1.2e-03 · max rel 4.9e-04"
+        " vs float64 · 3 NaN"
+    )
+    assert error_text(StageError(0.0, 0.0, 1, 0), "float16") == (
+        "float16 · max |Δ| inf: 1 cell inf · the rest max |Δ| 0 · max rel 0 vs float64"
+    )
+    assert error_text(StageError(1.2e-3, 4.9e-4, 0, 3), "float16") == (
+        "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 3 NaN"
     )
     assert error_text(StageError(None, None, 0, 0), "bfloat16") == (
         "bfloat16 · max |Δ| — · max rel — vs float64"

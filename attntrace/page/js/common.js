@@ -169,11 +169,13 @@ function exponential(value, p) {
 }
 
 // A --dtype stage's error against float64, as forward/views/dtype.error_text writes it:
-// "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN".
+// "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 3 NaN", and where cells
+// overflowed to ±inf "float16 · max |Δ| inf: 2 cells inf · the rest max |Δ| 0 · ...".
 function errorText(error, dtype) {
   const size = (x) => (x === null || x === undefined ? "—" : x === 0 ? "0" : exponential(x, 1));
-  let text = `${dtype} · max |Δ| ${size(error.max_abs)} · max rel ${size(error.max_rel)} vs float64`;
-  if (error.inf) text += ` · ${error.inf} inf`;
+  const finite = `max |Δ| ${size(error.max_abs)} · max rel ${size(error.max_rel)} vs float64`;
+  const cells = error.inf === 1 ? "1 cell" : `${error.inf} cells`;
+  let text = error.inf ? `${dtype} · max |Δ| inf: ${cells} inf · the rest ${finite}` : `${dtype} · ${finite}`;
   if (error.nan) text += ` · ${error.nan} NaN`;
   return text;
 }
