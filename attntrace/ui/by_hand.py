@@ -13,15 +13,18 @@ divides or subtracts, and a *result*. One :class:`Form` writes every line of a p
   that were rounded themselves, like the rows of an output sum, can be off by half a
   unit more for each.) The panel uses one digit count for all its operands: two more
   than the results, or as many more as its worst line needs.
-- An operand whose shortest decimal reads back as it is written that way, as people
-  write it: ``2``, ``0.5``, ``4.64``, ``2.5e-07``; zero is ``0`` in either form. (Not a
-  subnormal's: ``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away.)
+- An operand whose shortest decimal reads back as it, in no more digits than an
+  operand's, is written that way, as people write it: ``2``, ``0.5``, ``4.64``,
+  ``2.5e-07``; zero is ``0`` in either form. Any other keeps all its digits, trailing
+  zeros too (``-0.009100`` for −0.009100249, never ``-0.0091``, which reads as exact).
+  (Not a subnormal's: ``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away.)
 - Fixed point when every number written is below 1e8 in size (the tables' limit) and
   the operands need at most four digits more than the results. An operand too small for
   the digits is written in scientific form (``1e-09``, a subnormal ``4.940656e-324``),
   never ``0``: a line ``[0, 0]·[0, 2]`` for a query of [1e-9, 1e-12] would say the query
-  is zero. A result too small for the digits is written with all of them (``0.0000``,
-  not ``0``), as in the tables: rounded, not zero. Otherwise the magnitudes differ too
+  is zero. A result too small for the digits is written as the tables write it,
+  ``2.0e-12`` (ui/numbers.py's rule: a nonzero number is never written as zero), and a
+  rounded number keeps its trailing zeros (``2.2860``). Otherwise the magnitudes differ too
   much for fixed point (``1e8 × 2.5e-7``, values from 1e8 up, a tiny factor beside a
   huge one) and every number of the panel is scientific, operands with as many digits
   as the lines need: at most 17 significant ones, which write any float64 exactly.

@@ -72,8 +72,9 @@ function escapeChar(ch) {
 
 // ---- numbers ----------------------------------------------------------------------
 // Python's f"{x:.4f}" (round half to even on the exact binary value), "-0.0000" written
-// without its sign, e-notation from 1e8: ui/numbers.format_number. A cell is a
-// number, null (masked, −∞) or, in a --dtype trace, "inf", "-inf" or "nan".
+// without its sign, e-notation from 1e8, and a nonzero number the digits would write as
+// 0 in e-notation with one digit after the point (-3.9e-05): ui/numbers.format_number.
+// A cell is a number, null (masked, −∞) or, in a --dtype trace, "inf", "-inf" or "nan".
 function fmt(value, prec) {
   const p = prec === undefined ? PREC : prec;
   if (value === undefined) return "–"; // not computed (a skipped tile's block max)
@@ -82,7 +83,8 @@ function fmt(value, prec) {
   if (value === "-inf" || value === "-Infinity" || value === -Infinity) return "−inf";
   if (value === "nan" || value === "NaN" || Number.isNaN(value)) return "NaN";
   const text = Math.abs(value) >= 1e8 ? exponential(value, p) : fixed(value, p);
-  return /[1-9]/.test(text) ? text : text.replace(/^-/, "");
+  if (/[1-9]/.test(text)) return text;
+  return value === 0 ? text.replace(/^-/, "") : exponential(value, 1);
 }
 
 // Python's f"{x:.{d}g}": a size to d significant digits (ui/numbers.significant).
