@@ -11,8 +11,10 @@ from __future__ import annotations
 import io
 import math
 import re
+from pathlib import Path
 
 import numpy as np
+from helpers import invoke
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
@@ -122,3 +124,24 @@ def test_the_focus_panel_breaks_long_lines_between_terms_never_in_a_number() -> 
         if not re.match(r"  \S+ × V\[|  sum = ", line):  # a continued line
             stripped = line.strip()
             assert stripped.startswith("= ") or len(NUMBER.findall(line)) >= 2, line
+
+
+def test_the_map_never_writes_a_weight_that_is_not_0_as_0(tmp_path: Path) -> None:
+    """--map wrote exp(−32)/… as 0.00 beside its empty bar."""
+    path = tmp_path / "peaked.yaml"
+    path.write_text(
+        "embeddings: {a: [9, 0], b: [0, 9], c: [4, 4]}\n"
+        "weights: {WQ: [[1, 0], [0, 1]], WK: [[1, 0], [0, 1]], WV: [[1, 0], [0, 1]]}\n"
+    )
+    result = invoke("run", "-c", str(path), "a b c", "--map", columns=100)
+    assert result.exit_code == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("a → "))
+    # a's scores: a·a = 81, a·c = 36, a·b = 0, over √2; softmax by hand
+    scaled = [81 / math.sqrt(2), 36 / math.sqrt(2), 0.0]
+    exps = [math.exp(x - scaled[0]) for x in scaled]
+    weights = [e / math.fsum(exps) for e in exps]
+    written = [float(x) for x in re.findall(r"\d\.\d+(?:e[+-]\d+)?", line)]
+    assert len(written) == 3, line
+    for value, weight in zip(written, weights, strict=True):
+        assert abs(value - weight) <= max(0.005, 0.06 * weight), line
+        assert value != 0, line
