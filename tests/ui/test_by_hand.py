@@ -310,9 +310,12 @@ def check_walk(xs: list[float], precision: int) -> list[list[str]]:
         return unit(text, Fraction(10) ** -precision)
 
     for _, x, _, shifted, exp, share, _ in rows:
-        # x and the max have the digits the difference needs
+        # x and the max have the digits the difference needs (a difference too small
+        # for fixed point has digits of its own, -5.0e-01 at precision 0)
         difference = exactly(x) - exactly(row_max)
-        allowed = 3 * unit_of(shifted) / 2 + EPS * size(map(exactly, (x, row_max)))
+        units = [unit_of(t) for t in (x, row_max, shifted)]
+        rounding = max(3 * units[2], sum(units)) / 2
+        allowed = rounding + EPS * size(map(exactly, (x, row_max)))
         assert abs(difference - exactly(shifted)) <= allowed, (x, row_max, shifted)
         # exp(x − max) and its sum are rounded results with the share's digits
         top, bottom = exactly(exp), exactly(total[-3])

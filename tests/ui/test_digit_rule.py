@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers import invoke
 from hypothesis import given
 from hypothesis import strategies as st
@@ -104,24 +105,25 @@ def wide_values_model() -> tuple[ModelSpec, list[str]]:
     return ModelSpec(embeddings, eye, eye, eye), tokens
 
 
-def test_the_focus_panel_breaks_long_lines_between_terms_never_in_a_number() -> None:
+@pytest.mark.parametrize("width", [80, 40])
+def test_the_focus_panel_breaks_long_lines_between_terms_never_in_a_number(width: int) -> None:
     """At 80 columns the output lines wrapped with `0.009788, …` and `-0.0712]` at the
     left edge: a continued line now starts indented, under its `=` or its vector."""
     model, tokens = wide_values_model()
     trace = trace_block(model, tokens)
     texts = {}
-    for width in (80, 2000):
-        console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    for columns in (width, 2000):
+        console = Console(width=columns, record=True, color_system=None, file=io.StringIO())
         console.print(focus_panel(focus_row(trace, "was"), trace, View()))
-        texts[width] = console.export_text().split("output = ")[1]
-    narrow = texts[80].splitlines()[1:]
+        texts[columns] = console.export_text().split("output = ")[1]
+    narrow = texts[width].splitlines()[1:]
     assert len(narrow) > len(texts[2000].splitlines()[1:])  # it did have to wrap
     # every number whole: the same numbers, in the same order, as on one wide line each
-    assert NUMBER.findall(texts[80]) == NUMBER.findall(texts[2000])
+    assert NUMBER.findall(texts[width]) == NUMBER.findall(texts[2000])
     for line in narrow:
-        assert len(line) <= 80, line
+        assert len(line) <= width, line
         assert line.startswith("  "), line
-        if not re.match(r"  \S+ × V\[|  sum = ", line):  # a continued line
+        if width == 80 and not re.match(r"  \S+ × V\[|  sum = ", line):  # a continued line
             stripped = line.strip()
             assert stripped.startswith("= ") or len(NUMBER.findall(line)) >= 2, line
 

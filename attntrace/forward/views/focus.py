@@ -34,7 +34,7 @@ from attntrace.ui.numbers import percent, visible_indices
 from attntrace.ui.shown import pad
 from attntrace.ui.split_table import SplitTable
 from attntrace.ui.view import View
-from attntrace.ui.wrap import Hanging, wrap
+from attntrace.ui.wrap import Hanging, Hung, wrap
 
 
 def result_vector(values: Sequence[float], form: Form) -> str:
@@ -68,8 +68,9 @@ def products(
     )
 
 
-def heading(number: str, text: str) -> Text:
-    return Text.assemble((number, "bold cyan"), " ", (text, "bold"))
+def heading(number: str, text: str) -> Hung:
+    """A section's heading, ``scores = Q · Kᵀ: …``, its continued lines indented."""
+    return Hung(Text.assemble((number, "bold cyan"), " ", (text, "bold")))
 
 
 def dot_section(focus: Focus, view: View) -> Group:
