@@ -69,6 +69,16 @@ def check_to_dict(report: CheckReport, source: str | None = None) -> dict[str, A
             "found": _number(first.found),
             "shape_found": None if first.shape_found is None else list(first.shape_found),
             "shape_expected": first.shape_expected,
+            "first_cell": None
+            if first.first_cell is None
+            else {
+                "row": first.first_cell.row,
+                "column": first.first_cell.column,
+                "row_label": _text(first.first_cell.row_label),
+                "column_label": _text(first.first_cell.column_label),
+                "expected": _number(first.first_cell.expected),
+                "found": _number(first.first_cell.found),
+            },
             "region": None
             if first.region is None
             else {

@@ -28,6 +28,7 @@ from attntrace.checking.report import (
     CheckReport,
     Divergence,
     Region,
+    Spot,
     StageResult,
 )
 from attntrace.checking.tolerance import Comparison, Tolerance, compare, matches, tolerance_for
@@ -366,7 +367,8 @@ class Check:
         )
 
     def divergence(self, first: StageResult, spot: Placed) -> Divergence:
-        """The first differing stage's worst cell and the region around it."""
+        """The first differing stage's worst cell and the region around it, and its
+        first differing cell in reading order."""
         if first.shape_found is not None:
             return Divergence(
                 first.name,
@@ -404,6 +406,9 @@ class Check:
             rows[0],
             cols[0],
         )
+        # the first wrong cell reading row by row, beside the worst one shown
+        r, c = (int(x) for x in np.argwhere(comparison.wrong)[0])
+        first_cell = Spot(r, c, stage.rows[r], stage.cols[c], float(want[r, c]), float(got[r, c]))
         return Divergence(
             first.name,
             first.head,
@@ -416,6 +421,7 @@ class Check:
             float(want[i, j]),
             float(got[i, j]),
             region,
+            first_cell=first_cell,
         )
 
     def reproduces(self, spot: Placed, computed: Computed) -> bool:

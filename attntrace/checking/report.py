@@ -52,8 +52,22 @@ class Region:
 
 
 @dataclass(frozen=True)
+class Spot:
+    """One differing cell: where, and expected and found."""
+
+    row: int
+    column: int
+    row_label: str
+    column_label: str
+    expected: float
+    found: float
+
+
+@dataclass(frozen=True)
 class Divergence:
-    """Where the person's arrays first go wrong: the stage, the head, the worst cell."""
+    """Where the person's arrays first go wrong: the stage, the head, the worst cell
+    (``row``, ``column``: a non-finite mismatch first, else the largest |Δ|), and
+    ``first_cell``, the first differing cell in reading order (row by row)."""
 
     stage: str
     head: int | None
@@ -68,6 +82,7 @@ class Divergence:
     region: Region | None
     shape_found: tuple[int, ...] | None = None
     shape_expected: str | None = None
+    first_cell: Spot | None = None  # None where the shape is wrong
 
 
 @dataclass(frozen=True)

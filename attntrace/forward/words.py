@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 from attntrace.kernel.trace import Stage, Trace
 
 _ONE_LINE = {
@@ -220,9 +223,9 @@ def one_line(stage: Stage, trace: Trace) -> str:
     if stage.name == "X" and trace.model.positions not in ("none", "rope", "alibi"):
         return "One row per token: its embedding plus its position's vector."
     said = _variant_line(stage, trace)
-    if said is not None:
-        return said
-    return _ONE_LINE.get(stage.name, "").format(**_numbers(trace))
+    if said is None:
+        said = _ONE_LINE.get(stage.name, "").format(**_numbers(trace))
+    return held(said, stage, trace)
 
 
 _CROSS = {
@@ -243,7 +246,54 @@ def paragraph(stage: Stage, trace: Trace) -> str:
     texts = _CROSS if trace.context_tokens is not None and stage.name in _CROSS else _PARAGRAPH
     template = _HIDDEN_PARAGRAPH if _is_given(stage) else texts.get(stage.name, "")
     text = template.format(**_numbers(trace)) + _variant_paragraph(stage, trace)
-    return text.replace(" 1 numbers", " 1 number").replace(" 1 tokens", " 1 token")
+    text = text.replace(" 1 numbers", " 1 number").replace(" 1 tokens", " 1 token")
+    return held(text, stage, trace)
+
+
+# What a caption promises of softmax's rows, in exact arithmetic.
+_SUMS_TO_ONE = ("each row sums to 1", "Every row sums to 1")
+
+
+def held(text: str, stage: Stage, trace: Trace) -> str:
+    """``text`` made true of the softmax a --dtype holds: its rows, rounded, need not
+    sum to 1 (bfloat16's to 0.9980–1.0018), and an overflow before it makes rows NaN.
+    "each row sums to 1" becomes "each row sums to 1 in exact arithmetic; in bfloat16
+    these rows sum to 0.9980–1.0018", and NaN rows are counted. Other texts, and a
+    float64 trace's, are returned as they are."""
+    if trace.precision is None or stage.name != "softmax" or stage.data.size == 0:
+        return text
+    # a row's sum, NaN where the row holds one: no copy of the stage (9,300 tokens' is
+    # 690 MB), a vector of its rows
+    every = np.asarray(stage.data, dtype=np.float64).sum(axis=1)
+    nan_rows = np.isnan(every)
+    sums = every[~nan_rows]
+    dtype, count = trace.precision.dtype, int(nan_rows.sum())
+    exact = sums.size == 0 or bool(np.all(sums == 1.0))
+    nan = f"{count} row{'' if count == 1 else 's'} of NaN: {dtype} overflowed before softmax"
+    promise = next((p for p in _SUMS_TO_ONE if p in text), None)
+    if promise is None:  # a sink's 1 − sink: the NaN rows alone to tell
+        return f"{text.rstrip()} In {dtype}, {nan} (above)." if count else text
+    if exact and not count:
+        return text
+    told = promise
+    if not exact:
+        rows = "the other rows" if count else "these rows"
+        told += f" in exact arithmetic; in {dtype} {rows} sum to {_spread(sums)}"
+    if count:
+        told += f"{',' if exact else ''} but for {nan} (above)"
+    return text.replace(promise, told)
+
+
+def _spread(sums: npt.NDArray[np.float64]) -> str:
+    """``0.9980–1.0018``: the lowest and highest sum with the digits that show how far
+    each is from 1 (at least four after the point, as the tables), both alike."""
+    low, high = float(sums.min()), float(sums.max())
+    off = max(abs(low - 1), abs(high - 1))
+    places = max(4, 1 - math.floor(math.log10(off))) if off > 0 else 4
+    places = min(places, 17)
+    if f"{low:.{places}f}" == f"{high:.{places}f}":
+        return f"{low:.{places}f}"
+    return f"{low:.{places}f}–{high:.{places}f}"
 
 
 def _variant_paragraph(stage: Stage, trace: Trace) -> str:

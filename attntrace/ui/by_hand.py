@@ -13,15 +13,18 @@ divides or subtracts, and a *result*. One :class:`Form` writes every line of a p
   that were rounded themselves, like the rows of an output sum, can be off by half a
   unit more for each.) The panel uses one digit count for all its operands: two more
   than the results, or as many more as its worst line needs.
-- An operand whose shortest decimal reads back as it is written that way, as people
-  write it: ``2``, ``0.5``, ``4.64``, ``2.5e-07``; zero is ``0`` in either form. (Not a
-  subnormal's: ``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away.)
+- An operand whose shortest decimal reads back as it, in no more digits than an
+  operand's, is written that way, as people write it: ``2``, ``0.5``, ``4.64``,
+  ``2.5e-07``; zero is ``0`` in either form. Any other keeps all its digits, trailing
+  zeros too (``-0.009100`` for −0.009100249, never ``-0.0091``, which reads as exact).
+  (Not a subnormal's: ``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away.)
 - Fixed point when every number written is below 1e8 in size (the tables' limit) and
   the operands need at most four digits more than the results. An operand too small for
   the digits is written in scientific form (``1e-09``, a subnormal ``4.940656e-324``),
   never ``0``: a line ``[0, 0]·[0, 2]`` for a query of [1e-9, 1e-12] would say the query
-  is zero. A result too small for the digits is written with all of them (``0.0000``,
-  not ``0``), as in the tables: rounded, not zero. Otherwise the magnitudes differ too
+  is zero. A result too small for the digits is written as the tables write it,
+  ``2.0e-12`` (ui/numbers.py's rule: a nonzero number is never written as zero), and a
+  rounded number keeps its trailing zeros (``2.2860``). Otherwise the magnitudes differ too
   much for fixed point (``1e8 × 2.5e-7``, values from 1e8 up, a tiny factor beside a
   huge one) and every number of the panel is scientific, operands with as many digits
   as the lines need: at most 17 significant ones, which write any float64 exactly.
@@ -40,11 +43,10 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
 from typing import TypeVar
 
-from attntrace.ui.numbers import FIXED_LIMIT, MASKED, unsigned_zero
+from attntrace.ui.numbers import FIXED_LIMIT, TINY_DIGITS, fixed, rounds_to_zero, scientific
 
 # How many more digits than the results an operand may carry in fixed point.
 FIXED_EXTRA = (2, 3, 4)
@@ -55,62 +57,6 @@ EXACT_MANTISSA = 16
 FLOAT_SLACK = 2.0**-52
 
 Choice = TypeVar("Choice")
-
-
-def _short_exactly(value: float) -> bool:
-    """Whether ``value``'s shortest decimal (``repr``) is it, to float64's precision: a
-    subnormal's is not (``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away)."""
-    return math.isfinite(value) and (value == 0 or abs(value) >= sys.float_info.min)
-
-
-def shortest_decimals(value: float) -> int:
-    """Digits after the point of the shortest decimal that reads back as ``value``."""
-    exponent = Decimal(repr(value)).as_tuple().exponent
-    return max(0, -exponent) if isinstance(exponent, int) else 0
-
-
-def shortest_mantissa(value: float) -> int:
-    """Digits after the mantissa's point of the shortest scientific form of ``value``."""
-    digits = list(Decimal(repr(value)).as_tuple().digits)
-    while len(digits) > 1 and digits[-1] == 0:
-        digits.pop()
-    return len(digits) - 1
-
-
-def fixed(value: float, decimals: int, *, short: bool = False) -> str:
-    """``value`` with ``decimals`` digits after the point (never ``-0.00``); ``short``
-    writes as few as write it (at most ``decimals``), trailing zeros dropped: ``2``."""
-    if value == -math.inf:
-        return MASKED
-    if short and _short_exactly(value):
-        decimals = min(decimals, shortest_decimals(value))
-    text = f"{value:.{decimals}f}"
-    if short and "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return unsigned_zero(text)
-
-
-def scientific(value: float, decimals: int, *, short: bool = False) -> str:
-    """``7.0711e+15``: ``decimals`` digits after the mantissa's point; ``short`` writes
-    as few as write it, trailing zeros dropped: ``1e+08``, ``2.5e-07``. Zero is ``0``."""
-    if value == -math.inf:
-        return MASKED
-    if value == 0:
-        return "0"
-    if short and _short_exactly(value):
-        decimals = min(decimals, shortest_mantissa(value))
-    text = f"{value:.{decimals}e}"
-    if short:
-        mantissa, _, exponent = text.partition("e")
-        if "." in mantissa:
-            mantissa = mantissa.rstrip("0").rstrip(".")
-        text = f"{mantissa}e{exponent}"
-    return text
-
-
-def _rounds_to_zero(text: str, value: float) -> bool:
-    """Whether ``text`` writes the nonzero finite ``value`` as zero."""
-    return value != 0 and math.isfinite(value) and float(text) == 0
 
 
 @dataclass(frozen=True)
@@ -130,19 +76,22 @@ class Form:
         """An operand: in fixed point where it shows there, else in scientific form
         (never a nonzero written ``0``, whatever the panel's form)."""
         text = self._write(value, self.operand_digits, short)
-        if self.scientific or not _rounds_to_zero(text, value):
+        if self.scientific or not rounds_to_zero(text, value):
             return text
         return scientific(value, self.operand_digits, short=True)
 
     def result(self, value: float) -> str:
-        """A computed result, all its digits: ``7.0711``, ``0.0000``, ``7.0711e+15``."""
-        return self._write(value, self.precision, short=False)
+        """A computed result, all its digits: ``7.0711``, ``7.0711e+15``; one too small
+        for the digits as the tables write it, ``-3.9e-05``, never ``0.0000``."""
+        if self.scientific:
+            return scientific(value, self.precision)
+        return fixed(value, self.precision, keep_nonzero=True)
 
     def short(self, value: float) -> str:
-        """A result as a person writes a sum: ``10``, ``9.28``, ``2.8e+01``; one too
-        small for the digits with all of them, ``0.0000``, so it reads as rounded."""
+        """A result as a person writes a sum: ``10``, ``9.28``, ``2.8e+01`` where that
+        is the value exactly; else :meth:`result`'s digits."""
         text = self._write(value, self.precision, short=True)
-        return self.result(value) if _rounds_to_zero(text, value) else text
+        return self.result(value) if rounds_to_zero(text, value) else text
 
     def given(self, value: float) -> str:
         """An operand as people write it: ``2``, ``0.5``, ``1.414214``, ``2.5e-07``;
@@ -157,12 +106,15 @@ class Form:
     def unit(self, value: float) -> float:
         """The unit of the last digit ``value`` is written to as a result (0 for an
         exact zero in scientific form, which is written ``0``)."""
+        digits = self.precision
         if not self.scientific:
-            return 10.0**-self.precision
+            if not rounds_to_zero(f"{value:.{digits}f}", value):
+                return 10.0**-digits
+            digits = TINY_DIGITS  # written as the tables write it, -3.9e-05
         if value == 0 or not math.isfinite(value):
             return 0.0
-        exponent = int(f"{value:.{self.precision}e}".partition("e")[2])
-        return 10.0 ** (exponent - self.precision)
+        exponent = int(f"{value:.{digits}e}".partition("e")[2])
+        return 10.0 ** (exponent - digits)
 
 
 def relative_error(text: str, value: float) -> float:

@@ -6,6 +6,7 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
+from decimal import Decimal
 
 import numpy as np
 import numpy.typing as npt
@@ -40,13 +41,92 @@ OVERFLOWED = Style(color="red", bold=True, reverse=True)
 COLUMN_GAP = 3
 
 
+# The digit rule, in one place (docs/cli.md, "How numbers are written"): numbers side by
+# side are written to the same digits; a number is written shorter only where the
+# shorter form is the number itself (``2``, ``0.5``, ``9.28``), never by dropping the
+# zeros of a rounded one (-0.009100249 is ``-0.009100``, not ``-0.0091``); and a number
+# that is not zero is never written as zero: where the digits would round it away, it
+# is written in scientific form (``-3.9e-05``), so that ``0.0000`` means an exact zero
+# or a rounded one only where that is said.
+TINY_DIGITS = 1  # digits after the mantissa's point of a number too small for fixed point
+
+
 def format_number(value: float, precision: int) -> str:
-    """``3.995761`` at precision 4 -> ``3.9958``; never ``-0.0000``; huge values in e-notation."""
+    """``3.995761`` at precision 4 -> ``3.9958``; never ``-0.0000``; huge values in
+    e-notation; a nonzero value too small for the digits in it too: ``-3.9e-05``."""
     if value == -math.inf:
         return MASKED
     if abs(value) >= FIXED_LIMIT:
         return f"{value:.{precision}e}"
-    return unsigned_zero(f"{value:.{precision}f}")
+    return fixed(value, precision, keep_nonzero=True)
+
+
+def percent(share: float) -> str:
+    """``64.86%``: a share as a percentage with two places, by the same rule (a share of
+    1e-9 is ``1.0e-07%``, not ``0.00%``)."""
+    return f"{format_number(100 * share, 2)}%"
+
+
+def rounds_to_zero(text: str, value: float) -> bool:
+    """Whether ``text`` writes the nonzero finite ``value`` as zero."""
+    return value != 0 and math.isfinite(value) and float(text) == 0
+
+
+def _short_exactly(value: float) -> bool:
+    """Whether ``value``'s shortest decimal (``repr``) is it, to float64's precision: a
+    subnormal's is not (``7.9e-320`` reads back as 7.90011…e-320, 1.4e-5 away)."""
+    return math.isfinite(value) and (value == 0 or abs(value) >= sys.float_info.min)
+
+
+def shortest_decimals(value: float) -> int:
+    """Digits after the point of the shortest decimal that reads back as ``value``."""
+    exponent = Decimal(repr(float(value))).as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def shortest_mantissa(value: float) -> int:
+    """Digits after the mantissa's point of the shortest scientific form of ``value``."""
+    digits = list(Decimal(repr(float(value))).as_tuple().digits)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits.pop()
+    return len(digits) - 1
+
+
+def fixed(value: float, decimals: int, *, short: bool = False, keep_nonzero: bool = False) -> str:
+    """``value`` with ``decimals`` digits after the point (never ``-0.00``). ``short``
+    writes fewer only where they write the value exactly (``2``, ``0.5``): a rounded
+    value keeps every digit, trailing zeros too (2.285991 is ``2.2860``, not ``2.286``).
+    ``keep_nonzero``: a nonzero value the digits round to zero in scientific form."""
+    if value == -math.inf:
+        return MASKED
+    exact = short and _short_exactly(value) and shortest_decimals(value) <= decimals
+    if exact:
+        decimals = shortest_decimals(value)
+    text = f"{value:.{decimals}f}"
+    if keep_nonzero and rounds_to_zero(text, value):
+        return scientific(value, TINY_DIGITS)
+    if exact and "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return unsigned_zero(text)
+
+
+def scientific(value: float, decimals: int, *, short: bool = False) -> str:
+    """``7.0711e+15``: ``decimals`` digits after the mantissa's point; ``short`` writes
+    fewer only where they write the value exactly: ``1e+08``, ``2.5e-07``. Zero is ``0``."""
+    if value == -math.inf:
+        return MASKED
+    if value == 0:
+        return "0"
+    exact = short and _short_exactly(value) and shortest_mantissa(value) <= decimals
+    if exact:
+        decimals = shortest_mantissa(value)
+    text = f"{value:.{decimals}e}"
+    if exact:
+        mantissa, _, exponent = text.partition("e")
+        if "." in mantissa:
+            mantissa = mantissa.rstrip("0").rstrip(".")
+        text = f"{mantissa}e{exponent}"
+    return text
 
 
 def unsigned_zero(text: str) -> str:
@@ -109,6 +189,10 @@ def _widths(values: npt.NDArray[np.float64], precision: int) -> npt.NDArray[np.i
     scientific = (
         sign + 1 + fraction + 2 + np.maximum(2, np.floor(np.log10(np.maximum(exponent, 1))) + 1)
     )
+    # a nonzero value the digits round away: -3.9e-05, its exponent two digits or three
+    tiny = (magnitude > 0) & (rounded == 0)
+    tiny_width = (values < 0) + 2 + TINY_DIGITS + 2 + np.where(magnitude < 9.95e-100, 3, 2)
+    fixed = np.where(tiny, tiny_width, fixed)
     widths: npt.NDArray[np.int64] = np.where(magnitude >= FIXED_LIMIT, scientific, fixed).astype(
         np.int64
     )

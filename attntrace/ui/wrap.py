@@ -193,3 +193,134 @@ class Terms:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         widest = max(cell_len(line.plain) for line in self.lines(options.max_width))
         return Measurement(min(widest, options.max_width), min(widest, options.max_width))
+
+
+# Where a term too wide for its line may be broken: after a vector's commas.
+_TERM_BREAK = re.compile(r"(?<=,) ")
+
+
+@dataclass(frozen=True)
+class Hanging:
+    """``lead`` then ``terms`` (each with its joiner: ``' = 0.15 × [..]'``), as many on
+    a line as fit; a continued line starts under the first term, so that its ``=``
+    stands under the one above, and nothing starts a line at the left edge. A term too
+    wide for a line of its own breaks after a comma of its vector, and goes on under the
+    vector's first entry: a number is never cut, a vector never left as a fragment."""
+
+    lead: Text
+    terms: tuple[Text, ...]
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(1, width)
+        hang = cell_len(self.lead.plain)
+        if hang > width // 2:  # a long lead: continue four cells in, as a paragraph would
+            hang = min(4, width // 4)
+        lines, broken = [self.lead.copy()], False  # broken: the last term was
+        for term in self.terms:
+            # by the line before it, or under the first term, or four cells in: whole
+            # if it fits, else broken in its vector where every piece then fits
+            joined = None if broken else Text.assemble(lines[-1], term)
+            starts = [Text.assemble(" " * hang, term), Text.assemble(" " * min(4, hang), term)]
+            tries = [
+                (keep, _fitted(whole, width, at))
+                for keep, whole, at in (
+                    (True, joined, len(lines[-1].plain)),  # never in the terms before
+                    (False, starts[0], 0),
+                    (False, starts[1], 0),
+                )
+                if whole is not None
+            ]
+            fitting = [
+                (keep, pieces)
+                for keep, pieces in tries
+                if all(cell_len(piece.plain) <= width for piece in pieces)
+            ]
+            # a term whole on one line first, by the line before it or under it
+            whole_first = sorted(fitting, key=lambda tried: len(tried[1]) > 1)
+            keep, pieces = whole_first[0] if whole_first else tries[-1]
+            lines[-1:] = pieces if keep else [lines[-1], *pieces]
+            broken = len(pieces) > 1
+        out: list[Text] = []
+        for line in lines:
+            line.rstrip()
+            out += _folded(line, width)
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = cell_len((self.lead + Text("").join(self.terms)).plain)
+        return Measurement(min(widest, options.max_width), min(widest, options.max_width))
+
+
+def _fitted(line: Text, width: int, after: int) -> list[Text]:
+    """``line`` whole where it fits ``width``, else broken in a vector past ``after``."""
+    return [line] if cell_len(line.plain) <= width else _broken_vector(line, width, after)
+
+
+def _broken_vector(line: Text, width: int, after: int = 0) -> list[Text]:
+    """``line`` broken after the commas of its vectors (those past ``after``), continued
+    under the entry after the last ``[`` before the break, in as few lines as fit
+    ``width`` and as even as they can be (no line left with one entry)."""
+    pieces = _greedy(line, width, width // 2, after)
+    if any(cell_len(piece.plain) > width for piece in pieces):
+        return pieces  # a part with no comma to break at: folded by the caller
+    for narrower in range(width - 1, 0, -1):
+        tried = _greedy(line, narrower, width // 2, after)
+        if len(tried) > len(pieces) or any(cell_len(t.plain) > narrower for t in tried):
+            break
+        pieces = tried
+    return pieces
+
+
+def _greedy(line: Text, width: int, deepest: int, after: int = 0) -> list[Text]:
+    """``line`` broken after the last comma past ``after`` that fits, then the next, and
+    so on (a continued line indented at most ``deepest`` cells)."""
+    plain = line.plain
+    breaks = [m.end() for m in _TERM_BREAK.finditer(plain) if m.end() > after]
+    pieces: list[Text] = []
+    start, indent = 0, 0
+    while cell_len(" " * indent + plain[start:]) > width:
+        fitting = [b for b in breaks if b > start and indent + cell_len(plain[start:b]) <= width]
+        if not fitting:
+            break
+        end = fitting[-1]
+        piece = line[start:end]
+        piece.rstrip()
+        pieces.append(Text.assemble(" " * indent, piece))
+        opening = plain.rfind("[", start, end)
+        if opening >= 0:  # the next piece goes on under this vector's first entry
+            indent = min(indent + cell_len(plain[start:opening]) + 1, deepest)
+        start = end
+    pieces.append(Text.assemble(" " * indent, line[start:]))
+    return pieces
+
+
+@dataclass(frozen=True)
+class Hung:
+    """``text`` broken between words (as :class:`Wrapped`), each continued line
+    ``indent`` cells in: a heading's second line reads as its continuation, not as a
+    fragment at the left edge."""
+
+    text: Text
+    indent: int = 2
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(1, width)
+        first = next(iter(wrap(self.text, width)), Text())
+        plain = self.text.plain
+        start = len(first.plain)
+        while start < len(plain) and plain[start] == " ":
+            start += 1
+        if start >= len(plain):
+            return [first]
+        inset = min(self.indent, width // 2)
+        rest = wrap(self.text[start:], width - inset)
+        return [first, *(Text.assemble(" " * inset, line) for line in rest)]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Wrapped(self.text).__rich_measure__(console, options)

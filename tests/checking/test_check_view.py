@@ -16,15 +16,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
-from helpers import raw_controls
+from helpers import raw_controls, schema
 from naive import Rows, naive_block
 from rich.cells import cell_len
 from rich.console import Console
 from tolerances import printed
 
 from attntrace.api import prepared
+from attntrace.checking.check_json import check_to_dict
 from attntrace.checking.compare import check_arrays
 from attntrace.checking.given import GivenArray
 from attntrace.checking.report import CheckReport
@@ -109,6 +111,13 @@ def first_difference(text: str) -> re.Match[str]:
     return found
 
 
+def largest_difference(text: str) -> re.Match[str]:
+    joined = " ".join(text.split())
+    found = re.search(r"largest difference: (.*?): expected (\S+), found (\S+)", joined)
+    assert found is not None, text
+    return found
+
+
 def fits(text: str, width: int) -> bool:
     return all(cell_len(line) <= width for line in text.splitlines())
 
@@ -153,14 +162,21 @@ def test_unscaled_scores_are_named_with_the_cell_and_the_region() -> None:
     scores = [s for head in right["scores"] for row in head for s in row]
     wrong = sum(abs(s - s / math.sqrt(2)) > 1e-5 * max(1, max(map(abs, scores))) for s in scores)
     assert f"{wrong} of {len(scores)} cells" in stage_line(text, "scaled")
-    # the worst cell: head 0's largest score, as the loops have it
+    # the first difference: head 0's first score not 0, reading row by row (issue 30:
+    # it was the largest), then the largest, as the loops have them
     head0 = right["scores"][0]
-    i, j = max(((i, j) for i in range(3) for j in range(3)), key=lambda c: abs(head0[c[0]][c[1]]))
+    cells = [(i, j) for i in range(3) for j in range(3)]
     tokens = ["cat", "eats", "fish"]
-    where, expected, found = first_difference(text).groups()
-    assert where == f"scaled, head 0, row '{tokens[i]}', column '{tokens[j]}'"
-    assert float(expected) == pytest.approx(head0[i][j] / math.sqrt(2), abs=printed(4))
-    assert float(found) == pytest.approx(head0[i][j], abs=printed(4))
+    for (i, j), said in (
+        (next(c for c in cells if head0[c[0]][c[1]] != 0), first_difference(text)),
+        (max(cells, key=lambda c: abs(head0[c[0]][c[1]])), largest_difference(text)),
+    ):
+        where, expected, found = said.groups()
+        assert where.endswith(f"row '{tokens[i]}', column '{tokens[j]}'")
+        assert float(expected) == pytest.approx(head0[i][j] / math.sqrt(2), abs=printed(4))
+        assert float(found) == pytest.approx(head0[i][j], abs=printed(4))
+    assert first_difference(text).group(1).startswith("scaled, head 0, row ")
+    assert "around the largest: your numbers" in text
     assert "diagnosis: no-scaling — the scores were not divided by √d_k" in text
     table = text.split("where they differ")[1].split("diagnosis")[0]
     assert table.count("✗") == sum(head0[a][b] != 0 for a in range(3) for b in range(3))
@@ -337,7 +353,7 @@ def test_the_marks_need_no_colour(width: int) -> None:
     assert stage_line(text, "Q")[0] == "✓"
     assert stage_line(text, "scaled")[0] == "✗"
     assert stage_line(text, "K")[0] == "·"
-    assert "✗" in text.split("where they differ")[1]
+    assert "✗" in re.split(r"where\s+they\s+differ", text)[1]
     assert fits(text, width)
 
 
@@ -359,3 +375,31 @@ def test_other_mistakes_that_reproduce_it_are_listed() -> None:
     assert "diagnosis: scaled-by-d_k — the scores were divided by d_k instead of √d_k" in text
     assert "also reproduced by: scaled-by-d_model" in text
     assert "heads 0 to 3" in stage_line(text, "scaled")
+
+
+def test_json_keeps_the_worst_cell_and_adds_the_first_in_reading_order() -> None:
+    """check's "first difference" was the largest one. The terminal's is now the first
+    in reading order; JSON's first_divergent.row/column stay the worst cell (as the
+    schema says), and first_cell is the first in reading order."""
+
+    def two_wrong(stages: dict[str, Any]) -> None:
+        stages["softmax"][0][0][1] += 0.001  # first in reading order, small
+        stages["softmax"][0][2][0] += 0.05  # later, the largest
+
+    report, right = report_of("two-heads", {"softmax": "softmax"}, two_wrong, dtype="float64")
+    document = check_to_dict(report, "mine.npz")
+    jsonschema.validate(document, schema("check-v1.schema.json"))
+    first = document["first_divergent"]
+    assert (first["row"], first["column"]) == (2, 0)
+    cell = first["first_cell"]
+    assert (cell["row"], cell["column"], cell["row_label"], cell["column_label"]) == (
+        0,
+        1,
+        "cat",
+        "eats",
+    )
+    assert cell["expected"] == pytest.approx(right["softmax"][0][0][1], rel=1e-12)
+    assert cell["found"] == pytest.approx(right["softmax"][0][0][1] + 0.001, rel=1e-12)
+    text = render(report)
+    assert first_difference(text).group(1) == "softmax, head 0, row 'cat', column 'eats'"
+    assert largest_difference(text).group(1) == "row 'fish', column 'cat'"

@@ -36,7 +36,8 @@ def test_the_overflow_is_shown_not_refused() -> None:
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "float16: values rounded to float16; matrix products accumulated in float32" in out
-    assert "float16 · max |Δ| 0 · max rel 0 vs float64 · 3 inf" in out  # under scores
+    # under scores: the maximum counts its 3 infinite cells (it read `max |Δ| 0 … 3 inf`)
+    assert "float16 · max |Δ| inf: 3 cells inf · the rest max |Δ| 0 · max rel 0" in out
     assert "scores: Q · Kᵀ = 70,400 at row 'cat', column 'fish' is past 65,504" in out
     assert "NaN" in out
     assert " inf" in out

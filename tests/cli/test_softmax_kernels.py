@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from typing import Any
 
 import jsonschema
@@ -217,3 +218,21 @@ def test_ten_thousand_values_online_is_one_line_a_value() -> None:
     document = valid(invoke("softmax", "--online", "--json", "--", *values).stdout)
     assert len(document["online"]["steps"]) == 10_000
     assert document["online"]["max_difference"] <= 1e-12
+
+
+def test_shares_that_do_not_sum_to_one_say_why() -> None:
+    """`softmax --dtype bfloat16` showed a sum of shares of 99.60% without a word."""
+    row = ["3.2", "4.0", "1.0", "6.2", "5"]
+    result = invoke("softmax", "--dtype", "bfloat16", *row)
+    assert result.exit_code == 0, result.stderr
+    document = valid(invoke("softmax", "--dtype", "bfloat16", "--json", *row).stdout)
+    weights = document["weights"]
+    total = sum((Fraction(w) for w in weights), Fraction(0))
+    assert total != 1  # each share rounded to bfloat16 on its own
+    out = flat(result.stdout)
+    said = out.split("The shares sum to ")[1]
+    written = Fraction(said.split()[0])
+    assert abs(written - total) <= Fraction(1, 10**4) / 2, said
+    assert "not 1: each share is rounded to bfloat16 on its own" in said
+    # float64's shares sum to 1 within its rounding: nothing to say
+    assert "The shares sum to" not in flat(invoke("softmax", *ARTICLE).stdout)

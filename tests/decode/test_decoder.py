@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from typing import Any
@@ -12,12 +13,16 @@ import pytest
 from helpers import invoke, schema
 from naive import naive_block
 from randoms import random_block
+from rich.console import Console
+from rich.text import Text
 from tolerances import FLOAT64, UNIT_SCALE_BOUND, significant
 
 from attntrace import InputError
+from attntrace.api import prepared
 from attntrace.decode.cache import KVCache
 from attntrace.decode.decoder import decode, step_costs
 from attntrace.decode.kv_memory import PRESETS, kv_cache_bytes, variants
+from attntrace.decode.views.summary import CostTable
 from attntrace.modelfile.model_file import model_from_document
 
 
@@ -392,3 +397,20 @@ def test_kv_cache_at_40_columns_breaks_lines_between_numbers(args: tuple[str, ..
         assert "  4,294,967,296 B  baseline" in narrow.splitlines()
     else:
         assert "  12 layers  12 heads  12 K/V (MHA)" in narrow.splitlines()
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_the_cost_legend_names_the_marks_shown(colour: bool) -> None:
+    """decode's legend said "green … red" under NO_COLOR and in pipes, where the bars
+    are told apart by their place alone."""
+    chosen = prepared(None, sample="causal")
+    out = io.StringIO()
+    console = Console(
+        file=out, width=80, force_terminal=colour, color_system="truecolor" if colour else None
+    )
+    console.print(CostTable(decode(chosen.spec, list(chosen.tokens))))
+    said = " ".join(Text.from_ansi(out.getvalue()).plain.split())
+    assert "left" in said
+    assert "right" in said
+    assert ("green" in said) == colour
+    assert ("red:" in said) == colour

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from rich.console import Console
 from attntrace.api import trace_attention
 from attntrace.forward.views.document import render_trace
 from attntrace.forward.views.dtype import error_text
+from attntrace.forward.words import one_line, paragraph
 from attntrace.kernel.casting import StageError
 from attntrace.kernel.trace import Stage
 from attntrace.ui.numbers import column_widths, stage_cell
@@ -71,8 +73,16 @@ def test_overflow_is_marked_without_colour() -> None:
 
 def test_error_line_words() -> None:
     error = StageError(1.2e-3, 4.9e-4, 2, 3)
+    # the maximum counts the infinite cells: `max |Δ| 0 … 3 inf` read as exact (issue 30)
     assert error_text(error, "float16") == (
-        "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN"
+        "float16 · max |Δ| inf: 2 cells inf · the rest max |Δ| 1.2e-03 · max rel 4.9e-04"
+        " vs float64 · 3 NaN"
+    )
+    assert error_text(StageError(0.0, 0.0, 1, 0), "float16") == (
+        "float16 · max |Δ| inf: 1 cell inf · the rest max |Δ| 0 · max rel 0 vs float64"
+    )
+    assert error_text(StageError(1.2e-3, 4.9e-4, 0, 3), "float16") == (
+        "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 3 NaN"
     )
     assert error_text(StageError(None, None, 0, 0), "bfloat16") == (
         "bfloat16 · max |Δ| — · max rel — vs float64"
@@ -124,3 +134,37 @@ def test_a_stage_body_marks_a_low_traces_overflows_in_any_view() -> None:
     assert "\x1b[1;7m" in drawn(stage_body(scores, trace))
     plain = trace_attention(config=OVERFLOW)
     assert "\x1b[1;7m" not in drawn(stage_body(plain["scores"], plain))
+
+
+def test_softmax_caption_holds_in_the_dtype() -> None:
+    """Under bfloat16 a row summing to 1.0018 sat under "each row sums to 1"."""
+    trace = trace_attention(sample="it-animal", dtype="bfloat16")
+    stage = trace["softmax"]
+    sums = [sum((Fraction(float(x)) for x in row), Fraction(0)) for row in stage.data]
+    assert max(sums) > 1 > min(sums)  # rounded shares: the promise of 1 does not hold
+    caption = one_line(stage, trace)
+    found = re.search(
+        r"each row sums to 1 in exact arithmetic; in bfloat16 these rows sum to "
+        r"(\d\.\d+)–(\d\.\d+)",
+        caption,
+    )
+    assert found, caption
+    low, high = (Fraction(x) for x in found.groups())
+    unit = Fraction(10) ** -len(found.group(1).split(".")[1])
+    assert abs(low - min(sums)) <= unit / 2
+    assert abs(high - max(sums)) <= unit / 2
+    assert "Every row sums to 1 in exact arithmetic; in bfloat16" in paragraph(stage, trace)
+    # float64's rows: the caption as it was
+    exact = trace_attention(sample="it-animal")
+    assert "each row sums to 1; row i" in one_line(exact["softmax"], exact)
+
+
+def test_softmax_caption_names_rows_of_nan() -> None:
+    """float16 rows of NaN sat under "each row sums to 1" too."""
+    path = Path(__file__).parents[2] / "docs" / "examples" / "float16-overflow.yaml"
+    trace = trace_attention(config=path, dtype="float16")
+    stage = trace["softmax"]
+    nan_rows = int(np.isnan(np.asarray(stage.data)).any(axis=1).sum())
+    assert nan_rows == 2  # 'cat' and 'fish': their scores overflowed
+    caption = one_line(stage, trace)
+    assert f"but for {nan_rows} rows of NaN: float16 overflowed before softmax" in caption

@@ -140,7 +140,8 @@ def test_long_sums_keep_their_largest_terms_and_never_the_result() -> None:
     terms = products([4.64, 3.47, 2.77, 0.0], [0.0, 2.0, 0.0, 0.0], PLAIN, 1)
     assert terms == "… + 3.47×2 + …"
     assert products([-1.5], [2.0], PLAIN) == "(-1.5)×2"
-    assert PLAIN.short(-1e-9) == "0.0000"  # rounded, so written with its digits (issue 29)
+    # not zero, so never written as zero (issue 29: not "0"; issue 30: not "0.0000")
+    assert PLAIN.short(-1e-9) == "-1.0e-09"
     assert PLAIN.short(7.0710678) == "7.0711"
     assert PLAIN.given(7.0710678) == "7.071068"  # an operand carries two more digits
 

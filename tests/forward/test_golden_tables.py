@@ -106,8 +106,11 @@ def test_uses_the_extra_width_of_a_wide_terminal() -> None:
     ("value", "text"),
     [
         (3.995761, "3.9958"),
-        (-1e-17, "0.0000"),
-        (-0.00004, "0.0000"),
+        # not zero, so never written as zero (issue 30): scientific where 4 digits lose it
+        (-1e-17, "-1.0e-17"),
+        (-0.00004, "-4.0e-05"),
+        (0.0, "0.0000"),
+        (-0.0, "0.0000"),
         (-0.00005, "-0.0001"),
         (2.0, "2.0000"),
         (123456789.0, "1.2346e+08"),

@@ -259,7 +259,7 @@ def test_tables_of_wide_tokens_line_up_in_cells(columns: int, tmp_path: Path) ->
     for header, *rows in blocks:
         columns_end = _ends(header, r"\S+")  # d0, d1 or a token: right-aligned labels
         for row in rows:
-            assert _ends(row, r"-?\d+\.\d+|−∞") <= columns_end, (header, row)
+            assert _ends(row, r"-?\d+\.\d+(?:e[+-]\d+)?|−∞") <= columns_end, (header, row)
         assert len({cell_len(row.rstrip()) for row in rows}) == 1, rows
 
 

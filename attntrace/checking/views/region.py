@@ -53,6 +53,8 @@ def digits(region: Region, first: Divergence, precision: int) -> int:
     ]
     if first.expected is not None and first.found is not None:
         pairs.append((first.expected, first.found))
+    if first.first_cell is not None:  # the first in reading order, said in words too
+        pairs.append((first.first_cell.expected, first.first_cell.found))
     finite = [(e, f) for e, f in pairs if math.isfinite(e) and math.isfinite(f)]
     for more in range(MORE_DIGITS + 1):
         if all(number(e, precision + more) != number(f, precision + more) for e, f in finite):
@@ -77,17 +79,32 @@ def axis_labels(report: CheckReport, first: Divergence, axis: str) -> Labels:
         at, worst, window = first.row, first.row_label, first.region.rows
     else:
         at, worst, window = first.column, first.column_label, first.region.cols
-    keys = report.context_tokens or report.tokens
-    tokens = report.tokens if axis == "rows" and first.stage not in KEY_ROWS else keys
-    is_tokens = axis == "rows" or first.stage in KEY_COLUMNS
-    raw = worst or ""
+    tokens = _axis_tokens(report, first, axis)
     plain = tuple(shortened(label(x), REGION_LABEL) for x in window)
-    if at is None or not is_tokens or at >= len(tokens) or tokens[at] != raw:
-        return Labels(label(raw), plain)
+    named = cell_label(report, first, axis, at, worst or "")
+    if tokens is None or at is None or at >= len(tokens) or tokens[at] != (worst or ""):
+        return Labels(named, plain)
     told_apart = unique_labels(shown_labels(tokens))
     start = first.region.row_start if axis == "rows" else first.region.col_start
     placed = told_apart[start : start + len(window)]
-    return Labels(f"'{told_apart[at]}'", tuple(shortened(x, REGION_LABEL) for x in placed))
+    return Labels(named, tuple(shortened(x, REGION_LABEL) for x in placed))
+
+
+def _axis_tokens(report: CheckReport, first: Divergence, axis: str) -> tuple[str, ...] | None:
+    """The tokens that label ``axis`` of the first differing stage, or None (d0, d1)."""
+    keys = report.context_tokens or report.tokens
+    if axis != "rows" and first.stage not in KEY_COLUMNS:
+        return None
+    return report.tokens if axis == "rows" and first.stage not in KEY_ROWS else keys
+
+
+def cell_label(report: CheckReport, first: Divergence, axis: str, at: int | None, raw: str) -> str:
+    """A cell's row (or column) as a sentence names it: a token quoted and told apart
+    (``'the#4'``), a dimension as it is (``d1``)."""
+    tokens = _axis_tokens(report, first, axis)
+    if tokens is None or at is None or at >= len(tokens) or tokens[at] != raw:
+        return label(raw)
+    return f"'{unique_labels(shown_labels(tokens))[at]}'"
 
 
 def region_table(region: Region, rows: Labels, cols: Labels, precision: int) -> SplitTable:

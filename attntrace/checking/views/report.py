@@ -24,7 +24,14 @@ from rich.text import Text
 
 from attntrace.checking.report import CheckReport, Divergence, StageResult
 from attntrace.checking.tolerance import Tolerance
-from attntrace.checking.views.region import WRONG, axis_labels, digits, number, region_table
+from attntrace.checking.views.region import (
+    WRONG,
+    axis_labels,
+    cell_label,
+    digits,
+    number,
+    region_table,
+)
 from attntrace.forward.views.document import model_facts, sentence_line
 from attntrace.kernel.trace import ModelInfo
 from attntrace.ui.numbers import short_float, significant
@@ -286,14 +293,42 @@ def first_difference(
     expected = number(math.nan if first.expected is None else first.expected, places)
     found = number(math.nan if first.found is None else first.found, places)
     values = Text.assemble("expected ", (expected, "bold"), ", found ", (found, "bold red"))
-    yield Line(
-        Text("first difference:", style="bold"),
-        [*where, (", ", f"row {rows.worst}"), (", ", f"column {cols.worst}:"), (" ", values)],
-    )
+    spot = first.first_cell
+    if spot is None or (spot.row, spot.column) == (first.row, first.column):
+        yield Line(
+            Text("first difference:", style="bold"),
+            [*where, (", ", f"row {rows.worst}"), (", ", f"column {cols.worst}:"), (" ", values)],
+        )
+        around = "around it"
+    else:  # the first in reading order, then the largest, which the region surrounds
+        first_values = Text.assemble(
+            "expected ",
+            (number(spot.expected, places), "bold"),
+            ", found ",
+            (number(spot.found, places), "bold red"),
+        )
+        yield Line(
+            Text("first difference:", style="bold"),
+            [
+                *where,
+                (", ", f"row {cell_label(report, first, 'rows', spot.row, spot.row_label)}"),
+                (
+                    ", ",
+                    f"column {cell_label(report, first, 'cols', spot.column, spot.column_label)}:",
+                ),
+                (" ", first_values),
+            ],
+        )
+        largest = "largest difference:" if _finite(first) else "not finite:"
+        yield Line(
+            Text(largest, style="bold"),
+            [(" ", f"row {rows.worst}"), (", ", f"column {cols.worst}:"), (" ", values)],
+        )
+        around = "around the " + ("largest" if _finite(first) else "non-finite one")
     yield Text("")
     yield Wrapped(
         Text(
-            f"around it: your numbers, the expected ones beneath, {WRONG} where they differ",
+            f"{around}: your numbers, the expected ones beneath, {WRONG} where they differ",
             style="dim",
         )
     )

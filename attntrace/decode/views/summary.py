@@ -225,6 +225,17 @@ def kv_cache_note(run: Decode) -> RenderableType:
     return Terms(tuple((" ", Text(flag, style="dim")) for flag in flags))
 
 
+def _bars_legend(console: Console) -> str:
+    """What the bars are, by what tells them apart on this console: their place, and
+    their colour only where colour is shown (not under NO_COLOR, in a pipe or a file)."""
+    if console.no_color or console.color_system is None:
+        return "the running totals as bars (left: with the cache, right: recomputing the prefix)"
+    return (
+        "the running totals as bars (left, green: with the cache; right, red: "
+        "recomputing the prefix)"
+    )
+
+
 @dataclass(frozen=True)
 class CostTable:
     """Per step: multiply-adds both ways, their running totals as bars, the cache size."""
@@ -233,11 +244,7 @@ class CostTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         run = self.run
-        yield Text(
-            "multiply-adds of each step, and the running totals as bars "
-            "(green: with the cache, red: recomputing the prefix)",
-            style="dim",
-        )
+        yield Text(f"multiply-adds of each step, and {_bars_legend(console)}", style="dim")
         totals = np.cumsum([[s.costs.cached, s.costs.recomputed] for s in run.steps], axis=0)
         widest = float(totals[-1, 1])
         labels = unique_labels(shown_labels(run.tokens))

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Stage
-from attntrace.ui.numbers import OVERFLOWED
+from attntrace.ui.numbers import OVERFLOWED, format_number
 from attntrace.ui.shown import pad, shortened
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -83,9 +83,22 @@ class AttentionMap:
     def _fixed_width(self, top: int) -> tuple[int, int]:
         """The line's width without its bars, and the widest key among the top ``top``."""
         key_width = max(cell_len(self.keys[j]) for j in np.unique(self.ranked[:, :top]))
-        number_width = len(f"{1:.{self.precision}f}")
+        numbers = sum(self._number_widths(top))
         query_width = max(cell_len(q) for q in self.queries)
-        return query_width + 3 + top * (key_width + number_width + 4), key_width
+        return query_width + 3 + top * (key_width + 4) + numbers, key_width
+
+    def _number_widths(self, top: int) -> list[int]:
+        """The widest weight written at each rank of the top ``top``: ``0.65``, or
+        ``1.2e-03`` where the places would write a weight that is not 0 as 0.00
+        (ui/numbers.py). By rank, so that a tiny third weight widens the third alone."""
+        narrow = len(f"{1:.{self.precision}f}")
+        top_weights = np.take_along_axis(self.weights.data, self.ranked[:, :top], axis=1)
+        # only a weight near 0 can be written wider than 1.00: those are formatted
+        small = (top_weights != 0) & (np.abs(top_weights) < 10.0**-self.precision)
+        return [
+            max([narrow, *(len(format_number(float(w), self.precision)) for w in column)])
+            for column in (top_weights[small[:, r], r] for r in range(top))
+        ]
 
     def _line_width(self, top: int, bar_width: int) -> int:
         """query, " → ", then per key: name, weight, bar, separators."""
@@ -106,11 +119,12 @@ class AttentionMap:
         # As many of the asked-for keys as fit; the map says when some had to go.
         top = next((t for t in range(asked, 0, -1) if self._line_width(t, _MIN_BAR) <= width), 1)
         fixed, key_width = self._fixed_width(top)
+        number_widths = self._number_widths(top)
         query_width = max(cell_len(q) for q in queries)
         full = max(_MIN_BAR, min(_MAX_BAR, (width - fixed) // top))
         if fixed + top * full > width:  # not even one key with a short bar: no bar, then
             full = 0  # labels shortened in their middle; a weight is never cut
-            room = width - len(f" → {1:.{self.precision}f}") - 1
+            room = width - len(" → ") - number_widths[0] - 1
             if query_width + key_width > room:
                 query_width = key_width = max(4, room // 2)
                 queries = [shortened(q, query_width) for q in queries]
@@ -133,11 +147,12 @@ class AttentionMap:
                 weight = float(data[i, j])
                 line.append(pad(keys[j], key_width) + " ", style="bold" if rank == 0 else "")
                 if math.isnan(weight):  # a NaN among numbers: no bar for it
-                    written = "NaN".rjust(len(f"{1:.{self.precision}f}"))
+                    written = "NaN".rjust(number_widths[rank])
                     line.append(written, style=OVERFLOWED)
                     weight = 0.0
                 else:
-                    line.append(f"{weight:.{self.precision}f}", style="cyan")
+                    written = format_number(weight, self.precision)
+                    line.append(written.rjust(number_widths[rank]), style="cyan")
                 drawn = bar(weight, full)
                 if rank < len(shown) - 1:
                     line.append(" " + drawn.ljust(full) + "  ", style="magenta")

@@ -34,10 +34,16 @@ def delta(value: float | None) -> str:
 
 
 def error_text(error: StageError, dtype: str) -> str:
-    """``float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN``."""
-    text = f"{dtype} · max |Δ| {delta(error.max_abs)} · max rel {delta(error.max_rel)} vs float64"
+    """``float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 3 NaN``; where cells
+    overflowed to ±inf the maximum is inf, and says how many, the finite cells' own
+    after it: ``float16 · max |Δ| inf: 2 cells inf · the rest max |Δ| 0 · max rel 0
+    vs float64`` (``max |Δ| 0`` beside 2 infinite cells read as exact)."""
+    finite = f"max |Δ| {delta(error.max_abs)} · max rel {delta(error.max_rel)} vs float64"
     if error.inf:
-        text += f" · {error.inf} inf"
+        cells = "1 cell" if error.inf == 1 else f"{error.inf} cells"
+        text = f"{dtype} · max |Δ| inf: {cells} inf · the rest {finite}"
+    else:
+        text = f"{dtype} · {finite}"
     if error.nan:
         text += f" · {error.nan} NaN"
     return text

@@ -30,11 +30,11 @@ from attntrace.forward.views.focus_form import (
 from attntrace.kernel.trace import Trace
 from attntrace.ui.by_hand import Form
 from attntrace.ui.fitted import Fitted
-from attntrace.ui.numbers import visible_indices
+from attntrace.ui.numbers import percent, visible_indices
 from attntrace.ui.shown import pad
 from attntrace.ui.split_table import SplitTable
 from attntrace.ui.view import View
-from attntrace.ui.wrap import Wrapped, wrap
+from attntrace.ui.wrap import Hanging, Hung, wrap
 
 
 def result_vector(values: Sequence[float], form: Form) -> str:
@@ -68,8 +68,9 @@ def products(
     )
 
 
-def heading(number: str, text: str) -> Text:
-    return Text.assemble((number, "bold cyan"), " ", (text, "bold"))
+def heading(number: str, text: str) -> Hung:
+    """A section's heading, ``scores = Q · Kᵀ: …``, its continued lines indented."""
+    return Hung(Text.assemble((number, "bold cyan"), " ", (text, "bold")))
 
 
 def dot_section(focus: Focus, view: View) -> Group:
@@ -215,7 +216,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
                 form.result(row.shifted),
                 form.carried(row.exp),
                 form.result(row.weight),
-                f"{100 * row.weight:.2f}%",
+                percent(row.weight),
             )
         )
     total = sum(row.weight for row in focus.softmax)
@@ -231,7 +232,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
                 form.result(focus.sink_logit - focus.row_max),
                 form.carried(focus.sink_exp),
                 form.result(sink),
-                f"{100 * sink:.2f}%",
+                percent(sink),
             )
         )
     rows.append(
@@ -241,7 +242,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
             "",
             form.carried(focus.exp_sum),
             form.result(total),
-            f"{100 * total:.2f}%",
+            percent(total),
         )
     )
     # Too narrow for every column: drawn in parts, never a number folded over two lines.
@@ -308,20 +309,24 @@ def output_section(focus: Focus, view: View) -> Group:
     column = max(len(weight) for weight in weights)
     for term, weight in zip((focus.terms[j] for j in keys), weights, strict=True):
         name = f"  {weight:>{column}} × V[{pad(term.key + ']', width + 1)}"
-        # never without the V row it multiplies: a line too long wraps, between numbers
+        # never without the V row it multiplies: a line too long goes on under its
+        # first '=', a vector broken after a comma, under its first entry
         lines.append(
-            Wrapped(
-                Text(
-                    f"{name} = {weight} × {vector(term.value_row, form)}"
-                    f" = {result_vector(term.product, form)}"
-                )
+            Hanging(
+                Text(name),
+                (
+                    Text(f" = {weight} × {vector(term.value_row, form)}"),
+                    Text(f" = {result_vector(term.product, form)}"),
+                ),
             )
         )
     lines.append(
-        Text.assemble(
-            "  sum = ",
-            (result_vector(focus.output, form), "bold"),
-            f" = output[{focus.label}]",
+        Hanging(
+            Text("  sum"),
+            (
+                Text.assemble(" = ", (result_vector(focus.output, form), "bold")),
+                Text(f" = output[{focus.label}]"),
+            ),
         )
     )
     for column, value in enumerate(focus.output):

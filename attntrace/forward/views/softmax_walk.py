@@ -27,12 +27,10 @@ from attntrace.ui.by_hand import (
     FLOAT_SLACK,
     exact_mantissa,
     first_that,
-    fixed,
-    scientific,
     scientific_digits,
     within,
 )
-from attntrace.ui.numbers import FIXED_LIMIT, OVERFLOWED, format_number
+from attntrace.ui.numbers import FIXED_LIMIT, OVERFLOWED, fixed, format_number, scientific
 from attntrace.ui.split_table import SplitTable
 
 FLOAT64_MAX = "1.8e308"
@@ -60,7 +58,7 @@ def _cells(decimals: int, mantissa: int, limit: float = FIXED_LIMIT) -> Writer:
         if not math.isfinite(value):
             return _number(value, decimals)
         if abs(value) < limit:
-            return fixed(value, decimals)
+            return fixed(value, decimals, keep_nonzero=True)
         return scientific(value, mantissa) if value else fixed(value, decimals)
 
     return write

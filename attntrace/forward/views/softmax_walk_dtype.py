@@ -17,7 +17,7 @@ from rich.text import Text
 from attntrace.forward.softmax_walk import Overflow, SoftmaxWalk
 from attntrace.kernel.overflow_words import amount
 from attntrace.kernel.precision import exp_overflow_threshold, smallest_subnormal
-from attntrace.ui.numbers import format_number
+from attntrace.ui.numbers import format_number, percent
 
 FLOAT64_MAX = "1.8e308"
 
@@ -37,7 +37,31 @@ def dtype_story(
     x_text: Callable[[float], str],
     exp_text: Callable[[float], str],
 ) -> Text:
-    """Under the table: the first overflow explained, or why nothing overflowed."""
+    """Under the table: the first overflow explained, or why nothing overflowed; and
+    why the shares do not sum to 1 (100%) where they do not."""
+    text = _story(steps, precision, x_text, exp_text)
+    return text.append(_rounding_note(steps, precision)) if text.plain else text
+
+
+def _rounding_note(steps: SoftmaxWalk, precision: int) -> str:
+    """`` The shares sum to 0.996002, not 1: ...``, where the dtype's shares, each
+    rounded on its own, do not sum to 1 (the sum row's 99.60% said without a word)."""
+    total = math.fsum(steps.weights)
+    if not math.isfinite(total) or total == 1:
+        return ""
+    return (
+        f" The shares sum to {format_number(total, precision + 2)} "
+        f"({percent(total)}), not 1: each share is rounded to {steps.dtype} on its own, "
+        "and the roundings do not cancel."
+    )
+
+
+def _story(
+    steps: SoftmaxWalk,
+    precision: int,
+    x_text: Callable[[float], str],
+    exp_text: Callable[[float], str],
+) -> Text:
     dtype = steps.dtype
     top = x_text(steps.max)
     total = format_number(steps.sum_exp_shifted, precision + 2)

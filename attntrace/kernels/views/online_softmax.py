@@ -19,7 +19,7 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.text import Text
 
 from attntrace.kernels.online_softmax import OnlineSoftmax
-from attntrace.ui.numbers import MASKED, difference_bound, format_number
+from attntrace.ui.numbers import MASKED, difference_bound, format_number, percent
 from attntrace.ui.split_table import SplitTable
 
 # A difference past this is not rounding: the line says the two differ.
@@ -70,7 +70,7 @@ def online_view(result: OnlineSoftmax, precision: int) -> Group:
             _number(x, precision),
             format_number(online, precision + 2),
             format_number(two, precision + 2),
-            f"{100 * online:.2f}%",
+            percent(online),
         )
         for i, (x, online, two) in enumerate(
             zip(result.values, result.weights, result.two_pass_weights, strict=True)

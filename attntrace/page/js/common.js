@@ -72,8 +72,9 @@ function escapeChar(ch) {
 
 // ---- numbers ----------------------------------------------------------------------
 // Python's f"{x:.4f}" (round half to even on the exact binary value), "-0.0000" written
-// without its sign, e-notation from 1e8: ui/numbers.format_number. A cell is a
-// number, null (masked, −∞) or, in a --dtype trace, "inf", "-inf" or "nan".
+// without its sign, e-notation from 1e8, and a nonzero number the digits would write as
+// 0 in e-notation with one digit after the point (-3.9e-05): ui/numbers.format_number.
+// A cell is a number, null (masked, −∞) or, in a --dtype trace, "inf", "-inf" or "nan".
 function fmt(value, prec) {
   const p = prec === undefined ? PREC : prec;
   if (value === undefined) return "–"; // not computed (a skipped tile's block max)
@@ -82,7 +83,8 @@ function fmt(value, prec) {
   if (value === "-inf" || value === "-Infinity" || value === -Infinity) return "−inf";
   if (value === "nan" || value === "NaN" || Number.isNaN(value)) return "NaN";
   const text = Math.abs(value) >= 1e8 ? exponential(value, p) : fixed(value, p);
-  return /[1-9]/.test(text) ? text : text.replace(/^-/, "");
+  if (/[1-9]/.test(text)) return text;
+  return value === 0 ? text.replace(/^-/, "") : exponential(value, 1);
 }
 
 // Python's f"{x:.{d}g}": a size to d significant digits (ui/numbers.significant).
@@ -169,11 +171,13 @@ function exponential(value, p) {
 }
 
 // A --dtype stage's error against float64, as forward/views/dtype.error_text writes it:
-// "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 2 inf · 3 NaN".
+// "float16 · max |Δ| 1.2e-03 · max rel 4.9e-04 vs float64 · 3 NaN", and where cells
+// overflowed to ±inf "float16 · max |Δ| inf: 2 cells inf · the rest max |Δ| 0 · ...".
 function errorText(error, dtype) {
   const size = (x) => (x === null || x === undefined ? "—" : x === 0 ? "0" : exponential(x, 1));
-  let text = `${dtype} · max |Δ| ${size(error.max_abs)} · max rel ${size(error.max_rel)} vs float64`;
-  if (error.inf) text += ` · ${error.inf} inf`;
+  const finite = `max |Δ| ${size(error.max_abs)} · max rel ${size(error.max_rel)} vs float64`;
+  const cells = error.inf === 1 ? "1 cell" : `${error.inf} cells`;
+  let text = error.inf ? `${dtype} · max |Δ| inf: ${cells} inf · the rest ${finite}` : `${dtype} · ${finite}`;
   if (error.nan) text += ` · ${error.nan} NaN`;
   return text;
 }

@@ -53,10 +53,16 @@ function checkView(root, doc) {
   if (first) {
     const region = first.region;
     const shown = { name: "region", shape: [region.rows.length, region.cols.length], rows: region.rows, cols: region.cols, data: region.found };
+    // the first in reading order (first_cell, absent from older documents), then the
+    // largest, which the region surrounds, where they are two cells
+    const spot = first.first_cell || first;
+    const apart = spot.row !== first.row || spot.column !== first.column;
+    const values = (c) => el("p", { class: "line" }, "expected ", term("expected", fmt(c.expected)), ", found ", term("found", fmt(c.found)));
     section.append(
-      el("h2", {}, `The first difference: ${first.stage}${first.head === null ? "" : `, head ${first.head}`}, row ${quoted(first.row_label)}, column ${quoted(first.column_label)}`),
-      el("p", { class: "line" }, "expected ", term("expected", fmt(first.expected)), ", found ", term("found", fmt(first.found))),
-      el("h3", {}, "Around it, your numbers (✗ where they differ)"),
+      el("h2", {}, `The first difference: ${first.stage}${first.head === null ? "" : `, head ${first.head}`}, row ${quoted(spot.row_label)}, column ${quoted(spot.column_label)}`),
+      values(spot),
+      ...(apart ? [el("h3", {}, `The largest difference: row ${quoted(first.row_label)}, column ${quoted(first.column_label)}`), values(first)] : []),
+      el("h3", {}, `Around ${apart ? "the largest" : "it"}, your numbers (✗ where they differ)`),
       matrixTable(shown, { key: "found", mark: (r, c) => (region.wrong[r][c] ? "wrong" : null) }),
       el("h3", {}, "The expected numbers"),
       matrixTable({ ...shown, name: "expected", data: region.expected }, { key: "expected" }));
