@@ -39,6 +39,9 @@ PACKED = "attntrace/packed/v2"
 WRITERS = ("orjson", "json")
 #: A block of more bytes of JSON than this is packed; a smaller one stays as it is.
 PACK_AT = 1 << 20
+#: A packed block inflates to at most this many bytes (a page holds 64 MiB of JSON at
+#: most, whose numbers take fewer bytes packed than written).
+INFLATED_AT_MOST = 256 << 20
 #: An array of fewer numbers stays in the document.
 SMALLEST = 64
 
@@ -73,6 +76,16 @@ def pack(json_bytes: bytes) -> bytes:
     return json_bytes  # never seen: the plain page, then
 
 
+def _inflated(deflated: bytes) -> bytes:
+    """The stream, refused (a ValueError) past :data:`INFLATED_AT_MOST` bytes: a page
+    that was not written by attntrace may inflate without end."""
+    inflater = zlib.decompressobj()
+    stream = inflater.decompress(deflated, INFLATED_AT_MOST + 1)
+    if len(stream) > INFLATED_AT_MOST:
+        raise ValueError(f"its numbers inflate past {INFLATED_AT_MOST >> 20} MiB")
+    return stream
+
+
 def _text(deflated: bytes) -> dict[str, Any]:
     """The deflated stream as text for the JSON: base85 (RFC 1924's alphabet, each
     ``<`` written ``,``: a page writes ``<`` as an escape of 6 characters), padded with
@@ -101,7 +114,7 @@ def unpack(block: dict[str, Any]) -> bytes:
     """A packed block's document, as the bytes the command's ``--json`` writes."""
     import orjson
 
-    stream = zlib.decompress(_binary(block))
+    stream = _inflated(_binary(block))
     arrays = [_array(stream, entry) for entry in block["arrays"]]
     document = _restored(orjson.loads(stream[: block["document"]]), arrays)
     if block.get("writer") == "json":  # Python's json: 1e-09 where orjson writes 1e-9
@@ -285,7 +298,8 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         documents = page_documents(Path(argv[0]).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not a page's JSON
+    except (OSError, ValueError, LookupError, TypeError, zlib.error) as error:
+        # unreadable, not UTF-8, not a page's JSON, a packed block that is not attntrace's
         _error(f"{argv[0]}: cannot read the page: {error}")
         return 2
     if not documents:
