@@ -4,11 +4,13 @@ A real model's page is mostly its weight matrices, and a float64 written in deci
 takes about 19 bytes: a 12-token SmolLM2 layer came to 16 MB. So a block of more than
 :data:`PACK_AT` bytes of JSON is embedded packed (docs/page.md, "What the file holds"):
 every run of numbers (a matrix, a vector) of at least :data:`SMALLEST` numbers leaves the
-document for one binary stream, each as little-endian float32 where every one of its
-values is a float32 exactly (checked) and float64 otherwise, laid out by row or by column
-whichever deflates smaller, an array equal to one already there stored once; the stream
-deflated (zlib) and written in base64. The document keeps ``{"$array": k}`` where the
-numbers stood. The page inflates it with the browser's DecompressionStream.
+document for one binary stream, each as float32 where every one of its values is a
+float32 exactly (checked) and float64 otherwise, by row or by column, laid out as
+page/codecs.py says (a quantized model's weights as blocks of small integers), whichever
+deflates smaller, an array equal to one already there stored once. The stream starts
+with the document's JSON, ``{"$array": k}`` where the numbers stood; it is deflated
+(zlib) and written in base85. The page inflates it with the browser's
+DecompressionStream.
 
 Nothing is rounded: :func:`unpack` gives back the very bytes the command's ``--json``
 writes (orjson writes a float the same from a list or from numpy; a null is a NaN in the
@@ -24,19 +26,22 @@ import re
 import sys
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import numpy as np
 
 #: The packed block's marker (its ``packed`` field), and the format's version.
-PACKED = "attntrace/packed/v1"
+PACKED = "attntrace/packed/v2"
 #: How a document's JSON may have been written (``run``'s and ``flash``'s by orjson,
 #: ``decode``'s, ``check``'s and ``diff``'s by Python's json): a packed block names which,
 #: so that it is given back in the very same bytes.
 WRITERS = ("orjson", "json")
 #: A block of more bytes of JSON than this is packed; a smaller one stays as it is.
 PACK_AT = 1 << 20
+#: A packed block inflates to at most this many bytes (a page holds 64 MiB of JSON at
+#: most, whose numbers take fewer bytes packed than written).
+INFLATED_AT_MOST = 256 << 20
 #: An array of fewer numbers stays in the document.
 SMALLEST = 64
 
@@ -54,20 +59,50 @@ def pack(json_bytes: bytes) -> bytes:
     document = _pulled(orjson.loads(json_bytes), arrays)
     if not arrays:
         return json_bytes
-    stream, entries = _stream(arrays)
+    head = orjson.dumps(document)
+    stream, entries = _stream(arrays, len(head))
     block = {
         "packed": PACKED,
         "writer": "orjson",
-        "encoding": "deflate, base64",
+        "encoding": "deflate, base85",
+        "document": len(head),
         "arrays": entries,
-        "document": document,
-        "data": base64.b64encode(zlib.compress(stream, 6)).decode("ascii"),
+        **_text(zlib.compress(head + stream, 6)),
     }
     for writer in WRITERS:  # the one that wrote json_bytes gives them back
         block["writer"] = writer
         if unpack(block) == json_bytes:
             return orjson.dumps(block)
     return json_bytes  # never seen: the plain page, then
+
+
+def _inflated(deflated: bytes) -> bytes:
+    """The stream, refused (a ValueError) past :data:`INFLATED_AT_MOST` bytes: a page
+    that was not written by attntrace may inflate without end."""
+    inflater = zlib.decompressobj()
+    stream = inflater.decompress(deflated, INFLATED_AT_MOST + 1)
+    if len(stream) > INFLATED_AT_MOST:
+        raise ValueError(f"its numbers inflate past {INFLATED_AT_MOST >> 20} MiB")
+    return stream
+
+
+def _text(deflated: bytes) -> dict[str, Any]:
+    """The deflated stream as text for the JSON: base85 (RFC 1924's alphabet, each
+    ``<`` written ``,``: a page writes ``<`` as an escape of 6 characters), padded with
+    zero bytes to a whole group of 4, ``bytes`` long before the padding. A quarter more
+    than the bytes where base64 is a third more."""
+    text = base64.b85encode(deflated, pad=True).translate(_TO_TEXT).decode("ascii")
+    return {"bytes": len(deflated), "data": text}
+
+
+def _binary(block: dict[str, Any]) -> bytes:
+    """The deflated stream back from its text."""
+    text = block["data"].encode("ascii").translate(_FROM_TEXT)
+    return base64.b85decode(text)[: block["bytes"]]
+
+
+_TO_TEXT = bytes.maketrans(b"<", b",")
+_FROM_TEXT = bytes.maketrans(b",", b"<")
 
 
 def is_packed(block: Any) -> bool:
@@ -77,24 +112,37 @@ def is_packed(block: Any) -> bool:
 
 def unpack(block: dict[str, Any]) -> bytes:
     """A packed block's document, as the bytes the command's ``--json`` writes."""
-    import numpy as np
     import orjson
 
-    stream = zlib.decompress(base64.b64decode(block["data"]))
-    arrays = []
-    for entry in block["arrays"]:
-        dtype = np.dtype("<f4" if entry["dtype"] == "float32" else "<f8")
-        count = int(np.prod(entry["shape"]))
-        flat = np.frombuffer(stream, dtype, count, entry["offset"]).astype(np.float64)
-        shape = entry["shape"] if entry["order"] == "C" else entry["shape"][::-1]
-        values = flat.reshape(shape)
-        arrays.append(np.ascontiguousarray(values if entry["order"] == "C" else values.T))
-    document = _restored(block["document"], arrays)
+    stream = _inflated(_binary(block))
+    arrays = [_array(stream, entry) for entry in block["arrays"]]
+    document = _restored(orjson.loads(stream[: block["document"]]), arrays)
     if block.get("writer") == "json":  # Python's json: 1e-09 where orjson writes 1e-9
         from attntrace.kernel.documents import plain_dumps
 
         return plain_dumps(_listed(document)).encode()
     return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _array(stream: bytes, entry: dict[str, Any]) -> np.ndarray:
+    """One array of the stream, as float64 in its shape (docs/page.md)."""
+    import numpy as np
+
+    from attntrace.page import codecs
+
+    count = int(np.prod(entry["shape"]))
+    codec = entry["codec"]
+    if codec == "affine":
+        flat = codecs.affine_values(stream[entry["offset"] :], count, entry["block"])
+    else:
+        dtype = np.dtype("<f4" if entry["dtype"] == "float32" else "<f8")
+        data = stream[entry["offset"] : entry["offset"] + count * dtype.itemsize]
+        if codec == "planes":
+            data = codecs.planes_values(data, dtype.itemsize)
+        flat = np.frombuffer(data, dtype, count).astype(np.float64)
+    shape = entry["shape"] if entry["order"] == "C" else entry["shape"][::-1]
+    values = flat.reshape(shape)
+    return np.ascontiguousarray(values if entry["order"] == "C" else values.T)
 
 
 def page_documents(page: str) -> dict[str, bytes]:
@@ -184,43 +232,61 @@ def _restored(node: Any, arrays: list[np.ndarray]) -> Any:
     return node
 
 
-def _stream(arrays: list[np.ndarray]) -> tuple[bytes, list[dict[str, Any]]]:
-    """The arrays' bytes one after another, and each one's entry; an array already in
-    the stream, byte for byte, points at it (GQA's heads share their K and V)."""
+def _stream(arrays: list[np.ndarray], offset: int) -> tuple[bytes, list[dict[str, Any]]]:
+    """The arrays' bytes one after another, the first ``offset`` bytes into the stream,
+    and each one's entry; an array already in the stream, byte for byte, points at it
+    (GQA's heads share their K and V)."""
     pieces: list[bytes] = []
     at: dict[bytes, int] = {}
     entries = []
-    offset = 0
     for values in arrays:
-        dtype, order, data = _encoded(values)
-        key = f"{dtype} {order} {values.shape}".encode() + data
+        entry, data = _encoded(values)
+        key = f"{sorted(entry.items())} {values.shape}".encode() + data
         if key not in at:
             at[key] = offset
             pieces.append(data)
             offset += len(data)
-        entries.append(
-            {"shape": list(values.shape), "dtype": dtype, "order": order, "offset": at[key]}
-        )
+        entries.append({"shape": list(values.shape), **entry, "offset": at[key]})
     return b"".join(pieces), entries
 
 
-def _encoded(values: np.ndarray) -> tuple[str, str, bytes]:
-    """(dtype, order, bytes): float32 where it holds every value exactly, else float64;
-    by column where that deflates smaller (a quantized model's blocks run down a column)."""
+def _encoded(values: np.ndarray) -> tuple[dict[str, Any], bytes]:
+    """(entry, bytes): float32 where it holds every value exactly, else float64; by
+    column where that deflates smaller (a quantized model's blocks run down a column);
+    as ``affine`` blocks where the values are a quantized model's, else ``raw`` or in
+    byte ``planes``, whichever deflates smaller (page/codecs.py)."""
     import numpy as np
+
+    from attntrace.page import codecs
 
     narrow = values.astype("<f4")
     exact = np.array_equal(narrow.astype(np.float64), values, equal_nan=True)
     kept = narrow if exact else values.astype("<f8")
-    dtype = "float32" if exact else "float64"
-    by_row = kept.tobytes(order="C")
+    entry: dict[str, Any] = {"dtype": "float32" if exact else "float64"}
+    orders: tuple[Literal["C", "F"], ...] = ("C", "F")
     if kept.ndim < 2 or min(kept.shape) < 2:
-        return dtype, "C", by_row
-    by_column = kept.tobytes(order="F")
-    sample = _TRIAL  # the first bytes of each tell which way deflates smaller
-    if len(zlib.compress(by_column[:sample], 1)) < len(zlib.compress(by_row[:sample], 1)):
-        return dtype, "F", by_column
-    return dtype, "C", by_row
+        orders = ("C",)
+    if exact:
+        fitted = [(order, codecs.affine(kept.reshape(-1, order=order))) for order in orders]
+        found = [(len(f[1]), order, f) for order, f in fitted if f is not None]
+        if found:
+            _, order, (block, data) = min(found)
+            return {**entry, "order": order, "codec": "affine", "block": block}, data
+    size = kept.itemsize
+    tried = []
+    for order in orders:
+        data = kept.tobytes(order=order)
+        sample = data[:_TRIAL]  # the first bytes of each tell which deflates smaller
+        tried.append((_deflated(sample), order, "raw", data))
+        tried.append((_deflated(codecs.planes(sample, size)), order, "planes", data))
+    _, order, codec, data = min(tried)
+    if codec == "planes":
+        data = codecs.planes(data, size)
+    return {**entry, "order": order, "codec": codec}, data
+
+
+def _deflated(data: bytes) -> int:
+    return len(zlib.compress(data, 1))
 
 
 def main(argv: list[str]) -> int:
@@ -232,7 +298,8 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         documents = page_documents(Path(argv[0]).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not a page's JSON
+    except (OSError, ValueError, LookupError, TypeError, zlib.error) as error:
+        # unreadable, not UTF-8, not a page's JSON, a packed block that is not attntrace's
         _error(f"{argv[0]}: cannot read the page: {error}")
         return 2
     if not documents:

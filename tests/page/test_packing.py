@@ -4,8 +4,10 @@ and the browser reads the same document from a packed page as from a plain one."
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,14 @@ def pack_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every block packed, every array of 4 numbers or more: the samples are small."""
     monkeypatch.setattr(packing, "PACK_AT", 0)
     monkeypatch.setattr(packing, "SMALLEST", 4)
+
+
+def zlib_bomb() -> str:
+    """A deflated stream of 300 MiB of zeros, as base85 with "," for "<"."""
+    deflater = zlib.compressobj(9)
+    zeros = bytes(1 << 20)
+    data = b"".join(deflater.compress(zeros) for _ in range(300)) + deflater.flush()
+    return base64.b85encode(data, pad=True).decode().replace("<", ",")
 
 
 def export(tmp_path: Path, args: tuple[str, ...]) -> str:
@@ -125,8 +135,15 @@ def test_packing_keeps_float64_where_float32_would_round() -> None:
     )
     packed = json.loads(packing.pack(document))
     assert [a["dtype"] for a in packed["arrays"]] == ["float32", "float64"]
-    assert packed["document"]["short"] == [0.5, None]  # under SMALLEST: as it was
+    assert json.loads(stream(packed)[: packed["document"]])["short"] == [0.5, None]  # small
     assert packing.unpack(packed) == document
+
+
+def stream(block: dict[str, Any]) -> bytes:
+    """A packed block's stream, read as docs/page.md says: base85 in RFC 1924's alphabet
+    with "," for "<", cut to ``bytes``, inflated."""
+    text = block["data"].replace(",", "<").encode()
+    return zlib.decompress(base64.b85decode(text)[: block["bytes"]])
 
 
 def test_the_command_line_writes_the_document_back_out(
@@ -174,3 +191,34 @@ def test_a_real_models_page_is_packed_and_gives_its_json_back(tmp_path: Path) ->
     page = export(tmp_path, args)
     assert is_packed(raw_block(page, "trace"))
     assert page_documents(page)["trace"] + b"\n" == invoke(*args, "--json").stdout_bytes
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '"bytes":5,"data":"00000"',  # not deflated
+        '"data":"00000"',  # no length
+        pytest.param("bomb", marks=pytest.mark.long),  # inflates past its limit (1 s)
+    ],
+    ids=["garbage", "no-length", "bomb"],
+)
+def test_a_packed_block_not_attntraces_is_one_error_line(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], data: str
+) -> None:
+    if data == "bomb":
+        data = f'"bytes":{1 << 20},"data":"{zlib_bomb()}"'
+    page = export(tmp_path, ("run", "-s", "gqa"))
+    block = (
+        '{"packed":"attntrace/packed/v2","writer":"orjson","encoding":"deflate, base85",'
+        f'"document":5,"arrays":[],{data}}}'
+    )
+    found = re.search(r'(<script type="application/json" id="trace">).*?(</script>)', page, re.S)
+    assert found is not None
+    target = tmp_path / "bad.html"
+    target.write_text(page[: found.end(1)] + block + page[found.start(2) :], encoding="utf-8")
+    assert packing.main([str(target)]) == 2
+    out = capsysbinary.readouterr()
+    assert out.out == b""
+    assert out.err.startswith(f"attntrace: error: {target}: cannot read the page: ".encode())
+    assert out.err.count(b"\n") == 1
+    assert (b"inflate past 256 MiB" in out.err) == ("1048576" in data)  # not inflated whole
