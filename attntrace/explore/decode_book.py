@@ -1,7 +1,8 @@
 """decode as a book: one page per new token, the KV cache as it stands at that step.
 
-Each step (and head) is a table: a row for every token the cache holds, its cached k
-and v, then the new token's q against it: ``q·k``, scaled by √d_k (ALiBi's bias and the
+Each step (and head) is a table: a row for every token the cache holds (the one this
+step appends marked ``◀ new``, as decode's terminal marks it), its cached k and v,
+then the new token's q against it: ``q·k``, scaled by √d_k (ALiBi's bias and the
 softcap where the model has them) and the weight softmax gives it. The numbers are
 decode's own (:func:`attntrace.decode.decoder.decode`); a cell's story writes out the
 sum, the division or the softmax that made it, from the row's own numbers.
@@ -12,19 +13,22 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from rich.cells import cell_len
 from rich.text import Text
 
 from attntrace.decode.decoder import Decode, DecodeStep
 from attntrace.explore.book import Book
+from attntrace.explore.stage_table import LABEL_LIMIT
 from attntrace.explore.walk import Walk
 from attntrace.forward.cell_story import CellStory
 from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import ModelInfo, Stage, Trace
-from attntrace.ui.shown import label, model_name
+from attntrace.ui.shown import label, model_name, shortened
 from attntrace.ui.titles import head_label
 
 # Terms of a dot product written out before the rest are summed as "…".
 TERMS = 8
+NEW = " ◀ new"  # the row of the token this step appends, as decode's terminal marks it
 
 
 def decode_book(result: Decode) -> Book:
@@ -63,7 +67,8 @@ def decode_book(result: Decode) -> Book:
         return text
 
     def story(walk: Walk) -> CellStory:
-        return step_story(result, result.steps[walk.position], walk.stage, walk.row, walk.col)
+        step = result.steps[walk.position]
+        return step_story(result, step, walk.stage, walk.row, walk.col, tokens)
 
     return Book("decode", "step", trace, heading, story)
 
@@ -91,7 +96,7 @@ def _step_stage(result: Decode, step: DecodeStep, head: int, tokens: list[str]) 
     return Stage(
         name=tokens[step.t],
         formula=f"step {step.t + 1}: q[{tokens[step.t]}] against the cache",
-        rows=tuple(tokens[p] for p in step.positions),
+        rows=tuple(_row_label(tokens[p], new=p == step.t) for p in step.positions),
         cols=tuple(_columns(model.d_k, model.d_v, step)),
         data=np.column_stack(parts),
         head=head,
@@ -99,19 +104,30 @@ def _step_stage(result: Decode, step: DecodeStep, head: int, tokens: list[str]) 
     )
 
 
+def _row_label(token: str, *, new: bool) -> str:
+    """The row's token; the new one's marked, shortened first so the mark always shows
+    (the table gives up a long label's middle past LABEL_LIMIT cells)."""
+    if not new:
+        return token
+    return shortened(token, LABEL_LIMIT - cell_len(NEW)) + NEW
+
+
 def _vector(values: np.ndarray) -> str:
     shown = [f"{v:.4f}" for v in values[:TERMS].tolist()]
     return "[" + ", ".join(shown) + (", …]" if len(values) > TERMS else "]")
 
 
-def step_story(result: Decode, step: DecodeStep, stage: Stage, row: int, col: int) -> CellStory:
+def step_story(
+    result: Decode, step: DecodeStep, stage: Stage, row: int, col: int, tokens: list[str]
+) -> CellStory:
     """The cell ``stage[row, col]`` of one step: where a cached number came from, or the
-    arithmetic of q·k, its scaling, or the weight."""
+    arithmetic of q·k, its scaling, or the weight. ``tokens`` are the sentence's labels
+    (a row's label may be shortened and marked new)."""
     model = result.model
     head = stage.head or 0
-    name, key = stage.cols[col], stage.rows[row]
-    value = float(stage.data[row, col])
     position = step.positions[row]
+    name, key = stage.cols[col], tokens[position]
+    value = float(stage.data[row, col])
     lines: list[str]
     if name.startswith(("k", "v")) and name[1:].isdecimal():
         which = "key" if name[0] == "k" else "value"

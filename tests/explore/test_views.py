@@ -49,7 +49,7 @@ def test_d_shows_the_cache_at_a_step_and_the_weight_of_a_cached_row() -> None:
     walk = seen.app.walk
     assert seen.app.view == "decode"
     assert walk.stage.shape[0] == 8  # the cache holds the first eight tokens
-    assert walk.stage.rows == tuple(TOKENS[:8])
+    assert walk.stage.rows == (*TOKENS[:7], "it ◀ new")  # as decode's terminal marks it
     scaled = it_animal()["scaled"][7][:8]
     weight = naive_softmax_row(scaled)[1]
     assert "Step 8 of 11 · it" in seen.where
@@ -99,3 +99,30 @@ def test_d_and_g_without_them_say_why() -> None:
     driven(trace_attention(sample="it-animal"), drive, sources=why)
     assert said[0] == "no decode here"
     assert said[1].startswith("g shows the gradients of a loss")
+
+
+def test_a_model_with_its_own_context_offers_no_d() -> None:
+    """-s cross cross-attends to the context its file gives: no cache to grow, so d is in
+    neither the status line nor the help, and pressing it says why (not decode's error)."""
+    from attntrace.cli.explore import other_views
+    from attntrace.cli.model_flags import ModelFlags
+    from attntrace.explore.keys import key_list
+
+    trace = trace_attention(sample="cross")
+    assert trace.context_tokens is not None
+    views = other_views(ModelFlags(sample="cross"), None, None, None, None, crossed=True)
+    said: list[str] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        said.append(app.message or str(app.query_one("#status").render()))
+        await pilot.press("d")
+        said.append(app.message)
+
+    seen = driven(trace, drive, sources=views)
+    assert views.decode is None
+    assert "t/d" not in said[0]
+    assert all(keys != "d" for keys, _ in key_list(seen.app.abilities))
+    assert (
+        said[1] == "decode grows a cache over one sentence: this model cross-attends to a context"
+    )
+    assert seen.app.view == "trace"
