@@ -43,10 +43,14 @@ CSS = """
 #tables { height: 1fr; }
 #table { width: 1fr; height: 100%; }
 #mirror { width: 1fr; height: 100%; display: none; border-left: solid $accent; }
+#tables.stacked { layout: vertical; }
+#tables.stacked #table { width: 100%; height: 1fr; }
+#tables.stacked #mirror { width: 100%; height: 1fr; border-left: none; border-top: solid $accent; }
 #story { height: 7; border-top: solid $accent; }
 #status { height: 1; }
 #command { height: 1; border: none; padding: 0; display: none; }
 """
+STACKED_BELOW = 110  # columns: narrower, grad's forward table goes below the gradient's
 
 
 class ExploreApp(App[None]):
@@ -140,6 +144,9 @@ class ExploreApp(App[None]):
         # a third of the screen below 24 lines' header and status: 7 lines at 80 × 24,
         # which leaves it-animal's eleven rows all in view
         self.query_one(StoryPane).styles.height = max(7, (event.size.height - 4) // 3)
+        # grad's two tables: side by side they would be some 30 columns each below
+        # STACKED_BELOW columns, too few for three numbers; one above the other instead
+        self.query_one("#tables").set_class(event.size.width < STACKED_BELOW, "stacked")
 
     # --- drawing ---------------------------------------------------------------
 
@@ -163,6 +170,10 @@ class ExploreApp(App[None]):
             same = beside.shape == walk.stage.shape
             mirror.show_cursor = same
             mirror.show(beside, self.trace, walk.row if same else 0, walk.col if same else 0)
+            if same:  # the same rows and columns in view in both, as far as they fit
+                table = self.query_one("#table", StageTable)
+                mirror.scroll_to(table.scroll_x, table.scroll_y, animate=False)
+                mirror.scroll_to_cursor()
 
     def explain(self) -> None:
         self.query_one(StoryPane).tell(self.book.story(self.walk))

@@ -6,14 +6,17 @@ import math
 import re
 from typing import Any
 
+import pytest
 from explorer import TOKENS, driven, it_animal, settled
 from naive import naive_softmax_row
+from textual.geometry import Region
 
 from attntrace import trace_attention
 from attntrace.api import prepared
 from attntrace.decode.decoder import Decode, decode
 from attntrace.explore.app import ExploreApp
 from attntrace.explore.sources import Sources
+from attntrace.explore.stage_table import StageTable
 from attntrace.learning.grad_trace import GradTrace, grad_trace
 from attntrace.learning.objective import Objective
 
@@ -126,3 +129,34 @@ def test_a_model_with_its_own_context_offers_no_d() -> None:
         said[1] == "decode grows a cache over one sentence: this model cross-attends to a context"
     )
     assert seen.app.view == "trace"
+
+
+@pytest.mark.parametrize(("size", "stacked"), [((80, 24), True), ((120, 40), False)])
+def test_grad_stacks_its_two_tables_on_a_narrow_screen(
+    size: tuple[int, int], stacked: bool
+) -> None:
+    """Side by side at 80 columns each table had some 30 columns: two numbers and a
+    half. Below 110 columns the forward stage goes under the gradient, each table as
+    wide as the pane; the cursor's row in view in both."""
+    regions: list[tuple[Region, Region]] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("g")
+        await settled(app, pilot)
+        await pilot.press("3", *["down"] * 7, "right")  # d_softmax[it, animal]
+        await pilot.pause()
+        table, mirror = (app.query_one(f"#{n}", StageTable) for n in ("table", "mirror"))
+        regions.append((table.region, mirror.region))
+
+    seen = driven(trace_attention(sample="it-animal"), drive, size, sources=sources())
+    table, mirror = regions[0]
+    if stacked:
+        assert mirror.y >= table.bottom
+        assert mirror.width == table.width >= 60
+    else:
+        assert mirror.x >= table.right
+        assert mirror.y == table.y
+    weight = f"{it_animal()['softmax'][7][1]:.4f}"
+    rows = [line for line in seen.screen.splitlines() if re.search(r"\bit +", line)]
+    assert any("-1.5418" in line for line in rows)  # d_softmax[it, animal]
+    assert any(weight in line for line in rows)  # softmax[it, animal], beside or below
