@@ -37,7 +37,9 @@ from attntrace.visible import visible
 CSS = """
 #where { height: 1; }
 #main { height: 1fr; }
-#stages { width: 14; height: 100%; border: none; padding: 0; }
+/* a name too long for the list (decode's steps are tokens) ends in … */
+#stages { width: 14; height: 100%; border: none; padding: 0 1 0 0;
+    text-wrap: nowrap; text-overflow: ellipsis; }
 #right { width: 1fr; }
 #heading { height: auto; max-height: 4; }
 #tables { height: 1fr; }

@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any
 
+import numpy as np
 import pytest
 from explorer import TOKENS, driven, it_animal, settled
 from naive import naive_softmax_row
@@ -160,3 +161,27 @@ def test_grad_stacks_its_two_tables_on_a_narrow_screen(
     rows = [line for line in seen.screen.splitlines() if re.search(r"\bit +", line)]
     assert any("-1.5418" in line for line in rows)  # d_softmax[it, animal]
     assert any(weight in line for line in rows)  # softmax[it, animal], beside or below
+
+
+def test_a_long_step_name_ends_in_an_ellipsis_in_the_list() -> None:
+    """decode's steps are named by their tokens: one longer than the list is cut with …,
+    neither wrapped onto the next line nor run into the heading beside it."""
+    from attntrace import ModelSpec
+
+    words = ["a", "supercalifragilistic"]
+    spec = ModelSpec(
+        embeddings={w: np.eye(2)[i] for i, w in enumerate(words)},
+        WQ=np.eye(2),
+        WK=np.eye(2),
+        WV=np.eye(2),
+    )
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("d")
+        await settled(app, pilot)
+
+    views = Sources(decode=lambda layer: decode(spec, words))
+    seen = driven(trace_attention(" ".join(words), model=spec), drive, sources=views)
+    lines = seen.screen.splitlines()
+    assert lines[2].startswith("2 supercalif… ")
+    assert lines[3].startswith(" " * 14)  # no rest of the name on the next line
