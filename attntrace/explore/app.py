@@ -24,7 +24,7 @@ from attntrace.errors import InputError
 from attntrace.explore.book import Book, trace_book
 from attntrace.explore.heading import where_line
 from attntrace.explore.help import HelpScreen
-from attntrace.explore.keys import Abilities
+from attntrace.explore.keys import Abilities, status_hints
 from attntrace.explore.sources import Layers, Reporter, Sources
 from attntrace.explore.stage_list import StageList
 from attntrace.explore.stage_table import StageTable
@@ -149,6 +149,7 @@ class ExploreApp(App[None]):
         # grad's two tables: side by side they would be some 30 columns each below
         # STACKED_BELOW columns, too few for three numbers; one above the other instead
         self.query_one("#tables").set_class(event.size.width < STACKED_BELOW, "stacked")
+        self.show_status()  # its hints fitted to the new width
 
     # --- drawing ---------------------------------------------------------------
 
@@ -187,13 +188,7 @@ class ExploreApp(App[None]):
         if self.message:
             text = Text(self.message, style="yellow")
         else:
-            hints = [f"n/b {self.walk.noun}", "arrows cell"]
-            hints += ["h/H head"] if can.heads else []
-            hints += ["l/L layer"] if can.layers else []
-            views = [k for k, on in (("t", True), ("d", can.decode), ("g", can.grad)) if on]
-            hints += ["/".join(views) + " view"] if len(views) > 1 else []
-            hints += [":name jump", "? help", "q quit"]
-            text = Text(" · ".join(hints), style="dim")
+            text = Text(status_hints(can, self.walk.noun, self.size.width), style="dim")
         text.no_wrap = True
         text.overflow = "ellipsis"
         self.query_one("#status", Static).update(text)
