@@ -21,6 +21,7 @@ from attntrace.explore.book import Book
 from attntrace.explore.stage_table import LABEL_LIMIT
 from attntrace.explore.walk import Walk
 from attntrace.forward.cell_story import CellStory
+from attntrace.forward.cell_terms import Term, factor, figure, sum_line, term_lines, value_line
 from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import ModelInfo, Stage, Trace
 from attntrace.ui.shown import label, model_name, shortened
@@ -128,27 +129,35 @@ def step_story(
     position = step.positions[row]
     name, key = stage.cols[col], tokens[position]
     value = float(stage.data[row, col])
-    lines: list[str]
     if name.startswith(("k", "v")) and name[1:].isdecimal():
         which = "key" if name[0] == "k" else "value"
         lines = [
-            f"{name} of {key}'s {which}: {value!r}",
-            f"cached at step {position + 1}, when {key} was the new token; read, not recomputed",
+            f"{name} of {key}'s {which}, cached at step {position + 1} when {key} was the "
+            "new token: read, not recomputed"
+        ]
+    elif result.cast.dtype != "float64":
+        lines = [
+            f"this cell holds {result.cast.dtype}'s result; the arithmetic by hand is "
+            "float64's, so it is not written out: explore without --dtype to see it"
         ]
     elif name == "q·k":
         q, k = step.q[head], step.keys[head // model.group][row]
-        pairs = zip(q[:TERMS].tolist(), k[:TERMS].tolist(), strict=True)
-        terms = [f"{a:.4f}·{b:.4f}" for a, b in pairs]
-        more = " + …" if len(q) > TERMS else ""
-        lines = [f"q · k[{key}] = " + " + ".join(terms) + more, f"= {value!r}"]
+        terms = [
+            Term(f"d{i}", f"{figure(a)} × {factor(b)}", a * b)
+            for i, (a, b) in enumerate(zip(q.tolist(), k.tolist(), strict=True))
+        ]
+        lines = [f"q · k[{key}]: {len(terms)} products", *term_lines(terms), sum_line(terms)]
     elif name == "÷√d_k":
         score = float(step.scores[head][row])
-        lines = [f"q·k / √{model.d_k} = {score!r} / {math.sqrt(model.d_k)!r}", f"= {value!r}"]
+        root = math.sqrt(model.d_k)
+        lines = [f"q·k / √{model.d_k} = {figure(score)} / {figure(root)} = {figure(score / root)}"]
     elif name == "weight":
-        sink = None if step.sink is None else float(step.sink[head][0])
-        lines = _weight_lines(stage, row, value, sink)
+        # the sink's logit, the model's own (step.sink is the weight the sink took)
+        logits = model.variants.sink_logits(model.heads)
+        sink = None if logits is None else float(logits[head])
+        lines = _weight_lines(stage, row, sink)
     else:
-        lines = [f"= {value!r}"]
+        lines = []
     return CellStory(
         stage=stage.name,
         head=stage.head,
@@ -158,11 +167,11 @@ def step_story(
         heading=f"step {step.t + 1} ({stage.name}): {name}[{key}]"
         + (f", head {head}" if model.heads > 1 else ""),
         formula=stage.formula,
-        lines=tuple(lines),
+        lines=(*lines, value_line(value)),
     )
 
 
-def _weight_lines(stage: Stage, row: int, value: float, sink: float | None) -> list[str]:
+def _weight_lines(stage: Stage, row: int, sink: float | None) -> list[str]:
     """softmax over the column of logits before the weight (scaled, biased or capped),
     the sink logit (gpt-oss's) joining the max and the sum where the model has one."""
     logits = stage.data[:, -2].tolist()
@@ -170,9 +179,14 @@ def _weight_lines(stage: Stage, row: int, value: float, sink: float | None) -> l
     exps = [math.exp(x - top) if x != -math.inf else 0.0 for x in logits]
     total = math.fsum([*exps, *([] if sink is None else [math.exp(sink - top)])])
     lines = [
-        f"exp({logits[row]:.4f} − max {top:.4f}) / Σ exp(logit − max)",
-        f"= {exps[row]:.6f} / {total:.6f} = {value!r}",
+        f"M = the max of the cache's logits{'' if sink is None else ' and the sink'}"
+        f" = {figure(top)}",
+        f"exp({figure(logits[row])} − M) = {figure(exps[row])}",
+        f"Σ exp(logit − M) over the {len(logits)} cached rows"
+        + ("" if sink is None else " and the sink")
+        + f" = {figure(total)}",
+        f"weight = {figure(exps[row])} / {figure(total)} = {figure(exps[row] / total)}",
     ]
     if sink is not None:
-        lines.append(f"the sink logit {sink:.4f} is in the max and the sum, not a row")
+        lines.insert(1, f"the sink logit {figure(sink)} is in the max and the sum, not a row")
     return lines

@@ -16,6 +16,7 @@ from attntrace import trace_attention
 from attntrace.api import prepared
 from attntrace.decode.decoder import Decode, decode
 from attntrace.explore.app import ExploreApp
+from attntrace.explore.decode_book import decode_book
 from attntrace.explore.sources import Sources
 from attntrace.explore.stage_table import StageTable
 from attntrace.learning.grad_trace import GradTrace, grad_trace
@@ -185,3 +186,29 @@ def test_a_long_step_name_ends_in_an_ellipsis_in_the_list() -> None:
     lines = seen.screen.splitlines()
     assert lines[2].startswith("2 supercalif… ")
     assert lines[3].startswith(" " * 14)  # no rest of the name on the next line
+
+
+@pytest.mark.parametrize("head", [0, 1])
+def test_decode_tells_a_weight_with_the_sink_logit_in_its_sum(head: int) -> None:
+    """sink-logit's step 3: the weight on "eats" is exp(x − M) over the cached rows' exps
+    and the sink's; the story's figures divide out to the cell (it once took the sink's
+    weight for its logit, and its division disagreed with the cell it told)."""
+    ready = prepared(None, sample="sink-logit")
+    book = decode_book(decode(ready.spec, ready.tokens))
+    walk = book.walk()
+    walk.head = head
+    walk.go(2)
+    walk.cell(1, walk.stage.shape[1] - 1)
+    story = book.story(walk)
+    assert story.heading == f"step 3 (fish): weight[eats], head {head}"
+    sink = [1.0, -2.0][head]  # the sample file's sink logits
+    logits = [float(x) for x in walk.stage.data[:, -2]]
+    top = max([*logits, sink])
+    expected = math.exp(logits[1] - top) / math.fsum(
+        [*(math.exp(x - top) for x in logits), math.exp(sink - top)]
+    )
+    assert math.isclose(story.value, expected, rel_tol=1e-12)
+    said = next(line for line in story.lines if line.startswith("weight = "))
+    a, b, c = (float(x) for x in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", said))
+    assert math.isclose(a / b, story.value, rel_tol=1e-5)
+    assert math.isclose(c, story.value, rel_tol=1e-5)
