@@ -65,7 +65,8 @@ def explore(
         first = chosen.layer or 0
         gradients = None if objective is None else grad_of(chosen, sentence, objective, first)
     layers = real_layers(chosen, sentence, cast) if real else None
-    sources = other_views(chosen, sentence, cast, objective, gradients)
+    crossed = trace.context_tokens is not None  # --context, or the model file's own
+    sources = other_views(chosen, sentence, cast, objective, gradients, crossed=crossed)
     # after the input is checked (a bad sample is named even from a pipe), before Textual
     # Textual reads the keys from stdin and draws on stderr; stdout must not be a file
     if not all(is_terminal(stream) for stream in (sys.stdin, sys.stdout, sys.stderr)):
@@ -113,9 +114,13 @@ def other_views(
     cast: Cast | None,
     objective: Objective | None,
     gradients: GradTrace | None,
+    *,
+    crossed: bool = False,
 ) -> Sources:
     """``d`` and ``g``: decode's steps and the gradients of the layer on screen (the
-    first layer's gradients are ``gradients``, computed already)."""
+    first layer's gradients are ``gradients``, computed already). A cross-attention
+    (``crossed``: ``--context`` or the model file's own context) has no ``d``: decode
+    grows a cache over one sentence, so the key and help list leave it out."""
     from attntrace.decode.decoder import Decode, decode
     from attntrace.explore.sources import Sources
 
@@ -131,6 +136,10 @@ def other_views(
     why_not_decode = ""
     if chosen.context is not None:
         why_not_decode = "decode grows a cache over one sentence: not under --context"
+    elif crossed:
+        why_not_decode = (
+            "decode grows a cache over one sentence: this model cross-attends to a context"
+        )
     else:
         from attntrace.real.catalog import find_model
 

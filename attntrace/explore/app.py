@@ -24,7 +24,7 @@ from attntrace.errors import InputError
 from attntrace.explore.book import Book, trace_book
 from attntrace.explore.heading import where_line
 from attntrace.explore.help import HelpScreen
-from attntrace.explore.keys import Abilities
+from attntrace.explore.keys import Abilities, status_hints
 from attntrace.explore.sources import Layers, Reporter, Sources
 from attntrace.explore.stage_list import StageList
 from attntrace.explore.stage_table import StageTable
@@ -37,16 +37,22 @@ from attntrace.visible import visible
 CSS = """
 #where { height: 1; }
 #main { height: 1fr; }
-#stages { width: 14; height: 100%; border: none; padding: 0; }
+/* a name too long for the list (decode's steps are tokens) ends in … */
+#stages { width: 14; height: 100%; border: none; padding: 0 1 0 0;
+    text-wrap: nowrap; text-overflow: ellipsis; }
 #right { width: 1fr; }
 #heading { height: auto; max-height: 4; }
 #tables { height: 1fr; }
 #table { width: 1fr; height: 100%; }
 #mirror { width: 1fr; height: 100%; display: none; border-left: solid $accent; }
+#tables.stacked { layout: vertical; }
+#tables.stacked #table { width: 100%; height: 1fr; }
+#tables.stacked #mirror { width: 100%; height: 1fr; border-left: none; border-top: solid $accent; }
 #story { height: 7; border-top: solid $accent; }
 #status { height: 1; }
 #command { height: 1; border: none; padding: 0; display: none; }
 """
+STACKED_BELOW = 110  # columns: narrower, grad's forward table goes below the gradient's
 
 
 class ExploreApp(App[None]):
@@ -140,6 +146,10 @@ class ExploreApp(App[None]):
         # a third of the screen below 24 lines' header and status: 7 lines at 80 × 24,
         # which leaves it-animal's eleven rows all in view
         self.query_one(StoryPane).styles.height = max(7, (event.size.height - 4) // 3)
+        # grad's two tables: side by side they would be some 30 columns each below
+        # STACKED_BELOW columns, too few for three numbers; one above the other instead
+        self.query_one("#tables").set_class(event.size.width < STACKED_BELOW, "stacked")
+        self.show_status()  # its hints fitted to the new width
 
     # --- drawing ---------------------------------------------------------------
 
@@ -163,6 +173,10 @@ class ExploreApp(App[None]):
             same = beside.shape == walk.stage.shape
             mirror.show_cursor = same
             mirror.show(beside, self.trace, walk.row if same else 0, walk.col if same else 0)
+            if same:  # the same rows and columns in view in both, as far as they fit
+                table = self.query_one("#table", StageTable)
+                mirror.scroll_to(table.scroll_x, table.scroll_y, animate=False)
+                mirror.scroll_to_cursor()
 
     def explain(self) -> None:
         self.query_one(StoryPane).tell(self.book.story(self.walk))
@@ -174,13 +188,7 @@ class ExploreApp(App[None]):
         if self.message:
             text = Text(self.message, style="yellow")
         else:
-            hints = [f"n/b {self.walk.noun}", "arrows cell"]
-            hints += ["h/H head"] if can.heads else []
-            hints += ["l/L layer"] if can.layers else []
-            views = [k for k, on in (("t", True), ("d", can.decode), ("g", can.grad)) if on]
-            hints += ["/".join(views) + " view"] if len(views) > 1 else []
-            hints += [":name jump", "? help", "q quit"]
-            text = Text(" · ".join(hints), style="dim")
+            text = Text(status_hints(can, self.walk.noun, self.size.width), style="dim")
         text.no_wrap = True
         text.overflow = "ellipsis"
         self.query_one("#status", Static).update(text)

@@ -1,7 +1,8 @@
 """decode as a book: one page per new token, the KV cache as it stands at that step.
 
-Each step (and head) is a table: a row for every token the cache holds, its cached k
-and v, then the new token's q against it: ``q·k``, scaled by √d_k (ALiBi's bias and the
+Each step (and head) is a table: a row for every token the cache holds (the one this
+step appends marked ``◀ new``, as decode's terminal marks it), its cached k and v,
+then the new token's q against it: ``q·k``, scaled by √d_k (ALiBi's bias and the
 softcap where the model has them) and the weight softmax gives it. The numbers are
 decode's own (:func:`attntrace.decode.decoder.decode`); a cell's story writes out the
 sum, the division or the softmax that made it, from the row's own numbers.
@@ -12,19 +13,23 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from rich.cells import cell_len
 from rich.text import Text
 
 from attntrace.decode.decoder import Decode, DecodeStep
 from attntrace.explore.book import Book
+from attntrace.explore.stage_table import LABEL_LIMIT
 from attntrace.explore.walk import Walk
 from attntrace.forward.cell_story import CellStory
+from attntrace.forward.cell_terms import Term, factor, figure, sum_line, term_lines, value_line
 from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import ModelInfo, Stage, Trace
-from attntrace.ui.shown import label, model_name
+from attntrace.ui.shown import label, model_name, shortened
 from attntrace.ui.titles import head_label
 
 # Terms of a dot product written out before the rest are summed as "…".
 TERMS = 8
+NEW = " ◀ new"  # the row of the token this step appends, as decode's terminal marks it
 
 
 def decode_book(result: Decode) -> Book:
@@ -63,7 +68,8 @@ def decode_book(result: Decode) -> Book:
         return text
 
     def story(walk: Walk) -> CellStory:
-        return step_story(result, result.steps[walk.position], walk.stage, walk.row, walk.col)
+        step = result.steps[walk.position]
+        return step_story(result, step, walk.stage, walk.row, walk.col, tokens)
 
     return Book("decode", "step", trace, heading, story)
 
@@ -91,7 +97,7 @@ def _step_stage(result: Decode, step: DecodeStep, head: int, tokens: list[str]) 
     return Stage(
         name=tokens[step.t],
         formula=f"step {step.t + 1}: q[{tokens[step.t]}] against the cache",
-        rows=tuple(tokens[p] for p in step.positions),
+        rows=tuple(_row_label(tokens[p], new=p == step.t) for p in step.positions),
         cols=tuple(_columns(model.d_k, model.d_v, step)),
         data=np.column_stack(parts),
         head=head,
@@ -99,40 +105,59 @@ def _step_stage(result: Decode, step: DecodeStep, head: int, tokens: list[str]) 
     )
 
 
+def _row_label(token: str, *, new: bool) -> str:
+    """The row's token; the new one's marked, shortened first so the mark always shows
+    (the table gives up a long label's middle past LABEL_LIMIT cells)."""
+    if not new:
+        return token
+    return shortened(token, LABEL_LIMIT - cell_len(NEW)) + NEW
+
+
 def _vector(values: np.ndarray) -> str:
     shown = [f"{v:.4f}" for v in values[:TERMS].tolist()]
     return "[" + ", ".join(shown) + (", …]" if len(values) > TERMS else "]")
 
 
-def step_story(result: Decode, step: DecodeStep, stage: Stage, row: int, col: int) -> CellStory:
+def step_story(
+    result: Decode, step: DecodeStep, stage: Stage, row: int, col: int, tokens: list[str]
+) -> CellStory:
     """The cell ``stage[row, col]`` of one step: where a cached number came from, or the
-    arithmetic of q·k, its scaling, or the weight."""
+    arithmetic of q·k, its scaling, or the weight. ``tokens`` are the sentence's labels
+    (a row's label may be shortened and marked new)."""
     model = result.model
     head = stage.head or 0
-    name, key = stage.cols[col], stage.rows[row]
-    value = float(stage.data[row, col])
     position = step.positions[row]
-    lines: list[str]
+    name, key = stage.cols[col], tokens[position]
+    value = float(stage.data[row, col])
     if name.startswith(("k", "v")) and name[1:].isdecimal():
         which = "key" if name[0] == "k" else "value"
         lines = [
-            f"{name} of {key}'s {which}: {value!r}",
-            f"cached at step {position + 1}, when {key} was the new token; read, not recomputed",
+            f"{name} of {key}'s {which}, cached at step {position + 1} when {key} was the "
+            "new token: read, not recomputed"
+        ]
+    elif result.cast.dtype != "float64":
+        lines = [
+            f"this cell holds {result.cast.dtype}'s result; the arithmetic by hand is "
+            "float64's, so it is not written out: explore without --dtype to see it"
         ]
     elif name == "q·k":
         q, k = step.q[head], step.keys[head // model.group][row]
-        pairs = zip(q[:TERMS].tolist(), k[:TERMS].tolist(), strict=True)
-        terms = [f"{a:.4f}·{b:.4f}" for a, b in pairs]
-        more = " + …" if len(q) > TERMS else ""
-        lines = [f"q · k[{key}] = " + " + ".join(terms) + more, f"= {value!r}"]
+        terms = [
+            Term(f"d{i}", f"{figure(a)} × {factor(b)}", a * b)
+            for i, (a, b) in enumerate(zip(q.tolist(), k.tolist(), strict=True))
+        ]
+        lines = [f"q · k[{key}]: {len(terms)} products", *term_lines(terms), sum_line(terms)]
     elif name == "÷√d_k":
         score = float(step.scores[head][row])
-        lines = [f"q·k / √{model.d_k} = {score!r} / {math.sqrt(model.d_k)!r}", f"= {value!r}"]
+        root = math.sqrt(model.d_k)
+        lines = [f"q·k / √{model.d_k} = {figure(score)} / {figure(root)} = {figure(score / root)}"]
     elif name == "weight":
-        sink = None if step.sink is None else float(step.sink[head][0])
-        lines = _weight_lines(stage, row, value, sink)
+        # the sink's logit, the model's own (step.sink is the weight the sink took)
+        logits = model.variants.sink_logits(model.heads)
+        sink = None if logits is None else float(logits[head])
+        lines = _weight_lines(stage, row, sink)
     else:
-        lines = [f"= {value!r}"]
+        lines = []
     return CellStory(
         stage=stage.name,
         head=stage.head,
@@ -142,11 +167,11 @@ def step_story(result: Decode, step: DecodeStep, stage: Stage, row: int, col: in
         heading=f"step {step.t + 1} ({stage.name}): {name}[{key}]"
         + (f", head {head}" if model.heads > 1 else ""),
         formula=stage.formula,
-        lines=tuple(lines),
+        lines=(*lines, value_line(value)),
     )
 
 
-def _weight_lines(stage: Stage, row: int, value: float, sink: float | None) -> list[str]:
+def _weight_lines(stage: Stage, row: int, sink: float | None) -> list[str]:
     """softmax over the column of logits before the weight (scaled, biased or capped),
     the sink logit (gpt-oss's) joining the max and the sum where the model has one."""
     logits = stage.data[:, -2].tolist()
@@ -154,9 +179,14 @@ def _weight_lines(stage: Stage, row: int, value: float, sink: float | None) -> l
     exps = [math.exp(x - top) if x != -math.inf else 0.0 for x in logits]
     total = math.fsum([*exps, *([] if sink is None else [math.exp(sink - top)])])
     lines = [
-        f"exp({logits[row]:.4f} − max {top:.4f}) / Σ exp(logit − max)",
-        f"= {exps[row]:.6f} / {total:.6f} = {value!r}",
+        f"M = the max of the cache's logits{'' if sink is None else ' and the sink'}"
+        f" = {figure(top)}",
+        f"exp({figure(logits[row])} − M) = {figure(exps[row])}",
+        f"Σ exp(logit − M) over the {len(logits)} cached rows"
+        + ("" if sink is None else " and the sink")
+        + f" = {figure(total)}",
+        f"weight = {figure(exps[row])} / {figure(total)} = {figure(exps[row] / total)}",
     ]
     if sink is not None:
-        lines.append(f"the sink logit {sink:.4f} is in the max and the sum, not a row")
+        lines.insert(1, f"the sink logit {figure(sink)} is in the max and the sum, not a row")
     return lines

@@ -2,19 +2,24 @@
 
 The gradients are :func:`attntrace.learning.grad_trace.grad_trace`'s, in backward order
 (d_output first, d_X last); the explorer shows the forward stage of the same shape
-beside each (:meth:`GradTrace.mirror`), and a cell's story gives the gradient, the
-forward number at the same cell, and what the gradient means under this loss
+beside each (:meth:`GradTrace.mirror`), and a cell's story is the chain rule's step
+that makes it (:func:`attntrace.learning.grad_cell_story.grad_cell_story`), then the
+forward number at the same cell and what the gradient means under this loss
 (:mod:`attntrace.learning.grad_words`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from rich.text import Text
 
 from attntrace.explore.book import Book
 from attntrace.explore.walk import Walk
 from attntrace.forward.cell_story import CellStory
+from attntrace.forward.cell_terms import figure
 from attntrace.kernel.trace import Stage, Trace
+from attntrace.learning.grad_cell_story import grad_cell_story
 from attntrace.learning.grad_trace import GradTrace
 from attntrace.learning.grad_words import stage_caption
 from attntrace.ui.shown import shown_trace
@@ -53,29 +58,22 @@ def grad_book(grad: GradTrace) -> Book:
         return text
 
     def story(walk: Walk) -> CellStory:
+        """grad_cell_story's chain-rule step, then the forward number at the same cell
+        and what the gradient means under this loss."""
         stage, row, col = walk.stage, walk.row, walk.col
-        value = float(stage.data[row, col])
-        lines = [f"= {value!r}"]
+        told = grad_cell_story(grad, originals[stage], row, col)
+        lines = list(told.lines)
         beside = mirror(stage)
         if beside is not None and beside.shape == stage.shape:
+            forward = float(beside.data[row, col])
             lines.append(
-                f"forward {beside.name}[{beside.rows[row]}, {beside.cols[col]}] = "
-                f"{float(beside.data[row, col])!r}"
+                f"beside it, forward {beside.name}[{beside.rows[row]}, {beside.cols[col]}]"
+                f" = {figure(forward)}"
             )
         caption = stage_caption(originals[stage], grad)
         if caption:
-            lines.append(visible(caption))
-        where = "" if stage.head is None else f", head {stage.head}"
-        return CellStory(
-            stage=stage.name,
-            head=stage.head,
-            row=stage.rows[row],
-            col=stage.cols[col],
-            value=value,
-            heading=f"{stage.name}[{stage.rows[row]}, {stage.cols[col]}]{where}",
-            formula=stage.formula,
-            lines=tuple(lines),
-        )
+            lines.append(caption)
+        return replace(told, lines=tuple(lines))
 
     return Book("grad", "gradient", book, heading, story, mirror=mirror)
 

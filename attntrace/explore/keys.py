@@ -44,3 +44,24 @@ def key_list(can: Abilities) -> list[tuple[str, str]]:
         keys.extend(views)
     keys += [("?", "this help (any key closes it)"), ("q", "quit")]
     return keys
+
+
+# hints given up, in this order, when the status line is too narrow for them all; "?"
+# lists every key and "q" quits, so those two always stay
+DROPPED_FIRST = (":name jump", "arrows cell")
+
+
+def status_hints(can: Abilities, noun: str, width: int) -> str:
+    """The status line's reminder of the keys that work here, fitted to ``width`` cells
+    by leaving out the hints of :data:`DROPPED_FIRST` rather than cutting ``? help``."""
+    hints = [f"n/b {noun}", "arrows cell"]
+    hints += ["h/H head"] if can.heads else []
+    hints += ["l/L layer"] if can.layers else []
+    views = [k for k, on in (("t", True), ("d", can.decode), ("g", can.grad)) if on]
+    hints += ["/".join(views) + " view"] if len(views) > 1 else []
+    hints += [":name jump", "? help", "q quit"]
+    for dropped in DROPPED_FIRST:
+        if len(" · ".join(hints)) <= width:
+            break
+        hints.remove(dropped)
+    return " · ".join(hints)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import OptionList
 
-from attntrace.explore.walk import Walk
-from attntrace.kernel.trace import Stage
+from attntrace.explore.walk import Walk, entry
 
 
 class StageList(OptionList):
@@ -23,7 +22,7 @@ class StageList(OptionList):
         self.names: list[str] = []
 
     def show(self, walk: Walk) -> None:
-        names = [_entry(stage) for stage in walk.stages]
+        names = [entry(stage) for stage in walk.stages]
         if names != self.names:
             self.clear_options()
             self.add_options(
@@ -31,11 +30,3 @@ class StageList(OptionList):
             )
             self.names = names
         self.highlighted = walk.position
-
-
-def _entry(stage: Stage) -> str:
-    """A stage's name in the list; a K/V head's sum over its query heads (grad's d_K,
-    d_V under GQA) marked ``kv0``, apart from the head's own."""
-    if stage.head is None and stage.kv_head is not None:
-        return f"{stage.name} kv{stage.kv_head}"
-    return stage.name

@@ -73,11 +73,12 @@ class Walk:
         return self.go(target)
 
     def jump(self, key: str) -> str:
-        """A stage's number (1 to the walk's length) or name (exact, else any case)."""
+        """A stage's number (1 to the walk's length) or name as the list shows it (exact,
+        else any case): ``d_K`` is the head's own, ``d_K kv0`` its K/V head's sum."""
         key = key.strip()
         if key.isdecimal():
             return self.go(int(key) - 1)
-        names = [s.name for s in self.stages]
+        names = [entry(s) for s in self.stages]
         for wanted in (key, key.lower()):
             found = [
                 i for i, n in enumerate(names) if (n if wanted == key else n.lower()) == wanted
@@ -107,3 +108,11 @@ class Walk:
     def cell(self, row: int, col: int) -> None:
         self.row, self.col = row, col
         self.clamp()
+
+
+def entry(stage: Stage) -> str:
+    """A stage's name in the list; a K/V head's sum over its query heads (grad's d_K,
+    d_V under GQA) marked ``kv0``, apart from the head's own."""
+    if stage.head is None and stage.kv_head is not None:
+        return f"{stage.name} kv{stage.kv_head}"
+    return stage.name

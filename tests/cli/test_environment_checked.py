@@ -22,7 +22,10 @@ COMMANDS = [
     ["grad", "-s", "it-animal", "--from", "it", "--to", "animal", "--json"],
     ["train", "-s", "it-animal", "--from", "it", "--to", "animal", "--steps", "1", "--json"],
     ["diff", "--set", "name=x", "--json"],
+    ["explore", "-s", "it-animal"],
 ]
+# a command that needs a terminal: with good values it gets as far as asking for one
+NEEDS_A_TERMINAL = {"explore": "explore needs a terminal; use run --step from a pipe"}
 
 FILE = "a positive number of MiB (from 1e-6, about a byte, to 2**30)"
 MEMORY = "a number of MiB from 1 to 2**30"
@@ -59,4 +62,8 @@ def test_the_commands_run_with_good_values(
     monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "100")
     monkeypatch.setenv("ATTNTRACE_PROGRESS_AFTER", "inf")
     result = invoke(*args)
+    if args[0] in NEEDS_A_TERMINAL:  # the variables passed: its own refusal, last of all
+        assert result.exit_code == 2, result.output
+        assert result.stderr == f"attntrace: error: {NEEDS_A_TERMINAL[args[0]]}\n"
+        return
     assert result.exit_code == 0, result.output

@@ -266,3 +266,29 @@ def test_a_dtype_trace_says_its_dtype_and_each_stage_error() -> None:
     seen = driven(trace, drive)
     assert "softmax · float16" in seen.where
     assert "float16 · max |Δ|" in seen.screen
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_status_line_keeps_help_and_quit_at_any_width(width: int) -> None:
+    """Every view and key offered (heads, layers, d, g): at 80 columns the hints once ran
+    past the edge and "q quit" was cut; the least needed hints now give way instead."""
+    from attntrace.explore.sources import Layers, Sources
+
+    trace = trace_attention(sample="two-heads")
+    layers = Layers("two-heads", 2, 0, lambda layer: trace)
+    sources = Sources(decode=never, grad=never)
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        pass
+
+    seen = driven(trace, drive, (width, 24), layers=layers, sources=sources)
+    assert len(seen.status) <= width
+    assert seen.status.endswith("h/H head · l/L layer · t/d/g view · ? help · q quit") == (
+        width == 80
+    )
+    assert seen.status.endswith(":name jump · ? help · q quit") == (width == 120)
+
+
+def never(layer: int) -> Any:
+    """A view offered but not opened in the test."""
+    raise AssertionError("not asked for")

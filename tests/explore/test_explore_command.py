@@ -77,3 +77,36 @@ def test_in_tmux_at_80_by_24_it_shows_softmax_and_q_gives_the_shell_back() -> No
         wait_for(session, "done-42")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+@pytest.mark.long
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="no tmux here")
+def test_in_tmux_smollm2_layer_3_opens_and_h_changes_the_head() -> None:
+    """The issue's done-when, in a real terminal at 80 × 24: SmolLM2's layer 3 opens on
+    softmax, h shows head 1's, q gives the shell back. (How fast: benchmarks/explore.py.)"""
+    from attntrace.real.catalog import find_model
+
+    if not find_model("smollm2").installed:
+        pytest.skip("SmolLM2 is not installed")
+    session = f"attntrace-explore-{uuid.uuid4().hex[:8]}"
+    keys = ["tmux", "send-keys", "-t", session]
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", "-c", str(ROOT)],
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "HOME": str(ROOT)},
+    )
+    try:
+        subprocess.run([*keys, "PS1='ready> '; clear", "Enter"], check=True)
+        wait_for(session, "ready>")
+        command = f"{sys.executable} -m attntrace explore -m smollm2 --layer 3"
+        subprocess.run([*keys, command, "Enter"], check=True)
+        screen = wait_for(session, "· softmax  head 0")
+        assert "smollm2 L3" in screen
+        assert "softmax[The, The], head 0" in screen
+        subprocess.run([*keys, "h"], check=True)
+        screen = wait_for(session, "· softmax  head 1")
+        assert "softmax[The, The], head 1" in screen
+        subprocess.run([*keys, "q"], check=True)
+        wait_for(session, "ready>", 30)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)

@@ -75,3 +75,22 @@ def test_docs_explore_md_lists_every_key_the_help_can_list() -> None:
     every = key_list(Abilities(heads=True, layers=True, decode=True, grad=True))
     assert [what for _, what in every if what not in page] == []
     assert len(every) == 14
+
+
+def test_a_k_v_heads_gradient_is_jumped_to_by_its_name_in_the_list() -> None:
+    """Under GQA grad has two d_K for head 0: its own and its K/V head's sum, listed as
+    "d_K kv0". Typed as listed, ":d_K kv0" reaches the sum, not the first d_K."""
+    from attntrace.api import prepared
+    from attntrace.explore.grad_book import grad_book
+    from attntrace.learning.grad_trace import grad_trace
+    from attntrace.learning.objective import Objective
+
+    ready = prepared(None, sample="gqa")
+    objective = Objective(kind="attend", from_token="down", to_token="cat")
+    grad = grad_trace(ready.spec, ready.tokens, None, objective)
+    walk = Walk(grad_book(grad).trace, noun="gradient")
+    assert walk.jump("d_K kv0") == ""
+    assert (walk.stage.name, walk.stage.head, walk.stage.kv_head) == ("d_K", None, 0)
+    assert walk.jump("d_K") == ""
+    assert walk.stage.head == 0
+    assert "d_K, d_K kv0" in walk.jump("nope")
