@@ -72,7 +72,7 @@ class StageTable:
     weights: Stage | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        grid = self.layout(options.max_width)
+        grid = self.layout(options.max_width, options.size.width)
         yield from grid.segments()
         view, stage = self.view, self.stage
         chosen = (
@@ -85,7 +85,7 @@ class StageTable:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         """As wide as the table it draws at this width (so grids can place it)."""
-        width = self.layout(options.max_width).width
+        width = self.layout(options.max_width, options.size.width).width
         return Measurement(width, width)
 
     def natural_width(self) -> int:
@@ -103,9 +103,11 @@ class StageTable:
         """The table alone (no note), summarized to fit ``width``."""
         return self.layout(width).text()
 
-    def layout(self, width: int) -> Grid:
+    def layout(self, width: int, screen: int | None = None) -> Grid:
         """Choose the rows and columns that fit ``width`` (:mod:`attntrace.ui.elide`'s
-        rule) and format their cells."""
+        rule) and format their cells. ``screen``: the width the weights' own table is
+        drawn at, where this one is placed beside others in less (--overview): its keys
+        are the weights' keys as that table shows them, not as they would fit here."""
         stage = self.stage
         row_labels = unique_labels(stage.rows)
         col_labels = unique_labels(stage.cols)
@@ -135,7 +137,7 @@ class StageTable:
         }
         fits = _how_many_fit(candidates, widths, n_cols, width - label_width)
         if self.weights is not None:  # no more keys than the weights' table shows
-            beside = StageTable(self.weights, self.view).layout(width).cols
+            beside = StageTable(self.weights, self.view).layout(screen or width).cols
             fits = min(fits, max(1, sum(j is not None for j in beside)))
         grid = self._grid(rows, with_gaps(candidates[:fits], n_cols), row_labels, col_labels)
         # The budget is an estimate from each column's extremes; where the drawn table

@@ -149,3 +149,16 @@ def test_grad_keeps_softmax_s_keys_and_takes_cols() -> None:
         "--rows",
         "zebra",
     )
+
+
+def test_overview_tables_beside_others_keep_every_key_softmax_shows() -> None:
+    """--overview places scores and scaled in slots narrower than the screen: they keep
+    the keys softmax's own table shows (all three here), not the keys softmax would
+    keep squeezed into their slot. (softmax's 8.5e-04 is wider than scaled's 7.07.)"""
+    out = invoke("run", "--overview", "--precision", "2", columns=100).stdout
+    assert "showing" not in out
+    for name in ("scores", "scaled", "softmax"):
+        title = next(line for line in out.splitlines() if f"{name} [3×3]" in line)
+        header = out.splitlines()[out.splitlines().index(title) + 1]
+        start = title.index(f"{name} [3×3]")
+        assert header[start:].split()[:3] == ["cat", "eats", "fish"], (name, header)
