@@ -69,6 +69,7 @@ def pairs(draw: st.DrawFn) -> tuple[list[list[float]], list[list[float]]]:
     return expected, found
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @settings(max_examples=300, deadline=None)
 @given(pair=pairs(), masked=st.booleans(), block=st.sampled_from([1, 2, 3, 4, 7, 1 << 20]))
 def test_the_blocks_give_what_the_rule_gives_cell_by_cell(

@@ -458,6 +458,7 @@ def test_any_json_is_arrays_or_one_line(document: Any, tmp_path: Path) -> None:
 # ----------------------------------------------------------------------- any file
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_files_that_are_no_file_of_arrays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     npy = tmp_path / "one.npy"
     np.save(npy, np.ones(2))

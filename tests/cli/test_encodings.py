@@ -180,6 +180,7 @@ JSON_COMMANDS = {
 }
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("args", JSON_COMMANDS.values(), ids=JSON_COMMANDS.keys())
 def test_json_on_an_ascii_stream_is_escaped_and_lossless(
     args: tuple[str, ...], folder: Path

@@ -236,6 +236,7 @@ class Clock:
         self.slept += seconds
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("steps", [5, 100, 5000])
 def test_the_live_display_is_paced_and_skips_frames_not_steps(steps: int) -> None:
     ready = prepared(None, sample="it-animal")

@@ -81,6 +81,7 @@ def test_keys_move_between_stages(keys: list[str], stage: str) -> None:
     assert f"· {stage}" in seen.where
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_each_stage_cell_matches_the_loops_after_moving() -> None:
     """Every stage of it-animal, at the cell (it, last column): the pane's heading and
     the table's value as the loops compute it."""

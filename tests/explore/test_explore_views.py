@@ -63,6 +63,7 @@ def test_d_shows_the_cache_at_a_step_and_the_weight_of_a_cached_row() -> None:
     assert "joins the cache: 8 rows" in seen.screen
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_g_shows_each_gradient_beside_its_forward_stage() -> None:
     """d_softmax[it, animal] of −log softmax[it, animal] is −1 / softmax[it, animal]."""
 
@@ -133,6 +134,7 @@ def test_a_model_with_its_own_context_offers_no_d() -> None:
     assert seen.app.view == "trace"
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize(("size", "stacked"), [((80, 24), True), ((120, 40), False)])
 def test_grad_stacks_its_two_tables_on_a_narrow_screen(
     size: tuple[int, int], stacked: bool

@@ -336,6 +336,7 @@ def test_softmax_of_rows_with_no_finite_max(dtype: str) -> None:
         assert_same(precision.softmax_in(np.array(rows), dtype, sd), want, f"softmax {dtype} {sd}")
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @given(dtype=dtypes, data=st.data())
 def test_cast_add(dtype: str, data: st.DataObject) -> None:
     a = data.draw(matrix(dtype, 2, 3, data.draw(scales)))

@@ -479,6 +479,7 @@ def test_max_heads_summarizes_the_middle_heads(
     assert [t.split(" = ")[0] for t in titles][-2:] == ["concat", "projected"]
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_a_long_sentence_is_summarized_under_the_header(tmp_path: Path) -> None:
     path, sentence = big_model(tmp_path, tokens=100, d_model=8)
     words = sentence.split()

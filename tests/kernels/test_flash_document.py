@@ -236,6 +236,7 @@ def _causal_head(n: int) -> tuple[Any, Any, Any, Any]:
     return Q, K, V, maxes
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @given(st.integers(1, 6), st.integers(1, 7), st.integers(1, 7), st.sampled_from(["1", "2"]))
 @whole_runs
 def test_the_final_state_is_every_rows_max_and_sum(n: int, bq: int, bk: int, variant: str) -> None:

@@ -177,6 +177,7 @@ def check_against_finite_differences(
             )
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @EXAMPLES
 @given(st.integers(0, 2**32 - 1))
 def test_every_gradient_of_a_random_upstream_matches_finite_differences(seed: int) -> None:
@@ -214,6 +215,7 @@ def test_every_gradient_of_the_attend_loss_matches_finite_differences(
     )
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @EXAMPLES
 @given(st.integers(0, 2**32 - 1))
 def test_every_gradient_of_the_mse_loss_matches_finite_differences(seed: int) -> None:

@@ -117,6 +117,7 @@ def check(
         )
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @EXAMPLES
 @given(st.integers(0, 2**32 - 1))
 @example(234055)  # large scores: the plain central difference's h² term missed the bound

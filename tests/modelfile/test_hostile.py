@@ -175,6 +175,7 @@ SPIKES = st.sampled_from([b"", b"\x00", b"\xff", b"\xef\xbb\xbf", "é".encode()[
     at=st.floats(0, 1),
     spike=SPIKES,
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @whole_runs
 def test_any_bytes_as_a_model_file(
     data: bytes, at: float, spike: bytes, tmp_path_factory: Any

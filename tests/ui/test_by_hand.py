@@ -275,6 +275,7 @@ values = st.one_of(
     precision=st.integers(0, 15),
     causal=st.booleans(),
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @whole_runs
 def test_every_written_line_adds_up(
     d: int, n: int, data: st.DataObject, precision: int, causal: bool

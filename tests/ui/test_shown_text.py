@@ -186,6 +186,7 @@ FUZZED_VIEWS = [(), ("--map",), ("--overview",), ("--focus", "0"), ("--step",)]
     tokens=st.lists(TOKEN, min_size=1, max_size=4, unique=True),
     view=st.sampled_from(FUZZED_VIEWS),
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @whole_runs
 def test_any_text_in_any_string_field_is_shown_safely(
     name: str,
