@@ -6,9 +6,11 @@ The page is written here and drawn in the browser by the scripts in ``js/`` (joi
 ``--json`` writes, byte for byte, in a ``<script type="application/json">`` block named
 for what it is (``trace``, ``decode``, ``flash``, ``grad``, ``check``, ``diff``), so what
 the page shows is what a script reads; beside them, each stage's words as the terminal
-says them (``captions``). A block of more than a megabyte (a real model's weights) is
-packed, its numbers as deflated binary (packing.py), which the script inflates and
-``packing.page_documents`` gives back exactly. A trace too big to open quickly
+says them (``captions``), and the terminal's line on the tokenizer's marks (``Ġ``,
+``▁``: kernel/labels.marks_note) in ``#app``'s ``data-marks``. A block of more than a
+megabyte (a real model's weights) is packed, its numbers as deflated binary
+(packing.py), which the script inflates and ``packing.page_documents`` gives back
+exactly. A trace too big to open quickly
 (:data:`PAGE_NUMBERS`) keeps its first heads, as ``--head`` would cut it: the document
 then says which heads are here (``heads_traced``), and the page says how many were left
 out. Any other page over
@@ -30,6 +32,7 @@ from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from attntrace.errors import InputError
+from attntrace.kernel.labels import marks_note
 from attntrace.visible import is_visible, visible, well_formed
 
 if TYPE_CHECKING:
@@ -74,7 +77,8 @@ def trace_page(trace: Trace, limit: int = PAGE_NUMBERS) -> str:
     shown = trace if heads is None else trace.only_heads(heads)  # the stages dump_bytes keeps
     blocks = {"trace": dump_bytes(trace, heads=heads), "captions": _json(stage_captions(shown))}
     left_out = len(trace.traced_heads) - len(shown.traced_heads)
-    return page_html(blocks, title=_title("", trace.model.name), heads_left_out=left_out)
+    title = _title("", trace.model.name)
+    return page_html(blocks, title=title, heads_left_out=left_out, marks=_marks(trace))
 
 
 def decode_page(result: Decode) -> str:
@@ -83,16 +87,16 @@ def decode_page(result: Decode) -> str:
 
     document = decode_to_dict(result)
     blocks = {"decode": _as_written(document)}
-    return page_html(blocks, title=_title("decode", document["model"]["name"]))
+    title = _title("decode", document["model"]["name"])
+    return page_html(blocks, title=title, marks=marks_note(result.tokens))
 
 
 def flash_page(report: FlashReport) -> str:
     """``flash``'s page: the grid of tiles, each tile's m, ℓ and O, the result."""
     from attntrace.kernels.flash_json import flash_dump_bytes
 
-    return page_html(
-        {"flash": flash_dump_bytes(report)}, title=_title("flash", report.trace.model.name)
-    )
+    title = _title("flash", report.trace.model.name)
+    return page_html({"flash": flash_dump_bytes(report)}, title=title, marks=_marks(report.trace))
 
 
 def grad_page(grad: GradTrace) -> str:
@@ -112,7 +116,7 @@ def grad_page(grad: GradTrace) -> str:
         "grad": grad_dump_bytes(grad),
         "grad_captions": _json(words),
     }
-    return page_html(blocks, title=_title("grad", forward.model.name))
+    return page_html(blocks, title=_title("grad", forward.model.name), marks=_marks(forward))
 
 
 def check_page(report: CheckReport, source: str | None) -> str:
@@ -120,7 +124,9 @@ def check_page(report: CheckReport, source: str | None) -> str:
     from attntrace.checking.check_json import check_to_dict
 
     document = check_to_dict(report, source)
-    return page_html({"check": _as_written(document)}, title=_title("check", report.model.name))
+    marks = marks_note(report.tokens, report.context_tokens or ())
+    title = _title("check", report.model.name)
+    return page_html({"check": _as_written(document)}, title=title, marks=marks)
 
 
 def diff_page(diff: TraceDiff, sources: tuple[str, str], edits: Sequence[str]) -> str:
@@ -172,10 +178,13 @@ def stage_captions(trace: Trace) -> list[dict[str, str]]:
     ]
 
 
-def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 0) -> str:
+def page_html(
+    blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 0, marks: str = ""
+) -> str:
     """The page: each of ``blocks`` (a JSON document, UTF-8, by the name the script reads
-    it by) embedded, drawn by the explorer's scripts. Over :data:`PAGE_BYTES` of JSON it
-    is refused, naming the size."""
+    it by) embedded, drawn by the explorer's scripts. ``marks`` is the terminal's line on
+    the tokenizer's marks (kernel/labels.marks_note), shown under the sentence; '' where
+    the tokens have none. Over :data:`PAGE_BYTES` of JSON it is refused, naming the size."""
     size = sum(len(block) for block in blocks.values())
     if size > PAGE_BYTES:
         most = f"a page of at most {PAGE_BYTES >> 20} MB"
@@ -191,6 +200,7 @@ def page_html(blocks: Mapping[str, bytes], *, title: str, heads_left_out: int = 
         script=_scripts(),
         documents=embedded,
         left_out=int(heads_left_out),
+        marks=html.escape(marks, quote=True),
     )
 
 
@@ -200,6 +210,12 @@ def _packed(block: bytes) -> bytes:
     from attntrace.page import packing
 
     return packing.pack(block) if len(block) > packing.PACK_AT else block
+
+
+def _marks(trace: Trace) -> str:
+    """The terminal's line on what ``Ġ``, ``▁`` or ``##`` in the trace's tokens mean
+    (diff's terminal says none, nor does its page)."""
+    return marks_note(trace.tokens, trace.context_tokens or ())
 
 
 def _title(command: str, name: str) -> str:
@@ -284,7 +300,7 @@ _TEMPLATE = """<!DOCTYPE html>
 </style>
 </head>
 <body>
-<main id="app" data-heads-left-out="{left_out}">
+<main id="app" data-heads-left-out="{left_out}" data-marks="{marks}">
 <noscript>This page draws attntrace's result with JavaScript; the result itself is the
 JSON in this file's <code>script</code> blocks (the documents <code>--json</code>
 writes; a big one packed: <code>python -m attntrace.page.packing FILE.html</code> writes it

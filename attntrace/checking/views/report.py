@@ -33,6 +33,7 @@ from attntrace.checking.views.region import (
     region_table,
 )
 from attntrace.forward.views.document import model_facts, sentence_line
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.trace import ModelInfo
 from attntrace.ui.numbers import short_float, significant
 from attntrace.ui.shown import NAME_LIMIT, label, model_name, pad
@@ -85,10 +86,13 @@ def header(report: CheckReport) -> Facts:
 
 
 def _sentence(report: CheckReport) -> list[Wrapped]:
-    """The sentence compared (and the context), as run's notes give it."""
+    """The sentence compared (and the context), as run's notes give it, and what the
+    tokenizer's marks in them mean, as run says it (and check's page)."""
     tokens = sentence_line(shown_labels(report.tokens))
+    marks = marks_note(report.tokens, report.context_tokens or ())
+    note = [Wrapped(Text(marks, style="dim"))] if marks else []
     if report.context_tokens is None:
-        return [Wrapped(Text(tokens))]
+        return [Wrapped(Text(tokens)), *note]
     return [
         Wrapped(Text.assemble(("queries from: ", "dim"), tokens)),
         Wrapped(
@@ -97,6 +101,7 @@ def _sentence(report: CheckReport) -> list[Wrapped]:
                 sentence_line(shown_labels(report.context_tokens)),
             )
         ),
+        *note,
     ]
 
 

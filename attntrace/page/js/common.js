@@ -257,17 +257,31 @@ function modelFacts(model, tokens, extra) {
   return facts.concat(extra || []).join(" · ");
 }
 
+// The tokens as chips, a space between each, so that the sentence reads (and copies) as
+// the terminal's header line: ``cat eats fish``, not ``cateatsfish``.
 function tokenBoxes(tokens, title) {
   return el("p", { class: "sentence" + (title ? " context" : "") }, title ? `${title}: ` : null,
-    tokens.map((t, i) => el("span", { class: "token", title: `position ${i}` }, visible(t, LABEL_LIMIT))));
+    tokens.flatMap((t, i) => [i ? " " : null, el("span", { class: "token", title: `position ${i}` }, visible(t, LABEL_LIMIT))]));
 }
 
-function pageHeader(what, model, tokens, contextTokens, extraFacts) {
+// The terminal's line on the tokenizer's marks (Ġ, ▁, ##: kernel/labels.marks_note's
+// words, which build.py writes into #app), or null where the tokens have none.
+function marksNote() {
+  const words = document.getElementById("app").dataset.marks || "";
+  return words ? el("p", { class: "note", id: "marks" }, words) : null;
+}
+
+// ``titles``: what to call the sentence and the context where the terminal names them
+// (flash: "queries", "keys"); the sentence unnamed, the context "context" by default.
+function pageHeader(what, model, tokens, contextTokens, extraFacts, titles) {
+  const named = titles || {};
   const header = el("header", { class: "header" },
     el("h1", {}, `attntrace${what ? " " + what : ""} · `, el("span", { class: "model-name" }, visible(model.name, NAME_LIMIT))),
     el("p", { class: "facts" }, modelFacts(model, tokens, extraFacts)),
-    tokenBoxes(tokens));
-  if (contextTokens) header.append(tokenBoxes(contextTokens, "context"));
+    tokenBoxes(tokens, named.tokens));
+  if (contextTokens) header.append(tokenBoxes(contextTokens, named.context || "context"));
+  const marks = marksNote();
+  if (marks) header.append(marks);
   return header;
 }
 

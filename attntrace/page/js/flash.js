@@ -2,6 +2,9 @@
 // block of scores, its running max m, sum ℓ and output O; then the result against
 // standard attention and the memory never used.
 
+// A tile's mark in the grid, as flash --step's (kernels/views/flash_step.py)
+const TILE_MARKS = Object.freeze({ now: "■", done: "✓", skipped: "·", later: "□", none: "" });
+
 function flashView(root, doc) {
   const model = doc.model;
   const tiles = doc.tiles;
@@ -14,15 +17,23 @@ function flashView(root, doc) {
   // would tell nothing apart, or number a repeat by its place in the tile
   const queryLabels = uniqueLabels(doc.tokens);
   const keyLabels = uniqueLabels(doc.key_tokens);
-  const header = pageHeader("flash", model, doc.tokens, doc.key_tokens !== doc.tokens && doc.key_tokens.join("\u0000") !== doc.tokens.join("\u0000") ? doc.key_tokens : null,
-    [`head ${doc.head}${kv}`, `FlashAttention${doc.variant === 2 ? "-2" : ""}`, `tiles of ${doc.block_q} queries × ${doc.block_k} keys`]);
+  // the sentence as the terminal's header gives it: "queries: the#0 cat …", and "keys: …"
+  const crossed = doc.key_tokens.join("\u0000") !== doc.tokens.join("\u0000");
+  const header = pageHeader("flash", model, queryLabels, crossed ? keyLabels : null,
+    [`head ${doc.head}${kv}`, `FlashAttention${doc.variant === 2 ? "-2" : ""}`, `tiles of ${doc.block_q} queries × ${doc.block_k} keys`],
+    { tokens: "queries", context: "keys" });
   const nav = el("nav", { class: "controls", "aria-label": "Tiles" });
   const grid = el("section", { id: "tile-grid", class: "tile-grid-area", "aria-label": "The grid of tiles" });
   const area = el("section", { id: "tiles", "aria-live": "polite" });
   root.append(header, nav, grid, area);
-  const last = tiles.length; // one more step: the result
-  const stepper = makeStepper(nav, () => tiles.length + 1,
-    (i, count) => (i === last ? `Step ${count} of ${count}: the result` : `Tile ${i + 1} of ${tiles.length}: (${tiles[i].i}, ${tiles[i].j})${tiles[i].skipped ? ", skipped" : ""}`), draw);
+  // The steps are the computed tiles, as flash --step's screens (kernels/views/flash_step.py):
+  // a skipped tile is never visited, so it is no step, and is marked skipped from the start.
+  const computed = range(tiles.length).filter((k) => !tiles[k].skipped);
+  const stepOf = new Map(computed.map((k, s) => [k, s]));
+  const last = computed.length; // one more step: the result
+  const stepper = makeStepper(nav, () => computed.length + 1,
+    (s) => (s === last ? "The result" : `Tile ${s + 1} of ${computed.length} computed · (${tiles[computed[s]].i}, ${tiles[computed[s]].j})`),
+    (s) => draw(s === last ? tiles.length : computed[s]));
 
   const tokenRange = (labels, [a, b]) => `${quoted(labels[a])} to ${quoted(labels[b - 1])} (${a}–${b - 1})`;
 
@@ -34,16 +45,16 @@ function flashView(root, doc) {
       for (let j = 0; j < colBlocks; j += 1) {
         const k = order.get(`${i},${j}`);
         const tile = k === undefined ? null : tiles[k];
-        const state = tile === null ? "none" : k === at ? "now" : k < at ? (tile.skipped ? "skipped" : "done") : "later";
-        const label = tile === null ? `tile (${i}, ${j}): not in the loop` : `tile (${i}, ${j}), step ${k + 1}${tile.skipped ? `: skipped, ${tile.why}` : ""}`;
-        const skipShown = tile !== null && tile.skipped && k <= at;
-        table.append(el("button", { type: "button", class: `tile ${state}${skipShown ? " skip" : ""}`, "data-i": i, "data-j": j, "data-state": state, title: label, "aria-label": label,
-          onclick: () => { if (k !== undefined) { stepper.state.index = k; stepper.draw(); } } }, skipShown ? "×" : k === undefined ? "" : String(k + 1)));
+        // the terminal's marks: ■ this tile, ✓ done, · skipped (always), □ not yet
+        const state = tile === null ? "none" : tile.skipped ? "skipped" : k === at ? "now" : k < at ? "done" : "later";
+        const label = tile === null ? `tile (${i}, ${j}): not in the loop`
+          : tile.skipped ? `tile (${i}, ${j}): skipped, ${tile.why}` : `tile (${i}, ${j}): tile ${stepOf.get(k) + 1} of ${computed.length} computed`;
+        table.append(el("button", { type: "button", class: `tile ${state}${tile !== null && tile.skipped ? " skip" : ""}`, "data-i": i, "data-j": j, "data-state": state, title: label, "aria-label": label,
+          onclick: () => { if (stepOf.has(k)) { stepper.state.index = stepOf.get(k); stepper.draw(); } } }, TILE_MARKS[state]));
       }
     }
-    const done = Math.min(at, tiles.length);
     grid.replaceChildren(el("h2", {}, "The tiles: query blocks down, key blocks across"), table,
-      el("p", { class: "hint" }, `${done} of ${tiles.length} tiles done, in the order FlashAttention${doc.variant === 2 ? "-2" : ""} runs them; × a tile skipped whole (every cell hidden). Click a tile to go to it.`));
+      el("p", { class: "hint" }, `${TILE_MARKS.now} this tile, ${TILE_MARKS.done} done, ${TILE_MARKS.skipped} skipped, ${TILE_MARKS.later} not yet: the computed tiles in the order FlashAttention${doc.variant === 2 ? "-2" : ""} runs them; a skipped tile (every cell hidden) is never visited. Click a tile to go to it.`));
     if (onTile) (table.querySelector(".tile.now") || table.querySelector(".tile"))?.focus(); // the grid keeps the focus
   }
 
@@ -56,23 +67,19 @@ function flashView(root, doc) {
 
   function draw(at) {
     drawGrid(at);
-    if (at === last) { area.replaceChildren(resultCard()); return; }
-    const t = tiles[at];
+    if (at === tiles.length) { area.replaceChildren(resultCard()); return; }
+    const t = tiles[at]; // never a skipped one: those are no step
     const rowsOf = range(t.rows[1] - t.rows[0]).map((r) => queryLabels[t.rows[0] + r]);
     const colsOf = range(t.cols[1] - t.cols[0]).map((c) => keyLabels[t.cols[0] + c]);
     const card = el("article", { class: "stage current tile-step", "data-tile": `${t.i},${t.j}`, "aria-current": "step" },
       el("h2", {}, `Tile (${t.i}, ${t.j}): queries ${tokenRange(queryLabels, t.rows)} × keys ${tokenRange(keyLabels, t.cols)}`));
-    if (t.skipped) {
-      card.append(el("p", { class: "note", id: "skipped" }, `Skipped: every cell is hidden (${t.why}). Nothing is loaded or computed; m, ℓ and O stay as they were.`));
-    } else {
-      card.append(
-        el("h3", {}, "S = Q_block · K_blockᵀ / √d_k (hidden cells −∞)"),
-        matrixTable({ name: "S", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.scores }, { key: `S-${at}` }),
-        el("h3", {}, doc.variant === 2 ? "P = exp(S − m new): this tile's weights, before dividing by ℓ"
-          : "P = exp(S − block max): this tile's weights against its own max"),
-        matrixTable({ name: "P", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.weights }, { key: `P-${at}`, heat: true }),
-      );
-    }
+    card.append(
+      el("h3", {}, "S = Q_block · K_blockᵀ / √d_k (hidden cells −∞)"),
+      matrixTable({ name: "S", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.scores }, { key: `S-${at}` }),
+      el("h3", {}, doc.variant === 2 ? "P = exp(S − m new): this tile's weights, before dividing by ℓ"
+        : "P = exp(S − block max): this tile's weights against its own max"),
+      matrixTable({ name: "P", shape: [rowsOf.length, colsOf.length], rows: rowsOf, cols: colsOf, data: t.weights }, { key: `P-${at}`, heat: true }),
+    );
     card.append(
       el("h3", {}, "The running max and sum per query: m new = max(m old, block max), rescale = exp(m old − m new), " +
         (doc.variant === 2 ? "ℓ new = rescale · ℓ old + Σ P" : "ℓ new = rescale · ℓ old + exp(block max − m new) · Σ P")),
@@ -83,11 +90,23 @@ function flashView(root, doc) {
     area.replaceChildren(card);
   }
 
+  // flash's own count (kernels/views/flash.py's summary): one reason unnumbered, several
+  // each with its count
+  function tileCount() {
+    const reasons = [["the future", "every key after every query"], ["out of the window", "every key out of the window"],
+      ["the future and out of the window", "every key later or out of the window"]]
+      .map(([why, words]) => [tiles.filter((t) => t.skipped && t.why === why).length, words]).filter(([c]) => c > 0);
+    const said = reasons.length === 1 ? reasons[0][1] : reasons.map(([c, w]) => `${c.toLocaleString("en")} ${w}`).join("; ");
+    const skipped = tiles.length - computed.length;
+    return `${computed.length.toLocaleString("en")} computed${skipped ? `, ${skipped.toLocaleString("en")} skipped (${said})` : ""}, of ${tiles.length.toLocaleString("en")}`;
+  }
+
   function resultCard() {
     const dims = range(doc.output[0].length).map((d) => `d${d}`);
     const mem = doc.memory;
     return el("article", { class: "stage current flash-result", "aria-current": "step" },
       el("h2", {}, "The result"),
+      el("p", { id: "tile-count" }, el("strong", {}, "tiles: "), tileCount()),
       el("p", { class: "verdict", id: "verdict" }, `matches standard attention: max |Δ| ${differenceBound(doc.max_abs_difference)}, the same numbers up to float64's rounding`),
       el("h3", {}, "output, tile by tile"),
       matrixTable({ name: "output", shape: [n, dims.length], rows: doc.tokens, cols: dims, data: doc.output }, { key: "flash-out" }),

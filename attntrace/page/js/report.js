@@ -43,6 +43,7 @@ function checkView(root, doc) {
   const section = el("section", { class: "check-report", "aria-label": "What check found" },
     el("h1", {}, "attntrace check · ", el("span", { class: "model-name" }, visible(doc.model.name, NAME_LIMIT))),
     el("p", { class: "facts" }, `${visible(doc.source || "the given arrays", NAME_LIMIT)} against the exact trace of `, el("span", {}, `"${doc.tokens.map((t) => visible(t, LABEL_LIMIT)).join(" ")}"`)),
+    marksNote(),
     el("p", { class: "verdict", id: "verdict" }, doc.ok
       ? `✓ every one of the ${plural(given.length, "given stage")} matches`
       : `✗ ${differ.length} of ${plural(given.length, "given stage")} differ${differ.length === 1 ? "s" : ""}; the first is ${doc.first_divergent ? doc.first_divergent.stage : differ[0]}`),
