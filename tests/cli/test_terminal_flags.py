@@ -211,3 +211,27 @@ def test_bash_completes_a_flags_values(words: str, offered: list[str]) -> None:
     result = CliRunner().invoke(app, [], env=env, prog_name="attntrace")
     assert result.exit_code == 0, result.output
     assert result.stdout.split() == offered
+
+
+@pytest.mark.parametrize(
+    ("args", "columns", "phrases"),
+    [
+        (["run", "-s", "it-animal"], 50, ["The animal didn't", "showing 3 of 11"]),
+        (["softmax", "--dtype", "bfloat16", "1", "2", "3"], 80, ["share = exp", "sum to 1.0"]),
+        (["decode"], 80, ["Step 2 of 3", "multiply-adds of each step"]),
+        (["run", "-s", "it-animal", "--map"], 60, ["showing the top 2"]),
+    ],
+)
+def test_no_line_of_text_ends_in_a_space_in_a_pipe(
+    args: list[str], columns: int, phrases: list[str]
+) -> None:
+    """Rich's word wrapping keeps the space it breaks at (`…because it was ⏎`); a pipe
+    or a file keeps it too. The lines of text that wrap here end in their last word (a
+    table's row may end in its padding: the whole-output check is where there is none)."""
+    out = invoke(*args, columns=columns).stdout
+    for phrase in phrases:
+        lines = [line for line in out.splitlines() if line.startswith(phrase)]
+        assert lines, phrase
+        assert all(line == line.rstrip(" ") for line in lines), lines
+    if args[0] != "decode":  # decode's K and V caches stand side by side, padded
+        assert [line for line in out.splitlines() if line.endswith(" ")] == []
