@@ -20,6 +20,7 @@ from attntrace.cli.options import (
     MaxRows,
     PageExport,
     TablePrecision,
+    completion,
     json_flag,
     sentence_argument,
 )
@@ -61,6 +62,7 @@ Variant = Annotated[
     typer.Option(
         "--variant",
         metavar="1|2",
+        autocompletion=completion(lambda: ("1", "2")),
         help="2: FlashAttention-2 (O divided by ℓ once, at the end); "
         "1: FlashAttention (O rescaled and normalised every tile).",
     ),

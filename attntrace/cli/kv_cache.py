@@ -8,17 +8,33 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.options import json_flag
+from attntrace.cli.options import completion, json_flag
 from attntrace.cli.pipes import stdout_console
 
 if TYPE_CHECKING:
     from attntrace.decode.kv_memory import Shape
 
 
+def _presets() -> list[str]:
+    from attntrace.decode.kv_memory import PRESETS
+
+    return list(PRESETS)
+
+
+def _kv_dtypes() -> list[str]:
+    from attntrace.decode.kv_memory import BYTES_PER_VALUE
+
+    return list(BYTES_PER_VALUE)
+
+
 def kv_cache(
     preset: Annotated[
         str | None,
-        typer.Option(metavar="NAME", help="A published model's shape (see the list without it)."),
+        typer.Option(
+            metavar="NAME",
+            help="A published model's shape (see the list without it).",
+            autocompletion=completion(_presets),
+        ),
     ] = None,
     layers: Annotated[int | None, typer.Option(metavar="N", help="Transformer layers.")] = None,
     heads: Annotated[int | None, typer.Option(metavar="N", help="Query heads.")] = None,
@@ -38,7 +54,12 @@ def kv_cache(
     ] = None,
     batch: Annotated[int, typer.Option(metavar="N", help="Sequences at once.")] = 1,
     dtype: Annotated[
-        str, typer.Option(metavar="TYPE", help="fp32, fp16, bf16 or int8 (or float32, ...).")
+        str,
+        typer.Option(
+            metavar="TYPE",
+            help="fp32, fp16, bf16 or int8 (or float32, ...).",
+            autocompletion=completion(_kv_dtypes),
+        ),
     ] = "fp16",
     window: Annotated[
         int | None,

@@ -17,13 +17,41 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from attntrace.cli.exits import bad_input_fails, flags_choose, usage
-from attntrace.cli.options import Command, flag_group
+from attntrace.cli.options import Command, completion, flag_group
 
 if TYPE_CHECKING:
     from attntrace.api import Prepared
     from attntrace.kernel.casting import Cast
     from attntrace.kernel.spec import ModelSpec
     from attntrace.kernel.trace import Trace
+
+
+def sample_names() -> list[str]:
+    """--sample's values, for completion: the shipped samples."""
+    from attntrace.modelfile.samples import list_samples
+
+    return [sample.name for sample in list_samples()]
+
+
+def model_names() -> list[str]:
+    """--model's values, for completion: the catalogued real models."""
+    from attntrace.real.catalog import CATALOG
+
+    return [model.name for model in CATALOG]
+
+
+def dtype_names() -> tuple[str, ...]:
+    """--dtype's values (and --softmax-dtype's), for completion."""
+    from attntrace.kernel.precision import DTYPES
+
+    return DTYPES
+
+
+def _accumulate_names() -> tuple[str, ...]:
+    from attntrace.kernel.precision import ACCUMULATE
+
+    return ACCUMULATE
+
 
 # The model's flags, each declared once.
 Config = Annotated[
@@ -32,7 +60,13 @@ Config = Annotated[
 ]
 Sample = Annotated[
     str | None,
-    typer.Option("--sample", "-s", metavar="NAME", help="A shipped sample (see `samples`)."),
+    typer.Option(
+        "--sample",
+        "-s",
+        metavar="NAME",
+        help="A shipped sample (see `samples`).",
+        autocompletion=completion(sample_names),
+    ),
 ]
 # A real trained model's layer.
 RealModelName = Annotated[
@@ -43,6 +77,7 @@ RealModelName = Annotated[
         metavar="NAME",
         help="A real trained model (see `attntrace models`).",
         show_default=False,
+        autocompletion=completion(model_names),
     ),
 ]
 # Edits to the model file or sample before it is traced (docs/check.md: the paths, the
@@ -93,6 +128,7 @@ DType = Annotated[
         show_default=False,
         help="Compute in float32, float16 or bfloat16 by the frameworks' casting "
         "rule (default float64).",
+        autocompletion=completion(dtype_names),
     ),
 ]
 SoftmaxDType = Annotated[
@@ -102,6 +138,7 @@ SoftmaxDType = Annotated[
         metavar="D",
         show_default=False,
         help="With --dtype: the softmax's dtype, float32 (default) or D itself.",
+        autocompletion=completion(dtype_names),
     ),
 ]
 AccumulateFlag = Annotated[
@@ -111,6 +148,7 @@ AccumulateFlag = Annotated[
         metavar="WHERE",
         show_default=False,
         help="With --dtype: matrix products summed in float32 (default) or dtype.",
+        autocompletion=completion(_accumulate_names),
     ),
 ]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -24,6 +24,26 @@ from typer.core import TyperCommand  # what `import typer` loaded already
 if TYPE_CHECKING:
     from typer._click import Parameter
 
+
+def completion(values: Callable[[], Iterable[str]]) -> Callable[[str], list[str]]:
+    """Typer's ``autocompletion=`` for a flag with a fixed set of values: those starting
+    with what was typed, so that ``run -s <Tab>`` offers the samples, not the files here
+    (nothing matching: the shell's script falls back to files). ``values`` imports what
+    it lists when it is called, at a Tab, never at start-up (``attntrace --help`` loads
+    neither numpy nor yaml)."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [value for value in values() if value.startswith(incomplete)]
+
+    return complete
+
+
+def _losses() -> tuple[str, ...]:
+    from attntrace.learning.objective import LOSS_KINDS
+
+    return LOSS_KINDS
+
+
 # The loss of `grad` and `train` (docs/learning.md#the-losses).
 LossFlag = Annotated[
     str | None,
@@ -31,6 +51,7 @@ LossFlag = Annotated[
         "--loss",
         metavar="LOSS",
         show_default=False,
+        autocompletion=completion(_losses),
         help="attend (−log softmax[from, to]) or mse (against the model's target); "
         "default: attend with --from/--to, else mse with a target.",
     ),
@@ -225,8 +246,9 @@ def terminal_flags() -> list[Parameter]:
     ``NO_COLOR``, ``FORCE_COLOR`` and ``COLUMNS`` (:mod:`attntrace.cli.pipes`)."""
     from typer.core import TyperOption  # what `import typer` loaded already
 
-    from attntrace.cli.pipes import WIDTHS, color_given, width_given
+    from attntrace.cli.pipes import COLORS, WIDTHS, color_given, width_given
 
+    colors = completion(lambda: COLORS)
     return [
         TyperOption(
             param_decls=["--color"],
@@ -234,6 +256,7 @@ def terminal_flags() -> list[Parameter]:
             expose_value=False,
             is_eager=True,  # before --help, which then draws as asked
             callback=color_given,
+            autocompletion=lambda _ctx, _args, incomplete: colors(incomplete),
             help="auto (a terminal, unless NO_COLOR), always (a pipe too) or never; "
             "wins over NO_COLOR and FORCE_COLOR.",
         ),

@@ -18,8 +18,9 @@ and stays a pipe that happens to be coloured.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ import typer
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.segment import Segment
     from typer._click import Context, Parameter
 
 COLORS = ("auto", "always", "never")
@@ -108,6 +110,28 @@ def _forced_colors() -> dict[str, Any]:
     return {"color_system": system, "no_color": False}
 
 
+def text_lines_trimmed(segments: list[Segment]) -> list[Segment]:
+    """``segments`` without the spaces Rich's word wrapping leaves where it breaks a line
+    of text (``…because it was ⏎``), which a pipe or a file keeps (``cat -A`` shows them,
+    ``git diff`` flags them): spaces before a line break inside a run of text. A line
+    that ends where its renderable ends (a table's row, a centred caption) is left as
+    drawn, padding and all."""
+
+    trimmed = []
+    for at, segment in enumerate(segments):
+        text = segment.text
+        if "\n" in text and not segment.control:
+            text = _SPACES_BEFORE_BREAK.sub("\n", text)
+        following = segments[at + 1].text if at + 1 < len(segments) else ""
+        if following.startswith("\n") and following.strip("\n") and text.strip(" "):
+            text = text.rstrip(" ")  # the break begins the next run: a styled word's
+        trimmed.append(segment if text == segment.text else segment._replace(text=text))
+    return trimmed
+
+
+_SPACES_BEFORE_BREAK = re.compile(" +\n")
+
+
 @contextmanager
 def quiet_pipe(verdict: int = 0, failed: int = 1) -> Iterator[None]:
     """End quietly (exit ``verdict``, 0 but for check's and diff's answer) when the reader
@@ -139,5 +163,10 @@ def stdout_console(*, record: bool = False) -> Console:
         def on_broken_pipe(self) -> None:
             self.quiet = True
             raise BrokenPipeError
+
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            if not self.is_terminal:  # a pipe or a file: no line ends in spaces
+                buffer = text_lines_trimmed(list(buffer))
+            return super()._render_buffer(buffer)
 
     return PipeQuietConsole(highlight=False, record=record, **_forced_colors())

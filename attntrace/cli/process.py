@@ -349,6 +349,7 @@ def completion_flags() -> list[Parameter]:
             expose_value=False,
             is_eager=True,
             callback=_completion_given(flag == "--install-completion"),
+            autocompletion=lambda _ctx, _args, typed: [s for s in SHELLS if s.startswith(typed)],
             help=f"{what} ({shells}; default: this shell).",
         )
         for flag, what in zip(

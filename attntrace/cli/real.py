@@ -12,7 +12,8 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.options import json_flag, sentence_argument
+from attntrace.cli.model_flags import model_names
+from attntrace.cli.options import completion, json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
 
 
@@ -41,7 +42,14 @@ def heads_command(
         list[str] | None, sentence_argument("The sentence (default: the animal sentence).")
     ] = None,
     real_model: Annotated[
-        str, typer.Option("--model", "-m", metavar="NAME", help="A real model (see `models`).")
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="NAME",
+            help="A real model (see `models`).",
+            autocompletion=completion(model_names),
+        ),
     ] = "minilm",
     query: Annotated[
         str | None,

@@ -140,9 +140,11 @@ def chosen_view(
         shown = unique_labels(_axis(trace, keys))
         with bad_input_fails():
             try:
-                positions = resolve_positions(_axis(typed, keys), which, flag)
+                positions, notes = resolve_positions(_axis(typed, keys), which, flag)
             except InputError:
-                positions = resolve_positions(_axis(trace, keys), label(which), flag)
+                positions, notes = resolve_positions(_axis(trace, keys), label(which), flag)
+        for note in notes:  # which of several tokens was taken: beside the tables, not in
+            sys.stderr.write(f"attntrace: note: {note}\n")  # its tokens quoted()
         return tuple(shown[i] for i in positions)
 
     return replace(

@@ -10,7 +10,8 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.options import json_flag
+from attntrace.cli.model_flags import dtype_names
+from attntrace.cli.options import completion, json_flag
 from attntrace.cli.pipes import stdout_console
 
 WALK_VALUE_BYTES = 12 << 10  # what the walkthrough holds for each value (softmax)
@@ -31,6 +32,7 @@ def softmax(
             metavar="D",
             help="Compute the row in float32, float16 or bfloat16 (fp32, fp16, bf16): every "
             "value and step rounded there.",
+            autocompletion=completion(dtype_names),
         ),
     ] = "float64",
     online: Annotated[

@@ -26,6 +26,7 @@ from attntrace.cli.options import (
     MaxRows,
     TablePrecision,
     ToToken,
+    completion,
     json_flag,
     sentence_argument,
 )
@@ -71,7 +72,9 @@ def train(
     init: Annotated[
         str,
         typer.Option(
-            metavar="I", help="model (its own weights) or random (fresh draws of what is trained)."
+            metavar="I",
+            help="model (its own weights) or random (fresh draws of what is trained).",
+            autocompletion=completion(lambda: ("model", "random")),
         ),
     ] = "model",
     seed: Annotated[

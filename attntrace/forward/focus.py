@@ -169,6 +169,19 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     occurrence. A label exactly as the tables show it wins, then a token exactly as
     written (``fish#2`` may be a token itself), then a label read as token and position.
     """
+    matches = _matches(tokens, which, flag)
+    if len(matches) == 1:
+        return matches[0], ""
+    positions = ", ".join(map(str, matches))
+    return matches[0], (
+        f"{quoted(which)} is at positions {positions}: this is position {matches[0]} "
+        f"({flag} {matches[1]} for the next)"
+    )
+
+
+def _matches(tokens: Sequence[str], which: str, flag: str) -> list[int]:
+    """Every position ``which`` names by the first rule that finds one
+    (:func:`resolve_position`), in order; an :class:`InputError` where none does."""
     tokens = list(tokens)
     listing = ", ".join(f"{i}:{t}" for i, t in enumerate(unique_labels(tokens)))
     if re.fullmatch(r"-?[0-9]+", which.strip()):
@@ -179,29 +192,23 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
                 expected=f"a token or an index from 0 to {len(tokens) - 1}",
                 found=f"{index} (tokens: {listing})",
             )
-        return index, ""
+        return [index]
     rules = _MATCHING_RULES
     labels = unique_labels(tokens)  # one per position: at most one matches
     for rule in rules[:2]:  # exactly as the tables label it, or the same spelled otherwise
         shown = [i for i, label in enumerate(labels) if rule(label, which)]
         if shown:
-            return shown[0], ""
+            return shown[:1]
     matches = [i for i, t in enumerate(tokens) if t == which]  # a token as written
     if not matches:
         token, _, position = which.rpartition("#")  # ##ing#4: the last # numbers it
         at = int(position) if re.fullmatch(r"[0-9]+", position) else None
         if at is not None and at < len(tokens) and any(rule(tokens[at], token) for rule in rules):
-            return at, ""  # a table label, typed otherwise: The#7
+            return [at]  # a table label, typed otherwise: The#7
         candidates = ([i for i, t in enumerate(tokens) if rule(t, which)] for rule in rules)
         matches = next((found for found in candidates if found), [])
-    if len(matches) == 1:
-        return matches[0], ""
     if matches:
-        positions = ", ".join(map(str, matches))
-        return matches[0], (
-            f"{quoted(which)} is at positions {positions}: this is position {matches[0]} "
-            f"({flag} {matches[1]} for the next)"
-        )
+        return matches
     raise InputError(
         field=flag,
         expected="a token of the sentence or its 0-based index",
@@ -209,11 +216,15 @@ def resolve_position(tokens: Sequence[str], which: str, flag: str) -> tuple[int,
     )
 
 
-def resolve_positions(tokens: Sequence[str], which: str, flag: str) -> list[int]:
+def resolve_positions(tokens: Sequence[str], which: str, flag: str) -> tuple[list[int], list[str]]:
     """The 0-based positions a comma-separated list of tokens names (``--cols it,street``),
     in the sentence's order, each item read as :func:`resolve_position` reads one; a
     token that repeats, written without its position (``the``, not ``the#4``), means
-    every occurrence. A token that is itself a comma is named by its index."""
+    every occurrence. A token that is itself a comma is named by its index.
+
+    And a note for each item that named different tokens (``THE``, where the sentence
+    has ``The`` and ``the``, each only without case): as ``--focus`` does, the first is
+    taken (every occurrence of it), and the note says which and how to name the next."""
     items = [item.strip() for item in which.split(",")]
     if not which.strip() or any(not item for item in items):
         raise InputError(
@@ -222,12 +233,20 @@ def resolve_positions(tokens: Sequence[str], which: str, flag: str) -> list[int]
             found=quoted(which),
         )
     found: set[int] = set()
+    notes: list[str] = []
     for item in items:
-        index, note = resolve_position(tokens, item, flag)
-        found.add(index)
-        if note:  # a repeated token by name: all of it
-            found.update(i for i, token in enumerate(tokens) if token == tokens[index])
-    return sorted(found)
+        matches = _matches(tokens, item, flag)
+        taken = [i for i in matches if tokens[i] == tokens[matches[0]]]
+        found.update(taken)
+        left = [i for i in matches if i not in taken]
+        if left:
+            where = "position" if len(taken) == 1 else "positions"
+            notes.append(
+                f"{flag} {quoted(item)} is at positions {', '.join(map(str, matches))}: it "
+                f"takes {where} {', '.join(map(str, taken))} ({quoted(tokens[taken[0]])}; "
+                f"{flag} {left[0]} for the next)"
+            )
+    return sorted(found), notes
 
 
 def focus_row(trace: Trace, which: str, head: int = 0) -> Focus:

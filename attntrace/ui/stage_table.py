@@ -34,6 +34,7 @@ from attntrace.ui.numbers import (
     stage_cell,
 )
 from attntrace.ui.view import DEFAULT_VIEW, View
+from attntrace.ui.wrap import Wrapped
 
 
 def reads_minus_inf_as_mask(stage: Stage, view: View) -> bool:
@@ -80,8 +81,8 @@ class StageTable:
             elide.chosen(unique_labels(stage.cols), view.cols) is not None,
         )
         note = hidden_note(stage, grid.rows, grid.cols, chosen)
-        if note:
-            yield Text(note, style="dim")
+        if note:  # wrapped between words, no space left at a line's end
+            yield Wrapped(Text(note, style="dim"))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         """As wide as the table it draws at this width (so grids can place it)."""

@@ -163,3 +163,75 @@ def test_bash_completes_commands_and_flags(words: str, cword: int, offered: list
     result = CliRunner().invoke(app, [], env=env, prog_name="attntrace")
     assert result.exit_code == 0, result.output
     assert result.stdout.split() == offered
+
+
+def _sample_names() -> list[str]:
+    """The shipped samples, read from the folder itself (a stem with YAML and JSON is one)."""
+    folder = Path(__file__).parents[2] / "attntrace" / "samples"
+    stems = {p.stem for p in folder.iterdir() if p.suffix in (".yaml", ".json")}
+    return sorted(stems - {"index"})
+
+
+DTYPE_NAMES = ["float64", "float32", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize(
+    ("words", "offered"),
+    [
+        ("attntrace run -s ", _sample_names()),
+        ("attntrace run --sample it", ["it-animal"]),
+        ("attntrace grad -s t", ["the-cat-sat", "two-heads"]),
+        ("attntrace run --color ", ["auto", "always", "never"]),
+        ("attntrace --color a", ["auto", "always"]),
+        ("attntrace samples --color n", ["never"]),
+        ("attntrace run -m ", ["minilm", "smollm2", "gemma3"]),
+        ("attntrace heads --model s", ["smollm2"]),
+        ("attntrace explore -m g", ["gemma3"]),
+        ("attntrace run --dtype ", DTYPE_NAMES),
+        ("attntrace decode --dtype f", ["float64", "float32", "float16"]),
+        ("attntrace run --softmax-dtype b", ["bfloat16"]),
+        ("attntrace run --accumulate ", ["float32", "dtype"]),
+        ("attntrace softmax --dtype ", DTYPE_NAMES),
+        ("attntrace kv-cache --dtype ", ["fp32", "fp16", "bf16", "int8"]),
+        ("attntrace kv-cache --preset llama", ["llama2-7b", "llama2-70b", "llama3-8b"]),
+        ("attntrace grad --loss ", ["attend", "mse"]),
+        ("attntrace train --loss m", ["mse"]),
+        ("attntrace train --init ", ["model", "random"]),
+        ("attntrace flash --variant ", ["1", "2"]),
+        ("attntrace --show-completion ", ["bash", "zsh", "fish", "powershell", "pwsh"]),
+        ("attntrace --install-completion z", ["zsh"]),
+        ("attntrace run -s nothing-like-it", []),
+    ],
+)
+def test_bash_completes_a_flags_values(words: str, offered: list[str]) -> None:
+    """`attntrace run -s <Tab>` offers the samples, not the files here; a flag with a
+    fixed set of values offers those (an empty answer lets bash fall back to files)."""
+    cword = len(words.split()) - (0 if words.endswith(" ") else 1)
+    env = {"_ATTNTRACE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    result = CliRunner().invoke(app, [], env=env, prog_name="attntrace")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == offered
+
+
+@pytest.mark.parametrize(
+    ("args", "columns", "phrases"),
+    [
+        (["run", "-s", "it-animal"], 50, ["The animal didn't", "showing 3 of 11"]),
+        (["softmax", "--dtype", "bfloat16", "1", "2", "3"], 80, ["share = exp", "sum to 1.0"]),
+        (["decode"], 80, ["Step 2 of 3", "multiply-adds of each step"]),
+        (["run", "-s", "it-animal", "--map"], 60, ["showing the top 2"]),
+    ],
+)
+def test_no_line_of_text_ends_in_a_space_in_a_pipe(
+    args: list[str], columns: int, phrases: list[str]
+) -> None:
+    """Rich's word wrapping keeps the space it breaks at (`…because it was ⏎`); a pipe
+    or a file keeps it too. The lines of text that wrap here end in their last word (a
+    table's row may end in its padding: the whole-output check is where there is none)."""
+    out = invoke(*args, columns=columns).stdout
+    for phrase in phrases:
+        lines = [line for line in out.splitlines() if line.startswith(phrase)]
+        assert lines, phrase
+        assert all(line == line.rstrip(" ") for line in lines), lines
+    if args[0] != "decode":  # decode's K and V caches stand side by side, padded
+        assert [line for line in out.splitlines() if line.endswith(" ")] == []

@@ -108,6 +108,29 @@ def test_a_repeated_token_by_name_is_every_occurrence() -> None:
     assert [name for name in header if not name.startswith("…")] == ["the#4"]
 
 
+def test_a_token_matched_only_without_case_says_which_it_took() -> None:
+    """it-animal has "The" (0) and "the" (4). --cols the is "the" exactly, said nothing
+    of; THE is either only without case: the first is taken, as --focus THE takes it,
+    and a note says so (on stderr: the tables stay as they are)."""
+    exact = invoke("run", "-s", "it-animal", "--cols", "the", "--rows", "The", columns=80)
+    assert exact.exit_code == 0
+    assert exact.stderr == ""
+    ((header, rows),) = tables(exact.stdout, "softmax")
+    assert [name for name in header if not name.startswith("…")] == ["the"]
+    assert [name for name in rows if not name.startswith("…")] == ["The"]
+    loose = invoke("run", "-s", "it-animal", "--cols", "THE", "--rows", "it,tHe", columns=80)
+    assert loose.exit_code == 0
+    ((header, rows),) = tables(loose.stdout, "softmax")
+    assert [name for name in header if not name.startswith("…")] == ["The"]
+    assert [name for name in rows if not name.startswith("…")] == ["The", "it"]
+    assert loose.stderr.splitlines() == [
+        "attntrace: note: --rows 'tHe' is at positions 0, 4: it takes position 0 ('The'; "
+        "--rows 4 for the next)",
+        "attntrace: note: --cols 'THE' is at positions 0, 4: it takes position 0 ('The'; "
+        "--cols 4 for the next)",
+    ]
+
+
 def test_render_takes_cols_too(tmp_path: Any) -> None:
     saved = tmp_path / "trace.json"
     saved.write_text(invoke("run", "-s", "it-animal", "--json").stdout, encoding="utf-8")

@@ -79,16 +79,18 @@ def step_parts(
     )
     rows = len(positions)
     parts: list[RenderableType] = [
-        Text.assemble(
-            ("Step ", "dim"),
-            (f"{step.t + 1}", "bold"),
-            (f" of {len(run.steps)} (t = {step.t}): ", "dim"),
-            (quoted(step.token), "bold magenta"),
-            (
-                f"  appends its k and v to the cache, then its q attends over {rows} "
-                f"cached key{'s' if rows > 1 else ''}",
-                "dim",
-            ),
+        Wrapped(
+            Text.assemble(
+                ("Step ", "dim"),
+                (f"{step.t + 1}", "bold"),
+                (f" of {len(run.steps)} (t = {step.t}): ", "dim"),
+                (quoted(step.token), "bold magenta"),
+                (
+                    f"  appends its k and v to the cache, then its q attends over {rows} "
+                    f"cached key{'s' if rows > 1 else ''}",
+                    "dim",
+                ),
+            )
         ),
     ]
     if windowed:

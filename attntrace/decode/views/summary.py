@@ -244,7 +244,7 @@ class CostTable:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         run = self.run
-        yield Text(f"multiply-adds of each step, and {_bars_legend(console)}", style="dim")
+        yield Wrapped(Text(f"multiply-adds of each step, and {_bars_legend(console)}", style="dim"))
         totals = np.cumsum([[s.costs.cached, s.costs.recomputed] for s in run.steps], axis=0)
         widest = float(totals[-1, 1])
         labels = unique_labels(shown_labels(run.tokens))

@@ -23,6 +23,7 @@ from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Stage
 from attntrace.ui.numbers import OVERFLOWED, format_number
 from attntrace.ui.shown import pad, shortened
+from attntrace.ui.wrap import Wrapped
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _MAX_BAR = 24
@@ -160,7 +161,10 @@ class AttentionMap:
                     line.append(" " + drawn, style="magenta")
             yield line
         if top < asked:
-            yield Text(
-                f"showing the top {top} of the {asked} keys asked for: a wider terminal shows more",
-                style="dim",
+            yield Wrapped(
+                Text(
+                    f"showing the top {top} of the {asked} keys asked for: a wider terminal "
+                    "shows more",
+                    style="dim",
+                )
             )
