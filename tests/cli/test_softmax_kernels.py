@@ -236,3 +236,18 @@ def test_shares_that_do_not_sum_to_one_say_why() -> None:
     assert "not 1: each share is rounded to bfloat16 on its own" in said
     # float64's shares sum to 1 within its rounding: nothing to say
     assert "The shares sum to" not in flat(invoke("softmax", *ARTICLE).stdout)
+
+
+def test_a_sum_of_shares_close_to_one_is_written_apart_from_one() -> None:
+    """`softmax --dtype bfloat16 1 2 3 20` said "the shares sum to 1.0000 (100.00%),
+    not 1": the figure must take the places that tell it from 1."""
+    row = ["1", "2", "3", "20"]
+    document = valid(invoke("softmax", "--dtype", "bfloat16", "--json", *row).stdout)
+    total = sum((Fraction(w) for w in document["weights"]), Fraction(0))
+    assert total != 1
+    said = flat(invoke("softmax", "--dtype", "bfloat16", *row).stdout)
+    said = said.split("The shares sum to ")[1]
+    figure, percentage = said.split()[:2]
+    assert Fraction(figure) != 1, said
+    assert Fraction(percentage.strip("(%),")) != 100, said
+    assert abs(Fraction(figure) - total) <= abs(total - 1), said

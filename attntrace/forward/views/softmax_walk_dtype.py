@@ -17,7 +17,7 @@ from rich.text import Text
 from attntrace.forward.softmax_walk import Overflow, SoftmaxWalk
 from attntrace.kernel.overflow_words import amount
 from attntrace.kernel.precision import exp_overflow_threshold, smallest_subnormal
-from attntrace.ui.numbers import format_number, percent
+from attntrace.ui.numbers import format_number
 
 FLOAT64_MAX = "1.8e308"
 
@@ -49,9 +49,13 @@ def _rounding_note(steps: SoftmaxWalk, precision: int) -> str:
     total = math.fsum(steps.weights)
     if not math.isfinite(total) or total == 1:
         return ""
+    # As many places as it takes to tell the sum from 1 (1.0000 would say "not 1" of 1).
+    places = precision + 2
+    while places < 17 and float(f"{total:.{places}f}") == 1:
+        places += 1
     return (
-        f" The shares sum to {format_number(total, precision + 2)} "
-        f"({percent(total)}), not 1: each share is rounded to {steps.dtype} on its own, "
+        f" The shares sum to {total:.{places}f} ({100 * total:.{max(places - 2, 2)}f}%), "
+        f"not 1: each share is rounded to {steps.dtype} on its own, "
         "and the roundings do not cancel."
     )
 
