@@ -174,13 +174,20 @@ class StageTable(ScrollView, can_focus=True):
     # --- the cursor ------------------------------------------------------------
 
     def scroll_to_cursor(self) -> None:
-        """Scroll just enough for the cursor's cell to be on screen."""
+        """Scroll just enough for the cursor's cell to be on screen. A pane not laid out
+        yet (a table first shown, its pane hidden by the loading indicator) has no width:
+        scrolled then, it went to the column's last character (``0`` of ``k0``), so the
+        scroll waits for the layout, and :meth:`on_resize` does it again."""
         if self.shown is None or not self.widths:
             return
+        region = self.scrollable_content_region
+        if region.width <= self.label_width or region.height < 1:
+            self.call_after_refresh(self.scroll_when_laid_out)
+            return
         x, y = int(self.scroll_x), int(self.scroll_y)
-        data_width = max(1, self.scrollable_content_region.width - self.label_width)
+        data_width = region.width - self.label_width
         left, right = self.starts[self.col], self.starts[self.col + 1]
-        if left < x:
+        if left < x or right - left > data_width:  # a column wider than the pane: its start
             x = left
         elif right > x + data_width:
             x = right - data_width
@@ -190,6 +197,15 @@ class StageTable(ScrollView, can_focus=True):
         elif self.row >= y + rows_shown:
             y = self.row - rows_shown + 1
         self.scroll_to(x, y, animate=False)
+
+    def scroll_when_laid_out(self) -> None:
+        """:meth:`scroll_to_cursor` once the pane has its size (else nothing: the next
+        resize scrolls)."""
+        if self.scrollable_content_region.width > self.label_width:
+            self.scroll_to_cursor()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.scroll_to_cursor()
 
     def place(self, row: int, col: int, *, chosen: bool = False) -> None:
         if self.shown is None:
