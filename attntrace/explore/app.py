@@ -71,7 +71,6 @@ class ExploreApp(App[None]):
         Binding("t", "view('trace')", "the trace"),
         Binding("d", "view('decode')", "decode"),
         Binding("g", "view('grad')", "grad"),
-        Binding("colon", "command", "jump by name"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
         *(Binding(str(k), f"jump('{k}')", show=False) for k in range(1, 10)),
@@ -90,6 +89,7 @@ class ExploreApp(App[None]):
         self.walk.jump("softmax")  # attention's heart first, where the trace has one
         self.message = ""
         self.busy = False
+        self.typing = False  # after ":", until Enter or Esc: the keys are the name's
 
     def open_book(self, book: Book, like: Walk | None = None) -> None:
         """Show ``book``, at ``like``'s place where it has one (a layer recomputed)."""
@@ -139,6 +139,7 @@ class ExploreApp(App[None]):
 
     def on_mount(self) -> None:
         self.query_one("#mirror", StageTable).can_focus = False
+        self.query_one("#command", Input).can_focus = False  # the app types into it
         self.query_one("#table", StageTable).focus()
         self.refresh_all()
 
@@ -219,21 +220,49 @@ class ExploreApp(App[None]):
         line = self.query_one("#command", Input)
         line.value = ""
         line.display = True
-        line.focus()
+        self.typing = True
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.close_command()
-        if event.value.strip():
-            self.moved(self.walk.jump(event.value))
+    async def on_event(self, event: events.Event) -> None:
+        """After ``:`` every key is the name's until Enter or Esc, however fast it comes:
+        the app takes them, ``:`` too, before they are passed on to the table's queue.
+        (A line given the focus gets it only after the keys already queued, which
+        reached the table as moves: ``d`` of ``:d_K`` opened decode.)"""
+        if isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
+            if self.typing:
+                self.type(event)
+                return
+            over_help = self.screen is not self.screen_stack[0]
+            if isinstance(event, events.Key) and event.key == "colon" and not over_help:
+                event.stop()
+                self.action_command()
+                return
+        await super().on_event(event)
 
-    def on_key(self, event: events.Key) -> None:
-        if event.key == "escape" and self.query_one("#command", Input).display:
+    def type(self, event: events.Key | events.Paste) -> None:
+        """One key (or a paste) of the name after ``:``."""
+        event.stop()
+        event.prevent_default()
+        line = self.query_one("#command", Input)
+        if isinstance(event, events.Paste):
+            line.value += event.text.replace("\n", " ")
+        elif event.key == "escape":
             self.close_command()
+        elif event.key == "enter":
+            self.close_command()
+            if line.value.strip():
+                self.moved(self.walk.jump(line.value))
+        elif event.key == "backspace":
+            line.value = line.value[:-1]
+        elif event.key == "ctrl+c":
+            self.close_command()
+            self.exit()
+        elif event.is_printable and event.character is not None:
+            line.value += event.character
+        line.cursor_position = len(line.value)
 
     def close_command(self) -> None:
-        line = self.query_one("#command", Input)
-        line.display = False
-        self.query_one("#table", StageTable).focus()
+        self.typing = False
+        self.query_one("#command", Input).display = False
 
     def on_stage_table_cell_moved(self, event: StageTable.CellMoved) -> None:
         """The cursor moved (arrows), or a cell was chosen (Enter, a click): explain it.

@@ -9,10 +9,22 @@ from typing import Any
 
 import pytest
 from explorer import driven, settled
-from test_explore_views import sources
 
 from attntrace import trace_attention
+from attntrace.api import prepared
+from attntrace.decode.decoder import Decode, decode
 from attntrace.explore.app import ExploreApp
+from attntrace.explore.sources import Sources
+
+
+def sources(sample: str = "it-animal") -> Sources:
+    """decode offered for ``sample``."""
+    ready = prepared(None, sample=sample)
+
+    def decoded(layer: int) -> Decode:
+        return decode(ready.spec, ready.tokens)
+
+    return Sources(decode=decoded)
 
 
 def table_lines(screen: str) -> list[str]:
@@ -35,3 +47,42 @@ def test_d_shows_the_cursor_cell_whole_on_a_new_table() -> None:
     assert re.search(r"\bk0\b", header), header
     value = f"{walk.stage.data[0, 0]:.4f}"
     assert any(value in line for line in table_lines(seen.screen)), seen.screen
+
+
+def burst(app: ExploreApp, keys: str) -> None:
+    """``keys`` as a terminal delivers them typed fast (tmux send-keys): all queued before
+    the first is handled, none waited for."""
+    from textual import events
+
+    for char in keys:
+        key = {":": "colon", "\r": "enter", "\x1b": "escape", "\x7f": "backspace"}.get(char, char)
+        app.post_message(events.Key(key, None if len(key) > 1 else char))
+
+
+@pytest.mark.parametrize(
+    ("typed", "stage"),
+    [(":scores\r", "scores"), (":concat\r", "concat"), (":2\r", "Q"), (":bsd\x1b", "softmax")],
+)
+def test_a_name_typed_in_one_burst_goes_to_the_command_line(typed: str, stage: str) -> None:
+    """Every key after `:` is the name's, however fast it comes: the letters once reached
+    the table before the line had the focus (`d` of `:d_K` opened decode, `n` of
+    `:concat` moved a stage), and Enter was lost."""
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        burst(app, typed)
+        await pilot.pause()
+        await pilot.pause()
+
+    seen = driven(trace_attention(sample="two-heads"), drive, sources=sources("two-heads"))
+    assert seen.app.view == "trace"
+    assert seen.app.walk.stage.name == stage
+    assert not seen.command_shown
+
+
+def test_backspace_mends_a_name_typed_after_colon() -> None:
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        burst(app, ":scx\x7fores\r")
+        await pilot.pause()
+
+    seen = driven(trace_attention(sample="it-animal"), drive)
+    assert seen.app.walk.stage.name == "scores"
