@@ -42,17 +42,20 @@ CSS = """
     text-wrap: nowrap; text-overflow: ellipsis; }
 #right { width: 1fr; }
 #heading { height: auto; max-height: 4; }
-#tables { height: 1fr; }
+#tables { height: 13; }  /* split_height sets it */
 #table { width: 1fr; height: 100%; }
 #mirror { width: 1fr; height: 100%; display: none; border-left: solid $accent; }
 #tables.stacked { layout: vertical; }
 #tables.stacked #table { width: 100%; height: 1fr; }
 #tables.stacked #mirror { width: 100%; height: 1fr; border-left: none; border-top: solid $accent; }
-#story { height: 7; border-top: solid $accent; }
+#story { height: 1fr; border-top: solid $accent; }
 #status { height: 1; }
 #command { height: 1; border: none; padding: 0; display: none; }
 """
 STACKED_BELOW = 110  # columns: narrower, grad's forward table goes below the gradient's
+LIST_WIDTH = 14  # the stage list's columns (#stages)
+HEADING_LINES = 4  # the heading's most lines (#heading)
+TABLE_ROWS = 3  # rows of a table kept in view however small the screen, where it has them
 
 
 class ExploreApp(App[None]):
@@ -144,13 +147,41 @@ class ExploreApp(App[None]):
         self.refresh_all()
 
     def on_resize(self, event: events.Resize) -> None:
-        # a third of the screen below 24 lines' header and status: 7 lines at 80 × 24,
-        # which leaves it-animal's eleven rows all in view
-        self.query_one(StoryPane).styles.height = max(7, (event.size.height - 4) // 3)
         # grad's two tables: side by side they would be some 30 columns each below
         # STACKED_BELOW columns, too few for three numbers; one above the other instead
         self.query_one("#tables").set_class(event.size.width < STACKED_BELOW, "stacked")
+        self.split_height()
         self.show_status()  # its hints fitted to the new width
+
+    def split_height(self) -> None:
+        """The tables' pane as tall as its rows need, up to what leaves the story a third
+        (at least 6 lines); the story the rest. However small the screen, the tables keep
+        :data:`TABLE_ROWS` rows where they have them. (A fixed story once left blank lines
+        under it-animal's rows at 120 × 50 with the story cut, and no row at 40 × 15.)"""
+        width, height = self.size
+        if height <= 0:
+            return
+        right = max(1, width - LIST_WIDTH)
+        heading = self.book.heading(self.walk)
+        lines = min(HEADING_LINES, len(heading.wrap(self.console, right)))
+        free = height - 2 - lines  # below the top line and the heading, above the status
+        stacked = self.query_one("#tables").has_class("stacked")
+        tables = [self.query_one("#table", StageTable)]
+        if self.book.mirror is not None and self.book.mirror(self.walk.stage) is not None:
+            tables.append(self.query_one("#mirror", StageTable))
+        across = right if stacked or len(tables) == 1 else right // 2
+        needs: list[tuple[int, int]] = []  # each table's lines: all its rows, the fewest
+        for table in tables:
+            rows = 0 if table.shown is None else table.shown.shape[0]
+            bar = 1 if table.virtual_size.width > across else 0  # the horizontal scrollbar
+            needs.append((1 + rows + bar, 1 + min(rows, TABLE_ROWS) + bar))
+        if stacked:  # one above the other, a border line between them
+            need = sum(n for n, _ in needs) + len(needs) - 1
+            least = sum(m for _, m in needs) + len(needs) - 1
+        else:
+            need, least = max(n for n, _ in needs), max(m for _, m in needs)
+        share = free - max(6, free // 3)
+        self.query_one("#tables").styles.height = max(1, min(need, max(share, least)))
 
     # --- drawing ---------------------------------------------------------------
 
@@ -161,6 +192,7 @@ class ExploreApp(App[None]):
         self.query_one(StageList).show(walk)
         self.query_one("#table", StageTable).show(walk.stage, self.trace, walk.row, walk.col)
         self.show_mirror()
+        self.split_height()
         self.explain()
         self.show_status()
 

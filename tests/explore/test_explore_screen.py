@@ -86,3 +86,34 @@ def test_backspace_mends_a_name_typed_after_colon() -> None:
 
     seen = driven(trace_attention(sample="it-animal"), drive)
     assert seen.app.walk.stage.name == "scores"
+
+
+def test_a_tall_screen_gives_the_table_its_rows_and_the_story_the_rest() -> None:
+    """At 120 × 50 the story pane once kept a fixed third: the table's pane had blank
+    lines under its eleven rows while the story below was cut."""
+    from attntrace.explore.stage_table import StageTable
+    from attntrace.explore.story import StoryPane
+
+    heights: list[tuple[int, int, int]] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press(*["down"] * 7, "right")  # softmax[it, animal]: a long story
+        await pilot.pause()
+        story = app.query_one(StoryPane)
+        table = app.query_one("#table", StageTable)
+        heights.append((table.region.height, story.region.height, story.body.size.height))
+
+    driven(trace_attention(sample="it-animal"), drive, (120, 50))
+    table, pane, told = heights[0]
+    assert 12 <= table <= 13  # the header and 11 rows (and a scrollbar, if wide)
+    assert told + 1 <= pane  # the whole story under its border line
+
+
+@pytest.mark.parametrize("size", [(40, 15), (80, 24)])
+def test_a_small_screen_shows_three_rows_of_the_table(size: tuple[int, int]) -> None:
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        pass
+
+    seen = driven(trace_attention(sample="it-animal"), drive, size)
+    rows = [line for line in table_lines(seen.screen) if re.match(r" ?(The|animal|didn't) ", line)]
+    assert len(rows) == 3, seen.screen
