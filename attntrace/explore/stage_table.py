@@ -26,6 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from attntrace.explore.cells import PRECISION, cell_style, cell_text, is_masked_stage
+from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Stage, Trace
 from attntrace.ui.numbers import column_widths
 from attntrace.ui.shown import shortened
@@ -86,8 +87,9 @@ class StageTable(ScrollView, can_focus=True):
                 is_masked_stage(stage, trace),
                 trace.precision is not None,
             )
-            self.labels = [shortened(label, LABEL_LIMIT) for label in stage.rows]
-            self.header = list(stage.cols)
+            # a repeated token told apart as run and the story tell it: the#0, the#4
+            self.labels = [shortened(label, LABEL_LIMIT) for label in unique_labels(stage.rows)]
+            self.header = unique_labels(stage.cols)
             numbers = column_widths(stage.data, PRECISION, masked_stage=self.masked_stage)
             self.widths = [max(w, cell_len(h)) for w, h in zip(numbers, self.header, strict=True)]
             self.starts = [0, *itertools.accumulate(GAP + w for w in self.widths)]

@@ -117,3 +117,27 @@ def test_a_small_screen_shows_three_rows_of_the_table(size: tuple[int, int]) -> 
     seen = driven(trace_attention(sample="it-animal"), drive, size)
     rows = [line for line in table_lines(seen.screen) if re.match(r" ?(The|animal|didn't) ", line)]
     assert len(rows) == 3, seen.screen
+
+
+def test_a_repeated_token_is_told_apart_in_the_table_as_run_tells_it() -> None:
+    """`a b a`: the header and the row labels read a#0, b, a#2 (the story's and run's
+    names), not `a` twice."""
+    import numpy as np
+
+    from attntrace import ModelSpec
+
+    spec = ModelSpec(
+        embeddings={"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0])},
+        WQ=np.eye(2),
+        WK=np.eye(2),
+        WV=np.eye(2),
+    )
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("down", "down")
+
+    seen = driven(trace_attention("a b a", model=spec), drive)
+    lines = table_lines(seen.screen)
+    assert any(re.search(r"^ +a#0 +b +a#2\s*$", line) for line in lines), seen.screen
+    assert [line.split()[0] for line in lines if re.match(r"(a#|b )", line)] == ["a#0", "b", "a#2"]
+    assert "softmax[a#2, a#0]" in seen.pane
