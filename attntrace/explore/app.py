@@ -30,6 +30,7 @@ from attntrace.explore.stage_list import StageList
 from attntrace.explore.stage_table import StageTable
 from attntrace.explore.story import StoryPane
 from attntrace.explore.walk import Walk
+from attntrace.kernel.labels import marks_note
 from attntrace.kernel.progress import reporting_to
 from attntrace.kernel.trace import Trace
 from attntrace.visible import visible
@@ -90,7 +91,9 @@ class ExploreApp(App[None]):
         self.view = "trace"
         self.open_book(trace_book(trace))
         self.walk.jump("softmax")  # attention's heart first, where the trace has one
-        self.message = ""
+        # Ġ, ▁, ## in the tokens: what they mean, said once as the screen opens (and in ?)
+        self.note = marks_note(trace.tokens, trace.context_tokens or ())
+        self.message = self.note
         self.busy = False
         self.typing = False  # after ":", until Enter or Esc: the keys are the name's
 
@@ -246,7 +249,7 @@ class ExploreApp(App[None]):
         self.moved(self.walk.other_head(by))
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.abilities))
+        self.push_screen(HelpScreen(self.abilities, self.note))
 
     def action_command(self) -> None:
         line = self.query_one("#command", Input)

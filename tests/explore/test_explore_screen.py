@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from explorer import driven, settled
+from explorer import driven, screen_text, settled
 
 from attntrace import trace_attention
 from attntrace.api import prepared
@@ -141,3 +141,50 @@ def test_a_repeated_token_is_told_apart_in_the_table_as_run_tells_it() -> None:
     assert any(re.search(r"^ +a#0 +b +a#2\s*$", line) for line in lines), seen.screen
     assert [line.split()[0] for line in lines if re.match(r"(a#|b )", line)] == ["a#0", "b", "a#2"]
     assert "softmax[a#2, a#0]" in seen.pane
+
+
+def marked_trace() -> Any:
+    import numpy as np
+
+    from attntrace import ModelSpec
+
+    spec = ModelSpec(
+        embeddings={"Ġcat": np.array([1.0, 0.0]), "##s": np.array([0.0, 1.0])},
+        WQ=np.eye(2),
+        WK=np.eye(2),
+        WV=np.eye(2),
+    )
+    return trace_attention("Ġcat ##s", model=spec)
+
+
+def test_tokenizer_marks_are_explained_on_opening_and_in_help() -> None:
+    from textual.widgets import Static
+
+    said: list[str] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        said.append(str(app.query_one("#status", Static).render()))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        said.append(screen_text(app.export_screenshot()))
+
+    driven(marked_trace(), drive, (120, 40))
+    assert "Ġ = a space before the token" in said[0]
+    assert "## = the token continues the word before it" in said[1]
+    assert "Ġ = a space before the token" in said[1]
+
+
+def test_no_note_where_the_tokens_have_no_marks() -> None:
+
+    said: list[str] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        said.append(screen_text(app.export_screenshot()))
+        await pilot.press("x")
+
+    seen = driven(trace_attention(sample="it-animal"), drive)
+    assert "? help" in seen.status
+    assert "Ġ" not in said[0]
+    assert "a space before" not in said[0]
