@@ -98,13 +98,15 @@ class ExploreApp(App[None]):
         self.typing = False  # after ":", until Enter or Esc: the keys are the name's
 
     def open_book(self, book: Book, like: Walk | None = None) -> None:
-        """Show ``book``, at ``like``'s place where it has one (a layer recomputed)."""
+        """Show ``book``, at ``like``'s place where it has one (a layer recomputed), on
+        the head shown before (one head for every view)."""
         walk = book.walk()
         if like is not None:
-            if like.head in walk.trace.traced_heads:
-                walk.head = like.head
             walk.go(min(like.position, len(walk.indices) - 1))
             walk.cell(like.row, like.col)
+        shown = like or self.walks.get(self.view)
+        if shown is not None:
+            walk.take_head(shown.head)
         self.books[book.view] = book
         self.walks[book.view] = walk
         self.view = book.view
@@ -322,7 +324,9 @@ class ExploreApp(App[None]):
 
     def action_view(self, view: str) -> None:
         if view in self.books:
+            head = self.walk.head
             self.view = view
+            self.walk.take_head(head)
             self.moved("")
             return
         sources = self.sources
@@ -390,6 +394,7 @@ class ExploreApp(App[None]):
     def layer_done(self, layers: Layers, target: int, book: Book) -> None:
         self.layers = Layers(layers.model, layers.count, target, layers.trace)
         was = self.view
+        self.walks["trace"].take_head(self.walk.head)  # the head on screen, in any view
         # decode and grad were of the old layer: computed again when asked for
         for view in ("decode", "grad"):
             self.books.pop(view, None)

@@ -188,3 +188,41 @@ def test_no_note_where_the_tokens_have_no_marks() -> None:
     assert "? help" in seen.status
     assert "Ġ" not in said[0]
     assert "a space before" not in said[0]
+
+
+def test_one_head_for_every_view() -> None:
+    """`d`, `h` showed decode's head 1, then `t` the trace's head 0: the head is the
+    explorer's, not each view's."""
+    heads: list[tuple[str, int | None]] = []
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("d")
+        await settled(app, pilot)
+        await pilot.press("h")
+        heads.append((app.view, app.walk.head))
+        await pilot.press("t")
+        heads.append((app.view, app.walk.head))
+        await pilot.press("h")
+        await pilot.press("d")
+        heads.append((app.view, app.walk.head))
+
+    seen = driven(trace_attention(sample="two-heads"), drive, sources=sources("two-heads"))
+    assert heads == [("decode", 1), ("trace", 1), ("decode", 0)]
+    assert seen.app.walk.stage.head == 0
+    assert "head 0" in seen.where
+
+
+def test_l_in_decode_keeps_decodes_head() -> None:
+    from attntrace.explore.sources import Layers
+
+    trace = trace_attention(sample="two-heads")
+    layers = Layers("two-heads", 2, 0, lambda layer: trace)
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("d")
+        await settled(app, pilot)
+        await pilot.press("h", "l")
+        await settled(app, pilot)
+
+    seen = driven(trace, drive, layers=layers, sources=sources("two-heads"))
+    assert (seen.app.view, seen.app.walk.head) == ("trace", 1)
