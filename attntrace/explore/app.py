@@ -192,7 +192,7 @@ class ExploreApp(App[None]):
 
     def refresh_all(self) -> None:
         walk, book = self.walk, self.book
-        self.query_one("#where", Static).update(where_line(walk, book.view))
+        self.query_one("#where", Static).update(where_line(walk, book.view, book.dtype))
         self.query_one("#heading", Static).update(book.heading(walk))
         self.query_one(StageList).show(walk)
         self.query_one("#table", StageTable).show(walk.stage, self.trace, walk.row, walk.col)

@@ -226,3 +226,19 @@ def test_l_in_decode_keeps_decodes_head() -> None:
 
     seen = driven(trace, drive, layers=layers, sources=sources("two-heads"))
     assert (seen.app.view, seen.app.walk.head) == ("trace", 1)
+
+
+def test_decode_under_a_dtype_names_it_in_the_top_line() -> None:
+    from attntrace.kernel.casting import Cast
+
+    ready = prepared(None, sample="it-animal")
+    cast = Cast.of("float16")
+    views = Sources(decode=lambda layer: decode(ready.spec, ready.tokens, cast))
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("d")
+        await settled(app, pilot)
+
+    seen = driven(trace_attention(sample="it-animal", dtype="float16"), drive, sources=views)
+    assert seen.app.view == "decode"
+    assert "Step 1 of 11 · The · float16" in seen.where
