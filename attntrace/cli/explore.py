@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from attntrace.learning.grad_trace import GradTrace
     from attntrace.learning.objective import Objective
 
-NOT_A_TERMINAL = "explore needs a terminal; use run --step from a pipe"
+NOT_A_TERMINAL = "explore needs a terminal on stdin, stdout and stderr; from a pipe, use run --step"
 
 
 @model_flags("config sample real_model layer causal context edits")
