@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
@@ -50,7 +51,7 @@ CSS = """
 #tables.stacked #table { width: 100%; height: 1fr; }
 #tables.stacked #mirror { width: 100%; height: 1fr; border-left: none; border-top: solid $accent; }
 #story { height: 1fr; border-top: solid $accent; }
-#status { height: 1; }
+#status { height: 1; }  /* 2 for a message wider than the screen: show_status */
 #command { height: 1; border: none; padding: 0; display: none; }
 """
 STACKED_BELOW = 110  # columns: narrower, grad's forward table goes below the gradient's
@@ -77,6 +78,8 @@ class ExploreApp(App[None]):
         Binding("g", "view('grad')", "grad"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
+        # Textual's own ctrl+c only says "press ctrl+q": here it quits, as q does
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         *(Binding(str(k), f"jump('{k}')", show=False) for k in range(1, 10)),
     ]
 
@@ -169,7 +172,9 @@ class ExploreApp(App[None]):
         right = max(1, width - LIST_WIDTH)
         heading = self.book.heading(self.walk)
         lines = min(HEADING_LINES, len(heading.wrap(self.console, right)))
-        free = height - 2 - lines  # below the top line and the heading, above the status
+        given = self.query_one("#status").styles.height
+        status = 1 if given is None else int(given.value)
+        free = height - 1 - status - lines  # below the top line and heading, above the status
         stacked = self.query_one("#tables").has_class("stacked")
         tables = [self.query_one("#table", StageTable)]
         if self.book.mirror is not None and self.book.mirror(self.walk.stage) is not None:
@@ -222,14 +227,22 @@ class ExploreApp(App[None]):
             self.show_mirror()
 
     def show_status(self) -> None:
+        """The keys' hints, or the last key's message: wrapped onto a second line where
+        it is wider than the screen (the tables give the line up), never cut."""
         can = self.abilities
+        width = max(1, self.size.width)
         if self.message:
             text = Text(self.message, style="yellow")
         else:
-            text = Text(status_hints(can, self.walk.noun, self.size.width), style="dim")
-        text.no_wrap = True
+            text = Text(status_hints(can, self.walk.noun, width), style="dim")
+        lines = 2 if cell_len(text.plain) > width else 1
+        text.no_wrap = lines == 1
         text.overflow = "ellipsis"
-        self.query_one("#status", Static).update(text)
+        status = self.query_one("#status", Static)
+        status.update(text)
+        if status.styles.height is None or status.styles.height.value != lines:
+            status.styles.height = lines
+            self.split_height()
 
     def say(self, message: str) -> None:
         self.message = message

@@ -242,3 +242,31 @@ def test_decode_under_a_dtype_names_it_in_the_top_line() -> None:
     seen = driven(trace_attention(sample="it-animal", dtype="float16"), drive, sources=views)
     assert seen.app.view == "decode"
     assert "Step 1 of 11 · The · float16" in seen.where
+
+
+@pytest.mark.parametrize("width", [80, 50])
+def test_a_long_message_is_whole(width: int) -> None:
+    """`g` without a loss said "… --to TOKEN (or" and stopped at the edge: shorter
+    now, and wrapped onto a second line where the screen is narrower still."""
+    from attntrace.cli.explore import other_views
+    from attntrace.cli.model_flags import ModelFlags
+
+    views = other_views(ModelFlags(sample="it-animal"), None, None, None, None)
+
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("g")
+
+    seen = driven(trace_attention(sample="it-animal"), drive, (width, 24), sources=views)
+    said = seen.app.message
+    assert said.startswith("g ")
+    bottom = " ".join(seen.screen.splitlines()[-2:]).split()
+    assert bottom[-len(said.split()) :] == said.split(), seen.screen
+
+
+def test_ctrl_c_quits_like_q() -> None:
+    async def drive(app: ExploreApp, pilot: Any) -> None:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+
+    driven(trace_attention(sample="it-animal"), drive)
