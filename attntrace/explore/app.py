@@ -170,8 +170,8 @@ class ExploreApp(App[None]):
         if height <= 0:
             return
         right = max(1, width - LIST_WIDTH)
-        heading = self.book.heading(self.walk)
-        lines = min(HEADING_LINES, len(heading.wrap(self.console, right)))
+        heading = self.query_one("#heading", Static)  # its lines as Textual wraps them
+        lines = min(HEADING_LINES, heading.get_content_height(self.size, self.size, right))
         given = self.query_one("#status").styles.height
         status = 1 if given is None else int(given.value)
         free = height - 1 - status - lines  # below the top line and heading, above the status
