@@ -9,6 +9,7 @@ here, inside the command, and only once stdin and stdout are known to be a termi
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from attntrace.learning.grad_trace import GradTrace
     from attntrace.learning.objective import Objective
 
-NOT_A_TERMINAL = "explore needs a terminal; use run --step from a pipe"
+NOT_A_TERMINAL = "explore needs a terminal on stdin, stdout and stderr; from a pipe, use run --step"
 
 
 @model_flags("config sample real_model layer causal context edits")
@@ -74,6 +75,10 @@ def explore(
 
     from attntrace.explore.app import ExploreApp
 
+    # the explorer fills the terminal and follows it when resized: Textual asks shutil,
+    # which would take COLUMNS and LINES (--width's) over the terminal's own size
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     ExploreApp(trace, layers, sources).run()
 
 
@@ -157,8 +162,7 @@ def other_views(
         decode=None if why_not_decode else decoded,
         grad=None if gradients is None else gradients_at,
         why_not_decode=why_not_decode,
-        why_not_grad="g shows the gradients of a loss: start explore with --from TOKEN "
-        "--to TOKEN (or --loss mse)",
+        why_not_grad="g needs a loss: start explore with --from TOKEN --to TOKEN or --loss mse",
     )
 
 

@@ -35,6 +35,7 @@ class Book:
     story: Callable[[Walk], CellStory]
     # grad: the forward stage shown beside a gradient (None where there is no one)
     mirror: Callable[[Stage], Stage | None] | None = None
+    dtype: str | None = None  # --dtype's, named in the top line (None: float64's)
 
     def walk(self) -> Walk:
         return Walk(self.trace, noun=self.noun)
@@ -64,4 +65,5 @@ def trace_book(trace: Trace) -> Book:
     def story(walk: Walk) -> CellStory:
         return cell_story(shown, walk.stage, walk.row, walk.col)
 
-    return Book("trace", "stage", shown, heading, story)
+    dtype = None if shown.precision is None else shown.precision.dtype
+    return Book("trace", "stage", shown, heading, story, dtype=dtype)

@@ -71,7 +71,8 @@ def decode_book(result: Decode) -> Book:
         step = result.steps[walk.position]
         return step_story(result, step, walk.stage, walk.row, walk.col, tokens)
 
-    return Book("decode", "step", trace, heading, story)
+    dtype = None if result.cast.dtype == "float64" else result.cast.dtype
+    return Book("decode", "step", trace, heading, story, dtype=dtype)
 
 
 def _rows(count: int) -> str:

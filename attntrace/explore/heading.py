@@ -14,15 +14,16 @@ from attntrace.explore.walk import Walk
 from attntrace.ui.titles import head_label
 
 
-def where_line(walk: Walk, view: str = "trace") -> Text:
-    """``Stage 7 of 8 · softmax  head 0   it-animal: The animal …``, on one line."""
+def where_line(walk: Walk, view: str = "trace", dtype: str | None = None) -> Text:
+    """``Stage 7 of 8 · softmax  head 0   it-animal: The animal …``, on one line; a
+    low-precision trace's or decode's ``dtype`` after the head (``· float16``)."""
     stage, trace = walk.stage, walk.trace
     text = Text.assemble(
         ("" if view == "trace" else f"{view} · ", "bold"),
         (f"{walk.noun.capitalize()} {walk.position + 1} of {len(walk.indices)} · ", "dim"),
         (stage.name, "bold magenta"),
         (head_label(stage, trace.model), "bold yellow"),
-        ("" if trace.precision is None else f" · {trace.precision.dtype}", "bold red"),
+        ("" if dtype is None else f" · {dtype}", "bold red"),
         (f"   {trace.model.name}: ", "dim"),
         (" ".join(trace.tokens), "dim"),
         ("" if trace.context_tokens is None else "  ⟵  " + " ".join(trace.context_tokens), "dim"),

@@ -1,7 +1,9 @@
-"""``?``: the keys that work here, over the explorer; any key or a click closes it."""
+"""``?``: the keys that work here, over the explorer; any key or a click closes it. Under
+them, what the tokenizer's marks mean (``Ġ``, ``▁``, ``##``) where the tokens have any."""
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual import events
@@ -21,6 +23,13 @@ def help_table(can: Abilities) -> Table:
     return table
 
 
+def help_text(can: Abilities, note: str = "") -> RenderableType:
+    """The key list, and ``note`` (the tokenizer marks, :func:`marks_note`) under it."""
+    if not note:
+        return help_table(can)
+    return Group(help_table(can), Text(""), Text(note, style="dim"))
+
+
 class HelpScreen(ModalScreen[None]):
     """The key list in a box; it closes on any key or click."""
 
@@ -30,12 +39,12 @@ class HelpScreen(ModalScreen[None]):
         border: round $accent; padding: 0 1; background: $panel; }
     """
 
-    def __init__(self, can: Abilities) -> None:
+    def __init__(self, can: Abilities, note: str = "") -> None:
         super().__init__()
-        self.can = can
+        self.can, self.note = can, note
 
     def compose(self) -> ComposeResult:
-        yield Static(help_table(self.can), id="help")
+        yield Static(help_text(self.can, self.note), id="help")
 
     def on_key(self, event: events.Key) -> None:
         event.stop()

@@ -42,7 +42,7 @@ def key_list(can: Abilities) -> list[tuple[str, str]]:
         views.append(("g", "grad: each gradient beside its forward stage"))
     if len(views) > 1:
         keys.extend(views)
-    keys += [("?", "this help (any key closes it)"), ("q", "quit")]
+    keys += [("?", "this help (any key closes it)"), ("q, Ctrl-C", "quit")]
     return keys
 
 

@@ -26,6 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from attntrace.explore.cells import PRECISION, cell_style, cell_text, is_masked_stage
+from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Stage, Trace
 from attntrace.ui.numbers import column_widths
 from attntrace.ui.shown import shortened
@@ -86,8 +87,9 @@ class StageTable(ScrollView, can_focus=True):
                 is_masked_stage(stage, trace),
                 trace.precision is not None,
             )
-            self.labels = [shortened(label, LABEL_LIMIT) for label in stage.rows]
-            self.header = list(stage.cols)
+            # a repeated token told apart as run and the story tell it: the#0, the#4
+            self.labels = [shortened(label, LABEL_LIMIT) for label in unique_labels(stage.rows)]
+            self.header = unique_labels(stage.cols)
             numbers = column_widths(stage.data, PRECISION, masked_stage=self.masked_stage)
             self.widths = [max(w, cell_len(h)) for w, h in zip(numbers, self.header, strict=True)]
             self.starts = [0, *itertools.accumulate(GAP + w for w in self.widths)]
@@ -174,13 +176,20 @@ class StageTable(ScrollView, can_focus=True):
     # --- the cursor ------------------------------------------------------------
 
     def scroll_to_cursor(self) -> None:
-        """Scroll just enough for the cursor's cell to be on screen."""
+        """Scroll just enough for the cursor's cell to be on screen. A pane not laid out
+        yet (a table first shown, its pane hidden by the loading indicator) has no width:
+        scrolled then, it went to the column's last character (``0`` of ``k0``), so the
+        scroll waits for the layout, and :meth:`on_resize` does it again."""
         if self.shown is None or not self.widths:
             return
+        region = self.scrollable_content_region
+        if region.width <= self.label_width or region.height < 1:
+            self.call_after_refresh(self.scroll_when_laid_out)
+            return
         x, y = int(self.scroll_x), int(self.scroll_y)
-        data_width = max(1, self.scrollable_content_region.width - self.label_width)
+        data_width = region.width - self.label_width
         left, right = self.starts[self.col], self.starts[self.col + 1]
-        if left < x:
+        if left < x or right - left > data_width:  # a column wider than the pane: its start
             x = left
         elif right > x + data_width:
             x = right - data_width
@@ -190,6 +199,15 @@ class StageTable(ScrollView, can_focus=True):
         elif self.row >= y + rows_shown:
             y = self.row - rows_shown + 1
         self.scroll_to(x, y, animate=False)
+
+    def scroll_when_laid_out(self) -> None:
+        """:meth:`scroll_to_cursor` once the pane has its size (else nothing: the next
+        resize scrolls)."""
+        if self.scrollable_content_region.width > self.label_width:
+            self.scroll_to_cursor()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.scroll_to_cursor()
 
     def place(self, row: int, col: int, *, chosen: bool = False) -> None:
         if self.shown is None:

@@ -105,6 +105,20 @@ class Walk:
             return f"{here.name} is shared by all heads: the same for head {self.head}"
         return ""
 
+    def take_head(self, head: int | None) -> None:
+        """Follow ``head``, the head another view was showing (the explorer has one head
+        for every view): the same stage of it where this walk has one, else the same
+        place."""
+        if head is None or self.head is None or head not in self.trace.traced_heads:
+            return
+        name = entry(self.stage)
+        self.head = head
+        names = [entry(s) for s in self.stages]
+        if name in names:
+            self.position = names.index(name)
+        self.position = min(self.position, len(names) - 1)
+        self.clamp()
+
     def cell(self, row: int, col: int) -> None:
         self.row, self.col = row, col
         self.clamp()

@@ -25,7 +25,9 @@ COMMANDS = [
     ["explore", "-s", "it-animal"],
 ]
 # a command that needs a terminal: with good values it gets as far as asking for one
-NEEDS_A_TERMINAL = {"explore": "explore needs a terminal; use run --step from a pipe"}
+NEEDS_A_TERMINAL = {
+    "explore": "explore needs a terminal on stdin, stdout and stderr; from a pipe, use run --step"
+}
 
 FILE = "a positive number of MiB (from 1e-6, about a byte, to 2**30)"
 MEMORY = "a number of MiB from 1 to 2**30"

@@ -16,7 +16,10 @@ from paths import ROOT
 
 def test_without_a_terminal_it_says_to_use_step_mode() -> None:
     line = one_line_error(invoke("explore", "-s", "it-animal"))
-    assert line == "attntrace: error: explore needs a terminal; use run --step from a pipe"
+    assert line == (
+        "attntrace: error: explore needs a terminal on stdin, stdout and stderr; "
+        "from a pipe, use run --step"
+    )
 
 
 @pytest.mark.parametrize(
