@@ -95,6 +95,8 @@ def show(trace: Trace, how: Presentation) -> None:
         return
     # drawn once, into memory, as stdout would get it; saved to the file first, so a
     # reader that stops early (| head) or a full disk cannot cost the export
+    from attntrace.ui.pager import recording_console
+
     recorder = recording_console(console)
     from attntrace.kernel import progress
 
@@ -180,23 +182,6 @@ def walk_steps(
             focus=focus,
             read_key=keys if how.export is None else None,
         )
-
-
-def recording_console(like: Console) -> Console:
-    """A console drawing as ``like`` does (width, colours) into memory, recording."""
-    from io import StringIO
-
-    from rich.console import Console
-
-    return Console(
-        file=StringIO(),
-        record=True,
-        width=like.width,
-        highlight=False,
-        color_system=like.color_system,  # type: ignore[arg-type]
-        no_color=like.no_color,
-        force_terminal=like.is_terminal,
-    )
 
 
 def save_export(console: Console, path: Path) -> None:

@@ -66,9 +66,9 @@ class Lines:
         return len(self.plain)
 
 
-def captured(like: Console, draw: Draw) -> Lines:
-    """What ``draw`` prints on a console like ``like`` (width, colours), as lines."""
-    capture = Console(
+def recording_console(like: Console) -> Console:
+    """A console drawing as ``like`` does (width, colours) into memory, recording."""
+    return Console(
         file=StringIO(),
         record=True,
         width=like.width,
@@ -77,6 +77,11 @@ def captured(like: Console, draw: Draw) -> Lines:
         no_color=like.no_color,
         force_terminal=like.is_terminal,
     )
+
+
+def captured(like: Console, draw: Draw) -> Lines:
+    """What ``draw`` prints on a console like ``like`` (width, colours), as lines."""
+    capture = recording_console(like)
     draw(capture)
     styled = capture.file.getvalue().split("\n")  # type: ignore[attr-defined]
     if styled and styled[-1] == "":
