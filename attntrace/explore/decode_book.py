@@ -11,8 +11,10 @@ sum, the division or the softmax that made it, from the row's own numbers.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from rich.cells import cell_len
 from rich.text import Text
 
@@ -114,7 +116,7 @@ def _row_label(token: str, *, new: bool) -> str:
     return shortened(token, LABEL_LIMIT - cell_len(NEW)) + NEW
 
 
-def _vector(values: np.ndarray) -> str:
+def _vector(values: npt.NDArray[Any]) -> str:
     shown = [f"{v:.4f}" for v in values[:TERMS].tolist()]
     return "[" + ", ".join(shown) + (", …]" if len(values) > TERMS else "]")
 

@@ -185,4 +185,7 @@ def _laid_out(
     m = len(a)
     kept = values[: m * block].reshape(m, block)[np.isnan(a)].reshape(-1)
     rest = np.concatenate([kept, values[m * block :]]).astype("<f4")
-    return a.astype("<f4").tobytes() + b.astype("<f4").tobytes() + q.tobytes() + rest.tobytes()
+    # each part as bytes by name: numpy 1.24's stubs type concatenate's result as Any
+    scales: bytes = a.astype("<f4").tobytes() + b.astype("<f4").tobytes()
+    tail: bytes = rest.tobytes()
+    return scales + q.tobytes() + tail

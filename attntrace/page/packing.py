@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    import numpy as np
+    import numpy.typing as npt
 
 #: The packed block's marker (its ``packed`` field), and the format's version.
 PACKED = "attntrace/packed/v2"
@@ -55,7 +55,7 @@ def pack(json_bytes: bytes) -> bytes:
     where the packed form would not give it back exactly."""
     import orjson
 
-    arrays: list[np.ndarray] = []
+    arrays: list[npt.NDArray[Any]] = []
     document = _pulled(orjson.loads(json_bytes), arrays)
     if not arrays:
         return json_bytes
@@ -124,7 +124,7 @@ def unpack(block: dict[str, Any]) -> bytes:
     return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def _array(stream: bytes, entry: dict[str, Any]) -> np.ndarray:
+def _array(stream: bytes, entry: dict[str, Any]) -> npt.NDArray[Any]:
     """One array of the stream, as float64 in its shape (docs/page.md)."""
     import numpy as np
 
@@ -191,7 +191,7 @@ def _numbers(node: list[Any]) -> tuple[int, ...] | None:
     return None
 
 
-def _pulled(node: Any, arrays: list[np.ndarray]) -> Any:
+def _pulled(node: Any, arrays: list[npt.NDArray[Any]]) -> Any:
     """``node`` with each array of numbers replaced by ``{"$array": k}``, the numbers
     added to ``arrays`` (null as NaN)."""
     import numpy as np
@@ -222,7 +222,7 @@ def _listed(node: Any) -> Any:
     return node
 
 
-def _restored(node: Any, arrays: list[np.ndarray]) -> Any:
+def _restored(node: Any, arrays: list[npt.NDArray[Any]]) -> Any:
     if isinstance(node, dict):
         if node.keys() == {"$array"}:
             return arrays[node["$array"]]
@@ -232,7 +232,7 @@ def _restored(node: Any, arrays: list[np.ndarray]) -> Any:
     return node
 
 
-def _stream(arrays: list[np.ndarray], offset: int) -> tuple[bytes, list[dict[str, Any]]]:
+def _stream(arrays: list[npt.NDArray[Any]], offset: int) -> tuple[bytes, list[dict[str, Any]]]:
     """The arrays' bytes one after another, the first ``offset`` bytes into the stream,
     and each one's entry; an array already in the stream, byte for byte, points at it
     (GQA's heads share their K and V)."""
@@ -250,7 +250,7 @@ def _stream(arrays: list[np.ndarray], offset: int) -> tuple[bytes, list[dict[str
     return b"".join(pieces), entries
 
 
-def _encoded(values: np.ndarray) -> tuple[dict[str, Any], bytes]:
+def _encoded(values: npt.NDArray[Any]) -> tuple[dict[str, Any], bytes]:
     """(entry, bytes): float32 where it holds every value exactly, else float64; by
     column where that deflates smaller (a quantized model's blocks run down a column);
     as ``affine`` blocks where the values are a quantized model's, else ``raw`` or in

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import invoke
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner, Result  # type: ignore[attr-defined, unused-ignore]
 
 from attntrace.cli import app
 from attntrace.cli.process import run_app

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 import yaml
 from explorer import TOKENS, driven, screen_text, settled
@@ -28,7 +29,7 @@ from attntrace.learning.objective import Objective
 from attntrace.ui.shown import shown_trace
 
 
-def numpy_it_animal() -> dict[str, np.ndarray]:
+def numpy_it_animal() -> dict[str, npt.NDArray[Any]]:
     """it-animal's stages by numpy, from the sample file: X, Q, K, V, scores, scaled,
     softmax (max subtracted), output."""
     sample = yaml.safe_load((ROOT / "attntrace/samples/it-animal.yaml").read_text("utf-8"))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from browser import load, severe_logs
 from helpers import invoke
@@ -30,7 +31,7 @@ REAL = {
 INSTALLED = {model.name: model.installed for model in CATALOG}
 
 
-def quantized(type_name: str, blocks: int, seed: int, negative: bool = False) -> np.ndarray:
+def quantized(type_name: str, blocks: int, seed: int, negative: bool = False) -> npt.NDArray[Any]:
     """ggml blocks of random codes and scales, dequantized by attntrace's reader (the
     weights a real model's trace holds); each block's smallest code 0, as a quantizer
     maps a block's minimum (Q4_1, Q4_K)."""
@@ -56,7 +57,7 @@ def quantized(type_name: str, blocks: int, seed: int, negative: bool = False) ->
     return ggml.READERS[code](data.tobytes(), 0, blocks).reshape(-1)
 
 
-def bits(values: np.ndarray) -> np.ndarray:
+def bits(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return np.asarray(values, dtype=np.float32).view(np.uint32)
 
 
@@ -201,9 +202,11 @@ def numbers_hash(node: Any) -> tuple[int, int]:
 
     walk(node)
     words = np.array(found, dtype="<f8").view("<u4").reshape(-1, 2).astype(np.uint64)
-    mixed = (words[:, 0] ^ (words[:, 1] * 0x9E3779B1)) & 0xFFFFFFFF
-    weight = 2 * np.arange(len(found), dtype=np.uint64) + 1
-    return int(((mixed * weight) & 0xFFFFFFFF).sum() & 0xFFFFFFFF), len(found)
+    # uint64 constants: numpy 1.24 (the floor) casts uint64 with a Python int to float64
+    low = np.uint64(0xFFFFFFFF)
+    mixed = (words[:, 0] ^ (words[:, 1] * np.uint64(0x9E3779B1))) & low
+    weight = np.uint64(2) * np.arange(len(found), dtype=np.uint64) + np.uint64(1)
+    return int(((mixed * weight) & low).sum() & low), len(found)
 
 
 @pytest.mark.parametrize("model", REAL)
@@ -226,7 +229,7 @@ def test_the_browser_reads_a_real_models_packed_page_exactly(
     assert shown[0] == shown[1]
 
 
-def rounded() -> np.ndarray:
+def rounded() -> npt.NDArray[Any]:
     """Blocks of float32 ``a·q − b`` with a and b of 24 bits: each product and difference
     rounded (ggml's products are exact in float32: Q6_K's take 24 bits, Q4_K's 21)."""
     rng = np.random.default_rng(5)
