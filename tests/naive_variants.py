@@ -15,9 +15,12 @@ from a trace.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from naive import Rows, add_bias, matmul, rotate, rotate_interleaved
+
+if TYPE_CHECKING:
+    from attntrace.kernel.spec import ModelSpec
 
 # The contract's order of a head's stages, every option on.
 ORDER = (
@@ -257,3 +260,34 @@ def naive_variant_block(
         add_bias(matmul(result["concat"], wo), biases.get("bO")) if wo is not None else None
     )
     return result
+
+
+def naive_block_of(model: ModelSpec, x: Rows) -> dict[str, Any]:
+    """:func:`naive_variant_block` over ``model``'s own matrices and options (read from
+    the model, nothing the trace computed), from ``x``."""
+    v = model.variants
+    return naive_variant_block(
+        x,
+        model.WQ.tolist(),
+        model.WK.tolist(),
+        model.WV.tolist(),
+        heads=model.heads,
+        kv_heads=model.n_kv_heads,
+        biases={name: list(b) for name, b in model.biases.items()},
+        wo=None if model.WO is None else model.WO.tolist(),
+        causal=model.causal,
+        window=v.window,
+        sinks=v.sinks,
+        alibi=model.position_kind == "alibi",
+        slopes=None if v.alibi_slopes is None else list(v.alibi_slopes),
+        qk_norm=v.qk_norm,
+        q_norm=None if v.q_norm is None else v.q_norm.tolist(),
+        k_norm=None if v.k_norm is None else v.k_norm.tolist(),
+        eps=v.qk_norm_eps,
+        rope_base=model.rope_base if model.position_kind == "rope" else None,
+        rope_pairing=model.rope_pairing,
+        softcap=v.softcap,
+        sink_logit=v.sink_logit
+        if v.sink_logit is None or isinstance(v.sink_logit, float)
+        else list(v.sink_logit),
+    )

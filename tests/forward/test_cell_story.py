@@ -18,7 +18,7 @@ from helpers import needs_weights
 from hypothesis import given
 from hypothesis import strategies as st
 from naive import naive_block
-from naive_variants import naive_variant_block, visible
+from naive_variants import naive_block_of, visible
 from randoms import random_block
 from tolerances import FLOAT64_APPROX, significant
 
@@ -111,32 +111,7 @@ def test_it_animal_is_told_from_the_trace_of_the_sample() -> None:
 
 def loops(model: ModelSpec, x: list[list[float]]) -> dict[str, Any]:
     """tests/naive_variants.py's block over the model's own matrices, from X."""
-    v = model.variants
-    return naive_variant_block(
-        x,
-        model.WQ.tolist(),
-        model.WK.tolist(),
-        model.WV.tolist(),
-        heads=model.heads,
-        kv_heads=model.n_kv_heads,
-        biases={name: list(b) for name, b in model.biases.items()},
-        wo=None if model.WO is None else model.WO.tolist(),
-        causal=model.causal,
-        window=v.window,
-        sinks=v.sinks,
-        alibi=model.position_kind == "alibi",
-        slopes=None if v.alibi_slopes is None else list(v.alibi_slopes),
-        qk_norm=v.qk_norm,
-        q_norm=None if v.q_norm is None else v.q_norm.tolist(),
-        k_norm=None if v.k_norm is None else v.k_norm.tolist(),
-        eps=v.qk_norm_eps,
-        rope_base=model.rope_base if model.position_kind == "rope" else None,
-        rope_pairing=model.rope_pairing,
-        softcap=v.softcap,
-        sink_logit=v.sink_logit
-        if v.sink_logit is None or isinstance(v.sink_logit, float)
-        else list(v.sink_logit),
-    )
+    return naive_block_of(model, x)
 
 
 def sinusoid(p: int, c: int, d_model: int) -> float:

@@ -24,7 +24,7 @@ from naive_variants import (
     ORDER,
     alibi_slopes,
     hidden_reason,
-    naive_variant_block,
+    naive_block_of,
     rms_norm,
     softmax_with_sink,
     visible,
@@ -144,32 +144,7 @@ def variant_model(seed: int, options: dict[str, Any]) -> ModelSpec:
 def loops(model: ModelSpec, tokens: list[str]) -> dict[str, Any]:
     """tests/naive_variants.py's block over the model's own weights (nothing the trace
     computed): the embeddings, WQ, WK, WV, WO and biases, the options as the page names them."""
-    v = model.variants
-    return naive_variant_block(
-        [list(model.embeddings[t]) for t in tokens],
-        model.WQ.tolist(),
-        model.WK.tolist(),
-        model.WV.tolist(),
-        heads=model.heads,
-        kv_heads=model.n_kv_heads,
-        biases={name: list(b) for name, b in model.biases.items()},
-        wo=None if model.WO is None else model.WO.tolist(),
-        causal=model.causal,
-        window=v.window,
-        sinks=v.sinks,
-        alibi=model.position_kind == "alibi",
-        slopes=None if v.alibi_slopes is None else list(v.alibi_slopes),
-        qk_norm=v.qk_norm,
-        q_norm=None if v.q_norm is None else v.q_norm.tolist(),
-        k_norm=None if v.k_norm is None else v.k_norm.tolist(),
-        eps=v.qk_norm_eps,
-        rope_base=model.rope_base if model.position_kind == "rope" else None,
-        rope_pairing=model.rope_pairing,
-        softcap=v.softcap,
-        sink_logit=v.sink_logit
-        if v.sink_logit is None or isinstance(v.sink_logit, float)
-        else list(v.sink_logit),
-    )
+    return naive_block_of(model, [list(model.embeddings[t]) for t in tokens])
 
 
 def assert_trace_is_the_loops(model: ModelSpec, tokens: list[str]) -> Trace:
