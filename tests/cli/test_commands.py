@@ -296,6 +296,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path, args: tuple[str, ...]) -> No
     ],
     ids=["tables", "json", "softmax", "samples", "decode", "help", "version"],
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_a_process_writes_all_its_output_before_it_leaves(
     tmp_path: Path, args: tuple[str, ...]
 ) -> None:

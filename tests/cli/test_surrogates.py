@@ -80,6 +80,7 @@ JSON_COMMANDS = {
 }
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("args", JSON_COMMANDS.values(), ids=JSON_COMMANDS.keys())
 def test_json_holds_the_replacement_character(args: tuple[str, ...], model: Path) -> None:
     document = parsed(attntrace(*args, "-c", str(model), SENTENCE, cwd=model.parent).stdout)
@@ -127,6 +128,7 @@ def page_documents(page: str) -> list[Any]:
     return [json.loads(block) for block in blocks]
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("args", EXPORTS.values(), ids=EXPORTS.keys())
 def test_export_page_holds_the_replacement_character(args: tuple[str, ...], model: Path) -> None:
     page = model.parent / f"{args[0]}.html"

@@ -180,6 +180,7 @@ def test_decode_equals_loops_by_the_rule(seed: int, dtype: str) -> None:
     ],
     ids=["single", "GQA", "MQA", "WO+biases", "GQA+RoPE", "RoPE-interleaved"],
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("accumulate", ["float32", "dtype"])
 @pytest.mark.parametrize("dtype", LOW)
 def test_decode_agrees_exactly_with_full_attention_in_the_dtype(

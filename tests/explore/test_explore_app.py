@@ -71,6 +71,7 @@ def test_arrows_move_the_cell_and_the_pane_tells_its_number() -> None:
         (["colon", *"sco", "escape"], "softmax"),
     ],
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_keys_move_between_stages(keys: list[str], stage: str) -> None:
     async def drive(app: ExploreApp, pilot: Any) -> None:
         await pilot.press(*keys)

@@ -53,6 +53,7 @@ def test_columns_zero_exports_the_whole_view(tmp_path: Path) -> None:
     assert "output = softmax · V   [3 × 2]" in text
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("suffix", [".svg", ".html", ".txt"])
 def test_an_export_is_written_whole_when_the_reader_stops_early(
     suffix: str, tmp_path: Path

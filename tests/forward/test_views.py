@@ -249,6 +249,7 @@ def test_views_that_do_not_mix(flags: list[str], message: str) -> None:
     [[], ["--focus", "1"], ["--map"], ["--overview"]],
     ids=["tables", "focus", "map", "overview"],
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_render_replays_every_block_kind(sample: str, flags: list[str], tmp_path: Path) -> None:
     saved = tmp_path / "trace.json"
     saved.write_text(invoke("run", "-s", sample, "--json").stdout)

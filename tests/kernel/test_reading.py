@@ -302,6 +302,7 @@ def run_capped(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize(("command", "pattern"), NOT_FILES)
 def test_a_device_or_endless_pipe_is_one_line_and_exit_2(
     command: str, pattern: str, tmp_path: Path
@@ -343,6 +344,7 @@ PIPED = [
 ]
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("command", PIPED)
 def test_a_model_through_a_pipe_traces(command: str, tmp_path: Path) -> None:
     """Pipes are legitimate model files: ``<(...)``, ``--config -``, a named FIFO whose

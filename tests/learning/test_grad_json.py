@@ -128,6 +128,7 @@ def expected_names(model: ModelSpec, cross: bool) -> list[tuple[str, int | None,
     return names
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("loss", ["attend", "mse"])

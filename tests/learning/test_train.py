@@ -122,6 +122,7 @@ def objective_for(kind: str, tokens: list[str]) -> Objective:
     return Objective("attend", str(len(tokens) - 1), "0") if kind == "attend" else Objective("mse")
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("loss", ["attend", "mse"])
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("seed", range(3))
@@ -137,6 +138,7 @@ def test_the_loss_falls_step_by_step_for_a_small_rate(kind: str, loss: str, seed
     assert losses[-1] < losses[0] or not moved
 
 
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 @pytest.mark.parametrize("loss", ["attend", "mse"])
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_one_step_is_minus_lr_times_a_central_difference(kind: str, loss: str) -> None:

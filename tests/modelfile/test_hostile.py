@@ -396,6 +396,7 @@ def test_a_file_over_the_size_limit_is_refused_before_reading(
     ],
     ids=lambda args: "-".join(args[:3]),
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_every_output_mode_ends_quietly_into_a_closed_pipe(args: list[str], tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
     with subprocess.Popen(
@@ -501,6 +502,7 @@ CLOSED = "attntrace: error: cannot write the output: stdout is closed\n"
         "stderr-run",
     ],
 )
+@pytest.mark.long  # slow: CI's long leg runs it (docs/development.md)
 def test_a_closed_stream_is_no_traceback(
     redirect: str, args: str, code: int, stderr: str | None, tmp_path: Path
 ) -> None:
