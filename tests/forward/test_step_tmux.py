@@ -4,17 +4,16 @@ every page of every stage with space, each screen keeps its `Stage k of N` line 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from helpers import needs_weights
+from tmux_pane import Pane
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -23,20 +22,15 @@ pytestmark = [
 ]
 
 
-def tmux(*args: str) -> str:
-    done = subprocess.run(["tmux", *args], capture_output=True, text=True, check=True)
-    return done.stdout
+def screen(pane: Pane) -> list[str]:
+    return pane.capture().rstrip("\n").split("\n")
 
 
-def screen(session: str) -> list[str]:
-    return tmux("capture-pane", "-p", "-t", session).rstrip("\n").split("\n")
-
-
-def changed(session: str, before: list[str] | None, wait: float) -> list[str]:
+def changed(pane: Pane, before: list[str] | None, wait: float) -> list[str]:
     """The pane once it differs from ``before`` and has a prompt (or after ``wait`` s)."""
     end = time.monotonic() + wait
     while True:
-        now = screen(session)
+        now = screen(pane)
         ready = any(line.startswith("(") and line.rstrip().endswith(">") for line in now)
         if (ready and now != before) or time.monotonic() > end:
             return now
@@ -46,13 +40,11 @@ def changed(session: str, before: list[str] | None, wait: float) -> list[str]:
 def walk_every_page(args: list[str], stages: int, start_wait: float) -> set[int]:
     """Press space from the first page of stage 1 to the end; every capture's first line
     must be its `Stage k of N` line. The stage numbers seen."""
-    session = f"attntrace-step-{os.getpid()}"
     command = shlex.join([sys.executable, "-m", "attntrace", *args]) + "; sleep 60"
-    env = ["-e", "NO_COLOR=1", "-e", "COLUMNS=80", "-e", "LINES=24"]
-    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", "-c", str(ROOT), *env, command)
+    env = {"NO_COLOR": "1", "COLUMNS": "80", "LINES": "24"}
     seen: set[int] = set()
-    try:
-        shown = changed(session, None, start_wait)
+    with Pane(ROOT).start(command, env=env) as pane:
+        shown = changed(pane, None, start_wait)
         for _ in range(400):
             first = re.match(rf"Stage (\d+) of {stages} · ", shown[0])
             assert first is not None, "\n".join(shown)
@@ -61,10 +53,8 @@ def walk_every_page(args: list[str], stages: int, start_wait: float) -> set[int]
             status = next((line for line in shown if line.startswith("lines ")), "")
             if int(first.group(1)) == stages and ("end" in status or not status):
                 break
-            tmux("send-keys", "-t", session, "Space")
-            shown = changed(session, shown, 20)
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+            pane.send("Space")
+            shown = changed(pane, shown, 20)
     return seen
 
 
