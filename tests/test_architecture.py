@@ -82,6 +82,8 @@ THIRD_PARTY = {
     "yaml": {"modelfile/yaml_file.py"},
     # the explorer alone draws full-screen; the CLI imports it inside `explore`
     "textual": {"explore"},
+    # Hugging Face's tokenizer, for a model's tokenizer.json (an extra: attntrace[hf])
+    "tokenizers": {"real/tokenizers/hf_json.py"},
 }
 
 
