@@ -146,9 +146,9 @@ def other_views(
             "decode grows a cache over one sentence: this model cross-attends to a context"
         )
     else:
-        from attntrace.real.catalog import find_model
+        from attntrace.real.layer import model_for
 
-        if chosen.real_model is not None and not find_model(chosen.real_model).causal:
+        if chosen.real_model is not None and not model_for(chosen.real_model).spec.causal:
             why_not_decode = f"{chosen.real_model} is an encoder: there is no cache to grow"
     first = chosen.layer or 0
 
@@ -169,14 +169,14 @@ def other_views(
 def real_layers(chosen: ModelFlags, sentence: str | None, cast: Cast | None) -> Layers:
     """``l`` and ``L``: the model's other layers, each traced as the first was."""
     from attntrace.explore.sources import Layers
-    from attntrace.real.catalog import find_model
-    from attntrace.real.layer import layer_trace
+    from attntrace.real.layer import layer_trace, model_for
 
-    assert chosen.real_model is not None
-    spec = find_model(chosen.real_model)
+    name = chosen.real_model
+    assert name is not None
+    spec = model_for(name).spec
     return Layers(
         model=spec.name,
         count=spec.layers,
         current=chosen.layer or 0,
-        trace=lambda layer: layer_trace(spec.name, sentence, layer, None, cast=cast),
+        trace=lambda layer: layer_trace(name, sentence, layer, None, cast=cast),
     )

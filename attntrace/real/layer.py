@@ -48,7 +48,14 @@ def open_model(name: str) -> Transformer:
     per process from its verified weight file. A name not in the catalogue, or weights
     not installed, is an :class:`InputError` saying what to do."""
     arguments.text(name, "name")
-    return opened(find_model(name, PYTHON_NAMES.model).name)
+    return model_for(name, PYTHON_NAMES.model)
+
+
+def model_for(name: str, field: str = "--model") -> Transformer:
+    """The model ``--model`` names, opened once per process: every command that takes
+    ``--model`` asks here, so what the flag accepts is decided in one place. ``field``
+    names the flag (or the Python argument) in the error."""
+    return opened(find_model(name, field).name)
 
 
 @cache
@@ -150,7 +157,7 @@ def decoder_layer(
     name: str, sentence: str | None, layer: int, head: int | None = None
 ) -> tuple[ModelSpec, tuple[str, ...]]:
     """Layer ``layer`` of a decoder, for `decode`: an encoder has no cache to grow."""
-    spec = find_model(name)
+    spec = model_for(name).spec
     if not spec.causal:
         raise InputError(
             f"{spec.name} is an encoder: every token attends to every other, later ones "
@@ -171,11 +178,11 @@ def layer_spec(
 ) -> tuple[ModelSpec, tuple[str, ...]]:
     """Layer ``layer`` of model ``name`` over ``sentence``, every head (``head`` is
     only checked here: the callers show it alone)."""
-    spec = find_model(name, names.model)
+    model = model_for(name, names.model)
+    spec = model.spec
     check_index(spec, "layer", layer, spec.layers, names.layer)
     if head is not None:
         check_index(spec, "head", head, spec.heads, names.head)
-    model = opened(spec.name)
     tokens = tokenize(model, sentence, names.sentence)
     weights = model.attention(layer)
     kind = model.layer_kind(layer)
@@ -242,8 +249,8 @@ def rank_heads(name: str, sentence: str | None, query: str | None, key: str | No
     """
     from attntrace.forward.focus import resolve_position
 
-    spec = find_model(name)
-    model = opened(spec.name)
+    model = model_for(name)
+    spec = model.spec
     tokens = tokenize(model, sentence)
     if sentence is None or sentence.strip() == DEFAULT_SENTENCE:
         query, key = query or DEFAULT_QUERY, key or DEFAULT_KEY
