@@ -22,6 +22,7 @@ transformers' attention probabilities, X and Q) and ``make_reader_goldens.py``
 
 from __future__ import annotations
 
+import importlib
 import json
 import runpy
 from pathlib import Path
@@ -124,7 +125,7 @@ def smollm2_reference(tokens: list[str], merges: list[str], token_types: list[in
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {token: i for i, token in enumerate(tokens)}
-    pairs = [tuple(merge.split(" ")) for merge in merges]
+    pairs = [(left, right) for left, right in (merge.split(" ", 1) for merge in merges)]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -182,7 +183,9 @@ def gemma3_sentencepiece(path: Path) -> Any:
     try:
         import gguf
         from sentencepiece import SentencePieceProcessor
-        from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+        # Any: the generated protobuf module declares none of its classes
+        model_pb2: Any = importlib.import_module("sentencepiece.sentencepiece_model_pb2")
     except ImportError:
         return None
     reader = gguf.GGUFReader(path)

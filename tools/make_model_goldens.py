@@ -81,19 +81,15 @@ def loaded(name: str) -> tuple[Any, Any]:
     ``name``, loaded once for both kinds of golden: a GGUF is dequantized whole."""
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    # Any: transformers' own annotations leave eval() untyped
+    model: Any
     if name == "minilm":
         path = MINILM.weights_path().parent
-        return (
-            AutoTokenizer.from_pretrained(path),
-            AutoModel.from_pretrained(path, attn_implementation="eager").eval(),
-        )
+        model = AutoModel.from_pretrained(path, attn_implementation="eager")
+        return AutoTokenizer.from_pretrained(path), model.eval()
     path, gguf = SMOLLM2.weights_path().parent, SMOLLM2.weights
-    return (
-        AutoTokenizer.from_pretrained(path, gguf_file=gguf),
-        AutoModelForCausalLM.from_pretrained(
-            path, gguf_file=gguf, attn_implementation="eager"
-        ).eval(),
-    )
+    model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf, attn_implementation="eager")
+    return AutoTokenizer.from_pretrained(path, gguf_file=gguf), model.eval()
 
 
 def minilm() -> dict[str, Any]:
@@ -198,10 +194,10 @@ def gemma3_loaded() -> tuple[Any, Any]:
     path = GEMMA3.verified_weights()
     folder, name = path.parent, path.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(
+    model: Any = AutoModelForCausalLM.from_pretrained(
         folder, gguf_file=name, dtype=torch.float32, attn_implementation="eager"
-    ).eval()
-    return tokenizer, model
+    )
+    return tokenizer, model.eval()
 
 
 def gemma3_forward(model: Any, ids: list[int]) -> dict[str, Any]:
