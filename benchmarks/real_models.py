@@ -277,9 +277,10 @@ def dequantize_all(name: str) -> None:
                 model.gguf.rows(tensor, list(range(16)))
             else:
                 model.gguf.tensor(tensor)
-    elif hasattr(model, "tensors"):
-        for array in model.tensors.values():
-            np.asarray(array, dtype=np.float64)
+    elif hasattr(model, "tensors"):  # MiniLM: its one safetensors file, every tensor
+        file = model.tensors.source.file
+        for name in file:
+            np.asarray(file[name], dtype=np.float64)
 
 
 def timed_process(command: list[str], out: Path | None = None) -> tuple[float, float, str]:

@@ -184,6 +184,14 @@ def layer_spec(
     if head is not None:
         check_index(spec, "head", head, spec.heads, names.head)
     tokens = tokenize(model, sentence, names.sentence)
+    return model_layer_spec(model, tokens, layer), tokens.labels
+
+
+def model_layer_spec(model: Transformer, tokens: Tokenized, layer: int) -> ModelSpec:
+    """Layer ``layer`` of an opened ``model`` over ``tokens``, every head, as the spec
+    the tracer recomputes: X from the layers before it, the layer's own weights. Any
+    :class:`Transformer` (a catalogued one, or one opened from a folder)."""
+    spec = model.spec
     weights = model.attention(layer)
     kind = model.layer_kind(layer)
     return ModelSpec(
@@ -207,7 +215,7 @@ def layer_spec(
         source=spec.name,
         rope_pairing="half",  # as Hugging Face's LLaMA turns them (llama.unpermute's layout)
         variants=model.layer_variants(layer),
-    ), tokens.labels
+    )
 
 
 @dataclass(frozen=True)

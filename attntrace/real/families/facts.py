@@ -60,7 +60,7 @@ class ModelFacts:
     norm: str = "rms"  # "rms" or "layer"
     # Gemma's RMSNorm multiplies by (1 + w): the 1 added here, the weight as its file has it
     norm_offset: float = 0.0
-    activation: str = "silu"  # "silu", "gelu_tanh" or "gelu" (exact)
+    activation: str = "silu"  # "silu", "gelu_tanh", "gelu" (exact) or "relu"
     positions: str = "rope"  # "rope" or "learned"
     rope_base: float | None = 10_000.0
     rope_local_base: float | None = None  # Gemma 3's sliding layers
@@ -78,6 +78,7 @@ class ModelFacts:
     embed_scale: float = 1.0  # Gemma: √d_model
     post_norms: bool = False  # Gemma 2 and 3: norms after attention and after the MLP
     tied_embeddings: bool = True
+    token_types: int = 0  # BERT: rows of token_type_embeddings (type_vocab_size)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def layer_type(self, layer: int) -> str:
