@@ -36,7 +36,7 @@ _VALUE_FORMATS = {
 }
 # ggml tensor types.
 T_F32, T_F16, T_Q4_0, T_Q4_1, T_Q8_0, T_Q4_K, T_BF16 = 0, 1, 2, 3, 8, 12, 30
-T_Q5_0, T_Q5_K, T_Q6_K = 6, 13, 14
+T_Q5_0, T_Q5_K, T_Q6_K, T_IQ2_XXS = 6, 13, 14, 16
 
 Metadata = dict[str, tuple[int, Any]]  # key -> (value type, value); arrays: (elem type, items)
 Tensor = tuple[str, tuple[int, ...], int, bytes]  # name, ggml dims, ggml type, stored bytes

@@ -23,8 +23,8 @@ from weight_files import (
     F32V,
     STRING,
     T_F32,
+    T_IQ2_XXS,
     T_Q4_1,
-    T_Q5_K,
     T_Q8_0,
     U8,
     U32,
@@ -157,7 +157,7 @@ F32_ONE = ("w", (1,), T_F32, struct.pack("<f", 1.0))
             {},
             [("blk.0.w", (32, 2), 99, bytes(64))],
             {},
-            "blk.0.w: unknown ggml tensor type: expected one of 0 (F32), 1 (F16)",
+            "blk.0.w: unknown ggml tensor type: expected a type ggml defines (ggml type 0 to ",
         ),
         (
             {},
@@ -213,10 +213,11 @@ F32_ONE = ("w", (1,), T_F32, struct.pack("<f", 1.0))
         ),
         (
             {},
-            [("blk.0.ffn_down.weight", (256,), T_Q5_K, bytes(176))],
+            [("blk.0.ffn_down.weight", (256,), T_IQ2_XXS, bytes(66))],
             {},
-            "blk.0.ffn_down.weight: tensor type Q5_K cannot be dequantized: expected one of "
-            "F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K, F64, BF16, got Q5_K (ggml type 13)",
+            "blk.0.ffn_down.weight: tensor type IQ2_XXS cannot be dequantized: expected one of "
+            "F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F64, BF16, "
+            "got IQ2_XXS (ggml type 16)",
         ),
     ],
 )

@@ -30,7 +30,7 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
     6: ("Q5_0", 32, 22),
     7: ("Q5_1", 32, 24),
     8: ("Q8_0", 32, 34),
-    9: ("Q8_1", 32, 40),
+    9: ("Q8_1", 32, 36),  # fp16 d and s (the gguf 0.19.0 release: 40, once float d, s)
     10: ("Q2_K", 256, 84),
     11: ("Q3_K", 256, 110),
     12: ("Q4_K", 256, 144),
@@ -55,15 +55,46 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
     34: ("TQ1_0", 256, 54),
     35: ("TQ2_0", 256, 66),
     39: ("MXFP4", 32, 17),
+    40: ("NVFP4", 64, 36),
+    41: ("Q1_0", 128, 18),
+    42: ("Q2_0", 64, 18),
 }
 
-# Block layouts of the quantized types read here (ggml-common.h), 32 weights per block.
+#: Type ids ggml has defined and since removed (ggml.h keeps them as comments): no file
+#: with them can be read, by llama.cpp or here, but the message can name them.
+REMOVED_TYPES: dict[int, str] = {
+    4: "Q4_2",
+    5: "Q4_3",
+    31: "Q4_0_4_4",
+    32: "Q4_0_4_8",
+    33: "Q4_0_8_8",
+    36: "IQ4_NL_4_4",
+    37: "IQ4_NL_4_8",
+    38: "IQ4_NL_8_8",
+}
+
+# Block layouts of the quantized types read here (ggml-common.h: block_q8_0 and so on),
+# 32 weights per block ...
 _Q8_0 = np.dtype([("d", "<f2"), ("qs", "i1", (32,))])
 _Q4_0 = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 _Q4_1 = np.dtype([("d", "<f2"), ("m", "<f2"), ("qs", "u1", (16,))])
-# Gemma 3's Q4_K_M file adds these (ggml-common.h: block_q5_0, block_q4_K, block_q6_K).
 _Q5_0 = np.dtype([("d", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))])  # qh: a LE uint32
+_Q5_1 = np.dtype([("d", "<f2"), ("m", "<f2"), ("qh", "u1", (4,)), ("qs", "u1", (16,))])
+# ... and 256 in the k-quants' super-blocks (QK_K).
+_Q2_K = np.dtype([("scales", "u1", (16,)), ("qs", "u1", (64,)), ("d", "<f2"), ("dmin", "<f2")])
+_Q3_K = np.dtype(
+    [("hmask", "u1", (32,)), ("qs", "u1", (64,)), ("scales", "u1", (12,)), ("d", "<f2")]
+)
 _Q4_K = np.dtype([("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", (12,)), ("qs", "u1", (128,))])
+_Q5_K = np.dtype(
+    [
+        ("d", "<f2"),
+        ("dmin", "<f2"),
+        ("scales", "u1", (12,)),
+        ("qh", "u1", (32,)),
+        ("qs", "u1", (128,)),
+    ]
+)
 _Q6_K = np.dtype([("ql", "u1", (128,)), ("qh", "u1", (64,)), ("scales", "i1", (16,)), ("d", "<f2")])
 _NIBBLE = np.uint8(0x0F)
 _FOUR = np.uint8(4)
@@ -128,22 +159,98 @@ def _scaled(q: npt.NDArray[Any], scale: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return out
 
 
-def _dequantize_q5_0(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
-    """x = d·(q − 16), q of 5 bits: fp16 scale, 32 high bits (a little-endian uint32
-    ``qh``), 16 bytes of low nibbles.
+def _five_bit_codes(blocks: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The 32 five-bit codes of each Q5_0 or Q5_1 block (uint8 [n, 32], 0 to 31).
 
     ggml-quants.c ``dequantize_row_q5_0``: weight j (j < 16) is the low nibble of byte j
     with bit j of qh above it, weight j + 16 the high nibble with bit j + 16.
     """
-    blocks = np.frombuffer(buf, dtype=_Q5_0, count=n_blocks, offset=offset)
-    q = _low_high(blocks["qs"]).reshape(n_blocks, 32)
+    q = _low_high(blocks["qs"]).reshape(blocks.shape[0], 32)
     # qh's 4 little-endian bytes, bit j (least significant first) for weight j
     high = np.unpackbits(blocks["qh"], axis=1, bitorder="little")
     high <<= _FOUR
     q |= high
-    signed = q.view(np.int8)  # 0..31: the bit pattern is the value
+    return q
+
+
+def _dequantize_q5_0(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = d·(q − 16), q of 5 bits: fp16 scale, 32 high bits (a little-endian uint32
+    ``qh``), 16 bytes of low nibbles."""
+    blocks = np.frombuffer(buf, dtype=_Q5_0, count=n_blocks, offset=offset)
+    signed = _five_bit_codes(blocks).view(np.int8)  # 0..31: the bit pattern is the value
     signed -= np.int8(16)  # exact in int8, as ggml's int ``x0 - 16``
     return _scaled(signed, _f32(blocks["d"])[:, None])
+
+
+def _dequantize_q5_1(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = d·q + m, q of 5 bits: fp16 scale and minimum, then Q5_0's ``qh`` and nibbles
+    (ggml-quants.c ``dequantize_row_q5_1``: ``x0*d + m``)."""
+    blocks = np.frombuffer(buf, dtype=_Q5_1, count=n_blocks, offset=offset)
+    out = _scaled(_five_bit_codes(blocks), _f32(blocks["d"])[:, None])
+    out += _f32(blocks["m"])[:, None]
+    return out
+
+
+def _bit_planes(bits: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Bytes [n, 32] as 8 planes of single bits, uint8 [n, 8, 32]: plane b holds bit b of
+    each byte, as Q3_K's ``hmask`` and Q5_K's ``qh`` give one bit to each of 8 runs of 32
+    weights (ggml's ``m <<= 1`` / ``u1 <<= 2`` walk over the bits)."""
+    return np.unpackbits(bits[:, None, :], axis=1, bitorder="little")
+
+
+def _two_bit_quarters(qs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Q2_K's and Q3_K's 64 bytes of 2-bit codes as uint8 [n, 8, 32]: each half of 128
+    weights reads 32 bytes four times, shifted by 0, 2, 4 and 6 bits (ggml's ``shift``)."""
+    quarters = qs.reshape(qs.shape[0], 2, 1, 32) >> _QH_SHIFTS[:, None]
+    quarters &= _TWO_BITS
+    return quarters.reshape(qs.shape[0], 8, 32)
+
+
+def _dequantize_q2_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = (d·sc)·q − dmin·m per 16 weights, q of 2 bits: 16 bytes of 4-bit scale (low
+    nibble) and minimum (high nibble), 64 bytes of codes, fp16 d and dmin (last).
+
+    ggml-quants.c ``dequantize_row_q2_K``: ``dl * ((q[l] >> shift) & 3) - ml`` with
+    ``dl = d * (sc & 0xF)`` and ``ml = dmin * (sc >> 4)``, in float32.
+    """
+    blocks = np.frombuffer(buf, dtype=_Q2_K, count=n_blocks, offset=offset)
+    scales = blocks["scales"]
+    scale = _f32(blocks["d"])[:, None] * (scales & _NIBBLE).astype(np.float32)
+    minimum = _f32(blocks["dmin"])[:, None] * (scales >> _FOUR).astype(np.float32)
+    q = _two_bit_quarters(blocks["qs"]).reshape(n_blocks, 16, 16)
+    out = _scaled(q, scale[:, :, None])
+    out -= minimum[:, :, None]
+    return out.reshape(n_blocks, 256)
+
+
+def _k3_scales(scales: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Q3_K's 16 six-bit scales, less 32 (int8 [n, 16], −32 to 31), from its 12 bytes:
+    scale i has its low 4 bits in byte i % 8 (low nibble for i < 8, high for i ≥ 8) and its
+    top 2 bits in byte 8 + i % 4, at bit 2·(i // 4) (ggml's ``kmask`` unpacking)."""
+    low = _low_high(scales[:, :8]).reshape(scales.shape[0], 16)
+    high = (scales[:, None, 8:12] >> _QH_SHIFTS[:, None]) & _TWO_BITS
+    low |= high.reshape(scales.shape[0], 16) << _FOUR
+    signed = low.view(np.int8)
+    signed -= np.int8(32)  # exact in int8, as ggml's ``(int8_t)scales[i] - 32``
+    return signed
+
+
+def _dequantize_q3_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """x = (d·sc)·q per 16 weights, q of 3 bits from −4 to 3: 32 bytes of high bits
+    (``hmask``), 64 bytes of 2-bit low parts, 12 bytes of 6-bit scales, fp16 d (last).
+
+    ggml-quants.c ``dequantize_row_q3_K``: a weight is its two low bits less 4 where its
+    ``hmask`` bit is clear (so ``(low | h << 2) − 4``), times ``dl = d * (sc − 32)``.
+    """
+    blocks = np.frombuffer(buf, dtype=_Q3_K, count=n_blocks, offset=offset)
+    scale = _f32(blocks["d"])[:, None] * _k3_scales(blocks["scales"]).astype(np.float32)
+    q = _two_bit_quarters(blocks["qs"])
+    high = _bit_planes(blocks["hmask"])
+    high <<= np.uint8(2)
+    q |= high
+    signed = q.view(np.int8).reshape(n_blocks, 16, 16)
+    signed -= np.int8(4)
+    return _scaled(signed, scale[:, :, None]).reshape(n_blocks, 256)
 
 
 def _k4_scales_mins(scales: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
@@ -162,6 +269,16 @@ def _k4_scales_mins(scales: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDA
     return sc, mins
 
 
+def _sub_blocks(blocks: npt.NDArray[Any], q: npt.NDArray[Any], n_blocks: int) -> npt.NDArray[Any]:
+    """(d·sc)·q − dmin·m over Q4_K's or Q5_K's 8 sub-blocks of 32 codes (q: [n, 8, 32])."""
+    sc, mins = _k4_scales_mins(blocks["scales"])
+    scale = _f32(blocks["d"])[:, None] * sc.astype(np.float32)
+    minimum = _f32(blocks["dmin"])[:, None] * mins.astype(np.float32)
+    out = _scaled(q, scale[:, :, None])
+    out -= minimum[:, :, None]
+    return out.reshape(n_blocks, 256)
+
+
 def _dequantize_q4_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     """x = (d·sc)·q − dmin·m per 32-weight sub-block: fp16 d and dmin, 12 bytes of 6-bit
     scales and minimums, 128 bytes of nibbles.
@@ -171,13 +288,23 @@ def _dequantize_q4_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
     weight ``d1 * q - m1`` in float32.
     """
     blocks = np.frombuffer(buf, dtype=_Q4_K, count=n_blocks, offset=offset)
-    sc, mins = _k4_scales_mins(blocks["scales"])
-    scale = _f32(blocks["d"])[:, None] * sc.astype(np.float32)
-    minimum = _f32(blocks["dmin"])[:, None] * mins.astype(np.float32)
     q = _low_high(blocks["qs"].reshape(n_blocks, 4, 32)).reshape(n_blocks, 8, 32)
-    out = _scaled(q, scale[:, :, None])
-    out -= minimum[:, :, None]
-    return out.reshape(n_blocks, 256)
+    return _sub_blocks(blocks, q, n_blocks)
+
+
+def _dequantize_q5_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
+    """Q4_K with a fifth bit: fp16 d and dmin, Q4_K's 12 bytes of scales and minimums, 32
+    bytes of high bits (``qh``), 128 bytes of nibbles.
+
+    ggml-quants.c ``dequantize_row_q5_K``: sub-block s takes the nibbles as Q4_K does and
+    bit s of ``qh[l]`` as bit 4 of its weight l; each weight ``d1 * q - m1`` in float32.
+    """
+    blocks = np.frombuffer(buf, dtype=_Q5_K, count=n_blocks, offset=offset)
+    q = _low_high(blocks["qs"].reshape(n_blocks, 4, 32)).reshape(n_blocks, 8, 32)
+    high = _bit_planes(blocks["qh"])
+    high <<= _FOUR
+    q |= high
+    return _sub_blocks(blocks, q, n_blocks)
 
 
 def _dequantize_q6_k(buf: Any, offset: int, n_blocks: int) -> npt.NDArray[Any]:
@@ -227,8 +354,12 @@ READERS: dict[int, Callable[[Any, int, int], npt.NDArray[Any]]] = {
     2: _dequantize_q4_0,
     3: _dequantize_q4_1,
     6: _dequantize_q5_0,
+    7: _dequantize_q5_1,
     8: _dequantize_q8_0,
+    10: _dequantize_q2_k,
+    11: _dequantize_q3_k,
     12: _dequantize_q4_k,
+    13: _dequantize_q5_k,
     14: _dequantize_q6_k,
     28: _read_f64,
     30: _read_bf16,

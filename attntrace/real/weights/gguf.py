@@ -42,7 +42,7 @@ from attntrace.errors import InputError
 from attntrace.kernel.fields import counted
 from attntrace.kernel.reading import naming, open_regular, read_array
 from attntrace.real.text import first_overlap, shown
-from attntrace.real.weights.ggml import DEQUANTIZABLE, GGML_TYPES, READERS
+from attntrace.real.weights.ggml import DEQUANTIZABLE, GGML_TYPES, READERS, REMOVED_TYPES
 from attntrace.real.weights.gguf_header import DEFAULT_ALIGNMENT, BeyondBuffer, Parser
 from attntrace.visible import quoted
 
@@ -238,6 +238,28 @@ def alignment_of(metadata: dict[str, object], source: str) -> int:
     return value
 
 
+def _unknown_type(name: str, type_id: int, source: str) -> InputError:
+    """The error for a tensor type id no ggml reader can size: one ggml has removed (named,
+    as llama.cpp refuses the file too) or one it never defined."""
+    readable = "; attntrace reads " + ", ".join(DEQUANTIZABLE)
+    removed = REMOVED_TYPES.get(type_id)
+    if removed is not None:
+        return InputError(
+            f"tensor type {removed} has been removed from ggml (llama.cpp no longer reads it)",
+            source=source,
+            field=shown(name),
+            expected="a type ggml still defines" + readable,
+            found=f"{removed} (ggml type {type_id})",
+        )
+    return InputError(
+        "unknown ggml tensor type",
+        source=source,
+        field=shown(name),
+        expected=f"a type ggml defines (ggml type 0 to {max(GGML_TYPES)}){readable}",
+        found=f"ggml type {type_id}",
+    )
+
+
 def place_tensors(
     infos: list[tuple[str, tuple[int, ...], int, int]],
     data_offset: int,
@@ -250,13 +272,7 @@ def place_tensors(
     for name, dims, type_id, offset in infos:
         known = GGML_TYPES.get(type_id)
         if known is None:
-            raise InputError(
-                "unknown ggml tensor type",
-                source=source,
-                field=shown(name),
-                expected="one of " + ", ".join(f"{c} ({n})" for c, (n, _, _) in GGML_TYPES.items()),
-                found=str(type_id),
-            )
+            raise _unknown_type(name, type_id, source)
         type_name, block_size, type_size = known
         if dims[0] % block_size:
             raise InputError(
