@@ -30,6 +30,7 @@ from attntrace.real.disk.locate import locate
 __all__ = ["stores"]
 
 QWEN = "Qwen/Qwen2.5-0.5B-Instruct"
+INDEX = "model.safetensors.index.json"
 FILES = {
     "config.json": config("qwen2"),
     "model.safetensors": safetensors(),
@@ -113,7 +114,7 @@ def test_at_revision_a_branch_a_commit_and_not_a_short_hash(stores: tuple[Path, 
     assert f"@{COMMIT_B}" in line
     line = refusal(f"{QWEN}@v9")
     assert "no ref or snapshot 'v9'" in line
-    assert f"hf download {QWEN} --revision v9" in line
+    assert line.endswith(f"; fetch it with: hf download {QWEN} --revision v9")
     assert "refs main, v2" in line
 
 
@@ -144,14 +145,15 @@ def test_a_dangling_symlink_names_the_file_and_the_fix(stores: tuple[Path, Path]
     blob_of(snapshot / "model.safetensors").unlink()
     line = refusal(QWEN)
     assert line.startswith(f"{snapshot / 'model.safetensors'}: dangling symlink to ../../blobs/")
-    assert f"fetch it again with: hf download {QWEN}" in line
+    assert line.endswith(f"; fetch it with: hf download {QWEN}")  # the command ends it
 
 
 def test_a_snapshot_with_only_its_config(stores: tuple[Path, Path]) -> None:
     hub, _ = stores
     hf_model(hub, QWEN, {"config.json": config()})
     line = refusal(QWEN)
-    assert "config.json without its weights; fetch the rest with: hf download" in line
+    assert "config.json without its weights (expected model.safetensors or" in line
+    assert line.endswith(f"got no weights); fetch it with: hf download {QWEN}")
 
 
 def test_a_dangling_shard_of_an_index(stores: tuple[Path, Path]) -> None:
@@ -208,3 +210,28 @@ def test_a_gguf_repository_with_one_file(stores: tuple[Path, Path], tmp_path: Pa
     located = locate("bartowski/Tiny-GGUF")
     assert located.kind == "gguf"
     assert located.weights == (snapshot / "Tiny-Q8_0.gguf",)
+
+
+@pytest.mark.parametrize("revision", ["../../etc", "refs/../../x", "/abs"])
+def test_a_revision_cannot_climb_out_of_refs(stores: tuple[Path, Path], revision: str) -> None:
+    hub, _ = stores
+    hf_model(hub, QWEN, FILES)
+    line = refusal(f"{QWEN}@{revision}")
+    assert line.endswith(f"revision: expected a branch, tag or commit hash, got {revision!r}")
+
+
+@pytest.mark.parametrize(
+    ("index", "found"),
+    [
+        (b"{", "not JSON (truncated?)"),
+        (b'{"metadata": {}}', "weight_map: expected an object of tensor name -> shard file"),
+        (b'{"weight_map": {}}', "weight_map: expected an object"),
+        (b'{"weight_map": {"a": 3}}', "weight_map.a: expected a file name inside the folder"),
+    ],
+)
+def test_a_bad_shard_index_is_one_line(stores: tuple[Path, Path], index: bytes, found: str) -> None:
+    hub, _ = stores
+    snapshot = hf_model(hub, QWEN, {"config.json": config(), INDEX: index})
+    line = refusal(QWEN)
+    assert line.startswith(f"{snapshot / INDEX}: ")
+    assert found in line

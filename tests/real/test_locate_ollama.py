@@ -66,6 +66,7 @@ def test_a_model_and_its_tag(stores: tuple[Path, Path], gguf_bytes: bytes) -> No
     assert blob.name.startswith("sha256-")
     assert blob.read_bytes() == gguf_bytes
     assert locate("ollama:llama3.2:latest").weights == located.weights
+    assert locate("Ollama:llama3.2").weights == located.weights
     ollama_model(root, "qwen2.5", "0.5b", blob=gguf_bytes)
     assert locate("ollama:qwen2.5:0.5b").name == "ollama:qwen2.5:0.5b"
     ollama_model(root, "tiny", "q8_0", blob=gguf_bytes, namespace="me")
@@ -103,7 +104,7 @@ def test_a_missing_blob(stores: tuple[Path, Path], gguf_bytes: bytes) -> None:
     blob.unlink()
     line = refusal("ollama:llama3.2")
     assert line.startswith(f"{blob}: the model's blob is missing")
-    assert "ollama pull llama3.2" in line
+    assert line.endswith("; fetch it with: ollama pull llama3.2")
 
 
 def test_a_truncated_blob(stores: tuple[Path, Path], gguf_bytes: bytes) -> None:
@@ -113,7 +114,9 @@ def test_a_truncated_blob(stores: tuple[Path, Path], gguf_bytes: bytes) -> None:
     blob.write_bytes(gguf_bytes[:100])
     line = refusal("ollama:llama3.2")
     assert "not the size its manifest gives" in line
-    assert f"expected {len(gguf_bytes):,} bytes" in line
+    assert line.endswith(
+        f"(expected {len(gguf_bytes):,} bytes, got 100); fetch it with: ollama pull llama3.2"
+    )
 
 
 def test_a_blob_that_is_not_gguf(stores: tuple[Path, Path]) -> None:

@@ -39,14 +39,33 @@ def link_target(path: Path) -> str:
         return "?"
 
 
-def dangling_error(path: Path, what: str, fetch: str | None = None) -> InputError:
+def refusal(
+    message: str,
+    source: Path | str,
+    *,
+    expected: str | None = None,
+    found: str | None = None,
+    fetch: str | None = None,
+) -> InputError:
+    """One line about ``source``; where a command fetches the model (again), it ends
+    the line, what was expected and found going before it, so the command can be
+    copied whole."""
+    if fetch is None:
+        return InputError(message, source=str(source), expected=expected, found=found)
+    if expected is not None:
+        message += f" (expected {expected}" + (f", got {found})" if found else ")")
+    elif found is not None:
+        message += f" (got {found})"
+    return InputError(f"{message}; fetch it with: {fetch}", source=str(source))
+
+
+def dangling_error(path: Path, fetch: str | None = None) -> InputError:
     """The one line for a link to nothing: which link, where it pointed, what to do."""
-    hint = f"; fetch it again with: {fetch}" if fetch else ""
-    return InputError(
+    return refusal(
         f"dangling symlink to {link_target(path)} (the file it points to is missing: "
-        f"an interrupted download, or a cleaned cache?){hint}",
-        source=str(path),
-        expected=what,
+        "an interrupted download, or a cleaned cache?)",
+        path,
+        fetch=fetch,
     )
 
 
@@ -54,11 +73,11 @@ def regular_file(path: Path, what: str, fetch: str | None = None) -> Path:
     """``path`` if it is (or links to) a regular file; else one InputError naming it:
     a dangling link, no such file, a directory, a FIFO, a device."""
     if dangling(path):
-        raise dangling_error(path, what, fetch)
+        raise dangling_error(path, fetch)
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise InputError("no such file", source=str(path), expected=what) from None
+        raise refusal("no such file", path, expected=what, fetch=fetch) from None
     except OSError as error:
         raise InputError(
             f"cannot read it: {error.strerror or error}", source=str(path), expected=what

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from attntrace.errors import InputError
 from attntrace.kernel.reading import naming, read_small
-from attntrace.real.disk.files import regular_file
+from attntrace.real.disk.files import refusal, regular_file
 from attntrace.real.disk.hf_folder import SHOWN, folder_names, open_folder
 from attntrace.real.disk.located import Located
 
@@ -141,10 +141,11 @@ def _unknown_revision(entry: Path, revision: str, fetch: str) -> InputError:
             source=str(entry),
             found=f"snapshots {', '.join(snapshots[:SHOWN])}",
         )
-    return InputError(
-        f"no ref or snapshot {revision!r}; fetch it with: {fetch}",
-        source=str(entry),
-        found=f"refs {', '.join(refs[:SHOWN]) or 'none'}; {len(snapshots)} snapshot(s)",
+    return refusal(
+        f"no ref or snapshot {revision!r}",
+        entry,
+        found=f"refs {', '.join(refs[:SHOWN]) or 'none'}, {len(snapshots)} snapshot(s)",
+        fetch=fetch,
     )
 
 

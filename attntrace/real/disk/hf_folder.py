@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from attntrace.errors import InputError
-from attntrace.real.disk.files import gguf_file, read_json_object, regular_file
+from attntrace.real.disk.files import gguf_file, read_json_object, refusal, regular_file
 from attntrace.real.disk.located import Located
 
 CONFIG = "config.json"
@@ -78,7 +78,6 @@ def _no_model(folder: Path, names: list[str], ggufs: list[str], fetch: str | Non
             source=str(folder),
             found=some,
         )
-    hint = f"; fetch the rest with: {fetch}" if fetch else ""
     if CONFIG in names:
         bins = [n for n in names if n.endswith(".bin") or n.endswith(".pt")]
         found = (
@@ -86,18 +85,20 @@ def _no_model(folder: Path, names: list[str], ggufs: list[str], fetch: str | Non
             if bins
             else "no weights"
         )
-        return InputError(
-            f"config.json without its weights{hint}",
-            source=str(folder),
+        return refusal(
+            "config.json without its weights",
+            folder,
             expected=f"{SINGLE} or {INDEX} with its shards",
             found=found,
+            fetch=fetch,
         )
     some = ", ".join(names[:SHOWN]) + (", ..." if len(names) > SHOWN else "")
-    return InputError(
-        f"neither a Hugging Face model folder nor a GGUF file{hint}",
-        source=str(folder),
+    return refusal(
+        "neither a Hugging Face model folder nor a GGUF file",
+        folder,
         expected=f"{CONFIG} with {SINGLE} (or {INDEX}), or one .gguf file",
         found=some or "an empty folder",
+        fetch=fetch,
     )
 
 

@@ -188,7 +188,8 @@ def reason(error: InputError, entry: Path) -> str:
     expected), after the name of the file it is about, where that is a file within
     the entry (not the manifest or folder the row already names)."""
     words = error.message or (f"expected {error.expected}" if error.expected else str(error))
-    words = words.split("; ")[0]  # the fetch hints are for --model's line
+    # the fetch command and what was expected are for --model's line
+    words = words.split("; fetch it with: ")[0].split(" (expected ")[0]
     source = Path(error.source) if error.source else None
     if source is not None and source != entry and not source.is_dir():
         words = f"{source.name}: {words}"

@@ -42,7 +42,7 @@ def locate(text: str, field: str = "--model") -> Located:
     for model in CATALOG:
         if model.name == text.lower():
             return Located("catalogue", model.name, "catalogue", catalogued=model)
-    if text.startswith(OLLAMA):
+    if text[: len(OLLAMA)].lower() == OLLAMA:
         return locate_ollama(text[len(OLLAMA) :], field)
     path = _expanded(text, field)
     if text and os.path.lexists(path):

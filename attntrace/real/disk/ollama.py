@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from attntrace.errors import InputError
-from attntrace.real.disk.files import gguf_file, read_json_object
+from attntrace.real.disk.files import gguf_file, read_json_object, refusal
 from attntrace.real.disk.located import Located
 
 MODEL_MEDIA = "application/vnd.ollama.image.model"
@@ -101,22 +101,22 @@ def open_manifest(root: Path, manifest: Path, name: str) -> Located:
     blob = root / "blobs" / f"sha256-{digest.group(1).lower()}"
     fetch = f"ollama pull {name}"
     if not os.path.lexists(blob):
-        raise InputError(
-            f"the model's blob is missing (an interrupted pull, or pruned?); fetch it "
-            f"again with: {fetch}",
-            source=str(blob),
+        raise refusal(
+            "the model's blob is missing (an interrupted pull, or pruned?)",
+            blob,
             expected=f"the GGUF file {manifest} names",
+            fetch=fetch,
         )
     gguf_file(blob, fetch)
     size = layer.get("size")
     found = blob.stat().st_size
     if isinstance(size, int) and not isinstance(size, bool) and size != found:
-        raise InputError(
-            f"the blob is not the size its manifest gives (a truncated pull?); fetch it "
-            f"again with: {fetch}",
-            source=str(blob),
+        raise refusal(
+            "the blob is not the size its manifest gives (a truncated pull?)",
+            blob,
             expected=f"{size:,} bytes",
             found=f"{found:,}",
+            fetch=fetch,
         )
     return Located("gguf", f"ollama:{name}", "ollama", (blob,))
 
