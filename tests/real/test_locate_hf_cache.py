@@ -235,3 +235,13 @@ def test_a_bad_shard_index_is_one_line(stores: tuple[Path, Path], index: bytes, 
     line = refusal(QWEN)
     assert line.startswith(f"{snapshot / INDEX}: ")
     assert found in line
+
+
+def test_the_cache_folder_itself_says_how_to_name_a_model(stores: tuple[Path, Path]) -> None:
+    hub, _ = stores
+    hf_model(hub, QWEN, FILES)
+    line = refusal(str(hub))
+    assert line == (
+        f"{hub}: a Hugging Face cache, not a model: name one of its models as ORG/NAME, "
+        f"e.g. --model {QWEN} (attntrace models lists them)"
+    )

@@ -92,6 +92,13 @@ def _no_model(folder: Path, names: list[str], ggufs: list[str], fetch: str | Non
             found=found,
             fetch=fetch,
         )
+    cached = [n[len("models--") :].replace("--", "/") for n in names if n.startswith("models--")]
+    if cached:
+        return InputError(
+            f"a Hugging Face cache, not a model: name one of its models as ORG/NAME, "
+            f"e.g. --model {cached[0]} (attntrace models lists them)",
+            source=str(folder),
+        )
     some = ", ".join(names[:SHOWN]) + (", ..." if len(names) > SHOWN else "")
     return refusal(
         "neither a Hugging Face model folder nor a GGUF file",

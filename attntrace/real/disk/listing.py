@@ -122,10 +122,10 @@ def _hf_row(folder: Path, repo_id: str, commit: str | None) -> Found:
     name = repo_id + (f"@{commit}" if commit else "")
     try:
         located = hf_cache.open_entry(folder, repo_id, commit)
-    except InputError as error:
+        size = _blob_bytes(located.folder) if located.folder is not None else 0
+        return _row(located, "hf-cache", size, folder)
+    except (InputError, OSError) as error:  # OSError: a file changed while listed
         return _broken(name, "hf-cache", folder, error)
-    size = _blob_bytes(located.folder) if located.folder is not None else 0
-    return _row(located, "hf-cache", size, folder)
 
 
 def _ollama_models(root: Path, budget: _Budget) -> Iterator[Found]:
@@ -141,13 +141,9 @@ def _ollama_models(root: Path, budget: _Budget) -> Iterator[Found]:
 def _ollama_row(root: Path, manifest: Path, name: str) -> Found:
     try:
         located = ollama.open_manifest(root, manifest, name)
-    except InputError as error:
+        return _row(located, "ollama", ollama.blob_sizes(root, manifest), manifest)
+    except (InputError, OSError) as error:  # OSError: a file changed while listed
         return _broken(f"ollama:{name}", "ollama", manifest, error)
-    try:
-        size = ollama.blob_sizes(root, manifest)
-    except InputError:
-        size = located.weights[0].stat().st_size
-    return _row(located, "ollama", size, manifest)
 
 
 def _row(located: Located, store: str, size: int, path: Path) -> Found:
@@ -177,8 +173,15 @@ def _row(located: Located, store: str, size: int, path: Path) -> Found:
 
 
 def _broken(
-    name: str, store: str, path: Path, error: InputError, form: str = "?", size: int = 0
+    name: str,
+    store: str,
+    path: Path,
+    error: InputError | OSError,
+    form: str = "?",
+    size: int = 0,
 ) -> Found:
+    if isinstance(error, OSError):
+        error = InputError(f"cannot read it: {error.strerror or error}", source=error.filename)
     why = reason(error, path)
     return Found(name, store, form, size, None, None, None, None, False, why, path)
 
