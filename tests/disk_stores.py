@@ -47,7 +47,9 @@ def config(model_type: str = "llama", **extra: Any) -> bytes:
     return json.dumps({**fields, **extra}).encode()
 
 
-def tiny_gguf(path: Path, arch: str = "llama", layers: int = 3, heads: int = 8) -> Path:
+def tiny_gguf(
+    path: Path, arch: str = "llama", layers: int = 3, heads: int = 8, tokens: int = 100
+) -> Path:
     """A GGUF file written by the gguf package: the architecture's head counts, a
     vocabulary array (stepped over by the listing), one F32 tensor."""
     gguf = require("gguf")
@@ -58,7 +60,7 @@ def tiny_gguf(path: Path, arch: str = "llama", layers: int = 3, heads: int = 8) 
     writer.add_head_count_kv(2)
     writer.add_embedding_length(16)
     writer.add_tokenizer_model("gpt2")
-    writer.add_token_list([f"t{i}" for i in range(100)])
+    writer.add_token_list([f"token{i}" for i in range(tokens)])
     writer.add_tensor("token_embd.weight", np.zeros((4, 16), dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -105,8 +107,10 @@ def ollama_model(
     blob: bytes | None = None,
     layers: list[dict[str, Any]] | None = None,
     namespace: str = "library",
+    before: list[dict[str, Any]] | None = None,
 ) -> Path:
-    """A manifest (and the blobs it names) in the Ollama store; returns the manifest."""
+    """A manifest (and the blobs it names) in the Ollama store; returns the manifest.
+    ``layers`` come after the model's, ``before`` before it."""
     found = []
     if blob is not None:
         digest = hashlib.sha256(blob).hexdigest()
@@ -119,7 +123,7 @@ def ollama_model(
         "schemaVersion": 2,
         "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
         "config": {"mediaType": "application/vnd.docker.container.image.v1+json"},
-        "layers": [*found, *(layers or [])],
+        "layers": [*(before or []), *found, *(layers or [])],
     }
     manifest.write_text(json.dumps(document))
     return manifest

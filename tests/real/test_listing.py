@@ -4,6 +4,7 @@ and whether it can be traced; a broken entry is a row with its reason, never an 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from disk_stores import (
@@ -189,3 +190,37 @@ def test_a_garbled_gguf_header_is_a_row(stores: tuple[Path, Path], garbage: byte
     found = by_name()["ollama:garbled"]
     assert not found.traceable
     assert found.why_not
+
+
+def test_a_gguf_summary_stops_at_the_head_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vocabulary after the head counts (50,000 tokens here, megabytes in a real
+    file) is never read: the first 64 KiB of the file are all a listing reads."""
+    import attntrace.real.disk.summary as summary
+
+    path = tiny_gguf(tmp_path / "big.gguf", tokens=50_000)
+    assert path.stat().st_size > 4 * summary.FIRST_READ
+    reads: list[int] = []
+    real_read = summary.read_array
+
+    def counted(file: Any, offset: int, dtype: Any, count: int) -> Any:
+        reads.append(count)
+        return real_read(file, offset, dtype, count)
+
+    monkeypatch.setattr(summary, "read_array", counted)
+    assert gguf_summary(path).layers == 3
+    assert reads == [summary.FIRST_READ]
+
+
+def test_a_header_past_the_limit_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import attntrace.real.disk.summary as summary
+    from attntrace.errors import InputError
+
+    path = tiny_gguf(tmp_path / "t.gguf")
+    monkeypatch.setattr(summary, "FIRST_READ", 32)
+    monkeypatch.setattr(summary, "HEADER_LIMIT", 64)
+    with pytest.raises(InputError, match=r"t\.gguf: a header over 64 bytes before its head counts"):
+        gguf_summary(path)

@@ -58,7 +58,7 @@ def test_names_as_ollama_parses_them(spec: str, parts: tuple[str, ...]) -> None:
 
 def test_a_model_and_its_tag(stores: tuple[Path, Path], gguf_bytes: bytes) -> None:
     _, root = stores
-    ollama_model(root, "llama3.2", blob=gguf_bytes, layers=[TEMPLATE])
+    ollama_model(root, "llama3.2", blob=gguf_bytes, before=[TEMPLATE])
     located = locate("ollama:llama3.2")
     assert (located.kind, located.origin, located.name) == ("gguf", "ollama", "ollama:llama3.2")
     (blob,) = located.weights

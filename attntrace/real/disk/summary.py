@@ -109,7 +109,7 @@ def gguf_summary(path: Path) -> Summary:
             except BeyondBuffer as short:
                 if short.needed > HEADER_LIMIT:
                     raise InputError(
-                        f"a header over {HEADER_LIMIT >> 20} MB before its head counts",
+                        f"a header over {HEADER_LIMIT:,} bytes before its head counts",
                         source=source,
                     ) from None
                 length = min(size, max(2 * length, short.needed))
