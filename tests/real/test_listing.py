@@ -202,7 +202,7 @@ def test_a_gguf_summary_stops_at_the_head_counts(
     path = tiny_gguf(tmp_path / "big.gguf", tokens=50_000)
     assert path.stat().st_size > 4 * summary.FIRST_READ
     reads: list[int] = []
-    real_read = summary.read_array
+    from attntrace.kernel.reading import read_array as real_read
 
     def counted(file: Any, offset: int, dtype: Any, count: int) -> Any:
         reads.append(count)
