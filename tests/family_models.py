@@ -9,7 +9,8 @@ overrides are config fields (``sliding_window=4``), and two options of the save:
 ``saved_dtype`` (``"float32"``, the default, or ``"bfloat16"``: the weights are rounded
 to it first, so the float64 oracle holds the very numbers saved) and
 ``max_shard_size`` (e.g. ``"40KB"``: a sharded folder with its index). Made once per
-process for each (family, root, overrides).
+process for each (family, root, overrides), with weights drawn from a seed made of the
+family and the overrides: the same model in every run, whichever test asks first.
 
 Weights are drawn with a spread (N(0, 0.25²), norms 1 ± 0.2, Gemma's 0 ± 0.2) that
 makes attention far from uniform, so each head's probabilities test something.
@@ -18,7 +19,9 @@ makes attention far from uniform, so each head's probabilities test something.
 from __future__ import annotations
 
 import copy
+import importlib
 import types
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -126,8 +129,6 @@ def float64_oracle() -> Iterator[None]:
     each modeling module (and modeling_rope_utils) sees :class:`_Float64Torch`, and
     ``Tensor.float()`` leaves a float64 tensor as it is (Gemma's norms call it)."""
     torch = require("torch")
-    import importlib
-
     modules: list[Any] = [importlib.import_module("transformers.modeling_rope_utils")] + [
         importlib.import_module(f"transformers.models.{m}.modeling_{m}") for m in MODULES.values()
     ]
@@ -174,11 +175,12 @@ def tiny_model(family: str, root: Path, **overrides: Any) -> tuple[Any, Path]:
     options = {name: overrides.pop(name) for name in SAVE_OPTIONS if name in overrides}
     class_name, extra = FAMILY_CONFIGS[family]
     config = getattr(transformers, class_name)(**{**BASE, **extra, **overrides})
-    folder = root / f"{family}-{len(_made)}"
-    torch.manual_seed(len(_made))
+    seed = zlib.crc32(f"{family} {key[2]}".encode())  # the same weights in every run
+    folder = root / f"{family}-{seed:08x}"
+    torch.manual_seed(seed)
     with float64_oracle():
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-        _randomized(model, family, seed=len(_made))
+        _randomized(model, family, seed=seed)
         saved = options.get("saved_dtype", "float32")
         if saved == "bfloat16":
             with torch.no_grad():

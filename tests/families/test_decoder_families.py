@@ -23,13 +23,14 @@ import numpy.typing as npt
 import pytest
 from family_models import LLAMA_32_1B, float64_oracle, oracle_run, tiny_model
 from oracles import require
+from weight_files import safetensors_bytes
 
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
 from attntrace.real.families.decoder import Decoder, rope_frequencies
 from attntrace.real.families.facts import FAMILIES
 from attntrace.real.families.folder_tensors import FolderTensors
-from attntrace.real.families.hf_config import facts_from_config
+from attntrace.real.families.hf_config import facts_from_config, read_config
 from attntrace.real.families.hf_folder import open_hf_folder
 from attntrace.real.layer import Tokenized, transformer_spec
 from attntrace.real.weights.safetensors import SafetensorsFile
@@ -322,3 +323,68 @@ def test_an_unknown_rope_scaling_is_one_line(root: Path, tmp_path: Path) -> None
     _edit_config(copied, rope_parameters={"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0})
     with pytest.raises(InputError, match="'yarn'"):
         open_hf_folder(copied)
+
+
+def test_a_truncated_shard_is_one_line(root: Path, tmp_path: Path) -> None:
+    _, folder = tiny_model("llama", root, max_shard_size="40KB")
+    copied = _copy(folder, tmp_path)
+    index = json.loads((copied / "model.safetensors.index.json").read_text())
+    shard = copied / index["weight_map"]["model.layers.1.self_attn.q_proj.weight"]
+    shard.write_bytes(shard.read_bytes()[:-100])
+    with pytest.raises(InputError) as caught:
+        open_hf_folder(copied)
+    assert shard.name in str(caught.value)
+
+
+# ------------------------------------------------------ the configs the Hub has, and a VLM
+
+
+def _old_style(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` as transformers 4 wrote it: ``rope_theta`` and ``rope_scaling`` (Gemma 3:
+    ``rope_local_base_freq``), ``partial_rotary_factor`` at the top, no ``layer_types``
+    where its default (Gemma 2's alternation, Qwen's max_window_layers, Gemma 3's
+    sliding_window_pattern) says the same."""
+    old = dict(config)
+    rope = dict(old.pop("rope_parameters"))
+    if old["model_type"] == "gemma3_text":
+        old["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+        rope = dict(rope["full_attention"])
+        old["sliding_window_pattern"] = 2  # the tiny model's: sliding, full, sliding
+    old["rope_theta"] = rope.pop("rope_theta")
+    if "partial_rotary_factor" in rope:
+        old["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
+    if rope.get("rope_type", "default") != "default":
+        old["rope_scaling"] = rope
+    old.pop("layer_types", None)
+    return old
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_config_transformers_4_wrote_reads_the_same(name: str, root: Path) -> None:
+    ours, _, _, folder = case(name, root)
+    config = read_config(folder)
+    assert facts_from_config(_old_style(config), "config.json") == ours.facts
+
+
+def test_a_multimodal_gemma3_reads_its_language_model(root: Path, tmp_path: Path) -> None:
+    """Gemma 3 4B and up are Gemma3ForConditionalGeneration: the text model's config under
+    ``text_config`` and its tensors under ``model.language_model.`` (transformers 5)."""
+    ours, attentions, _, folder = case("gemma3", root)
+    source = FolderTensors(folder)
+    stored = SafetensorsFile(folder / "model.safetensors")
+    tensors = {
+        name.replace("model.", "model.language_model.", 1): (
+            "F32",
+            list(stored.shape(name)),
+            source.tensor(name).astype("<f4").tobytes(),
+        )
+        for name in stored
+    }
+    (tmp_path / "model.safetensors").write_bytes(safetensors_bytes(tensors))
+    text = read_config(folder)
+    config = {"model_type": "gemma3", "text_config": text, "vision_config": {}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    opened = open_hf_folder(tmp_path)
+    assert opened.facts == ours.facts  # type: ignore[attr-defined]
+    for mine, theirs in zip(opened.run(IDS, 3), attentions, strict=True):
+        close(mine, theirs)

@@ -14,7 +14,8 @@ from family_models import LLAMA_32_1B
 
 from attntrace.errors import InputError
 from attntrace.real.families.facts import FAMILIES, RopeScaling
-from attntrace.real.families.hf_config import READERS, ROWS, facts_from_config
+from attntrace.real.families.hf_config import READERS, facts_from_config
+from attntrace.real.families.hf_rows import ROWS
 
 # Gemma 3 270M's (google/gemma-3-270m), the fields that matter here.
 GEMMA3_270M: dict[str, Any] = {

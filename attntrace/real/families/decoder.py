@@ -88,13 +88,14 @@ def layer_names(facts: ModelFacts, layer: int) -> dict[str, tuple[int, ...]]:
     p, d, hd = f"model.layers.{layer}.", facts.d_model, facts.head_dim
     q, kv, ff = facts.heads * hd, facts.kv_heads * hd, facts.d_ff
     a, m = p + "self_attn.", p + "mlp."
-    names: dict[str, tuple[int, ...]] = {p + "input_layernorm.weight": (d,)}
+    # post_attention_layernorm: the MLP's pre-norm, or under post-norms attention's post-norm
+    names: dict[str, tuple[int, ...]] = {
+        p + "input_layernorm.weight": (d,),
+        p + "post_attention_layernorm.weight": (d,),
+    }
     if facts.post_norms:
-        names[p + "post_attention_layernorm.weight"] = (d,)
         names[p + "pre_feedforward_layernorm.weight"] = (d,)
         names[p + "post_feedforward_layernorm.weight"] = (d,)
-    else:
-        names[p + "post_attention_layernorm.weight"] = (d,)
     if facts.family == "phi3":
         names[a + "qkv_proj.weight"] = (q + 2 * kv, d)
         names[m + "gate_up_proj.weight"] = (2 * ff, d)
@@ -235,16 +236,17 @@ class Decoder(Transformer):
         """The window on sliding layers, QK-norm with the layer's weights (times the query
         factor), Gemma 2's attention softcap."""
         facts, a = self.facts, f"model.layers.{layer}.self_attn."
-        norms: dict[str, object] = {}
-        if facts.qk_norm:
-            offset = facts.norm_offset
-            norms = {
-                "qk_norm": True,
-                "q_norm": (offset + self._get(a + "q_norm.weight")) * self.query_factor,
-                "k_norm": offset + self._get(a + "k_norm.weight"),
-                "qk_norm_eps": facts.norm_eps,
-            }
-        return Variants(window=self.window_of(layer), softcap=facts.attn_softcap, **norms)  # type: ignore[arg-type]
+        window, softcap = self.window_of(layer), facts.attn_softcap
+        if not facts.qk_norm:
+            return Variants(window=window, softcap=softcap)
+        return Variants(
+            window=window,
+            softcap=softcap,
+            qk_norm=True,
+            q_norm=(facts.norm_offset + self._get(a + "q_norm.weight")) * self.query_factor,
+            k_norm=facts.norm_offset + self._get(a + "k_norm.weight"),
+            qk_norm_eps=facts.norm_eps,
+        )
 
     def attention(self, layer: int) -> LayerAttention:
         """Layer ``layer``'s projections as ``X · W`` (the transposes of ``nn.Linear``),
@@ -281,16 +283,14 @@ class Decoder(Transformer):
         under Gemma 2's and 3's post-norms)."""
         p = f"model.layers.{layer}."
         attended, weights = self.attend(layer, self.attention_input(layer, hidden))
-        if self.facts.post_norms:
-            hidden = hidden + self._norm(attended, p + "post_attention_layernorm.weight")
-            x = self._norm(hidden, p + "pre_feedforward_layernorm.weight")
-            return hidden + self._norm(
-                self.mlp(layer, x), p + "post_feedforward_layernorm.weight"
-            ), weights
-        hidden = hidden + attended
-        return hidden + self.mlp(
-            layer, self._norm(hidden, p + "post_attention_layernorm.weight")
-        ), weights
+        if not self.facts.post_norms:
+            hidden = hidden + attended
+            x = self._norm(hidden, p + "post_attention_layernorm.weight")
+            return hidden + self.mlp(layer, x), weights
+        hidden = hidden + self._norm(attended, p + "post_attention_layernorm.weight")
+        x = self._norm(hidden, p + "pre_feedforward_layernorm.weight")
+        out = self._norm(self.mlp(layer, x), p + "post_feedforward_layernorm.weight")
+        return hidden + out, weights
 
     def mlp(self, layer: int, x: Matrix) -> Matrix:
         """``down(act(gate(x)) · up(x))`` (Phi-3: gate and up from one fused matrix)."""

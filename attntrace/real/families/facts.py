@@ -34,7 +34,8 @@ FAMILIES = (
 class RopeScaling:
     """Llama 3.1's ``rope_scaling`` of type ``llama3`` (transformers'
     ``_compute_llama3_parameters``): long wavelengths slowed by ``factor``, short kept,
-    the band between blended."""
+    the band between blended; or of type ``linear``, every frequency divided by
+    ``factor`` (only ``factor`` is read)."""
 
     factor: float
     low_freq_factor: float = 1.0
