@@ -388,3 +388,13 @@ def test_a_multimodal_gemma3_reads_its_language_model(root: Path, tmp_path: Path
     assert opened.facts == ours.facts  # type: ignore[attr-defined]
     for mine, theirs in zip(opened.run(IDS, 3), attentions, strict=True):
         close(mine, theirs)
+
+
+def test_a_folder_without_config_or_safetensors_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not a Hugging Face model folder"):
+        open_hf_folder(tmp_path)
+    config = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "pytorch_model.bin").write_bytes(b"PK")
+    with pytest.raises(InputError, match=r"only pytorch_model\.bin \(PyTorch's pickle"):
+        open_hf_folder(tmp_path)

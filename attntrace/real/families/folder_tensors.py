@@ -51,11 +51,14 @@ class FolderTensors:
             single = self._open(SINGLE)
             self._where = dict.fromkeys(single, SINGLE)
         else:
+            pickled = sorted(p.name for p in folder.glob("*.bin"))
             raise InputError(
-                "no weights in this folder",
+                "no weights in this folder attntrace reads",
                 source=str(folder),
                 expected=f"{SINGLE} or {INDEX} with its shards",
-                found="neither",
+                found=f"only {pickled[0]} (PyTorch's pickle, which attntrace does not load)"
+                if pickled
+                else "neither",
             )
         self._prefix = next((p for p in _PREFIXES if p + _EMBEDDING in self._where), "model.")
 

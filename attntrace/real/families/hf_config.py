@@ -75,17 +75,16 @@ def read_config(folder: Path) -> dict[str, Any]:
     unreadable or not an object."""
     path = folder / CONFIG
     source = str(path)
-    try:
-        with naming(source):
-            raw = read_small(path, CONFIG_LIMIT)
-    except OSError as error:
+    if not path.exists():
         raise InputError(
             "not a Hugging Face model folder",
             source=str(folder),
             field=CONFIG,
             expected="a config.json (as save_pretrained writes it)",
-            found=type(error).__name__,
-        ) from None
+            found="none",
+        )
+    with naming(source):
+        raw = read_small(path, CONFIG_LIMIT)
     try:
         config = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
