@@ -90,6 +90,12 @@ class Transformer(ABC):
         """The RoPE base of layer ``layer``: the model's, unless its layers differ."""
         return self.rope_base
 
+    def layer_rope_frequencies(self, layer: int) -> Vector | None:
+        """Layer ``layer``'s RoPE frequencies, one per turned pair, where they are not
+        ``base^(−2i/d_k)`` over the whole head (Llama 3.1's scaled ones, a partial
+        rotary width): None where :meth:`layer_rope_base` says it all."""
+        return None
+
     def layer_variants(self, layer: int) -> Variants:
         """What layer ``layer``'s attention computes beyond the paper's (docs/variants.md):
         none, unless the model says."""
@@ -149,6 +155,7 @@ class Transformer(ABC):
             causal=spec.causal,
             rope_base=self.layer_rope_base(layer),
             variants=self.layer_variants(layer),
+            rope_frequencies=self.layer_rope_frequencies(layer),
         )
 
     def run(
@@ -229,11 +236,14 @@ def attend(
     causal: bool = False,
     rope_base: float | None = None,
     variants: Variants | None = None,
+    rope_frequencies: Vector | None = None,
 ) -> tuple[Matrix, npt.NDArray[np.float64]]:
     """Multi-head (or grouped-query) attention of every head at once, with the
     ``variants`` of docs/variants.md a real model has, in the trace's order: QK-norm
     before RoPE, then in :func:`attention` the cap, the mask by position (a sliding
     window) and the sink logit. (ALiBi is a kind of positions no catalogued model uses.)
+    ``rope_frequencies``, where given, replace ``rope_base``'s: one per pair of the first
+    ``2 · len(rope_frequencies)`` dimensions of each head (:func:`rope_turned`).
 
     Returns the projected output ``[n, d_model]`` (concat · WO + bO) and the attention
     probabilities ``[heads, n, n]``.
@@ -248,6 +258,8 @@ def attend(
 
     def turned(per_head: Matrix) -> Matrix:
         """Under RoPE, every head's row p turned by position p; else as it is."""
+        if rope_frequencies is not None:
+            return rope_turned(per_head, np.arange(n), rope_frequencies)
         if rope_base is None:
             return per_head
         count, _, width = per_head.shape
@@ -281,3 +293,20 @@ def attend(
     )  # [heads, n, d_v]
     concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
     return linear(concat, learned.WO, biases.get("bO")), attended.softmax
+
+
+def rope_turned(rows: Matrix, positions: npt.NDArray[np.int64], frequencies: Vector) -> Matrix:
+    """RoPE by given frequencies: ``[.., n, d] -> [.., n, d]``, dimension i paired with
+    i + r/2 (``rotate_half``) for the first r = 2 · len(frequencies) dimensions, the rest
+    passed through (transformers' ``apply_rotary_pos_emb``, Phi-3's partial rotary).
+    Row p turns pair i by ``p · frequencies[i]``: :func:`attntrace.kernel.ops.rope` with
+    the frequencies given rather than made from a base (Llama 3.1's ``rope_scaling``
+    changes them one by one)."""
+    half = len(frequencies)
+    angles = positions.astype(np.float64)[:, None] * np.asarray(frequencies, np.float64)[None, :]
+    cos, sin = np.cos(angles), np.sin(angles)
+    first, second, rest = rows[..., :half], rows[..., half : 2 * half], rows[..., 2 * half :]
+    turned: Matrix = np.concatenate(
+        [first * cos - second * sin, second * cos + first * sin, rest], axis=-1
+    )
+    return turned

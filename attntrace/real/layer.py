@@ -184,14 +184,26 @@ def layer_spec(
     if head is not None:
         check_index(spec, "head", head, spec.heads, names.head)
     tokens = tokenize(model, sentence, names.sentence)
-    return model_layer_spec(model, tokens, layer), tokens.labels
+    return transformer_spec(model, tokens, layer), tokens.labels
 
 
-def model_layer_spec(model: Transformer, tokens: Tokenized, layer: int) -> ModelSpec:
-    """Layer ``layer`` of an opened ``model`` over ``tokens``, every head, as the spec
-    the tracer recomputes: X from the layers before it, the layer's own weights. Any
-    :class:`Transformer` (a catalogued one, or one opened from a folder)."""
+def transformer_spec(model: Transformer, tokens: Tokenized, layer: int) -> ModelSpec:
+    """Layer ``layer`` of ``model`` (any :class:`Transformer`, catalogued or opened from
+    disk) over ``tokens`` as a :class:`ModelSpec`, X given: what the tracer recomputes.
+
+    The spec turns Q and K by one RoPE base; a layer whose frequencies are not a base's
+    (Llama 3.1's scaled RoPE, a partial rotary width: ``layer_rope_frequencies``) is
+    refused rather than traced with the wrong angles."""
     spec = model.spec
+    if model.layer_rope_frequencies(layer) is not None:
+        raise InputError(
+            "this layer's RoPE frequencies are scaled or turn part of each head (rope_scaling, "
+            "partial_rotary_factor); the stage-by-stage trace turns by one base",
+            source=spec.name,
+            field="rope",
+            expected="RoPE by one base over the whole head",
+            found="per-frequency RoPE",
+        )
     weights = model.attention(layer)
     kind = model.layer_kind(layer)
     return ModelSpec(

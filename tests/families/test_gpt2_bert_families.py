@@ -36,7 +36,7 @@ from attntrace.real.catalog import MINILM
 from attntrace.real.families.encoder import bert_facts, bert_shapes, open_bert
 from attntrace.real.families.gpt2 import GPT2, gpt2_facts, gpt2_shapes
 from attntrace.real.forward import Transformer
-from attntrace.real.layer import Tokenized, model_layer_spec, open_model
+from attntrace.real.layer import Tokenized, open_model, transformer_spec
 from attntrace.real.weights.safetensors import read_safetensors
 
 # 1e-9 of a value (the brief's); the agreement seen is about 1e-15
@@ -76,7 +76,7 @@ def traced_layer_is_transformers(model: Transformer, tiny: Tiny, layer: int) -> 
     softmax stage of every head as transformers computes it."""
     ids = list(IDS)
     tokens = Tokenized(ids, tuple(model.labels(ids)))
-    trace = trace_block(model_layer_spec(model, tokens, layer), tokens.labels)
+    trace = trace_block(transformer_spec(model, tokens, layer), tokens.labels)
     assert trace.model.heads == 4
     for head in range(4):
         np.testing.assert_allclose(
@@ -115,7 +115,7 @@ def test_a_traced_gpt2_layer_shows_transformers_softmax() -> None:
     model = gpt2_of(tiny)
     traced_layer_is_transformers(model, tiny, 2)
     trace = trace_block(
-        model_layer_spec(model, Tokenized(list(IDS), tuple(model.labels(list(IDS)))), 0),
+        transformer_spec(model, Tokenized(list(IDS), tuple(model.labels(list(IDS)))), 0),
         tuple(model.labels(list(IDS))),
     )
     assert trace.model.causal

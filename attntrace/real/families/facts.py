@@ -34,12 +34,16 @@ FAMILIES = (
 class RopeScaling:
     """Llama 3.1's ``rope_scaling`` of type ``llama3`` (transformers'
     ``_compute_llama3_parameters``): long wavelengths slowed by ``factor``, short kept,
-    the band between blended."""
+    the band between blended; or of type ``linear``, every frequency divided by
+    ``factor`` (only ``factor`` is read)."""
 
     factor: float
-    low_freq_factor: float
-    high_freq_factor: float
-    original_max_positions: int
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_positions: int = 8192
+    # "llama3", or "linear" (every frequency divided by factor: Gemma 3's global layers
+    # in its 4B and larger models, transformers' _compute_linear_scaling_rope_parameters)
+    kind: str = "llama3"
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,13 @@ class ModelFacts:
     positions: str = "rope"  # "rope" or "learned"
     rope_base: float | None = 10_000.0
     rope_local_base: float | None = None  # Gemma 3's sliding layers
-    rope_scaling: RopeScaling | None = None
+    rope_scaling: RopeScaling | None = None  # on every layer but Gemma 3's sliding ones
+    # partial rotary (partial_rotary_factor < 1): only the first rotary_dim of each head's
+    # dimensions are turned; None: all head_dim of them
+    rotary_dim: int | None = None
     qkv_bias: bool = False
     o_bias: bool = False
+    mlp_bias: bool = False  # Llama's mlp_bias: gate, up and down with biases
     qk_norm: bool = False
     sliding_window: int | None = None
     # per layer, "full" or "sliding"; empty: every layer full (or every one sliding
