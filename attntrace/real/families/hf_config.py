@@ -65,9 +65,12 @@ def _lazy(module: str, function: str) -> Reader:
 
 
 #: model_type -> the reader of its config. The decoders' rows are here; GPT-2's and
-#: BERT's readers live in their own modules and join as, e.g.,
-#: ``READERS["gpt2"] = _lazy("attntrace.real.families.gpt2", "facts_from_config")``.
-READERS: dict[str, Reader] = dict.fromkeys(ROWS, _decoder)
+#: BERT's readers live in their own modules, imported when such a config is read.
+READERS: dict[str, Reader] = {
+    **dict.fromkeys(ROWS, _decoder),
+    "gpt2": _lazy("attntrace.real.families.gpt2", "gpt2_facts"),
+    "bert": _lazy("attntrace.real.families.encoder", "bert_facts"),
+}
 
 
 def read_config(folder: Path) -> dict[str, Any]:

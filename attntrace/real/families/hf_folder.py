@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from attntrace.real.catalog import RealModel
 from attntrace.real.families.decoder import DECODERS, Decoder, check_tensors
 from attntrace.real.families.facts import ModelFacts
 from attntrace.real.families.folder_tensors import FolderTensors
@@ -30,18 +31,37 @@ Builder = Callable[[ModelFacts, FolderTensors, Path, Any], Transformer]
 
 def _decoder(facts: ModelFacts, source: FolderTensors, folder: Path, tokenizer: Any) -> Transformer:
     check_tensors(facts, source, CONFIG)
-    spec = facts.as_real_model(
+    return Decoder(facts, source, _spec(facts, folder, facts.family), tokenizer)
+
+
+def _spec(facts: ModelFacts, folder: Path, title: str) -> RealModel:
+    """What a trace's header says of the model in ``folder``."""
+    return facts.as_real_model(
         folder.name or str(folder),
-        f"{facts.family} from {folder}",
+        f"{title} from {folder}",
         folder,
         max_tokens=min(facts.max_positions, MAX_TOKENS),
     )
-    return Decoder(facts, source, spec, tokenizer)
 
 
-#: family -> how its Transformer is built from facts and tensors. GPT-2 and BERT join
-#: from families/gpt2.py and families/encoder.py.
-BUILDERS: dict[str, Builder] = dict.fromkeys(DECODERS, _decoder)
+def _gpt2(facts: ModelFacts, source: FolderTensors, folder: Path, tokenizer: Any) -> Transformer:
+    from attntrace.real.families.gpt2 import GPT2
+
+    return GPT2(facts, source, tokenizer, _spec(facts, folder, "GPT-2"))
+
+
+def _bert(facts: ModelFacts, source: FolderTensors, folder: Path, tokenizer: Any) -> Transformer:
+    from attntrace.real.families.encoder import open_bert
+
+    return open_bert(facts, source, tokenizer, _spec(facts, folder, "BERT"))
+
+
+#: family -> how its Transformer is built from facts and tensors.
+BUILDERS: dict[str, Builder] = {
+    **dict.fromkeys(DECODERS, _decoder),
+    "gpt2": _gpt2,
+    "bert": _bert,
+}
 
 
 def open_hf_folder(folder: Path, tokenizer: Any = None) -> Transformer:
