@@ -103,8 +103,11 @@ def test_unknown_pre_tokenizer_names_it_and_the_supported_list() -> None:
     with pytest.raises(InputError) as error:
         tokenizer_from_gguf(meta, "x.gguf")
     line = str(error.value)
-    assert "deepseek-llm" in line and "llama-bpe" in line and "qwen2" in line
-    assert "x.gguf" in line and "\n" not in line
+    assert "deepseek-llm" in line
+    assert "llama-bpe" in line
+    assert "qwen2" in line
+    assert "x.gguf" in line
+    assert "\n" not in line
 
 
 @pytest.mark.parametrize(
@@ -123,7 +126,8 @@ def test_bad_metadata_is_one_line_naming_the_key(key: str, value: object) -> Non
         meta[key] = value
     with pytest.raises(InputError) as error:
         tokenizer_from_gguf(meta, "x.gguf")
-    assert key in str(error.value) and "x.gguf" in str(error.value)
+    assert key in str(error.value)
+    assert "x.gguf" in str(error.value)
 
 
 def test_no_tokenizer_at_all() -> None:

@@ -8,10 +8,11 @@ the folder's tokenizer is the reference implementation itself, an optional depen
 catalogued models need nothing more.
 
 :meth:`HFTokenizer.encode` adds the special tokens a model's tokenizer adds to a plain
-sentence (Llama's BOS, BERT's ``[CLS]``/``[SEP]``), as transformers' ``AutoTokenizer``
-decides them (``tokenization_utils_tokenizers.TokenizersBackend``): the ``tokenizer.json``'s
-own post-processor, unless a ``tokenizer_config.json`` beside it sets ``add_bos_token`` or
-``add_eos_token``, which then put ``bos_token`` first and ``eos_token`` last instead.
+sentence (Llama's BOS, BERT's ``[CLS]``/``[SEP]``) as transformers' ``AutoTokenizer``
+does: the ``tokenizer.json``'s own post-processor (transformers 5 keeps it whatever
+``tokenizer_config.json``'s ``add_bos_token`` says, where the file has one; measured in
+``tests/real/test_hf_json.py``), and no padding or truncation (a file's own padding
+settings, as MiniLM's pad to 128, apply to batches, not to one text).
 
 The file is read within :data:`MAX_BYTES` as a regular file (a FIFO is refused, never
 waited on); a missing, unreadable, oversized or malformed one is one :class:`InputError`
@@ -20,7 +21,6 @@ naming it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ __all__ = ["INSTALL", "MAX_BYTES", "HFTokenizer"]
 
 # Gemma 3's tokenizer.json is 33 MB, the largest of the families'; a config is tiny.
 MAX_BYTES = 128 << 20
-_CONFIG_BYTES = 4 << 20
 INSTALL = "pip install 'attntrace[hf]'"
 
 
@@ -71,8 +70,7 @@ class HFTokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path) -> HFTokenizer:
-        """Read ``path`` (a ``tokenizer.json``), and the ``tokenizer_config.json`` beside
-        it where there is one (its ``add_bos_token``/``add_eos_token``)."""
+        """Read ``path`` (a ``tokenizer.json``)."""
         path = Path(path)
         module = _tokenizers()  # before reading: without it the file is no use
         text = _read_json_text(path, MAX_BYTES, "a tokenizer.json")
@@ -85,9 +83,8 @@ class HFTokenizer:
                 expected="a Hugging Face tokenizer (JSON)",
                 found=str(error).split("\n")[0][:200],
             ) from None
-        config = path.with_name("tokenizer_config.json")
-        if config.exists():
-            _apply_config(tokenizer, module, config)
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
         return cls(tokenizer, str(path))
 
     @property
@@ -118,45 +115,3 @@ class HFTokenizer:
     def vocab_strings(self, ids: Iterable[int]) -> list[str]:
         """Each id's token as the vocabulary spells it (``Ġthe``, ``▁the``, ``##ing``)."""
         return [str(self._tokenizer.id_to_token(i)) for i in checked_ids(ids, self.vocab_size)]
-
-
-def _apply_config(tokenizer: Any, module: Any, config: Path) -> None:
-    """transformers' rule: where the config sets ``add_bos_token`` or ``add_eos_token``,
-    the post-processor becomes ``[bos] $A [eos]`` with the config's tokens."""
-    text = _read_json_text(config, _CONFIG_BYTES, "a tokenizer_config.json")
-    try:
-        settings = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise InputError(
-            "not a tokenizer_config.json", source=str(config), expected="JSON", found=str(error)
-        ) from None
-    if not isinstance(settings, dict) or not (
-        "add_bos_token" in settings or "add_eos_token" in settings
-    ):
-        return
-    bos = _config_token(tokenizer, settings, "bos_token", "add_bos_token", config)
-    eos = _config_token(tokenizer, settings, "eos_token", "add_eos_token", config)
-    single = " ".join([*(f"{t}:0" for t in bos), "$A:0", *(f"{t}:0" for t in eos)])
-    pair = " ".join([single, *(f"{t}:1" for t in bos), "$B:1", *(f"{t}:1" for t in eos)])
-    specials = [(t, int(tokenizer.token_to_id(t))) for t in dict.fromkeys([*bos, *eos])]
-    tokenizer.post_processor = module.processors.TemplateProcessing(
-        single=single, pair=pair, special_tokens=specials
-    )
-
-
-def _config_token(
-    tokenizer: Any, settings: dict[str, Any], key: str, flag: str, config: Path
-) -> list[str]:
-    """``[token]`` where the config asks for it (``flag``) and names one the vocabulary
-    has (transformers drops a flag whose token is missing), else ``[]``."""
-    wanted = settings.get(flag, False)
-    if not isinstance(wanted, bool):
-        raise InputError(
-            source=str(config), field=flag, expected="true or false", found=repr(wanted)[:80]
-        )
-    token = settings.get(key)
-    if isinstance(token, dict):
-        token = token.get("content")
-    if not wanted or not isinstance(token, str) or tokenizer.token_to_id(token) is None:
-        return []
-    return [token]
