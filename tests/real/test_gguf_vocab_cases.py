@@ -16,8 +16,9 @@ from llama_vocabs import cases, metadata, tokenizer, vocab_file
 from attntrace.errors import InputError
 from attntrace.real.tokenizers.gguf_vocab import tokenizer_from_gguf
 
-# Loading one takes (on the 2-core machine): gpt-2 0.1 s, llama-bpe 0.5 s, qwen2 0.35 s,
-# llama-spm and phi-3 0.05 s, bert-bge 0.03 s, command-r 1.4 s.
+# Reading and building one (docs/real-models.md, "Tokenizers"): under 0.1 s for gpt-2,
+# llama-spm, phi-3 and bert-bge; 0.3-0.8 s for qwen2, llama-bpe and command-r, whose cases
+# are the long runs.
 QUICK = ["gpt-2", "llama-spm", "phi-3", "bert-bge", "starcoder", "refact", "mpt"]
 SLOW = ["llama-bpe", "qwen2", "command-r"]
 
