@@ -138,3 +138,12 @@ def test_no_tokenizer_at_all() -> None:
 
 def test_the_vocabulary_file_exists() -> None:
     assert vocab_file("qwen2").is_file()
+
+
+def test_bert_cased_and_an_unsupported_normalizer() -> None:
+    cased = {**metadata("bert-bge"), "tokenizer.ggml.normalizer.lowercase": False}
+    strings = tokenizer_from_gguf(cased).vocab_strings(tokenizer_from_gguf(cased).encode("Hello"))
+    assert strings[1] != "hello"  # not lowercased: "Hello" is no token of an uncased vocabulary
+    odd = {**metadata("bert-bge"), "tokenizer.ggml.normalizer.strip_accents": False}
+    with pytest.raises(InputError, match="strip_accents"):
+        tokenizer_from_gguf(odd, "x.gguf")

@@ -158,7 +158,18 @@ def _wordpiece(metadata: Mapping[str, object], source: str | None) -> GGUFTokeni
         _unphantom(token, bool(types) and types[i] == GGUF_TOKEN_TYPE_CONTROL)
         for i, token in enumerate(tokens)
     ]
+    # llama.cpp's defaults: lowercase, and strip accents as lowercase says (BERT's rule,
+    # the only one WordPiece here knows: another is refused rather than misread)
     lowercase = _flag(metadata, "tokenizer.ggml.normalizer.lowercase", True, source)
+    strip = _flag(metadata, "tokenizer.ggml.normalizer.strip_accents", lowercase, source)
+    if strip != lowercase:
+        raise InputError(
+            "unsupported normalizer",
+            source=source,
+            field="tokenizer.ggml.normalizer.strip_accents",
+            expected=f"{str(lowercase).lower()}, as tokenizer.ggml.normalizer.lowercase",
+            found=str(strip).lower(),
+        )
     reader = WordPiece(vocab, lowercase=lowercase, source=source)
     size = len(tokens)
     cls = _token_id(metadata, "tokenizer.ggml.cls_token_id", size, source)
