@@ -21,6 +21,10 @@ Byte-level BPE is lossless when the vocabulary has a symbol for each of the 256 
 control characters, bytes UTF-8 never uses, and the lead bytes of the unassigned planes
 4-12); those bytes are dropped, as the reference drops them. The ids are tested against
 the reference's in ``tests/golden/real/tokens.json``.
+
+Other byte-level vocabularies (GPT-2, Llama 3, Qwen 2...) differ only in step 2-3, the
+pre-tokenizer, named by ``pre`` (:data:`attntrace.real.tokenizers.bpe_pre.PRE_TOKENIZERS`),
+and in whether a piece that is a token is taken whole (Llama 3's ``ignore_merges``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.real.text import checked_ids, integers, special_pattern, split_specials, strings
+from attntrace.real.tokenizers.bpe_pre import PRE_TOKENIZERS
 from attntrace.real.tokenizers.pretokenize import gpt2_split, pre_tokenize, split_digits
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
 
 # llama.cpp's token type for control tokens, matched whole in text like HF's special tokens.
 GGUF_TOKEN_TYPE_CONTROL = 3
+GGUF_TOKEN_TYPE_USER_DEFINED = 4
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -88,9 +94,21 @@ class ByteLevelBPE:
         special_tokens: Iterable[str] = (),
         source: str | None = None,
         ranks: Sequence[int] | None = None,
+        pre: str = "smollm",
     ) -> None:
         """``ranks``, given, are the merges' ranks from this class's own :meth:`tables`
-        (a cache sealed by its checksum): the merges are then taken as they are, unchecked."""
+        (a cache sealed by its checksum): the merges are then taken as they are, unchecked.
+        ``pre`` names the pre-tokenizer (a GGUF's ``tokenizer.ggml.pre``)."""
+        if pre not in PRE_TOKENIZERS:
+            raise InputError(
+                "unknown pre-tokenizer",
+                source=source,
+                field="tokenizer.ggml.pre",
+                expected="one of " + ", ".join(sorted(PRE_TOKENIZERS)),
+                found=repr(pre)[:80],
+            )
+        self._pre_name = pre
+        self._pre = PRE_TOKENIZERS[pre]
         if not tokens:
             raise InputError(
                 "empty vocabulary", source=source, field="tokens", expected="token strings"
@@ -125,11 +143,15 @@ class ByteLevelBPE:
         token_types: Sequence[int] | None = None,
         *,
         source: str | None = None,
+        pre: str = "smollm",
+        special_types: Iterable[int] = (GGUF_TOKEN_TYPE_CONTROL,),
     ) -> ByteLevelBPE:
         """Build from a GGUF's ``tokenizer.ggml.tokens``, ``.merges`` and ``.token_type``.
 
-        Tokens whose type is CONTROL (3) are matched whole in text (``<|im_start|>``).
+        Tokens whose type is in ``special_types`` (CONTROL, 3, by default) are matched
+        whole in text (``<|im_start|>``).
         """
+        kinds = frozenset(special_types)
         specials: list[str] = []
         if token_types is not None:
             if len(token_types) != len(tokens):
@@ -141,11 +163,9 @@ class ByteLevelBPE:
                     found=str(len(token_types)),
                 )
             specials = [
-                token
-                for token, kind in zip(tokens, token_types, strict=True)
-                if kind == GGUF_TOKEN_TYPE_CONTROL
+                token for token, kind in zip(tokens, token_types, strict=True) if kind in kinds
             ]
-        return cls(tokens, merges, special_tokens=specials, source=source)
+        return cls(tokens, merges, special_tokens=specials, source=source, pre=pre)
 
     def tables(self) -> dict[str, object]:
         """What :meth:`from_tables` rebuilds this tokenizer from, as JSON-able lists."""
@@ -154,6 +174,7 @@ class ByteLevelBPE:
             "merges": list(self._merges),
             "ranks": list(self._merges.values()),
             "special_tokens": list(self._specials),
+            "pre": self._pre_name,
         }
 
     @classmethod
@@ -166,11 +187,14 @@ class ByteLevelBPE:
         merges = strings(tables.get("merges"))
         ranks = integers(tables.get("ranks"))
         specials = strings(tables.get("special_tokens"))
+        pre = tables.get("pre", "smollm")
         if not tokens or merges is None or ranks is None or specials is None:
             return None
         if len(merges) != len(ranks) or not set(specials) <= set(tokens):
             return None
-        return cls(tokens, merges, special_tokens=specials, source=source, ranks=ranks)
+        if not isinstance(pre, str) or pre not in PRE_TOKENIZERS:
+            return None
+        return cls(tokens, merges, special_tokens=specials, source=source, ranks=ranks, pre=pre)
 
     def _read_merges(
         self, merges: Iterable[str | tuple[str, str]], source: str | None
@@ -219,15 +243,21 @@ class ByteLevelBPE:
         """The id of a vocabulary string (byte-level form, e.g. ``'Ġthe'``), or None."""
         return self._ids.get(token)
 
+    @property
+    def pre(self) -> str:
+        """The pre-tokenizer's name (a GGUF's ``tokenizer.ggml.pre``)."""
+        return self._pre_name
+
     def encode(self, text: str) -> list[int]:
-        """The ids SmolLM2's tokenizer gives ``text`` (no BOS)."""
+        """The ids the vocabulary's tokenizer gives ``text`` (no BOS: SmolLM2 adds none;
+        :mod:`attntrace.real.tokenizers.gguf_vocab` adds what a GGUF file asks for)."""
         arguments.text(text, "text")
         ids: list[int] = []
         for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:
                 ids.append(self._ids[segment])
                 continue
-            for piece in pre_tokenize(segment):
+            for piece in self._pre.split(segment):
                 ids.extend(self._piece_ids(piece))
         return ids
 
@@ -271,7 +301,10 @@ class ByteLevelBPE:
                 expected="text without lone surrogate code points",
                 found=f"U+{ord(error.object[error.start]):04X}",
             ) from None
-        return self._bpe(data.decode("latin-1").translate(_BYTES_TABLE))
+        word = data.decode("latin-1").translate(_BYTES_TABLE)
+        if self._pre.ignore_merges and (whole := self._ids.get(word)) is not None:
+            return (whole,)
+        return self._bpe(word)
 
     def _bpe(self, word: str) -> tuple[int, ...]:
         """Merge the word's symbols, always the lowest-ranked pair first (leftmost on ties).

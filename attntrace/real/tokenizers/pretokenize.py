@@ -1,12 +1,15 @@
-"""SmolLM2's pre-tokenizer: text cut into the pieces BPE merges within, with no regex package.
+"""Byte-level BPE pre-tokenizers: text cut into the pieces BPE merges within, no regex package.
 
-Every number character (``\\p{N}``) is split off on its own, then each piece is split by
-GPT-2's regex, written here as a scanner over Unicode categories (:mod:`re` has no
-``\\p{L}``)::
+:mod:`re` has no ``\\p{L}``, so each regex of the reference is written as a scanner over
+Unicode categories. SmolLM2's (llama.cpp's "smollm") splits off every number character
+(``\\p{N}``) on its own, then splits each piece by GPT-2's regex::
 
     's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
 
-The pieces are tested against the reference's in ``tests/golden/real/tokens.json``.
+GPT-2's alone is "gpt-2"; Llama 3's and Qwen 2's differ, and
+:mod:`attntrace.real.tokenizers.bpe_pre` names them all by a GGUF's ``tokenizer.ggml.pre``.
+The pieces are tested against the reference's in ``tests/golden/real/tokens.json`` and
+against ``tokenizers`` itself in ``tests/real/test_gguf_vocab*.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from bisect import bisect_right
 
 from attntrace.real.text import parse_ranges
 
-__all__ = ["gpt2_split", "pre_tokenize", "split_digits"]
+__all__ = [
+    "LETTER",
+    "NUMBER",
+    "OTHER",
+    "SPACE",
+    "char_classes",
+    "gpt2_split",
+    "pre_tokenize",
+    "split_digits",
+]
 
 # Unicode White_Space, which is what ``\s`` matches in the reference's regex engine
 # (Oniguruma). Unlike str.isspace(), it leaves out the separators \x1c-\x1f.
@@ -26,7 +38,8 @@ _WHITE_SPACE = frozenset(
 )
 
 # Character classes of the scanner.
-_LETTER, _NUMBER, _SPACE, _OTHER = 0, 1, 2, 3
+LETTER, NUMBER, SPACE, OTHER = 0, 1, 2, 3
+_LETTER, _NUMBER, _SPACE, _OTHER = LETTER, NUMBER, SPACE, OTHER
 
 
 # Letters (L) and numbers (N) newer than Python's Unicode 14, which the reference's regex
@@ -66,7 +79,9 @@ def _char_class(char: str) -> int:
 _CLASS_OF: dict[str, int] = {chr(c): _char_class(chr(c)) for c in range(128)}
 
 
-def _classes(text: str) -> list[int]:
+def char_classes(text: str) -> list[int]:
+    """Each character's class: :data:`LETTER` (``\\p{L}``), :data:`NUMBER` (``\\p{N}``),
+    :data:`SPACE` (``\\s``) or :data:`OTHER`, as the reference's regex engine sees it."""
     memo = _CLASS_OF
     out: list[int] = []
     for char in text:
@@ -82,7 +97,7 @@ def split_digits(text: str) -> list[str]:
 
     ``"In 2024!"`` -> ``['In ', '2', '0', '2', '4', '!']``: SmolLM2 reads digits one by one.
     """
-    classes = _classes(text)
+    classes = char_classes(text)
     if _NUMBER not in classes:
         return [text] if text else []
     pieces: list[str] = []
@@ -105,7 +120,7 @@ def gpt2_split(text: str) -> list[str]:
     whitespace gives all but its last character when a word follows, so ``"a  b"`` ->
     ``['a', ' ', ' b']``; English contractions (lower case only) are pieces of their own.
     """
-    classes = _classes(text)
+    classes = char_classes(text)
     n = len(text)
     pieces: list[str] = []
     i = 0

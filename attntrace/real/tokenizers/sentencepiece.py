@@ -25,6 +25,13 @@ of the file (``transformers/integrations/gguf/gguf_tokenizer_mapping.py``: ``gem
 5. BOS is put first when ``tokenizer.ggml.add_bos_token`` says so (true when absent, as
    transformers and llama.cpp assume for a SentencePiece vocabulary).
 
+Llama 2, TinyLlama, Mistral and Phi-3 store the same kind of vocabulary, read the same way
+but for two things (``from_metadata(..., use_scores=True)``): each text piece starts with a
+``▁`` (``tokenizer.ggml.add_space_prefix``, true when absent, as llama.cpp reads it: after
+every added token too, as llama.cpp and Hugging Face's legacy Llama normalizer do), and
+merges rank by the merged token's score (higher first, then the lower id), as their
+``tokenizer.json`` merges were ordered from the SentencePiece model.
+
 One fix of transformers' is kept: a token of two or more plain spaces is stored as spaces
 (``"  "``), and is spelled ``▁▁`` here, as the normalized text reaches it.
 
@@ -43,7 +50,7 @@ from pathlib import Path
 
 from attntrace import arguments
 from attntrace.errors import InputError
-from attntrace.real.text import checked_ids, strings
+from attntrace.real.text import checked_ids, integers, strings
 from attntrace.real.tokenizers import tokenizer_cache
 from attntrace.real.weights.gguf import GGUFFile
 
@@ -71,6 +78,8 @@ class SentencePieceTokenizer:
         add_bos: bool = True,
         unk_id: int | None = None,
         source: str | None = None,
+        scores: Sequence[float] | None = None,
+        add_space_prefix: bool = False,
     ) -> None:
         if not tokens:
             raise InputError(
@@ -100,7 +109,20 @@ class SentencePieceTokenizer:
             for i, kind in enumerate(types)
             if (kind == CONTROL or (kind == USER_DEFINED and raw[i] in self._ids)) and raw[i]
         }
-        self._setup(added, bos_id, unk_id, add_bos, source)
+        order: list[int] | None = None
+        if scores is not None:
+            if len(scores) != len(raw):
+                raise InputError(
+                    "scores do not match the tokens",
+                    source=source,
+                    field="tokenizer.ggml.scores",
+                    expected=f"{len(raw)} scores, one per token",
+                    found=str(len(scores)),
+                )
+            order = [0] * len(raw)
+            for rank, i in enumerate(sorted(range(len(raw)), key=lambda i: (-scores[i], i))):
+                order[i] = rank
+        self._setup(added, bos_id, unk_id, add_bos, source, order, add_space_prefix)
 
     def _setup(
         self,
@@ -109,8 +131,12 @@ class SentencePieceTokenizer:
         unk_id: int | None,
         add_bos: bool,
         source: str | None,
+        order: list[int] | None = None,
+        add_space_prefix: bool = False,
     ) -> None:
         """Everything derived from the vocabulary and its added tokens."""
+        self._order = order  # each id's merge rank where scores rank merges; else the id
+        self.add_space_prefix = add_space_prefix
         self._added: frozenset[str] = frozenset(added)
         self._added_ids = {t: self._ids[t] for t in added}
         # leftmost-longest matching without a 6000-way regex (which takes 0.5 s to compile):
@@ -136,6 +162,8 @@ class SentencePieceTokenizer:
             "bos_id": self.bos_id,
             "unk_id": self.unk_id,
             "add_bos": self.add_bos,
+            "order": self._order,
+            "add_space_prefix": self.add_space_prefix,
         }
 
     @classmethod
@@ -147,25 +175,38 @@ class SentencePieceTokenizer:
         vocab = strings(tables.get("vocab"))
         added = strings(tables.get("added"))
         bos, unk, add_bos = (tables.get(key) for key in ("bos_id", "unk_id", "add_bos"))
+        order, prefix = tables.get("order"), tables.get("add_space_prefix", False)
         ids_ok = all(
             v is None or (type(v) is int and 0 <= v < len(vocab or ())) for v in (bos, unk)
         )
         if not vocab or added is None or not ids_ok or type(add_bos) is not bool:
+            return None
+        if type(prefix) is not bool or (
+            order is not None and sorted(integers(order) or ()) != list(range(len(vocab)))
+        ):
             return None
         tokenizer = cls.__new__(cls)
         tokenizer._vocab = tuple(vocab)
         tokenizer._ids = dict(zip(tokenizer._vocab, range(len(vocab)), strict=True))
         if "" in added or not tokenizer._ids.keys() >= set(added):
             return None
-        tokenizer._setup(set(added), bos, unk, add_bos, source)  # type: ignore[arg-type]
+        tokenizer._setup(set(added), bos, unk, add_bos, source, order, prefix)  # type: ignore[arg-type]
         return tokenizer
 
     @classmethod
     def from_metadata(
-        cls, metadata: Mapping[str, object], source: str | None = None
+        cls,
+        metadata: Mapping[str, object],
+        source: str | None = None,
+        *,
+        use_scores: bool = False,
     ) -> SentencePieceTokenizer:
         """Build from a GGUF's ``tokenizer.ggml.*`` keys (tokens, token_type, bos/unk ids,
-        add_bos_token); every key is checked, a wrong one is an :class:`InputError`."""
+        add_bos_token); every key is checked, a wrong one is an :class:`InputError`.
+
+        ``use_scores``: merges rank by ``tokenizer.ggml.scores`` and the space prefix is
+        read from ``tokenizer.ggml.add_space_prefix`` (Llama 2 and the like); else, as
+        Gemma 3, by the merged token's id, with no prefix."""
         model = metadata.get("tokenizer.ggml.model")
         if model != "llama":
             raise InputError(
@@ -199,14 +240,19 @@ class SentencePieceTokenizer:
                 expected="a list of integers",
                 found=type(types).__name__,
             )
-        add_bos = metadata.get("tokenizer.ggml.add_bos_token", True)
-        if not isinstance(add_bos, bool):
+        add_bos = _flag(metadata, "tokenizer.ggml.add_bos_token", True, source)
+        scores = metadata.get("tokenizer.ggml.scores") if use_scores else None
+        if scores is not None and (
+            not isinstance(scores, list) or not set(map(type, scores)) <= {float, int}
+        ):
             raise InputError(
+                "bad scores",
                 source=source,
-                field="tokenizer.ggml.add_bos_token",
-                expected="true or false",
-                found=repr(add_bos)[:80],
+                field="tokenizer.ggml.scores",
+                expected="a list of numbers",
+                found=type(scores).__name__,
             )
+        prefix = use_scores and _flag(metadata, "tokenizer.ggml.add_space_prefix", True, source)
         return cls(
             tokens,
             types,
@@ -214,6 +260,8 @@ class SentencePieceTokenizer:
             add_bos=add_bos,
             unk_id=_int_or_none(metadata, "tokenizer.ggml.unknown_token_id", source),
             source=source,
+            scores=scores,
+            add_space_prefix=prefix,
         )
 
     @property
@@ -236,11 +284,12 @@ class SentencePieceTokenizer:
         arguments.text(text, "text")
         bos = self.add_bos if add_bos is None else add_bos
         ids: list[int] = [self.bos_id] if bos and self.bos_id is not None else []
+        prefix = SPACE if self.add_space_prefix else ""
         for segment, is_added in self._split_added(text):
             if is_added:
                 ids.append(self._added_ids[segment])
             else:
-                ids.extend(self._bpe(segment.replace(" ", SPACE)))
+                ids.extend(self._bpe(prefix + segment.replace(" ", SPACE)))
         return ids
 
     def vocab_strings(self, ids: Iterable[int]) -> list[str]:
@@ -353,6 +402,8 @@ class SentencePieceTokenizer:
         merged = self._ids.get(left + right)
         if merged is None:
             return None
+        if self._order is not None:
+            merged = self._order[merged]
         return merged * _MAX_LEFT + _MAX_LEFT - 1 - min(len(left), _MAX_LEFT - 1)
 
 
@@ -383,6 +434,13 @@ def _byte_of(token: str) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def _flag(metadata: Mapping[str, object], key: str, default: bool, source: str | None) -> bool:
+    value = metadata.get(key, default)
+    if not isinstance(value, bool):
+        raise InputError(source=source, field=key, expected="true or false", found=repr(value)[:80])
+    return value
 
 
 def _int_or_none(metadata: Mapping[str, object], key: str, source: str | None) -> int | None:

@@ -128,10 +128,11 @@ class WordPiece:
         """The id of a vocabulary string, or None if it is not in the vocabulary."""
         return self._ids.get(token)
 
-    def encode(self, text: str) -> list[int]:
-        """The ids BERT's tokenizer gives ``text``: ``[CLS]``, the word pieces, ``[SEP]``."""
+    def encode(self, text: str, *, add_special: bool = True) -> list[int]:
+        """The ids BERT's tokenizer gives ``text``: ``[CLS]``, the word pieces, ``[SEP]``
+        (the word pieces alone where ``add_special`` is false)."""
         arguments.text(text, "text")
-        ids = [self.cls_id]
+        ids = [self.cls_id] if add_special else []
         for segment, is_special in split_specials(self._special_pattern, text):
             if is_special:
                 ids.append(self._ids[segment])
@@ -139,7 +140,8 @@ class WordPiece:
             normalized = normalize(segment, lowercase=self.lowercase)
             for word in basic_tokenize(normalized):
                 ids.extend(self._word_ids(word))
-        ids.append(self.sep_id)
+        if add_special:
+            ids.append(self.sep_id)
         return ids
 
     def tokenize(self, text: str) -> list[str]:
