@@ -341,6 +341,7 @@ def test_the_type_table_knows_the_gguf_package_s_types(gguf: ModuleType) -> None
             assert GGML_TYPES[int(kind)][1:] == tuple(gguf.GGML_QUANT_SIZES[kind]), kind.name
 
 
+@pytest.mark.long  # llama.cpp's files: ATTNTRACE_LLAMA_CPP, given to the long runs
 def test_the_type_table_is_llama_cpp_s() -> None:
     """Names and sizes as the newest gguf-py (llama.cpp's own) has them; ggml.h's removed
     types as its comments name them."""

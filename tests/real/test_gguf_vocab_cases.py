@@ -16,6 +16,10 @@ from llama_vocabs import cases, metadata, tokenizer, vocab_file
 from attntrace.errors import InputError
 from attntrace.real.tokenizers.gguf_vocab import tokenizer_from_gguf
 
+# llama.cpp's vocabularies come from ATTNTRACE_LLAMA_CPP, which .ci/run provides (and
+# requires) for the long runs: every test here is one
+pytestmark = pytest.mark.long
+
 # Reading and building one (docs/real-models.md, "Tokenizers"): under 0.1 s for gpt-2,
 # llama-spm, phi-3 and bert-bge; 0.3-0.8 s for qwen2, llama-bpe and command-r, whose cases
 # are the long runs.
@@ -38,7 +42,6 @@ def test_every_case_matches(name: str) -> None:
     check_all_cases(name)
 
 
-@pytest.mark.long
 @pytest.mark.parametrize("name", SLOW)
 def test_every_case_matches_large_vocabularies(name: str) -> None:
     start = time.perf_counter()
