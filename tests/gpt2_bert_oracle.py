@@ -63,7 +63,7 @@ class Spelled:
     def encode(self, text: str) -> list[int]:
         return [int(word) for word in text.split()]
 
-    def tokens(self, ids: Iterable[int]) -> list[str]:
+    def vocab_strings(self, ids: Iterable[int]) -> list[str]:
         return [f"t{i}" for i in ids]
 
 

@@ -142,7 +142,7 @@ class Bert(Transformer):
 
     def labels(self, ids: list[int]) -> list[str]:
         """Tokens as the vocabulary spells them: ``[CLS]``, ``the``, ``##ing``."""
-        return self.tokenizer.tokens(ids)
+        return self.tokenizer.vocab_strings(ids)
 
     def x_formula(self, layer: int) -> str:
         if layer == 0:

@@ -199,7 +199,7 @@ class GPT2(Transformer):
 
     def labels(self, ids: list[int]) -> list[str]:
         """Tokens as the vocabulary spells them (byte-level: ``Ġ`` a leading space)."""
-        return self.tokenizer.tokens(ids)
+        return self.tokenizer.vocab_strings(ids)
 
     def x_formula(self, layer: int) -> str:
         if layer == 0:

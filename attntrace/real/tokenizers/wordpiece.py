@@ -152,6 +152,10 @@ class WordPiece:
         """The vocabulary string of each id, e.g. ``['[CLS]', 'the', 'animal', ...]``."""
         return [self._vocab[i] for i in checked_ids(ids, len(self._vocab))]
 
+    def vocab_strings(self, ids: Iterable[int]) -> list[str]:
+        """:meth:`tokens`, under the name every tokenizer of a model answers to."""
+        return self.tokens(ids)
+
     def _pieces(self, word: str) -> tuple[int, ...]:
         """Greedy longest-match-first WordPiece; the whole word is [UNK] if any part fails."""
         if len(word) > self.max_chars_per_word:
