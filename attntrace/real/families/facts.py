@@ -65,6 +65,9 @@ class ModelFacts:
     rope_base: float | None = 10_000.0
     rope_local_base: float | None = None  # Gemma 3's sliding layers
     rope_scaling: RopeScaling | None = None
+    # GGUF's rope_freqs.weight (llama.cpp's converter writes Llama 3's rope_scaling only
+    # so): one divisor per rotated pair, the angle of pair i is pos·base^(−2i/d)/factor_i
+    rope_factors: tuple[float, ...] | None = None
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
