@@ -90,6 +90,7 @@ def test_an_unknown_architecture_is_named_with_the_supported_list(tmp_path: Path
         ({"llama__attention__head_count": (U32, 4)}, ["blk.0.attn_k.weight", "disagrees"]),
         ({"llama__rope__dimension_count": (U32, 2)}, ["partial rotary", "dimension_count"]),
         ({"llama__rope__scaling__type": (STRING, "yarn")}, ["rope.scaling.type", "yarn"]),
+        ({"llama__attention__causal": (U32, 1)}, ["llama.attention.causal", "true or false"]),
         (
             {"llama__attention__sliding_window_pattern": (ARRAY, (U32, [1, 2]))},
             ["sliding_window_pattern"],

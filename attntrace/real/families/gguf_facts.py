@@ -162,6 +162,13 @@ class Keys:
             raise self._fail(key, "a positive finite number", value)
         return float(value)
 
+    def flag(self, key: str, default: bool) -> bool:
+        """The true/false at ``{arch}.key``, or ``default``."""
+        value = self.meta.get(f"{self.arch}.{key}", default)
+        if not isinstance(value, bool):
+            raise self._fail(key, "true or false", value)
+        return value
+
     def cap(self, key: str) -> float | None:
         """A softcap: absent or 0 (llama.cpp's "none") is None."""
         if not self.meta.get(f"{self.arch}.{key}"):
@@ -184,7 +191,7 @@ def gguf_facts(gguf: GGUFFile) -> ModelFacts:
     shapes = _Shapes(gguf, d_model)
     d_ff = shapes.feed_forward(keys, arch)
     window = _window(keys, arch)
-    causal = gguf.metadata.get(f"{arch}.attention.causal", row.causal)
+    causal = keys.flag("attention.causal", row.causal)
     facts = ModelFacts(
         family=arch,
         layers=layers,
@@ -196,7 +203,7 @@ def gguf_facts(gguf: GGUFFile) -> ModelFacts:
         vocabulary=shapes.vocabulary(),
         norm_eps=keys.number(row.eps_key),
         max_positions=keys.whole("context_length"),
-        causal=bool(causal),
+        causal=causal,
         norm=row.norm,
         norm_offset=1.0 if row.gemma else 0.0,
         activation=row.activation,
