@@ -24,6 +24,7 @@ from oracles import llama_cpp, require
 from attntrace.real.families.facts import ModelFacts, RopeScaling
 from attntrace.real.families.gguf_facts import gguf_facts
 from attntrace.real.families.gguf_tensors import GGUFTensors
+from attntrace.real.families.tensors import Tensor
 from attntrace.real.weights.gguf import GGUFFile
 
 pytestmark = pytest.mark.long
@@ -124,39 +125,50 @@ def permute(weight: npt.NDArray[Any], heads: int) -> npt.NDArray[Any]:
     return back
 
 
-def test_q8_0_is_the_gguf_packages_dequantization(workshop: Path) -> None:
-    """Every tensor of a Q8_0 file equals gguf.quants.dequantize of its bytes, brought
-    to transformers' layout by the converter's own steps run forward."""
+def forward(family: str, facts: ModelFacts, hf: str, name: str, got: Tensor) -> Tensor:
+    """What the converter does to ``hf`` on its way to ``name``, written out here
+    (conversion/llama.py, gemma.py, gpt2.py): the inverse of what is under test."""
+    if family in ("llama", "mistral") and ".attn_q." in name:
+        return permute(got, facts.heads)
+    if family in ("llama", "mistral") and ".attn_k." in name:
+        return permute(got, facts.kv_heads)
+    if family.startswith("gemma") and hf.endswith("norm.weight"):
+        return got + 1.0
+    if (
+        family == "gpt2"
+        and got.ndim == 2
+        and hf.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight"))
+    ):
+        transposed: Tensor = got.T
+        return transposed
+    return got
+
+
+@pytest.mark.parametrize(
+    ("family", "outtype"),
+    [("llama", "q8_0"), ("gemma3", "q8_0"), ("gpt2", "q8_0"), ("qwen2", "bf16"), ("phi3", "f16")],
+)
+def test_quantized_files_are_the_gguf_packages_dequantization(
+    workshop: Path, family: str, outtype: str
+) -> None:
+    """Every tensor of a Q8_0 (BF16, F16) file equals gguf.quants.dequantize of its
+    bytes, once brought back to the file's layout by the converter's steps run forward;
+    and the file serves the same names as its F32 twin (whose every tensor is the
+    saved model's)."""
     gguf = require("gguf")
-    path = converted(workshop, "llama", "q8_0")
+    path = converted(workshop, family, outtype)
     facts, source = open_source(path)
+    _, twin = open_source(converted(workshop, family))
+    assert source.names() == twin.names()
     stored = {t.name: t for t in gguf.GGUFReader(path).tensors}
-    assert any(t.tensor_type == gguf.GGMLQuantizationType.Q8_0 for t in stored.values())
-    names = {
-        "model.embed_tokens.weight": "token_embd.weight",
-        "lm_head.weight": "output.weight",
-        "model.norm.weight": "output_norm.weight",
-    }
-    for layer in range(facts.layers):
-        for hf, short in (
-            ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
-            ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
-            ("mlp.gate_proj", "ffn_gate"), ("mlp.up_proj", "ffn_up"),
-            ("mlp.down_proj", "ffn_down"), ("input_layernorm", "attn_norm"),
-            ("post_attention_layernorm", "ffn_norm"),
-        ):  # fmt: skip
-            for suffix in ("weight", "bias"):
-                names[f"model.layers.{layer}.{hf}.{suffix}"] = f"blk.{layer}.{short}.{suffix}"
-    names = {hf: g for hf, g in names.items() if g in stored}
-    assert set(source.names()) == set(names)
-    for hf, name in names.items():
+    kinds = {t.tensor_type.name for t in stored.values()}
+    assert outtype.upper() in kinds
+    for hf in source.names():
+        name = source.stored_name(hf)
         t = stored[name]
-        want = gguf.quants.dequantize(t.data, t.tensor_type).reshape(source.shape(hf))
-        got = source.tensor(hf)
-        if ".attn_q." in name:
-            got = permute(got, facts.heads)
-        elif ".attn_k." in name:
-            got = permute(got, facts.kv_heads)
+        want = gguf.quants.dequantize(t.data, t.tensor_type)
+        got = forward(family, facts, hf, name, source.tensor(hf))
+        assert got.shape == want.shape, hf
         assert np.array_equal(got, want.astype(np.float64)), hf
 
 

@@ -187,6 +187,10 @@ class GGUFTensors:
             )
         return entry
 
+    def stored_name(self, name: str) -> str:
+        """The GGUF tensor ``name`` is read from (for a fused file, the fused tensor)."""
+        return self._entry(name).gguf_name
+
     def shape(self, name: str) -> tuple[int, ...]:
         entry = self._entry(name)
         shape = self.gguf.tensor_info(entry.gguf_name).shape
