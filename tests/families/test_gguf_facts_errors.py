@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from weight_files import ARRAY, F32V, STRING, T_F32, U32, Metadata, Tensor, write_gguf
+from weight_files import ARRAY, F32V, STRING, T_F32, U32, U64, Metadata, Tensor, write_gguf
 
 from attntrace.errors import InputError
 from attntrace.real.families.gguf_facts import SUPPORTED, gguf_facts
@@ -91,6 +91,7 @@ def test_an_unknown_architecture_is_named_with_the_supported_list(tmp_path: Path
         ({"llama__rope__dimension_count": (U32, 2)}, ["partial rotary", "dimension_count"]),
         ({"llama__rope__scaling__type": (STRING, "yarn")}, ["rope.scaling.type", "yarn"]),
         ({"llama__attention__causal": (U32, 1)}, ["llama.attention.causal", "true or false"]),
+        ({"llama__block_count": (U64, 2**40)}, ["block_count", "blocks 0 to 0 (1)"]),
         (
             {"llama__attention__sliding_window_pattern": (ARRAY, (U32, [1, 2]))},
             ["sliding_window_pattern"],

@@ -48,6 +48,7 @@ What a GGUF file cannot say, and where it comes from instead:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from attntrace.errors import InputError
@@ -189,6 +190,7 @@ def gguf_facts(gguf: GGUFFile) -> ModelFacts:
     d_model = keys.whole("embedding_length")
     head_dim = _head_dim(keys, d_model, heads, kv_heads)
     shapes = _Shapes(gguf, d_model)
+    shapes.check_blocks(layers)
     d_ff = shapes.feed_forward(keys, arch)
     window = _window(keys, arch)
     causal = keys.flag("attention.causal", row.causal)
@@ -354,6 +356,21 @@ class _Shapes:
             expected=expected,
             found=" × ".join(map(str, found)),
         )
+
+    def check_blocks(self, layers: int) -> None:
+        """The tensors' blocks are ``blk.0`` to ``blk.{layers − 1}``, no more, no fewer
+        (so a lying block_count neither drops layers nor sends a reader looking for
+        2⁶³ of them)."""
+        blocks = {int(n.split(".")[1]) for n in self.names if re.match(r"blk\.\d+\.", n)}
+        if len(blocks) != layers or (blocks and (min(blocks), max(blocks)) != (0, layers - 1)):
+            found = f"blocks {min(blocks)} to {max(blocks)} ({len(blocks)})" if blocks else "none"
+            raise InputError(
+                "the metadata disagrees with the tensors",
+                source=self.source,
+                field="block_count",
+                expected=f"tensors of blocks 0 to {layers - 1}",
+                found=found,
+            )
 
     def vocabulary(self) -> int:
         """The embedding table's rows (Gemma 3's converter cuts rows past the tokenizer's
