@@ -72,6 +72,9 @@ class ModelFacts:
     # partial rotary (partial_rotary_factor < 1): only the first rotary_dim of each head's
     # dimensions are turned; None: all head_dim of them
     rotary_dim: int | None = None
+    # GGUF's rope_freqs.weight (llama.cpp's converter writes Llama 3's rope_scaling only
+    # so): one divisor per rotated pair, the angle of pair i is pos·base^(−2i/d)/factor_i
+    rope_factors: tuple[float, ...] | None = None
     qkv_bias: bool = False
     o_bias: bool = False
     mlp_bias: bool = False  # Llama's mlp_bias: gate, up and down with biases
