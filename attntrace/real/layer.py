@@ -22,6 +22,7 @@ from attntrace.kernel.casting import Cast
 from attntrace.kernel.spec import GivenInputs, ModelSpec
 from attntrace.kernel.trace import Trace
 from attntrace.real.catalog import CATALOG, RealModel, find_model
+from attntrace.real.disk.located import Located
 from attntrace.real.forward import Transformer
 from attntrace.visible import quoted
 
@@ -53,9 +54,24 @@ def open_model(name: str) -> Transformer:
 
 def model_for(name: str, field: str = "--model") -> Transformer:
     """The model ``--model`` names, opened once per process: every command that takes
-    ``--model`` asks here, so what the flag accepts is decided in one place. ``field``
-    names the flag (or the Python argument) in the error."""
-    return opened(find_model(name, field).name)
+    ``--model`` asks here, so what the flag accepts is decided in one place: a
+    catalogued name, a GGUF file, a Hugging Face folder, ``ORG/NAME[@REV]`` from the
+    Hugging Face cache or ``ollama:NAME[:TAG]`` (:func:`attntrace.real.disk.locate.locate`).
+    ``field`` names the flag (or the Python argument) in the error."""
+    from attntrace.real.disk.locate import locate
+
+    located = locate(name, field)
+    if located.catalogued is not None:
+        return opened(located.catalogued.name)
+    return opened_on_disk(located)
+
+
+@cache
+def opened_on_disk(located: Located) -> Transformer:
+    """A model found on disk, opened once per process (:mod:`attntrace.real.on_disk`)."""
+    from attntrace.real.on_disk import open_located
+
+    return open_located(located)
 
 
 @cache

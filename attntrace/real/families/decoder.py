@@ -163,6 +163,11 @@ def rope_frequencies(facts: ModelFacts, layer: int) -> Vector:
     assert base is not None
     width = facts.rotary_dim or facts.head_dim
     inverse: Vector = 1.0 / (base ** (np.arange(0, width, 2, dtype=np.float64) / width))
+    if facts.rope_factors is not None and not local:
+        # a GGUF file's rope_freqs.weight: the angle of pair i divided by its factor, as
+        # llama.cpp turns it (the converter wrote Llama 3's scaling so, in float32)
+        divided: Vector = inverse / np.asarray(facts.rope_factors, dtype=np.float64)
+        return divided
     scaling = None if local else facts.rope_scaling
     if scaling is None:
         return inverse
@@ -218,7 +223,8 @@ class Decoder(Transformer):
     def layer_rope_frequencies(self, layer: int) -> Vector | None:
         """The frequencies where a base alone does not say them (scaled, partial)."""
         local = self.facts.layer_type(layer) == "sliding" and self.facts.rope_local_base
-        if self.facts.rotary_dim is None and (local or self.facts.rope_scaling is None):
+        scaled = self.facts.rope_scaling is not None or self.facts.rope_factors is not None
+        if self.facts.rotary_dim is None and (local or not scaled):
             return None
         return rope_frequencies(self.facts, layer)
 
