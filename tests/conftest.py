@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from hypothesis import settings
 
@@ -19,3 +20,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 # test has opened them.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="attntrace-test-cache-")
 atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
+# `attntrace models` lists the Hugging Face cache and Ollama's store: the tests (and the
+# docs' examples they run) see two empty ones, in that folder, whatever this machine holds.
+for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+    os.environ.pop(variable, None)  # the cache is then $XDG_CACHE_HOME/huggingface/hub
+os.environ["OLLAMA_MODELS"] = str(Path(os.environ["XDG_CACHE_HOME"]) / "ollama" / "models")

@@ -20,19 +20,29 @@ from attntrace.cli.pipes import stdout_console
 def models_command(
     as_json: Annotated[bool, json_flag("Write the list as JSON.")] = False,
 ) -> None:
-    """List the real trained models attntrace can trace, installed or not."""
+    """List the real trained models attntrace can trace, installed or not, and every
+    model in the Hugging Face cache and Ollama's store."""
     from attntrace.real.catalog import CATALOG
+    from attntrace.real.disk import listing
+
+    cap = listing.ENTRY_CAP  # read here, so a test can lower it
+    found = listing.scan(cap)  # a broken entry is a row with its reason, never an error
 
     def document() -> dict[str, Any]:
         from attntrace.real.real_json import models_to_dict
 
-        return models_to_dict(CATALOG)
+        return models_to_dict(CATALOG, found)
 
     def view() -> None:
+        from attntrace.real.views.found import found_lines
         from attntrace.real.views.models import model_table
         from attntrace.ui.fitted import RightTrimmed
 
-        stdout_console().print(RightTrimmed(model_table(CATALOG)))
+        console = stdout_console()
+        console.print(RightTrimmed(model_table(CATALOG)))
+        console.print()
+        for line in found_lines(found, cap):
+            console.print(RightTrimmed(line))
 
     emit(as_json, document, view)
 

@@ -9,6 +9,7 @@ from attntrace.visible import well_formed
 
 if TYPE_CHECKING:
     from attntrace.real.catalog import RealModel
+    from attntrace.real.disk.listing import Scan
     from attntrace.real.layer import HeadRanking
 
 
@@ -17,8 +18,10 @@ MODELS_SCHEMA_ID = "attntrace/models/v1"
 HEADS_SCHEMA_ID = "attntrace/heads/v1"
 
 
-def models_to_dict(catalog: Sequence[RealModel]) -> dict[str, Any]:
-    """`attntrace models --json`: each real model's shapes, and whether it is installed."""
+def models_to_dict(catalog: Sequence[RealModel], scan: Scan) -> dict[str, Any]:
+    """`attntrace models --json`: each real model's shapes, and whether it is installed;
+    then each model found in the stores (its name and reason as well-formed text: they
+    come from folder names, which may hold any byte), and where they were looked for."""
     return {
         "schema": MODELS_SCHEMA_ID,
         "models": [
@@ -40,6 +43,23 @@ def models_to_dict(catalog: Sequence[RealModel]) -> dict[str, Any]:
             }
             for m in catalog
         ],
+        "found": [
+            {
+                "name": well_formed(f.name),
+                "store": f.store,
+                "format": f.format,
+                "size_bytes": f.size,
+                "family": None if f.family is None else well_formed(f.family),
+                "layers": f.layers,
+                "heads": f.heads,
+                "kv_heads": f.kv_heads,
+                "traceable": f.traceable,
+                "why_not": well_formed(f.why_not),
+            }
+            for f in scan.found
+        ],
+        "looked_in": [well_formed(str(path)) for path in scan.looked_in],
+        "cut_short": scan.cut_short,
     }
 
 

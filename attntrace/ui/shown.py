@@ -30,6 +30,10 @@ LABEL_LIMIT = 40
 NAME_LIMIT = 80
 FORMULA_LIMIT = 200
 DESCRIPTION_LIMIT = 2000
+# A model found on disk is named whole, to be pasted after --model: ORG/NAME@COMMIT of
+# huggingface_hub's longest parts is 234 characters.
+LISTED_LIMIT = 240
+LISTED_TEXT_LIMIT = 500
 
 
 def label(token: str) -> str:
@@ -40,6 +44,17 @@ def label(token: str) -> str:
 def model_name(text: str) -> str:
     """A model's name, as a header shows it."""
     return visible(text, NAME_LIMIT)
+
+
+def listed_name(text: str) -> str:
+    """The name of a model `attntrace models` found (from a folder's name), as it shows it."""
+    return visible(text, LISTED_LIMIT)
+
+
+def listed_text(text: str) -> str:
+    """A path, or the reason a found model cannot be traced (it may quote a file's name),
+    on one line: a newline in a name is shown as ``\\n``, not obeyed."""
+    return visible(text, LISTED_TEXT_LIMIT)
 
 
 def description(text: str) -> str:

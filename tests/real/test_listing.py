@@ -202,13 +202,13 @@ def test_a_gguf_summary_stops_at_the_head_counts(
     path = tiny_gguf(tmp_path / "big.gguf", tokens=50_000)
     assert path.stat().st_size > 4 * summary.FIRST_READ
     reads: list[int] = []
-    from attntrace.kernel.reading import read_array as real_read
+    from attntrace.kernel.reading import read_at as real_read
 
-    def counted(file: Any, offset: int, dtype: Any, count: int) -> Any:
-        reads.append(count)
-        return real_read(file, offset, dtype, count)
+    def counted(file: Any, offset: int, into: memoryview) -> None:
+        reads.append(len(into))
+        real_read(file, offset, into)
 
-    monkeypatch.setattr(summary, "read_array", counted)
+    monkeypatch.setattr(summary, "read_at", counted)
     assert gguf_summary(path).layers == 3
     assert reads == [summary.FIRST_READ]
 

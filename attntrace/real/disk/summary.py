@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from attntrace.errors import InputError
-from attntrace.kernel.reading import naming, open_regular, read_array
+from attntrace.kernel.reading import naming, open_regular, read_at
 from attntrace.real.disk.files import read_json_object
 from attntrace.real.families.facts import FAMILIES
 from attntrace.real.weights.gguf_header import (
@@ -102,7 +100,9 @@ def gguf_summary(path: Path) -> Summary:
         size = os.fstat(file.fileno()).st_size
         length = min(size, FIRST_READ)
         while True:
-            buf = read_array(file, 0, np.uint8, length).tobytes()
+            held = bytearray(length)  # read, not through numpy: `models` loads none
+            read_at(file, 0, memoryview(held))
+            buf = bytes(held)
             try:
                 found = _metadata(Parser(buf, size, source))
                 break

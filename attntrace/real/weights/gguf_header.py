@@ -12,8 +12,6 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from attntrace.errors import InputError
 from attntrace.real.text import shown
 
@@ -238,6 +236,8 @@ class Parser:
         size = _SCALAR_SIZE[elem_type]
         self.check_count(count, size, "array length", key)
         start = self.need(count * size, "an array", key)
+        import numpy as np  # here: `attntrace models` reads headers without loading numpy
+
         values = np.frombuffer(self.buf, dtype=scalar[2], count=count, offset=start)
         if elem_type == _BOOL:
             if count and int(values.max()) > 1:
