@@ -21,7 +21,7 @@ from attntrace.real.disk.hf_folder import folder_names
 from attntrace.real.disk.located import Located
 from attntrace.real.disk.summary import Summary, config_summary, gguf_summary
 
-#: The most store entries (cache folders, manifest folders and files) looked at.
+#: The most entries (cache folders, manifest folders and files) looked at in each store.
 ENTRY_CAP = 1000
 UNKNOWN = Summary(None, None, None, None)
 
@@ -73,10 +73,15 @@ class _Budget:
 
 
 def scan(cap: int = ENTRY_CAP) -> Scan:
-    """The stores walked: the Hugging Face cache first, then Ollama's."""
-    budget = _Budget(cap)
-    found = [*_hf_models(hf_cache.hub_cache(), budget), *_ollama_models(ollama.store(), budget)]
-    return Scan(tuple(found), (hf_cache.hub_cache(), ollama.store()), budget.spent)
+    """The stores walked: the Hugging Face cache first, then Ollama's, each with a cap
+    of its own (one budget for both let a large cache leave Ollama's unread)."""
+    hf_budget, ollama_budget = _Budget(cap), _Budget(cap)
+    found = [
+        *_hf_models(hf_cache.hub_cache(), hf_budget),
+        *_ollama_models(ollama.store(), ollama_budget),
+    ]
+    stores = (hf_cache.hub_cache(), ollama.store())
+    return Scan(tuple(found), stores, hf_budget.spent or ollama_budget.spent)
 
 
 def _entries(folder: Path, budget: _Budget) -> Iterator[os.DirEntry[str]]:
