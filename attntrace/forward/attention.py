@@ -416,8 +416,9 @@ def _rope_angles(model: ModelSpec) -> str:
     if given is None:
         return f"base {model.rope_base:g}"
     pairs = model.d_k // 2
-    part = "" if len(given) == pairs else f" of {pairs}, the rest unturned"
-    return f"{len(given)} pairs by their own frequencies{part}"
+    if len(given) == pairs:
+        return "each pair by its own frequency"
+    return f"{len(given)} of {pairs} pairs by their own frequencies, the rest unturned"
 
 
 # How a head's recording helpers add a stage: name, formula, data, its rows' and its
