@@ -86,7 +86,8 @@ class ModelSpec:
     ``d_model × kv_heads·d_v``, and the optional ``WO`` ``heads·d_v × d_model``.
     ``positions`` is None, ``"sinusoidal"``, ``"rope"`` (rotary, applied to Q and K with
     ``rope_base`` and ``rope_pairing``: ``"half"``, i with i + d_k/2, or ``"interleaved"``,
-    2i with 2i+1), or learned vectors ``[max_len × d_model]``. ``context`` makes it
+    2i with 2i+1; ``rope_frequencies``, where given, replace the base's: a real model's
+    scaled or partial RoPE), or learned vectors ``[max_len × d_model]``. ``context`` makes it
     cross-attention (K, V from it). ``biases`` holds optional vectors ``bQ``, ``bK``,
     ``bV`` (one number per column of WQ, WK, WV) and ``bO`` (d_model, with WO). ``given``
     replaces the embeddings lookup for a real model's layer (see :class:`GivenInputs`).
