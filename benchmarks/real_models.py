@@ -65,7 +65,7 @@ import numpy.typing as npt
 
 from attntrace.decode.cache import KVCache
 from attntrace.decode.decoder import decode
-from attntrace.kernel.ops import kv_head_of, rope, softmax
+from attntrace.kernel.ops import kv_head_of, rope, rope_frequencies, softmax
 from attntrace.real.catalog import CATALOG, MINILM, SMOLLM2, RealModel
 from attntrace.real.forward import LayerAttention
 from attntrace.real.layer import DEFAULT_SENTENCE, layer_spec, open_model, opened, trace_layer
@@ -159,8 +159,9 @@ class WholeModelStep:
     ) -> npt.NDArray[Any]:
         spec, d = SMOLLM2, SMOLLM2.head_dim
         q, k, v = ((x @ m).reshape(-1, d) for m in (w.WQ, w.WK, w.WV))  # a row per head
-        q = rope(q, np.full(spec.heads, position), self.model.rope_base or 0.0)
-        k = rope(k, np.full(spec.kv_heads, position), self.model.rope_base or 0.0)
+        turns = rope_frequencies(d, self.model.rope_base or 0.0)
+        q = rope(q, np.full(spec.heads, position), turns)
+        k = rope(k, np.full(spec.kv_heads, position), turns)
         cache.append(k, v)
         heads = []
         for h in range(spec.heads):

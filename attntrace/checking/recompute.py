@@ -168,8 +168,9 @@ def _positioned(
         Q_in, K_in = normed(Q_in, K_in)
     if model.position_kind == "rope":
         turn = recipe.pairing or model.rope_pairing
-        Q_in = [rope(q, np.arange(len(q)), model.rope_base, turn) for q in Q_in]
-        K_in = [rope(k, np.arange(len(k)), model.rope_base, turn) for k in K_in]
+        frequencies = model.turn_frequencies
+        Q_in = [rope(q, np.arange(len(q)), frequencies, turn) for q in Q_in]
+        K_in = [rope(k, np.arange(len(k)), frequencies, turn) for k in K_in]
         _record(out, ("Q_rope", "K_rope"), (Q_in, K_in), reads)
     if v.qk_norm and recipe.qk_norm_after_rope:  # the mistake: the turned rows normed
         Q_in, K_in = normed(Q_in, K_in)

@@ -143,7 +143,7 @@ def _read_only(rows: Matrix) -> list[Matrix]:
 
 
 Norm = Callable[[Matrix, "Matrix | None", float], Matrix]
-Turn = Callable[[Matrix, "npt.NDArray[np.int64]", float, str], Matrix]
+Turn = Callable[[Matrix, "npt.NDArray[np.int64]", Matrix, str], Matrix]
 Attend = Callable[..., Attention]
 
 
@@ -158,8 +158,9 @@ def prepared(
         q = norm(q, variants.q_norm, variants.qk_norm_eps)
         k = norm(k, variants.k_norm, variants.qk_norm_eps)
     if model.position_kind == "rope":
-        q = turn(q, np.full(len(q), t), model.rope_base, model.rope_pairing)
-        k = turn(k, np.full(len(k), t), model.rope_base, model.rope_pairing)
+        frequencies = model.turn_frequencies
+        q = turn(q, np.full(len(q), t), frequencies, model.rope_pairing)
+        k = turn(k, np.full(len(k), t), frequencies, model.rope_pairing)
     return q, k
 
 

@@ -41,7 +41,11 @@ class Arithmetic(Protocol):
     def add(self, a: npt.ArrayLike, b: npt.ArrayLike) -> Matrix: ...
     def linear(self, x: Matrix, w: Matrix, b: Matrix | None = None) -> Matrix: ...
     def rope(
-        self, rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+        self,
+        rows: Matrix,
+        positions: npt.NDArray[np.int64],
+        frequencies: Matrix,
+        pairing: str = "half",
     ) -> Matrix: ...
     def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix: ...
     def attention(
@@ -72,9 +76,13 @@ class _Exact:
         return ops.linear(x, w, b)
 
     def rope(
-        self, rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+        self,
+        rows: Matrix,
+        positions: npt.NDArray[np.int64],
+        frequencies: Matrix,
+        pairing: str = "half",
     ) -> Matrix:
-        return ops.rope(rows, positions, base, pairing)
+        return ops.rope(rows, positions, frequencies, pairing)
 
     def rms_norm(self, rows: Matrix, weight: Matrix | None, eps: float) -> Matrix:
         return ops.rms_norm(rows, weight, eps)
@@ -234,6 +242,11 @@ def _model_info(model: ModelSpec) -> ModelInfo:
         rope_base=model.rope_base if model.position_kind == "rope" else None,
         rope_pairing=model.rope_pairing if model.position_kind == "rope" else None,
         variants=model.variants,
+        rope_frequencies=(
+            tuple(float(f) for f in model.rope_frequencies)
+            if model.position_kind == "rope" and model.rope_frequencies is not None
+            else None
+        ),
     )
 
 
@@ -337,10 +350,10 @@ def _head(
     q_in, k_in = normed or (Q, K)
     turned = None
     if model.position_kind == "rope":  # each row turned by its position's angles
-        base, pairing = model.rope_base, model.rope_pairing
+        frequencies, pairing = model.turn_frequencies, model.rope_pairing
         turned = (
-            calc.rope(q_in, np.arange(len(Q)), base, pairing),  # [n, d_k] -> [n, d_k]
-            calc.rope(k_in, np.arange(len(K)), base, pairing),
+            calc.rope(q_in, np.arange(len(Q)), frequencies, pairing),  # [n, d_k] -> [n, d_k]
+            calc.rope(k_in, np.arange(len(K)), frequencies, pairing),
         )
     n, m = len(Q), len(K)
     alibi = None
@@ -387,13 +400,25 @@ def _head(
     if turned:
         # the default pairing goes unsaid (the formulas read as they always have)
         neighbours = ", neighbours paired" if model.rope_pairing == "interleaved" else ""
-        how = f"turned by position (RoPE, base {model.rope_base:g}{neighbours})"
+        how = f"turned by position (RoPE, {_rope_angles(model)}{neighbours})"
         source = ("Q_norm", "K_norm") if normed else ("Q", "K")
         add("Q_rope", f"Q_rope = {source[0]} {how}", turned[0], queries, q_dims)
         add("K_rope", f"K_rope = {source[1]} {how}", turned[1], keys, k_dims)
     sink_logit = None if sinks is None else sinks[h]
     _add_attention(add, model, info, h, head, alibi, sink_logit, (queries, keys))
     return head.output
+
+
+def _rope_angles(model: ModelSpec) -> str:
+    """How the Q_rope and K_rope formulas name the angles: ``base 10000``, or where the
+    frequencies are given one by one, how many pairs turn by them."""
+    given = model.rope_frequencies
+    if given is None:
+        return f"base {model.rope_base:g}"
+    pairs = model.d_k // 2
+    if len(given) == pairs:
+        return "each pair by its own frequency"
+    return f"{len(given)} of {pairs} pairs by their own frequencies, the rest unturned"
 
 
 # How a head's recording helpers add a stage: name, formula, data, its rows' and its

@@ -297,31 +297,43 @@ def _tell_norm(cell: Cell) -> Told:
 
 
 def _tell_rope(cell: Cell) -> Told:
-    """RoPE: the cell's dimension and its partner turned by the position's angle."""
+    """RoPE: the cell's dimension and its partner turned by the position's angle, with the
+    frequency the trace used (``rope_base^(−2i/d_k)``, or a real model's own)."""
     model = cell.trace.model
-    base = model.rope_base or 10000.0
     source_name = cell.stage.formula.split(" = ")[1].split(" ")[0]  # Q, K, Q_norm, K_norm
     source = cell.same_head(source_name)
     if source is None:
         return Told([f"{source_name} is not in this trace"])
     width, c, p = cell.stage.shape[1], cell.col, cell.row
-    if model.rope_pairing == "interleaved":
-        pair, partner, first = c // 2, c + 1 - 2 * (c % 2), c % 2 == 0
-    else:
-        half = width // 2
-        pair, partner, first = c % half, (c + half) % width, c < half
-    angle = p * base ** (-2 * pair / width)
-    cos, sin = math.cos(angle), math.sin(angle)
-    a, b = float(source.data[p, c]), float(source.data[p, partner])
-    sign = "−" if first else "+"
-    turned = a * cos - b * sin if first else a * cos + b * sin
     labels = unique_labels(source.cols)
     row = f"{source_name}[{cell.row_label}"
+    a = float(source.data[p, c])
+    frequencies = model.turn_frequencies
+    placed = model.rope_pair(c)
+    if placed is None:  # a partial rotary width: the dimensions past it are not turned
+        turned_width = 2 * len(frequencies)
+        return Told(
+            [
+                f"{labels[c]} is past the {turned_width} turned dimensions of {width}: not turned",
+                f"= {row}, {labels[c]}] = {figure(a)}",
+            ]
+        )
+    pair, partner, first = placed
+    frequency = float(frequencies[pair])
+    angle = p * frequency
+    cos, sin = math.cos(angle), math.sin(angle)
+    b = float(source.data[p, partner])
+    sign = "−" if first else "+"
+    turned = a * cos - b * sin if first else a * cos + b * sin
+    if model.rope_frequencies is None:
+        how = f"θ = {p} · {model.rope_base or 10000.0:g}^(−2·{pair}/{width}) = {figure(angle)}"
+    else:  # given one by one (scaled RoPE): the frequency is the model's own
+        how = f"θ = {p} · frequency[{pair}] = {p} × {figure(frequency)} = {figure(angle)}"
     return Told(
         [
             f"position {p}; {labels[c]} is turned with {labels[partner]} "
-            f"(pair {pair} of {width // 2})",
-            f"θ = {p} · {base:g}^(−2·{pair}/{width}) = {figure(angle)}",
+            f"(pair {pair} of {len(frequencies)})",
+            how,
             f"cos θ = {figure(cos)}, sin θ = {figure(sin)}",
             f"{row}, {labels[c]}] · cos θ {sign} {row}, {labels[partner]}] · sin θ",
             f"= {figure(a)} × {factor(cos)} {sign} {factor(b)} × {factor(sin)} = {figure(turned)}",

@@ -24,8 +24,9 @@ from attntrace.forward.replay_variants import saved_variants
 from attntrace.forward.trace_json import SCHEMA_ID
 from attntrace.forward.trace_layout import check_layout
 from attntrace.kernel import fields, progress
+from attntrace.kernel.fields import is_rope_base
 from attntrace.kernel.frozen import freeze
-from attntrace.kernel.spec import POSITION_KINDS, ROPE_PAIRINGS, is_rope_base
+from attntrace.kernel.spec import POSITION_KINDS, ROPE_PAIRINGS
 from attntrace.kernel.trace import ModelInfo, Stage, Trace, weight_title
 from attntrace.modelfile.parse import parse_document
 
@@ -78,6 +79,7 @@ def _trace(document: Any) -> Trace:
         rope_base=_rope_base(model),
         rope_pairing=_rope_pairing(model),
         variants=saved_variants(model, heads=heads, d_k=d_k, causal=causal),
+        rope_frequencies=_rope_frequencies(model, d_k),
     )
     tokens = fields.texts(document.get("tokens"), "tokens")
     context = document.get("context_tokens")
@@ -108,6 +110,17 @@ def _rope_base(model: Mapping[str, Any]) -> float | None:
     if not is_rope_base(value):
         raise InputError(field="model.rope_base", expected="a number > 1", found=describe(value))
     return float(value)
+
+
+def _rope_frequencies(model: Mapping[str, Any], d_k: int) -> tuple[float, ...] | None:
+    """RoPE's frequencies where the trace was turned by its own per pair (a scaled or
+    partial RoPE, docs/real-models.md), which the step screens quote; else None."""
+    if model.get("positions") != "rope" or "rope_frequencies" not in model:
+        return None
+    field = "model.rope_frequencies"
+    values = np.array(fields.numbers(model["rope_frequencies"], field), dtype=np.float64)
+    fields.rope_frequencies_fit(values, d_k, field)
+    return tuple(float(f) for f in values)
 
 
 def _rope_pairing(model: Mapping[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.kernel.trace import Stage, Trace
+from attntrace.kernel.trace import ModelInfo, Stage, Trace
 
 _ONE_LINE = {
     "embeddings": "One row per token: its vector from the embedding table.",
@@ -116,7 +116,7 @@ _PARAGRAPH = {
     "Q_rope": (
         "Rotary positions (RoPE): nothing was added to X, so position enters here. Each "
         "query row p is cut into pairs of numbers {rope_pair} and each pair is turned "
-        "like a clock hand by the angle p · {rope_base}^(−2i/{d_k}): large turns in the "
+        "like a clock hand by the angle {rope_angle}: large turns in the "
         "first pairs, small ones in the last."
     ),
     "Q_norm": (
@@ -186,11 +186,11 @@ def _numbers(trace: Trace) -> dict[str, object]:
         "sqrt_dk": f"{math.sqrt(model.d_k):.4f}",
         "q": model.score_inputs[0],
         "k": model.score_inputs[1],
-        "rope_base": f"{model.rope_base:g}" if model.rope_base is not None else "",
+        "rope_angle": _rope_angle(model),
         # pair i: columns i and i + d_k/2 (rotate_half), or neighbours 2i and 2i + 1
         "rope_pair": "(2i, 2i + 1)"
         if model.rope_pairing == "interleaved"
-        else f"(i, i + {model.d_k // 2})",
+        else f"(i, i + {len(model.turn_frequencies)})",
         "softcap": f"{model.variants.softcap:g}" if model.variants.softcap is not None else "",
     }
 
@@ -369,3 +369,15 @@ def shape_equation(stage: Stage, trace: Trace) -> str:
         ),
     }
     return equations.get(stage.name, f"{stage.name} [{stage.shape[0]} × {stage.shape[1]}]")
+
+
+def _rope_angle(model: ModelInfo) -> str:
+    """The angle of pair i at position p: by the base, or by a real model's own
+    frequencies (scaled RoPE; a partial rotary width leaves the last dimensions)."""
+    if model.rope_frequencies is None:
+        base = model.rope_base if model.rope_base is not None else 10000.0
+        return f"p · {base:g}^(−2i/{model.d_k})"
+    pairs = len(model.rope_frequencies)
+    unturned = model.d_k - 2 * pairs
+    rest = f"; the last {unturned} dimensions are not turned" if unturned else ""
+    return f"p · f_i, f_i the model's own frequency of pair i (scaled RoPE, {pairs} pairs{rest})"

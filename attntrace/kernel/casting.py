@@ -138,27 +138,32 @@ class Cast:
         return product if b is None else self.add(product, b)
 
     def rope(
-        self, rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+        self,
+        rows: Matrix,
+        positions: npt.NDArray[np.int64],
+        frequencies: Matrix,
+        pairing: str = "half",
     ) -> Matrix:
         """:func:`attntrace.kernel.ops.rope` on the dtype's values, with cos and sin rounded
         to the dtype and each turned value x·cos ∓ y·sin rounded once from its exact
-        value."""
+        value; dimensions past the turned pairs (a partial rotary width) kept as held."""
         x = self.round(rows)
-        angles = rope_angles(positions, x.shape[1], base)
+        half = len(frequencies)
+        angles = rope_angles(positions, frequencies)
         cos, sin = self.round(np.cos(angles)), self.round(np.sin(angles))
         with np.errstate(over="ignore", invalid="ignore"):
             if pairing == "interleaved":
-                first, second = x[:, 0::2], x[:, 1::2]
-                turned = np.empty_like(x)
-                turned[:, 0::2] = self._turn(first * cos, -(second * sin))
-                turned[:, 1::2] = self._turn(second * cos, first * sin)
+                first, second = x[:, 0 : 2 * half : 2], x[:, 1 : 2 * half : 2]
+                turned = np.array(x)
+                turned[:, 0 : 2 * half : 2] = self._turn(first * cos, -(second * sin))
+                turned[:, 1 : 2 * half : 2] = self._turn(second * cos, first * sin)
             else:
-                half = x.shape[1] // 2
-                first, second = x[:, :half], x[:, half:]
+                first, second = x[:, :half], x[:, half : 2 * half]
                 turned = np.concatenate(
                     [
                         self._turn(first * cos, -(second * sin)),
                         self._turn(second * cos, first * sin),
+                        x[:, 2 * half :],
                     ],
                     1,
                 )

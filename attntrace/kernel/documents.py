@@ -40,6 +40,11 @@ def model_to_dict(model: ModelInfo) -> dict[str, Any]:
         "positions": model.positions,
         **({"rope_base": model.rope_base} if model.rope_base is not None else {}),
         **({"rope_pairing": model.rope_pairing} if model.rope_pairing is not None else {}),
+        **(
+            {"rope_frequencies": list(model.rope_frequencies)}
+            if model.rope_frequencies is not None
+            else {}
+        ),
         **variants_to_dict(model),
     }
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -267,4 +267,54 @@ def require_finite(array: npt.NDArray[np.floating[Any] | np.integer[Any]], field
             field=field_path + "".join(f"[{i}]" for i in where),
             expected="a finite number",
             found=found,
+        )
+
+
+def rope_frequencies_fit(frequencies: npt.NDArray[np.float64], d_k: int, field: str) -> None:
+    """RoPE's frequencies, one per turned pair: 1 to d_k/2 of them (fewer turn only the
+    first dimensions of each head), each finite and above 0; else one InputError."""
+    pairs = d_k // 2
+    count = int(frequencies.size)
+    fine = frequencies.ndim == 1 and 1 <= count <= pairs
+    if fine and bool(np.isfinite(frequencies).all() and (frequencies > 0).all()):
+        return
+    if frequencies.ndim != 1:
+        found = f"a {frequencies.ndim}-D array of {shape_text(frequencies.shape)}"
+    elif not fine:
+        found = counted(count, "number")
+    else:
+        bad = next(float(f) for f in frequencies if not (math.isfinite(f) and f > 0))
+        found = describe(bad)
+    raise InputError(
+        field=field,
+        expected=f"1 to {pairs} numbers above 0 (one per turned pair of d_k = {d_k})",
+        found=found,
+    )
+
+
+def is_rope_base(value: object) -> TypeGuard[int | float]:
+    """A usable RoPE base: a finite real number above 1 (a bool is no number here)."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and value > 1
+        and math.isfinite(value)
+    )
+
+
+def check_rope(base: object, d_k: int) -> None:
+    """RoPE's base a usable one; a head's width even, since RoPE rotates pairs of Q's and
+    K's columns."""
+    if not is_rope_base(base):
+        raise InputError(
+            field="rope_base",
+            expected="a number > 1 (10000 in RoFormer and LLaMA)",
+            found=describe(base),
+        )
+    if d_k % 2:
+        raise InputError(
+            "RoPE rotates pairs of dimensions",
+            field="positions",
+            expected="an even d_k with rope",
+            found=f"d_k = {d_k}",
         )

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from attntrace.kernel import progress
 
 Matrix = npt.NDArray[np.float64]
+Vector = npt.NDArray[np.float64]  # one number per column, pair or row
 Mask = npt.NDArray[np.bool_]
 
 
@@ -263,38 +264,57 @@ def sinusoidal_positions(n: int, d_model: int) -> Matrix:
     return table
 
 
-def rope_angles(positions: npt.NDArray[np.int64], width: int, base: float) -> Matrix:
-    """The rotary angles ``θ[p, i] = p · base^(−2i/width)`` for i < width/2: ``[n, width/2]``.
+def rope_frequencies(
+    width: int, base: float, given: npt.NDArray[np.float64] | None = None
+) -> Vector:
+    """The frequency of each turned pair: ``given`` where a model says them one by one
+    (Llama 3.1's scaled RoPE, Phi-3's partial rotary width: fewer than width/2 pairs turn
+    only the first dimensions), else ``base^(−2i/width)`` for i < width/2 (RoFormer).
 
-    Su et al. 2021 (RoFormer), with the pair layout of LLaMA in Hugging Face
-    transformers: dimension i is paired with i + width/2 (``rotate_half``).
+    Every path that turns Q or K (the trace, a low-precision trace, decode's cache, the
+    backward, check's recompute, a real model's layers, the cell stories) asks here, so
+    none can turn by other angles than the trace shows.
     """
-    frequencies = np.power(float(base), -np.arange(0, width, 2, dtype=np.float64) / width)
+    if given is not None:
+        return np.asarray(given, dtype=np.float64)
+    frequencies: Vector = np.power(float(base), -np.arange(0, width, 2, dtype=np.float64) / width)
+    return frequencies
+
+
+def rope_angles(positions: npt.NDArray[np.int64], frequencies: Vector) -> Matrix:
+    """The rotary angles ``θ[p, i] = p · frequencies[i]``: ``[n, pairs]``
+    (:func:`rope_frequencies` gives the frequencies)."""
     angles: Matrix = positions.astype(np.float64)[:, None] * frequencies[None, :]
     return angles
 
 
 def rope(
-    rows: Matrix, positions: npt.NDArray[np.int64], base: float, pairing: str = "half"
+    rows: Matrix, positions: npt.NDArray[np.int64], frequencies: Vector, pairing: str = "half"
 ) -> Matrix:
     """Rotate each row's pairs by the angle of its position: ``[n, d] -> [n, d]``.
 
-    ``pairing="half"`` (LLaMA in Hugging Face transformers, ``rotate_half``) pairs
-    dimension i with i + d/2: ``x'_i = x_i·cos θ_i − x_{i+d/2}·sin θ_i`` and
-    ``x'_{i+d/2} = x_{i+d/2}·cos θ_i + x_i·sin θ_i``. ``pairing="interleaved"`` (RoFormer,
-    GPT-J, Meta's LLaMA) pairs neighbours 2i and 2i+1 with the same angles θ_i. Rotating q
-    at position m and k at position n by their own angles makes q'·k' depend on m − n
-    only: the position enters the score as an offset.
+    Pair i turns by ``position · frequencies[i]`` (:func:`rope_frequencies`). With r =
+    2 · len(frequencies) turned dimensions, ``pairing="half"`` (LLaMA in Hugging Face
+    transformers, ``rotate_half``) pairs dimension i with i + r/2:
+    ``x'_i = x_i·cos θ_i − x_{i+r/2}·sin θ_i`` and ``x'_{i+r/2} = x_{i+r/2}·cos θ_i +
+    x_i·sin θ_i``. ``pairing="interleaved"`` (RoFormer, GPT-J, Meta's LLaMA) pairs
+    neighbours 2i and 2i+1 with the same angles θ_i. Dimensions from r on (a partial
+    rotary width, Phi-3's ``partial_rotary_factor``) pass through unturned, as in
+    transformers' ``apply_rotary_pos_emb``. Rotating q at position m and k at position n
+    by their own angles makes q'·k' depend on m − n only: the position enters the score
+    as an offset.
     """
-    half = rows.shape[1] // 2
-    angles = rope_angles(positions, rows.shape[1], base)  # [n, d/2]
+    half = len(frequencies)
+    angles = rope_angles(positions, frequencies)  # [n, r/2]
     cos, sin = np.cos(angles), np.sin(angles)
     if pairing == "interleaved":
-        first, second = rows[:, 0::2], rows[:, 1::2]
-        turned: Matrix = np.empty_like(rows, dtype=np.float64)
-        turned[:, 0::2] = first * cos - second * sin
-        turned[:, 1::2] = second * cos + first * sin
+        first, second = rows[:, 0 : 2 * half : 2], rows[:, 1 : 2 * half : 2]
+        turned: Matrix = np.array(rows, dtype=np.float64)
+        turned[:, 0 : 2 * half : 2] = first * cos - second * sin
+        turned[:, 1 : 2 * half : 2] = second * cos + first * sin
         return turned
-    first, second = rows[:, :half], rows[:, half:]
-    rotated: Matrix = np.concatenate([first * cos - second * sin, second * cos + first * sin], 1)
+    first, second, rest = rows[:, :half], rows[:, half : 2 * half], rows[:, 2 * half :]
+    rotated: Matrix = np.concatenate(
+        [first * cos - second * sin, second * cos + first * sin, rest], 1
+    )
     return rotated

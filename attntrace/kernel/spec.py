@@ -12,11 +12,10 @@ hands out each head's columns (:meth:`ModelSpec.head_weight`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,15 +23,17 @@ import numpy.typing as npt
 from attntrace import arguments
 from attntrace.errors import InputError, describe
 from attntrace.kernel.fields import (
+    check_rope,
     checked_array,
     counted,
     is_token,
     require_finite,
+    rope_frequencies_fit,
     shape_text,
     whole,
 )
 from attntrace.kernel.frozen import is_frozen, known_finite
-from attntrace.kernel.ops import head_columns
+from attntrace.kernel.ops import head_columns, rope_frequencies
 from attntrace.kernel.variants import Variants, check_variants
 from attntrace.kernel.vocabulary import unknown_tokens
 
@@ -44,16 +45,6 @@ POSITION_KINDS = ("none", "sinusoidal", "learned", "rope", "alibi")
 ROPE_PAIRINGS = ("half", "interleaved")
 # Each bias vector and the matrix whose columns it adds to.
 BIAS_OF_WEIGHT = {"bQ": "WQ", "bK": "WK", "bV": "WV", "bO": "WO"}
-
-
-def is_rope_base(value: object) -> TypeGuard[int | float]:
-    """A usable RoPE base: a finite real number above 1 (a bool is no number here)."""
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and value > 1
-        and math.isfinite(value)
-    )
 
 
 def _check_key(key: object, name: str) -> None:
@@ -95,7 +86,8 @@ class ModelSpec:
     ``d_model × kv_heads·d_v``, and the optional ``WO`` ``heads·d_v × d_model``.
     ``positions`` is None, ``"sinusoidal"``, ``"rope"`` (rotary, applied to Q and K with
     ``rope_base`` and ``rope_pairing``: ``"half"``, i with i + d_k/2, or ``"interleaved"``,
-    2i with 2i+1), or learned vectors ``[max_len × d_model]``. ``context`` makes it
+    2i with 2i+1; ``rope_frequencies``, where given, replace the base's: a real model's
+    scaled or partial RoPE), or learned vectors ``[max_len × d_model]``. ``context`` makes it
     cross-attention (K, V from it). ``biases`` holds optional vectors ``bQ``, ``bK``,
     ``bV`` (one number per column of WQ, WK, WV) and ``bO`` (d_model, with WO). ``given``
     replaces the embeddings lookup for a real model's layer (see :class:`GivenInputs`).
@@ -134,6 +126,9 @@ class ModelSpec:
     # The options of today's models beyond the paper's (docs/variants.md): a sliding
     # window and sinks, ALiBi's slopes, QK-norm, soft-capping, a sink logit. None by default.
     variants: Variants = field(default_factory=Variants)
+    # RoPE's frequency per turned pair where a base does not say them (Llama 3.1's scaled
+    # RoPE; fewer than d_k/2 turn the first dimensions only): see turn_frequencies.
+    rope_frequencies: npt.NDArray[np.float64] | None = None
 
     def __post_init__(self) -> None:
         """The shape rules of docs/model-file.md#shapes; the first broken one is an
@@ -266,13 +261,12 @@ class ModelSpec:
         set_field(self, "causal", arguments.flag(self.causal, "ModelSpec.causal"))
         set_field(self, "rope_base", arguments.real(self.rope_base, "ModelSpec.rope_base"))
         arguments.text(self.rope_pairing, "ModelSpec.rope_pairing")
-        for name in ("WQ", "WK", "WV", "WO"):
-            matrix = getattr(self, name)
-            if matrix is not None or name != "WO":
-                checked = checked_array(matrix, f"ModelSpec.{name}", f"weights.{name}", 2)
-                set_field(self, name, checked)
-        if self.target is not None:
-            set_field(self, "target", checked_array(self.target, "ModelSpec.target", "target", 2))
+        for name in ("WQ", "WK", "WV", "WO", "target", "rope_frequencies"):
+            array = getattr(self, name)
+            if array is not None or name in ("WQ", "WK", "WV"):  # the others are optional
+                path = f"weights.{name}" if name[0] == "W" else name
+                ndim = 1 if name == "rope_frequencies" else 2
+                set_field(self, name, checked_array(array, f"ModelSpec.{name}", path, ndim))
         positions: Any = self.positions
         if isinstance(positions, str) and positions == "none":
             positions = None
@@ -368,29 +362,17 @@ class ModelSpec:
             )
 
     def _check_rope(self) -> None:
-        """RoPE rotates pairs of Q's and K's columns, so a head's width must be even."""
+        """A known pairing; with rope a usable base and an even d_k; frequencies that fit."""
         if self.rope_pairing not in ROPE_PAIRINGS:  # a typo is an error with or without rope
             raise InputError(
                 field="rope_pairing",
                 expected="half or interleaved",
                 found=describe(self.rope_pairing),
             )
-        if self.position_kind != "rope":
-            return
-        base = self.rope_base
-        if not is_rope_base(base):
-            raise InputError(
-                field="rope_base",
-                expected="a number > 1 (10000 in RoFormer and LLaMA)",
-                found=describe(base),
-            )
-        if self.d_k % 2:
-            raise InputError(
-                "RoPE rotates pairs of dimensions",
-                field="positions",
-                expected="an even d_k with rope",
-                found=f"d_k = {self.d_k}",
-            )
+        if self.rope_frequencies is not None:  # checked always, as the pairing is
+            rope_frequencies_fit(self.rope_frequencies, self.d_k, "rope_frequencies")
+        if self.position_kind == "rope":
+            check_rope(self.rope_base, self.d_k)
 
     def _check_biases(self) -> None:
         for name, vector in self.biases.items():
@@ -461,6 +443,13 @@ class ModelSpec:
     def d_v(self) -> int:
         """Width of one head's values."""
         return int(self.WV.shape[1]) // self.n_kv_heads
+
+    @property
+    def turn_frequencies(self) -> npt.NDArray[np.float64]:
+        """The frequency RoPE turns each pair by (:func:`attntrace.kernel.ops.rope_frequencies`:
+        ``rope_frequencies`` where given, else ``rope_base^(−2i/d_k)``): every path that
+        turns Q or K reads its angles from here."""
+        return rope_frequencies(self.d_k, self.rope_base, self.rope_frequencies)
 
     @property
     def position_kind(self) -> str:

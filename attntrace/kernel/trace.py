@@ -19,7 +19,7 @@ from attntrace.errors import InputError
 from attntrace.kernel import display
 from attntrace.kernel.fields import shape_text
 from attntrace.kernel.frozen import read_only
-from attntrace.kernel.ops import kv_head_of
+from attntrace.kernel.ops import Matrix, kv_head_of, rope_frequencies
 from attntrace.kernel.precision_record import LowPrecision
 from attntrace.kernel.variants import Variants
 
@@ -126,6 +126,28 @@ class ModelInfo:
     rope_pairing: str | None = None  # with rope: half (i, i + d_k/2) or interleaved (2i, 2i+1)
     # window, sinks, ALiBi's slopes, QK-norm, softcap, sink logit (docs/variants.md)
     variants: Variants = field(default_factory=Variants)
+    # with rope, where a base does not say them: each turned pair's frequency
+    rope_frequencies: tuple[float, ...] | None = None
+
+    @property
+    def turn_frequencies(self) -> Matrix:
+        """The frequency each pair was turned by (as :attr:`ModelSpec.turn_frequencies`:
+        the given ones, else ``rope_base^(−2i/d_k)``), which the cell stories quote."""
+        given = None if self.rope_frequencies is None else np.array(self.rope_frequencies)
+        return rope_frequencies(self.d_k, self.rope_base or 10000.0, given)
+
+    def rope_pair(self, column: int) -> tuple[int, int, bool] | None:
+        """Which pair column ``column`` of a turned row is in: (the pair i, its partner
+        column, whether it is the pair's first), by ``rope_pairing`` over the turned
+        width r = 2 · pairs (``half``: i with i + r/2; ``interleaved``: 2i with 2i + 1);
+        None for a column past r (a partial rotary width leaves it unturned)."""
+        width = 2 * len(self.turn_frequencies)
+        if column >= width:
+            return None
+        if self.rope_pairing == "interleaved":
+            return column // 2, column + 1 - 2 * (column % 2), column % 2 == 0
+        half = width // 2
+        return column % half, (column + half) % width, column < half
 
     @property
     def group(self) -> int:

@@ -140,11 +140,11 @@ def softmax_backward(weights: Matrix, d_weights: Matrix) -> Matrix:
     return result
 
 
-def rope_backward(d_turned: Matrix, base: float, pairing: str) -> Matrix:
+def rope_backward(d_turned: Matrix, frequencies: Matrix, pairing: str) -> Matrix:
     """The gradient of :func:`attntrace.kernel.ops.rope`'s input: the gradient of its output
     turned back. Each row's rotation R(θ) is orthogonal, so the backward is R(θ)ᵀ = R(−θ):
     the same turn at the negated positions. ``[n, d] -> [n, d]``."""
-    return rope(d_turned, -np.arange(len(d_turned)), base, pairing)
+    return rope(d_turned, -np.arange(len(d_turned)), frequencies, pairing)
 
 
 def sink_backward(weights: Matrix, sink: Matrix, d_weights: Matrix) -> float:
@@ -325,8 +325,8 @@ def _head(
     d_Q_rope = d_K_rope = None
     if model.position_kind == "rope":
         d_Q_rope, d_K_rope = d_Q_in, d_K_in
-        d_Q = rope_backward(d_Q_in, model.rope_base, model.rope_pairing)
-        d_K = rope_backward(d_K_in, model.rope_base, model.rope_pairing)
+        d_Q = rope_backward(d_Q_in, model.turn_frequencies, model.rope_pairing)
+        d_K = rope_backward(d_K_in, model.turn_frequencies, model.rope_pairing)
     else:
         d_Q, d_K = d_Q_in, d_K_in
     d_Q_norm = d_K_norm = d_q_norm = d_k_norm = None

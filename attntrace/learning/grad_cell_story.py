@@ -267,13 +267,18 @@ def _tell_turned_back(cell: GradCell) -> Told:
     d = cell.gradient(source, cell.head)
     if d is None:
         return missing(source)
-    width, c, p = d.shape[1], cell.col, cell.row
-    if model.rope_pairing == "interleaved":
-        pair, partner, first = c // 2, c + 1 - 2 * (c % 2), c % 2 == 0
-    else:
-        half = width // 2
-        pair, partner, first = c % half, (c + half) % width, c < half
-    angle = p * (model.rope_base or 10000.0) ** (-2 * pair / width)
+    c, p = cell.col, cell.row
+    placed = model.rope_pair(c)
+    if placed is None:  # past a partial rotary width: not turned, so nothing turned back
+        value = float(d.data[p, c])
+        return Told(
+            [
+                f"{d.cols[c]} is past the turned dimensions: its gradient passes unturned",
+                f"= {source}[{cell.row_label}, {d.cols[c]}] = {figure(value)}",
+            ]
+        )
+    pair, partner, first = placed
+    angle = p * float(model.turn_frequencies[pair])
     cos, sin = math.cos(angle), math.sin(angle)
     a, b = float(d.data[p, c]), float(d.data[p, partner])
     sign = "+" if first else "−"

@@ -34,6 +34,11 @@ def model_document(model: ModelSpec) -> dict[str, Any]:
             "a real model's layer has no embeddings to write: only a model "
             "file or a sample can be saved"
         )
+    if model.rope_frequencies is not None and model.position_kind == "rope":
+        raise InputError(  # rather than written without them and read back turned otherwise
+            "a model file turns by rope_base alone; these RoPE frequencies, given one by "
+            "one, cannot be written"
+        )
     # every text as U+FFFD where it held a lone surrogate: YAML wrote "\uDCFF", which
     # no reader takes back, and JSON could not be written at all (docs/model-file.md)
     document: dict[str, Any] = {"name": well_formed(model.name)}

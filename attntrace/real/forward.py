@@ -25,6 +25,7 @@ from attntrace import arguments
 from attntrace.errors import InputError
 from attntrace.kernel import masks, progress
 from attntrace.kernel.ops import Matrix, attention, linear, rms_norm, rope
+from attntrace.kernel.ops import rope_frequencies as rope_frequencies_of
 from attntrace.kernel.variants import Variants
 from attntrace.real.catalog import RealModel
 from attntrace.real.erf import erf
@@ -243,7 +244,8 @@ def attend(
     before RoPE, then in :func:`attention` the cap, the mask by position (a sliding
     window) and the sink logit. (ALiBi is a kind of positions no catalogued model uses.)
     ``rope_frequencies``, where given, replace ``rope_base``'s: one per pair of the first
-    ``2 · len(rope_frequencies)`` dimensions of each head (:func:`rope_turned`).
+    ``2 · len(rope_frequencies)`` dimensions of each head
+    (:func:`attntrace.kernel.ops.rope_frequencies`, as the trace's).
 
     Returns the projected output ``[n, d_model]`` (concat · WO + bO) and the attention
     probabilities ``[heads, n, n]``.
@@ -258,13 +260,12 @@ def attend(
 
     def turned(per_head: Matrix) -> Matrix:
         """Under RoPE, every head's row p turned by position p; else as it is."""
-        if rope_frequencies is not None:
-            return rope_turned(per_head, np.arange(n), rope_frequencies)
-        if rope_base is None:
+        if rope_base is None and rope_frequencies is None:
             return per_head
         count, _, width = per_head.shape
+        frequencies = rope_frequencies_of(width, rope_base or 10000.0, rope_frequencies)
         rows = rope(
-            per_head.reshape(-1, width), np.tile(np.arange(n), count), rope_base, "half"
+            per_head.reshape(-1, width), np.tile(np.arange(n), count), frequencies, "half"
         )  # rotate_half, as Hugging Face's LLaMA computes it
         return rows.reshape(count, n, width)
 
@@ -293,20 +294,3 @@ def attend(
     )  # [heads, n, d_v]
     concat = attended.output.transpose(1, 0, 2).reshape(n, -1)  # [n, heads·d_v]
     return linear(concat, learned.WO, biases.get("bO")), attended.softmax
-
-
-def rope_turned(rows: Matrix, positions: npt.NDArray[np.int64], frequencies: Vector) -> Matrix:
-    """RoPE by given frequencies: ``[.., n, d] -> [.., n, d]``, dimension i paired with
-    i + r/2 (``rotate_half``) for the first r = 2 · len(frequencies) dimensions, the rest
-    passed through (transformers' ``apply_rotary_pos_emb``, Phi-3's partial rotary).
-    Row p turns pair i by ``p · frequencies[i]``: :func:`attntrace.kernel.ops.rope` with
-    the frequencies given rather than made from a base (Llama 3.1's ``rope_scaling``
-    changes them one by one)."""
-    half = len(frequencies)
-    angles = positions.astype(np.float64)[:, None] * np.asarray(frequencies, np.float64)[None, :]
-    cos, sin = np.cos(angles), np.sin(angles)
-    first, second, rest = rows[..., :half], rows[..., half : 2 * half], rows[..., 2 * half :]
-    turned: Matrix = np.concatenate(
-        [first * cos - second * sin, second * cos + first * sin, rest], axis=-1
-    )
-    return turned

@@ -207,19 +207,10 @@ def transformer_spec(model: Transformer, tokens: Tokenized, layer: int) -> Model
     """Layer ``layer`` of ``model`` (any :class:`Transformer`, catalogued or opened from
     disk) over ``tokens`` as a :class:`ModelSpec`, X given: what the tracer recomputes.
 
-    The spec turns Q and K by one RoPE base; a layer whose frequencies are not a base's
-    (Llama 3.1's scaled RoPE, a partial rotary width: ``layer_rope_frequencies``) is
-    refused rather than traced with the wrong angles."""
+    A layer whose RoPE frequencies are not one base's over the whole head (Llama 3.1's
+    scaled RoPE, Phi-3's partial rotary width: ``layer_rope_frequencies``) hands them to
+    the spec, which turns every pair by its own (:attr:`ModelSpec.turn_frequencies`)."""
     spec = model.spec
-    if model.layer_rope_frequencies(layer) is not None:
-        raise InputError(
-            "this layer's RoPE frequencies are scaled or turn part of each head (rope_scaling, "
-            "partial_rotary_factor); the stage-by-stage trace turns by one base",
-            source=spec.name,
-            field="rope",
-            expected="RoPE by one base over the whole head",
-            found="per-frequency RoPE",
-        )
     weights = model.attention(layer)
     kind = model.layer_kind(layer)
     return ModelSpec(
@@ -243,6 +234,7 @@ def transformer_spec(model: Transformer, tokens: Tokenized, layer: int) -> Model
         source=spec.name,
         rope_pairing="half",  # as Hugging Face's LLaMA turns them (llama.unpermute's layout)
         variants=model.layer_variants(layer),
+        rope_frequencies=model.layer_rope_frequencies(layer),
     )
 
 

@@ -22,11 +22,14 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from family_models import LLAMA_32_1B, float64_oracle, oracle_run, tiny_model
+from finite_differences import assert_close_to, finite_difference
 from oracles import require
 from weight_files import safetensors_bytes
 
+from attntrace.decode.decoder import decode
 from attntrace.errors import InputError
 from attntrace.forward.attention import trace_block
+from attntrace.learning.backward import grad_block
 from attntrace.real.families.decoder import Decoder, rope_frequencies
 from attntrace.real.families.facts import FAMILIES
 from attntrace.real.families.folder_tensors import FolderTensors
@@ -118,9 +121,7 @@ def test_every_hidden_state_is_the_references(name: str, root: Path) -> None:
         close(shown, hidden[layer + 1], scale=float(np.abs(hidden[layer + 1]).max()))
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in CASES if n not in ("llama-rope-llama3", "phi3-partial-window")]
-)
+@pytest.mark.parametrize("name", CASES)
 def test_the_trace_of_each_layer_has_the_references_softmax(name: str, root: Path) -> None:
     """The stage-by-stage trace (a layer as a ModelSpec, X given) gives each head the
     probabilities transformers computed."""
@@ -133,10 +134,57 @@ def test_the_trace_of_each_layer_has_the_references_softmax(name: str, root: Pat
 
 
 @pytest.mark.parametrize("name", ["llama-rope-llama3", "phi3-partial-window"])
-def test_a_trace_by_other_rope_frequencies_is_refused(name: str, root: Path) -> None:
-    ours, _, _, _ = case(name, root)
-    with pytest.raises(InputError, match="RoPE frequencies"):
-        transformer_spec(ours, Tokenized(IDS, tuple(map(str, IDS))), 0)
+def test_a_scaled_or_partial_rope_is_traced_by_its_own_frequencies(name: str, root: Path) -> None:
+    """The spec carries the layer's frequencies (scaled, or fewer pairs than d_k/2), and
+    the trace turned by the base alone would not be transformers' softmax."""
+    ours, attentions, _, _ = case(name, root)
+    tokens = Tokenized(IDS, tuple(ours.labels(IDS)))
+    spec = transformer_spec(ours, tokens, 0)
+    assert spec.rope_frequencies is not None
+    np.testing.assert_array_equal(spec.turn_frequencies, rope_frequencies(ours.facts, 0))
+    by_base = dataclasses.replace(spec, rope_frequencies=None)
+    softmax = trace_block(by_base, tokens.labels).stage("softmax", 0).data
+    assert float(np.abs(softmax - attentions[0][0]).max()) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["llama-rope-llama3", "phi3-partial-window"])
+def test_decode_and_grad_of_a_scaled_or_partial_layer_agree_with_the_reference(
+    name: str, root: Path
+) -> None:
+    """decode over the last layer's spec turns each new q and k by the layer's own
+    frequencies: every step's weights over its cache are transformers' row. The backward
+    turns back by them: its gradient along a random direction of WQ and of WK is the
+    finite difference of the traced loss."""
+    ours, attentions, _, _ = case(name, root)
+    tokens = Tokenized(IDS, tuple(ours.labels(IDS)))
+    layer = ours.spec.layers - 1
+    spec = transformer_spec(ours, tokens, layer)
+    run = decode(spec, tokens.labels)
+    assert run.matches
+    for step in run.steps:
+        for head in range(spec.heads):
+            row = attentions[layer][head][step.t]
+            close(step.weights[head], row[list(step.positions)])
+    rng = np.random.default_rng(0)
+    d_output = rng.normal(size=(len(IDS), spec.d_model))
+    gradients = grad_block(spec, tokens.labels, d_output=d_output)
+    for name_of, gradient in (("WQ", gradients.d_WQ), ("WK", gradients.d_WK)):
+        weight = getattr(spec, name_of)
+        direction = rng.normal(size=weight.shape)
+        direction /= np.linalg.norm(direction)
+
+        def loss(
+            step: npt.NDArray[np.float64],
+            weight: Any = weight,
+            direction: Any = direction,
+            name_of: str = name_of,
+        ) -> float:
+            moved = dataclasses.replace(spec, **{name_of: weight + step[0] * direction})
+            return float((trace_block(moved, tokens.labels)["projected"].data * d_output).sum())
+
+        along = float((gradient * direction).sum())
+        estimate = finite_difference((1,), loss)
+        assert_close_to(estimate, np.array([along]), loss(np.zeros(1)), f"d_{name_of}")
 
 
 # What each family adds, switched off in its facts: the oracle must then disagree.

@@ -31,6 +31,7 @@ from tolerances import LOW_PRECISION_SPACINGS
 
 from attntrace.kernel import precision
 from attntrace.kernel.casting import Cast
+from attntrace.kernel.ops import rope_frequencies
 
 LOW = ("float32", "float16", "bfloat16")
 ACCUMULATE = ("float32", "dtype")
@@ -454,7 +455,8 @@ def test_rope(dtype: str, pairing: str, base: float, data: st.DataObject) -> Non
     values = signed.map(lambda x: naive.round_to(x, dtype))
     rows = [[data.draw(values) for _ in range(width)] for _ in range(n)]
     positions = data.draw(st.lists(st.integers(0, 5000), min_size=n, max_size=n))
-    got = Cast.of(dtype).rope(np.array(rows), np.array(positions, dtype=np.int64), base, pairing)
+    at = np.array(positions, dtype=np.int64)
+    got = Cast.of(dtype).rope(np.array(rows), at, rope_frequencies(width, base), pairing)
     assert_same(got, naive.rope(rows, positions, base, dtype, pairing), f"rope {dtype} {pairing}")
 
 
@@ -483,5 +485,5 @@ def test_rope_far_apart_terms(
 ) -> None:
     want = naive.rope([row], [position], base, dtype, pairing)
     at = np.array([position], dtype=np.int64)
-    got = Cast.of(dtype).rope(np.array([row]), at, base, pairing)
+    got = Cast.of(dtype).rope(np.array([row]), at, rope_frequencies(len(row), base), pairing)
     assert_same(got, want, f"rope {dtype}")

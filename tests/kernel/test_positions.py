@@ -24,7 +24,7 @@ from attntrace import InputError, trace_attention
 from attntrace.decode.decoder import decode
 from attntrace.forward.replay import load_trace
 from attntrace.forward.words import paragraph
-from attntrace.kernel.ops import rope
+from attntrace.kernel.ops import rope, rope_frequencies
 from attntrace.kernel.spec import ModelSpec
 from attntrace.modelfile.model_file import load_model, model_from_document
 from attntrace.modelfile.samples import sample_path
@@ -42,7 +42,9 @@ def test_rope_keeps_lengths_and_depends_only_on_the_offset(
     m, n = (int(p) for p in rng.integers(0, 100, size=2))
 
     def turned(row: npt.NDArray[Any], p: int) -> npt.NDArray[Any]:
-        turned_row: npt.NDArray[Any] = rope(row, np.array([p]), 10000.0, pairing)[0]
+        turned_row: npt.NDArray[Any] = rope(
+            row, np.array([p]), rope_frequencies(2 * half, 10000.0), pairing
+        )[0]
         return turned_row
 
     # a rotation: lengths unchanged
@@ -57,7 +59,7 @@ def test_rope_keeps_lengths_and_depends_only_on_the_offset(
 
 def test_rope_by_hand_for_one_pair() -> None:
     # d = 2: one pair, θ = p · base^0 = p radians
-    turned = rope(np.array([[1.0, 0.0]]), np.array([1]), 10000.0)[0]
+    turned = rope(np.array([[1.0, 0.0]]), np.array([1]), rope_frequencies(2, 10000.0))[0]
     np.testing.assert_allclose(turned, [np.cos(1.0), np.sin(1.0)], **FLOAT64)
 
 
