@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SENTENCE = "The animal didn't cross the street because it was too tired to walk on."  # 15+
+# 15 tokens with Llama 3's vocabulary, <|begin_of_text|> included
+SENTENCE = "The animal didn't cross the street because it was too tired now."
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,8 @@ def write(shape: Shape, path: Path) -> None:
 
 
 def trace(path: Path, layer: int) -> tuple[float, float]:
-    """Seconds and peak GB of `attntrace run --model PATH --layer LAYER --json`."""
+    """Seconds and peak GB of `attntrace run --model PATH --layer LAYER --json` (its
+    output, the trace of every head, written to /dev/null)."""
     command = [sys.executable, "-m", "attntrace", "run", "--model", str(path)]
     command += ["--layer", str(layer), SENTENCE, "--json"]
     start = time.perf_counter()

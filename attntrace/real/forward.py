@@ -132,10 +132,36 @@ class Transformer(ABC):
             )
         return value
 
+    def largest_weight(self) -> int:
+        """The most numbers one weight tensor of a layer holds (an MLP matrix, usually):
+        a layer is run one tensor at a time, so this bounds what running it holds. From
+        the spec alone: the attention's projections, and an MLP of 4 · d_model (BERT's
+        and GPT-2's width); a family that knows its own MLP says so."""
+        spec = self.spec
+        return spec.d_model * max(spec.heads * spec.head_dim, 4 * spec.d_model)
+
+    def refuse_layers_past_budget(self, n: int) -> None:
+        """Running the layers holds one weight at a time in float64, with a copy being
+        reordered and the file's own numbers beside it (about 2.5 copies), and the
+        hidden states: refused before the first layer where that passes the budget
+        (a 70B model's 235M-number MLP matrices would take about 5.6 GB)."""
+        from attntrace.kernel.budget import FLOAT, refuse_past_budget
+
+        refuse_past_budget(
+            f"running {self.spec.name}'s layers over {n:,} tokens",
+            {
+                "a layer's largest weight as float64, with its copies": (
+                    3 * FLOAT * self.largest_weight()
+                ),
+                "the hidden states": 8 * FLOAT * n * self.spec.d_model,
+            },
+        )
+
     def layer_input(self, ids: Sequence[int], layer: int) -> Matrix:
         """X of layer ``layer``: the layers before it run, and nothing after."""
         ids = self.checked_ids(ids)
         layer = self._checked_count("layer", layer, 0, self.spec.layers - 1)
+        self.refuse_layers_past_budget(len(ids))
         hidden = self.embed(ids)
         if layer:
             with progress.task(f"{self.spec.name} up to layer {layer}", layer, "layers") as run:
@@ -182,6 +208,7 @@ class Transformer(ABC):
                         expected=f"a query position from 0 to {len(ids) - 1}",
                         found=str(row),
                     )
+        self.refuse_layers_past_budget(len(ids))
         hidden = self.embed(ids)
         probabilities = []
         with progress.task(task or f"{self.spec.name}: {layers} layers", layers, "layers") as run:

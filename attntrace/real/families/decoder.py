@@ -212,6 +212,13 @@ class Decoder(Transformer):
     def _get(self, name: str) -> Vector:
         return self.source.tensor(name)
 
+    def largest_weight(self) -> int:
+        """The MLP's matrices (Phi-3's gate and up are one), or the attention's."""
+        facts = self.facts
+        mlp = facts.d_ff * facts.d_model * (2 if facts.family == "phi3" else 1)
+        attention = facts.d_model * max(facts.heads, 3 * facts.kv_heads) * facts.head_dim
+        return max(mlp, attention)
+
     def _norm(self, x: Matrix, name: str) -> Matrix:
         """RMSNorm by weight ``name`` (Gemma's ``1 + w``)."""
         return rms_norm(x, self.facts.norm_offset + self._get(name), self.facts.norm_eps)
