@@ -9,7 +9,7 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
-from attntrace.cli.model_flags import MODEL_HELP, model_names
+from attntrace.cli.model_flags import MODEL_FORMS, model_names
 from attntrace.cli.options import completion, json_flag
 from attntrace.cli.pipes import stdout_console
 
@@ -41,7 +41,7 @@ def kv_cache(
             "--model",
             "-m",
             metavar="MODEL",
-            help="A preset's name, or the model whose config prices the cache: " + MODEL_HELP,
+            help=f"A preset, or a model priced from its own config: {MODEL_FORMS}.",
             show_default=False,
             autocompletion=completion(_models),
         ),

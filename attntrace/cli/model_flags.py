@@ -72,11 +72,12 @@ Sample = Annotated[
         autocompletion=completion(sample_names),
     ),
 ]
-# What --model accepts, in --help (attntrace.real.disk.locate: the order they are tried).
-MODEL_HELP = (
-    "A catalogued name, a .gguf file, a model folder, ORG/NAME[@REV] or "
-    "ollama:NAME[:TAG] (see `attntrace models`)."
+# What --model accepts, in --help (attntrace.real.disk.locate: the order they are tried);
+# \\[ keeps Rich from reading [@REV] as markup (it would vanish).
+MODEL_FORMS = (
+    "a catalogued name, a .gguf file, a model folder, ORG/NAME\\[@REV] or ollama:NAME[:TAG]"
 )
+MODEL_HELP = f"{MODEL_FORMS[0].upper()}{MODEL_FORMS[1:]} (see `attntrace models`)."
 # A real trained model's layer.
 RealModelName = Annotated[
     str | None,
