@@ -65,7 +65,6 @@ def facts_shape(facts: ModelFacts) -> Shape:
 
 def _encoder(name: str, family: str) -> InputError:
     return InputError(
-        f"{name} is an encoder ({family}): it reads the whole sentence at once and keeps "
-        "no KV cache",
+        f"{name} is an encoder ({family}): it keeps no KV cache",
         field="--model",
     )

@@ -114,7 +114,7 @@ def test_a_folder_with_neither_config_nor_gguf(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("hi")
     line = refusal(str(tmp_path))
     assert line.startswith(f"{tmp_path}: neither a Hugging Face model folder nor a GGUF file")
-    assert "expected config.json with model.safetensors" in line
+    assert "expected config.json and model.safetensors" in line
     assert "README.md" in line
 
 
