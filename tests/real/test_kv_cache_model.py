@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from disk_stores import hf_model, safetensors, stores
+from disk_stores import hf_model, ollama_model, safetensors, stores
 from helpers import invoke, one_line_error, schema
 from oracles import require
 
@@ -183,6 +183,17 @@ def test_a_cached_model_is_priced_by_its_repo_id(stores: tuple[Path, Path]) -> N
     document = priced("--model", "meta-llama/Llama-3.2-1B", "--tokens", "8192")
     assert document["model"] == "meta-llama/Llama-3.2-1B"
     assert model_bytes(document) == 2 * 16 * 8 * 64 * 2 * 8192
+
+
+def test_an_ollama_model_is_priced_from_its_blobs_metadata(
+    stores: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, store = stores
+    blob = llama_gguf(tmp_path / "blob.gguf", layers=2, heads=4, kv_heads=1).read_bytes()
+    ollama_model(store, "tiny", "q8", blob=blob)
+    document = priced("--model", "ollama:tiny:q8", "--tokens", "10")
+    assert document["model"] == "ollama:tiny:q8"
+    assert model_bytes(document) == 2 * 2 * 1 * 8 * 2 * 10
 
 
 def test_presets_and_catalogued_names(tmp_path: Path) -> None:
