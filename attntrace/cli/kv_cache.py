@@ -1,4 +1,5 @@
-"""`kv-cache`: how much memory a KV cache takes, for a published model's shape or yours."""
+"""`kv-cache`: how much memory a KV cache takes, for a published model's shape, a model's
+own config (--model: :mod:`attntrace.cli.kv_model`) or a shape given by flags."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails, usage
+from attntrace.cli.model_flags import MODEL_FORMS, model_names
 from attntrace.cli.options import completion, json_flag
 from attntrace.cli.pipes import stdout_console
 
@@ -21,6 +23,11 @@ def _presets() -> list[str]:
     return list(PRESETS)
 
 
+def _models() -> list[str]:
+    """--model's values, for completion: the presets, then what run --model takes."""
+    return _presets() + model_names()
+
+
 def _kv_dtypes() -> list[str]:
     from attntrace.decode.kv_memory import BYTES_PER_VALUE
 
@@ -28,11 +35,22 @@ def _kv_dtypes() -> list[str]:
 
 
 def kv_cache(
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="MODEL",
+            help=f"A preset, or a model priced from its own config: {MODEL_FORMS}.",
+            show_default=False,
+            autocompletion=completion(_models),
+        ),
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option(
             metavar="NAME",
-            help="A published model's shape (see the list without it).",
+            help="A published model's shape (see the list without a model).",
             autocompletion=completion(_presets),
         ),
     ] = None,
@@ -50,7 +68,7 @@ def kv_cache(
     ] = None,
     tokens: Annotated[
         int | None,
-        typer.Option(metavar="N", help="Tokens cached (default: the preset's context)."),
+        typer.Option(metavar="N", help="Tokens cached (default: the model's context)."),
     ] = None,
     batch: Annotated[int, typer.Option(metavar="N", help="Sequences at once.")] = 1,
     dtype: Annotated[
@@ -66,11 +84,11 @@ def kv_cache(
         typer.Option(
             metavar="N",
             help="A sliding window: each layer's cache keeps at most N "
-            "tokens (a preset's local layers only).",
+            "tokens (a model's local layers only).",
         ),
     ] = None,
     no_window: Annotated[
-        bool, typer.Option("--no-window", help="Price a windowed preset's cache in full.")
+        bool, typer.Option("--no-window", help="Price a windowed model's cache in full.")
     ] = False,
     as_json: Annotated[bool, json_flag("Write the numbers as JSON.")] = False,
 ) -> None:
@@ -80,25 +98,29 @@ def kv_cache(
 
     dtype = KV_CACHE_NAME.get(dtype, dtype)  # the names run --dtype and decode --dtype take
     shape_flags = (layers, heads, kv_heads, head_dim, d_model)
+    if model is not None and preset is not None:
+        usage("--model and --preset both name a model: give one of them")
+    preset = model if preset is None else preset
     if preset is None and all(flag is None for flag in shape_flags):
         if tokens is not None or batch != 1 or dtype != "fp16" or window is not None or no_window:
             usage(
-                "give --preset NAME or the model's shape (--layers, --heads, --head-dim) "
+                "give --model MODEL or the model's shape (--layers, --heads, --head-dim) "
                 "for --tokens, --batch, --dtype and --window to apply to"
             )
         emit(as_json, _presets_document, _presets_view)
         return
     with bad_input_fails():
-        if preset is not None and any(flag is not None for flag in shape_flags):
-            raise InputError("--preset gives the model's shape: drop --layers, --heads, ...")
         if dtype not in BYTES_PER_VALUE:
             raise InputError(
                 field="--dtype", expected=", ".join(BYTES_PER_VALUE), found=repr(dtype)
             )
-        shape = (
-            preset_shape(preset)
+        if preset is not None and any(value is not None for value in shape_flags):
+            named = "--preset" if model is None else "--model"
+            raise InputError(f"{named} gives the model's shape: drop --layers, --heads, ...")
+        name, shape = (
+            named_shape(model, preset)
             if preset is not None
-            else explicit_shape(layers, heads, kv_heads, head_dim, d_model)
+            else ("your model", explicit_shape(layers, heads, kv_heads, head_dim, d_model))
         )
         shape = windowed(shape, window, no_window)
         count = tokens if tokens is not None else shape.context
@@ -116,7 +138,6 @@ def kv_cache(
                 expected=f"fewer than {MAX_CACHE_BYTES:,}",
                 found=f"a {len(str(count)):,}-digit number",
             )
-    name = preset or "your model"
 
     def document() -> dict[str, Any]:
         from attntrace.decode.decode_json import kv_memory_to_dict
@@ -173,6 +194,16 @@ def windowed(shape: Shape, window: int | None, no_window: bool) -> Shape:
     return replace(shape, window=window)
 
 
+def named_shape(model: str | None, preset: str) -> tuple[str, Shape]:
+    """The name and shape of --model's model (a preset, a catalogued model, a model on
+    disk: :mod:`attntrace.cli.kv_model`), else of --preset's."""
+    if model is not None:
+        from attntrace.cli.kv_model import model_shape
+
+        return model_shape(model)
+    return preset, preset_shape(preset)
+
+
 def preset_shape(name: str) -> Shape:
     """The shape of the published model ``name`` (--preset)."""
     from attntrace.decode.kv_memory import PRESETS
@@ -201,7 +232,7 @@ def explicit_shape(
         missing = [
             flag for flag, value in (("--layers", layers), ("--heads", heads)) if value is None
         ] + (["--head-dim (or --d-model)"] if head_dim is d_model is None else [])
-        raise InputError(f"give --preset NAME, or the model's shape: missing {', '.join(missing)}")
+        raise InputError(f"give --model MODEL, or the model's shape: missing {', '.join(missing)}")
     kv = heads if kv_heads is None else kv_heads
     for flag, value in (
         ("--layers", layers),

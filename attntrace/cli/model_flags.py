@@ -34,10 +34,14 @@ def sample_names() -> list[str]:
 
 
 def model_names() -> list[str]:
-    """--model's values, for completion: the catalogued real models."""
+    """--model's values, for completion: the catalogued real models, then the models of
+    the Hugging Face cache and Ollama's store by name (their folders' names only, never
+    a file opened, so a Tab stays instant). A path being typed completes as files: the
+    shell's script falls back to them where nothing here matches."""
     from attntrace.real.catalog import CATALOG
+    from attntrace.real.disk.listing import store_names
 
-    return [model.name for model in CATALOG]
+    return [model.name for model in CATALOG] + store_names()
 
 
 def dtype_names() -> tuple[str, ...]:
@@ -68,14 +72,20 @@ Sample = Annotated[
         autocompletion=completion(sample_names),
     ),
 ]
+# What --model accepts, in --help (attntrace.real.disk.locate: the order they are tried);
+# \\[ keeps Rich from reading [@REV] as markup (it would vanish).
+MODEL_FORMS = (
+    "a catalogued name, a .gguf file, a model folder, ORG/NAME\\[@REV] or ollama:NAME[:TAG]"
+)
+MODEL_HELP = f"{MODEL_FORMS[0].upper()}{MODEL_FORMS[1:]} (see `attntrace models`)."
 # A real trained model's layer.
 RealModelName = Annotated[
     str | None,
     typer.Option(
         "--model",
         "-m",
-        metavar="NAME",
-        help="A real trained model (see `attntrace models`).",
+        metavar="MODEL",
+        help=MODEL_HELP,
         show_default=False,
         autocompletion=completion(model_names),
     ),

@@ -12,7 +12,7 @@ import typer
 
 from attntrace.cli.emit import emit
 from attntrace.cli.exits import bad_input_fails
-from attntrace.cli.model_flags import model_names
+from attntrace.cli.model_flags import MODEL_HELP, model_names
 from attntrace.cli.options import completion, json_flag, sentence_argument
 from attntrace.cli.pipes import stdout_console
 
@@ -56,8 +56,8 @@ def heads_command(
         typer.Option(
             "--model",
             "-m",
-            metavar="NAME",
-            help="A real model (see `models`).",
+            metavar="MODEL",
+            help=MODEL_HELP,
             autocompletion=completion(model_names),
         ),
     ] = "minilm",

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # --model, hidden: train's own, to refuse a real model by name
 NotTaken = Annotated[
     str | None,
-    typer.Option("--model", "-m", metavar="NAME", hidden=True, show_default=False),
+    typer.Option("--model", "-m", metavar="MODEL", hidden=True, show_default=False),
 ]
 
 

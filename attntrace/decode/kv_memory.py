@@ -83,10 +83,15 @@ PRESETS: dict[str, Shape] = {
     "mistral-7b": Shape(32, 32, 8, 128, 4096, 32768, window=4096),
     "gemma-2b": Shape(18, 8, 1, 256, 2048, 8192),
     "gemma-7b": Shape(28, 16, 16, 256, 3072, 8192),
+    # SmolLM2-135M-Instruct (the catalogued smollm2: its GGUF's llama.* metadata)
+    "smollm2-135m": Shape(30, 9, 3, 64, 576, 8192),
     # Gemma 3 270M (its GGUF's gemma3.* metadata, as transformers reads it): layers 5,
     # 11 and 17 global, the other 15 local with sliding_window 512
     "gemma3-270m": Shape(18, 4, 1, 256, 640, 32768, window=512, local_layers=15),
 }
+#: The catalogued decoders (``kv-cache --model smollm2``) and their presets: the same
+#: checkpoints. The catalogued encoder, minilm, keeps no cache.
+CATALOGUED = {"smollm2": "smollm2-135m", "gemma3": "gemma3-270m"}
 
 
 def kv_cache_bytes(shape: Shape, kv_heads: int, tokens: int, batch: int, dtype: str) -> int:

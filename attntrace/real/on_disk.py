@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from attntrace.kernel import progress
 from attntrace.real.disk.located import Located
+from attntrace.real.families.facts import ModelFacts
 from attntrace.real.forward import Transformer
 
 
@@ -58,3 +59,29 @@ def _title(model: Transformer, located: Located) -> str:
         "ollama": "from Ollama's store",
     }.get(located.origin, "")
     return f"{spec.architecture}, {spec.layers} layers × {heads}, {located.format} {where}"
+
+
+#: A GGUF's tokenizer arrays (megabytes in a large vocabulary): a shape needs none of them.
+TOKENIZER_ARRAYS = (
+    "tokenizer.ggml.tokens",
+    "tokenizer.ggml.scores",
+    "tokenizer.ggml.token_type",
+    "tokenizer.ggml.merges",
+)
+
+
+def located_facts(located: Located) -> ModelFacts:
+    """What the model at ``located`` is (layers, heads, window, context), from its
+    config.json or its GGUF metadata alone: no weight is read, so `kv-cache` prices an
+    8B model's cache as fast as a tiny one's. One InputError naming the file where the
+    config or metadata is not a family's."""
+    if located.kind == "gguf":
+        from attntrace.real.families.gguf_facts import gguf_facts
+        from attntrace.real.weights.gguf import GGUFFile
+
+        return gguf_facts(GGUFFile(located.weights[0], skip=TOKENIZER_ARRAYS))
+    from attntrace.real.families.hf_config import facts_from_config, read_config
+
+    assert located.folder is not None  # a hf-folder always has its folder
+    config = read_config(located.folder)
+    return facts_from_config(config, str(located.folder / "config.json"))

@@ -203,11 +203,13 @@ DTYPE_NAMES = ["float64", "float32", "float16", "bfloat16"]
         ("attntrace run -s nothing-like-it", []),
     ],
 )
-def test_bash_completes_a_flags_values(words: str, offered: list[str]) -> None:
+def test_bash_completes_a_flags_values(words: str, offered: list[str], tmp_path: Path) -> None:
     """`attntrace run -s <Tab>` offers the samples, not the files here; a flag with a
-    fixed set of values offers those (an empty answer lets bash fall back to files)."""
+    fixed set of values offers those (an empty answer lets bash fall back to files).
+    The model stores are empty ones, so --model offers the catalogue alone."""
     cword = len(words.split()) - (0 if words.endswith(" ") else 1)
     env = {"_ATTNTRACE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    env |= {"HF_HUB_CACHE": str(tmp_path / "hub"), "OLLAMA_MODELS": str(tmp_path / "ollama")}
     result = CliRunner().invoke(app, [], env=env, prog_name="attntrace")
     assert result.exit_code == 0, result.output
     assert result.stdout.split() == offered

@@ -229,6 +229,7 @@ BY_HAND = {
     "mistral-7b": 2 * 32 * 8 * 128 * 2 * 4096,  # its sliding window keeps 4,096 of 32,768
     "gemma-2b": 2 * 18 * 1 * 256 * 2 * 8192,
     "gemma-7b": 2 * 28 * 16 * 256 * 2 * 8192,
+    "smollm2-135m": 2 * 30 * 3 * 64 * 2 * 8192,  # = 180 MiB
     "gemma3-270m": 2 * 1 * 256 * 2 * (15 * 512 + 3 * 32768),  # 15 local layers, 3 global
 }
 
@@ -286,7 +287,7 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
             ["--preset", "llama9"],
             "--preset: expected one of gpt2, gpt3-175b, llama2-7b, "
             "llama2-70b, llama3-8b, mistral-7b, gemma-2b, gemma-7b, "
-            "gemma3-270m, got "
+            "smollm2-135m, gemma3-270m, got "
             "'llama9'",
         ),
         (
@@ -318,7 +319,7 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
         ),
         (
             ["--heads", "8"],
-            "give --preset NAME, or the model's shape: missing --layers, --head-dim (or --d-model)",
+            "give --model MODEL, or the model's shape: missing --layers, --head-dim (or --d-model)",
         ),
         (
             ["--layers", "2", "--heads", "8", "--head-dim", "64"],
@@ -331,7 +332,7 @@ def test_presets_list_head_dim_as_d_model_over_heads() -> None:
         ),
         (
             ["--batch", "4"],
-            "give --preset NAME or the model's shape (--layers, --heads, "
+            "give --model MODEL or the model's shape (--layers, --heads, "
             "--head-dim) for --tokens, --batch, --dtype and --window to apply to",
         ),
         (

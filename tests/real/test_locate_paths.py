@@ -114,7 +114,7 @@ def test_a_folder_with_neither_config_nor_gguf(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("hi")
     line = refusal(str(tmp_path))
     assert line.startswith(f"{tmp_path}: neither a Hugging Face model folder nor a GGUF file")
-    assert "expected config.json with model.safetensors" in line
+    assert "expected config.json and model.safetensors" in line
     assert "README.md" in line
 
 
@@ -179,7 +179,7 @@ def test_a_path_that_is_not_there(stores: tuple[Path, Path], text: str) -> None:
 @pytest.mark.parametrize("text", ["", "llama", "what is this"])
 def test_anything_else_says_what_model_takes(stores: tuple[Path, Path], text: str) -> None:
     line = refusal(text)
-    assert line.startswith("--model: expected minilm or smollm2 or gemma3, a .gguf file")
+    assert line.startswith("--model: expected minilm, smollm2, gemma3, a .gguf file")
 
 
 def test_a_relative_folder_named_like_org_name_wins_over_the_cache(

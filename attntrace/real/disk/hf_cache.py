@@ -49,8 +49,10 @@ def hub_cache() -> Path:
 
 
 def _expanded(value: str) -> Path:
-    """``~`` and ``$VARS`` expanded, as huggingface_hub does (in that order)."""
-    return Path(os.path.expandvars(Path(value).expanduser()))
+    """``~`` and ``$VARS`` expanded, as huggingface_hub does (in that order), with
+    ``os.path.expanduser``: a ``~user`` of no such user is left as it is, where
+    ``Path.expanduser`` would raise (the variable is the user's, not ours to refuse)."""
+    return Path(os.path.expandvars(os.path.expanduser(value)))  # noqa: PTH111
 
 
 def is_repo_id(text: str) -> bool:
@@ -171,7 +173,7 @@ def _refs(folder: Path) -> list[Path]:
 def _near(cache: Path, wanted: str) -> str:
     """``: did you mean ORG/Name?`` where the cache holds the name in another case."""
     if not cache.is_dir():
-        return ": no such folder"
+        return ": no such folder; HF_HUB_CACHE or HF_HOME names the cache"
     for name in _listed(cache):
         if name.lower() == wanted.lower():
             return f"; did you mean {name[len(PREFIX) :].replace('--', '/')}?"

@@ -103,7 +103,7 @@ def _no_model(folder: Path, names: list[str], ggufs: list[str], fetch: str | Non
     return refusal(
         "neither a Hugging Face model folder nor a GGUF file",
         folder,
-        expected=f"{CONFIG} with {SINGLE} (or {INDEX}), or one .gguf file",
+        expected=f"{CONFIG} and {SINGLE} (or its shards), or one .gguf file",
         found=some or "an empty folder",
         fetch=fetch,
     )

@@ -228,3 +228,23 @@ def _blob_bytes(snapshot: Path) -> int:
         except OSError:
             continue
     return total
+
+
+def store_names(cap: int = 200) -> list[str]:
+    """What to type after ``--model`` for each model of the stores, from their folders'
+    names alone (``ORG/NAME``, ``ollama:NAME[:TAG]``): no file is opened, so shell
+    completion stays instant; at most ``cap`` entries are looked at."""
+    budget = _Budget(cap)
+    names = [
+        entry.name[len(hf_cache.PREFIX) :].replace("--", "/")
+        for entry in _entries(hf_cache.hub_cache(), budget)
+        if entry.name.startswith(hf_cache.PREFIX)
+    ]
+    manifests = ollama.store() / "manifests"
+    for host in _entries(manifests, budget):
+        for namespace in _entries(Path(host.path), budget):
+            for model in _entries(Path(namespace.path), budget):
+                for tag in _entries(Path(model.path), budget):
+                    parts = (host.name, namespace.name, model.name, tag.name)
+                    names.append("ollama:" + ollama.short_name(*parts))
+    return names

@@ -30,9 +30,9 @@ from attntrace.real.disk.ollama import locate_ollama
 
 OLLAMA = "ollama:"
 ACCEPTED = (
-    " or ".join(m.name for m in CATALOG)
-    + ", a .gguf file, a Hugging Face model folder, ORG/NAME[@REVISION] from the "
-    "Hugging Face cache, or ollama:NAME[:TAG]"
+    ", ".join(m.name for m in CATALOG)
+    + ", a .gguf file, a model folder, ORG/NAME[@REV] (Hugging Face cache) "
+    "or ollama:NAME[:TAG]"
 )
 
 
@@ -55,7 +55,7 @@ def locate(text: str, field: str = "--model") -> Located:
         raise InputError(
             "no such file or folder",
             source=text,
-            expected="a .gguf file or a model folder (or ORG/NAME, ollama:NAME: see --help)",
+            expected="a .gguf file or a model folder",
         )
     raise InputError(field=field, expected=ACCEPTED, found=repr(text))
 

@@ -78,10 +78,14 @@ def locate_ollama(spec: str, field: str = "--model") -> Located:
     if not os.path.lexists(manifest):
         manifest = root / "manifests" / Path(*(p.lower() for p in parts))
     if not os.path.lexists(manifest):
-        where = "" if (root / "manifests").is_dir() else ", which has no manifests/ folder"
+        where = (
+            ""
+            if (root / "manifests").is_dir()
+            else ": no manifests/ folder; OLLAMA_MODELS names the store"
+        )
         raise InputError(
-            f"ollama:{name} is not in Ollama's store ({root}{where}; OLLAMA_MODELS moves "
-            f"it); attntrace never downloads: fetch it with: ollama pull {name}",
+            f"ollama:{name} is not in Ollama's store ({root}{where}); attntrace never "
+            f"downloads: fetch it with: ollama pull {name}",
             field=field,
         )
     return open_manifest(root, manifest, name)
