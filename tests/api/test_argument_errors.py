@@ -457,7 +457,8 @@ REAL_ERRORS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "unknown model",
         lambda: _layer("gpt5"),
         InputError,
-        "name: expected minilm or smollm2 or gemma3 (see `attntrace models`), got 'gpt5'",
+        "name: expected minilm, smollm2, gemma3, a .gguf file, a model folder, ORG/NAME[@REV] "
+        "(Hugging Face cache) or ollama:NAME[:TAG], got 'gpt5'",
     ),
     (
         "layer out of range",
@@ -482,7 +483,8 @@ REAL_ERRORS: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         "open_model unknown",
         lambda: _opened("bert"),
         InputError,
-        "name: expected minilm or smollm2 or gemma3 (see `attntrace models`), got 'bert'",
+        "name: expected minilm, smollm2, gemma3, a .gguf file, a model folder, ORG/NAME[@REV] "
+        "(Hugging Face cache) or ollama:NAME[:TAG], got 'bert'",
     ),
     (
         "encode int",
