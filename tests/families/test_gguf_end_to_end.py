@@ -24,15 +24,14 @@ Where GGUF cannot say what the folder says, the test says so:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from family_models import float64_oracle
-from gguf_convert import SENTENCES, TEXT, Converted, _write_tokenizer, build_model, convert
+from gguf_convert import TEXT, convert
+from gguf_oracle import attentions, family
 from oracles import llama_cpp, require
 
 from attntrace.real.families.gguf_facts import gguf_facts
@@ -52,95 +51,9 @@ IDS = [1, 17, 42, 5, 17, 99, 3, 64, 8, 31, 99, 7]
 WITHIN_MISTRAL_WINDOW = IDS[:8]
 
 
-@dataclass
-class Family:
-    converted: Converted
-    oracle: Any  # transformers' model, float64, eager
-
-
-_FAMILIES: dict[str, Family] = {}
-
-
 @pytest.fixture(scope="session")
 def workshop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("gguf-end-to-end")
-
-
-def _randomize(model: Any, family: str) -> None:
-    if family in ("gpt2", "bert"):
-        from gpt2_bert_oracle import _randomized as drawn
-
-        drawn(model, seed=31)
-    else:
-        from family_models import _randomized
-
-        _randomized(model, family, seed=31)
-
-
-def _gemma_spm() -> bytes:
-    """A SentencePiece model as Gemma's is: no dummy prefix (the converter writes
-    ``add_space_prefix`` false for every Gemma whatever the model says)."""
-    import io
-
-    spm = require("sentencepiece")
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(SENTENCES),
-        model_writer=out,
-        vocab_size=100,
-        model_type="bpe",
-        hard_vocab_limit=False,
-        add_dummy_prefix=False,
-        minloglevel=2,
-    )
-    return out.getvalue()
-
-
-def family(workshop: Path, name: str) -> Family:
-    """``name``'s tiny model, randomized, saved, converted to F32 (once a session)."""
-    require("sentencepiece")
-    torch = require("torch")
-    transformers = require("transformers")
-    lcp = llama_cpp()
-    if name not in _FAMILIES:
-        model, kind = build_model(name)
-        _randomize(model, name)
-        folder = workshop / name
-        folder.mkdir()
-        model.save_pretrained(folder)
-        _write_tokenizer(kind, folder)
-        if name.startswith("gemma"):
-            (folder / "tokenizer.model").write_bytes(_gemma_spm())
-        item = Converted(name, folder, model.config)
-        convert(lcp, item, "f32")
-        auto = transformers.AutoModel if name == "bert" else transformers.AutoModelForCausalLM
-        with float64_oracle():  # RoPE's inv_freq is made at init
-            oracle = auto.from_pretrained(
-                folder, dtype=torch.float64, attn_implementation="eager"
-            ).eval()
-        if name.startswith("gemma"):
-            _as_the_file_holds_them(oracle)
-        _FAMILIES[name] = Family(item, oracle)
-    return _FAMILIES[name]
-
-
-def _as_the_file_holds_them(oracle: Any) -> None:
-    """Gemma's RMSNorm weights w, which the converter stores as float32(1 + w): what
-    the file can say is that minus 1, not w (a change of up to 2⁻²⁴, which moves the
-    probabilities by ~1e-7). The oracle gets the file's numbers."""
-    torch = require("torch")
-    with torch.no_grad():
-        for name, parameter in oracle.named_parameters():
-            if name.endswith("norm.weight"):
-                stored = (1 + parameter.to(torch.float32)).to(torch.float64)
-                parameter.copy_(stored - 1)
-
-
-def attentions(oracle: Any, ids: list[int]) -> list[npt.NDArray[np.float64]]:
-    torch = require("torch")
-    with float64_oracle(), torch.no_grad():
-        out = oracle(torch.tensor([ids]), output_attentions=True, use_cache=False)
-    return [a[0].numpy() for a in out.attentions]
 
 
 def assert_agree(model: Transformer, oracle: Any, ids: list[int]) -> None:
