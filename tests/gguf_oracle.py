@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from family_models import float64_oracle
-from gguf_convert import SENTENCES, Converted, _write_tokenizer, build_model, convert
+from gguf_convert import PRE_TOKENIZER, SENTENCES, Converted, _write_tokenizer, build_model, convert
 from oracles import llama_cpp, require
 
 
@@ -63,23 +63,47 @@ def _gemma_spm() -> bytes:
     return out.getvalue()
 
 
-def family(workshop: Path, name: str) -> Family:
-    """``name``'s tiny model, randomized, saved, converted to F32 (once a session)."""
+def family(
+    workshop: Path,
+    name: str,
+    *,
+    tokenizer: dict[str, bytes] | None = None,
+    vocab: int | None = None,
+    pre: str = "default",
+    key: str | None = None,
+) -> Family:
+    """``name``'s tiny model, randomized, saved, converted to F32 (once a session per
+    ``key``, default ``name``). ``tokenizer``: the tokenizer's files, instead of
+    tests/gguf_convert.py's (then ``vocab``, the embedding rows, and ``pre``, the
+    pre-tokenizer named where the converter does not know the vocabulary's hash)."""
     require("sentencepiece")
     torch = require("torch")
     transformers = require("transformers")
     lcp = llama_cpp()
-    if name not in _FAMILIES:
+    key = key or name
+    if key not in _FAMILIES:
         model, kind = build_model(name)
+        if vocab is not None:
+            model.resize_token_embeddings(vocab)
         _randomize(model, name)
-        folder = workshop / name
-        folder.mkdir()
+        folder = workshop / key
+        folder.mkdir(parents=True)
         model.save_pretrained(folder)
-        _write_tokenizer(kind, folder)
+        if tokenizer is None:
+            _write_tokenizer(kind, folder)
+        for file, content in (tokenizer or {}).items():
+            (folder / file).write_bytes(content)
         if name.startswith("gemma"):
             (folder / "tokenizer.model").write_bytes(_gemma_spm())
         item = Converted(name, folder, model.config)
-        convert(lcp, item, "f32")
+        saved = dict(PRE_TOKENIZER)
+        if tokenizer is not None:
+            PRE_TOKENIZER[name] = pre
+        try:
+            convert(lcp, item, "f32")
+        finally:
+            PRE_TOKENIZER.clear()
+            PRE_TOKENIZER.update(saved)
         auto = transformers.AutoModel if name == "bert" else transformers.AutoModelForCausalLM
         with float64_oracle():  # RoPE's inv_freq is made at init
             oracle = auto.from_pretrained(
@@ -87,8 +111,8 @@ def family(workshop: Path, name: str) -> Family:
             ).eval()
         if name.startswith("gemma"):
             _as_the_file_holds_them(oracle)
-        _FAMILIES[name] = Family(item, oracle)
-    return _FAMILIES[name]
+        _FAMILIES[key] = Family(item, oracle)
+    return _FAMILIES[key]
 
 
 def _as_the_file_holds_them(oracle: Any) -> None:

@@ -47,6 +47,15 @@ QWEN2_REGEX = (
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 
+# Llama 3's pre-tokenizer (its tokenizer.json's Split pattern: numbers in threes)
+LLAMA3_REGEX = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+BOS = "<|begin_of_text|>"
+# digits, punctuation and a word the vocabulary never saw, for the byte-level vocabulary
+ODD_SENTENCE = "the fox jumps 1234567 times, over a lazy dog's zebra!"
+
 
 @dataclass
 class Stores:
@@ -60,6 +69,9 @@ class Stores:
     llama_gguf: Path
     llama_oracle: Any
     llama_folder: Path
+    llama3_gguf: Path
+    llama3_oracle: Any
+    llama3_folder: Path
 
     def env(self) -> dict[str, str]:
         env = {
@@ -102,6 +114,40 @@ def qwen_tokenizer_json(vocab: int) -> bytes:
     return str(tokenizer.to_str()).encode()
 
 
+def llama3_tokenizer_files(vocab: int) -> dict[str, bytes]:
+    """A byte-level BPE tokenizer.json as Llama 3's is made (its regex split, byte
+    level without its own regex, merges ignored for whole words, BOS added by the
+    post-processor), with the tokenizer_config.json that says BOS is added."""
+    tk = require("tokenizers")
+    tokenizer = tk.Tokenizer(tk.models.BPE(ignore_merges=True))
+    tokenizer.pre_tokenizer = tk.pre_tokenizers.Sequence(
+        [
+            tk.pre_tokenizers.Split(tk.Regex(LLAMA3_REGEX), behavior="isolated"),
+            tk.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tokenizer.decoder = tk.decoders.ByteLevel()
+    trainer = tk.trainers.BpeTrainer(
+        vocab_size=vocab,
+        initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[BOS, "<|end_of_text|>"],
+    )
+    tokenizer.train_from_iterator(SENTENCES, trainer)
+    tokenizer.post_processor = tk.processors.TemplateProcessing(
+        single=f"{BOS} $A", special_tokens=[(BOS, tokenizer.token_to_id(BOS))]
+    )
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": BOS,
+        "eos_token": "<|end_of_text|>",
+        "add_bos_token": True,
+    }
+    return {
+        "tokenizer.json": str(tokenizer.to_str()).encode(),
+        "tokenizer_config.json": json.dumps(config).encode(),
+    }
+
+
 def folder_files(folder: Path, tokenizer: bytes) -> dict[str, bytes]:
     files = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|endoftext|>"}
@@ -130,9 +176,30 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
     hf_model(hub, QWEN, folder_files(qwen_b_folder, tokenizer), commit=COMMIT_B, ref=None)
     llama = family(root / "made", "llama")
     gguf = llama.converted.gguf["f32"]
-    ollama_model(ollama, "llama3.2", blob=gguf.read_bytes())
+    llama3 = family(
+        root / "made",
+        "llama",
+        tokenizer=llama3_tokenizer_files(vocab),
+        vocab=vocab,
+        pre="llama-bpe",
+        key="llama-bpe",
+    )
+    llama3_gguf = llama3.converted.gguf["f32"]
+    ollama_model(ollama, "llama3.2", blob=llama3_gguf.read_bytes())
     return Stores(
-        root, home, hub, ollama, snapshot, qwen, qwen_b, gguf, llama.oracle, llama.converted.folder
+        root,
+        home,
+        hub,
+        ollama,
+        snapshot,
+        qwen,
+        qwen_b,
+        gguf,
+        llama.oracle,
+        llama.converted.folder,
+        llama3_gguf,
+        llama3.oracle,
+        llama3.converted.folder,
     )
 
 
@@ -233,13 +300,26 @@ def llama_ids(stores: Stores, sentence: str) -> tuple[list[int], list[str]]:
     return ids, [processor.id_to_piece(i) for i in ids]
 
 
-@pytest.mark.parametrize("where", ["ollama", "path"])
-def test_a_gguf_from_ollama_or_a_path_traces_as_transformers(stores: Stores, where: str) -> None:
-    model = "ollama:llama3.2" if where == "ollama" else str(stores.llama_gguf)
-    trace = ok_json(stores, "run", "--model", model, SENTENCE, "--layer", "1")
+def test_a_gguf_by_path_traces_as_transformers(stores: Stores) -> None:
+    trace = ok_json(stores, "run", "--model", str(stores.llama_gguf), SENTENCE, "--layer", "1")
     ids, tokens = llama_ids(stores, SENTENCE)
     assert trace["tokens"] == tokens
     assert_trace_is(trace, attentions(stores.llama_oracle, ids)[1])
+
+
+@pytest.mark.parametrize("sentence", [SENTENCE, ODD_SENTENCE])
+def test_ollama_llama32_traces_as_transformers(stores: Stores, sentence: str) -> None:
+    """The blob's vocabulary is Llama 3's kind (gpt2 BPE, pre llama-bpe): its tokens
+    are AutoTokenizer's, BOS first, and its attention transformers'."""
+    gguf = require("gguf")
+    reader = gguf.GGUFReader(str(stores.llama3_gguf))
+    assert reader.fields["tokenizer.ggml.pre"].contents() == "llama-bpe"
+    assert reader.fields["tokenizer.ggml.model"].contents() == "gpt2"
+    trace = ok_json(stores, "run", "--model", "ollama:llama3.2", sentence, "--layer", "1")
+    ids, tokens = hf_ids(stores.llama3_folder, sentence)
+    assert tokens[0] == BOS
+    assert trace["tokens"] == tokens
+    assert_trace_is(trace, attentions(stores.llama3_oracle, ids)[1])
 
 
 def valid(document: dict[str, Any], name: str) -> None:
@@ -366,3 +446,37 @@ def test_a_manifest_without_a_model_layer_is_one_line(stores: Stores) -> None:
         "nolayer",
         "application/vnd.ollama.image.model",
     )
+
+
+def test_a_sharded_snapshot_in_the_cache_traces(stores: Stores) -> None:
+    """Shards as symlinks into blobs/, found by the index's names beside it (not beside
+    the index's blob)."""
+    model, folder = tiny_model("qwen2", stores.root / "made", vocab_size=384, max_shard_size="40KB")
+    assert (folder / "model.safetensors.index.json").is_file()
+    tokenizer = (stores.qwen / "tokenizer.json").read_bytes()
+    hf_model(stores.hub, "Org/Sharded", folder_files(folder, tokenizer))
+    trace = ok_json(stores, "run", "--model", "Org/Sharded", SENTENCE, "--layer", "2")
+    ids, _ = hf_ids(stores.qwen, SENTENCE)
+    assert_trace_is(trace, oracle_run(model, ids)[0][2])
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_CACHE", "HF_HOME"])
+def test_the_cache_where_the_variables_say(stores: Stores, variable: str) -> None:
+    """HF_HUB_CACHE is the hub itself; HF_HOME holds it as hub/."""
+    elsewhere = stores.root / f"elsewhere-{variable}"
+    hub = elsewhere / "hub" if variable == "HF_HOME" else elsewhere
+    entry = "models--Qwen--Qwen2.5-0.5B-Instruct"
+    shutil.copytree(stores.hub / entry, hub / "models--Org--Moved", symlinks=True)
+    env = {**stores.env(), variable: str(elsewhere)}
+    result = subprocess.run(
+        [sys.executable, "-m", "attntrace", "run", "--model", "Org/Moved", SENTENCE, "--json"],
+        env=env,
+        cwd=stores.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    ids, _ = hf_ids(stores.qwen, SENTENCE)
+    assert_trace_is(json.loads(result.stdout), oracle_run(stores.qwen_oracle, ids)[0][0])
