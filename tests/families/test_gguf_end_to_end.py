@@ -17,8 +17,8 @@ Where GGUF cannot say what the folder says, the test says so:
   float32. The oracle gets the same float32 factors injected (its ``inv_freq`` becomes
   ``base^(-2i/d) / factor``, the factors read by the ``gguf`` package), and a separate
   check holds those factors to transformers' own within float32's rounding.
-* Q8_0: the oracle is transformers' model with every weight replaced by the file's,
-  dequantized (``GGUFTensors``, held to the ``gguf`` package's dequantizer bit for bit
+* Q8_0, F16, BF16: the oracle is transformers' model with every weight replaced by
+  the file's, dequantized (``GGUFTensors``, held to the ``gguf`` package's dequantizer bit for bit
   in test_gguf_families.py), so the comparison is again 1e-9.
 """
 
@@ -126,32 +126,42 @@ def test_llama3_with_the_files_float32_factors(workshop: Path) -> None:
         rotary.inv_freq = saved
 
 
-def test_q8_0_is_transformers_with_the_files_weights(workshop: Path) -> None:
-    """A Q8_0 file against transformers' model holding the file's dequantized weights
-    (un-permuted back to Hugging Face's layout by GGUFTensors, which
-    test_gguf_families.py holds to the gguf package)."""
+QUANTIZED = (
+    ("llama", "q8_0"), ("phi3", "q8_0"), ("gpt2", "q8_0"), ("bert", "q8_0"),
+    ("gemma2", "f16"), ("qwen3", "bf16"),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "outtype"), QUANTIZED)
+def test_a_quantized_file_is_transformers_with_its_weights(
+    workshop: Path, name: str, outtype: str
+) -> None:
+    """A Q8_0 (F16, BF16) file against transformers' model holding the file's
+    dequantized weights (back in Hugging Face's layout by GGUFTensors, which
+    test_gguf_families.py holds to the gguf package bit for bit), to 1e-9."""
     import copy
 
     torch = require("torch")
-    item = family(workshop, "llama")
-    path = convert(llama_cpp(), item.converted, "q8_0")
+    item = family(workshop, name)
+    path = convert(llama_cpp(), item.converted, outtype)
     model = open_gguf_model(path)
     gguf = GGUFFile(path)
     source = GGUFTensors(gguf, gguf_facts(gguf))
     oracle = copy.deepcopy(item.oracle)
     state = oracle.state_dict()
-    quantized = 0
+    changed = 0
     with torch.no_grad():
-        for name in source.names():
-            value = torch.tensor(source.tensor(name), dtype=torch.float64)
-            if not torch.equal(value, state[name]):
-                quantized += 1
-            state[name].copy_(value)
-    assert quantized >= 2 * 4, "the Q8_0 file should hold quantized attention weights"
-    assert_agree(model, oracle, IDS)
-    # and it is not the F32 model's: the quantization shows
-    f32 = open_gguf_model(item.converted.gguf["f32"]).run(IDS, 1)[0]
-    assert not np.allclose(model.run(IDS, 1)[0], f32, atol=1e-9)
+        for tensor in source.names():
+            key = next(k for k in (tensor, f"transformer.{tensor}") if k in state)
+            value = torch.tensor(source.tensor(tensor), dtype=torch.float64)
+            changed += not torch.equal(value, state[key])
+            state[key].copy_(value)
+    assert changed >= 2 * 4, f"the {outtype} file should hold rounded attention weights"
+    ids = [i % item.oracle.config.vocab_size for i in IDS]
+    assert_agree(model, oracle, ids)
+    # and it is not the F32 model's: the rounding shows
+    f32 = open_gguf_model(item.converted.gguf["f32"]).run(ids, 1)[0]
+    assert not np.allclose(model.run(ids, 1)[0], f32, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
