@@ -72,6 +72,7 @@ class Stores:
     llama3_gguf: Path
     llama3_oracle: Any
     llama3_folder: Path
+    qwen_gguf: Any  # gguf_oracle.Family: Qwen 2's byte-level vocabulary, pre qwen2
 
     def env(self) -> dict[str, str]:
         env = {
@@ -186,6 +187,12 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
     )
     llama3_gguf = llama3.converted.gguf["f32"]
     ollama_model(ollama, "llama3.2", blob=llama3_gguf.read_bytes())
+    qwen_files = folder_files(qwen_folder, tokenizer)
+    tokenizer_files = {k: v for k, v in qwen_files.items() if k.startswith("tokenizer")}
+    qwen_gguf = family(
+        root / "made", "qwen2", tokenizer=tokenizer_files, vocab=vocab, pre="qwen2", key="qwen2-bpe"
+    )
+    ollama_model(ollama, "qwen2.5", "0.5b", blob=qwen_gguf.converted.gguf["f32"].read_bytes())
     return Stores(
         root,
         home,
@@ -200,6 +207,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Stores:
         llama3_gguf,
         llama3.oracle,
         llama3.converted.folder,
+        qwen_gguf,
     )
 
 
@@ -320,6 +328,19 @@ def test_ollama_llama32_traces_as_transformers(stores: Stores, sentence: str) ->
     assert tokens[0] == BOS
     assert trace["tokens"] == tokens
     assert_trace_is(trace, attentions(stores.llama3_oracle, ids)[1])
+
+
+@pytest.mark.parametrize("sentence", [SENTENCE, ODD_SENTENCE])
+def test_ollama_qwen25_traces_as_transformers(stores: Stores, sentence: str) -> None:
+    """A Qwen 2 GGUF (gpt2 BPE, pre qwen2) by name and tag: tokens AutoTokenizer's,
+    attention transformers'."""
+    gguf = require("gguf")
+    reader = gguf.GGUFReader(str(stores.qwen_gguf.converted.gguf["f32"]))
+    assert reader.fields["tokenizer.ggml.pre"].contents() == "qwen2"
+    trace = ok_json(stores, "run", "--model", "ollama:qwen2.5:0.5b", sentence, "--layer", "1")
+    ids, tokens = hf_ids(stores.qwen_gguf.converted.folder, sentence)
+    assert trace["tokens"] == tokens
+    assert_trace_is(trace, attentions(stores.qwen_gguf.oracle, ids)[1])
 
 
 def valid(document: dict[str, Any], name: str) -> None:
