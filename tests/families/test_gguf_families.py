@@ -255,6 +255,7 @@ def config_facts(family: str, config: Any) -> ModelFacts:
         embed_scale=math.sqrt(d_model) if gemma else 1.0,
         post_norms=family in ("gemma2", "gemma3"),
         tied_embeddings=bool(config.tie_word_embeddings),
+        token_types=config.type_vocab_size if bert else 0,
     )
 
 

@@ -106,6 +106,7 @@ def open_bert(
     tensors: TensorSource,
     tokenizer: Vocabulary,
     spec: RealModel | None = None,
+    where: str = "config.json",
 ) -> Bert:
     """The BERT whose ``facts`` and ``tensors`` these are: names with the ``bert.``
     prefix of ``BertFor…`` checkpoints or without (``BertModel``), every shape held to
@@ -115,7 +116,7 @@ def open_bert(
     check_shapes(
         named,
         bert_shapes(facts),
-        f"config.json (hidden_size {facts.d_model}, num_hidden_layers {facts.layers}, "
+        f"{where} (hidden_size {facts.d_model}, num_hidden_layers {facts.layers}, "
         f"intermediate_size {facts.d_ff}, vocab_size {facts.vocabulary}, "
         f"max_position_embeddings {facts.max_positions}, type_vocab_size {facts.token_types})",
     )

@@ -231,6 +231,7 @@ def gguf_facts(gguf: GGUFFile) -> ModelFacts:
         post_norms=row.post_norms,
         tied_embeddings=not shapes.has("output.weight"),
         notes=_notes(arch),
+        token_types=shapes.token_types(gguf.metadata),
     )
     shapes.check_attention(facts)
     return facts
@@ -378,6 +379,20 @@ class _Shapes:
         shape = self.shape("token_embd.weight")
         if len(shape) != 2 or shape[1] != self.d_model:
             raise self.disagree("token_embd.weight", f"vocabulary × {self.d_model}", shape)
+        return shape[0]
+
+    def token_types(self, meta: dict[str, object]) -> int:
+        """BERT's token-type rows: ``token_types.weight``'s, which
+        ``tokenizer.ggml.token_type_count`` (the converter's ``type_vocab_size``) must
+        agree with; 0 where the file has no such table."""
+        if not self.has("token_types.weight"):
+            return 0
+        shape = self.shape("token_types.weight")
+        count = meta.get("tokenizer.ggml.token_type_count", shape[0])
+        if len(shape) != 2 or shape != (count, self.d_model):
+            raise self.disagree(
+                "token_types.weight", f"{count} × {self.d_model} (token_type_count)", shape
+            )
         return shape[0]
 
     def feed_forward(self, keys: Keys, arch: str) -> int:

@@ -38,4 +38,4 @@ def open_gguf_model(path: Path) -> Transformer:
         return GPT2(facts, source, tokenizer, spec)
     from attntrace.real.families.encoder import open_bert
 
-    return open_bert(facts, source, tokenizer, spec)
+    return open_bert(facts, source, tokenizer, spec, "the GGUF metadata")
