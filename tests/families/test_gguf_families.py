@@ -64,7 +64,10 @@ def saved(family: str) -> dict[str, npt.NDArray[np.float32]]:
     """What the converter read: the folder's model.safetensors."""
     from safetensors.numpy import load_file
 
-    return load_file(_CACHE[family].folder / "model.safetensors")
+    tensors: dict[str, npt.NDArray[np.float32]] = load_file(
+        _CACHE[family].folder / "model.safetensors"
+    )
+    return tensors
 
 
 def open_source(path: Path) -> tuple[ModelFacts, GGUFTensors]:

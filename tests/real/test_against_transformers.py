@@ -315,6 +315,8 @@ def test_heads_counts_its_layers_before_running_them(monkeypatch: pytest.MonkeyP
     assert result.stderr.endswith(
         "over the memory budget of 1 MiB (shorten the input, or set ATTNTRACE_MAX_MEMORY_MB)\n"
     )
+    # a short sentence fits a budget that holds one layer's largest weight (SmolLM2: 30 MiB)
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "64")
     assert (
         invoke("heads", "-m", "smollm2", "--from", "2", "--to", "1", "the cat sat").exit_code == 0
     )
@@ -333,7 +335,8 @@ def test_heads_counts_its_layers_before_running_them(monkeypatch: pytest.MonkeyP
         ),
         (
             ["run", "-m", "gpt5"],
-            "--model: expected minilm or smollm2 or gemma3 (see `attntrace models`), got 'gpt5'",
+            "--model: expected minilm, smollm2, gemma3, a .gguf file, a model folder, "
+            "ORG/NAME[@REV] (Hugging Face cache) or ollama:NAME[:TAG], got 'gpt5'",
         ),
         (
             ["decode", "-m", "minilm"],

@@ -201,7 +201,7 @@ def _bit_planes(bits: npt.NDArray[Any]) -> npt.NDArray[Any]:
 def _two_bit_quarters(qs: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Q2_K's and Q3_K's 64 bytes of 2-bit codes as uint8 [n, 8, 32]: each half of 128
     weights reads 32 bytes four times, shifted by 0, 2, 4 and 6 bits (ggml's ``shift``)."""
-    quarters = qs.reshape(qs.shape[0], 2, 1, 32) >> _QH_SHIFTS[:, None]
+    quarters: npt.NDArray[Any] = qs.reshape(qs.shape[0], 2, 1, 32) >> _QH_SHIFTS[:, None]
     quarters &= _TWO_BITS
     return quarters.reshape(qs.shape[0], 8, 32)
 
