@@ -221,7 +221,7 @@ class ModelFlags:
             if value is not None
         ]
         if self.real_model is None and parts:
-            usage(f"{flags_choose(parts)} part of a real model: add --model NAME")
+            usage(f"{flags_choose(parts)} part of a real model: add --model MODEL")
         if self.real_model is not None and self.edits:
             usage(
                 "--set edits a model file or a sample: it does not go with --model (a trained "

@@ -368,7 +368,7 @@ class ExploreApp(App[None]):
     def action_layer(self, by: int) -> None:
         layers = self.layers
         if layers is None:
-            self.say("l and L change the layer of a real model (explore --model NAME)")
+            self.say("l and L change the layer of a real model (explore --model MODEL)")
             return
         target = layers.after(by)
         self.start(

@@ -59,7 +59,7 @@ def test_output_that_cannot_be_written_is_trouble_not_an_answer(arrays: tuple[Pa
         (["--atol", "nan"], "--atol: expected a finite number ≥ 0"),
         (["--layout", "rows"], "--layout: expected heads-first or tokens-first, got 'rows'"),
         (["--head", "2"], "--head: expected a head from 0 to 1 (two-heads has 2), got 2"),
-        (["--layer", "1"], "--layer chooses part of a real model: add --model NAME"),
+        (["--layer", "1"], "--layer chooses part of a real model: add --model MODEL"),
     ],
 )
 def test_a_bad_flag_is_one_line_and_exit_2(

@@ -142,7 +142,7 @@ def test_h_on_one_head_and_l_without_a_real_model_say_why() -> None:
     driven(trace_attention(sample="it-animal"), drive)
     assert said == [
         "this model has one head",
-        "l and L change the layer of a real model (explore --model NAME)",
+        "l and L change the layer of a real model (explore --model MODEL)",
     ]
 
 
