@@ -31,5 +31,6 @@ def test_ci_runs_the_long_runs_the_readme_command_leaves_out() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"-m", "not long"' in pyproject
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "pytest -m long;" in run
+    assert "pytest -m long $ignored;" in run
+    assert "pytest -m long -p no:cacheprovider $oracles" in run
     assert 'HYPOTHESIS_PROFILE=dev pytest -m "long or not long"' in run
