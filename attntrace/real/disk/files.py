@@ -11,6 +11,7 @@ without waiting, so a FIFO cannot hang the reading).
 
 from __future__ import annotations
 
+import errno
 import json
 import stat
 from pathlib import Path
@@ -59,8 +60,20 @@ def refusal(
     return InputError(f"{message}; fetch it with: {fetch}", source=str(source))
 
 
+def _loops(path: Path) -> bool:
+    """Whether following the link ``path`` goes round in a circle (ELOOP)."""
+    try:
+        path.stat()
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
+
+
 def dangling_error(path: Path, fetch: str | None = None) -> InputError:
-    """The one line for a link to nothing: which link, where it pointed, what to do."""
+    """The one line for a link to nothing: which link, where it pointed, what to do
+    (a link that leads back to itself is said as the loop it is)."""
+    if _loops(path):
+        return refusal(f"symlink loop: {link_target(path)} leads back to itself", path, fetch=fetch)
     return refusal(
         f"dangling symlink to {link_target(path)} (the file it points to is missing: "
         "an interrupted download, or a cleaned cache?)",

@@ -75,7 +75,13 @@ def fetch_command(repo_id: str, revision: str | None) -> str:
 def locate_cached(text: str, field: str = "--model") -> Located:
     """``ORG/NAME[@REVISION]`` (:func:`is_repo_id`) from the cache; one InputError line
     with the ``hf download`` command where it is not there."""
-    repo_id, _, revision = text.partition("@")
+    repo_id, at, revision = text.partition("@")
+    if at and not revision:
+        raise InputError(
+            field=field,
+            expected=f"a revision after {repo_id}@ (a branch, a tag or a commit)",
+            found=repr(text),
+        )
     fetch = fetch_command(repo_id, revision or None)
     cache = hub_cache()
     entry = cache / (PREFIX + repo_id.replace("/", "--"))

@@ -19,7 +19,7 @@ from typing import Any
 from attntrace.errors import InputError
 from attntrace.kernel.reading import naming, open_regular, read_at
 from attntrace.real.disk.files import read_json_object
-from attntrace.real.families.facts import FAMILIES
+from attntrace.real.families.facts import FAMILIES, MAX_LAYERS
 from attntrace.real.weights.gguf_header import (
     GGUF_MAGIC,
     SUPPORTED_VERSIONS,
@@ -47,14 +47,18 @@ class Summary:
 
     @property
     def supported(self) -> bool:
-        return self.family in FAMILIES
+        return self.family in FAMILIES and (self.layers or 0) <= MAX_LAYERS
 
     @property
     def why_not(self) -> str:
         """A few words on why it cannot be traced; empty where it can."""
         if self.family is None:
             return "no model_type or general.architecture"
-        return "" if self.supported else f"architecture {self.family} is not supported"
+        if self.family not in FAMILIES:
+            return f"architecture {self.family} is not supported"
+        if (self.layers or 0) > MAX_LAYERS:
+            return f"claims {self.layers:,} layers (at most {MAX_LAYERS:,})"
+        return ""
 
 
 def _count(value: object) -> int | None:

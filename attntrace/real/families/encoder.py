@@ -23,7 +23,7 @@ from attntrace.real.families.classic import (
     model_type,
     prefixed,
 )
-from attntrace.real.families.facts import ModelFacts
+from attntrace.real.families.facts import ModelFacts, checked_layers
 from attntrace.real.families.tensors import TensorSource
 
 
@@ -51,7 +51,7 @@ def bert_facts(config: Mapping[str, object], source: str) -> ModelFacts:
         )
     return ModelFacts(
         family="bert",
-        layers=fields.whole("num_hidden_layers", 12),
+        layers=checked_layers(fields.whole("num_hidden_layers", 12), source, "num_hidden_layers"),
         heads=heads,
         kv_heads=heads,
         d_model=d_model,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attntrace.errors import InputError
 from attntrace.real.catalog import RealModel
 
 #: The families attntrace traces: the ``model_type`` of config.json (the names
@@ -28,6 +29,24 @@ FAMILIES = (
     "gpt2",
     "bert",
 )
+
+
+#: The most layers a model's config may claim. The deepest published models have about
+#: 128 (Llama 3.1 405B: 126); a claim past this is refused before anything is built per
+#: layer, so a config saying 10¹² layers is one line, not a hang that fills the memory.
+MAX_LAYERS = 1024
+
+
+def checked_layers(layers: int, source: str, field: str) -> int:
+    """``layers`` (a whole number ≥ 1, read already) within :data:`MAX_LAYERS`."""
+    if layers > MAX_LAYERS:
+        raise InputError(
+            source=source,
+            field=field,
+            expected=f"at most {MAX_LAYERS:,} layers",
+            found=f"{layers:,}",
+        )
+    return layers
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ import re
 from dataclasses import dataclass
 
 from attntrace.errors import InputError
-from attntrace.real.families.facts import ModelFacts
+from attntrace.real.families.facts import ModelFacts, checked_layers
 from attntrace.real.text import shown
 from attntrace.real.weights.gguf import GGUFFile
 
@@ -184,7 +184,7 @@ def gguf_facts(gguf: GGUFFile) -> ModelFacts:
     arch = architecture(gguf.metadata, source)
     row = ROWS[arch]
     keys = Keys(gguf, arch)
-    layers = keys.whole("block_count")
+    layers = checked_layers(keys.whole("block_count"), str(gguf.path), f"{arch}.block_count")
     heads = keys.whole("attention.head_count")
     kv_heads = keys.whole("attention.head_count_kv", heads)
     d_model = keys.whole("embedding_length")

@@ -29,7 +29,7 @@ from attntrace.real.families.classic import (
     model_type,
     prefixed,
 )
-from attntrace.real.families.facts import ModelFacts
+from attntrace.real.families.facts import ModelFacts, checked_layers
 from attntrace.real.families.tensors import TensorSource
 from attntrace.real.forward import LayerAttention, Transformer, layer_norm
 
@@ -66,7 +66,9 @@ def gpt2_facts(config: Mapping[str, object], source: str) -> ModelFacts:
     reordered = fields.flag("reorder_and_upcast_attn", False)
     return ModelFacts(
         family="gpt2",
-        layers=fields.whole("n_layer", 12, ("num_hidden_layers",)),
+        layers=checked_layers(
+            fields.whole("n_layer", 12, ("num_hidden_layers",)), source, "n_layer"
+        ),
         heads=heads,
         kv_heads=heads,
         d_model=d_model,

@@ -38,7 +38,7 @@ from typing import Any
 
 from attntrace.errors import InputError
 from attntrace.kernel.reading import naming, read_small
-from attntrace.real.families.facts import FAMILIES, ModelFacts, RopeScaling
+from attntrace.real.families.facts import FAMILIES, ModelFacts, RopeScaling, checked_layers
 from attntrace.real.families.hf_rows import NESTED, ROWS, Row
 
 CONFIG = "config.json"
@@ -172,7 +172,7 @@ def decoder_facts(row: Row, config: Config, source: str) -> ModelFacts:
     d_model, heads, layers = (
         f.whole("hidden_size"),
         f.whole("num_attention_heads"),
-        f.whole("num_hidden_layers"),
+        checked_layers(f.whole("num_hidden_layers"), source, "num_hidden_layers"),
     )
     kv_heads = f.whole("num_key_value_heads", f.raw("num_key_value_heads") or heads)
     head_dim = f.whole("head_dim", f.raw("head_dim") or d_model // heads)
