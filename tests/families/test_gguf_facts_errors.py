@@ -91,7 +91,8 @@ def test_an_unknown_architecture_is_named_with_the_supported_list(tmp_path: Path
         ({"llama__rope__dimension_count": (U32, 2)}, ["partial rotary", "dimension_count"]),
         ({"llama__rope__scaling__type": (STRING, "yarn")}, ["rope.scaling.type", "yarn"]),
         ({"llama__attention__causal": (U32, 1)}, ["llama.attention.causal", "true or false"]),
-        ({"llama__block_count": (U64, 2**40)}, ["block_count", "blocks 0 to 0 (1)"]),
+        ({"llama__block_count": (U64, 7)}, ["block_count", "blocks 0 to 0 (1)"]),
+        ({"llama__block_count": (U64, 2**40)}, ["block_count", "at most 1,024 layers"]),
         (
             {"llama__attention__sliding_window_pattern": (ARRAY, (U32, [1, 2]))},
             ["sliding_window_pattern"],
