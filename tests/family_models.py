@@ -77,33 +77,6 @@ MODULES = {
 }
 SAVE_OPTIONS = ("saved_dtype", "max_shard_size")
 
-# Llama 3.2 1B's config.json, as published (meta-llama/Llama-3.2-1B, transformers 4.45).
-LLAMA_32_1B: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"],
-    "attention_bias": False,
-    "head_dim": 64,
-    "hidden_act": "silu",
-    "hidden_size": 2048,
-    "intermediate_size": 8192,
-    "max_position_embeddings": 131072,
-    "mlp_bias": False,
-    "model_type": "llama",
-    "num_attention_heads": 32,
-    "num_hidden_layers": 16,
-    "num_key_value_heads": 8,
-    "rms_norm_eps": 1e-05,
-    "rope_scaling": {
-        "factor": 32.0,
-        "high_freq_factor": 4.0,
-        "low_freq_factor": 1.0,
-        "original_max_position_embeddings": 8192,
-        "rope_type": "llama3",
-    },
-    "rope_theta": 500000.0,
-    "tie_word_embeddings": True,
-    "vocab_size": 128256,
-}
-
 
 _made: dict[tuple[str, Path, str], tuple[Any, Path]] = {}
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from family_models import LLAMA_32_1B, float64_oracle, oracle_run, tiny_model
+from family_models import float64_oracle, oracle_run, tiny_model
 from finite_differences import assert_close_to, finite_difference
 from oracles import require
+from published_configs import LLAMA_32_1B
 from weight_files import safetensors_bytes
 
 from attntrace.decode.decoder import decode

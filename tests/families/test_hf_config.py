@@ -10,30 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from family_models import LLAMA_32_1B
+from published_configs import GEMMA3_270M, LLAMA_32_1B
 
 from attntrace.errors import InputError
 from attntrace.real.families.facts import FAMILIES, RopeScaling
 from attntrace.real.families.hf_config import READERS, facts_from_config
 from attntrace.real.families.hf_rows import ROWS
-
-# Gemma 3 270M's (google/gemma-3-270m), the fields that matter here.
-GEMMA3_270M: dict[str, Any] = {
-    "model_type": "gemma3_text",
-    "head_dim": 256,
-    "hidden_size": 640,
-    "intermediate_size": 2048,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 18,
-    "num_key_value_heads": 1,
-    "query_pre_attn_scalar": 256,
-    "rope_local_base_freq": 10000.0,
-    "rope_scaling": None,
-    "rope_theta": 1000000.0,
-    "sliding_window": 512,
-    "sliding_window_pattern": 6,
-    "vocab_size": 262144,
-}
 
 
 def test_llama_3_2_reads_as_published() -> None:

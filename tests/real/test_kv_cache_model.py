@@ -18,57 +18,12 @@ import pytest
 from disk_stores import hf_model, ollama_model, safetensors, stores
 from helpers import invoke, one_line_error, schema
 from oracles import require
+from published_configs import GEMMA3_270M, LLAMA_32_1B, MISTRAL_7B
 
 from attntrace.decode.kv_memory import CATALOGUED, PRESETS
 from attntrace.real.catalog import CATALOG
 
 __all__ = ["stores"]  # the fixture, imported for the tests that take it
-
-# Llama 3.2 1B's config.json (meta-llama/Llama-3.2-1B), the fields the shape needs
-LLAMA_32_1B: dict[str, Any] = {
-    "model_type": "llama",
-    "hidden_size": 2048,
-    "head_dim": 64,
-    "intermediate_size": 8192,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 16,
-    "num_key_value_heads": 8,
-    "max_position_embeddings": 131072,
-    "rms_norm_eps": 1e-05,
-    "rope_theta": 500000.0,
-    "vocab_size": 128256,
-}
-# Gemma 3 270M's (google/gemma-3-270m): every sixth layer global, the rest slide by 512
-GEMMA3_270M: dict[str, Any] = {
-    "model_type": "gemma3_text",
-    "head_dim": 256,
-    "hidden_size": 640,
-    "intermediate_size": 2048,
-    "num_attention_heads": 4,
-    "num_hidden_layers": 18,
-    "num_key_value_heads": 1,
-    "max_position_embeddings": 32768,
-    "query_pre_attn_scalar": 256,
-    "rope_local_base_freq": 10000.0,
-    "rope_theta": 1000000.0,
-    "sliding_window": 512,
-    "sliding_window_pattern": 6,
-    "vocab_size": 262144,
-}
-# Mistral 7B v0.1's: a window of 4096 on every layer
-MISTRAL_7B: dict[str, Any] = {
-    "model_type": "mistral",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "max_position_embeddings": 32768,
-    "rms_norm_eps": 1e-05,
-    "rope_theta": 10000.0,
-    "sliding_window": 4096,
-    "vocab_size": 32000,
-}
 
 
 def folder(root: Path, config: dict[str, Any]) -> Path:
