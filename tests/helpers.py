@@ -132,3 +132,10 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def ctrl_c_as_a_terminal_delivers_it() -> None:
+    """For a child's ``preexec_fn``: SIGINT back to its default. A shell starts a
+    background job with SIGINT ignored, and Python then keeps ignoring it; a test of
+    what Ctrl-C does must not depend on how the suite itself was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

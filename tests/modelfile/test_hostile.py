@@ -13,7 +13,7 @@ from unittest import mock
 
 import pytest
 import yaml
-from helpers import invoke, raw_controls, whole_runs
+from helpers import ctrl_c_as_a_terminal_delivers_it, invoke, raw_controls, whole_runs
 from hypothesis import given
 from hypothesis import strategies as st
 from paths import ROOT
@@ -426,6 +426,7 @@ def test_ctrl_c_at_a_step_prompt_exits_130_quietly(command: list[str], tmp_path:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_as_a_terminal_delivers_it,
     ) as process:
         assert process.stdout is not None
         assert process.stderr is not None

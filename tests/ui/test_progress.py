@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import invoke
+from helpers import ctrl_c_as_a_terminal_delivers_it, invoke
 from terminals import COLOUR, ESCAPE, Terminal, environment
 
 from attntrace.kernel import progress
@@ -61,6 +61,7 @@ def start(
         stdout=stdout,
         stderr=stderr,
         env=environment(**env),
+        preexec_fn=ctrl_c_as_a_terminal_delivers_it,
     )
     STARTED.append(process)
     return process
