@@ -131,7 +131,7 @@ def test_random_blocks_dequantize_as_gguf_does(
 
 @pytest.mark.long
 @pytest.mark.parametrize("code", READ, ids=NAME.get)
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_many_more_random_blocks(gguf: ModuleType, code: int, data: st.DataObject) -> None:
     _check_random_blocks(gguf, code, data)
