@@ -7,8 +7,9 @@ is causal. 9 query heads share 3 K/V heads (grouped-query attention).
 
 One detail of the file format: llama.cpp's converter reorders the rows of each head's
 Q and K weights so that its own RoPE can turn adjacent pairs (2i, 2i+1). Hugging Face
-turns the pairs (i, i + d/2) instead. :func:`unpermute` puts the rows back, so the Q and
-K shown here are Hugging Face's, column for column (the scores are the same either way).
+turns the pairs (i, i + d/2) instead. ``unpermute`` (the GGUF reader's, shared with every
+model on disk) puts the rows back, so the Q and K shown here are Hugging Face's, column
+for column (the scores are the same either way).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy.typing as npt
 
 from attntrace.kernel.ops import Matrix, rms_norm
 from attntrace.real.catalog import SMOLLM2, RealModel
+from attntrace.real.families.gguf_tensors import unpermute
 from attntrace.real.forward import LayerAttention, Transformer, silu
 from attntrace.real.tokenizers.bpe import ByteLevelBPE
 from attntrace.real.tokenizers.tokenizer_cache import open_gguf
@@ -28,17 +30,6 @@ from attntrace.real.weights.gguf import GGUFFile
 TOKENIZER_KIND = "byte-level-bpe"
 # The metadata a cached tokenizer replaces: stepped over when the GGUF is opened.
 TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type")
-
-
-def unpermute(weight: Matrix, heads: int) -> Matrix:
-    """Undo llama.cpp's ``permute`` of a Q or K weight ``[heads·d, d_model]``.
-
-    llama.cpp wrote, per head, rows (0, d/2, 1, d/2+1, …): the halves interleaved.
-    """
-    out, d_model = weight.shape
-    d = out // heads
-    rows: Matrix = weight.reshape(heads, d // 2, 2, d_model).swapaxes(1, 2).reshape(out, d_model)
-    return rows
 
 
 class Llama(Transformer):

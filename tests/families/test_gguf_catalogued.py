@@ -14,9 +14,8 @@ import pytest
 
 from attntrace.real.catalog import GEMMA3, SMOLLM2, RealModel
 from attntrace.real.families.gguf_facts import gguf_facts
-from attntrace.real.families.gguf_tensors import GGUFTensors
+from attntrace.real.families.gguf_tensors import GGUFTensors, unpermute
 from attntrace.real.gemma import LOCAL_ROPE_BASE, QUERY_PRE_ATTN_SCALAR, is_global
-from attntrace.real.llama import unpermute
 from attntrace.real.weights.gguf import GGUFFile
 
 pytestmark = pytest.mark.long

@@ -41,8 +41,8 @@ from attntrace.real.catalog import (
     remember_verified,
     verified_before,
 )
+from attntrace.real.families.gguf_tensors import unpermute
 from attntrace.real.layer import decoder_layer, open_model, rank_heads, trace_layer
-from attntrace.real.llama import unpermute
 
 # The transformers oracle: seconds of torch; a long run (docs/development.md).
 pytestmark = pytest.mark.long
