@@ -31,6 +31,10 @@ ROOMS: dict[str, set[str]] = {
     # user_arrays reads a person's .safetensors with real's reader
     "checking": {"kernel", "modelfile", "forward", "real"},
     "learning": {"kernel", "forward"},
+    # a student's function judged case by case, each failure diagnosed by check
+    "grading": {"kernel", "modelfile", "forward", "checking", "api"},
+    # a learner's answer for a hidden cell of the trace, and exercise files
+    "quiz": {"kernel", "modelfile", "forward", "real"},
     "kernels": {"kernel", "forward"},
     "real": {"kernel", "forward"},
     # the explorer page: each capability's JSON documents and each stage's words
@@ -60,6 +64,8 @@ ROOMS: dict[str, set[str]] = {
         "forward",
         "decode",
         "checking",
+        "grading",
+        "quiz",
         "learning",
         "kernels",
         "real",

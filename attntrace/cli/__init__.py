@@ -6,7 +6,7 @@ stderr, no traceback), 1 a bug, 130 interrupted. Output into a pipe that closes 
 imported inside the commands, so ``--help`` and ``--version`` stay fast.
 
 Here: the app, its callback and :func:`main`. Each command family has a module (run,
-explore, check, diff, grad, train, scaling, softmax, decode, flash, kv_cache, real,
+explore, check, diff, grade, quiz, grad, train, scaling, softmax, decode, flash, kv_cache, real,
 samples), registered below in the order ``--help`` lists them; what they share is in
 options (flags), model_flags (the model's flags and --dtype's, one parameter each, checked and
 resolved), objective_flags (the loss's), emit (JSON or the view), show (drawing a
@@ -30,7 +30,9 @@ from attntrace.cli import (
     explore,
     flash,
     grad,
+    grade,
     kv_cache,
+    quiz,
     real,
     run,
     samples,
@@ -109,6 +111,8 @@ app.command(cls=DrawingCommand)(run.render)
 app.command(cls=DrawingCommand)(explore.explore)
 app.command(cls=DrawingCommand)(check.check)
 app.command(cls=DrawingCommand)(diff.diff)
+app.command(cls=DrawingCommand)(grade.grade)
+app.command(cls=DrawingCommand)(quiz.quiz)
 app.command(cls=DrawingCommand)(grad.grad)
 app.command(cls=DrawingCommand)(train.train)
 app.command(cls=DrawingCommand)(scaling.scaling)

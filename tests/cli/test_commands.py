@@ -175,6 +175,8 @@ COMMANDS = {
     "explore": "Explore a trace full-screen: the stages,",
     "check": "Check your own attention's arrays against",
     "diff": "Compare two traces stage by stage: what",
+    "grade": "Grade a student's attention function on",
+    "quiz": "Compute a hidden cell of the trace yourself",
     "grad": "The backward pass from a loss: every",
     "train": "Gradient descent on the block's weights",
     "scaling": "Why ÷√d_k: the softmax of q·k, as it is and",
