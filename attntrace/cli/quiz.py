@@ -179,7 +179,7 @@ def _exercise(name: str) -> tuple[Trace, list[Question], Exercise]:
         causal=model.causal,
     )
     with bad_input_fails(name):
-        trace = flags.trace(model.sentence)
+        trace = _model_traced(flags, model.sentence, name)
         questions = []
         for index, asked in enumerate(exercise.questions):
             where = f"questions[{index}]"
@@ -194,6 +194,20 @@ def _exercise(name: str) -> tuple[Trace, list[Question], Exercise]:
             )
             questions.append(replace(found, hints=asked.hints, points=asked.points))
     return trace, questions, exercise
+
+
+def _model_traced(flags: ModelFlags, sentence: str | None, name: str) -> Trace:
+    """The exercise's model traced; a mistake in its model file names the exercise
+    too (``ex.yaml: model: models/row.yaml: ...``), so the teacher knows which file
+    sent them there."""
+    from attntrace.errors import InputError
+
+    try:
+        return flags.trace(sentence)
+    except InputError as error:
+        if error.source is None or error.source == name:
+            raise
+        raise InputError(str(error), source=name, field="model") from None
 
 
 def _title(title: str, description: str) -> RenderableType:
@@ -250,8 +264,13 @@ def _ask(
 
     if number is not None:
         points = question.points
-        show(Text(""), Text(f"Question {number[0]} of {number[1]} ({points} point"
-                            f"{'' if points == 1 else 's'})", style="bold magenta"))
+        show(
+            Text(""),
+            Text(
+                f"Question {number[0]} of {number[1]} ({points} point{'' if points == 1 else 's'})",
+                style="bold magenta",
+            ),
+        )
     show(*before(shown, on_screen, drawn), hidden_block(shown, on_screen, drawn))
     show(Text(""), Text(question_line(shown, on_screen), style="bold"))
 

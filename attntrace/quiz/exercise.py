@@ -120,7 +120,9 @@ def exercise_from(document: Any, source: str, folder: Path) -> Exercise:
     listed = fields.items(top["questions"], "questions", expected="a non-empty list of questions")
     if len(listed) > MOST_QUESTIONS:
         raise InputError(
-            field="questions", expected=f"at most {MOST_QUESTIONS} questions", found=str(len(listed))
+            field="questions",
+            expected=f"at most {MOST_QUESTIONS} questions",
+            found=str(len(listed)),
         )
     return Exercise(
         source=source,
@@ -180,7 +182,9 @@ def _question(value: Any, where: str) -> ExerciseQuestion:
         )
         if len(hints) > MOST_HINTS:
             raise InputError(
-                field=f"{where}.hints", expected=f"at most {MOST_HINTS} hints", found=str(len(hints))
+                field=f"{where}.hints",
+                expected=f"at most {MOST_HINTS} hints",
+                found=str(len(hints)),
             )
     points = fields.whole(question.get("points", 1), f"{where}.points", least=0, most=1000)
     return ExerciseQuestion(stage=stage, cell=cell, head=head, hints=hints, points=points)

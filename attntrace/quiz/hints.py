@@ -17,20 +17,22 @@ from attntrace.kernel.trace import Stage, Trace
 from attntrace.quiz.question import Question, stage_of
 
 # A vector longer than this is written as its first and last figures around a count.
-VECTOR_SHOWN = 8
+VECTOR_SHOWN = 12
 PARTIAL_LINES = 12  # the partial result's lines at most (a long sum's story is cut anyway)
 
 
 def default_hints(trace: Trace, question: Question) -> tuple[str, ...]:
     """The three hints for ``question``: its formula, its operands, a partial result."""
     stage = stage_of(trace, question)
-    return (formula_hint(trace, stage, question), operands_hint(trace, stage, question)) + (
+    return (
+        formula_hint(trace, stage, question),
+        operands_hint(trace, stage, question),
         partial_hint(trace, stage, question),
     )
 
 
 def vector(values: Sequence[float]) -> str:
-    """``[2, 4]``; a long one ``[0.1, 0.2, 0.3, … 570 more …, 0.9, 1]``."""
+    """``[2, 4]``; a long one ``[0.1, 0.2, 0.3, … 570 more …, 0.9, 1]`` (past 12)."""
     figures = [figure(float(v)) for v in values]
     if len(figures) > VECTOR_SHOWN:
         left = len(figures) - 5
@@ -87,9 +89,9 @@ def operands_hint(trace: Trace, stage: Stage, question: Question) -> str:
         score = float(trace.stage("scores", head=head).data[i, j])
         return f"scores[{r}, {c}] = {figure(score)};  d_k = {trace.model.d_k}"
     if name == "softmax":
-        x = trace.model.softmax_source
-        values = row(x, i)
-        return f"{x}[{r}] = {vector(values)};  M = {figure(max(values))}"
+        source = trace.model.softmax_source
+        values = row(source, i)
+        return f"{source}[{r}] = {vector(values)};  M = {figure(max(values))}"
     if name == "output":
         weights = row("softmax", i)
         column = [float(v) for v in trace.stage("V", head=head).data[:, j]]

@@ -100,7 +100,7 @@ class HiddenTable:
         grid = table.layout(width)
         q = self.question
         if q.col not in grid.cols:  # the hidden key was cut: shown in place of the last
-            cols = [j for j in grid.cols if j is not None][:-1] + [q.col]
+            cols = [*[j for j in grid.cols if j is not None][:-1], q.col]
             labels = unique_labels(self.stage.cols)
             wanted = tuple(labels[j] for j in cols)
             table = StageTable(self.stage, replace(self.view, cols=wanted))
