@@ -276,7 +276,7 @@ def _ask(
 
     def said(event: Said) -> None:
         if event.kind == "ask":
-            show(coaching.prompt(on_screen), end="")
+            show(coaching.prompt(on_screen, typed=not echo), end="")
         elif event.kind == "not-a-number":
             show(coaching.not_a_number(event.text))
         elif event.kind == "correct":
@@ -290,7 +290,7 @@ def _ask(
         with bad_input_fails():
             line = read_line()
         if echo:
-            show(Text("" if line is None else line.strip()))
+            show(Text(f" {line.strip()}" if line and line.strip() else ""))
         return line
 
     return ask(question, value, hints, read, said)

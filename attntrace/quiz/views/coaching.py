@@ -8,8 +8,9 @@ come from files.
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.padding import Padding
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from attntrace.forward.cell_story import cell_story
@@ -20,14 +21,29 @@ from attntrace.kernel.trace import Trace
 from attntrace.quiz.question import Question, stage_of
 from attntrace.quiz.session import Outcome
 from attntrace.ui.view import View
+from attntrace.ui.wrap import wrap
 from attntrace.visible import visible
 
 NOT_A_NUMBER = "not a number: write it as 0.9983, -1.5 or 2e-3 (-inf for a masked cell)"
 
 
-def prompt(question: Question) -> Text:
-    """``softmax[fish, fish] = ? `` (the answer is typed after it)."""
-    return Text.assemble((visible(question.cell), "bold"), " = ? ")
+def prompt(question: Question, *, typed: bool = True) -> Text:
+    """``softmax[fish, fish] = ? `` (the answer is typed after it; ``typed`` False, an
+    answer from a pipe, is written after it, and no space ends the line)."""
+    return Text.assemble((visible(question.cell), "bold"), " = ?" + (" " if typed else ""))
+
+
+@dataclass(frozen=True)
+class Indented:
+    """``text`` wrapped to the width less ``indent``, each line indented (no trailing
+    spaces, where Rich's Padding would fill the line)."""
+
+    text: Text
+    indent: int = 4
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in wrap(self.text, options.max_width - self.indent):
+            yield Text(" " * self.indent) + line
 
 
 def not_a_number(line: str) -> Text:
@@ -45,7 +61,7 @@ def hint(text: str, number: int, of: int) -> Group:
     lines = visible_lines(text)
     first = Text.assemble(("  ✗ not quite. ", "bold red"), (f"Hint {number} of {of}:", "bold"))
     parts: list[RenderableType] = [first]
-    parts += [Padding(Text(line, style="cyan"), (0, 0, 0, 4)) for line in lines]
+    parts += [Indented(Text(line, style="cyan")) for line in lines]
     return Group(*parts)
 
 
