@@ -107,8 +107,7 @@ def quiz(
             with bad_input_fails():
                 trace, questions, read = _exercise(exercise)
             title = read.title
-            if talk is not None:
-                talk.print(_title(read.title, read.description), crop=False)
+            _show(talk, _title(read.title, read.description))
         outcomes = [
             _ask(trace, question, view, talk, (number, len(questions)) if title else None)
             for number, question in enumerate(questions, 1)
@@ -233,7 +232,6 @@ def _ask(
     """Draw the question, read answers until it ends, and say how each went."""
     from rich.text import Text
 
-    from attntrace.cli.pipes import quiet_pipe
     from attntrace.cli.prompts import read_line, stdin_is_terminal
     from attntrace.quiz.hints import default_hints
     from attntrace.quiz.session import ask
@@ -255,12 +253,7 @@ def _ask(
     echo = not stdin_is_terminal()  # a piped answer is written after its prompt
 
     def show(*renderables: RenderableType, end: str = "\n") -> None:
-        if talk is None:
-            return
-        with quiet_pipe():
-            for renderable in renderables:
-                talk.print(renderable, crop=False, end=end)
-            talk.file.flush()
+        _show(talk, *renderables, end=end)
 
     if number is not None:
         points = question.points
@@ -294,6 +287,24 @@ def _ask(
         return line
 
     return ask(question, value, hints, read, said)
+
+
+def _show(talk: Console | None, *renderables: RenderableType, end: str = "\n") -> None:
+    """Draw on the person's side, if there is one; a reader that leaves (``| head``)
+    silences it, and the answers still count (the exit code is the quiz's)."""
+    from attntrace.cli.pipes import quiet_pipe
+
+    if talk is None or talk.quiet:
+        return
+    try:
+        with quiet_pipe():  # a full disk: one line, exit 1
+            for renderable in renderables:
+                talk.print(renderable, crop=False, end=end)
+            talk.file.flush()
+    except typer.Exit as done:
+        if done.exit_code != 0:
+            raise
+        talk.quiet = True
 
 
 def _as_shown(shown: Trace, question: Question) -> Question:
@@ -332,12 +343,11 @@ def _finish(
         return quiz_to_dict(trace, outcomes, seed=used, exercise=exercise, title=title)
 
     def view() -> None:
-        if exercise is not None and talk is not None:
+        if exercise is not None:
             from rich.text import Text
 
             from attntrace.quiz.views.coaching import score_line
 
-            talk.print(Text(""))
-            talk.print(score_line(outcomes))
+            _show(talk, Text(""), score_line(outcomes))
 
     emit(as_json, document, view, verdict=verdict)

@@ -22,8 +22,8 @@ from attntrace.visible import visible
 DEFAULT_SEED = 0
 # The stages a seed chooses from, in the order the article computes them.
 QUIZ_STAGES = ("Q", "K", "V", "scores", "scaled", "softmax", "output")
-# Every stage a quiz may ask for by name: these have hints of their own; any other
-# stage of the trace is asked with hints from its cell's story.
+# The stages whose cells a mask hides (its weight 0, its logit −∞ by rule, not by
+# arithmetic): the seed does not choose those cells.
 MASKED_BY = frozenset(("scores", "scaled", "alibi", "biased", "capped", "softmax"))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import shutil
 import signal
@@ -50,6 +51,21 @@ def test_answers_from_a_pipe() -> None:
     assert "no answer (end of input)" in wrong.stdout
 
 
+@pytest.mark.parametrize(("answer", "code"), [("0.5", 1), ("0.9983", 0)])
+def test_a_reader_that_leaves_early_keeps_the_verdict(answer: str, code: int) -> None:
+    command = shlex.join([sys.executable, "-m", "attntrace", *FISH])
+    done = subprocess.run(
+        ["bash", "-c", f"echo {answer} | {command} | head -n 1; exit ${{PIPESTATUS[1]}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ(),
+        check=False,
+    )
+    assert done.returncode == code
+    assert done.stderr == ""
+
+
 def test_json_from_a_pipe_is_the_whole_stdout() -> None:
     done = piped("0.5\n0.9983\n", "--json")
     assert done.returncode == 0
@@ -64,19 +80,25 @@ def test_ctrl_c_at_the_prompt_exits_130() -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
         env=environ(),
     )
     assert process.stdout is not None
-    seen = ""
-    while "= ? " not in seen:  # the prompt: the question is waiting for its answer
-        chunk = process.stdout.read(1)
-        assert chunk, seen
-        seen += chunk
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
+    seen = b""
+    deadline = time.monotonic() + 30
+    try:
+        while b"fish] = ?" not in seen:  # the prompt: the question waits
+            left = deadline - time.monotonic()
+            assert left > 0, seen.decode()
+            if select.select([process.stdout], [], [], left)[0]:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                assert chunk, seen.decode()
+                seen += chunk
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
     assert process.returncode == 130
-    assert "Traceback" not in err
+    assert b"Traceback" not in err
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
