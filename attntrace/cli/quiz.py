@@ -280,10 +280,17 @@ def _ask(
             show(Text(""), coaching.worked(shown, on_screen, value, drawn, event.why))
 
     def read() -> str | None:
-        with bad_input_fails():
+        from attntrace.errors import InputError
+        from attntrace.visible import visible
+
+        try:
             line = read_line()
-        if echo:
-            show(Text(f" {line.strip()}" if line and line.strip() else ""))
+        except InputError as error:  # a line past LINE_LIMIT: the prompt's line ended first
+            show(Text(""))
+            with bad_input_fails():
+                raise error from None
+        if echo:  # as typed, made safe: an escape sequence piped in is shown, not obeyed
+            show(Text(f" {visible(line.strip())}" if line and line.strip() else ""))
         return line
 
     return ask(question, value, hints, read, said)

@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from helpers import invoke, one_line_error, schema
+from helpers import invoke, one_line_error, raw_controls, schema
 from naive import naive_attention
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,3 +233,19 @@ def test_every_stage_of_a_trace_can_be_asked() -> None:
             assert result.exit_code == 1, (sample, stage, result.output)
             assert "the answer:" in result.stdout, (sample, stage)
             assert "Traceback" not in result.output
+
+
+def test_text_from_outside_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    result = invoke("quiz", *FISH, input="\x1b[2J\n\x07 0.5\n")
+    assert raw_controls(result.stdout) == []
+    assert "\\x1b[2J" in result.stdout  # the piped line, shown as code
+    exercise = tmp_path / "ex.yaml"
+    exercise.write_text(
+        'title: "\\e]0;owned\\a quiz"\nmodel: {sample: cat-eats-fish}\n'
+        'questions: [{stage: scores, cell: "0,0", hints: ["\\e[31mred\\e[0m"]}]\n',
+        "utf-8",
+    )
+    result = invoke("quiz", "--exercise", str(exercise), input="1\n")
+    assert result.exit_code == 1
+    assert raw_controls(result.stdout) == []
+    assert "red" in result.stdout
