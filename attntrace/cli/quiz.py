@@ -204,9 +204,21 @@ def _model_traced(flags: ModelFlags, sentence: str | None, name: str) -> Trace:
     try:
         return flags.trace(sentence)
     except InputError as error:
+        if error.field in FILE_FIELDS:  # the flag's name for it, where the file has its own
+            raise InputError(
+                error.message,
+                source=name,
+                field=FILE_FIELDS[error.field],
+                expected=error.expected,
+                found=error.found,
+            ) from None
         if error.source is None or error.source == name:
             raise
         raise InputError(str(error), source=name, field="model") from None
+
+
+# The flags an exercise's model fields stand for, as an error about them names them.
+FILE_FIELDS = {"--layer": "model.layer", "--model": "model.real", "--sample": "model.sample"}
 
 
 def _title(title: str, description: str) -> RenderableType:

@@ -19,6 +19,7 @@ from attntrace.kernel import fields
 from attntrace.kernel.reading import read_text
 from attntrace.modelfile.model_matrices import refuse_duplicates
 from attntrace.modelfile.parse import parse_document
+from attntrace.modelfile.samples import sample_path
 
 EXERCISE_CONTENT = "an exercise file (YAML or JSON: model, questions)"
 TOP_KEYS = ("title", "description", "model", "questions")
@@ -156,6 +157,11 @@ def _model(value: Any, folder: Path) -> ExerciseModel:
     sentence = model.get("sentence")
     if sentence is not None:
         sentence = fields.text(sentence, "model.sentence")
+    if "sample" in texts:
+        try:
+            sample_path(texts["sample"])
+        except InputError as error:
+            raise InputError(error.message, field="model.sample") from None
     file = texts.get("file")
     return ExerciseModel(
         sample=texts.get("sample"),

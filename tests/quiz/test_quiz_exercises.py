@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from helpers import invoke, one_line_error, schema
+from helpers import invoke, needs_weights, one_line_error, schema
 from naive import naive_attention
 
 from attntrace.quiz.exercise import exercises_dir, shipped_names
@@ -155,8 +155,14 @@ BAD = [
         "model: {sample: cat-eats-fish}\nquestions: [{stage: softmax, cell: '0,0', head: 3}]\n",
         ["head", "a head of softmax"],
     ),
-    ("model: {sample: no-such-sample}\nquestions: [{stage: Q, cell: '0,0'}]\n", ["no-such-sample"]),
-    ("model: {file: missing.yaml}\nquestions: [{stage: Q, cell: '0,0'}]\n", ["missing.yaml"]),
+    (
+        "model: {sample: no-such-sample}\nquestions: [{stage: Q, cell: '0,0'}]\n",
+        ["model.sample", "no-such-sample"],
+    ),
+    (
+        "model: {file: missing.yaml}\nquestions: [{stage: Q, cell: '0,0'}]\n",
+        ["model: ", "missing.yaml"],
+    ),
     ("model: {sample: cat-eats-fish}\nmodel: {sample: it-animal}\nquestions: []\n", ["model"]),
     ("model: !!python/object:os.system {}\n", ["python/object"]),
     ("model: [unclosed\n", ["ex.yaml"]),
@@ -176,3 +182,10 @@ def test_a_mistake_in_an_exercise_file_is_one_line(
 
 def test_an_exercise_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
     one_line_error(invoke("quiz", "--exercise", str(tmp_path)), "directory")
+
+
+@needs_weights
+def test_a_real_models_layer_out_of_range_names_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "ex.yaml"
+    path.write_text("model: {real: minilm, layer: 99}\nquestions: [{stage: Q, cell: '0,0'}]\n")
+    one_line_error(invoke("quiz", "--exercise", str(path)), str(path), "model.layer", "99")
