@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from attntrace.errors import InputError
 from attntrace.forward.focus import resolve_position
 from attntrace.kernel.labels import unique_labels
+from attntrace.kernel.stage_names import ALIASES
 from attntrace.kernel.trace import Stage, Trace
 from attntrace.visible import visible
 
@@ -78,6 +79,8 @@ def choose(
     if stage is None:
         choices = quiz_stages(trace)
         stage = rng.choice(choices) if choices else names[-1]
+    elif stage not in names and ALIASES.get(stage) in names:
+        stage = ALIASES[stage]  # weights, attn, S, ...: the names people give a stage
     elif stage not in names:
         raise InputError(
             field=stage_field, expected=f"a stage of the trace ({', '.join(names)})", found=stage

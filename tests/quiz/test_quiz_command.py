@@ -79,6 +79,11 @@ def test_a_right_answer_after_a_hint() -> None:
     assert "not a number" in result.stdout
 
 
+def test_a_stage_by_the_name_people_give_it() -> None:
+    result = invoke("quiz", "-s", "cat-eats-fish", "--stage", "attn", "--cell", "2,2", "--json")
+    assert quiz_document(result.stdout)["questions"][0]["stage"] == "softmax"
+
+
 @pytest.mark.parametrize("cell", ["fish,fish", "2,2", "fish,2", "FISH,fish"])
 def test_a_cell_by_token_or_index(cell: str) -> None:
     result = invoke("quiz", "-s", "cat-eats-fish", "--stage", "softmax", "--cell", cell, "--json")
