@@ -300,7 +300,7 @@ def student_attention(
     fill: float = -math.inf,
     forgot: str | None = None,
     swap: str | None = None,
-    added: bool = False,
+    added: bool = True,
 ) -> dict[str, Array]:
     """Every intermediate of one attention block, computed in ``dtype``, with ``mistake``.
 
@@ -317,7 +317,8 @@ def student_attention(
     ``forgot`` the bias ``missing-bias`` leaves out (default: the first the model has of
     bQ, bV, bK, bO); ``swap`` the slip ``wrong-projection`` makes (``Q<-WK``: see
     :func:`projection_swaps`); ``added`` makes ``mask-fill-too-small``'s mask an
-    additive one (BERT's ``scores + (1 − mask) · −10000``) instead of ``masked_fill``.
+    additive one (BERT's ``scores + (1 − mask) · −10000``); without it, ``masked_fill``
+    with TransformerLens's old −1e5.
     """
     if mistake is not None and mistake not in MISTAKES:
         raise ValueError(f"no such mistake {mistake!r}")

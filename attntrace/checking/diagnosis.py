@@ -121,9 +121,10 @@ def _unchanged(
     trace has it, on the heads the person gave, within the person's tolerance (a
     stage the recipe does not compute is left as it was).
 
-    An array saved side by side, ``[r, heads·d]``, was saved before the heads were
-    split: it is the same under any split, so it is judged as saved, joined back by the
-    recipe's own split (``q_proj(x)`` saved, then a wrong ``.view(B, T, d, H)``)."""
+    An array saved side by side, ``[r, heads·d]``, may be the projection saved before
+    the heads were split (``q_proj(x)``, then a wrong ``.view(B, T, d, H)``): the same
+    under any split, so it is also judged as saved, joined back by the recipe's own
+    split."""
     name, tolerance = spot.stage, check.tolerance(spot.given)
     if name not in computed.shared and name not in computed.heads:
         return True
@@ -133,7 +134,8 @@ def _unchanged(
             _joined(check.expected.matrix_list(name, spot.per), Recipe().split),
             _joined(computed.matrix_list(name, spot.per), split),
         )
-        return pair[0].shape == pair[1].shape and matches(*pair, tolerance)
+        if pair[0].shape == pair[1].shape and matches(*pair, tolerance):
+            return True  # else as split (K and V saved after repeat_kv, side by side)
     for index in spot.indices:
         pair = (
             check.expected.matrix(name, spot.per, index),

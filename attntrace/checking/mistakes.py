@@ -75,6 +75,8 @@ EMPTY_ROWS = ((-np.inf, "as-filled"), (-1e9, "as-filled"), (-np.inf, "zero"))
 #: scores as an additive mask (BERT's ``(1 − mask) · −10000``, ``finfo(float16).min``).
 FINITE_FILLS = ((-1e4, False), (-1e5, False), (-1e9, False), (-65504.0, False))
 ADDED_FILLS = ((-1e4, True), (-65504.0, True))
+_FILL_NAMES = {-1e4: "−1e4", -1e5: "−1e5", -1e9: "−1e9", -65504.0: "−65504 (float16's finfo.min)"}
+
 #: A fill of −10⁴ or below changes a weight only where scores reach within float64's exp
 #: range (−745) of it: below this largest |scaled score|, ``mask-fill-too-small`` is not
 #: tried.
@@ -260,11 +262,11 @@ def _mask_mistakes(
     )
     if largest_logit >= FILL_REACH:
         for fill, added in FINITE_FILLS + ADDED_FILLS:
-            how = "added to" if added else "put in"
+            how = "added" if added else "filled the hidden cells with"
             add(
                 "mask-fill-too-small",
-                f"the mask {how} the hidden cells {fill:g} instead of −∞, "
-                "which did not hide them from scores that large",
+                f"the mask {how} {_FILL_NAMES[fill]} instead of −∞, which did not "
+                "hide the cells from scores that large",
                 fill=fill,
                 fill_added=added,
             )

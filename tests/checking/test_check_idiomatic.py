@@ -226,8 +226,8 @@ NUMPY_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("cross-attention-causal", "cross", {}),
     ("mask-inverted", "gqa-causal", {}),
     ("mask-inverted", "single-causal", {"fill": -1e9}),
+    ("mask-fill-too-small", "deep", {"added": False}),
     ("mask-fill-too-small", "deep", {}),
-    ("mask-fill-too-small", "deep", {"added": True}),
 ]
 
 

@@ -89,8 +89,8 @@ def _case(mistake: str, model: str, dtype: str, fmt: str, j: int, **options: str
     layouts = layouts_for(ALL_MODELS[model])
     namings = list(NAMINGS)
     subset = ("all", "attention", "ends")[(j // 2 + MISTAKES.index(mistake)) % 3]
-    if mistake == "mask-fill-too-small":  # a fill of −1e5 in `masked` is −∞ by the rule
-        subset = "ends"
+    if mistake == "mask-fill-too-small":  # hidden cells at −1e4 or below are −∞ by the
+        subset = "ends"  # masked rule: the student's `masked` differs where check's does not
     return Case(
         mistake,
         model,
