@@ -124,7 +124,8 @@ class Bug:
     nothing becomes ("nan": −∞ everywhere; "zeros": torch SDPA's outcome); softmax runs
     along "rows", down "columns" or across "heads"; split "interleaved" gives head h the
     columns h, h + H, ...; kv "tiled" gives query head h K/V head h mod kv_heads;
-    transposed_weights multiplies V by softmaxᵀ; concat "no-transpose" reshapes
+    transposed_weights multiplies V by softmaxᵀ; mask_after_softmax normalises every key
+    and then zeroes the hidden weights; concat "no-transpose" reshapes
     [H, n, d_v] to [n, H·d_v] as it lies; scores_transposed computes K·Qᵀ.
     """
 
@@ -140,6 +141,7 @@ class Bug:
     scores_transposed: bool = False
     dtype_overflow: float = math.inf  # exp(x) is ∞ past this (88.72 in float32)
     unstable: bool = False
+    mask_after_softmax: bool = False
 
 
 def _matmul(a: Grid, b: Grid) -> Grid:
@@ -201,8 +203,12 @@ def everything(i: int, j: int) -> bool:
     return True
 
 
+def _visible(bug: Bug, causal: bool) -> Visible | None:
+    return bug.visible or (causal_mask if causal else None)
+
+
 def _masked(scaled: list[Grid], bug: Bug, causal: bool) -> list[Grid]:
-    visible = bug.visible or (causal_mask if causal else None)
+    visible = _visible(bug, causal)
     if visible is None:
         return scaled
     return [
@@ -263,6 +269,12 @@ def loops(
         )
     masked = _masked(scaled, bug, causal)
     weights = _empty_rows(_softmax(masked, bug), masked, bug)
+    visible = _visible(bug, causal)
+    if bug.mask_after_softmax and visible is not None:
+        weights = [
+            [[w if visible(i, j) else 0.0 for j, w in enumerate(row)] for i, row in enumerate(head)]
+            for head in _softmax(scaled, bug)
+        ]
     output = []
     for h in range(heads):
         W, V = weights[h], Vs[h]

@@ -49,6 +49,7 @@ RECIPES: dict[str, Bug] = {
     "wild_grade_fill_1e4": Bug(fill=-1e4),
     "wild_grade_exp_no_max": Bug(unstable=True, dtype_overflow=FLOAT32_EXP_LIMIT),
     "wild_grade_k_qt": Bug(scores_transposed=True),
+    "wild_grade_mask_after_softmax": Bug(mask_after_softmax=True),
 }
 
 
