@@ -22,9 +22,8 @@ def short_reason(case: CaseResult) -> str:
         return case.cause
     failure = case.failure
     if failure is not None:
-        at = f" at {visible(failure.where, 80)}" if failure.where else ""
         words = {
-            "raised": "raised " + visible(failure.message.partition(":")[0], 60) + at,
+            "raised": "raised " + visible(failure.message.partition(":")[0], 40),
             "timeout": "did not return in time",
             "crashed": "the process ended",
             "not-run": "not run",
@@ -64,17 +63,25 @@ def score_words(report: GradeReport) -> str:
     return f"{passed} of {total} cases pass; the first to fail is {first.name}{cause}"
 
 
-def header_words(report: GradeReport) -> str:
-    return (
-        f"graded {visible(report.target, SHOWN_LIMIT)} on {report.score[1]} cases: "
-        "the samples, hidden models, properties"
+def header_words(report: GradeReport) -> tuple[str, str]:
+    """``graded hw.py:attention`` and ``24 cases: 10 samples, 11 hidden models, ...``."""
+    kinds = [case.kind for case in report.cases]
+    counted = ", ".join(
+        f"{kinds.count(kind)} {words}"
+        for kind, words in (
+            ("sample", "on samples"),
+            ("random", "on hidden models"),
+            ("property", "properties"),
+        )
+        if kind in kinds
     )
+    return f"graded {visible(report.target, SHOWN_LIMIT)}", f"{len(kinds)} cases: {counted}"
 
 
 def report_text(report: GradeReport) -> str:
     """The report as plain text, as `attntrace grade` prints it without colour."""
     width = max(len(case.name) for case in report.cases)
-    lines = [header_words(report), ""]
+    lines = [*header_words(report), ""]
     for case in report.cases:
         why = short_reason(case)
         name = case.name.ljust(width) + "  " + why if why else case.name

@@ -33,8 +33,10 @@ _STYLE = {PASS: "bold green", FAIL: "bold red"}
 
 def grade_view(report: GradeReport) -> Group:
     """The whole report, for ``console.print``."""
+    graded, counted = header_words(report)
     parts: list[RenderableType] = [
-        Wrapped(Text(header_words(report), style="dim")),
+        Wrapped(Text(graded, style="bold")),
+        Wrapped(Text(counted, style="dim")),
         Text(""),
         _case_lines(report),
     ]
