@@ -1,5 +1,5 @@
-"""grade's verdicts on students written as homework writes them (tests/grading/
-grade_students.py), judged in this process (grade_function, what the pytest plugin
+"""grade's verdicts on students written as homework writes them (tests/grade_students.py),
+judged in this process (grade_function, what the pytest plugin
 calls): the correct ones pass, each buggy one fails with its mistake named."""
 
 from __future__ import annotations
