@@ -27,9 +27,7 @@ def grade(
     ],
     timeout: Annotated[
         float,
-        typer.Option(
-            metavar="SECONDS", help="Time for the file's import and for each call.", min=0.001
-        ),
+        typer.Option(metavar="SECONDS", help="Time for the file's import and for each call."),
     ] = 10.0,
     as_json: Annotated[bool, json_flag("Write the grade as JSON to stdout.")] = False,
 ) -> None:

@@ -82,7 +82,10 @@ def _run(file: Path, function: str, folder: Path, timeout: float, count: int) ->
     read, write = os.pipe()
     printed = (folder / "printed.txt").open("wb")  # the student's prints: kept, never shown
     package_root = str(Path(__file__).resolve().parent.parent.parent)
+    # PYTHONSAFEPATH (3.11+): the folder grade runs in is not put first on sys.path, so
+    # a student's numpy.py there shadows nothing of the runner's
     env = {
+        "PYTHONSAFEPATH": "1",
         **os.environ,
         "PYTHONPATH": os.pathsep.join(
             p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p
@@ -235,8 +238,8 @@ def _end(child: subprocess.Popen[bytes]) -> None:
     """The child and anything it started, killed (a no-op when it has ended)."""
     if child.poll() is None:
         try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)  # its own session: pid is the group's id
+        except (ProcessLookupError, PermissionError, AttributeError):  # no killpg: Windows
             child.kill()
     child.wait()
 

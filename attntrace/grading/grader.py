@@ -16,6 +16,8 @@ from attntrace.grading.report import GradeReport
 
 #: Seconds each call (and the file's import) may take by default.
 DEFAULT_TIMEOUT = 10.0
+#: The longest time a call may be given: a day.
+MAX_TIMEOUT = 86400.0
 #: The largest student file read (its syntax checked before it runs).
 MAX_SOURCE = 4 << 20
 
@@ -80,8 +82,12 @@ def grade_file(target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeReport:
     from attntrace.grading.judge import grade_outcomes
     from attntrace.kernel import progress
 
-    if not (timeout > 0 and timeout < 1e6):
-        raise InputError(field="--timeout", expected="a number of seconds > 0", found=repr(timeout))
+    if not 0 < timeout <= MAX_TIMEOUT:  # NaN fails both
+        raise InputError(
+            field="--timeout",
+            expected=f"a number of seconds > 0 and at most {MAX_TIMEOUT:,.0f}",
+            found=repr(timeout),
+        )
     file, function = parse_target(target)
     calls, cases = build_cases()
     with progress.task(f"running {file.name}:{function}"):

@@ -29,6 +29,7 @@ from attntrace.checking.tolerance import compare, tolerance_for
 from attntrace.grading.cases import LATER_FROM, Call, Case, permutation
 from attntrace.grading.outcome import Failed, Outcome
 from attntrace.grading.report import CaseResult, Cell
+from attntrace.grading.words import UNCHECKED
 
 Matrix = npt.NDArray[np.float64]
 OUTPUT_NAMES = ("output", "O", "out")
@@ -41,7 +42,7 @@ def judge_property(case: Case, calls: Sequence[Call], outcomes: Sequence[Outcome
     for index in case.calls:
         found = _output(calls[index], outcomes[index])
         if isinstance(found, str):
-            return CaseResult(case.name, case.kind, False, None, f"cannot be checked: {found}")
+            return CaseResult(case.name, case.kind, False, None, f"{UNCHECKED}: {found}")
         outputs.append(found)
     if case.name.startswith("permutation"):
         problem = _permutation(calls[case.calls[0]], outputs)

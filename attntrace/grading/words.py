@@ -10,6 +10,8 @@ from attntrace.grading.report import CaseResult, GradeReport
 from attntrace.visible import visible
 
 PASS, FAIL = "✓", "✗"
+#: How a property's message starts where a call it needs failed.
+UNCHECKED = "cannot be checked"
 #: How much of the student's text a line shows.
 SHOWN_LIMIT = 300
 
@@ -30,7 +32,7 @@ def short_reason(case: CaseResult) -> str:
         }
         return words.get(failure.kind, "returned nothing to compare")
     if case.kind == "property":
-        return "does not hold"
+        return "not checked" if case.message.startswith(UNCHECKED) else "does not hold"
     first = None if case.check is None else case.check.first_divergent
     if first is not None and first.region is None:
         return "wrong shape"

@@ -36,6 +36,21 @@ def test_a_correct_student_exits_0(tmp_path: Path) -> None:
     assert result.stdout.rstrip().endswith("✓ all 24 cases pass")
 
 
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "1e9"])
+def test_a_timeout_that_is_no_time_is_one_line(timeout: str, tmp_path: Path) -> None:
+    one_line_error(grade(tmp_path, "correct_numpy", "--timeout", timeout), "--timeout: expected")
+
+
+def test_the_view_fits_a_narrow_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case's reason goes under its name where the two do not fit on a line."""
+    student_file(tmp_path, "raises")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("grade", "raises.py:attention", columns=60)
+    assert result.exit_code == 1, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 60
+    assert "\n    raised ValueError\n" in result.stdout
+
+
 def test_a_buggy_student_exits_1_naming_the_mistake(tmp_path: Path) -> None:
     result = grade(tmp_path, "no_scaling")
     assert result.exit_code == 1

@@ -11,8 +11,10 @@ student's text (an exception's message, a line of its source, the file's name) t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.cells import cell_len
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from attntrace.checking.views.report import check_view
@@ -38,7 +40,7 @@ def grade_view(report: GradeReport) -> Group:
         Wrapped(Text(graded, style="bold")),
         Wrapped(Text(counted, style="dim")),
         Text(""),
-        _case_lines(report),
+        CaseLines(report.cases),
     ]
     first = report.first_failure
     if first is not None:
@@ -51,16 +53,26 @@ def grade_view(report: GradeReport) -> Group:
     return Group(*parts)
 
 
-def _case_lines(report: GradeReport) -> Group:
-    """A line per case: the mark, the name, and for a failure why (in a column)."""
-    width = max(cell_len(case.name) for case in report.cases)
-    lines: list[RenderableType] = []
-    for case in report.cases:
-        mark = PASS if case.passed else FAIL
-        why = short_reason(case)
-        name = pad(case.name, width) + "  " if why else case.name
-        lines.append(Text.assemble((mark, _STYLE[mark]), " ", name, (why, "yellow")))
-    return Group(*lines)
+@dataclass(frozen=True)
+class CaseLines:
+    """A line per case: the mark, the name, and for a failure why, in a column; where
+    the line is wider than the terminal, why goes on the next line, indented."""
+
+    cases: tuple[CaseResult, ...]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(cell_len(case.name) for case in self.cases)
+        for case in self.cases:
+            mark = PASS if case.passed else FAIL
+            why = short_reason(case)
+            first = Text.assemble((mark, _STYLE[mark]), " ")
+            if not why:
+                yield Wrapped(Text.assemble(first, case.name))
+            elif 2 + width + 2 + cell_len(why) <= options.max_width:
+                yield Text.assemble(first, pad(case.name, width), "  ", (why, "yellow"))
+            else:
+                yield Wrapped(Text.assemble(first, case.name))
+                yield Wrapped(Text.assemble("    ", (why, "yellow")))
 
 
 def first_failure(case: CaseResult) -> list[RenderableType]:
