@@ -185,3 +185,23 @@ def test_the_memory_limit_holds_the_child(tmp_path: Path) -> None:
     first = json.loads(result.stdout)["first_failure"]
     assert first["error"]["kind"] == "raised"
     assert "MemoryError" in first["message"]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name", ["mask_wrong_triangle", "raises", "stages_no_scaling"])
+def test_the_child_and_the_plugin_give_one_verdict(name: str, tmp_path: Path) -> None:
+    """The same cases, verdicts and causes, called in a child or in this process."""
+    import importlib.util
+
+    from attntrace.grading.grade_json import grade_to_dict
+    from attntrace.grading.grader import grade_function
+
+    found = document(tmp_path, name)
+    spec = importlib.util.spec_from_file_location(f"grade_same_{name}", tmp_path / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    here = grade_to_dict(grade_function(module.attention))
+    assert here["cases"] == found["cases"]
+    assert here["score"] == found["score"]
