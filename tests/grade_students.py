@@ -88,6 +88,8 @@ ENDLESS = (
         pass
 """
 )
+# a loop that ends once there are two rows: never, for one token
+HANGS_ON_ONE_TOKEN = _with("    Q, K, V", "    while X.shape[0] < 2:\n        pass\n    Q, K, V")
 WRONG_SHAPE = _with("return weights @ V", "return (weights @ V).T")
 RETURNS_NAN = _with("return weights @ V", "return np.full((X.shape[0], WV.shape[1]), np.nan)")
 RETURNS_TUPLE = _with("return weights @ V", "return weights @ V, weights")
@@ -129,6 +131,7 @@ SOURCES = {
     "unstable": UNSTABLE,
     "raises": RAISES,
     "endless": ENDLESS,
+    "hangs_on_one_token": HANGS_ON_ONE_TOKEN,
     "wrong_shape": WRONG_SHAPE,
     "returns_nan": RETURNS_NAN,
     "returns_tuple": RETURNS_TUPLE,

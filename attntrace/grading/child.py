@@ -5,7 +5,8 @@ sends the calls' arrays in a ``.npz`` and reads back, for each call, the arrays 
 returned (``.npz``, ``allow_pickle=False``) or what went wrong, from the JSON lines of a
 pipe. Each call has ``timeout`` seconds, as has the import of the student's file;
 a call past it (or a child that dies in a call) is that call's failure, the child is
-killed with its process group, and the calls after it are not run. What the import
+killed with its process group, and the calls after it run in a new child; after
+:data:`MAX_STOPS` such calls, the rest are not run. What the import
 itself gets wrong (an exception, no such function, a hang) is bad input: an
 :class:`InputError`, one line, exit 2.
 
@@ -39,6 +40,9 @@ from attntrace.kernel.frozen import freeze
 #: Seconds the child may take to start (Python, numpy, attntrace's reader) before the
 #: student's file is imported: not the student's time.
 STARTUP = 60.0
+#: After this many calls that hang or end the process, the calls left are not run (each
+#: stop costs a new child, and a hang the whole timeout).
+MAX_STOPS = 3
 #: The largest line of events kept: a longer one is not the runner's.
 LINE_LIMIT = 1 << 16
 
@@ -53,6 +57,7 @@ class _Watch:
     imported: bool = False
     current: int | None = None
     buffer: bytes = b""
+    stopped: bool = False  # a call hung or the process died in it
 
 
 def run_in_child(file: Path, function: str, calls: list[Call], timeout: float) -> list[Outcome]:
@@ -68,17 +73,34 @@ def run_in_child(file: Path, function: str, calls: list[Call], timeout: float) -
                 {f"X{i}": call.X, f"WQ{i}": call.WQ, f"WK{i}": call.WK, f"WV{i}": call.WV}
             )
         np.savez(Path(folder) / "calls.npz", **arrays)
-        watch = _run(file, function, Path(folder), timeout, len(calls))
+        watch = _Watch(function)
+        first, stops = 0, 0
+        while True:
+            _run(file, Path(folder), timeout, len(calls), first, watch)
+            missing = [i for i in range(len(calls)) if i not in watch.outcomes]
+            stops += watch.stopped
+            if not missing or not watch.stopped or stops == MAX_STOPS:
+                break
+            first = missing[0]  # past the call that stopped: the rest in a new child
+        skipped = Failed(
+            "not-run",
+            f"not run: {stops} calls before it did not return"
+            if stops == MAX_STOPS
+            else "not run: the process ended before it",
+        )
         outcomes: list[Outcome] = []
         for i in range(len(calls)):
             outcome = watch.outcomes.get(i)
             if isinstance(outcome, Returned):
                 outcome = _read_arrays(Path(folder) / f"out-{i}.npz", outcome)
-            outcomes.append(outcome or Failed("not-run", "not run: an earlier call did not return"))
+            outcomes.append(outcome or skipped)
         return outcomes
 
 
-def _run(file: Path, function: str, folder: Path, timeout: float, count: int) -> _Watch:
+def _run(file: Path, folder: Path, timeout: float, count: int, first: int, watch: _Watch) -> None:
+    """One child, running the calls from ``first`` on, heard into ``watch``."""
+    watch.ready = watch.imported = watch.stopped = False
+    watch.current, watch.buffer = None, b""
     read, write = os.pipe()
     printed = (folder / "printed.txt").open("wb")  # the student's prints: kept, never shown
     package_root = str(Path(__file__).resolve().parent.parent.parent)
@@ -98,8 +120,9 @@ def _run(file: Path, function: str, folder: Path, timeout: float, count: int) ->
         str(write),
         str(folder),
         str(file),
-        function,
+        watch.function,
         str(max(1, memory_budget() >> 20)),
+        str(first),
     ]
     try:
         child = subprocess.Popen(
@@ -114,13 +137,11 @@ def _run(file: Path, function: str, folder: Path, timeout: float, count: int) ->
     finally:
         os.close(write)
         printed.close()
-    watch = _Watch(function)
     try:
         _follow(child, read, watch, file, timeout, count)
     finally:
         os.close(read)
         _end(child)
-    return watch
 
 
 def _follow(
@@ -214,6 +235,7 @@ def _overstayed(watch: _Watch, file: Path, timeout: float) -> None:
         watch.outcomes[watch.current] = Failed(
             "timeout", f"did not return within {timeout:g} s (--timeout)"
         )
+        watch.stopped = True
 
 
 def _died(child: subprocess.Popen[bytes], watch: _Watch, file: Path) -> None:
@@ -223,6 +245,7 @@ def _died(child: subprocess.Popen[bytes], watch: _Watch, file: Path) -> None:
         raise InputError(f"importing it ended the process ({how})", source=str(file))
     if watch.current is not None:
         watch.outcomes[watch.current] = Failed("crashed", f"the process ended in the call ({how})")
+        watch.stopped = True
 
 
 def _how(code: int) -> str:

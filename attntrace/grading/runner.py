@@ -1,5 +1,6 @@
 """The child process `grade` runs a student's function in:
-``python -m attntrace.grading.runner STATUS_FD FOLDER FILE FUNCTION MEMORY_MB``.
+``python -m attntrace.grading.runner STATUS_FD FOLDER FILE FUNCTION MEMORY_MB FIRST``
+(the calls from FIRST on).
 
 Whatever the student's code does (loops forever, calls ``os._exit``, crashes the
 interpreter, prints a flood) happens here, not in attntrace: the parent
@@ -31,7 +32,7 @@ MAX_WRITTEN = 64 << 20
 
 
 def main(argv: list[str]) -> int:
-    fd, folder, file, function, memory_mb = argv
+    fd, folder, file, function, memory_mb, first = argv
     status = int(fd)
     _limits(int(memory_mb))
     sys.dont_write_bytecode = True  # no __pycache__ beside the student's file
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> int:
     with np.load(Path(folder) / "calls.npz", allow_pickle=False) as saved:
         calls = int(saved["count"])
         causal = saved["causal"]
-        for i in range(calls):
+        for i in range(int(first), calls):
             arrays = [np.array(saved[f"{name}{i}"]) for name in ("X", "WQ", "WK", "WV")]
             _send(status, {"event": "start", "call": i})
             try:
