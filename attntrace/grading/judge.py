@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from attntrace.api import PYTHON_NAMES, checked
 from attntrace.checking.report import Divergence
@@ -35,7 +36,46 @@ def grade_outcomes(
             else:
                 judged.append(judge_model_case(case, outcomes[case.calls[0]]))
             task.advance()
-    return GradeReport(target, tuple(judged))
+    return GradeReport(target, tuple(_narrowed(judged)))
+
+
+def _narrowed(judged: list[CaseResult]) -> list[CaseResult]:
+    """Each failing case's cause, narrowed by the others: where one case cannot tell two
+    mistakes apart (softmaxᵀ·V and softmax down the columns give the same numbers when
+    the scores are symmetric), the mistake that reproduces every diagnosed case is the
+    one named."""
+    candidates = [_candidates(case) for case in judged if _candidates(case)]
+    if len(candidates) < 2:
+        return judged
+    common = set.intersection(*(set(ids) for ids in candidates))
+    messages = {
+        case.check.diagnosis.cause: case.check.diagnosis.message
+        for case in judged
+        if case.check is not None and case.check.diagnosis is not None
+    }
+    narrowed: list[CaseResult] = []
+    for case in judged:
+        ids = _candidates(case)
+        best = next((cause for cause in ids if cause in common), None)
+        if best is None or best == case.cause:
+            narrowed.append(case)
+            continue
+        stage = case.message.split(" ", 1)[0]
+        said = messages.get(best, "")
+        message = (
+            f"{stage} differs: {best}{' — ' + said if said else ''} (on this case "
+            f"{case.cause} gives the same numbers; the other cases tell them apart)"
+        )
+        narrowed.append(replace(case, cause=best, message=message))
+    return narrowed
+
+
+def _candidates(case: CaseResult) -> tuple[str, ...]:
+    """The catalogue ids that reproduce a failing case: its cause, then the ties."""
+    if case.passed or case.cause is None or case.check is None:
+        return ()
+    diagnosis = case.check.diagnosis
+    return (case.cause,) if diagnosis is None else (diagnosis.cause, *diagnosis.also)
 
 
 def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:

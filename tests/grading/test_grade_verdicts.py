@@ -161,3 +161,34 @@ def test_the_plugins_text_says_the_verdict(tmp_path: Path) -> None:
     assert text.endswith(
         "✗ 8 of 24 cases pass; the first to fail is cat-eats-fish, causal=False (no-scaling)"
     )
+
+
+def test_a_mistake_one_case_cannot_tell_apart_is_named_by_the_others() -> None:
+    """softmaxᵀ·V on a sample whose scores are symmetric gives the same numbers as a
+    softmax down the columns; the hidden models tell them apart, and the verdict on
+    every case, the first one too, is the mistake that reproduces them all."""
+
+    def transposed(
+        X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray, causal: bool = False
+    ) -> np.ndarray:
+        scores = (X @ WQ) @ (X @ WK).T / np.sqrt(WQ.shape[1])
+        if causal:
+            scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        result: np.ndarray = weights.T @ (X @ WV)
+        return result
+
+    report = grade_function(transposed)
+    first = report.first_failure
+    assert first is not None
+    assert first.check is not None
+    assert first.check.diagnosis is not None
+    # on its own, the first case names the columns' softmax and lists the other
+    assert first.check.diagnosis.cause == "softmax-over-columns"
+    assert "weights-transposed" in first.check.diagnosis.also
+    assert first.cause == "weights-transposed"
+    assert "the other cases tell them apart" in first.message
+    assert {case.cause for case in report.cases if case.kind != "property"} - {None} == {
+        "weights-transposed"
+    }
