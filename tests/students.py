@@ -36,15 +36,20 @@ MISTAKES = (
     "no-scaling",
     "scaled-by-d_k",
     "scaled-by-d_model",
+    "scaled-by-length",
     "softmax-over-columns",
     "softmax-over-heads",
     "scores-transposed",
+    "weights-transposed",
     "unstable-softmax",
     "mask-hides-diagonal",
     "mask-wrong-triangle",
+    "mask-inverted",
     "no-mask",
     "mask-after-softmax",
     "mask-filled-with-zero",
+    "mask-fill-too-small",
+    "cross-attention-causal",
     "kv-heads-tiled",
     "heads-split-wrong",
     "concat-without-transpose",
@@ -115,6 +120,11 @@ FIRST_AFFECTED = {
     "no-scaling": "scaled",
     "scaled-by-d_k": "scaled",
     "scaled-by-d_model": "scaled",
+    "scaled-by-length": "scaled",
+    "weights-transposed": "output",
+    "mask-inverted": "masked",
+    "mask-fill-too-small": "masked",  # an additive fill moves the hidden cells' values
+    "cross-attention-causal": "softmax",  # an encoder's trace has no `masked` to save
     "softmax-over-columns": "softmax",
     "softmax-over-heads": "softmax",
     "scores-transposed": "scores",
@@ -202,6 +212,13 @@ def applies(mistake: str, document: Mapping[str, Any]) -> bool:
         "no-scaling": s.d_k > 1,
         "scaled-by-d_k": s.d_k > 1,
         "scaled-by-d_model": s.d_model != s.d_k,
+        # m keys (the sentence's five, or the context's six); m = d_model is named
+        # scaled-by-d_model, the same numbers (the one case more)
+        "scaled-by-length": keys_of(document) not in (s.d_k, s.d_model),
+        "weights-transposed": not document.get("context"),  # n == m
+        "mask-inverted": s.causal,
+        "mask-fill-too-small": s.causal and largest_score(document) >= 1e4,
+        "cross-attention-causal": bool(document.get("context")) and not s.causal,
         # with a context of another length, K·Qᵀ is m × n and the student's code stops at
         # weights @ v: a crash, not a silent mistake to diagnose
         "scores-transposed": not document.get("context"),
@@ -228,6 +245,17 @@ def applies(mistake: str, document: Mapping[str, Any]) -> bool:
         "sink-not-in-denominator": "sink_logit" in document,
     }
     return rules.get(mistake, True)
+
+
+def keys_of(document: Mapping[str, Any]) -> int:
+    """m, the number of keys: the context's words, or the sentence's."""
+    return len((document.get("context") or document["sentence"]).split())
+
+
+def largest_score(document: Mapping[str, Any]) -> float:
+    """The largest |scaled score| of the correct student: a mask filled with −1e4 (or
+    less) changes a weight only where scores come near it."""
+    return float(np.abs(student_attention(document, dtype="float64")["scaled"]).max())
 
 
 # ------------------------------------------------------------------- the student's code
@@ -272,6 +300,7 @@ def student_attention(
     fill: float = -math.inf,
     forgot: str | None = None,
     swap: str | None = None,
+    added: bool = True,
 ) -> dict[str, Array]:
     """Every intermediate of one attention block, computed in ``dtype``, with ``mistake``.
 
@@ -287,7 +316,9 @@ def student_attention(
     ``fill`` is what the mask writes (``-inf``, ``-1e9``, ``np.finfo(dtype).min``);
     ``forgot`` the bias ``missing-bias`` leaves out (default: the first the model has of
     bQ, bV, bK, bO); ``swap`` the slip ``wrong-projection`` makes (``Q<-WK``: see
-    :func:`projection_swaps`).
+    :func:`projection_swaps`); ``added`` makes ``mask-fill-too-small``'s mask an
+    additive one (BERT's ``scores + (1 − mask) · −10000``); without it, ``masked_fill``
+    with TransformerLens's old −1e5.
     """
     if mistake is not None and mistake not in MISTAKES:
         raise ValueError(f"no such mistake {mistake!r}")
@@ -421,6 +452,8 @@ def student_attention(
         scaled = scores / d_k
     elif mistake == "scaled-by-d_model":
         scaled = scores / math.sqrt(s.d_model)
+    elif mistake == "scaled-by-length":
+        scaled = scores / math.sqrt(k.shape[-2])  # k's rows, not its columns
     else:
         scaled = scores / math.sqrt(d_k)
     out["scaled"] = scaled
@@ -469,6 +502,8 @@ def student_attention(
             ones = np.ones((n, m), dtype=bool)
             if mistake == "mask-hides-diagonal":
                 future = np.triu(ones, k=0)
+            elif mistake == "mask-inverted":  # the keep-mask where a hide-mask was meant
+                future = ~np.triu(ones, k=1)
             elif mistake == "mask-wrong-triangle":
                 future = np.tril(ones, k=-1)
             else:
@@ -481,20 +516,30 @@ def student_attention(
             if mistake == "mask-after-softmax":
                 weights = softmax(logits)
                 weights[:, :, future] = 0.0
+            elif mistake == "mask-fill-too-small" and added:  # (1 − keep) · −10000, added
+                masked = logits + np.where(future, -1e4, 0.0).astype(dt)
+                out["masked"] = masked
+                weights = softmax(masked)
             else:
                 masked = logits.copy()
-                masked[:, :, future] = 0.0 if mistake == "mask-filled-with-zero" else fill
+                value = {"mask-filled-with-zero": 0.0, "mask-fill-too-small": -1e5}
+                # −1e5: TransformerLens's old IGNORE, which scores below it got past
+                masked[:, :, future] = value.get(mistake or "", fill)
                 out["masked"] = masked
                 if mistake == "softcap-after-mask":  # the −∞ (or −1e9) capped to −C
                     assert cap is not None
                     masked = cap * np.tanh(masked / cap)
                     out["capped"] = masked
                 weights = softmax(masked)
+        elif mistake == "cross-attention-causal":  # tril(ones(n, m)): is_causal left on
+            hidden = ~np.tril(np.ones((n, m), dtype=bool))
+            weights = softmax(np.where(hidden, fill, logits))
         else:
             weights = softmax(logits)
     out["softmax"] = weights
 
-    output = weights @ v
+    # attn.T @ v, the weights-transposed student's
+    output = (weights.swapaxes(-1, -2) if mistake == "weights-transposed" else weights) @ v
     out["output"] = output
     if H > 1:
         if mistake == "concat-without-transpose":
@@ -765,11 +810,16 @@ MODELS: dict[str, dict[str, Any]] = {
 }
 
 #: Models whose scaled scores overflow exp: past 88.7 (float32's limit) in "big", past
-#: 709.8 (float64's) in "huge": the only place `unstable-softmax` shows.
+#: 709.8 (float64's) in "huge": the only place `unstable-softmax` shows; past ±10⁵ in
+#: "deep", the only place `mask-fill-too-small` shows.
 OVERFLOWING: dict[str, dict[str, Any]] = {
     "big": model_document("big", d_model=3, d_k=2, d_v=2, scale=2.5, seed=8),
     "huge": model_document(
         "huge", heads=2, d_model=3, d_k=2, d_v=2, scale=4.0, causal=True, seed=9
+    ),
+    # scores past ±10⁵ (pythia-70m's went below −10⁵): where a finite mask fill leaks
+    "deep": model_document(
+        "deep", heads=2, d_model=3, d_k=2, d_v=2, scale=15.0, causal=True, seed=15
     ),
 }
 

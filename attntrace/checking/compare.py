@@ -66,6 +66,7 @@ class Placed:
     # how the two read (settled only if the stage is the first to differ)
     other: Placed | None = None
     readings: tuple[str, str] | None = None
+    form: str = ""  # the reading's form (side-by-side, ...), where the shape had one
 
 
 def check_arrays(
@@ -319,6 +320,7 @@ class Check:
             per,
             tuple(indices[i] for i in keep),
             tuple(reading.matrices[i] for i in keep),
+            form=reading.form,
         )
 
     def results(self, name: str, spot: Placed | None) -> list[StageResult]:

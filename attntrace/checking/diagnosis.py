@@ -7,13 +7,16 @@ later stages. A right stage saved transposed is a diagnosis of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from attntrace.checking.mistakes import Mistake, catalogue
-from attntrace.checking.recompute import Computed, recompute
+from attntrace.checking.recompute import Computed, Recipe, recompute
 from attntrace.checking.report import Diagnosis
-from attntrace.checking.tolerance import matches
+from attntrace.checking.tolerance import matches, tolerance_for
+from attntrace.kernel.ops import Matrix
 from attntrace.kernel.spec import ModelSpec
 from attntrace.kernel.stage_names import ORDER
 
@@ -42,12 +45,16 @@ def diagnose(
     later = [p for name, p in placed.items() if ORDER.index(name) > ORDER.index(stage)]
     earlier = [p for name, p in placed.items() if ORDER.index(name) < ORDER.index(stage)]
     scored: list[tuple[int, Mistake]] = []
-    for mistake in catalogue(model, n, m):
+    largest = _largest(check.expected.heads.get("scaled", []))
+    cross = trace.context_tokens is not None
+    for mistake in catalogue(model, n, m, largest_logit=largest, cross=cross):
         computed = recompute(model, inputs, mistake.recipe, dtype=spot.given.dtype)
+        if mistake.cause == "mask-fill-too-small" and _same_weights(check, computed):
+            continue  # the fill hid every cell it should: no mistake to name
         # the stages before it matched, so a mistake that changes one of them is not
         # the cause (no scaling changes scaled; a cap of the unscaled scores does not)
         if check.reproduces(spot, computed) and all(
-            _unchanged(check, p, computed) for p in earlier
+            _unchanged(check, p, computed, mistake.recipe) for p in earlier
         ):
             scored.append((sum(check.reproduces(p, computed) for p in later), mistake))
     if not scored:
@@ -80,13 +87,55 @@ def _transposed(check: Check, spot: Placed) -> Diagnosis | None:
     )
 
 
-def _unchanged(check: Check, spot: Placed, computed: Computed) -> bool:
+def _largest(logits: Sequence[Matrix]) -> float:
+    """The largest finite |scaled score| over the heads (0 for none)."""
+    top = 0.0
+    for matrix in logits:
+        size = np.abs(matrix)
+        top = max(top, float(np.max(size, where=np.isfinite(size), initial=0.0)))
+    return top
+
+
+def _same_weights(check: Check, computed: Computed) -> bool:
+    """Whether ``computed``'s weights are the trace's on every head, to float64's
+    tolerance: a finite mask fill that hid every cell changed nothing."""
+    tolerance = tolerance_for("float64")
+    expected = check.expected.heads["softmax"]
+    return all(
+        matches(e, c, tolerance) for e, c in zip(expected, computed.heads["softmax"], strict=True)
+    )
+
+
+def _joined(matrices: Sequence[Matrix], split: str) -> Matrix:
+    """Heads put back side by side, ``[r, heads·d]``, the way ``split`` took them apart
+    (a ``[n, d, heads]`` reshape takes head h's columns h, h + heads, ...)."""
+    if split == "dims-then-heads":
+        return np.stack(matrices, axis=-1).reshape(len(matrices[0]), -1)
+    return np.concatenate(matrices, axis=1)
+
+
+def _unchanged(
+    check: Check, spot: Placed, computed: Computed, recipe: Recipe | None = None
+) -> bool:
     """Whether ``computed`` (a mistake's block) leaves the stage of ``spot`` as the
     trace has it, on the heads the person gave, within the person's tolerance (a
-    stage the recipe does not compute is left as it was)."""
+    stage the recipe does not compute is left as it was).
+
+    An array saved side by side, ``[r, heads·d]``, may be the projection saved before
+    the heads were split (``q_proj(x)``, then a wrong ``.view(B, T, d, H)``): the same
+    under any split, so it is also judged as saved, joined back by the recipe's own
+    split."""
     name, tolerance = spot.stage, check.tolerance(spot.given)
     if name not in computed.shared and name not in computed.heads:
         return True
+    split = Recipe().split if recipe is None else recipe.split
+    if spot.form == "side-by-side" and split != Recipe().split:
+        pair = (
+            _joined(check.expected.matrix_list(name, spot.per), Recipe().split),
+            _joined(computed.matrix_list(name, spot.per), split),
+        )
+        if pair[0].shape == pair[1].shape and matches(*pair, tolerance):
+            return True  # else as split (K and V saved after repeat_kv, side by side)
     for index in spot.indices:
         pair = (
             check.expected.matrix(name, spot.per, index),

@@ -32,14 +32,19 @@ CAUSES = (
     "no-scaling",
     "scaled-by-d_k",
     "scaled-by-d_model",
+    "scaled-by-length",
     "no-mask",
     "mask-hides-diagonal",
     "mask-wrong-triangle",
+    "mask-inverted",
     "mask-after-softmax",
     "mask-filled-with-zero",
+    "mask-fill-too-small",
+    "cross-attention-causal",
     "softmax-over-columns",
     "softmax-over-heads",
     "unstable-softmax",
+    "weights-transposed",
     "concat-without-transpose",
     # the variants' own (docs/variants.md)
     "window-off-by-one",
@@ -60,10 +65,37 @@ class Mistake:
     recipe: Recipe = field(default_factory=Recipe)
 
 
-def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
+#: What a row with no key to see comes out as, by how it was hidden: NaN with a −∞ fill
+#: (0/0), uniform with −1e9 (every cell the same), zeros from PyTorch's
+#: ``scaled_dot_product_attention`` with a boolean ``attn_mask`` (docs/check.md).
+EMPTY_ROWS = ((-np.inf, "as-filled"), (-1e9, "as-filled"), (-np.inf, "zero"))
+
+#: The finite fills people hide cells with (``masked_fill(mask, -1e4)``, TransformerLens's
+#: old ``IGNORE`` of −1e5, ``-1e9``, float16's ``finfo.min``), and those added to the
+#: scores as an additive mask (BERT's ``(1 − mask) · −10000``, ``finfo(float16).min``).
+FINITE_FILLS = ((-1e4, False), (-1e5, False), (-1e9, False), (-65504.0, False))
+ADDED_FILLS = ((-1e4, True), (-65504.0, True))
+_FILL_NAMES = {-1e4: "−1e4", -1e5: "−1e5", -1e9: "−1e9", -65504.0: "−65504 (float16's finfo.min)"}
+
+#: A fill of −10⁴ or below changes a weight only where scores reach within float64's exp
+#: range (−745) of it: below this largest |scaled score|, ``mask-fill-too-small`` is not
+#: tried.
+FILL_REACH = 1e3
+
+
+def catalogue(
+    model: ModelSpec,
+    n: int,
+    m: int,
+    *,
+    largest_logit: float = np.inf,
+    cross: bool | None = None,
+) -> list[Mistake]:
     """The mistakes that would change something for ``model`` over n queries and m keys
     (a mistake that computes the same numbers as the correct block cannot be told apart
-    from it, so it is left out)."""
+    from it, so it is left out). ``largest_logit`` is the largest |scaled score| of the
+    trace, where known: a finite mask fill changes nothing below :data:`FILL_REACH`.
+    ``cross`` says the keys are a context's (default: the model has one)."""
     found: list[Mistake] = []
 
     def add(cause: str, message: str, **recipe: object) -> None:
@@ -73,8 +105,9 @@ def catalogue(model: ModelSpec, n: int, m: int) -> list[Mistake]:
     # in the order of CAUSES: the diagnosis tries them in it
     _input_mistakes(model, add)
     _score_mistakes(model, n, m, add)
-    _mask_mistakes(model, add)
-    _softmax_mistakes(model, n, add)
+    cross = model.context is not None if cross is None else cross
+    _mask_mistakes(model, (n, m, cross), largest_logit, add)
+    _softmax_mistakes(model, n, m, add)
     _variant_mistakes(model, n, m, add)
     return found
 
@@ -169,29 +202,54 @@ def _score_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]) 
             "the scores were divided by √d_model instead of √d_k",
             scale="sqrt_d_model",
         )
+    if m != d_k:
+        add(
+            "scaled-by-length",
+            "the scores were divided by √(the number of keys) instead of √d_k",
+            scale="sqrt_m",
+        )
 
 
-def _mask_mistakes(model: ModelSpec, add: Callable[..., None]) -> None:
-    """The causal mask's mistakes (a causal model's only)."""
+def _mask_mistakes(
+    model: ModelSpec,
+    sizes: tuple[int, int, bool],
+    largest_logit: float,
+    add: Callable[..., None],
+) -> None:
+    """The causal mask's mistakes (a causal model's), and a causal mask put on
+    cross-attention (``sizes``: n, m, and whether the keys are a context's)."""
+    n, m, cross = sizes
     if not model.causal:
+        if cross:
+            _cross_mistakes(n, m, add)
         return
     add(
         "no-mask",
         "the causal mask was not applied: each token saw the tokens after it",
         mask="none",
     )
-    for fill in (-np.inf, -1e9):  # a fully hidden row is NaN with −∞, uniform with −1e9
+    for fill, empty in EMPTY_ROWS:  # the first token sees nothing: NaN, uniform or zeros
         add(
             "mask-hides-diagonal",
             "the mask also hid the diagonal: a token could not see itself",
             mask="diagonal",
             fill=fill,
+            empty_rows=empty,
         )
     add(
         "mask-wrong-triangle",
         "the mask hid the past instead of the future (the wrong triangle)",
         mask="upper",
     )
+    for fill, empty in EMPTY_ROWS:  # the last token sees nothing
+        add(
+            "mask-inverted",
+            "the mask was inverted: each token saw only the tokens after it (a boolean "
+            "attn_mask is True where a token may look, in scaled_dot_product_attention)",
+            mask="inverted",
+            fill=fill,
+            empty_rows=empty,
+        )
     add(
         "mask-after-softmax",
         "the future cells were zeroed after softmax, so rows no longer sum to 1",
@@ -202,9 +260,41 @@ def _mask_mistakes(model: ModelSpec, add: Callable[..., None]) -> None:
         "hidden cells were set to 0 instead of −∞ before softmax",
         mask="zero",
     )
+    if largest_logit >= FILL_REACH:
+        for fill, added in FINITE_FILLS + ADDED_FILLS:
+            how = "added" if added else "filled the hidden cells with"
+            add(
+                "mask-fill-too-small",
+                f"the mask {how} {_FILL_NAMES[fill]} instead of −∞, which did not "
+                "hide the cells from scores that large",
+                fill=fill,
+                fill_added=added,
+            )
 
 
-def _softmax_mistakes(model: ModelSpec, n: int, add: Callable[..., None]) -> None:
+def _cross_mistakes(n: int, m: int, add: Callable[..., None]) -> None:
+    """A causal mask on cross-attention: the keys are the context's, all of them visible
+    to every query (transformers #48172: SDPA's ``is_causal`` left on)."""
+    if m < 2:
+        return
+    message = (
+        "a causal mask was put on cross-attention: query i saw only the context's "
+        "first i + 1 tokens, though every query sees the whole context"
+    )
+    add("cross-attention-causal", message, mask="cross-causal")
+    if n > 1 and n != m:  # aligned last (flash-attn's, attntrace's): the first rows see less
+        message = message.replace("first i + 1 tokens", "tokens up to i + m − n")
+        for fill, empty in EMPTY_ROWS if n > m else EMPTY_ROWS[:1]:
+            add(
+                "cross-attention-causal",
+                message,
+                mask="cross-causal-end",
+                fill=fill,
+                empty_rows=empty,
+            )
+
+
+def _softmax_mistakes(model: ModelSpec, n: int, m: int, add: Callable[..., None]) -> None:
     """The softmax's mistakes, and the heads put back together wrong."""
     heads = model.heads
     add(
@@ -226,6 +316,12 @@ def _softmax_mistakes(model: ModelSpec, n: int, add: Callable[..., None]) -> Non
         "softmax took exp without subtracting the row max, and exp overflowed",
         softmax="unstable",
     )
+    if n == m and n > 1:
+        add(
+            "weights-transposed",
+            "output = softmaxᵀ · V: the weights were transposed before multiplying V",
+            weights_transposed=True,
+        )
     if heads > 1 and n > 1:
         add(
             "concat-without-transpose",

@@ -45,9 +45,14 @@ class Recipe:
     kv_map: str = "group"  # or tiled: query head h reads K/V head h mod kv_heads
     pairing: str | None = None  # RoPE's pairing; None: the model's own
     scores_transposed: bool = False
-    scale: str = "sqrt_d_k"  # none, d_k, sqrt_d_model
-    mask: str = "causal"  # none, diagonal, upper, after, zero (causal models only)
+    scale: str = "sqrt_d_k"  # none, d_k, sqrt_d_model, sqrt_m (the number of keys)
+    # none, diagonal, upper, after, zero, inverted (causal models only); cross-causal,
+    # cross-causal-end (a causal mask on cross-attention, aligned first or last)
+    mask: str = "causal"
     fill: float = -np.inf  # what hidden cells hold before softmax
+    fill_added: bool = False  # the fill added to the hidden cells' scores, not put there
+    empty_rows: str = "as-filled"  # zero: a row with no key to see weighs nothing (SDPA's)
+    weights_transposed: bool = False  # output = softmaxᵀ · V
     softmax: str = "stable"  # columns, heads (across the heads axis), unstable
     concat: str = "transposed"  # or reshaped: [heads, n, d_v] -> [n, heads·d_v] as is
     positions: bool = True  # False: X without the position vectors
@@ -76,6 +81,10 @@ class Computed:
         if per == "head":
             return self.heads[name][index]
         return self.shared[name]
+
+    def matrix_list(self, name: str, per: str) -> list[Matrix]:
+        """Every head's stage ``name``: query heads (``per`` "head") or K/V heads."""
+        return self.kv[name] if per == "kv_head" else self.heads[name]
 
 
 def recompute(
@@ -192,18 +201,22 @@ def _attend(
     n, m = len(Q_in[0]), len(K_in[0])
     mask, shut = _masks(model, recipe, n, m)
     zeroed = shut if mask is not None and recipe.mask == "after" else None
+    empty: npt.NDArray[np.bool_] | None = None  # rows with no key to see, weighed nothing
+    if mask is not None and recipe.empty_rows == "zero":
+        empty = np.asarray(mask.all(axis=-1), dtype=bool)
     divisor = {
         "sqrt_d_k": np.sqrt(model.d_k),
         "none": 1.0,
         "d_k": float(model.d_k),
         "sqrt_d_model": np.sqrt(model.d_model),
+        "sqrt_m": np.sqrt(m),
     }[recipe.scale]
     slopes = v.slopes(model.heads) if model.position_kind == "alibi" else None
     sinks = v.sink_logits(model.heads) if recipe.sink_in_denominator else None
     read: list[Matrix] = []  # what each head's softmax read (softmax-over-heads reads it)
     for h, g in enumerate(reads):
         alibi = None if slopes is None else masks.alibi_bias(np.arange(n), np.arange(m), slopes[h])
-        steps = _Mistaken(recipe, float(divisor), dtype, alibi, zeroed)
+        steps = _Mistaken(recipe, float(divisor), dtype, alibi, zeroed, empty)
         sink = None if sinks is None else sinks[h]
         head = attention(
             Q_in[h],
@@ -234,6 +247,9 @@ def _masks(model: ModelSpec, recipe: Recipe, n: int, m: int) -> tuple[Mask | Non
     shut = masks.hidden(
         np.arange(n) + (m - n), np.arange(m), causal=True, window=window, sinks=v.sinks
     )
+    if recipe.mask in ("cross-causal", "cross-causal-end"):  # an encoder's keys, hidden
+        first = np.triu(np.ones((n, m), dtype=bool), k=1)  # torch's is_causal: j > i
+        return (first if recipe.mask == "cross-causal" else causal_mask(n, m)), shut
     if not model.causal:
         return None, shut
     future = causal_mask(n, m)  # j > i (the last query aligned with the last key)
@@ -244,6 +260,7 @@ def _masks(model: ModelSpec, recipe: Recipe, n: int, m: int) -> tuple[Mask | Non
         "after": shut,
         "diagonal": shut | diagonal,
         "upper": ~future & ~diagonal,
+        "inverted": ~future,  # SDPA's True = attend, given the mask of what to hide
         "none": np.zeros((n, m), dtype=bool),
     }[recipe.mask]
     return hidden, shut
@@ -295,6 +312,7 @@ class _Mistaken(Steps):
     dtype: str  # the one an unstable softmax overflows in
     alibi: Matrix | None = None  # the head's ALiBi bias (a cap of the unscaled scores reads it)
     zeroed: Mask | None = None  # the cells a mask after the softmax zeroes
+    empty: npt.NDArray[np.bool_] | None = None  # rows weighed nothing (no key to see)
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -326,6 +344,9 @@ class _Mistaken(Steps):
         if self.recipe.mask == "after":  # the mask comes after the softmax: zeroed
             return logits
         fill = 0.0 if self.recipe.mask == "zero" else self.recipe.fill
+        if self.recipe.fill_added:  # an additive mask: the score plus a finite fill
+            added: Matrix = np.where(mask, logits + fill, logits)
+            return added
         masked: Matrix = np.where(mask, fill, logits)
         return masked
 
@@ -335,7 +356,15 @@ class _Mistaken(Steps):
         weights, taken = _weights(logits, self.recipe.softmax, self.dtype, sink_logit)
         if self.zeroed is not None:
             weights = np.where(self.zeroed, 0.0, weights)
+        if self.empty is not None:  # SDPA's outcome for a row it cannot attend from
+            weights = np.where(self.empty[:, None], 0.0, weights)
         return weights, taken
+
+    def output(self, weights: Matrix, V: Matrix) -> Matrix:
+        if self.recipe.weights_transposed:  # attn.T @ v: the columns weigh V's rows
+            transposed: Matrix = weights.T @ V
+            return transposed
+        return super().output(weights, V)
 
 
 def _softmax(scores: Matrix, how: str, dtype: str) -> Matrix:

@@ -52,6 +52,8 @@ PREFERRED = (
 def model_for(mistake: str) -> str:
     if mistake == "unstable-softmax":
         return "huge"
+    if mistake == "mask-fill-too-small":  # scores past ±10⁵, where a fill of −1e4 leaks
+        return "deep"
     # the variants' mistakes (a window off by one, ...) apply to the models that have them
     return next(
         name for name in (*PREFERRED, *VARIANT_MODELS) if applies(mistake, document_of(name))

@@ -190,6 +190,68 @@ def test_the_mask_mistakes_hide_the_cells_they_say() -> None:
     np.testing.assert_allclose(uniform[0], np.full(n, 1 / n))
 
 
+def test_the_newer_recipes_compute_what_they_say() -> None:
+    """Each against its closed form from the trace's own stages (docs/check.md)."""
+    model, trace = _causal_model()
+    n = len(trace.tokens)
+    i, j = np.indices((n, n))
+    scores, weights = trace.stage("scores").data, trace.stage("softmax").data
+    V = trace.stage("V").data
+    np.testing.assert_allclose(
+        _computed(model, trace, "scaled-by-length")["scaled"][0], scores / math.sqrt(n)
+    )
+    np.testing.assert_allclose(
+        _computed(model, trace, "weights-transposed")["output"][0], weights.T @ V
+    )
+    inverted = _computed(model, trace, "mask-inverted")["softmax"][0]
+    assert (inverted[:-1][(j <= i)[:-1]] == 0).all()  # only the later tokens are seen
+    assert (inverted[:-1][(j > i)[:-1]] > 0).all()
+    assert np.isnan(inverted[-1]).all()  # the last sees nothing: 0/0 with −∞
+    np.testing.assert_allclose(
+        _computed(model, trace, "mask-inverted", 1)["softmax"][0][-1], np.full(n, 1 / n)
+    )
+    zeros = _computed(model, trace, "mask-inverted", 2)  # SDPA's empty row
+    assert (zeros["softmax"][0][-1] == 0).all()
+    assert (zeros["output"][0][-1] == 0).all()
+    diagonal = _computed(model, trace, "mask-hides-diagonal", 2)
+    assert (diagonal["output"][0][0] == 0).all()
+    # masked_fill(-1e4) hides a cell only from scores above −1e4 + 745 or so
+    filled = _computed(model, trace, "mask-fill-too-small")
+    np.testing.assert_array_equal(filled["masked"][0][j > i], -1e4)
+    np.testing.assert_allclose(filled["softmax"][0], weights, atol=1e-300)
+
+
+@pytest.mark.parametrize("sentence", ["the cat", "the cat eats the"])  # the context: 3
+def test_a_causal_mask_on_cross_attention_hides_the_later_context_tokens(sentence: str) -> None:
+    inputs = prepared(sentence, sample="cross")
+    model, trace = inputs.spec, inputs.trace()
+    n, m = len(trace.tokens), len(trace.context_tokens or ())
+    assert n != m
+    ways = [x for x in catalogue(model, n, m, cross=True) if x.cause == "cross-attention-causal"]
+    computed = recompute(model, inputs_of(trace), ways[0].recipe)
+    i, j = np.indices((n, m))
+    weights = computed.heads["softmax"][0]
+    assert (weights[j > i] == 0).all()  # torch's is_causal: the first i + 1 keys
+    assert (weights[j <= i] > 0).all()
+    # aligned last: query i sees keys up to i + m − n; the first n − m see none (n > m)
+    last = recompute(model, inputs_of(trace), ways[1].recipe).heads["softmax"][0]
+    seen = j <= i + m - n
+    assert (last[~seen & seen.any(axis=1, keepdims=True)] == 0).all()
+    assert np.isnan(last[~seen.any(axis=1)]).all()
+    assert len(ways) == (4 if n > m else 2)  # NaN, uniform and SDPA's zeros for an empty row
+
+
+def test_the_newer_mistakes_are_tried_only_where_they_change_a_number() -> None:
+    model, _ = _causal_model()
+    causes = {x.cause for x in catalogue(model, 3, 3, largest_logit=10.0)}
+    assert "mask-fill-too-small" not in causes  # scores near 1: −1e4 hides as −∞ does
+    assert "cross-attention-causal" not in causes  # no context
+    assert {"weights-transposed", "mask-inverted", "scaled-by-length"} <= causes
+    assert "weights-transposed" not in {x.cause for x in catalogue(model, 3, 4)}
+    assert "scaled-by-length" not in {x.cause for x in catalogue(model, model.d_k, model.d_k)}
+    assert "mask-fill-too-small" in {x.cause for x in catalogue(model, 3, 3, largest_logit=1e5)}
+
+
 def test_softmax_over_columns_makes_each_column_sum_to_one() -> None:
     model, trace = _causal_model()
     weights = _computed(model, trace, "softmax-over-columns")["softmax"][0]

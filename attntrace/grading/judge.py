@@ -1,0 +1,169 @@
+"""Each case judged from its calls' outcomes: a sample's or a hidden model's output held
+to attntrace's trace by `check` (which names the catalogue's mistake that reproduces
+it), a property by :mod:`attntrace.grading.properties`.
+
+`check` compares what the function returned, in the dtype it returned it (a float32
+output is held to float32's tolerance), and where the function returned a dict of
+stages, each stage: the feedback is check's, stage by stage.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from attntrace.api import PYTHON_NAMES, checked
+from attntrace.checking.report import Divergence
+from attntrace.errors import InputError
+from attntrace.grading.cases import Call, Case
+from attntrace.grading.outcome import Failed, Outcome, Returned
+from attntrace.grading.properties import judge_property
+from attntrace.grading.report import CaseResult, Cell, GradeReport
+
+
+def grade_outcomes(
+    target: str, cases: Sequence[Case], calls: Sequence[Call], outcomes: Sequence[Outcome]
+) -> GradeReport:
+    """The report of ``target``: every case judged from ``outcomes`` (one per call)."""
+    from attntrace.kernel import progress
+
+    judged: list[CaseResult] = []
+    with progress.task("judging the cases", len(cases), "cases") as task:
+        for case in cases:
+            if case.kind == "property":
+                judged.append(judge_property(case, calls, outcomes))
+            else:
+                judged.append(judge_model_case(case, outcomes[case.calls[0]]))
+            task.advance()
+    return GradeReport(target, tuple(_narrowed(judged)))
+
+
+def _narrowed(judged: list[CaseResult]) -> list[CaseResult]:
+    """Each failing case's cause, narrowed by the others: where one case cannot tell two
+    mistakes apart (softmaxᵀ·V and softmax down the columns give the same numbers when
+    the scores are symmetric), the mistake that reproduces every diagnosed case is the
+    one named."""
+    candidates = [_candidates(case) for case in judged if _candidates(case)]
+    if len(candidates) < 2:
+        return judged
+    common = set.intersection(*(set(ids) for ids in candidates))
+    messages = {
+        case.check.diagnosis.cause: case.check.diagnosis.message
+        for case in judged
+        if case.check is not None and case.check.diagnosis is not None
+    }
+    narrowed: list[CaseResult] = []
+    for case in judged:
+        ids = _candidates(case)
+        best = next((cause for cause in ids if cause in common), None)
+        if best is None or best == case.cause:
+            narrowed.append(case)
+            continue
+        stage = case.message.split(" ", 1)[0]
+        said = messages.get(best, "")
+        message = (
+            f"{stage} differs: {best}{' — ' + said if said else ''} (on this case "
+            f"{case.cause} gives the same numbers; the other cases tell them apart)"
+        )
+        narrowed.append(replace(case, cause=best, message=message))
+    return narrowed
+
+
+def _candidates(case: CaseResult) -> tuple[str, ...]:
+    """The catalogue ids that reproduce a failing case: its cause, then the ties."""
+    if case.passed or case.cause is None or case.check is None:
+        return ()
+    diagnosis = case.check.diagnosis
+    return (case.cause,) if diagnosis is None else (diagnosis.cause, *diagnosis.also)
+
+
+def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
+    """A sample's or hidden model's call against the trace, by `check`."""
+    if isinstance(outcome, Failed):
+        return CaseResult(case.name, case.kind, False, None, call_words(outcome), failure=outcome)
+    try:
+        report = checked(
+            outcome.arrays,
+            None,
+            sample=case.sample,
+            model=case.model,
+            causal=case.causal,
+            names=PYTHON_NAMES,
+        )
+    except InputError as error:  # a dict of stages naming no stage, a stage it lacks
+        failed = Failed("bad-return", f"returned stages check cannot compare: {error}")
+        return CaseResult(case.name, case.kind, False, None, failed.message, failure=failed)
+    if report.ok:
+        return CaseResult(case.name, case.kind, True, None, _matched(outcome), check=report)
+    first = report.first_divergent
+    assert first is not None
+    cell = _cell(first)
+    diagnosis = report.diagnosis
+    if first.region is None:  # a shape that fits no reading
+        shown = ", ".join(str(size) for size in first.shape_found or ())
+        message = f"{first.stage} has shape [{shown}], expected {first.shape_expected}"
+        if diagnosis is not None:
+            message += f": {diagnosis.cause} — {diagnosis.message}"
+    elif diagnosis is not None:
+        message = f"{first.stage} differs: {diagnosis.cause} — {diagnosis.message}"
+    else:
+        message = f"{first.stage} differs: no known mistake reproduces it; first {cell_words(cell)}"
+    return CaseResult(
+        case.name,
+        case.kind,
+        False,
+        None if diagnosis is None else diagnosis.cause,
+        message,
+        cell,
+        report,
+    )
+
+
+def _matched(outcome: Returned) -> str:
+    names = list(outcome.arrays)
+    return "matches" if names == ["output"] else f"{', '.join(names)} match"
+
+
+def _cell(first: Divergence) -> Cell | None:
+    """The first differing cell in reading order (None where the shape is wrong)."""
+    spot = first.first_cell
+    if spot is not None:
+        return Cell(
+            first.stage,
+            spot.row,
+            spot.column,
+            spot.row_label,
+            spot.column_label,
+            spot.expected,
+            spot.found,
+        )
+    if first.row is None or first.column is None:
+        return None
+    return Cell(
+        first.stage,
+        first.row,
+        first.column,
+        first.row_label or str(first.row),
+        first.column_label or str(first.column),
+        math.nan if first.expected is None else first.expected,
+        math.nan if first.found is None else first.found,
+    )
+
+
+def cell_words(cell: Cell | None) -> str:
+    """``differing cell: output row 'it', column d1: expected 0.2, found 0.35``."""
+    if cell is None:
+        return "differing cell: none (the shape differs)"
+    return (
+        f"differing cell: {cell.stage} row {cell.row_label}, column {cell.column_label}: "
+        f"expected {cell.expected:.6g}, found {cell.found:.6g}"
+    )
+
+
+def call_words(failure: Failed) -> str:
+    """``raised ValueError: ... at student.py:12``, ``did not return within 10 s``."""
+    if failure.kind == "raised":
+        at = f" at {failure.where}" if failure.where else ""
+        return f"raised {failure.message}{at}"
+    return failure.message

@@ -1,0 +1,69 @@
+"""What `grade` found, as a record: each case passed or failed, why, and the score.
+
+:mod:`attntrace.grading.judge` makes it; the view, the JSON writer and the pytest
+plugin's assertion read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attntrace.checking.report import CheckReport
+from attntrace.grading.outcome import Failed
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A differing cell: the stage, where (0-based, and the row and column labels),
+    expected and found."""
+
+    stage: str
+    row: int
+    column: int
+    row_label: str
+    column_label: str
+    expected: float
+    found: float
+
+
+@dataclass(frozen=True, eq=False)
+class CaseResult:
+    """One case judged. ``cause`` is the catalogue id that reproduces the student's
+    outputs (None: none does, or the case is a property, or the call failed);
+    ``check`` is check's report on the case's arrays where they were compared;
+    ``failure`` the call's failure where it raised, hung, crashed or returned no array."""
+
+    name: str
+    kind: str  # sample, random, property
+    passed: bool
+    cause: str | None
+    message: str
+    cell: Cell | None = None
+    check: CheckReport | None = None
+    failure: Failed | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class GradeReport:
+    """Every case of one function, in the order they were judged."""
+
+    target: str  # FILE.py:FUNCTION, or the function's name in pytest
+    cases: tuple[CaseResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(case.passed for case in self.cases)
+
+    @property
+    def score(self) -> tuple[int, int]:
+        """(cases passed, cases)."""
+        return sum(case.passed for case in self.cases), len(self.cases)
+
+    @property
+    def first_failure(self) -> CaseResult | None:
+        return next((case for case in self.cases if not case.passed), None)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every case passes, 1 when one fails."""
+        return 0 if self.passed else 1

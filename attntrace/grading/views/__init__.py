@@ -1,0 +1,1 @@
+"""grade's views: the report as a person reads it."""

@@ -1,0 +1,99 @@
+"""grade's verdicts in words, without a renderer: a case's short reason, the score line,
+and the whole report as plain text for the pytest plugin's AssertionError (check's own
+report, for the first failure, comes through the display hook as ``str(report)``).
+The terminal view (:mod:`attntrace.grading.views.grade`) says the same words in colour.
+"""
+
+from __future__ import annotations
+
+from attntrace.grading.report import CaseResult, GradeReport
+from attntrace.visible import visible
+
+PASS, FAIL = "✓", "✗"
+#: How a property's message starts where a call it needs failed.
+UNCHECKED = "cannot be checked"
+#: How much of the student's text a line shows.
+SHOWN_LIMIT = 300
+
+
+def short_reason(case: CaseResult) -> str:
+    """Why a case failed, in a few words: the mistake's id, or what the call did."""
+    if case.passed:
+        return ""
+    if case.cause is not None:
+        return case.cause
+    failure = case.failure
+    if failure is not None:
+        words = {
+            "raised": "raised " + visible(failure.message.partition(":")[0], 40),
+            "timeout": "did not return in time",
+            "crashed": "the process ended",
+            "not-run": "not run",
+        }
+        return words.get(failure.kind, "returned nothing to compare")
+    if case.kind == "property":
+        return "not checked" if case.message.startswith(UNCHECKED) else "does not hold"
+    first = None if case.check is None else case.check.first_divergent
+    if first is not None and first.region is None:
+        return "wrong shape"
+    return "no known mistake"
+
+
+def failure_words(case: CaseResult) -> list[str]:
+    """The first failure's lines where check's report does not say it: the call's
+    failure (and its line of code), or the property's words."""
+    failure = case.failure
+    if failure is None:
+        return [visible(case.message, 2 * SHOWN_LIMIT)]
+    if failure.kind == "raised":
+        at = f" at {failure.where}" if failure.where else ""
+        lines = [visible(f"raised {failure.message}{at}", SHOWN_LIMIT)]
+    else:
+        lines = [visible(failure.message, SHOWN_LIMIT)]
+    if failure.code:
+        lines.append(visible(f"  {failure.where}: {failure.code}", SHOWN_LIMIT))
+    return lines
+
+
+def score_words(report: GradeReport) -> str:
+    """``all 24 cases pass``, or ``8 of 24 cases pass; the first to fail is ...``."""
+    passed, total = report.score
+    first = report.first_failure
+    if first is None:
+        return f"all {total} cases pass"
+    cause = f" ({first.cause})" if first.cause is not None else ""
+    return f"{passed} of {total} cases pass; the first to fail is {first.name}{cause}"
+
+
+def header_words(report: GradeReport) -> tuple[str, str]:
+    """``graded hw.py:attention`` and ``24 cases: 10 samples, 11 hidden models, ...``."""
+    kinds = [case.kind for case in report.cases]
+    counted = ", ".join(
+        f"{kinds.count(kind)} {words}"
+        for kind, words in (
+            ("sample", "on samples"),
+            ("random", "on hidden models"),
+            ("property", "properties"),
+        )
+        if kind in kinds
+    )
+    return f"graded {visible(report.target, SHOWN_LIMIT)}", f"{len(kinds)} cases: {counted}"
+
+
+def report_text(report: GradeReport) -> str:
+    """The report as plain text, as `attntrace grade` prints it without colour."""
+    width = max(len(case.name) for case in report.cases)
+    lines = [*header_words(report), ""]
+    for case in report.cases:
+        why = short_reason(case)
+        name = case.name.ljust(width) + "  " + why if why else case.name
+        lines.append(f"{PASS if case.passed else FAIL} {name}")
+    first = report.first_failure
+    if first is not None:
+        lines += ["", f"first failure: {first.name}", ""]
+        if first.check is not None and not first.check.ok:
+            lines.append(str(first.check))
+        else:
+            lines += failure_words(first)
+    lines += ["", f"{FAIL if first is not None else PASS} {score_words(report)}"]
+    return "\n".join(lines)
