@@ -1,0 +1,116 @@
+"""What the quiz says as it goes: the prompt, a re-ask, "correct", each hint, and the
+worked answer as ``run --focus`` writes it (its section for the hidden stage), or the
+cell's story where --focus has no section for the stage.
+
+Hints and the story are plain text made visible here: tokens (and an exercise's hints)
+come from files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.text import Text
+
+from attntrace.forward.cell_story import cell_story
+from attntrace.forward.cell_terms import figure
+from attntrace.forward.focus import focus_at
+from attntrace.forward.views.focus import SECTION_OF_STAGE, between_section
+from attntrace.kernel.trace import Trace
+from attntrace.quiz.question import Question, stage_of
+from attntrace.quiz.session import Outcome
+from attntrace.ui.view import View
+from attntrace.ui.wrap import wrap
+from attntrace.visible import visible
+
+NOT_A_NUMBER = "not a number: write it as 0.9983, -1.5 or 2e-3 (-inf for a masked cell)"
+
+
+def prompt(question: Question, *, typed: bool = True) -> Text:
+    """``softmax[fish, fish] = ? `` (the answer is typed after it; ``typed`` False, an
+    answer from a pipe, is written after it, and no space ends the line)."""
+    return Text.assemble((visible(question.cell), "bold"), " = ?" + (" " if typed else ""))
+
+
+@dataclass(frozen=True)
+class Indented:
+    """``text`` wrapped to the width less ``indent``, each line indented (no trailing
+    spaces, where Rich's Padding would fill the line)."""
+
+    text: Text
+    indent: int = 4
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in wrap(self.text, options.max_width - self.indent):
+            yield Text(" " * self.indent) + line
+
+
+def not_a_number(line: str) -> Text:
+    return Text(f"  {NOT_A_NUMBER}", style="yellow")
+
+
+def correct(question: Question, shown: str) -> Text:
+    return Text.assemble(
+        ("  ✓ correct", "bold green"), f": {visible(question.cell)} = {visible(shown)}"
+    )
+
+
+def hint(text: str, number: int, of: int) -> Group:
+    """``  ✗ not quite. Hint 1 of 3: ...``, the hint's lines indented under it."""
+    lines = visible_lines(text)
+    first = Text.assemble(("  ✗ not quite. ", "bold red"), (f"Hint {number} of {of}:", "bold"))
+    parts: list[RenderableType] = [first]
+    parts += [Indented(Text(line, style="cyan")) for line in lines]
+    return Group(*parts)
+
+
+def visible_lines(text: str) -> list[str]:
+    """A hint's lines, each made safe to show (a tab or an escape in a teacher's hint
+    is written as a code, never sent to the terminal)."""
+    return [visible(line) for line in text.split("\n")]
+
+
+def worked(trace: Trace, question: Question, shown: str, view: View, why: str) -> Group:
+    """The worked answer: the --focus section of the hidden stage for the question's
+    row (scores, scaled, softmax, output, ALiBi's bias, the cap), else the cell's story;
+    then the answer itself."""
+    opener = "  ✗ out of hints." if why == "wrong" else "  ✗ no answer (end of input)."
+    parts: list[RenderableType] = [
+        Text.assemble((opener, "bold red"), " The worked answer, as run --focus writes it:"),
+        Text(""),
+    ]
+    section = SECTION_OF_STAGE.get(question.stage)
+    head = question.head if question.head is not None else 0
+    if section is not None:
+        parts.append(section(focus_at(trace, question.row, head), view))
+    elif question.stage in ("alibi", "biased", "capped"):
+        parts.append(between_section(focus_at(trace, question.row, head), view))
+    else:
+        story = cell_story(trace, stage_of(trace, question), question.row, question.col)
+        parts.append(Text(visible(story.heading), style="bold"))
+        parts += [Text(f"  {line}") for line in visible_lines("\n".join(story.lines[:-1]))]
+    parts += [Text(""), answer_line(question, shown)]
+    return Group(*parts)
+
+
+def answer_line(question: Question, shown: str) -> Text:
+    """``the answer: softmax[fish, fish] = 0.9983 (0.998304)``."""
+    exact = figure(question.expected)
+    detail = "" if exact == shown else f" ({exact})"
+    return Text.assemble(
+        ("the answer: ", "bold"), f"{visible(question.cell)} = ", (shown, "bold"), detail
+    )
+
+
+def score_line(outcomes: list[Outcome]) -> Text:
+    """``score: 2 of 3 points (2 of 3 questions right)``."""
+    got = sum(o.score for o in outcomes)
+    total = sum(o.question.points for o in outcomes)
+    right = sum(o.correct for o in outcomes)
+    style = "bold green" if right == len(outcomes) else "bold yellow"
+    return Text.assemble(
+        ("score: ", "bold"),
+        (f"{got} of {total} point{'' if total == 1 else 's'}", style),
+        f" ({right} of {len(outcomes)} question{'' if len(outcomes) == 1 else 's'} right)",
+    )
