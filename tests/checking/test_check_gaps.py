@@ -141,3 +141,56 @@ def test_ways_that_differ_in_more_than_a_value_stay_apart() -> None:
     assert filled.startswith("the hidden cells were filled with −1e4, −1e5, −1e9 or −65504")
     assert added.startswith("−1e4 or −65504 (float16's finfo.min) was added to the hidden")
     assert said_once(["a b c", "x y z"]) == "a b c; or x y z"
+
+
+# --- 3. Q saved after the wrong .view(1, n, d, H) --------------------------------------
+
+
+def _six_wide() -> dict[str, Any]:
+    """Two heads of d_k = 3 over four tokens: [n, d, H] = [4, 3, 2] fits no other form."""
+    rng = np.random.default_rng(32)
+    return {
+        "name": "six-wide",
+        "description": "two heads of three dimensions",
+        "sentence": "a b c d",
+        "heads": 2,
+        "embeddings": {t: rng.normal(size=6).round(3).tolist() for t in "abcd"},
+        "weights": {w: rng.normal(size=(6, 6)).round(3).tolist() for w in ("WQ", "WK", "WV")},
+    }
+
+
+def test_q_saved_after_a_dims_then_heads_view_is_named_heads_split_wrong() -> None:
+    """q_proj(x).view(1, n, d, H): head h is [..., h], columns h, h + H, ... of q_proj."""
+    document = _six_wide()
+    X = np.array([document["embeddings"][t] for t in "abcd"])
+    W = {k: np.array(v) for k, v in document["weights"].items()}
+    viewed = {k: (X @ W[f"W{k}"]).reshape(1, 4, 3, 2) for k in "QKV"}  # [1, n, d, H]
+    heads = {k: np.stack([a[0, :, :, h] for h in range(2)]) for k, a in viewed.items()}
+    attn = _softmax(heads["Q"] @ heads["K"].transpose(0, 2, 1) / math.sqrt(3))
+    out = attn @ heads["V"]
+    report = attntrace.check({"Q": viewed["Q"], "attn": attn, "out": out}, model=document)
+    q = next(r for r in report.results if r.name == "Q")
+    assert q.status == "differs"
+    assert q.shape_found == (1, 4, 3, 2)  # still reported as a shape that fits no form
+    assert report.diagnosis is not None
+    assert report.diagnosis.cause == "heads-split-wrong"
+
+
+def test_a_right_q_in_dims_then_heads_order_gets_no_mistake() -> None:
+    """The right heads, permuted to [n, d, H]: read so, no mistake reproduces them."""
+    document = _six_wide()
+    X = np.array([document["embeddings"][t] for t in "abcd"])
+    q_proj = X @ np.array(document["weights"]["WQ"])
+    right = np.stack([q_proj[:, :3], q_proj[:, 3:]], axis=-1)  # [n, d, H], heads in order
+    report = attntrace.check({"Q": right}, model=document)
+    assert report.first_divergent is not None
+    assert report.diagnosis is None
+
+
+def test_a_dims_then_heads_shape_that_fits_a_form_is_read_by_the_form() -> None:
+    """two-heads: d_k = H = 2, so [n, d, H] is [n, H, d], tokens first (docs/check.md)."""
+    X = attntrace.trace_attention(sample="two-heads")["X"].data
+    viewed = (X @ prepared(None, sample="two-heads").spec.WQ).reshape(1, 3, 2, 2)
+    report = attntrace.check({"Q": viewed}, sample="two-heads")
+    q = next(r for r in report.results if r.name == "Q")
+    assert q.shape_found is None  # read as [1, n, H, d], its numbers compared
