@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from attntrace.checking.diagnosis import diagnose
 from attntrace.checking.given import GivenArray
-from attntrace.checking.layout import LAYOUTS, Reading, readings
+from attntrace.checking.layout import LAYOUTS, Reading, dims_last, readings
 from attntrace.checking.recompute import Computed
 from attntrace.checking.report import (
     CheckReport,
@@ -438,6 +438,15 @@ class Check:
             spot = self.place(name, spot.given, computed)
         except InputError:
             return False
+        if spot.matrices is None and name in DIMENSION_COLUMNS:
+            # a shape that fits no form may be [r, c, H], a wrong .view(B, T, d, H); read
+            # so, it must differ from the trace (else every mistake would reproduce it)
+            rows, cols = computed.heads[name][0].shape
+            heads = dims_last(spot.given.data, self._counts(name), rows, cols)
+            if heads is not None:
+                spot = self._on_heads(name, spot.given, heads)
+                if self.fits(spot, self.expected):
+                    return False
         return self.fits(spot, computed)
 
     def _same_shapes(self, spot: Placed, computed: Computed) -> bool:

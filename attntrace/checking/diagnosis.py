@@ -2,7 +2,8 @@
 (:mod:`attntrace.checking.mistakes`) that applies is recomputed through the block, and
 the one that reproduces the given stage, on every head given, without changing a stage
 that matched, is the diagnosis; among several, the one that also reproduces the most
-later stages. A right stage saved transposed is a diagnosis of its own.
+later stages. A right stage saved transposed, or saved under another stage's name
+(the scaled scores as ``scores``), is a diagnosis of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +26,26 @@ if TYPE_CHECKING:
 
 #: The diagnosis of a right stage saved with its last two axes swapped.
 SAVED_TRANSPOSED = "saved-transposed"
+
+#: The diagnosis of a stage that holds another stage of the trace (the scaled scores
+#: saved as ``scores``, as many tutorials name them).
+SAVED_AS_ANOTHER = "saved-as-another-stage"
+
+#: What a stage does to the one before it, to say which step a stage saved as its
+#: neighbour has already taken (or not yet).
+STEPS = {
+    "X": "the positions",
+    "Q_norm": "QK-norm",
+    "K_norm": "QK-norm",
+    "Q_rope": "RoPE",
+    "K_rope": "RoPE",
+    "scaled": "÷ √d_k",
+    "biased": "ALiBi's bias",
+    "capped": "the cap",
+    "masked": "the mask",
+    "softmax": "softmax",
+    "projected": "WO",
+}
 
 
 def diagnose(
@@ -58,14 +79,61 @@ def diagnose(
         ):
             scored.append((sum(check.reproduces(p, computed) for p in later), mistake))
     if not scored:
-        return _transposed(check, spot)
+        return _transposed(check, spot) or _another_stage(check, spot)
     best = max(score for score, _ in scored)
     best_ones = [m for score, m in scored if score == best]
     first = best_ones[0]
     # one cause by several recipes (Q made with WK or with WV, equal here): say each
     ways = list(dict.fromkeys(m.message for m in best_ones if m.cause == first.cause))
     causes = list(dict.fromkeys(m.cause for m in best_ones))
-    return Diagnosis(first.cause, "; or ".join(ways), tuple(causes[1:]))
+    return Diagnosis(first.cause, said_once(ways), tuple(causes[1:]))
+
+
+#: The most words in which ways of one cause may differ and still be said as one.
+SLOT = 3
+
+
+def said_once(ways: Sequence[str]) -> str:
+    """Ways of one cause said once each: those that differ only in a value (a fill, a
+    weight) as one sentence naming the values, ``filled with −1e4, −1e5 or −65504
+    instead of −∞``; the others joined by ``; or``."""
+    groups: list[list[list[str]]] = []
+    for way in ways:
+        words = way.split(" ")
+        group = next((g for g in groups if _slot([*g, words]) is not None), None)
+        if group is None:
+            groups.append([words])
+        else:
+            group.append(words)
+    return "; or ".join(_in_one(group) for group in groups)
+
+
+def _slot(sentences: Sequence[list[str]]) -> tuple[int, int] | None:
+    """The words every sentence starts and ends with (two at least), where what lies
+    between is one to :data:`SLOT` words in each (the value), else None."""
+    shortest = min(len(s) for s in sentences)
+    start = 0
+    while start < shortest and len({s[start] for s in sentences}) == 1:
+        start += 1
+    end = 0
+    while end < shortest - start and len({s[len(s) - 1 - end] for s in sentences}) == 1:
+        end += 1
+    if start + end >= 2 and all(1 <= len(s) - start - end <= SLOT for s in sentences):
+        return start, end
+    return None
+
+
+def _in_one(group: Sequence[list[str]]) -> str:
+    """One sentence for sentences that differ in one slot: its values as ``a, b or c``."""
+    if len(group) == 1:
+        return " ".join(group[0])
+    slot = _slot(group)
+    assert slot is not None
+    start, end = slot
+    values = [" ".join(s[start : len(s) - end]) for s in group]
+    said = f"{', '.join(values[:-1])} or {values[-1]}"
+    first = group[0]
+    return " ".join([*first[:start], said, *first[len(first) - end :]])
 
 
 def _transposed(check: Check, spot: Placed) -> Diagnosis | None:
@@ -85,6 +153,42 @@ def _transposed(check: Check, spot: Placed) -> Diagnosis | None:
         f"{name} is right but was saved transposed (its "
         "last two axes swapped); save the stage itself",
     )
+
+
+def _another_stage(check: Check, spot: Placed) -> Diagnosis | None:
+    """``saved-as-another-stage``: the array holds another stage of the trace of the
+    same kind (per head, per K/V head or shared), on every head given: a right stage
+    saved under the wrong name. The nearest such stage in computation order is named."""
+    name, expected = spot.stage, check.expected
+    kinds = {"shared": list(expected.shared), "kv_head": list(expected.kv)}
+    pool = kinds.get(spot.per, list(expected.heads))
+    present = [s for s in ORDER if s in expected.shared or s in expected.heads]
+    here = ORDER.index(name)
+    for other in sorted(pool, key=lambda s: (abs(ORDER.index(s) - here), ORDER.index(s))):
+        if other == name:
+            continue
+        held = Computed(
+            shared={name: expected.shared[other]} if other in expected.shared else {},
+            heads={name: expected.heads[other]} if other in expected.heads else {},
+            kv={name: expected.kv[other]} if other in expected.kv else {},
+        )
+        if check.reproduces(spot, held):
+            return Diagnosis(
+                SAVED_AS_ANOTHER,
+                f"{name} holds what the trace calls {other}"
+                f"{_step(present, name, other)}: save it as `{other}`",
+            )
+    return None
+
+
+def _step(present: Sequence[str], name: str, other: str) -> str:
+    """`` (÷ √d_k already applied)``: the step between two neighbouring stages, or
+    nothing for stages further apart."""
+    one, two = present.index(name), present.index(other)
+    step = STEPS.get(present[max(one, two)])
+    if abs(one - two) != 1 or step is None:
+        return ""
+    return f" ({step} already applied)" if two > one else f" ({step} not yet applied)"
 
 
 def _largest(logits: Sequence[Matrix]) -> float:

@@ -4,7 +4,8 @@ People save a head's stage in several layouts: heads first ``[H, r, c]`` (after
 PyTorch's ``transpose(1, 2)``), tokens first ``[r, H, c]`` (before it), side by side
 ``[r, H·c]``, one head ``[r, c]``, any of them inside a batch of one. Each layout that
 fits the shape is a *reading*; two readings that put different numbers in a head are
-ambiguous, and only ``--layout`` can settle which was meant.
+ambiguous, and only ``--layout`` can settle which was meant. A shape that fits none but
+fits ``[r, c, H]`` has one more reading, for the diagnosis only (:func:`dims_last`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,24 @@ def readings(
                 flat = data.reshape(-1)
                 found.append(Reading(form, count, tuple(flat[t] for t in taken)))
     return found
+
+
+def dims_last(
+    data: npt.NDArray[np.float64], counts: Sequence[int], rows: int, cols: int
+) -> Reading | None:
+    """``data`` read as ``[r, c, H]``, head h being ``[..., h]``: what a wrong
+    ``.view(B, T, d, H)`` of the heads side by side leaves (``heads-split-wrong``). Asked
+    only of a shape that fits no form of :func:`readings`, so it reads one way; the
+    stage still differs, and only the diagnosis reads it so."""
+    for start in range(data.ndim + 1):
+        if any(n != 1 for n in data.shape[:start]):
+            break
+        core = data.shape[start:]
+        for count in dict.fromkeys(counts):
+            if count > 1 and core == (rows, cols, count):
+                held = data.reshape(core)
+                return Reading("dims-then-heads", count, tuple(held[..., h] for h in range(count)))
+    return None
 
 
 def _forms(

@@ -19,7 +19,8 @@ from attntrace.checking.recompute import Recipe
 from attntrace.kernel.spec import ModelSpec
 
 #: Every id of the catalogue, in the order the diagnosis tries them (docs/check.md; the
-#: JSON schema lists the same, with check's ``saved-transposed``).
+#: JSON schema lists the same, with check's ``saved-transposed`` and
+#: ``saved-as-another-stage``).
 CAUSES = (
     "positions-not-added",
     "wrong-projection",
@@ -262,11 +263,15 @@ def _mask_mistakes(
     )
     if largest_logit >= FILL_REACH:
         for fill, added in FINITE_FILLS + ADDED_FILLS:
-            how = "added" if added else "filled the hidden cells with"
+            how = (
+                "{} was added to the hidden cells"
+                if added
+                else "the hidden cells were filled with {}"
+            )
             add(
                 "mask-fill-too-small",
-                f"the mask {how} {_FILL_NAMES[fill]} instead of −∞, which did not "
-                "hide the cells from scores that large",
+                f"{how.format(_FILL_NAMES[fill])} instead of −∞: "
+                "too small to hide them from scores that large",
                 fill=fill,
                 fill_added=added,
             )
