@@ -5,10 +5,14 @@ plugin). Either way the same cases, the same judge, the same report.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import signal
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from attntrace.errors import InputError
 from attntrace.grading.outcome import Failed, Outcome, raised, returned_arrays
@@ -96,7 +100,14 @@ def grade_file(target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeReport:
 
 
 def grade_function(function: Callable[..., object]) -> GradeReport:
-    """Grade a function object, calling it in this process (no time limit of its own)."""
+    """Grade a function object, calling it in this process (no time limit of its own).
+
+    Whatever the function raises is its failure, said as `attntrace grade` says it: a
+    ``SystemExit`` (``sys.exit(0)`` in a student's code would end pytest's process) or
+    a BaseException of its own too. A ``KeyboardInterrupt`` is the student's failure
+    when the student's code raised it, and stops the run when it came from Ctrl-C: a
+    SIGINT handler set for the calls tells the two apart (off the main thread, where
+    no handler can be set, every KeyboardInterrupt is taken for Ctrl-C)."""
     from attntrace.grading.cases import build_cases
     from attntrace.grading.judge import grade_outcomes
 
@@ -108,20 +119,51 @@ def grade_function(function: Callable[..., object]) -> GradeReport:
         file = None
     calls, cases = build_cases()
     outcomes: list[Outcome] = []
-    for call in calls:
-        # a warning is no failure, as in the child (where it goes to stderr, unseen):
-        # a test run with filterwarnings = error would make numpy's overflow one
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                value = function(*call.arrays(), causal=call.causal)
-            except Exception as error:
-                outcomes.append(raised(error, file))
-                continue
-        outcomes.append(returned_arrays(value))
+    with _ctrl_c() as pressed:
+        for call in calls:
+            # a warning is no failure, as in the child (where it goes to stderr, unseen):
+            # a test run with filterwarnings = error would make numpy's overflow one
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    value = function(*call.arrays(), causal=call.causal)
+                except KeyboardInterrupt as error:
+                    if pressed:
+                        raise
+                    outcomes.append(raised(error, file))
+                    continue
+                except BaseException as error:  # SystemExit included: the student's
+                    outcomes.append(raised(error, file))
+                    continue
+            outcomes.append(returned_arrays(value))
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "function")
     where = f"{Path(file).name}:{name}" if file else str(name)
     return grade_outcomes(where, cases, calls, outcomes)
+
+
+@contextlib.contextmanager
+def _ctrl_c() -> Iterator[list[bool]]:
+    """A list that holds True once SIGINT arrives while the calls run (Ctrl-C, as
+    opposed to a KeyboardInterrupt the student's code raised); the handler then does
+    what the one before it did (Python's raises KeyboardInterrupt)."""
+    pressed: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield [True]  # no handler can be set here: any KeyboardInterrupt is Ctrl-C
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def heard(signum: int, frame: FrameType | None) -> None:
+        pressed.append(True)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, heard)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Failed", "grade_file", "grade_function", "parse_target"]
