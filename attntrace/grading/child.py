@@ -199,6 +199,10 @@ def _heard(line: bytes, watch: _Watch, file: Path, count: int) -> bool | None:
     if kind == "imported":
         watch.imported = True
         return False
+    if kind == "cannot-call":  # every call fails alike: said once, by its signature
+        failure = Failed("signature", _text(event.get("message")))
+        watch.outcomes.update(dict.fromkeys(range(count), failure))
+        return False
     if not isinstance(call, int) or not 0 <= call < count:
         return None
     if kind == "start":

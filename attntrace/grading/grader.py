@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from attntrace.errors import InputError
-from attntrace.grading.outcome import Failed, Outcome, raised, returned_arrays
+from attntrace.grading.outcome import Failed, Outcome, raised, returned_arrays, unbindable
 from attntrace.grading.report import GradeReport
 
 #: Seconds each call (and the file's import) may take by default.
@@ -118,6 +118,11 @@ def grade_function(function: Callable[..., object]) -> GradeReport:
     except TypeError:  # a builtin or a C function
         file = None
     calls, cases = build_cases()
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "function")
+    where = f"{Path(file).name}:{name}" if file else str(name)
+    uncallable = unbindable(function, getattr(function, "__name__", None) or "function")
+    if uncallable is not None:
+        return grade_outcomes(where, cases, calls, [uncallable] * len(calls))
     outcomes: list[Outcome] = []
     with _ctrl_c() as pressed:
         for call in calls:
@@ -136,8 +141,6 @@ def grade_function(function: Callable[..., object]) -> GradeReport:
                     outcomes.append(raised(error, file))
                     continue
             outcomes.append(returned_arrays(value))
-    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "function")
-    where = f"{Path(file).name}:{name}" if file else str(name)
     return grade_outcomes(where, cases, calls, outcomes)
 
 

@@ -145,9 +145,7 @@ def _coarse(case: Case, report: CheckReport, precision: Precision) -> CaseResult
         f"{precision.held_as}'s: compute and return float32 or float64; first "
         f"{cell_words(cell)}"
     )
-    return CaseResult(
-        case.name, case.kind, False, None, message, cell, report, precision=precision
-    )
+    return CaseResult(case.name, case.kind, False, None, message, cell, report, precision=precision)
 
 
 def _checked(

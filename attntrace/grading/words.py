@@ -28,6 +28,7 @@ def short_reason(case: CaseResult) -> str:
     if failure is not None:
         words = {
             "raised": "raised " + visible(failure.message.partition(":")[0], 40),
+            "signature": "wrong signature",
             "timeout": "did not return in time",
             "crashed": "the process ended",
             "not-run": "not run",

@@ -88,7 +88,7 @@ def test_a_students_exit_and_interrupt_are_its_failures(pytester: pytest.Pyteste
         "    sys.exit(0)\n",
         student_interrupts="def attention(X, WQ, WK, WV, causal=False):\n"
         "    raise KeyboardInterrupt\n",
-        student_base='class Stop(BaseException):\n    pass\n\n\n'
+        student_base="class Stop(BaseException):\n    pass\n\n\n"
         'def attention(X, WQ, WK, WV, causal=False):\n    raise Stop("base")\n',
         test_homework="""
 import student_base

@@ -119,9 +119,9 @@ def test_a_float32_torch_sdpa_passes() -> None:
     def student(X: Matrix, WQ: Matrix, WK: Matrix, WV: Matrix, causal: bool = False) -> object:
         x, wq, wk, wv = (torch.from_numpy(a).float() for a in (X, WQ, WK, WV))
         q, k, v = x @ wq, x @ wk, x @ wv
-        return functional.scaled_dot_product_attention(
-            q[None], k[None], v[None], is_causal=causal
-        )[0]
+        return functional.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[
+            0
+        ]
 
     report = grade_function(student)
     assert report.passed, report_text(report)

@@ -208,13 +208,10 @@ def test_the_first_failure_block_agrees_with_the_verdict_across_cases(tmp_path: 
     text = report_text(report)
     block = text.split("first failure:", 1)[1]
     assert "diagnosis: softmax-over-columns" in block  # check's own words on this case
-    assert (
-        "across the cases: weights-transposed — output = softmaxᵀ · V"
-        in " ".join(block.split())
-    ), block
-    assert "(on this case softmax-over-columns gives the same numbers)" in " ".join(
+    assert "across the cases: weights-transposed — output = softmaxᵀ · V" in " ".join(
         block.split()
-    )
+    ), block
+    assert "(on this case softmax-over-columns gives the same numbers)" in " ".join(block.split())
     document = grade_to_dict(report)
     assert document["first_failure"]["cause"] == "weights-transposed"
     assert document["first_failure"]["check"]["diagnosis"]["cause"] == "softmax-over-columns"
