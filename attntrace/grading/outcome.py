@@ -52,7 +52,7 @@ def returned_arrays(value: object) -> Returned | Failed:
     call's failure too, placed at no line: none of the student's raised it."""
     try:
         return _read(value)
-    except Exception as error:  # noqa: BLE001 (the reader's own error, said in words)
+    except Exception as error:  # the reader's own error (MemoryError), said in words
         return Failed("bad-return", f"{_named(error)} (while its result was read)")
 
 
@@ -87,10 +87,11 @@ def unbindable(function: object, name: str) -> Failed | None:
     try:
         signature.bind("X", "WQ", "WK", "WV", causal=False)
     except TypeError:
+        shown = signature.replace(return_annotation=inspect.Signature.empty)
         return Failed(
             "signature",
             f"{name} cannot be called as {name}(X, WQ, WK, WV, causal=False): its "
-            f"signature is {str(signature.replace(return_annotation=inspect.Signature.empty))[:MESSAGE_LIMIT]}",
+            f"signature is {str(shown)[:MESSAGE_LIMIT]}",
         )
     return None
 

@@ -9,8 +9,9 @@ reports. The calls' arrays come in ``FOLDER/calls.npz``; each call's arrays go b
 ``FOLDER/out-I.npz`` (float64, numbers only: nothing is pickled either way), and one
 JSON line per event goes to the pipe ``STATUS_FD``: ready, imported (or why not), then
 cannot-call where the function's signature does not take ``(X, WQ, WK, WV,
-causal=False)``, else for each call start and done, raised or bad-return. The student's prints go to the files
-the parent gave as stdout and stderr, never to its terminal.
+causal=False)``, else for each call start and done, raised or bad-return. The
+student's prints go to the files the parent gave as stdout and stderr, never to its
+terminal.
 
 Limits set before the student's file is imported: the address space (``RLIMIT_AS``,
 MEMORY_MB: ATTNTRACE_MAX_MEMORY_MB), a written file's size (``RLIMIT_FSIZE``: a flood of

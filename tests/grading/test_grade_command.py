@@ -233,7 +233,8 @@ def test_a_function_without_causal_is_told_its_signature(tmp_path: Path) -> None
         "attention cannot be called as attention(X, WQ, WK, WV, causal=False): its "
         "signature is (X, WQ, WK, WV, mask=None)" in out
     )
-    assert "runner.py" not in out and "TypeError" not in out
+    assert "runner.py" not in out
+    assert "TypeError" not in out
     assert "0 of 24 cases pass" in out
 
 
