@@ -214,6 +214,7 @@ def _heard(line: bytes, watch: _Watch, file: Path, count: int) -> bool | None:
             _text(event.get("message")),
             _optional(event.get("where")),
             _optional(event.get("code")),
+            _optional(event.get("short")),
         )
     return False
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import signal
 import threading
 import warnings
@@ -41,6 +42,12 @@ def parse_target(target: str) -> tuple[Path, str]:
             source=file, field="FUNCTION", expected="a Python name", found=repr(function)
         )
     path = Path(file)
+    if path.suffix != ".py" and ".py:" in file:  # hw.py:attention:extra
+        raise InputError(
+            field="FILE.py:FUNCTION",
+            expected="one FUNCTION after FILE.py:, e.g. hw1.py:attention",
+            found=repr(target),
+        )
     if path.suffix != ".py":
         raise InputError(
             source=file,
@@ -78,24 +85,36 @@ def parse_target(target: str) -> tuple[Path, str]:
     return path, function
 
 
-def grade_file(target: str, timeout: float = DEFAULT_TIMEOUT) -> GradeReport:
-    """Grade ``FILE.py:FUNCTION``, each call in a child process under ``timeout``
-    seconds. InputError where the file cannot be imported or has no such function."""
-    from attntrace.grading.cases import build_cases
-    from attntrace.grading.child import run_in_child
-    from attntrace.grading.judge import grade_outcomes
-    from attntrace.kernel import progress
-
-    if not 0 < timeout <= MAX_TIMEOUT:  # NaN fails both
+def timeout_seconds(timeout: float | str) -> float:
+    """``--timeout`` as seconds, > 0 and at most a day; InputError otherwise, echoing
+    it as typed (``got '0'``, not ``got 0.0``)."""
+    try:
+        seconds = float(timeout)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # NaN fails both
         raise InputError(
             field="--timeout",
             expected=f"a number of seconds > 0 and at most {MAX_TIMEOUT:,.0f}",
             found=repr(timeout),
         )
+    return seconds
+
+
+def grade_file(target: str, timeout: float | str = DEFAULT_TIMEOUT) -> GradeReport:
+    """Grade ``FILE.py:FUNCTION``, each call in a child process under ``timeout``
+    seconds (a number, or the text of ``--timeout``). InputError where the file cannot
+    be imported or has no such function."""
+    from attntrace.grading.cases import build_cases
+    from attntrace.grading.child import run_in_child
+    from attntrace.grading.judge import grade_outcomes
+    from attntrace.kernel import progress
+
+    seconds = timeout_seconds(timeout)
     file, function = parse_target(target)
     calls, cases = build_cases()
     with progress.task(f"running {file.name}:{function}"):
-        outcomes = run_in_child(file, function, calls, timeout)
+        outcomes = run_in_child(file, function, calls, seconds)
     return grade_outcomes(target, cases, calls, outcomes)
 
 

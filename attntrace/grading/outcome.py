@@ -41,6 +41,7 @@ class Failed:
     message: str
     where: str | None = None
     code: str | None = None
+    short: str | None = None  # a few words for the case's line (``returned int64, ...``)
 
 
 Outcome = Returned | Failed
@@ -53,7 +54,9 @@ def returned_arrays(value: object) -> Returned | Failed:
     try:
         return _read(value)
     except Exception as error:  # the reader's own error (MemoryError), said in words
-        return Failed("bad-return", f"{_named(error)} (while its result was read)")
+        return Failed(
+            "bad-return", f"{_named(error)} (while its result was read)", short="unreadable result"
+        )
 
 
 def _read(value: object) -> Returned | Failed:
@@ -64,6 +67,7 @@ def _read(value: object) -> Returned | Failed:
             "bad-return",
             f"returned a tuple of {len(value)} arrays: return the output alone, or a dict "
             "of stages ({'Q': ..., 'softmax': ..., 'output': ...})",
+            short="returned a tuple",
         )
     if isinstance(value, Mapping) and value:
         named: Mapping[object, object] = value
@@ -72,7 +76,18 @@ def _read(value: object) -> Returned | Failed:
     try:
         return Returned(given_arrays({str(k): v for k, v in named.items()}))
     except (InputError, TypeError) as error:
-        return Failed("bad-return", f"returned {_what(error)}")
+        return Failed("bad-return", f"returned {_what(error)}", short=_short(error))
+
+
+def _short(error: Exception) -> str | None:
+    """``returned int64, not floats``, ``returned None``: the case line's words."""
+    from attntrace.checking.user_arrays import FLOAT_ARRAY
+
+    if isinstance(error, InputError) and error.expected == FLOAT_ARRAY and error.found:
+        return f"returned {error.found[:40]}, not floats"
+    if "None" in str(error):
+        return "returned None"
+    return None
 
 
 def unbindable(function: object, name: str) -> Failed | None:

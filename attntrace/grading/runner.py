@@ -130,6 +130,7 @@ def _failure(failure: Any) -> dict[str, Any]:
         "message": failure.message,
         "where": failure.where,
         "code": failure.code,
+        "short": failure.short,
     }
 
 

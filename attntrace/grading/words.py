@@ -33,7 +33,7 @@ def short_reason(case: CaseResult) -> str:
             "crashed": "the process ended",
             "not-run": "not run",
         }
-        return words.get(failure.kind, "returned nothing to compare")
+        return visible(failure.short or words.get(failure.kind, "returned nothing comparable"), 60)
     if case.kind == "property":
         return "not checked" if case.message.startswith(UNCHECKED) else "does not hold"
     first = None if case.check is None else case.check.first_divergent

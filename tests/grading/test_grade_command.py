@@ -259,3 +259,34 @@ def test_a_result_too_large_to_read_names_no_line_of_attntrace(
     assert result.exit_code == 1, result.output
     assert "while its result was read" in result.stdout
     assert "user_arrays" not in result.stdout
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "1e9", "soon"])
+def test_a_bad_timeout_is_echoed_as_typed(timeout: str, tmp_path: Path) -> None:
+    line = one_line_error(grade(tmp_path, "correct_numpy", "--timeout", timeout), "--timeout")
+    assert line.endswith(f"got {timeout!r}"), line
+
+
+def test_a_target_with_two_colons_says_what_was_expected(tmp_path: Path) -> None:
+    path = student_file(tmp_path, "correct_numpy")
+    line = one_line_error(invoke("grade", f"{path}:attention:extra"), "FILE.py:FUNCTION")
+    assert "suffix" not in line
+    assert "one FUNCTION after FILE.py:" in line
+
+
+INT_OUTPUT = """import numpy as np
+
+
+def attention(X, WQ, WK, WV, causal=False):
+    return np.zeros((X.shape[0], WV.shape[1]), dtype=np.int64)
+"""
+
+
+def test_an_integer_output_is_named_on_each_case_line(tmp_path: Path) -> None:
+    (tmp_path / "intout.py").write_text(INT_OUTPUT, encoding="utf-8")
+    result = invoke("grade", f"{tmp_path / 'intout.py'}:attention")
+    assert result.exit_code == 1
+    assert "returned nothing to compare" not in result.stdout
+    case_lines = [line for line in result.stdout.splitlines() if "returned int64" in line]
+    assert len(case_lines) == 21, result.stdout
+    assert all(line.endswith("returned int64, not floats") for line in case_lines)
