@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from attntrace.errors import InputError
+from attntrace.grading.cases import Call, Case
 from attntrace.grading.outcome import Failed, Outcome, raised, returned_arrays, unbindable
 from attntrace.grading.report import GradeReport
 
@@ -101,18 +102,27 @@ def timeout_seconds(timeout: float | str) -> float:
     return seconds
 
 
+def prepared_cases() -> tuple[list[Call], list[Case]]:
+    """The calls and cases, reported as one task: the samples read and traced inside
+    report to nobody (a terminal's display would keep a line for each)."""
+    from attntrace.grading.cases import build_cases
+    from attntrace.kernel import progress
+
+    with progress.task("preparing the cases"), progress.reporting_to(None):
+        return build_cases()
+
+
 def grade_file(target: str, timeout: float | str = DEFAULT_TIMEOUT) -> GradeReport:
     """Grade ``FILE.py:FUNCTION``, each call in a child process under ``timeout``
     seconds (a number, or the text of ``--timeout``). InputError where the file cannot
     be imported or has no such function."""
-    from attntrace.grading.cases import build_cases
     from attntrace.grading.child import run_in_child
     from attntrace.grading.judge import grade_outcomes
     from attntrace.kernel import progress
 
     seconds = timeout_seconds(timeout)
     file, function = parse_target(target)
-    calls, cases = build_cases()
+    calls, cases = prepared_cases()
     with progress.task(f"running {file.name}:{function}"):
         outcomes = run_in_child(file, function, calls, seconds)
     return grade_outcomes(target, cases, calls, outcomes)
@@ -127,7 +137,6 @@ def grade_function(function: Callable[..., object]) -> GradeReport:
     when the student's code raised it, and stops the run when it came from Ctrl-C: a
     SIGINT handler set for the calls tells the two apart (off the main thread, where
     no handler can be set, every KeyboardInterrupt is taken for Ctrl-C)."""
-    from attntrace.grading.cases import build_cases
     from attntrace.grading.judge import grade_outcomes
 
     if not callable(function):
@@ -136,7 +145,7 @@ def grade_function(function: Callable[..., object]) -> GradeReport:
         file = inspect.getsourcefile(function)
     except TypeError:  # a builtin or a C function
         file = None
-    calls, cases = build_cases()
+    calls, cases = prepared_cases()
     name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "function")
     where = f"{Path(file).name}:{name}" if file else str(name)
     uncallable = unbindable(function, getattr(function, "__name__", None) or "function")

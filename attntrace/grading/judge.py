@@ -33,12 +33,15 @@ def grade_outcomes(
     from attntrace.kernel import progress
 
     judged: list[CaseResult] = []
+    # one task, counted by cases: the reads, traces and checks inside (several a case)
+    # report to nobody, or a terminal's display would grow a line for each
     with progress.task("judging the cases", len(cases), "cases") as task:
         for case in cases:
-            if case.kind == "property":
-                judged.append(judge_property(case, calls, outcomes))
-            else:
-                judged.append(judge_model_case(case, outcomes[case.calls[0]]))
+            with progress.reporting_to(None):
+                if case.kind == "property":
+                    judged.append(judge_property(case, calls, outcomes))
+                else:
+                    judged.append(judge_model_case(case, outcomes[case.calls[0]]))
             task.advance()
     return GradeReport(target, tuple(_narrowed(judged)))
 
