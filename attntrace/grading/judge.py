@@ -17,10 +17,11 @@ from dataclasses import replace
 from attntrace.api import PYTHON_NAMES, checked
 from attntrace.checking.given import GivenArray
 from attntrace.checking.report import CheckReport, Divergence
+from attntrace.checking.tolerance import TOLERANCES
 from attntrace.errors import InputError
 from attntrace.grading.cases import Call, Case
 from attntrace.grading.outcome import Failed, Outcome, Returned
-from attntrace.grading.precision import Precision, held_arrays, lowered
+from attntrace.grading.precision import Precision, held_arrays, lowered, power
 from attntrace.grading.properties import judge_property
 from attntrace.grading.report import CaseResult, Cell, GradeReport
 from attntrace.grading.words import COARSE
@@ -139,14 +140,16 @@ def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
 
 
 def _coarse(case: Case, report: CheckReport, precision: Precision) -> CaseResult:
-    """A case right to its dtype's precision only (float16's rtol 1e-2), not float32's."""
+    """A case within its dtype's tolerance (float16's rtol 1e-2), not float32's: right,
+    or wrong by less than float16 can show; either way not to be passed."""
     first = report.first_divergent
     assert first is not None
     cell = _cell(first)
+    own = TOLERANCES[precision.dtype][0]
     message = (
-        f"{first.stage} differs: {COARSE} {precision.dtype}'s precision, not "
-        f"{precision.held_as}'s: compute and return float32 or float64; first "
-        f"{cell_words(cell)}"
+        f"{first.stage} differs: within {precision.dtype}'s tolerance (rtol {power(own)}), not "
+        f"{precision.held_as}'s; {precision.dtype} is {COARSE} a small bug (1% off) from "
+        f"its own rounding: compute and return float32 or float64; first {cell_words(cell)}"
     )
     return CaseResult(case.name, case.kind, False, None, message, cell, report, precision=precision)
 

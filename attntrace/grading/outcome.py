@@ -80,11 +80,11 @@ def _read(value: object) -> Returned | Failed:
 
 
 def _short(error: Exception) -> str | None:
-    """``returned int64, not floats``, ``returned None``: the case line's words."""
+    """``int64, not floats``, ``returned None``: the case line's words."""
     from attntrace.checking.user_arrays import FLOAT_ARRAY
 
     if isinstance(error, InputError) and error.expected == FLOAT_ARRAY and error.found:
-        return f"returned {error.found[:40]}, not floats"
+        return f"{error.found[:40]}, not floats"  # fits the case line at 80 columns
     if "None" in str(error):
         return "returned None"
     return None

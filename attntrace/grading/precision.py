@@ -48,11 +48,11 @@ class Precision:
         """``returned float16: held to float32's tolerance (rtol 1e-4, atol 1e-5), ...``."""
         return (
             f"returned {self.dtype}: held to {self.held_as}'s tolerance (rtol "
-            f"{_power(self.rtol)}, atol {_power(self.atol)}), as the inputs are float64"
+            f"{power(self.rtol)}, atol {power(self.atol)}), as the inputs are float64"
         )
 
 
-def _power(value: float) -> str:
+def power(value: float) -> str:
     """``1e-4``, as docs/check.md's table writes a tolerance."""
     mantissa, _, exponent = f"{value:.0e}".partition("e")
     return f"{mantissa}e{int(exponent)}"

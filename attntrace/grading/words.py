@@ -12,8 +12,8 @@ from attntrace.visible import visible
 PASS, FAIL = "✓", "✗"
 #: How a property's message starts where a call it needs failed.
 UNCHECKED = "cannot be checked"
-#: How a case's message says its numbers are right only to a lower precision.
-COARSE = "right only to"
+#: How a case's message says its numbers are within float16's tolerance only.
+COARSE = "too coarse to tell"
 #: How much of the student's text a line shows.
 SHOWN_LIMIT = 300
 
@@ -47,7 +47,7 @@ def short_reason(case: CaseResult) -> str:
 def shows_check(case: CaseResult) -> bool:
     """Whether the first failure is said by check's report (its arrays were compared
     and differ), not by grade's own words (a failed call, a property, an output right
-    to float16's precision only, where check would say no mistake reproduces it)."""
+    within float16's tolerance only, where check would say no mistake reproduces it)."""
     if case.check is None or case.check.ok:
         return False
     return not (case.precision is not None and COARSE in case.message)

@@ -66,7 +66,7 @@ def test_a_correct_float16_output_is_told_its_precision_is_too_low() -> None:
     first = report.first_failure
     assert first is not None
     text = report_text(report)
-    assert "right only to float16's precision, not float32's" in first.message, text
+    assert "within float16's tolerance (rtol 1e-2), not float32's" in first.message, text
     assert "returned float16: held to float32's tolerance (rtol 1e-4, atol 1e-5)" in text
     assert "float16: too coarse" in text
     assert "no known mistake" not in text
