@@ -125,3 +125,27 @@ def test_a_float32_torch_sdpa_passes() -> None:
 
     report = grade_function(student)
     assert report.passed, report_text(report)
+
+
+def test_a_dict_of_float64_stages_and_a_float16_output() -> None:
+    """The float16 output is held to float32's tolerance, the float64 Q to float64's."""
+
+    def student(X: Matrix, WQ: Matrix, WK: Matrix, WV: Matrix, causal: bool = False) -> object:
+        out = attention(X, WQ, WK, WV, causal, 1e-2)
+        return {"Q": X @ WQ, "output": out.astype("float16")}
+
+    report = grade_function(student)
+    assert not report.passed, report_text(report)
+    first = report.first_failure
+    assert first is not None
+    assert first.precision is not None
+    assert first.precision.dtype == "float16"
+
+    def sloppy_q(X: Matrix, WQ: Matrix, WK: Matrix, WV: Matrix, causal: bool = False) -> object:
+        out = attention(X, WQ, WK, WV, causal, 0.0)
+        return {"Q": (X @ WQ) * (1 + 2e-5), "output": out.astype("float16")}
+
+    first = grade_function(sloppy_q).first_failure
+    assert first is not None
+    assert first.cell is not None
+    assert first.cell.stage == "Q"  # float64's rtol 1e-6, not float32's 1e-4
