@@ -26,9 +26,9 @@ def grade(
         ),
     ],
     timeout: Annotated[
-        float,
+        str,  # read by grade, so a bad one is echoed as typed
         typer.Option(metavar="SECONDS", help="Time for the file's import and for each call."),
-    ] = 10.0,
+    ] = "10",
     as_json: Annotated[bool, json_flag("Write the grade as JSON to stdout.")] = False,
 ) -> None:
     """Grade a student's attention function on the samples and hidden models.

@@ -182,22 +182,14 @@ def _heard(line: bytes, watch: _Watch, file: Path, count: int) -> bool | None:
     if kind == "ready":
         watch.ready = True
         return True
-    if kind == "import-failed":
-        where = event.get("where")
-        raise InputError(
-            f"importing it raised {_text(event.get('message'))}"
-            + (f" (line {str(where).rpartition(':')[2]})" if where else ""),
-            source=str(file),
-        )
-    if kind == "no-function":
-        raise InputError(
-            source=str(file),
-            field=watch.function,
-            expected="a function (FUNCTION of FILE.py:FUNCTION)",
-            found=_text(event.get("found")),
-        )
+    if kind in ("import-failed", "no-function"):
+        _refuse(kind, event, watch, file)
     if kind == "imported":
         watch.imported = True
+        return False
+    if kind == "cannot-call":  # every call fails alike: said once, by its signature
+        failure = Failed("signature", _text(event.get("message")))
+        watch.outcomes.update(dict.fromkeys(range(count), failure))
         return False
     if not isinstance(call, int) or not 0 <= call < count:
         return None
@@ -222,8 +214,26 @@ def _heard(line: bytes, watch: _Watch, file: Path, count: int) -> bool | None:
             _text(event.get("message")),
             _optional(event.get("where")),
             _optional(event.get("code")),
+            _optional(event.get("short")),
         )
     return False
+
+
+def _refuse(kind: object, event: dict[str, Any], watch: _Watch, file: Path) -> None:
+    """The file cannot be imported, or has no such function: bad input, exit 2."""
+    if kind == "import-failed":
+        where = event.get("where")
+        raise InputError(
+            f"importing it raised {_text(event.get('message'))}"
+            + (f" (line {str(where).rpartition(':')[2]})" if where else ""),
+            source=str(file),
+        )
+    raise InputError(
+        source=str(file),
+        field=watch.function,
+        expected="a function (FUNCTION of FILE.py:FUNCTION)",
+        found=_text(event.get("found")),
+    )
 
 
 def _overstayed(watch: _Watch, file: Path, timeout: float) -> None:

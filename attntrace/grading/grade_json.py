@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from attntrace.checking.check_json import check_to_dict
+from attntrace.grading.precision import Precision
 from attntrace.grading.report import CaseResult, Cell, GradeReport
 from attntrace.visible import well_formed
 
@@ -38,6 +39,16 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "passed": case.passed,
         "cause": case.cause,
         "message": well_formed(case.message),
+        "precision": None if case.precision is None else _precision(case.precision),
+    }
+
+
+def _precision(precision: Precision) -> dict[str, Any]:
+    return {
+        "dtype": precision.dtype,
+        "held_as": precision.held_as,
+        "rtol": precision.rtol,
+        "atol": precision.atol,
     }
 
 

@@ -2,24 +2,29 @@
 to attntrace's trace by `check` (which names the catalogue's mistake that reproduces
 it), a property by :mod:`attntrace.grading.properties`.
 
-`check` compares what the function returned, in the dtype it returned it (a float32
-output is held to float32's tolerance), and where the function returned a dict of
-stages, each stage: the feedback is check's, stage by stage.
+`check` compares what the function returned, each array held to its dtype's tolerance
+but never looser than float32's (the inputs are float64: a float16 output gets no
+float16-sized slack, :mod:`attntrace.grading.precision`), and where the function
+returned a dict of stages, each stage: the feedback is check's, stage by stage.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from attntrace.api import PYTHON_NAMES, checked
-from attntrace.checking.report import Divergence
+from attntrace.checking.given import GivenArray
+from attntrace.checking.report import CheckReport, Divergence
+from attntrace.checking.tolerance import TOLERANCES
 from attntrace.errors import InputError
 from attntrace.grading.cases import Call, Case
 from attntrace.grading.outcome import Failed, Outcome, Returned
+from attntrace.grading.precision import Precision, held_arrays, lowered, power
 from attntrace.grading.properties import judge_property
 from attntrace.grading.report import CaseResult, Cell, GradeReport
+from attntrace.grading.words import COARSE
 
 
 def grade_outcomes(
@@ -29,12 +34,15 @@ def grade_outcomes(
     from attntrace.kernel import progress
 
     judged: list[CaseResult] = []
+    # one task, counted by cases: the reads, traces and checks inside (several a case)
+    # report to nobody, or a terminal's display would grow a line for each
     with progress.task("judging the cases", len(cases), "cases") as task:
         for case in cases:
-            if case.kind == "property":
-                judged.append(judge_property(case, calls, outcomes))
-            else:
-                judged.append(judge_model_case(case, outcomes[case.calls[0]]))
+            with progress.reporting_to(None):
+                if case.kind == "property":
+                    judged.append(judge_property(case, calls, outcomes))
+                else:
+                    judged.append(judge_model_case(case, outcomes[case.calls[0]]))
             task.advance()
     return GradeReport(target, tuple(_narrowed(judged)))
 
@@ -62,11 +70,11 @@ def _narrowed(judged: list[CaseResult]) -> list[CaseResult]:
             continue
         stage = case.message.split(" ", 1)[0]
         said = messages.get(best, "")
-        message = (
-            f"{stage} differs: {best}{' — ' + said if said else ''} (on this case "
-            f"{case.cause} gives the same numbers; the other cases tell them apart)"
-        )
-        narrowed.append(replace(case, cause=best, message=message))
+        verdict = f"{best}{' — ' + said if said else ''}"
+        same = f"on this case {case.cause} gives the same numbers"
+        message = f"{stage} differs: {verdict} ({same}; the other cases tell them apart)"
+        across = f"across the cases: {verdict} ({same})"
+        narrowed.append(replace(case, cause=best, message=message, across=across))
     return narrowed
 
 
@@ -79,23 +87,31 @@ def _candidates(case: CaseResult) -> tuple[str, ...]:
 
 
 def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
-    """A sample's or hidden model's call against the trace, by `check`."""
+    """A sample's or hidden model's call against the trace, by `check`, each array held
+    to float32's tolerance at the loosest (:mod:`attntrace.grading.precision`)."""
     if isinstance(outcome, Failed):
         return CaseResult(case.name, case.kind, False, None, call_words(outcome), failure=outcome)
+    precision = lowered(outcome.arrays)
+    arrays, rtol, atol = held_arrays(outcome.arrays)
     try:
-        report = checked(
-            outcome.arrays,
-            None,
-            sample=case.sample,
-            model=case.model,
-            causal=case.causal,
-            names=PYTHON_NAMES,
-        )
+        report = _checked(case, arrays, rtol, atol)
     except InputError as error:  # a dict of stages naming no stage, a stage it lacks
         failed = Failed("bad-return", f"returned stages check cannot compare: {error}")
         return CaseResult(case.name, case.kind, False, None, failed.message, failure=failed)
     if report.ok:
-        return CaseResult(case.name, case.kind, True, None, _matched(outcome), check=report)
+        message = _matched(outcome)
+        if precision is not None:
+            message += f" ({precision.words()})"
+        return CaseResult(
+            case.name, case.kind, True, None, message, check=report, precision=precision
+        )
+    if precision is not None:
+        # wrong at float32's tolerance: at the dtype's own, right (too coarse), or a
+        # mistake check can name (its recomputation rounds as float16 does not)
+        own = _checked(case, outcome.arrays, None, None)
+        if own.ok:
+            return _coarse(case, report, precision)
+        report = own
     first = report.first_divergent
     assert first is not None
     cell = _cell(first)
@@ -109,6 +125,8 @@ def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
         message = f"{first.stage} differs: {diagnosis.cause} — {diagnosis.message}"
     else:
         message = f"{first.stage} differs: no known mistake reproduces it; first {cell_words(cell)}"
+    if precision is not None and diagnosis is not None:
+        message += f" ({precision.words()})"
     return CaseResult(
         case.name,
         case.kind,
@@ -117,6 +135,37 @@ def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
         message,
         cell,
         report,
+        precision=precision,
+    )
+
+
+def _coarse(case: Case, report: CheckReport, precision: Precision) -> CaseResult:
+    """A case within its dtype's tolerance (float16's rtol 1e-2), not float32's: right,
+    or wrong by less than float16 can show; either way not to be passed."""
+    first = report.first_divergent
+    assert first is not None
+    cell = _cell(first)
+    own = TOLERANCES[precision.dtype][0]
+    message = (
+        f"{first.stage} differs: within {precision.dtype}'s tolerance (rtol {power(own)}), not "
+        f"{precision.held_as}'s; {precision.dtype} is {COARSE} a small bug (1% off) from "
+        f"its own rounding: compute and return float32 or float64; first {cell_words(cell)}"
+    )
+    return CaseResult(case.name, case.kind, False, None, message, cell, report, precision=precision)
+
+
+def _checked(
+    case: Case, arrays: Mapping[str, GivenArray], rtol: float | None, atol: float | None
+) -> CheckReport:
+    return checked(
+        arrays,
+        None,
+        sample=case.sample,
+        model=case.model,
+        causal=case.causal,
+        rtol=rtol,
+        atol=atol,
+        names=PYTHON_NAMES,
     )
 
 

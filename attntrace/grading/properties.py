@@ -15,7 +15,8 @@ student's outputs alone (no trace):
   columns' ranges and within those 8 slabs, which a wrong mask or missing softmax
   normalisation of this model already leaves.
 
-Each comparison uses check's tolerance for the output's dtype (docs/check.md).
+Each comparison uses check's tolerance for the output's dtype (docs/check.md), never
+looser than float32's (:mod:`attntrace.grading.precision`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from attntrace.checking.tolerance import compare, tolerance_for
+from attntrace.checking.tolerance import compare
 from attntrace.grading.cases import LATER_FROM, Call, Case, permutation
 from attntrace.grading.outcome import Failed, Outcome
+from attntrace.grading.precision import held_tolerance
 from attntrace.grading.report import CaseResult, Cell
 from attntrace.grading.words import UNCHECKED
 
@@ -77,7 +79,7 @@ def _cell(row: int, column: int, expected: float, found: float) -> Cell:
 
 
 def _differs(expected: Matrix, found: Matrix, dtype: str) -> Cell | None:
-    result = compare(expected, found, tolerance_for(dtype))
+    result = compare(expected, found, held_tolerance(dtype))
     if result.matches:
         return None
     rows, cols = np.nonzero(result.wrong)
@@ -125,7 +127,7 @@ def _outside(call: Call, output: Matrix, dtype: str) -> tuple[str, Cell | None] 
     directions = np.vstack(
         [np.eye(d_v), np.random.default_rng(7).standard_normal((DIRECTIONS, d_v))]
     )
-    tolerance = tolerance_for(dtype)
+    tolerance = held_tolerance(dtype)
     for i, row in enumerate(output):
         seen = V[: i + 1] if call.causal else V
         along = seen @ directions.T  # [rows seen, directions]

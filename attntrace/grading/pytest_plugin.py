@@ -7,7 +7,9 @@ teacher's test asserts a student's function correct with grade's verdict as the 
 Loaded by every pytest run where attntrace is installed: it imports nothing heavy until
 the fixture is used. The function is called in pytest's own process, directly, on the
 cases of `attntrace grade` (docs/teaching.md): its exceptions are failures, reported with
-their line; there is no time limit of the plugin's own (pytest-timeout gives one).
+their line, ``sys.exit`` and a ``raise KeyboardInterrupt`` of its own included (Ctrl-C
+still stops pytest: :func:`attntrace.grading.grader.grade_function` tells the two
+apart); there is no time limit of the plugin's own (pytest-timeout gives one).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from attntrace.checking.report import CheckReport
 from attntrace.grading.outcome import Failed
+from attntrace.grading.precision import Precision
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,12 @@ class CaseResult:
     """One case judged. ``cause`` is the catalogue id that reproduces the student's
     outputs (None: none does, or the case is a property, or the call failed);
     ``check`` is check's report on the case's arrays where they were compared;
-    ``failure`` the call's failure where it raised, hung, crashed or returned no array."""
+    ``failure`` the call's failure where it raised, hung, crashed or returned no array;
+    ``precision`` says where the arrays came back below float32 (held to float32's
+    tolerance, :mod:`attntrace.grading.precision`); ``across`` is the verdict across
+    the cases where it differs from check's on this case (``check`` names the mistake
+    its numbers alone reproduce, tied with others; ``cause`` the one that reproduces
+    every failing case): said after check's report, so the two never contradict."""
 
     name: str
     kind: str  # sample, random, property
@@ -41,6 +47,8 @@ class CaseResult:
     cell: Cell | None = None
     check: CheckReport | None = None
     failure: Failed | None = None
+    precision: Precision | None = None
+    across: str | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,8 +8,10 @@ interpreter, prints a flood) happens here, not in attntrace: the parent
 reports. The calls' arrays come in ``FOLDER/calls.npz``; each call's arrays go back in
 ``FOLDER/out-I.npz`` (float64, numbers only: nothing is pickled either way), and one
 JSON line per event goes to the pipe ``STATUS_FD``: ready, imported (or why not), then
-for each call start and done, raised or bad-return. The student's prints go to the files
-the parent gave as stdout and stderr, never to its terminal.
+cannot-call where the function's signature does not take ``(X, WQ, WK, WV,
+causal=False)``, else for each call start and done, raised or bad-return. The
+student's prints go to the files the parent gave as stdout and stderr, never to its
+terminal.
 
 Limits set before the student's file is imported: the address space (``RLIMIT_AS``,
 MEMORY_MB: ATTNTRACE_MAX_MEMORY_MB), a written file's size (``RLIMIT_FSIZE``: a flood of
@@ -39,7 +41,7 @@ def main(argv: list[str]) -> int:
 
     import numpy as np
 
-    from attntrace.grading.outcome import Failed, raised, returned_arrays
+    from attntrace.grading.outcome import Failed, raised, returned_arrays, unbindable
 
     _send(status, {"event": "ready"})
     try:
@@ -54,6 +56,10 @@ def main(argv: list[str]) -> int:
         _send(status, {"event": "no-function", "found": found})
         return 0
     _send(status, {"event": "imported"})
+    uncallable = unbindable(target, function)
+    if uncallable is not None:
+        _send(status, {"event": "cannot-call", **_failure(uncallable)})
+        return 0
     with np.load(Path(folder) / "calls.npz", allow_pickle=False) as saved:
         calls = int(saved["count"])
         causal = saved["causal"]
@@ -62,10 +68,10 @@ def main(argv: list[str]) -> int:
             _send(status, {"event": "start", "call": i})
             try:
                 value = target(*arrays, causal=bool(causal[i]))
-                outcome = returned_arrays(value)
             except BaseException as error:
                 _send(status, {"event": "raised", "call": i, **_failure(raised(error, file))})
                 continue
+            outcome = returned_arrays(value)  # its own errors are said, never raised
             if isinstance(outcome, Failed):
                 _send(status, {"event": "bad-return", "call": i, **_failure(outcome)})
                 continue
@@ -124,6 +130,7 @@ def _failure(failure: Any) -> dict[str, Any]:
         "message": failure.message,
         "where": failure.where,
         "code": failure.code,
+        "short": failure.short,
     }
 
 

@@ -12,6 +12,8 @@ from attntrace.visible import visible
 PASS, FAIL = "✓", "✗"
 #: How a property's message starts where a call it needs failed.
 UNCHECKED = "cannot be checked"
+#: How a case's message says its numbers are within float16's tolerance only.
+COARSE = "too coarse to tell"
 #: How much of the student's text a line shows.
 SHOWN_LIMIT = 300
 
@@ -26,17 +28,29 @@ def short_reason(case: CaseResult) -> str:
     if failure is not None:
         words = {
             "raised": "raised " + visible(failure.message.partition(":")[0], 40),
+            "signature": "wrong signature",
             "timeout": "did not return in time",
             "crashed": "the process ended",
             "not-run": "not run",
         }
-        return words.get(failure.kind, "returned nothing to compare")
+        return visible(failure.short or words.get(failure.kind, "returned nothing comparable"), 60)
     if case.kind == "property":
         return "not checked" if case.message.startswith(UNCHECKED) else "does not hold"
     first = None if case.check is None else case.check.first_divergent
     if first is not None and first.region is None:
         return "wrong shape"
+    if case.precision is not None and COARSE in case.message:
+        return f"{case.precision.dtype}: too coarse"
     return "no known mistake"
+
+
+def shows_check(case: CaseResult) -> bool:
+    """Whether the first failure is said by check's report (its arrays were compared
+    and differ), not by grade's own words (a failed call, a property, an output right
+    within float16's tolerance only, where check would say no mistake reproduces it)."""
+    if case.check is None or case.check.ok:
+        return False
+    return not (case.precision is not None and COARSE in case.message)
 
 
 def failure_words(case: CaseResult) -> list[str]:
@@ -80,10 +94,20 @@ def header_words(report: GradeReport) -> tuple[str, str]:
     return f"graded {visible(report.target, SHOWN_LIMIT)}", f"{len(kinds)} cases: {counted}"
 
 
+def precision_words(report: GradeReport) -> str | None:
+    """``returned float16: held to float32's tolerance ...`` where a case's arrays came
+    back below float32 (the lowest such dtype), else None."""
+    found = [case.precision for case in report.cases if case.precision is not None]
+    if not found:
+        return None
+    return max(found, key=lambda p: p.rtol_own).words()
+
+
 def report_text(report: GradeReport) -> str:
     """The report as plain text, as `attntrace grade` prints it without colour."""
     width = max(len(case.name) for case in report.cases)
-    lines = [*header_words(report), ""]
+    note = precision_words(report)
+    lines = [*header_words(report), *([note] if note else []), ""]
     for case in report.cases:
         why = short_reason(case)
         name = case.name.ljust(width) + "  " + why if why else case.name
@@ -91,8 +115,11 @@ def report_text(report: GradeReport) -> str:
     first = report.first_failure
     if first is not None:
         lines += ["", f"first failure: {first.name}", ""]
-        if first.check is not None and not first.check.ok:
+        if shows_check(first):
+            assert first.check is not None
             lines.append(str(first.check))
+            if first.across is not None:
+                lines += ["", visible(first.across, 2 * SHOWN_LIMIT)]
         else:
             lines += failure_words(first)
     lines += ["", f"{FAIL if first is not None else PASS} {score_words(report)}"]

@@ -214,3 +214,78 @@ def test_the_child_and_the_plugin_give_one_verdict(name: str, tmp_path: Path) ->
     here = grade_to_dict(grade_function(module.attention))
     assert here["cases"] == found["cases"]
     assert here["score"] == found["score"]
+
+
+NO_CAUSAL = """import numpy as np
+
+
+def attention(X, WQ, WK, WV, mask=None):
+    return X @ WV
+"""
+
+
+def test_a_function_without_causal_is_told_its_signature(tmp_path: Path) -> None:
+    (tmp_path / "nocausal.py").write_text(NO_CAUSAL, encoding="utf-8")
+    result = invoke("grade", f"{tmp_path / 'nocausal.py'}:attention")
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.stdout.split())
+    assert (
+        "attention cannot be called as attention(X, WQ, WK, WV, causal=False): its "
+        "signature is (X, WQ, WK, WV, mask=None)" in out
+    )
+    assert "runner.py" not in out
+    assert "TypeError" not in out
+    assert "0 of 24 cases pass" in out
+
+
+BIG_DICT = """import numpy as np
+
+
+def attention(X, WQ, WK, WV, causal=False):
+    a = np.zeros((6000, 6000), dtype=np.float32)
+    return {"Q": a, "K": a, "V": a, "scores": a, "softmax": a, "output": a}
+"""
+
+
+@pytest.mark.long
+def test_a_result_too_large_to_read_names_no_line_of_attntrace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six 6000² float32 arrays widened to float64 pass the child's memory cap while
+    attntrace reads them: the failure says so, at no line of attntrace's."""
+    monkeypatch.setenv("ATTNTRACE_MAX_MEMORY_MB", "1024")
+    (tmp_path / "bigdict.py").write_text(BIG_DICT, encoding="utf-8")
+    result = invoke("grade", f"{tmp_path / 'bigdict.py'}:attention")
+    assert result.exit_code == 1, result.output
+    assert "while its result was read" in result.stdout
+    assert "user_arrays" not in result.stdout
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "1e9", "soon"])
+def test_a_bad_timeout_is_echoed_as_typed(timeout: str, tmp_path: Path) -> None:
+    line = one_line_error(grade(tmp_path, "correct_numpy", "--timeout", timeout), "--timeout")
+    assert line.endswith(f"got {timeout!r}"), line
+
+
+def test_a_target_with_two_colons_says_what_was_expected(tmp_path: Path) -> None:
+    path = student_file(tmp_path, "correct_numpy")
+    line = one_line_error(invoke("grade", f"{path}:attention:extra"), "FILE.py:FUNCTION")
+    assert "suffix" not in line
+    assert "one FUNCTION after FILE.py:" in line
+
+
+INT_OUTPUT = """import numpy as np
+
+
+def attention(X, WQ, WK, WV, causal=False):
+    return np.zeros((X.shape[0], WV.shape[1]), dtype=np.int64)
+"""
+
+
+def test_an_integer_output_is_named_on_each_case_line(tmp_path: Path) -> None:
+    (tmp_path / "intout.py").write_text(INT_OUTPUT, encoding="utf-8")
+    result = invoke("grade", f"{tmp_path / 'intout.py'}:attention")
+    assert result.exit_code == 1
+    assert "returned nothing to compare" not in result.stdout
+    case_lines = [line for line in result.stdout.splitlines() if line.startswith("✗ ")]
+    assert sum(line.endswith("  int64, not floats") for line in case_lines) == 21, result.stdout

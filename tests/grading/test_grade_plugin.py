@@ -76,3 +76,52 @@ def test_the_plugin_loads_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert found.strip() == "[]"
+
+
+@pytest.mark.long
+def test_a_students_exit_and_interrupt_are_its_failures(pytester: pytest.Pytester) -> None:
+    """``sys.exit(0)``, ``raise KeyboardInterrupt`` and a BaseException of the student's
+    own fail that test, with the student's line, in the CLI's words; the session goes
+    on to the next test (a KeyboardInterrupt the student raises is no Ctrl-C)."""
+    pytester.makepyfile(
+        student_exits="import sys\n\n\ndef attention(X, WQ, WK, WV, causal=False):\n"
+        "    sys.exit(0)\n",
+        student_interrupts="def attention(X, WQ, WK, WV, causal=False):\n"
+        "    raise KeyboardInterrupt\n",
+        student_base="class Stop(BaseException):\n    pass\n\n\n"
+        'def attention(X, WQ, WK, WV, causal=False):\n    raise Stop("base")\n',
+        test_homework="""
+import student_base
+import student_exits
+import student_interrupts
+
+
+def test_exits(attntrace_grader):
+    attntrace_grader.assert_correct(student_exits.attention)
+
+
+def test_interrupts(attntrace_grader):
+    attntrace_grader.assert_correct(student_interrupts.attention)
+
+
+def test_base(attntrace_grader):
+    attntrace_grader.assert_correct(student_base.attention)
+
+
+def test_after():
+    pass
+""",
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*raised SystemExit: 0 at student_exits.py:5",
+            "*student_exits.py:5: sys.exit(0)",
+            "*raised KeyboardInterrupt at student_interrupts.py:2",
+            "*student_interrupts.py:2: raise KeyboardInterrupt",
+            "*raised Stop: base at student_base.py:6",
+        ],
+        consecutive=False,
+    )
+    assert "attntrace/grading" not in result.stdout.str()

@@ -192,3 +192,26 @@ def test_a_mistake_one_case_cannot_tell_apart_is_named_by_the_others() -> None:
     assert {case.cause for case in report.cases if case.kind != "property"} - {None} == {
         "weights-transposed"
     }
+
+
+def test_the_first_failure_block_agrees_with_the_verdict_across_cases(tmp_path: Path) -> None:
+    """softmaxᵀ·V: on a sample (symmetric scores) check's own report names
+    softmax-over-columns, tied with weights-transposed; across the cases only
+    weights-transposed reproduces every one. The block after check's report says so,
+    and the case line, the score line and the JSON's cause agree."""
+    from attntrace.grading.grade_json import grade_to_dict
+
+    report = graded(tmp_path, "weights_transposed")
+    first = report.first_failure
+    assert first is not None
+    assert first.cause == "weights-transposed"
+    text = report_text(report)
+    block = text.split("first failure:", 1)[1]
+    assert "diagnosis: softmax-over-columns" in block  # check's own words on this case
+    assert "across the cases: weights-transposed — output = softmaxᵀ · V" in " ".join(
+        block.split()
+    ), block
+    assert "(on this case softmax-over-columns gives the same numbers)" in " ".join(block.split())
+    document = grade_to_dict(report)
+    assert document["first_failure"]["cause"] == "weights-transposed"
+    assert document["first_failure"]["check"]["diagnosis"]["cause"] == "softmax-over-columns"

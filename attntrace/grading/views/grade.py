@@ -24,8 +24,10 @@ from attntrace.grading.words import (
     PASS,
     failure_words,
     header_words,
+    precision_words,
     score_words,
     short_reason,
+    shows_check,
 )
 from attntrace.ui.shown import pad
 from attntrace.ui.wrap import Wrapped
@@ -39,6 +41,7 @@ def grade_view(report: GradeReport) -> Group:
     parts: list[RenderableType] = [
         Wrapped(Text(graded, style="bold")),
         Wrapped(Text(counted, style="dim")),
+        *([Wrapped(Text(note, style="yellow"))] if (note := precision_words(report)) else []),
         Text(""),
         CaseLines(report.cases),
     ]
@@ -78,6 +81,10 @@ class CaseLines:
 def first_failure(case: CaseResult) -> list[RenderableType]:
     """The first failing case, said as check says it, or as the call failed."""
     head = Wrapped(Text.assemble(("first failure: ", "bold"), (case.name, "bold")))
-    if case.check is not None and not case.check.ok:
-        return [head, Text(""), check_view(case.check)]
+    if shows_check(case):
+        assert case.check is not None
+        parts: list[RenderableType] = [head, Text(""), check_view(case.check)]
+        if case.across is not None:
+            parts += [Text(""), Wrapped(Text(case.across, style="yellow"))]
+        return parts
     return [head, Text(""), *(Wrapped(Text(line)) for line in failure_words(case))]
