@@ -18,13 +18,20 @@ from attntrace.forward.cell_terms import figure
 from attntrace.forward.focus import focus_at
 from attntrace.forward.views.focus import SECTION_OF_STAGE, between_section
 from attntrace.kernel.trace import Trace
+from attntrace.quiz.answers import DEFAULT_PRECISION, asked, why_not
 from attntrace.quiz.question import Question, stage_of
 from attntrace.quiz.session import Outcome
 from attntrace.ui.view import View
 from attntrace.ui.wrap import wrap
 from attntrace.visible import visible
 
-NOT_A_NUMBER = "not a number: write it as 0.9983, -1.5 or 2e-3 (-inf for a masked cell)"
+NOT_A_NUMBER = "write it as 0.9983, -1.5 or 2e-3 (-inf for a masked cell)"
+# How a question that ended unanswered opens its worked answer, by why it ended.
+OPENERS = {
+    "wrong": "  ✗ out of hints.",
+    "end of input": "  ✗ no answer (end of input).",
+    "not numbers": "  ✗ five answers in a row were not numbers.",
+}
 
 
 def prompt(question: Question, *, typed: bool = True) -> Text:
@@ -47,12 +54,17 @@ class Indented:
 
 
 def not_a_number(line: str) -> Text:
-    return Text(f"  {NOT_A_NUMBER}", style="yellow")
+    """``  not a number: write it as ...`` (``not a finite number`` for ``inf``)."""
+    return Text(f"  {why_not(line)}: {NOT_A_NUMBER}", style="yellow")
 
 
-def correct(question: Question, shown: str) -> Text:
+def correct(question: Question, shown: str, precision: int = DEFAULT_PRECISION) -> Text:
+    """``  ✓ correct: softmax[fish, fish] = 0.9983 (to 4 places or 1e-3 of
+    it)``: the value and the digits the answer was held to."""
     return Text.assemble(
-        ("  ✓ correct", "bold green"), f": {visible(question.cell)} = {visible(shown)}"
+        ("  ✓ correct", "bold green"),
+        f": {visible(question.cell)} = {visible(shown)}",
+        (f" ({asked(shown, precision)})", "dim"),
     )
 
 
@@ -75,7 +87,7 @@ def worked(trace: Trace, question: Question, shown: str, view: View, why: str) -
     """The worked answer: the --focus section of the hidden stage for the question's
     row (scores, scaled, softmax, output, ALiBi's bias, the cap), else the cell's story;
     then the answer itself."""
-    opener = "  ✗ out of hints." if why == "wrong" else "  ✗ no answer (end of input)."
+    opener = OPENERS.get(why, OPENERS["end of input"])
     parts: list[RenderableType] = [
         Text.assemble((opener, "bold red"), " The worked answer, as run --focus writes it:"),
         Text(""),
