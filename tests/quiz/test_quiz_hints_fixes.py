@@ -4,6 +4,7 @@ checked against tests/naive.py's loops or hand arithmetic, never the code's outp
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from pathlib import Path
@@ -20,12 +21,13 @@ from attntrace.quiz.session import NOT_NUMBERS, Said, ask
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def sample_stages(name: str) -> dict[str, list[list[float]]]:
-    """A single-head sample's stages by the textbook loops, from its file."""
+def sample_stages(name: str, tokens: list[str] | None = None) -> dict[str, list[list[float]]]:
+    """A single-head sample's stages by the textbook loops, from its file (``tokens``:
+    as the tokenizer splits the sentence, where it is not at spaces)."""
     sample = yaml.safe_load((ROOT / "attntrace/samples" / f"{name}.yaml").read_text("utf-8"))
     table = {str(k): v for k, v in sample["embeddings"].items()}
-    tokens = str(sample["sentence"]).split()
-    x = [[float(v) for v in table[t]] for t in tokens]
+    tokens = tokens or str(sample["sentence"]).split()
+    x = [[float(v) for v in table.get(t, table.get(t.lower(), []))] for t in tokens]
     w = sample["weights"]
     return naive_attention(x, w["WQ"], w["WK"], w["WV"])
 
@@ -116,3 +118,174 @@ def test_the_default_precision_is_the_tables() -> None:
     from attntrace.ui import view
 
     assert answers.DEFAULT_PRECISION == view.DEFAULT_PRECISION
+
+
+# ---- 1. the softmax's third hint: every key and the sum ------------------------------
+
+
+def trace_of(sample: str, sentence: str | None = None):  # type: ignore[no-untyped-def]
+    from attntrace.cli.model_flags import ModelFlags
+
+    return ModelFlags(sample=sample).trace(sentence)
+
+
+def hints_for(sample: str, stage: str, cell: str, sentence: str | None = None) -> tuple[str, ...]:
+    from attntrace.quiz.hints import default_hints
+    from attntrace.quiz.question import choose
+
+    trace = trace_of(sample, sentence)
+    return default_hints(trace, choose(trace, stage, cell))
+
+
+def number_after(line: str) -> float:
+    """The figure a hint's line ends with (``  animal  exp(4.64 − M) = 1`` -> 1)."""
+    return float(line.rsplit("= ", 1)[1].split()[0].replace("−", "-"))
+
+
+def test_the_third_softmax_hint_has_every_key_and_the_sum() -> None:
+    tokens = [
+        "The",
+        "animal",
+        "didn't",
+        "cross",
+        "the",
+        "street",
+        "because",
+        "it",
+        "was",
+        "tired",
+        ".",
+    ]
+    stages = sample_stages("it-animal", tokens)
+    row = stages["scaled"][tokens.index("it")]
+    top = max(row)
+    exps = [math.exp(x - top) for x in row]
+    hint = hints_for("it-animal", "softmax", "it,animal")[2]
+    lines = hint.split("\n")
+    for token, e in zip(tokens, exps, strict=True):
+        line = next(ln for ln in lines if ln.split() and ln.split()[0] == token)
+        assert number_after(line) == pytest.approx(e, rel=1e-5), token
+    total_line = next(ln for ln in lines if ln.startswith("sum of the 11 exps"))
+    assert number_after(total_line) == pytest.approx(math.fsum(exps), rel=1e-5)
+    assert lines[-1] == "now divide this key's exp by the sum"
+    share = exps[1] / math.fsum(exps)
+    assert f"{share:.4f}" not in hint  # never the answer itself
+
+
+def test_a_long_rows_third_hint_keeps_the_key_the_largest_and_the_sum() -> None:
+    # 44 tokens: the it-animal sentence four times; the asked key is a light one
+    sentence = " ".join(["The animal didn't cross the street because it was tired ."] * 4)
+    from attntrace.quiz.hints import default_hints
+    from attntrace.quiz.question import choose
+
+    trace = trace_of("it-animal", sentence)
+    question = choose(trace, "softmax", "7,30")  # it -> 'because' of the third sentence
+    x = [float(v) for v in trace.stage("scaled").data[7]]
+    top = max(x)
+    exps = [math.exp(v - top) for v in x]
+    hint = default_hints(trace, question)[2]
+    lines = hint.split("\n")
+    label = question.col_label
+    asked = next(ln for ln in lines if ln.split() and ln.split()[0] == label)
+    assert number_after(asked) == pytest.approx(exps[30], rel=1e-5)
+    written = [ln for ln in lines if ln.startswith("  ") and "exp(" in ln]
+    assert len(written) < 44
+    left = next(ln for ln in lines if "not written add up to" in ln)
+    count = int(left.split("the ")[1].split()[0])
+    assert count == 44 - len(written)
+    assert float(left.split("add up to ")[1].split()[0]) == pytest.approx(
+        math.fsum(exps) - math.fsum(number_after(ln) for ln in written), rel=1e-4
+    )
+    total_line = next(ln for ln in lines if ln.startswith("sum of the 44 exps"))
+    assert number_after(total_line) == pytest.approx(math.fsum(exps), rel=1e-5)
+    # the largest exps (1 for animal, each time) are there
+    assert sum(1 for ln in written if number_after(ln) == 1.0) >= 4
+
+
+# ---- 2. later stages: the formula, the operands, a partial result, each new -----------
+
+STAGES = [
+    ("alibi", "biased", "the#4,on"),
+    ("alibi", "alibi", "the#4,on"),
+    ("alibi", "masked", "the#4,on"),
+    ("two-heads", "concat", "eats,d2"),
+    ("two-heads", "projected", "eats,d1"),
+    ("cross", "X_context", "0,0"),
+    ("positions", "X", "bites,d1"),
+    ("positions", "positions", "bites,d1"),
+    ("gemma-like", "capped", "down,the"),
+    ("gemma-like", "Q_norm", "cat,0"),
+    ("rope", "Q_rope", "man,d0"),
+    ("cat-eats-fish", "scaled", "fish,cat"),
+    ("cat-eats-fish", "Q", "fish,d1"),
+    ("cat-eats-fish", "scores", "fish,cat"),
+    ("cat-eats-fish", "output", "eats,d1"),
+    ("window", "softmax", "mat,the#0"),
+    ("sink-logit", "sink", "eats,sink"),
+]
+
+
+@pytest.mark.parametrize(("sample", "stage", "cell"), STAGES)
+def test_hints_differ_and_never_give_the_value(sample: str, stage: str, cell: str) -> None:
+    from attntrace.forward.cell_terms import figure
+    from attntrace.quiz.question import choose
+
+    hints = hints_for(sample, stage, cell)
+    assert 1 <= len(hints) <= 3
+    assert len(set(hints)) == len(hints), hints
+    for earlier, later in itertools.pairwise(hints):
+        assert not later.startswith(earlier)  # never the one before with a line added
+    value = choose(trace_of(sample), stage, cell).expected
+    for hint in hints[1:]:
+        # a term's own line may equal the cell where the other terms are 0 (one-hot
+        # weights): that is arithmetic; no other line may give the value
+        said = [line for line in hint.split("\n") if not line.startswith("  ")]
+        assert f"= {figure(value)}" not in "\n".join(said), hint
+
+
+def test_biased_is_one_step_two_hints_by_hand() -> None:
+    # ALiBi sample, head 1, the#4 (i = 4) and on (j = 3): scaled 1/(2√2), bias −1/256
+    hints = hints_for("alibi", "biased", "the#4,on")
+    assert len(hints) == 2
+    assert "0.353553" in hints[1]
+    assert "-0.00390625" in hints[1]
+    assert "0.349647" not in "".join(hints)  # 0.353553 − 0.00390625, the answer
+
+
+def test_two_hints_on_screen_say_2_of_2() -> None:
+    result = invoke(
+        "quiz", "-s", "alibi", "--stage", "biased", "--cell", "the#4,on", input="1\n2\n3\n"
+    )
+    assert "Hint 2 of 2:" in result.stdout
+    assert "Hint 3" not in result.stdout
+
+
+# ---- 3. the sink logit: hint 1 leads to the answer ------------------------------------
+
+
+def test_the_sink_logits_hints_lead_to_the_answer() -> None:
+    # head 1 of sink-logit: Q = K = X[:, 2:4], d_k 2, sink logit −2 (the sample's file)
+    fish, cat, eats = [0.5, 1.0], [1.0, 0.5], [0.25, 0.25]
+    row = [
+        sum(a * b for a, b in zip(fish, k, strict=True)) / math.sqrt(2) for k in (cat, eats, fish)
+    ]
+    top = max([*row, -2.0])
+    exps = [math.exp(v - top) for v in row]
+    sink = math.exp(-2.0 - top)
+    answer = exps[0] / (math.fsum(exps) + sink)
+    assert round(answer, 4) == 0.3445
+    hints = hints_for("sink-logit", "softmax", "fish,cat")
+    assert "exp(s − M)" in hints[0]
+    assert "sink" in hints[0]
+    assert "s = -2" in hints[1]
+    lines = hints[2].split("\n")
+    cat_exp = number_after(next(ln for ln in lines if ln.split()[0] == "cat"))
+    summed = number_after(next(ln for ln in lines if ln.startswith("sum of")))
+    assert summed == pytest.approx(math.fsum(exps) + sink, rel=1e-5)
+    assert cat_exp / summed == pytest.approx(answer, rel=1e-5)
+
+
+def test_a_window_row_says_hidden_keys_give_exp_0() -> None:
+    hints = hints_for("window", "softmax", "mat,the#0")
+    assert "−∞: its exp is 0" in hints[0]
+    assert "exp(−∞) = 0" in hints[2]
