@@ -289,3 +289,72 @@ def test_a_window_row_says_hidden_keys_give_exp_0() -> None:
     hints = hints_for("window", "softmax", "mat,the#0")
     assert "−∞: its exp is 0" in hints[0]
     assert "exp(−∞) = 0" in hints[2]
+
+
+# ---- 4. the worked answer's ◀ marks the key asked ------------------------------------
+
+
+def worked_of(output: str) -> str:
+    return output[output.index("The worked answer") :]
+
+
+def marked(worked: str) -> list[str]:
+    """The keys a softmax table marks ◀ (the first word of each marked line)."""
+    return [line.split()[0] for line in worked.split("\n") if "◀" in line.split("  ")[0]]
+
+
+def test_the_worked_answer_marks_the_key_asked_not_the_heaviest() -> None:
+    # two-heads, head 0: fish's weights on cat and fish tie; the question asks cat
+    result = invoke(
+        "quiz", "-s", "two-heads", "--stage", "softmax", "--cell", "fish,cat", input=""
+    )
+    worked = worked_of(result.stdout)
+    assert marked(worked) == ["cat"]
+    assert "◀ the key asked about" in worked
+
+
+def test_an_exercises_worked_answer_marks_its_own_key() -> None:
+    # softmax-walkthrough's second question: softmax[max, soft]; the heaviest is max
+    result = invoke("quiz", "--exercise", "softmax-walkthrough", input="1\n" * 40)
+    answers = result.stdout.split("The worked answer")[1:]
+    second = answers[1].split("the answer:")[0]
+    assert marked(second) == ["soft"]
+
+
+def test_run_focus_keeps_its_own_mark_on_the_row_max() -> None:
+    result = invoke("run", "-s", "two-heads", "--focus", "fish")
+    table = result.stdout[result.stdout.rindex("softmax = exp") :].split("\nsum")[0]
+    assert sorted(marked(table)) == ["cat", "fish"]  # head 1: both hold the row max
+
+
+# ---- 5. a real model's worked answer keeps the cell's own arithmetic ------------------
+
+
+def test_a_long_output_row_keeps_the_asked_column_in_every_vector() -> None:
+    from rich.console import Console
+
+    from attntrace.forward.focus import focus_at
+    from attntrace.forward.views.focus import output_section
+    from attntrace.ui.view import View
+
+    # a 40-wide value: the it-animal sentence, V widened by a model file of d_v 40
+    trace = trace_of("it-animal")
+    focus = focus_at(trace, 7, 0)
+    wide = [tuple(float(i + 10 * k) for i in range(40)) for k in range(len(focus.terms))]
+    from dataclasses import replace
+
+    terms = tuple(replace(t, value_row=row) for t, row in zip(focus.terms, wide, strict=True))
+    output = tuple(
+        math.fsum(t.weight * row[c] for t, row in zip(focus.terms, wide, strict=True))
+        for c in range(40)
+    )
+    focus = replace(focus, terms=terms, output=output)
+    console = Console(width=200, no_color=True, record=True)
+    console.print(output_section(focus, View(), asked=(23, "d23", "d23")))
+    text = console.export_text()
+    rows = [line for line in text.split("\n") if "× [" in line]
+    assert len(rows) == len(focus.terms)
+    for k, line in enumerate(rows):
+        assert f"d23: {23 + 10 * k}" in line, line  # V[key, d23], by hand: 23 + 10k
+    total_line = next(line for line in text.split("\n") if "sum = [" in line)
+    assert f"d23: {output[23]:.4f}" in total_line

@@ -15,8 +15,16 @@ from rich.text import Text
 
 from attntrace.forward.cell_story import cell_story
 from attntrace.forward.cell_terms import figure
-from attntrace.forward.focus import focus_at
-from attntrace.forward.views.focus import SECTION_OF_STAGE, between_section
+from attntrace.forward.focus import Focus, focus_at
+from attntrace.forward.views.focus import (
+    SECTION_OF_STAGE,
+    between_section,
+    dot_section,
+    output_section,
+    scale_section,
+    softmax_section,
+)
+from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Trace
 from attntrace.quiz.answers import DEFAULT_PRECISION, asked, why_not
 from attntrace.quiz.question import Question, stage_of
@@ -92,18 +100,28 @@ def worked(trace: Trace, question: Question, shown: str, view: View, why: str) -
         Text.assemble((opener, "bold red"), " The worked answer, as run --focus writes it:"),
         Text(""),
     ]
-    section = SECTION_OF_STAGE.get(question.stage)
     head = question.head if question.head is not None else 0
-    if section is not None:
-        parts.append(section(focus_at(trace, question.row, head), view))
-    elif question.stage in ("alibi", "biased", "capped"):
-        parts.append(between_section(focus_at(trace, question.row, head), view))
+    if question.stage in SECTION_OF_STAGE or question.stage in ("alibi", "biased", "capped"):
+        parts.append(_section(trace, question, view, focus_at(trace, question.row, head)))
     else:
         story = cell_story(trace, stage_of(trace, question), question.row, question.col)
         parts.append(Text(visible(story.heading), style="bold"))
         parts += [Text(f"  {line}") for line in visible_lines("\n".join(story.lines[:-1]))]
     parts += [Text(""), answer_line(question, shown)]
     return Group(*parts)
+
+
+def _section(trace: Trace, question: Question, view: View, focus: Focus) -> RenderableType:
+    """--focus's section for the question's stage, about the cell asked: the asked key
+    written out (and marked ◀ in the softmax table), the asked column of output kept in
+    every vector it cuts short, named as V's table and output's name it."""
+    name, col = question.stage, question.col
+    if name == "output":
+        values = stage_of(trace, question)
+        v_label = unique_labels(trace.stage("V", head=values.head).cols)[col]
+        return output_section(focus, view, (col, v_label, question.col_label))
+    makers = {"scores": dot_section, "scaled": scale_section, "softmax": softmax_section}
+    return makers.get(name, between_section)(focus, view, col)
 
 
 def answer_line(question: Question, shown: str) -> Text:
