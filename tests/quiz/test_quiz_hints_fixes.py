@@ -14,6 +14,7 @@ import yaml
 from helpers import invoke
 from naive import naive_attention
 
+from attntrace.kernel.trace import Trace
 from attntrace.quiz.answers import is_correct, parse_answer, why_not
 from attntrace.quiz.question import Question
 from attntrace.quiz.session import NOT_NUMBERS, Said, ask
@@ -123,7 +124,7 @@ def test_the_default_precision_is_the_tables() -> None:
 # ---- 1. the softmax's third hint: every key and the sum ------------------------------
 
 
-def trace_of(sample: str, sentence: str | None = None):  # type: ignore[no-untyped-def]
+def trace_of(sample: str, sentence: str | None = None) -> Trace:
     from attntrace.cli.model_flags import ModelFlags
 
     return ModelFlags(sample=sample).trace(sentence)
@@ -305,9 +306,7 @@ def marked(worked: str) -> list[str]:
 
 def test_the_worked_answer_marks_the_key_asked_not_the_heaviest() -> None:
     # two-heads, head 0: fish's weights on cat and fish tie; the question asks cat
-    result = invoke(
-        "quiz", "-s", "two-heads", "--stage", "softmax", "--cell", "fish,cat", input=""
-    )
+    result = invoke("quiz", "-s", "two-heads", "--stage", "softmax", "--cell", "fish,cat", input="")
     worked = worked_of(result.stdout)
     assert marked(worked) == ["cat"]
     assert "◀ the key asked about" in worked
