@@ -180,7 +180,7 @@ def test_a_long_rows_third_hint_keeps_the_key_the_largest_and_the_sum() -> None:
     from attntrace.quiz.question import choose
 
     trace = trace_of("it-animal", sentence)
-    question = choose(trace, "softmax", "7,30")  # it -> 'because' of the third sentence
+    question = choose(trace, "softmax", "7,30")  # it -> 'was' of the third sentence (was#30)
     x = [float(v) for v in trace.stage("scaled").data[7]]
     top = max(x)
     exps = [math.exp(v - top) for v in x]
@@ -357,3 +357,16 @@ def test_a_long_output_row_keeps_the_asked_column_in_every_vector() -> None:
         assert f"d23: {23 + 10 * k}" in line, line  # V[key, d23], by hand: 23 + 10k
     total_line = next(line for line in text.split("\n") if "sum = [" in line)
     assert f"d23: {output[23]:.4f}" in total_line
+
+
+def test_a_long_rows_worked_answer_writes_the_light_key_asked() -> None:
+    sentence = " ".join(["The animal didn't cross the street because it was tired ."] * 4)
+    result = invoke(
+        "quiz", "-s", "it-animal", sentence, "--stage", "softmax", "--cell", "7,30", input=""
+    )
+    worked = worked_of(result.stdout)
+    assert marked(worked) == ["was#30"]
+    # the key's own line, by hand: exp(0 − 4.64) and its share of the row's sum
+    line = next(ln for ln in worked.split("\n") if ln.startswith("was#30"))
+    assert f"{math.exp(-4.64):.6f}" in line
+    assert "the 19 largest of 44 weights and the key asked are written out" in worked

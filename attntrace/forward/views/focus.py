@@ -303,7 +303,7 @@ def softmax_section(focus: Focus, view: View, asked: int | None = None) -> Group
         *explain,
         *_why_lines(focus, keys),
         *_counted(focus, keys),
-        *_hidden(focus, keys),
+        *_hidden(focus, keys, asked is not None and asked not in shown_keys(focus, view)),
     )
 
 
@@ -364,11 +364,17 @@ def output_section(focus: Focus, view: View, asked: AskedColumn | None = None) -
     return Group(*lines, *_hidden(focus, keys))
 
 
-def _hidden(focus: Focus, keys: list[int]) -> list[Text]:
+def _hidden(focus: Focus, keys: list[int], asked: bool = False) -> list[Text]:
+    """How many keys are written out (``asked``: one of them is the key a quiz asked
+    about, written in place of the lightest of the largest)."""
     count = len(focus.softmax)
     if len(keys) == count:
         return []
-    return [Text(f"  the {len(keys)} largest of {count} weights are written out", style="dim")]
+    if asked:
+        said = f"the {len(keys) - 1} largest of {count} weights and the key asked are written out"
+    else:
+        said = f"the {len(keys)} largest of {count} weights are written out"
+    return [Text(f"  {said}", style="dim")]
 
 
 SectionMaker = Callable[[Focus, View], Group]
