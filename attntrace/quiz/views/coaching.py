@@ -96,10 +96,12 @@ def worked(trace: Trace, question: Question, shown: str, view: View, why: str) -
     row (scores, scaled, softmax, output, ALiBi's bias, the cap), else the cell's story;
     then the answer itself."""
     opener = OPENERS.get(why, OPENERS["end of input"])
-    parts: list[RenderableType] = [
-        Text.assemble((opener, "bold red"), " The worked answer, as run --focus writes it:"),
-        Text(""),
-    ]
+    said = "The worked answer, as run --focus writes it:"
+    # on one line where it fits 80 columns, else the worked answer's line under it
+    first = [Text.assemble((opener, "bold red"), f" {said}")]
+    if len(opener) + len(said) >= 80:
+        first = [Text(opener, style="bold red"), Text(f"  {said}")]
+    parts: list[RenderableType] = [*first, Text("")]
     head = question.head if question.head is not None else 0
     if question.stage in SECTION_OF_STAGE or question.stage in ("alibi", "biased", "capped"):
         parts.append(_section(trace, question, view, focus_at(trace, question.row, head)))
