@@ -285,7 +285,7 @@ def _ask(
         elif event.kind == "not-a-number":
             show(coaching.not_a_number(event.text))
         elif event.kind == "correct":
-            show(coaching.correct(on_screen, value))
+            show(coaching.correct(on_screen, value, view.precision))
         elif event.kind == "hint":
             show(coaching.hint(event.text, event.number, len(hints)))
         else:
@@ -305,7 +305,7 @@ def _ask(
             show(Text(f" {visible(line.strip())}" if line and line.strip() else ""))
         return line
 
-    return ask(question, value, hints, read, said)
+    return ask(question, value, hints, read, said, view.precision)
 
 
 def _show(talk: Console | None, *renderables: RenderableType, end: str = "\n") -> None:

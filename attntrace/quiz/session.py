@@ -7,7 +7,8 @@ keeps quiet, and the tests drive it with a list of lines. The rules
 (docs/teaching.md): a wrong answer earns the next hint; a wrong answer after the last
 hint, or the end of input, ends the question with the worked answer. A line that is not
 a number is re-asked and not counted, but :data:`NOT_NUMBERS` of them in a row end the
-question as the end of input does (``yes | attntrace quiz`` cannot loop forever).
+question as the end of input does (``yes | attntrace quiz`` cannot loop forever): the
+screen says so (``why`` ``not numbers``), the JSON records ``end of input``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from attntrace.quiz.answers import is_correct, parse_answer
+from attntrace.quiz.answers import DEFAULT_PRECISION, is_correct, parse_answer
 from attntrace.quiz.question import Question
 
 NOT_NUMBERS = 5  # lines in a row that are not numbers before a question gives up
@@ -34,7 +35,8 @@ class Answer:
 class Said:
     """What the loop tells the view: ``kind`` is ``ask`` (a prompt), ``not-a-number``,
     ``correct``, ``hint`` (``text`` holds it, ``number`` counts from 1), ``worked``
-    (the question ends unanswered: ``why`` is ``wrong`` or ``end of input``)."""
+    (the question ends unanswered: ``why`` is ``wrong``, ``end of input`` or ``not
+    numbers``: :data:`NOT_NUMBERS` lines in a row were none)."""
 
     kind: str
     text: str = ""
@@ -66,12 +68,14 @@ def ask(
     hints: Sequence[str],
     read: Callable[[], str | None],
     say: Callable[[Said], None],
+    precision: int = DEFAULT_PRECISION,
 ) -> Outcome:
-    """Ask ``question`` (its cell written ``shown`` in the table) until it is answered
-    right, every hint of ``hints`` is spent and one more answer is wrong, or ``read``
-    gives None; the outcome records every answer."""
+    """Ask ``question`` (its cell written ``shown`` in the table, at ``precision``
+    places) until it is answered right, every hint of ``hints`` is spent and one more
+    answer is wrong, or ``read`` gives None; the outcome records every answer."""
     outcome = Outcome(question, shown)
     strays = 0
+    why = ""
     say(Said("ask"))
     while True:
         line = read()
@@ -81,12 +85,13 @@ def ask(
         if value is None:
             strays += 1
             if strays >= NOT_NUMBERS:
+                why = "not numbers"
                 break
             say(Said("not-a-number", text=line))
             say(Said("ask"))
             continue
         strays = 0
-        right = is_correct(value, question.expected, shown)
+        right = is_correct(value, question.expected, shown, precision)
         outcome.answers.append(Answer(line.strip(), value, right))
         if right:
             outcome.correct, outcome.ended = True, "correct"
@@ -99,5 +104,5 @@ def ask(
         outcome.hints.append(hint)
         say(Said("hint", text=hint, number=len(outcome.hints)))
         say(Said("ask"))
-    say(Said("worked", why=outcome.ended))
+    say(Said("worked", why=why or outcome.ended))
     return outcome

@@ -58,7 +58,7 @@ def test_a_wrong_answer_is_coached_to_the_worked_value() -> None:
         assert f"Hint {number} of 3:" in out
     assert out.index("Hint 1") < out.index("Hint 2") < out.index("Hint 3")
     assert "scaled[fish] = [7.07107, 7.07107, 14.1421];  M = 14.1421" in out  # the operands
-    assert "sum of the 3 terms = 1.00170" in out  # the partial result
+    assert "sum of the 3 exps = 1.00170" in out  # the partial result
     assert "out of hints" in out
     worked = out[out.index("out of hints") :]
     assert "fish ◀   14.1421" in worked  # --focus's softmax table

@@ -36,19 +36,39 @@ from attntrace.ui.split_table import SplitTable
 from attntrace.ui.view import View
 from attntrace.ui.wrap import Hanging, Hung, wrap
 
+# A quiz's asked column of output: its index, its label in V's table, in output's.
+AskedColumn = tuple[int, str, str]
 
-def result_vector(values: Sequence[float], form: Form) -> str:
+
+def result_vector(
+    values: Sequence[float], form: Form, asked: AskedColumn | None = None, label: int = 1
+) -> str:
     """A computed vector, digits as in the tables: ``[3.9958, 2.0000]``."""
-    return _written_vector(values, form.result)
+    return _written_vector(values, form.result, asked, label)
 
 
-def vector(values: Sequence[float], form: Form) -> str:
-    """``[2, 4]``; a long vector keeps its first and last entries around ``…``."""
-    return _written_vector(values, form.given)
+def vector(
+    values: Sequence[float], form: Form, asked: AskedColumn | None = None, label: int = 1
+) -> str:
+    """``[2, 4]``; a long vector keeps its first and last entries around ``…`` (and
+    ``asked``'s entry, named by its ``label``-th label: ``…, d174: 0.5321, …``)."""
+    return _written_vector(values, form.given, asked, label)
 
 
-def _written_vector(values: Sequence[float], write: Callable[[float], str]) -> str:
+def _written_vector(
+    values: Sequence[float],
+    write: Callable[[float], str],
+    asked: AskedColumn | None = None,
+    label: int = 1,
+) -> str:
     shown = visible_indices(len(values), TERMS_SHOWN)
+    if asked is not None and asked[0] not in shown:
+        at, name = asked[0], asked[label]
+        head = [i for i in shown if i is not None and i < at]
+        tail = [i for i in shown if i is not None and i > at]
+        parts = [*(write(values[i]) for i in head), "…", f"{name}: {write(values[at])}"]
+        parts += ["…", *(write(values[i]) for i in tail)]
+        return "[" + ", ".join(parts) + "]"
     return "[" + ", ".join("…" if i is None else write(values[i]) for i in shown) + "]"
 
 
@@ -73,9 +93,9 @@ def heading(number: str, text: str) -> Hung:
     return Hung(Text.assemble((number, "bold cyan"), " ", (text, "bold")))
 
 
-def dot_section(focus: Focus, view: View) -> Group:
+def dot_section(focus: Focus, view: View, asked: int | None = None) -> Group:
     """scores: one dot product of the query row with each key row."""
-    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    form, keys = hand_form(focus, view, asked), shown_keys(focus, view, asked)
     width = max(cell_len(focus.dots[j].key) for j in keys)
     q, k = focus.score_inputs
     turned = " turned" if q == "Q_rope" else " normed" if q == "Q_norm" else ""
@@ -145,9 +165,9 @@ class _Indented:
             yield Text.assemble("  ", line)
 
 
-def between_section(focus: Focus, view: View) -> Group:
+def between_section(focus: Focus, view: View, asked: int | None = None) -> Group:
     """ALiBi's bias and the soft cap, between scaled and the mask, key by key."""
-    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    form, keys = hand_form(focus, view, asked), shown_keys(focus, view, asked)
     rows = dict(focus.between)
     width = max(cell_len(focus.dots[j].key) for j in keys)
     parts = []
@@ -173,9 +193,9 @@ def between_section(focus: Focus, view: View) -> Group:
     return Group(*lines)
 
 
-def scale_section(focus: Focus, view: View) -> Group:
+def scale_section(focus: Focus, view: View, asked: int | None = None) -> Group:
     """scaled: each score divided by √d_k."""
-    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    form, keys = hand_form(focus, view, asked), shown_keys(focus, view, asked)
     root = form.given(focus.sqrt_dk)
     lines: list[RenderableType] = [
         heading("scaled", f"= scores / √d_k, with √{focus.d_k} = {root}")
@@ -193,22 +213,25 @@ def scale_section(focus: Focus, view: View) -> Group:
     return Group(*lines)
 
 
-def softmax_section(focus: Focus, view: View) -> Group:
+def softmax_section(focus: Focus, view: View, asked: int | None = None) -> Group:
     """softmax: the exp / sum / share table, the row max subtracted first."""
-    form, keys = hand_form(focus, view), shown_keys(focus, view)
+    form, keys = hand_form(focus, view, asked), shown_keys(focus, view, asked)
     # In fixed point the inputs are the scale lines' results; in scientific form,
     # operands, with the digits the differences need.
     softmax_input = form.carried if form.scientific else form.result
     source = focus.softmax_source
     # ◀ marks the row whose logit is M, the max subtracted (− max = 0): the heaviest
     # key's, or the sink's where its logit is the larger (both where they tie)
+    # A quiz's worked answer marks the key it asked about instead (``asked``).
     heaviest = max(row.weight for row in focus.softmax)
     top = max(row.scaled for row in focus.softmax)
-    sink_top = focus.sink_logit is not None and focus.sink_logit >= top
+    sink_top = asked is None and focus.sink_logit is not None and focus.sink_logit >= top
     keys_top = focus.sink_logit is None or focus.sink_logit <= top
     rows: list[tuple[RenderableType, ...]] = []
-    for row in (focus.softmax[j] for j in keys):
-        mark = " ◀" if keys_top and row.weight == heaviest else ""
+    for j in keys:
+        row = focus.softmax[j]
+        marks = j == asked if asked is not None else keys_top and row.weight == heaviest
+        mark = " ◀" if marks else ""
         rows.append(
             (
                 Text(row.key + mark, style="bold" if mark else ""),
@@ -269,6 +292,8 @@ def softmax_section(focus: Focus, view: View) -> Group:
             else []
         ),
     ]
+    if asked is not None:
+        said.append("◀ the key asked about")
     # each wrapped under itself, two cells in, as the lines below
     explain = [_Indented(Text(line, style="dim")) for line in said]
     title = heading("softmax", f"= exp({source} − max) / sum, for '{focus.label}'")
@@ -278,7 +303,7 @@ def softmax_section(focus: Focus, view: View) -> Group:
         *explain,
         *_why_lines(focus, keys),
         *_counted(focus, keys),
-        *_hidden(focus, keys),
+        *_hidden(focus, keys, asked is not None and asked not in shown_keys(focus, view)),
     )
 
 
@@ -296,8 +321,10 @@ def _counted(focus: Focus, keys: list[int]) -> list[RenderableType]:
     return [_Indented(Text(line, style="dim")) for line in focus.hidden_counts]
 
 
-def output_section(focus: Focus, view: View) -> Group:
-    """output: the value rows, weighted by the softmax row, added up."""
+def output_section(focus: Focus, view: View, asked: AskedColumn | None = None) -> Group:
+    """output: the value rows, weighted by the softmax row, added up. ``asked`` (a quiz's
+    column: its index, V's label and output's) is kept in every vector cut short,
+    named, so the asked cell's own arithmetic is on screen."""
     form, keys = hand_form(focus, view), shown_keys(focus, view)
     width = max(cell_len(focus.terms[j].key) for j in keys)
     lines: list[RenderableType] = [
@@ -315,8 +342,8 @@ def output_section(focus: Focus, view: View) -> Group:
             Hanging(
                 Text(name),
                 (
-                    Text(f" = {weight} × {vector(term.value_row, form)}"),
-                    Text(f" = {result_vector(term.product, form)}"),
+                    Text(f" = {weight} × {vector(term.value_row, form, asked, 1)}"),
+                    Text(f" = {result_vector(term.product, form, asked, 1)}"),
                 ),
             )
         )
@@ -324,7 +351,7 @@ def output_section(focus: Focus, view: View) -> Group:
         Hanging(
             Text("  sum"),
             (
-                Text.assemble(" = ", (result_vector(focus.output, form), "bold")),
+                Text.assemble(" = ", (result_vector(focus.output, form, asked, 2), "bold")),
                 Text(f" = output[{focus.label}]"),
             ),
         )
@@ -337,11 +364,17 @@ def output_section(focus: Focus, view: View) -> Group:
     return Group(*lines, *_hidden(focus, keys))
 
 
-def _hidden(focus: Focus, keys: list[int]) -> list[Text]:
+def _hidden(focus: Focus, keys: list[int], asked: bool = False) -> list[Text]:
+    """How many keys are written out (``asked``: one of them is the key a quiz asked
+    about, written in place of the lightest of the largest)."""
     count = len(focus.softmax)
     if len(keys) == count:
         return []
-    return [Text(f"  the {len(keys)} largest of {count} weights are written out", style="dim")]
+    if asked:
+        said = f"the {len(keys) - 1} largest of {count} weights and the key asked are written out"
+    else:
+        said = f"the {len(keys)} largest of {count} weights are written out"
+    return [Text(f"  {said}", style="dim")]
 
 
 SectionMaker = Callable[[Focus, View], Group]

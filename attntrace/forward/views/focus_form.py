@@ -46,13 +46,17 @@ from attntrace.ui.view import View
 TERMS_SHOWN = 6
 
 
-def shown_keys(focus: Focus, view: View) -> list[int]:
-    """The keys written out: all of them, or the ``max_rows`` largest weights, in order."""
+def shown_keys(focus: Focus, view: View, keep: int | None = None) -> list[int]:
+    """The keys written out: all of them, or the ``max_rows`` largest weights, in order;
+    ``keep`` (the key a quiz asks about) among them, in place of the lightest."""
     count = len(focus.softmax)
     if count <= view.max_rows:
         return list(range(count))
     by_weight = sorted(range(count), key=lambda j: -focus.softmax[j].weight)
-    return sorted(by_weight[: view.max_rows])
+    chosen = by_weight[: view.max_rows]
+    if keep is not None and keep not in chosen:
+        chosen = [*chosen[:-1], keep]
+    return sorted(chosen)
 
 
 def largest_terms(terms: Sequence[float], shown: int) -> list[int | None]:
@@ -93,14 +97,15 @@ def sum_note(result: float, pairs: Sequence[tuple[float, float]], form: Form) ->
     return f"float64's rounding: the exact sum is {written}"
 
 
-def hand_form(focus: Focus, view: View) -> Form:
-    """The form every section of ``focus``'s panel writes its numbers in."""
-    return _hand_form(focus, view.precision, view.max_rows)
+def hand_form(focus: Focus, view: View, keep: int | None = None) -> Form:
+    """The form every section of ``focus``'s panel writes its numbers in (``keep``: the
+    key a quiz asks about, written out whatever its weight)."""
+    return _hand_form(focus, view.precision, view.max_rows, keep)
 
 
 @lru_cache(maxsize=64)
-def _hand_form(focus: Focus, precision: int, max_rows: int) -> Form:
-    keys = tuple(shown_keys(focus, View(precision=precision, max_rows=max_rows)))
+def _hand_form(focus: Focus, precision: int, max_rows: int, keep: int | None = None) -> Form:
+    keys = tuple(shown_keys(focus, View(precision=precision, max_rows=max_rows), keep))
     return choose(precision, _written(focus, keys), lambda form: _adds_up(focus, keys, form))
 
 

@@ -15,16 +15,31 @@ from rich.text import Text
 
 from attntrace.forward.cell_story import cell_story
 from attntrace.forward.cell_terms import figure
-from attntrace.forward.focus import focus_at
-from attntrace.forward.views.focus import SECTION_OF_STAGE, between_section
+from attntrace.forward.focus import Focus, focus_at
+from attntrace.forward.views.focus import (
+    SECTION_OF_STAGE,
+    between_section,
+    dot_section,
+    output_section,
+    scale_section,
+    softmax_section,
+)
+from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Trace
+from attntrace.quiz.answers import DEFAULT_PRECISION, asked, why_not
 from attntrace.quiz.question import Question, stage_of
 from attntrace.quiz.session import Outcome
 from attntrace.ui.view import View
 from attntrace.ui.wrap import wrap
 from attntrace.visible import visible
 
-NOT_A_NUMBER = "not a number: write it as 0.9983, -1.5 or 2e-3 (-inf for a masked cell)"
+NOT_A_NUMBER = "write it as 0.9983, -1.5 or 2e-3 (-inf for a masked cell)"
+# How a question that ended unanswered opens its worked answer, by why it ended.
+OPENERS = {
+    "wrong": "  ✗ out of hints.",
+    "end of input": "  ✗ no answer (end of input).",
+    "not numbers": "  ✗ five answers in a row were not numbers.",
+}
 
 
 def prompt(question: Question, *, typed: bool = True) -> Text:
@@ -47,12 +62,17 @@ class Indented:
 
 
 def not_a_number(line: str) -> Text:
-    return Text(f"  {NOT_A_NUMBER}", style="yellow")
+    """``  not a number: write it as ...`` (``not a finite number`` for ``inf``)."""
+    return Text(f"  {why_not(line)}: {NOT_A_NUMBER}", style="yellow")
 
 
-def correct(question: Question, shown: str) -> Text:
+def correct(question: Question, shown: str, precision: int = DEFAULT_PRECISION) -> Text:
+    """``  ✓ correct: softmax[fish, fish] = 0.9983 (to 4 places or 1e-3 of
+    it)``: the value and the digits the answer was held to."""
     return Text.assemble(
-        ("  ✓ correct", "bold green"), f": {visible(question.cell)} = {visible(shown)}"
+        ("  ✓ correct", "bold green"),
+        f": {visible(question.cell)} = {visible(shown)}",
+        (f" ({asked(shown, precision)})", "dim"),
     )
 
 
@@ -75,23 +95,35 @@ def worked(trace: Trace, question: Question, shown: str, view: View, why: str) -
     """The worked answer: the --focus section of the hidden stage for the question's
     row (scores, scaled, softmax, output, ALiBi's bias, the cap), else the cell's story;
     then the answer itself."""
-    opener = "  ✗ out of hints." if why == "wrong" else "  ✗ no answer (end of input)."
-    parts: list[RenderableType] = [
-        Text.assemble((opener, "bold red"), " The worked answer, as run --focus writes it:"),
-        Text(""),
-    ]
-    section = SECTION_OF_STAGE.get(question.stage)
+    opener = OPENERS.get(why, OPENERS["end of input"])
+    said = "The worked answer, as run --focus writes it:"
+    # on one line where it fits 80 columns, else the worked answer's line under it
+    first = [Text.assemble((opener, "bold red"), f" {said}")]
+    if len(opener) + len(said) >= 80:
+        first = [Text(opener, style="bold red"), Text(f"  {said}")]
+    parts: list[RenderableType] = [*first, Text("")]
     head = question.head if question.head is not None else 0
-    if section is not None:
-        parts.append(section(focus_at(trace, question.row, head), view))
-    elif question.stage in ("alibi", "biased", "capped"):
-        parts.append(between_section(focus_at(trace, question.row, head), view))
+    if question.stage in SECTION_OF_STAGE or question.stage in ("alibi", "biased", "capped"):
+        parts.append(_section(trace, question, view, focus_at(trace, question.row, head)))
     else:
         story = cell_story(trace, stage_of(trace, question), question.row, question.col)
         parts.append(Text(visible(story.heading), style="bold"))
         parts += [Text(f"  {line}") for line in visible_lines("\n".join(story.lines[:-1]))]
     parts += [Text(""), answer_line(question, shown)]
     return Group(*parts)
+
+
+def _section(trace: Trace, question: Question, view: View, focus: Focus) -> RenderableType:
+    """--focus's section for the question's stage, about the cell asked: the asked key
+    written out (and marked ◀ in the softmax table), the asked column of output kept in
+    every vector it cuts short, named as V's table and output's name it."""
+    name, col = question.stage, question.col
+    if name == "output":
+        values = stage_of(trace, question)
+        v_label = unique_labels(trace.stage("V", head=values.head).cols)[col]
+        return output_section(focus, view, (col, v_label, question.col_label))
+    makers = {"scores": dot_section, "scaled": scale_section, "softmax": softmax_section}
+    return makers.get(name, between_section)(focus, view, col)
 
 
 def answer_line(question: Question, shown: str) -> Text:
