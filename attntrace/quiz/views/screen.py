@@ -157,17 +157,15 @@ class QuizTable:
         return [self._fitted(width)], False
 
     def _needed(self) -> tuple[list[int], list[int]]:
-        """The rows and columns an operand shows: exactly the needed ones for a long
-        trace (or a table too wide to show whole), else every one."""
+        """The rows and columns an operand shows: for a short trace the whole table,
+        where it holds at most :data:`MOST_BY_HAND` numbers; else exactly the needed."""
         assert self.need is not None
         n_rows, n_cols = self.stage.data.shape
         every_row, every_col = list(range(n_rows)), list(range(n_cols))
+        if not self.long and n_rows <= self.view.max_rows and n_rows * n_cols <= MOST_BY_HAND:
+            return every_row, every_col
         rows = list(self.need.rows) if self.need.rows is not None else every_row
         cols = list(self.need.cols) if self.need.cols is not None else every_col
-        if not self.long and n_rows <= self.view.max_rows:
-            rows = every_row
-            if n_rows * n_cols <= MOST_BY_HAND:
-                cols = every_col
         return rows, cols
 
     def _grid(self, rows: Iterable[int], cols: Iterable[int], width: int) -> Grid:
