@@ -13,9 +13,10 @@ import re
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
-from helpers import invoke, needs_weights, one_line_error
+from helpers import invoke, needs_weights, one_line_error, schema
 from naive import naive_attention
 
 from attntrace.quiz.exercise import exercises_dir
@@ -285,6 +286,15 @@ def test_a_model_file_in_a_subfolder_is_read(tmp_path: Path) -> None:
     path = tmp_path / "ex.yaml"
     path.write_text("model: {file: models/row.yaml}\nquestions: [{stage: scaled, cell: 'max,0'}]\n")
     assert invoke("quiz", "--exercise", str(path), input="3.2\n").exit_code == 0
+
+
+def test_the_schema_refuses_what_attntrace_refuses() -> None:
+    validator = jsonschema.Draft202012Validator(schema("exercise-v1.schema.json"))
+    question = [{"stage": "Q", "cell": "0,0"}]
+    assert validator.is_valid({"model": {"file": "models/row.yaml"}, "questions": question})
+    assert not validator.is_valid({"model": {"file": "/etc/passwd"}, "questions": question})
+    long = {"model": {"sample": "cat-eats-fish"}, "questions": question, "title": "x" * 201}
+    assert not validator.is_valid(long)
 
 
 # 5. Mistakes name their field and what was found.
