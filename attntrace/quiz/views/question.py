@@ -12,9 +12,10 @@ and the secrets (the asked cell, its weight's row, later questions' cells) are w
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from attntrace.forward.views.document import block_notes, header
@@ -26,6 +27,7 @@ from attntrace.kernel.trace import Stage, Trace
 from attntrace.quiz.question import Question, stage_of
 from attntrace.quiz.views.screen import Cells, Key, Need, QuizTable, key, needs, secrets
 from attntrace.ui.numbers import stage_cell
+from attntrace.ui.stage_table import StageTable
 from attntrace.ui.titles import fitted_title
 from attntrace.ui.view import View
 from attntrace.ui.wrap import Wrapped
@@ -67,10 +69,44 @@ def before(
             return
         if stage.head is None or stage.head == question.head:
             yield Text("")
-            if _plain(stage, trace, needed, kept):
+            stacked = _block(stage, trace, view, needed, kept)
+            if not _plain(stage, trace, {}, kept):  # a secret in it, or beside it
+                yield stacked
+            elif _plain(stage, trace, needed, {}):  # no operand of the cell
                 yield stage_block(stage, trace, view)
-            else:
-                yield _block(stage, trace, view, needed, kept)
+            else:  # an operand: as run draws it, where that shows it whole
+                long = len(trace.tokens) > LONG_TRACE
+                yield Whole(stage, trace, view, stage_block(stage, trace, view), stacked, long)
+
+
+@dataclass(frozen=True)
+class Whole:
+    """An operand of the cell: drawn as run draws it where every table of its block
+    shows whole at the width (a short trace, narrow tables), else ``stacked`` (its
+    needed rows and columns whole, in parts)."""
+
+    stage: Stage
+    trace: Trace
+    view: View
+    plain: RenderableType
+    stacked: RenderableType
+    long: bool
+
+    def _chosen(self, width: int) -> RenderableType:
+        tables = [self.stage, self.trace.weight_for(self.stage), self.trace.bias_for(self.stage)]
+        fits = not self.long and all(
+            t.data.shape[0] <= self.view.max_rows
+            and StageTable(t, self.view).natural_width() <= width
+            for t in tables
+            if t is not None
+        )
+        return self.plain if fits else self.stacked
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._chosen(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._chosen(options.max_width))
 
 
 def _plain(stage: Stage, trace: Trace, needed: dict[Key, Need], kept: dict[Key, Cells]) -> bool:
