@@ -145,7 +145,7 @@ def exercise_from(document: Any, source: str, folder: Path) -> Exercise:
         )
     fields.known_keys(top, TOP_KEYS, None, noun="field")
     fields.required_keys(top, ("model", "questions"), None, noun="field")
-    title = _capped(top.get("title", Path(source).stem), "title", MOST_TITLE)
+    title = _capped(top["title"], "title", MOST_TITLE) if "title" in top else Path(source).stem
     description = _capped(top.get("description", ""), "description", MOST_TEXT)
     listed = fields.items(top["questions"], "questions", expected="a non-empty list of questions")
     if len(listed) > MOST_QUESTIONS:

@@ -269,6 +269,18 @@ def test_a_model_file_outside_the_exercise_folder_is_refused(tmp_path: Path, whe
     assert "root:x" not in line
 
 
+def test_a_symlink_out_of_the_exercise_folder_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("root:x:0:0:SECRET-CONTENT\n", "utf-8")
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "model.yaml").symlink_to(secret)
+    path = folder / "ex.yaml"
+    path.write_text("model: {file: model.yaml}\nquestions: [{stage: Q, cell: '0,0'}]\n")
+    line = one_line_error(invoke("quiz", "--exercise", str(path)), "model.file", "outside")
+    assert "SECRET" not in line
+
+
 def test_a_file_that_is_no_model_file_is_named_without_its_content(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("root:x:0:0:SECRET-CONTENT\n", "utf-8")
     path = tmp_path / "ex.yaml"
