@@ -21,6 +21,7 @@ from attntrace.cli.options import TablePrecision, json_flag, sentence_argument
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from attntrace.errors import InputError
     from attntrace.kernel.trace import Trace
     from attntrace.quiz.exercise import Exercise
     from attntrace.quiz.question import Question
@@ -109,8 +110,14 @@ def quiz(
             title = read.title
             _show(talk, _title(read.title, read.description))
         outcomes = [
-            _ask(trace, question, view, talk, (number, len(questions)) if title else None)
-            for number, question in enumerate(questions, 1)
+            _ask(
+                trace,
+                questions[number - 1 :],
+                view,
+                talk,
+                (number, len(questions)) if title else None,
+            )
+            for number in range(1, len(questions) + 1)
         ]
     _finish(trace, outcomes, as_json, talk, seed=seed, exercise=exercise, title=title)
 
@@ -178,7 +185,7 @@ def _exercise(name: str) -> tuple[Trace, list[Question], Exercise]:
         causal=model.causal,
     )
     with bad_input_fails(name):
-        trace = _model_traced(flags, model.sentence, name)
+        trace = _model_traced(flags, model.sentence, name, model.file)
         questions = []
         for index, asked in enumerate(exercise.questions):
             where = f"questions[{index}]"
@@ -190,15 +197,18 @@ def _exercise(name: str) -> tuple[Trace, list[Question], Exercise]:
                 head=asked.head,
                 field=f"{where}.cell",
                 stage_field=f"{where}.stage",
+                head_field=f"{where}.head",
             )
             questions.append(replace(found, hints=asked.hints, points=asked.points))
     return trace, questions, exercise
 
 
-def _model_traced(flags: ModelFlags, sentence: str | None, name: str) -> Trace:
+def _model_traced(flags: ModelFlags, sentence: str | None, name: str, file: str | None) -> Trace:
     """The exercise's model traced; a mistake in its model file names the exercise
-    too (``ex.yaml: model: models/row.yaml: ...``), so the teacher knows which file
-    sent them there."""
+    too (``ex.yaml: model.file: models/row.yaml: ...``), so the teacher knows which file
+    sent them there, and never quotes what the file holds: a file that is no model file
+    is said to be one, field path and all. A sentence the model cannot read is named
+    ``model.sentence``."""
     from attntrace.errors import InputError
 
     try:
@@ -212,9 +222,41 @@ def _model_traced(flags: ModelFlags, sentence: str | None, name: str) -> Trace:
                 expected=error.expected,
                 found=error.found,
             ) from None
+        if file is not None and error.source is not None and error.source != name:
+            raise _model_file_error(error, name) from None
+        if sentence is not None and _reads_own_sentence(flags):
+            raise InputError(str(error), source=name, field="model.sentence") from None
         if error.source is None or error.source == name:
             raise
         raise InputError(str(error), source=name, field="model") from None
+
+
+def _model_file_error(error: InputError, name: str) -> InputError:
+    """A model file's mistake, never what the file holds: why it could not be read
+    (no such file, not UTF-8, malformed YAML at line 3), "not a model file" where its
+    top is no model's mapping (a string, unknown fields: their names are the file's
+    content), else the field path and what was expected, without what was found."""
+    from attntrace.errors import InputError
+
+    where = f"{error.source}: {error.field}" if error.field else f"{error.source}"
+    message = error.message or ""
+    if error.found is None and "unknown field" not in message:
+        text = f"{where}: {message}" if message else where
+        return InputError(text, source=name, field="model.file", expected=error.expected)
+    if error.field is None:
+        return InputError(f"{where}: not a model file", source=name, field="model.file")
+    return InputError(where, source=name, field="model.file", expected=error.expected)
+
+
+def _reads_own_sentence(flags: ModelFlags) -> bool:
+    """Whether the model traces its own sentence (then the exercise's is at fault)."""
+    from attntrace.errors import InputError
+
+    try:
+        flags.trace(None)
+    except InputError:
+        return False
+    return True
 
 
 # The flags an exercise's model fields stand for, as an error about them names them.
@@ -236,15 +278,16 @@ def _title(title: str, description: str) -> RenderableType:
 
 def _ask(
     trace: Trace,
-    question: Question,
+    asked: list[Question],
     view: View,
     talk: Console | None,
     number: tuple[int, int] | None,
 ) -> Outcome:
-    """Draw the question, read answers until it ends, and say how each went."""
+    """Draw the first of ``asked``, its later questions' cells kept secret (``·``), read
+    answers until it ends, and say how each went."""
     from rich.text import Text
 
-    from attntrace.cli.prompts import read_line, stdin_is_terminal
+    from attntrace.cli.prompts import LINE_LIMIT, read_line, stdin_is_terminal
     from attntrace.quiz.hints import default_hints
     from attntrace.quiz.session import ask
     from attntrace.quiz.views import coaching
@@ -257,8 +300,10 @@ def _ask(
     )
     from attntrace.ui.shown import shown_trace
 
+    question = asked[0]
     shown = shown_trace(trace)  # the text from files made safe: what is drawn
     on_screen = _as_shown(shown, question)
+    later = [_as_shown(shown, q) for q in asked[1:]]
     drawn = question_view(shown, on_screen, view)
     value = shown_value(trace, question, view)
     hints = question.hints if question.hints is not None else default_hints(trace, question)
@@ -276,7 +321,7 @@ def _ask(
                 style="bold magenta",
             ),
         )
-    show(*before(shown, on_screen, drawn), hidden_block(shown, on_screen, drawn))
+    show(*before(shown, on_screen, drawn, later), hidden_block(shown, on_screen, drawn, later))
     show(Text(""), Text(question_line(shown, on_screen), style="bold"))
 
     def said(event: Said) -> None:
@@ -297,10 +342,14 @@ def _ask(
 
         try:
             line = read_line()
-        except InputError as error:  # a line past LINE_LIMIT: the prompt's line ended first
+        except InputError:  # a line past LINE_LIMIT: the prompt's line ended first
             show(Text(""))
             with bad_input_fails():
-                raise error from None
+                raise InputError(
+                    f"an answer line longer than {LINE_LIMIT:,} characters "
+                    "(an answer is one number a line: 0.9983)",
+                    source="stdin",
+                ) from None
         if echo:  # as typed, made safe: an escape sequence piped in is shown, not obeyed
             show(Text(f" {visible(line.strip())}" if line and line.strip() else ""))
         return line

@@ -28,6 +28,15 @@ MODEL_SOURCES = ("sample", "file", "real")
 QUESTION_KEYS = ("stage", "cell", "head", "hints", "points")
 MOST_QUESTIONS = 100
 MOST_HINTS = 10
+# An exercise is a page of questions: a file past this is no exercise (a 50 MB
+# description took 38 s and 717 MB to read, then filled the terminal), refused by its
+# size before it is read.
+MOST_BYTES = 1 << 20  # 1 MiB
+MOST_TITLE = 200  # characters: one line above the questions
+MOST_TEXT = 4_000  # characters: a description or a hint, a few paragraphs at most
+# The fields a model file has, and an exercise file does not: a model file given as
+# --exercise is told to go to --config.
+MODEL_FILE_KEYS = frozenset(("embeddings", "weights", "name"))
 
 
 @dataclass(frozen=True)
@@ -103,21 +112,41 @@ def read_exercise(name: str) -> Exercise:
     path = exercise_path(name)
     source = name
     try:
+        _refuse_size(path)
         text = read_text(path, EXERCISE_CONTENT)
+        if len(text.encode("utf-8", "surrogatepass")) > MOST_BYTES:  # a stream, read
+            raise InputError(f"more than {MOST_BYTES >> 20} MiB, over an exercise's limit")
         document = parse_document(text, source, is_json=path.suffix.lower() == ".json")
         return exercise_from(document, source, path.parent)
     except InputError as error:
         raise error.with_source(source) from None
 
 
+def _refuse_size(path: Path) -> None:
+    """A regular file over :data:`MOST_BYTES` refused by its size, unread."""
+    try:
+        size = path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return  # read_text says why it cannot be read
+    if size > MOST_BYTES:
+        raise InputError(
+            f"the file is {size:,} bytes, over an exercise's limit of {MOST_BYTES >> 20} MiB"
+        )
+
+
 def exercise_from(document: Any, source: str, folder: Path) -> Exercise:
     """A parsed exercise file checked: ``folder`` is where its model file is found."""
     top = fields.mapping(document, None, "a mapping with model and questions")
     refuse_duplicates(top, None)
+    if "questions" not in top and MODEL_FILE_KEYS & set(top):
+        raise InputError(
+            "this looks like a model file (embeddings, weights), not an exercise: "
+            "run it with --config, or name it in an exercise's model.file"
+        )
     fields.known_keys(top, TOP_KEYS, None, noun="field")
     fields.required_keys(top, ("model", "questions"), None, noun="field")
-    title = fields.text(top.get("title", Path(source).stem), "title")
-    description = fields.text(top.get("description", ""), "description")
+    title = _capped(top["title"], "title", MOST_TITLE) if "title" in top else Path(source).stem
+    description = _capped(top.get("description", ""), "description", MOST_TEXT)
     listed = fields.items(top["questions"], "questions", expected="a non-empty list of questions")
     if len(listed) > MOST_QUESTIONS:
         raise InputError(
@@ -132,6 +161,16 @@ def exercise_from(document: Any, source: str, folder: Path) -> Exercise:
         model=_model(top["model"], folder),
         questions=tuple(_question(q, f"questions[{i}]") for i, q in enumerate(listed)),
     )
+
+
+def _capped(value: Any, where: str, most: int) -> str:
+    """A text of at most ``most`` characters (what was found is counted, not shown)."""
+    found = fields.text(value, where)
+    if len(found) > most:
+        raise InputError(
+            field=where, expected=f"at most {most:,} characters", found=f"{len(found):,}"
+        )
+    return found
 
 
 def _model(value: Any, folder: Path) -> ExerciseModel:
@@ -165,12 +204,32 @@ def _model(value: Any, folder: Path) -> ExerciseModel:
     file = texts.get("file")
     return ExerciseModel(
         sample=texts.get("sample"),
-        file=None if file is None else str(folder / file),
+        file=None if file is None else _inside(folder, file),
         real=texts.get("real"),
         layer=layer,
         sentence=sentence,
         causal=causal,
     )
+
+
+def _inside(folder: Path, file: str) -> str:
+    """``model.file``, a path relative to the exercise file's folder that stays inside
+    it (a subfolder is fine): an exercise travels as a folder, and one handed around
+    cannot make attntrace read a file elsewhere (``/etc/passwd``, ``../../.ssh/...``)."""
+    where = "model.file"
+    expected = "a path relative to the exercise file's folder, inside it (models/row.yaml)"
+    if Path(file).is_absolute() or Path(file).drive:
+        raise InputError("an absolute path", field=where, expected=expected, found=repr(file))
+    path = folder / file
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        inside = False
+    if not inside:
+        raise InputError(
+            "outside the exercise's folder", field=where, expected=expected, found=repr(file)
+        )
+    return str(path)
 
 
 def _question(value: Any, where: str) -> ExerciseQuestion:
@@ -186,6 +245,8 @@ def _question(value: Any, where: str) -> ExerciseQuestion:
         hints = fields.texts(
             question["hints"], f"{where}.hints", expected="a list of hints (strings)", empty=True
         )
+        for index, hint in enumerate(hints):
+            _capped(hint, f"{where}.hints[{index}]", MOST_TEXT)
         if len(hints) > MOST_HINTS:
             raise InputError(
                 field=f"{where}.hints",
@@ -197,26 +258,24 @@ def _question(value: Any, where: str) -> ExerciseQuestion:
 
 
 def _cell(value: Any, where: str) -> str:
-    """``fish,fish`` as written, or ``[fish, fish]`` / ``[2, 2]``: ROW,COL."""
+    """``fish,fish`` as written, or ``[fish, fish]`` / ``[2, 2]``: ROW,COL. A list's
+    bad element is named by its index (``questions[0].cell[0]``)."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and len(value) == 2:
-        parts = [_part(v) for v in value]
-        if all(p is not None for p in parts):
-            return ",".join(p for p in parts if p is not None)
+        for index, part in enumerate(value):
+            if isinstance(part, bool) or not isinstance(part, int | str):
+                raise InputError(
+                    field=f"{where}[{index}]",
+                    expected="a token (a string) or a 0-based index (a whole number)",
+                    found=describe(part),
+                )
+        return ",".join(str(part) for part in value)
     raise InputError(
         field=where,
         expected="ROW,COL (fish,fish) or a list of two tokens or indices",
         found=describe(value),
     )
-
-
-def _part(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | str):
-        return str(value)
-    return None
 
 
 def model_named(model: ExerciseModel) -> Mapping[str, Any]:

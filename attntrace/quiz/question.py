@@ -70,10 +70,11 @@ def choose(
     head: int | None = None,
     field: str = "--cell",
     stage_field: str = "--stage",
+    head_field: str = "head",
 ) -> Question:
     """The question ``stage``, ``cell`` and ``seed`` name in ``trace``: what is not
-    given is chosen by the seed. A stage or cell the trace does not hold is an
-    :class:`InputError` naming ``stage_field`` or ``field``."""
+    given is chosen by the seed. A stage, head or cell the trace does not hold is an
+    :class:`InputError` naming ``stage_field``, ``head_field`` or ``field``."""
     rng = random.Random(seed)
     names = list(dict.fromkeys(trace.names))
     if stage is None:
@@ -92,7 +93,7 @@ def choose(
         picked = head
     else:
         known = ", ".join(str(h) for h in heads if h is not None) or "none: a shared stage"
-        raise InputError(field="head", expected=f"a head of {stage} ({known})", found=str(head))
+        raise InputError(field=head_field, expected=f"a head of {stage} ({known})", found=str(head))
     found = trace.stage(stage, head=picked)
     if cell is None:
         row, col = _seeded_cell(trace, found, rng)
@@ -143,10 +144,44 @@ def resolve_cell(stage: Stage, cell: str, field: str = "--cell") -> tuple[int, i
 
 
 def _position(labels: tuple[str, ...], which: str, field: str) -> int:
+    """``which`` among ``labels``, as typed or as the tables show it. A token that
+    repeats, named without its position, is refused with the labels that name each
+    occurrence (a quiz asks one cell: which ``the`` is the teacher's to say); an axis
+    of dimensions is named as one."""
     try:
-        return resolve_position(labels, which, field)[0]
-    except InputError:
+        return _one(labels, which, field)
+    except InputError as error:
         shown = tuple(visible(label) for label in labels)
-        if shown == labels:
-            raise
-        return resolve_position(shown, which, field)[0]
+        if shown != labels:
+            try:
+                return _one(shown, which, field)
+            except InputError:
+                pass
+        if _dimensions(labels) and error.expected is not None:
+            raise InputError(
+                field=error.field,
+                expected=f"a dimension, d0 to d{len(labels) - 1}, or its 0-based index",
+                found=repr(which),
+            ) from None
+        raise
+
+
+def _one(labels: tuple[str, ...], which: str, field: str) -> int:
+    index, note = resolve_position(labels, which, field)
+    if not note:
+        return index
+    names = unique_labels(labels)
+    same = [names[i] for i, label in enumerate(labels) if label == labels[index]]
+    if len(same) < 2:
+        return index  # spelled otherwise (THE for The): the first, as --focus takes it
+    raise InputError(
+        f"{which!r} is in the sentence {len(same)} times",
+        field=field,
+        expected=f"one of them: {' or '.join(same)}",
+        found=repr(which),
+    )
+
+
+def _dimensions(labels: tuple[str, ...]) -> bool:
+    """Whether an axis runs over dimensions (d0, d1, ...), not tokens."""
+    return bool(labels) and all(label == f"d{i}" for i, label in enumerate(labels))

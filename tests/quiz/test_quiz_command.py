@@ -44,7 +44,7 @@ def test_the_issue_example_accepts_the_articles_figure() -> None:
     assert round(fish_weight(), 4) == 0.9983  # the issue's figure, by the loops
     result = invoke("quiz", *FISH, input="0.9983\n")
     assert result.exit_code == 0, result.output
-    assert "fish   0.0008   0.0008        ?" in result.stdout  # the cell hidden
+    assert "fish        ·        ·        ?" in result.stdout  # the cell and its row hidden
     assert "0.9983" not in result.stdout.split("✓ correct")[0].replace("? 0.9983", "")
     assert "✓ correct: softmax[fish, fish] = 0.9983" in result.stdout
     assert "Traceback" not in result.output

@@ -161,7 +161,7 @@ BAD = [
     ),
     (
         "model: {file: missing.yaml}\nquestions: [{stage: Q, cell: '0,0'}]\n",
-        ["model: ", "missing.yaml"],
+        ["model.file: ", "missing.yaml", "no such file"],
     ),
     ("model: {sample: cat-eats-fish}\nmodel: {sample: it-animal}\nquestions: []\n", ["model"]),
     ("model: !!python/object:os.system {}\n", ["python/object"]),

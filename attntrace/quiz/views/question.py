@@ -4,13 +4,14 @@ the hidden stage's table with its one cell written ``?``.
 What a long trace shows (docs/teaching.md): past :data:`LONG_TRACE` tokens, the tables
 over tokens keep only the rows the cell needs (its query's row and, where the column is
 a key, that key's row), as ``run --rows`` would, so the question fits a terminal of 24
-lines. The hidden cell's own shade is dropped (a softmax's heat would tell its size) and
-its row and column are always on screen.
+lines. Whatever the token count, the operands the cell is computed from are shown whole,
+and the secrets (the asked cell, its weight's row, later questions' cells) are written
+``?`` and ``·``, unshaded, in columns whose width tells nothing (:mod:`.screen`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -18,21 +19,20 @@ from rich.measure import Measurement
 from rich.text import Text
 
 from attntrace.forward.views.document import block_notes, header
+from attntrace.forward.views.equation import operands
 from attntrace.forward.views.stage_block import stage_block
 from attntrace.forward.words import one_line
 from attntrace.kernel.labels import unique_labels
 from attntrace.kernel.trace import Stage, Trace
 from attntrace.quiz.question import Question, stage_of
-from attntrace.ui.elide import chosen
-from attntrace.ui.grid import Grid
+from attntrace.quiz.views.screen import Cells, Key, Need, QuizTable, key, needs, secrets
 from attntrace.ui.numbers import stage_cell
-from attntrace.ui.stage_table import StageTable, hidden_note
+from attntrace.ui.stage_table import StageTable
 from attntrace.ui.titles import fitted_title
 from attntrace.ui.view import View
 from attntrace.ui.wrap import Wrapped
 
 LONG_TRACE = 8  # tokens: past this, the tables keep only the rows the cell needs
-HIDDEN = "?"
 
 
 def shown_value(trace: Trace, question: Question, view: View) -> str:
@@ -53,85 +53,108 @@ def question_view(trace: Trace, question: Question, view: View) -> View:
     return replace(pinned, rows=tuple(dict.fromkeys(rows)))
 
 
-def before(trace: Trace, question: Question, view: View) -> Iterator[RenderableType]:
+def before(
+    trace: Trace, question: Question, view: View, later: Sequence[Question] = ()
+) -> Iterator[RenderableType]:
     """The header, the sentence, and every stage computed before the hidden one (the
-    shared ones and the question's head's), each as `run` draws it."""
+    shared ones and the question's head's), each as `run` draws it, except where the
+    screen shows an operand whole or keeps a cell secret (:mod:`.screen`)."""
     yield header(trace)
     yield from block_notes(trace, view)
     hidden = stage_of(trace, question)
+    needed = needs(trace, question)
+    kept = secrets(trace, question, later)
     for stage in trace.stages:
         if stage is hidden:
             return
         if stage.head is None or stage.head == question.head:
             yield Text("")
-            yield stage_block(stage, trace, view)
+            stacked = _block(stage, trace, view, needed, kept)
+            if not _plain(stage, trace, {}, kept):  # a secret in it, or beside it
+                yield stacked
+            elif _plain(stage, trace, needed, {}):  # no operand of the cell
+                yield stage_block(stage, trace, view)
+            else:  # an operand: as run draws it, where that shows it whole
+                long = len(trace.tokens) > LONG_TRACE
+                yield Whole(stage, trace, view, stage_block(stage, trace, view), stacked, long)
 
 
-def hidden_block(trace: Trace, question: Question, view: View) -> Group:
-    """The hidden stage: the weight it multiplies by (Q, K, V), its title, its table with
-    the cell written ``?``, and its caption."""
-    stage = stage_of(trace, question)
-    parts: list[RenderableType] = [Text("")]
+@dataclass(frozen=True)
+class Whole:
+    """An operand of the cell: drawn as run draws it where every table of its block
+    shows whole at the width (a short trace, narrow tables), else ``stacked`` (its
+    needed rows and columns whole, in parts)."""
+
+    stage: Stage
+    trace: Trace
+    view: View
+    plain: RenderableType
+    stacked: RenderableType
+    long: bool
+
+    def _chosen(self, width: int) -> RenderableType:
+        tables = [self.stage, self.trace.weight_for(self.stage), self.trace.bias_for(self.stage)]
+        fits = not self.long and all(
+            t.data.shape[0] <= self.view.max_rows
+            and StageTable(t, self.view).natural_width() <= width
+            for t in tables
+            if t is not None
+        )
+        return self.plain if fits else self.stacked
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._chosen(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._chosen(options.max_width))
+
+
+def _plain(stage: Stage, trace: Trace, needed: dict[Key, Need], kept: dict[Key, Cells]) -> bool:
+    """Whether ``stage`` is drawn as run draws it: neither it nor the operands its
+    equation shows beside it is an operand shown whole or holds a secret."""
+    shown = [stage, *(operands(stage, trace) or ())]
+    for weight in (trace.weight_for(stage), trace.bias_for(stage)):
+        if weight is not None:
+            shown.append(weight)
+    return not any(key(s) in needed or key(s) in kept for s in shown)
+
+
+def _block(
+    stage: Stage,
+    trace: Trace,
+    view: View,
+    needed: dict[Key, Need],
+    kept: dict[Key, Cells],
+    asked: tuple[int, int] | None = None,
+) -> Group:
+    """A stage stacked: the weight it multiplies by (Q, K, V), its title, its table
+    with its secrets and needs, and its caption."""
+    long = len(trace.tokens) > LONG_TRACE
+
+    def table(of: Stage, at: tuple[int, int] | None = None) -> QuizTable:
+        return QuizTable(of, view, at, kept.get(key(of), frozenset()), needed.get(key(of)), long)
+
+    parts: list[RenderableType] = []
     for learned in (trace.weight_for(stage), trace.bias_for(stage)):
         if learned is not None:
-            parts += [fitted_title(learned, trace.model), StageTable(learned, view), Text("")]
+            parts += [fitted_title(learned, trace.model), table(learned), Text("")]
     parts += [
         fitted_title(stage, trace.model),
-        HiddenTable(stage, question, view),
+        table(stage, asked),
         Wrapped(Text(one_line(stage, trace), style="italic dim")),
     ]
     return Group(*parts)
 
 
-@dataclass(frozen=True)
-class HiddenTable:
-    """A stage's table (:class:`StageTable`, fitted to the width) with one cell hidden:
-    written ``?``, unshaded, its row and column kept on screen."""
-
-    stage: Stage
-    question: Question
-    view: View
-
-    def _table(self) -> StageTable:
-        return StageTable(self.stage, self.view)
-
-    def layout(self, width: int) -> Grid:
-        table = self._table()
-        grid = table.layout(width)
-        q = self.question
-        if q.col not in grid.cols:  # the hidden key was cut: shown in place of the last
-            cols = [*[j for j in grid.cols if j is not None][:-1], q.col]
-            labels = unique_labels(self.stage.cols)
-            wanted = tuple(labels[j] for j in cols)
-            table = StageTable(self.stage, replace(self.view, cols=wanted))
-            grid = table.layout(width)
-        return _hidden(grid, q.row, q.col)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        grid = self.layout(options.max_width)
-        yield from grid.segments()
-        picked = (
-            chosen(unique_labels(self.stage.rows), self.view.rows) is not None,
-            chosen(unique_labels(self.stage.cols), self.view.cols) is not None,
-        )
-        note = hidden_note(self.stage, grid.rows, grid.cols, picked)
-        if note:
-            yield Wrapped(Text(note, style="dim"))
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        width = self.layout(options.max_width).width
-        return Measurement(width, width)
-
-
-def _hidden(grid: Grid, row: int, col: int) -> Grid:
-    """``grid`` with cell (``row``, ``col``) written ``?`` and unshaded (the column
-    keeps the width the number would take: the width tells nothing a reader could use)."""
-    body = [list(cells) for cells in grid.body]
-    shades = [list(styles) for styles in grid.shades]
-    i, j = grid.rows.index(row), grid.cols.index(col)
-    body[i][j + 1] = HIDDEN
-    shades[i][j] = None
-    return replace(grid, body=body, shades=shades)
+def hidden_block(
+    trace: Trace, question: Question, view: View, later: Sequence[Question] = ()
+) -> Group:
+    """The hidden stage: the weight it multiplies by (Q, K, V), its title, its table with
+    the cell written ``?`` (and its secrets ``·``), and its caption."""
+    stage = stage_of(trace, question)
+    kept = secrets(trace, question, later)
+    block = _block(stage, trace, view, needs(trace, question), kept, (question.row, question.col))
+    return Group(Text(""), block)
 
 
 def question_line(trace: Trace, question: Question) -> str:
