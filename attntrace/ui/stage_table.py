@@ -80,7 +80,7 @@ class StageTable:
             elide.chosen(unique_labels(stage.rows), view.rows) is not None,
             elide.chosen(unique_labels(stage.cols), view.cols) is not None,
         )
-        note = hidden_note(stage, grid.rows, grid.cols, chosen)
+        note = hidden_note(stage, grid.rows, grid.cols, chosen, view)
         if note:  # wrapped between words, no space left at a line's end
             yield Wrapped(Text(note, style="dim"))
 
@@ -253,10 +253,12 @@ def hidden_note(
     rows: list[int | None],
     cols: list[int | None],
     chosen: tuple[bool, bool] = (False, False),
+    view: View = DEFAULT_VIEW,
 ) -> str:
     """Say what a summarized table leaves out, and how to see it: '' when nothing is.
     ``chosen``: whether ``--rows``, ``--cols`` chose the rows, the columns shown (where
-    they chose all that is hidden, --max-rows/--max-cols would not change it)."""
+    they chose all that is hidden, --max-rows/--max-cols would not change it); the
+    ``view`` says who chose them and how to see more (its chosen_note, more_note)."""
     n_rows, n_cols = stage.shape
     shown_rows = sum(i is not None for i in rows)
     shown_cols = sum(j is not None for j in cols)
@@ -270,5 +272,5 @@ def hidden_note(
     if not parts:
         return ""
     by_choice = all(hidden_by_choice)
-    how = "--rows/--cols chose them" if by_choice else "--max-rows/--max-cols N, 0 for all"
+    how = view.chosen_note if by_choice else view.more_note
     return f"showing {' and '.join(parts)} ({how})"

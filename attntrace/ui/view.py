@@ -30,6 +30,9 @@ class View:
     ``focus`` (the focused token, as the tables label it) is kept wherever a table's
     rows or columns are summarized; ``rows``/``cols`` (``--rows``/``--cols``) are the
     only tokens a table over tokens shows. :mod:`attntrace.ui.elide` has the rule.
+    ``chosen_note`` says who chose them, and ``more_note`` how to see more, where a
+    table says what it leaves out (the quiz picks the rows a question needs, and has
+    no --max-rows).
     """
 
     precision: int = DEFAULT_PRECISION
@@ -40,6 +43,8 @@ class View:
     focus: str | None = None
     rows: tuple[str, ...] | None = None
     cols: tuple[str, ...] | None = None
+    chosen_note: str = "--rows/--cols chose them"
+    more_note: str = "--max-rows/--max-cols N, 0 for all"
 
 
 DEFAULT_VIEW = View()

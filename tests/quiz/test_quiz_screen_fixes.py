@@ -404,3 +404,13 @@ def test_a_bad_dimension_says_a_dimension() -> None:
 def test_a_model_file_given_as_an_exercise_says_use_config() -> None:
     sample = str(ROOT / "attntrace/samples/cat-eats-fish.yaml")
     one_line_error(invoke("quiz", "--exercise", sample), "model file", "--config")
+
+
+def test_a_cut_table_names_no_flag_the_quiz_lacks() -> None:
+    """The quiz keeps the rows a question needs and has no --rows or --max-rows: a cut
+    table says so in the quiz's words, not by naming run's flags."""
+    result = invoke("quiz", "-s", "it-animal", "--stage", "output", "--width", "80", input="")
+    notes = [line for line in result.stdout.splitlines() if line.startswith("showing ")]
+    assert notes, result.stdout
+    assert "showing 1 of 11 rows (the rows the question needs)" in notes
+    assert not [line for line in notes if "--rows" in line or "--max-rows" in line]

@@ -44,7 +44,12 @@ def shown_value(trace: Trace, question: Question, view: View) -> str:
 def question_view(trace: Trace, question: Question, view: View) -> View:
     """The view the question is drawn with: its row pinned (kept wherever rows are cut)
     and, for a long trace, only the rows the cell needs."""
-    pinned = replace(view, focus=question.row_label)
+    pinned = replace(
+        view,
+        focus=question.row_label,
+        chosen_note="the rows the question needs",
+        more_note="the rest do not fit the width",
+    )
     if len(trace.tokens) <= LONG_TRACE:
         return pinned
     rows = [question.row_label]

@@ -271,7 +271,7 @@ class QuizTable:
             chosen(unique_labels(self.stage.rows), self.view.rows) is not None,
             chosen(unique_labels(self.stage.cols), self.view.cols) is not None,
         )
-        return hidden_note(self.stage, rows, parts[0].cols, picked)
+        return hidden_note(self.stage, rows, parts[0].cols, picked, self.view)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         width = max(grid.width for grid in self.parts(options.max_width))
