@@ -33,10 +33,11 @@ def grade(
 ) -> None:
     """Grade a student's attention function on the samples and hidden models.
 
-    Runs FUNCTION in a child process on the single-head samples and on hidden random
-    models, and checks properties of its outputs; names each failure with check's
-    catalogue of mistakes. Exit 0 when every case passes, 1 when one fails, 2 when the
-    file cannot be imported or has no such function."""
+    Runs FUNCTION in a child process on the samples, on hidden random models
+    and on properties of its outputs; names each failure by check's catalogue.
+
+    Exit 0 when every case passes, 1 when one fails, 2 when the file cannot
+    be imported or has no such function."""
     from attntrace.grading.grader import grade_file
 
     with bad_input_fails():
