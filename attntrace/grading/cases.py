@@ -9,8 +9,8 @@ The samples are the shipped single-head models without extras (no RoPE, ALiBi, c
 biases or variants), each run as it is and the other way round (causal and not), with X
 the sample's own (embeddings, plus its positions). The hidden models come from a fixed
 seed, so every machine grades the same numbers: sizes from n = 1 and d_k = 1 up, with
-d_model ≠ d_k, n ≠ d_k and n ≠ d_v where they can be, and d_model ≠ d_v mostly (so
-that ÷√d_model, ÷√n, ÷√d_k and ÷√d_v are told apart), and two of large scores: a
+d_model ≠ d_k, d_model ≠ d_v, n ≠ d_k and n ≠ d_v where they can be (so that
+÷√d_model, ÷√n, ÷√d_k and ÷√d_v are told apart), and two of large scores: a
 causal one whose rows' visible scores all lie below −10⁴ (a mask filled with −1e4
 lets hidden keys in) and one whose scores pass exp's overflow at 709 (a softmax
 without its row max gives ∞ and NaN).
