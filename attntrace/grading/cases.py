@@ -9,10 +9,11 @@ The samples are the shipped single-head models without extras (no RoPE, ALiBi, c
 biases or variants), each run as it is and the other way round (causal and not), with X
 the sample's own (embeddings, plus its positions). The hidden models come from a fixed
 seed, so every machine grades the same numbers: sizes from n = 1 and d_k = 1 up, with
-d_model ≠ d_k and n ≠ d_k where they can be (so that ÷√d_model, ÷√n and ÷√d_k are told
-apart), and two of large scores: a causal one whose rows' visible scores all lie below
-−10⁴ (a mask filled with −1e4 lets hidden keys in) and one whose scores pass exp's
-overflow at 709 (a softmax without its row max gives ∞ and NaN).
+d_model ≠ d_k, d_model ≠ d_v, n ≠ d_k and n ≠ d_v where they can be (so that
+÷√d_model, ÷√n, ÷√d_k and ÷√d_v are told apart), and two of large scores: a
+causal one whose rows' visible scores all lie below −10⁴ (a mask filled with −1e4
+lets hidden keys in) and one whose scores pass exp's overflow at 709 (a softmax
+without its row max gives ∞ and NaN).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ SEED = 32
 RANDOM_SIZES: tuple[tuple[int, int, int, int, bool, str], ...] = (
     (1, 1, 1, 1, False, "plain"),
     (1, 3, 2, 2, True, "plain"),
-    (2, 3, 1, 2, True, "plain"),
-    (3, 4, 2, 3, False, "plain"),
+    (2, 3, 1, 4, True, "plain"),
+    (3, 4, 2, 5, False, "plain"),
     (4, 5, 3, 2, True, "plain"),
     (5, 3, 4, 4, False, "plain"),
     (6, 8, 5, 3, True, "plain"),

@@ -40,6 +40,8 @@ def _case(case: CaseResult) -> dict[str, Any]:
         "cause": case.cause,
         "message": well_formed(case.message),
         "precision": None if case.precision is None else _precision(case.precision),
+        "alone": case.alone,
+        "notes": [well_formed(note) for note in case.notes],
     }
 
 

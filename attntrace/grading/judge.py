@@ -25,6 +25,7 @@ from attntrace.grading.precision import Precision, held_arrays, lowered, power
 from attntrace.grading.properties import judge_property
 from attntrace.grading.report import CaseResult, Cell, GradeReport
 from attntrace.grading.words import COARSE
+from attntrace.kernel.stage_names import ALIASES
 
 
 def grade_outcomes(
@@ -48,10 +49,16 @@ def grade_outcomes(
 
 
 def _narrowed(judged: list[CaseResult]) -> list[CaseResult]:
-    """Each failing case's cause, narrowed by the others: where one case cannot tell two
-    mistakes apart (softmaxᵀ·V and softmax down the columns give the same numbers when
-    the scores are symmetric), the mistake that reproduces every diagnosed case is the
-    one named."""
+    """Each failing case's cause, narrowed by the others (:func:`_tied`), then said to be
+    that case's alone where other failing cases are reproduced by no mistake
+    (:func:`_alone`)."""
+    return _alone(_tied(judged))
+
+
+def _tied(judged: list[CaseResult]) -> list[CaseResult]:
+    """Where one case cannot tell two mistakes apart (softmaxᵀ·V and softmax down the
+    columns give the same numbers when the scores are symmetric), the mistake that
+    reproduces every diagnosed case is the one named."""
     candidates = [_candidates(case) for case in judged if _candidates(case)]
     if len(candidates) < 2:
         return judged
@@ -76,6 +83,46 @@ def _narrowed(judged: list[CaseResult]) -> list[CaseResult]:
         across = f"across the cases: {verdict} ({same})"
         narrowed.append(replace(case, cause=best, message=message, across=across))
     return narrowed
+
+
+#: What a case's message gains where its cause reproduces it alone.
+ALONE = "this case only: no one mistake reproduces every case"
+
+
+def _alone(judged: list[CaseResult]) -> list[CaseResult]:
+    """Where some failing cases are reproduced by a mistake and others, their arrays
+    compared, by none, no one mistake of the catalogue explains the student (a bug
+    outside it, ÷√d_v, matches a mistake on a case whose sizes happen to agree): each
+    diagnosed case says its cause is its own, and the verdict across claims none."""
+    if not any(_unexplained(case) for case in judged):
+        return judged
+    return [
+        replace(
+            case,
+            alone=True,
+            message=f"{case.message} ({ALONE})",
+            across=(
+                "across the cases: no one mistake of the catalogue reproduces every "
+                f"failing case; {case.cause} reproduces this case only"
+            ),
+        )
+        if not case.passed and case.cause is not None and case.check is not None
+        else case
+        for case in judged
+    ]
+
+
+def _unexplained(case: CaseResult) -> bool:
+    """A failing case whose arrays were compared and differ, reproduced by no mistake
+    (not a failed call, a property, or an output right within float16's tolerance)."""
+    return (
+        not case.passed
+        and case.cause is None
+        and case.failure is None
+        and case.check is not None
+        and not case.check.ok
+        and COARSE not in case.message
+    )
 
 
 def _candidates(case: CaseResult) -> tuple[str, ...]:
@@ -105,6 +152,9 @@ def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
         return CaseResult(
             case.name, case.kind, True, None, message, check=report, precision=precision
         )
+    noted = _output_right(case, arrays, rtol, atol, report)
+    if noted is not None:
+        return replace(noted, precision=precision)
     if precision is not None:
         # wrong at float32's tolerance: at the dtype's own, right (too coarse), or a
         # mistake check can name (its recomputation rounds as float16 does not)
@@ -116,15 +166,7 @@ def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
     assert first is not None
     cell = _cell(first)
     diagnosis = report.diagnosis
-    if first.region is None:  # a shape that fits no reading
-        shown = ", ".join(str(size) for size in first.shape_found or ())
-        message = f"{first.stage} has shape [{shown}], expected {first.shape_expected}"
-        if diagnosis is not None:
-            message += f": {diagnosis.cause} — {diagnosis.message}"
-    elif diagnosis is not None:
-        message = f"{first.stage} differs: {diagnosis.cause} — {diagnosis.message}"
-    else:
-        message = f"{first.stage} differs: no known mistake reproduces it; first {cell_words(cell)}"
+    message = _differs(report)
     if precision is not None and diagnosis is not None:
         message += f" ({precision.words()})"
     return CaseResult(
@@ -136,6 +178,49 @@ def judge_model_case(case: Case, outcome: Outcome) -> CaseResult:
         cell,
         report,
         precision=precision,
+    )
+
+
+def _differs(report: CheckReport) -> str:
+    """Check's first differing stage and its diagnosis, in a line."""
+    first = report.first_divergent
+    assert first is not None
+    diagnosis = report.diagnosis
+    if first.region is None:  # a shape that fits no reading
+        shown = ", ".join(str(size) for size in first.shape_found or ())
+        message = f"{first.stage} has shape [{shown}], expected {first.shape_expected}"
+        if diagnosis is not None:
+            message += f": {diagnosis.cause} — {diagnosis.message}"
+        return message
+    if diagnosis is not None:
+        return f"{first.stage} differs: {diagnosis.cause} — {diagnosis.message}"
+    words = cell_words(_cell(first))
+    return f"{first.stage} differs: no known mistake reproduces it; first {words}"
+
+
+def _output_right(
+    case: Case,
+    arrays: Mapping[str, GivenArray],
+    rtol: float | None,
+    atol: float | None,
+    report: CheckReport,
+) -> CaseResult | None:
+    """A dict of stages whose output (by check's names: output, out, O) matches passes:
+    the output is what the function is for, and a student who masks in place saves the
+    masked scores as ``scaled``; the stages that differ are a note on the case (check's
+    first differing stage and its diagnosis). None where the dict has no output, or the
+    output differs (the case is judged on every stage, as check judges it)."""
+    outputs = [name for name in arrays if ALIASES.get(name, name) == "output"]
+    if len(arrays) < 2 or len(outputs) != 1:
+        return None
+    alone = _checked(case, {outputs[0]: arrays[outputs[0]]}, rtol, atol)
+    if not alone.ok:
+        return None
+    first = report.first_divergent
+    assert first is not None
+    message = f"{outputs[0]} matches; {first.stage} differs (see the notes)"
+    return CaseResult(
+        case.name, case.kind, True, None, message, check=report, notes=(_differs(report),)
     )
 
 

@@ -37,7 +37,12 @@ class CaseResult:
     tolerance, :mod:`attntrace.grading.precision`); ``across`` is the verdict across
     the cases where it differs from check's on this case (``check`` names the mistake
     its numbers alone reproduce, tied with others; ``cause`` the one that reproduces
-    every failing case): said after check's report, so the two never contradict."""
+    every failing case): said after check's report, so the two never contradict.
+    ``alone`` marks a cause that reproduces this case only, where other failing cases
+    compared are reproduced by no mistake of the catalogue (so no one mistake explains
+    the student). ``notes`` are what a passing case still says: a dict of stages whose
+    output matches, its other stages differing (check's first differing stage and its
+    diagnosis)."""
 
     name: str
     kind: str  # sample, random, property
@@ -49,6 +54,8 @@ class CaseResult:
     failure: Failed | None = None
     precision: Precision | None = None
     across: str | None = None
+    alone: bool = False
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,12 +18,23 @@ COARSE = "too coarse to tell"
 SHOWN_LIMIT = 300
 
 
+#: How a case's line marks a cause that reproduces that case alone.
+ALONE_MARK = "?"
+#: The line under the cases that says what the mark means.
+ALONE_LEGEND = (
+    f"{ALONE_MARK} that case's mistake only: no one mistake reproduces every failing case"
+)
+#: How a passing case's line says it has a note.
+NOTED = "note"
+
+
 def short_reason(case: CaseResult) -> str:
-    """Why a case failed, in a few words: the mistake's id, or what the call did."""
+    """Why a case failed, in a few words: the mistake's id (marked where it reproduces
+    that case alone), or what the call did; for a passing case with notes, ``note``."""
     if case.passed:
-        return ""
+        return NOTED if case.notes else ""
     if case.cause is not None:
-        return case.cause
+        return case.cause + (ALONE_MARK if case.alone else "")
     failure = case.failure
     if failure is not None:
         words = {
@@ -75,7 +86,7 @@ def score_words(report: GradeReport) -> str:
     first = report.first_failure
     if first is None:
         return f"all {total} cases pass"
-    cause = f" ({first.cause})" if first.cause is not None else ""
+    cause = f" ({first.cause})" if first.cause is not None and not first.alone else ""
     return f"{passed} of {total} cases pass; the first to fail is {first.name}{cause}"
 
 
@@ -103,6 +114,20 @@ def precision_words(report: GradeReport) -> str | None:
     return max(found, key=lambda p: p.rtol_own).words()
 
 
+def notes_words(report: GradeReport) -> list[str]:
+    """The lines under the cases: what ``?`` means where a case has it, and the passing
+    cases' notes, each note once with how many cases it is on."""
+    lines = [ALONE_LEGEND] if any(case.alone for case in report.cases) else []
+    noted: dict[str, list[str]] = {}
+    for case in report.cases:
+        for note in case.notes:
+            noted.setdefault(note, []).append(case.name)
+    for note, names in noted.items():
+        on = names[0] if len(names) == 1 else f"{len(names)} cases"
+        lines.append(visible(f"note ({on}, output right): {note}", 2 * SHOWN_LIMIT))
+    return lines
+
+
 def report_text(report: GradeReport) -> str:
     """The report as plain text, as `attntrace grade` prints it without colour."""
     width = max(len(case.name) for case in report.cases)
@@ -112,6 +137,8 @@ def report_text(report: GradeReport) -> str:
         why = short_reason(case)
         name = case.name.ljust(width) + "  " + why if why else case.name
         lines.append(f"{PASS if case.passed else FAIL} {name}")
+    if notes := notes_words(report):
+        lines += ["", *notes]
     first = report.first_failure
     if first is not None:
         lines += ["", f"first failure: {first.name}", ""]

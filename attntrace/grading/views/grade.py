@@ -24,6 +24,7 @@ from attntrace.grading.words import (
     PASS,
     failure_words,
     header_words,
+    notes_words,
     precision_words,
     score_words,
     short_reason,
@@ -45,6 +46,8 @@ def grade_view(report: GradeReport) -> Group:
         Text(""),
         CaseLines(report.cases),
     ]
+    if notes := notes_words(report):
+        parts += [Text(""), *(Wrapped(Text(line, style="yellow")) for line in notes)]
     first = report.first_failure
     if first is not None:
         parts += [Text(""), *first_failure(first)]
@@ -68,14 +71,15 @@ class CaseLines:
         for case in self.cases:
             mark = PASS if case.passed else FAIL
             why = short_reason(case)
+            style = "dim" if case.passed else "yellow"
             first = Text.assemble((mark, _STYLE[mark]), " ")
             if not why:
                 yield Wrapped(Text.assemble(first, case.name))
             elif 2 + width + 2 + cell_len(why) <= options.max_width:
-                yield Text.assemble(first, pad(case.name, width), "  ", (why, "yellow"))
+                yield Text.assemble(first, pad(case.name, width), "  ", (why, style))
             else:
                 yield Wrapped(Text.assemble(first, case.name))
-                yield Wrapped(Text.assemble("    ", (why, "yellow")))
+                yield Wrapped(Text.assemble("    ", (why, style)))
 
 
 def first_failure(case: CaseResult) -> list[RenderableType]:
