@@ -53,6 +53,18 @@ Seed = Annotated[
         show_default=False,
     ),
 ]
+# quiz's own --config: the answers come from stdin, so the model file cannot (the
+# shared flag's help offers "-" for stdin)
+QuizConfig = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="A YAML or JSON model file (not stdin: the answers come from there).",
+        show_default=False,
+    ),
+]
 ExerciseFlag = Annotated[
     str | None,
     typer.Option(
@@ -72,6 +84,7 @@ def quiz(
     ] = None,
     *,
     chosen: ModelFlags,
+    config: QuizConfig = None,
     stage: Stage = None,
     cell: Cell = None,
     seed: Seed = None,
@@ -83,12 +96,16 @@ def quiz(
 ) -> None:
     """Compute a hidden cell of the trace yourself; wrong answers earn hints.
 
-    The answer is read from stdin, typed or piped (echo 0.9983 | attntrace quiz ...).
+    The answers are read from stdin, typed or piped:
+
+    echo 0.9983 | attntrace quiz --stage softmax --cell fish,fish
+
     Exit 0 when right, 1 when not, 2 on bad input."""
     from attntrace.cli.prompts import interrupted
     from attntrace.quiz.question import DEFAULT_SEED
     from attntrace.ui.view import view_from_flags
 
+    chosen = replace(chosen, config=config)
     chosen.check()
     if chosen.config == "-":
         usage("the answers are read from stdin, so the model cannot come from stdin too")
@@ -186,7 +203,7 @@ def _exercise(name: str) -> tuple[Trace, list[Question], Exercise]:
     )
     with bad_input_fails(name):
         trace = _model_traced(flags, model.sentence, name, model.file)
-        questions = []
+        questions: list[Question] = []
         for index, asked in enumerate(exercise.questions):
             where = f"questions[{index}]"
             found = choose(
@@ -199,8 +216,32 @@ def _exercise(name: str) -> tuple[Trace, list[Question], Exercise]:
                 stage_field=f"{where}.stage",
                 head_field=f"{where}.head",
             )
+            _refuse_order(trace, questions, found, where)
             questions.append(replace(found, hints=asked.hints, points=asked.points))
     return trace, questions, exercise
+
+
+def _refuse_order(trace: Trace, earlier: list[Question], found: Question, where: str) -> None:
+    """An exercise asks each cell once (a second time, the first one's ✓ line is its
+    answer), in the trace's order of stages: a question on an earlier stage than one
+    before it would be asked with that earlier question's screen showing its operand."""
+    from attntrace.errors import InputError
+
+    order = list(dict.fromkeys(stage.name for stage in trace.stages))
+    for index, other in enumerate(earlier):
+        if (other.stage, other.head, other.row, other.col) == (
+            found.stage,
+            found.head,
+            found.row,
+            found.col,
+        ):
+            raise InputError(f"the same cell as questions[{index}]", field=where)
+        if order.index(found.stage) < order.index(other.stage):
+            raise InputError(
+                f"{found.stage} comes before {other.stage} (questions[{index}]) in the trace: "
+                "ask the stages in the trace's order",
+                field=f"{where}.stage",
+            )
 
 
 def _model_traced(flags: ModelFlags, sentence: str | None, name: str, file: str | None) -> Trace:
@@ -334,7 +375,7 @@ def _ask(
         elif event.kind == "hint":
             show(coaching.hint(event.text, event.number, len(hints)))
         else:
-            show(Text(""), coaching.worked(shown, on_screen, value, drawn, event.why))
+            show(Text(""), coaching.worked(shown, on_screen, value, drawn, event.why, later))
 
     def read() -> str | None:
         from attntrace.errors import InputError

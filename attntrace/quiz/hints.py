@@ -67,9 +67,10 @@ def vector(values: Sequence[float], keep: int | None = None, label: str = "") ->
     return "[" + ", ".join(parts) + "]"
 
 
-def term_lines(terms: Sequence[Term], keep: int | None = None) -> list[str]:
+def term_lines(terms: Sequence[Term], keep: int | None = None, valued: bool = True) -> list[str]:
     """The terms of a sum, one a line; a long one cut to its first and last, ``keep``
-    and its largest, the terms left out counted and added up."""
+    and its largest, the terms left out counted and added up. ``valued`` False writes
+    each term as it is made (``0.1 × 1``), without its value or the sum."""
     count = len(terms)
     if count <= SHORT:
         shown = list(range(count))
@@ -78,9 +79,14 @@ def term_lines(terms: Sequence[Term], keep: int | None = None) -> list[str]:
         chosen = {*range(FIRST), *range(count - LAST, count), *largest}
         shown = sorted(chosen | ({keep} if keep is not None else set()))
     width = max(len(terms[i][0]) for i in shown) if shown else 0
-    lines = [f"  {terms[i][0]:<{width}}  {terms[i][1]} = {figure(terms[i][2])}" for i in shown]
+    lines = [
+        f"  {terms[i][0]:<{width}}  {terms[i][1]}" + (f" = {figure(terms[i][2])}" if valued else "")
+        for i in shown
+    ]
     left = [terms[i][2] for i in range(count) if i not in set(shown)]
-    if left:
+    if left and not valued:
+        lines.append(f"  … and {len(left)} more ({count} terms in all)")
+    elif left:
         lines.append(
             f"  … the {len(left)} terms not written add up to {figure(total(left))} "
             f"({count} terms in all)"
@@ -117,8 +123,27 @@ def _dot_hints(
         for label, x, y in zip(labels, a, b, strict=True)
     ]
     then = "now add them" + ("" if bias is None else f", then {bias[0]}")
+    if _one_term(terms, 0.0 if bias is None else bias[1]):
+        return (formula, operands, _products_named(terms, "the products, one per d"))
     partial = "\n".join([f"the {len(terms)} products, one per d:", *term_lines(terms), then])
     return (formula, operands, partial)
+
+
+def _one_term(terms: Sequence[Term], added: float) -> bool:
+    """Whether the sum is one term (the others 0, nothing added): its value written out
+    would be the answer itself, never a partial result."""
+    return added == 0 and sum(1 for term in terms if term[2] != 0) <= 1
+
+
+def _products_named(terms: Sequence[Term], what: str) -> str:
+    """Hint 3 where one product is the whole sum: the products named, not worked out
+    (a step short of the answer, which a product's value would be)."""
+    return "\n".join(
+        [
+            f"{what} (every one is 0 but at most one: work that one out):",
+            *term_lines(terms, valued=False),
+        ]
+    )
 
 
 def _at(name: str, index: str) -> str:
@@ -187,6 +212,8 @@ def _output(trace: Trace, stage: Stage, question: Question) -> Hints:
     terms = [
         (key, f"{figure(a)} × {factor(b)}", a * b) for key, a, b in zip(keys, w, v, strict=True)
     ]
+    if _one_term(terms, 0.0):
+        return (formula, operands, _products_named(terms, f"softmax[{r}, key] × V[key, {vc}]"))
     partial = "\n".join(
         [f"softmax[{r}, key] × V[key, {vc}], key by key:", *term_lines(terms), "now add them"]
     )

@@ -58,4 +58,5 @@ def quiz_to_dict(
         "score": sum(o.score for o in outcomes),
         "total": sum(o.question.points for o in outcomes),
         "correct": all(o.correct for o in outcomes),
+        "after_hints": sum(o.after_hints for o in outcomes),
     }

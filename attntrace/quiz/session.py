@@ -57,9 +57,18 @@ class Outcome:
     ended: str = "end of input"
 
     @property
+    def after_hints(self) -> bool:
+        """Answered right, but only after a hint (a wrong answer first)."""
+        return self.correct and bool(self.hints)
+
+    @property
     def score(self) -> int:
-        """The question's points where it was answered right, else 0."""
-        return self.question.points if self.correct else 0
+        """The question's points where it was answered right at the first try, half of
+        them (rounded down) where it was answered right after hints, else 0
+        (docs/teaching.md: a 1-point question earns its point at the first try only)."""
+        if not self.correct:
+            return 0
+        return self.question.points // 2 if self.hints else self.question.points
 
 
 def ask(

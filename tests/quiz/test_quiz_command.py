@@ -178,7 +178,9 @@ def test_json_holds_every_answer_and_the_score() -> None:
     assert len(question["hints"]) == 1
     assert question["hints"][0].startswith("softmax[fish, fish]")
     assert question["ended"] == "correct"
-    assert (document["score"], document["total"], document["correct"]) == (1, 1, True)
+    # right after a hint: half of 1 point, rounded down (round 3)
+    assert (document["score"], document["total"], document["correct"]) == (0, 1, True)
+    assert document["after_hints"] == 1
 
 
 def test_json_for_a_wrong_quiz_exits_1() -> None:

@@ -8,6 +8,7 @@ come from files.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -91,19 +92,33 @@ def visible_lines(text: str) -> list[str]:
     return [visible(line) for line in text.split("\n")]
 
 
-def worked(trace: Trace, question: Question, shown: str, view: View, why: str) -> Group:
+def worked(
+    trace: Trace,
+    question: Question,
+    shown: str,
+    view: View,
+    why: str,
+    later: Sequence[Question] = (),
+) -> Group:
     """The worked answer: the --focus section of the hidden stage for the question's
     row (scores, scaled, softmax, output, ALiBi's bias, the cap), else the cell's story;
-    then the answer itself."""
+    then the answer itself. Where a ``later`` question asks another cell of the same
+    row of the stage, the section (which writes the whole row: softmax's every share)
+    would give its answer away: the cell's story is written instead, the asked cell's
+    arithmetic whole (softmax's every exp and their sum, but no other share)."""
     opener = OPENERS.get(why, OPENERS["end of input"])
-    said = "The worked answer, as run --focus writes it:"
+    secret = any(
+        (q.stage, q.head, q.row) == (question.stage, question.head, question.row) for q in later
+    )
+    section = not secret and question.stage in (*SECTION_OF_STAGE, "alibi", "biased", "capped")
+    said = "The worked answer, as run --focus writes it:" if section else "The worked answer:"
     # on one line where it fits 80 columns, else the worked answer's line under it
     first = [Text.assemble((opener, "bold red"), f" {said}")]
     if len(opener) + len(said) >= 80:
         first = [Text(opener, style="bold red"), Text(f"  {said}")]
     parts: list[RenderableType] = [*first, Text("")]
     head = question.head if question.head is not None else 0
-    if question.stage in SECTION_OF_STAGE or question.stage in ("alibi", "biased", "capped"):
+    if section:
         parts.append(_section(trace, question, view, focus_at(trace, question.row, head)))
     else:
         story = cell_story(trace, stage_of(trace, question), question.row, question.col)
@@ -136,13 +151,17 @@ def answer_line(question: Question, shown: str) -> Text:
 
 
 def score_line(outcomes: list[Outcome]) -> Text:
-    """``score: 2 of 3 points (2 of 3 questions right)``."""
+    """``score: 6 of 7 points (5 of 5 questions right, 1 after hints)``: a question
+    answered right after hints earns half its points (rounded down), so the score line
+    says how many were."""
     got = sum(o.score for o in outcomes)
     total = sum(o.question.points for o in outcomes)
     right = sum(o.correct for o in outcomes)
-    style = "bold green" if right == len(outcomes) else "bold yellow"
+    helped = sum(o.after_hints for o in outcomes)
+    style = "bold green" if got == total else "bold yellow"
+    after = f", {helped} after hints" if helped else ""
     return Text.assemble(
         ("score: ", "bold"),
         (f"{got} of {total} point{'' if total == 1 else 's'}", style),
-        f" ({right} of {len(outcomes)} question{'' if len(outcomes) == 1 else 's'} right)",
+        f" ({right} of {len(outcomes)} question{'' if len(outcomes) == 1 else 's'} right{after})",
     )
