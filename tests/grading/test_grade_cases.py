@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from naive import naive_block
 
@@ -15,12 +16,12 @@ from attntrace.kernel.variants import Variants
 from attntrace.modelfile.samples import list_samples
 
 
-def _expected(case: Case) -> np.ndarray:
+def _expected(case: Case) -> npt.NDArray[np.float64]:
     trace = traced(None, sample=case.sample, model=case.model, causal=case.causal)
     return np.array(trace["output"].data)
 
 
-def _naive(call: Call, *, fill: float | None = None) -> np.ndarray:
+def _naive(call: Call, *, fill: float | None = None) -> npt.NDArray[np.float64]:
     """The output by loops; with ``fill``, the mask written as a finite constant."""
     x, wq, wk, wv = (a.tolist() for a in (call.X, call.WQ, call.WK, call.WV))
     if fill is None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from grade_students import CAUSES, student_file
 
@@ -169,14 +170,18 @@ def test_a_mistake_one_case_cannot_tell_apart_is_named_by_the_others() -> None:
     every case, the first one too, is the mistake that reproduces them all."""
 
     def transposed(
-        X: np.ndarray, WQ: np.ndarray, WK: np.ndarray, WV: np.ndarray, causal: bool = False
-    ) -> np.ndarray:
+        X: npt.NDArray[np.float64],
+        WQ: npt.NDArray[np.float64],
+        WK: npt.NDArray[np.float64],
+        WV: npt.NDArray[np.float64],
+        causal: bool = False,
+    ) -> npt.NDArray[np.float64]:
         scores = (X @ WQ) @ (X @ WK).T / np.sqrt(WQ.shape[1])
         if causal:
             scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
         weights = np.exp(scores - scores.max(axis=1, keepdims=True))
         weights /= weights.sum(axis=1, keepdims=True)
-        result: np.ndarray = weights.T @ (X @ WV)
+        result: npt.NDArray[np.float64] = weights.T @ (X @ WV)
         return result
 
     report = grade_function(transposed)

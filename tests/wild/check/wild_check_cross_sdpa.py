@@ -11,8 +11,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-Tensor = torch.Tensor
+from torch import Tensor
 
 
 def embed(model: dict[str, Any], text: str) -> Tensor:

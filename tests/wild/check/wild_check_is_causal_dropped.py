@@ -10,8 +10,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-Tensor = torch.Tensor
+from torch import Tensor
 
 
 def arrays(model: dict[str, Any], sentence: str | None = None) -> dict[str, Tensor]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
-Tensor = torch.Tensor
+from torch import Tensor
 
 
 def arrays(model: dict[str, Any], sentence: str | None = None) -> dict[str, Tensor]:

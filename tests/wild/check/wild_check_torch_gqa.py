@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
-Tensor = torch.Tensor
+from torch import Tensor
 
 
 def embed(model: dict[str, Any], text: str) -> Tensor:

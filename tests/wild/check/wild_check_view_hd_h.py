@@ -13,8 +13,7 @@ import math
 from typing import Any
 
 import torch
-
-Tensor = torch.Tensor
+from torch import Tensor
 
 
 def arrays(model: dict[str, Any], sentence: str | None = None) -> dict[str, Tensor]:
