@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import settings
 
 settings.register_profile("dev", max_examples=100, deadline=None)
-settings.register_profile("ci", max_examples=500, deadline=None)
+settings.register_profile("ci", max_examples=300, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 # Real models remember which weight files were hashed (attntrace.real.catalog); tests and

@@ -22,9 +22,9 @@ from attntrace.forward.trace_json import schema_text
 from attntrace.real.catalog import CATALOG
 
 # A property that runs the whole CLI (or draws a whole panel) for each example costs some
-# 30 ms an example; under the ci profile it runs 300, not the 1000 of the cheap ones, so
+# 30 ms an example; under the ci profile it runs 200, not the 300 of the cheap ones, so
 # the deeper run stays minutes. Under dev (100) nothing changes.
-WHOLE_RUN_EXAMPLES = 300
+WHOLE_RUN_EXAMPLES = 200
 _PROFILE = settings.default  # conftest.py loaded the profile before any test module
 assert _PROFILE is not None
 whole_runs = settings(max_examples=min(_PROFILE.max_examples, WHOLE_RUN_EXAMPLES))
