@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from attntrace.api import PYTHON_NAMES, checked
 from attntrace.checking.given import GivenArray
@@ -263,25 +263,17 @@ def _cell(first: Divergence) -> Cell | None:
     """The first differing cell in reading order (None where the shape is wrong)."""
     spot = first.first_cell
     if spot is not None:
-        return Cell(
-            first.stage,
-            spot.row,
-            spot.column,
-            spot.row_label,
-            spot.column_label,
-            spot.expected,
-            spot.found,
-        )
+        return Cell(**asdict(spot), stage=first.stage)
     if first.row is None or first.column is None:
         return None
     return Cell(
-        first.stage,
         first.row,
         first.column,
         first.row_label or str(first.row),
         first.column_label or str(first.column),
         math.nan if first.expected is None else first.expected,
         math.nan if first.found is None else first.found,
+        stage=first.stage,
     )
 
 

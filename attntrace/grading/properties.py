@@ -75,7 +75,7 @@ def _output(call: Call, outcome: Outcome) -> tuple[Matrix, str] | str:
 
 
 def _cell(row: int, column: int, expected: float, found: float) -> Cell:
-    return Cell("output", row, column, f"t{row}", f"d{column}", expected, found)
+    return Cell(row, column, f"t{row}", f"d{column}", expected, found, stage="output")
 
 
 def _differs(expected: Matrix, found: Matrix, dtype: str) -> Cell | None:

@@ -8,23 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attntrace.checking.report import CheckReport
+from attntrace.checking.report import CheckReport, Spot
 from attntrace.grading.outcome import Failed
 from attntrace.grading.precision import Precision
 
 
 @dataclass(frozen=True)
-class Cell:
-    """A differing cell: the stage, where (0-based, and the row and column labels),
-    expected and found."""
+class Cell(Spot):
+    """A differing cell: check's :class:`Spot` (where, expected and found) and the
+    stage it is in."""
 
     stage: str
-    row: int
-    column: int
-    row_label: str
-    column_label: str
-    expected: float
-    found: float
 
 
 @dataclass(frozen=True, eq=False)
